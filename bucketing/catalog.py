@@ -1,0 +1,199 @@
+"""Instance-type catalogs: what each node type offers and costs, loaded from YAML.
+
+Decides: the shape of a catalog and whether a file is a valid one. Shipped catalogs
+live in `bucketing/catalogs/` (`aws`, `gcp`); a path loads a user's own. Every
+validation error names the file and the field path (`instance_types[3].allocatable.cpu`).
+
+Must not: fetch prices, or guess a missing field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources as package_files
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bucketing.errors import ConfigError, InputError
+from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, parse_resource_quantity
+
+BUILTIN_CATALOGS = ("aws", "gcp")
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """One node type.
+
+    allocatable: what the scheduler can place on a node of this type (capacity less
+        the kubelet's system/kube reservation and eviction threshold).
+    placeholder_request: allocatable less the catalog's daemonset overhead: a pod
+        requesting this fills exactly one node of the type.
+    """
+
+    name: str
+    vcpu: int
+    memory_gib: float
+    gpus: int
+    gpu_model: str | None
+    price_per_hour: float
+    price_source: str
+    price_date: str
+    allocatable: Resources
+    placeholder_request: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def capacity(self) -> Resources:
+        return Resources.of(self.gpus, self.vcpu, self.memory_gib)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A provider's instance types, in file order, with what they were built from."""
+
+    name: str
+    provider: str
+    region: str
+    gpu_resource: str
+    daemonset_overhead: Resources
+    instance_types: tuple[InstanceType, ...]
+
+    def get(self, name: str) -> InstanceType:
+        for instance_type in self.instance_types:
+            if instance_type.name == name:
+                return instance_type
+        known = ", ".join(t.name for t in self.instance_types)
+        raise ConfigError(f"catalog {self.name}: unknown instance type {name!r} (known: {known})")
+
+    def subset(self, names: list[str] | tuple[str, ...]) -> Catalog:
+        """The same catalog limited to `names`, in the order given."""
+        return Catalog(
+            self.name, self.provider, self.region, self.gpu_resource, self.daemonset_overhead,
+            tuple(self.get(name) for name in names),
+        )
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.instance_types)
+
+
+def load_catalog(ref: str | Path) -> Catalog:
+    """Load a catalog by built-in name (`aws`, `gcp`) or by path to a YAML file."""
+    ref_text = str(ref)
+    if ref_text in BUILTIN_CATALOGS:
+        text = package_files.files("bucketing.catalogs").joinpath(f"{ref_text}.yaml").read_text()
+        return parse_catalog(yaml.safe_load(text), ref_text)
+    path = Path(ref_text)
+    if not path.exists():
+        raise ConfigError(
+            f"catalog {ref_text!r}: no such file, and not a built-in catalog "
+            f"({', '.join(BUILTIN_CATALOGS)})"
+        )
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
+    return parse_catalog(document, str(path))
+
+
+def parse_catalog(document: Any, source: str) -> Catalog:
+    """Validate a parsed YAML document into a Catalog; errors name `source` and the field."""
+    if not isinstance(document, Mapping):
+        raise ConfigError(f"{source}: expected a mapping at the top level")
+    reader = _FieldReader(source)
+    provider = reader.string(document, "provider")
+    region = reader.string(document, "region", default="")
+    price_source = reader.string(document, "price_source", default="")
+    price_date = str(document.get("price_date", ""))
+    gpu_resource = reader.string(document, "gpu_resource", default=DEFAULT_GPU_RESOURCE)
+    overhead = reader.resources(document.get("daemonset_overhead") or {}, "daemonset_overhead")
+    raw_types = document.get("instance_types")
+    if not isinstance(raw_types, list) or not raw_types:
+        raise ConfigError(f"{source}: instance_types: expected a non-empty list")
+    types: list[InstanceType] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(raw_types):
+        path = f"instance_types[{index}]"
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{source}: {path}: expected a mapping")
+        name = reader.string(raw, "name", path)
+        if name in seen:
+            raise ConfigError(f"{source}: {path}.name: {name!r} appears twice")
+        seen.add(name)
+        gpus = reader.number(raw, "gpus", path, integer=True)
+        allocatable = reader.resources(raw.get("allocatable"), f"{path}.allocatable")
+        if allocatable.gpu_milli > gpus * 1000:
+            raise ConfigError(f"{source}: {path}.allocatable.gpus exceeds gpus ({gpus})")
+        placeholder = allocatable - overhead
+        if min(placeholder.cpu_milli, placeholder.memory_bytes) <= 0:
+            raise ConfigError(
+                f"{source}: {path}.allocatable: daemonset_overhead leaves nothing for pods"
+            )
+        labels = raw.get("labels") or {}
+        if not isinstance(labels, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+        ):
+            raise ConfigError(f"{source}: {path}.labels: expected a map of strings to strings")
+        types.append(
+            InstanceType(
+                name=name,
+                vcpu=int(reader.number(raw, "vcpu", path, integer=True, positive=True)),
+                memory_gib=float(reader.number(raw, "memory_gib", path, positive=True)),
+                gpus=int(gpus),
+                gpu_model=raw.get("gpu_model"),
+                price_per_hour=float(reader.number(raw, "price_per_hour", path, positive=True)),
+                price_source=str(raw.get("price_source", price_source)),
+                price_date=str(raw.get("price_date", price_date)),
+                allocatable=allocatable,
+                placeholder_request=placeholder,
+                labels=dict(labels),
+            )
+        )
+    return Catalog(source, provider, region, gpu_resource, overhead, tuple(types))
+
+
+@dataclass(frozen=True)
+class _FieldReader:
+    source: str
+
+    def fail(self, path: str, message: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {path}: {message}")
+
+    def string(self, raw: Mapping, key: str, parent: str = "", default: str | None = None) -> str:
+        path = f"{parent}.{key}" if parent else key
+        value = raw.get(key, default)
+        if not isinstance(value, str) or not value and default is None:
+            raise self.fail(path, "expected a non-empty string")
+        return value
+
+    def number(
+        self, raw: Mapping, key: str, parent: str, integer: bool = False, positive: bool = False
+    ) -> float:
+        path = f"{parent}.{key}"
+        value = raw.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(path, f"expected a number, got {value!r}")
+        if value != value or value < 0 or (positive and value == 0):
+            raise self.fail(path, f"must be {'positive' if positive else 'non-negative'}")
+        if integer and int(value) != value:
+            raise self.fail(path, "must be a whole number")
+        return value
+
+    def resources(self, raw: Any, path: str) -> Resources:
+        if not isinstance(raw, Mapping):
+            raise self.fail(path, "expected a mapping with cpu, memory and optionally gpus")
+        unknown = set(raw) - {"cpu", "memory", "gpus"}
+        if unknown:
+            raise self.fail(path, f"unknown field(s) {', '.join(sorted(unknown))}")
+        try:
+            cpu = parse_resource_quantity(raw.get("cpu", 0), f"{path}.cpu")
+            memory = parse_resource_quantity(raw.get("memory", 0), f"{path}.memory")
+            gpus = parse_resource_quantity(raw.get("gpus", 0), f"{path}.gpus")
+        except InputError as error:
+            raise ConfigError(f"{self.source}: {error}") from None
+        return Resources(int(gpus * 1000), int(cpu * 1000), int(memory))

@@ -1,0 +1,134 @@
+"""The canonical job table: one row per pod of a demand trace, whatever its source.
+
+Decides: the column names, types and meaning every tool reads (tuner, predictor,
+simulator), and how censoring is recorded. Loaders (`bucketing.traces`) and the
+synthetic generator (`bucketing.synthetic`) produce it; nothing else builds one.
+
+Columns (all times in seconds from the trace's own origin):
+  pod             unique pod name
+  job_id          the job the pod belongs to ("" when the trace has no grouping)
+  job_name        application / job name as the trace gives it
+  role            "ps", "worker", "chief", "cn" (CPU node), "hn" (GPU node) or ""
+  submit_s        when the pod was created (trace start when created before it)
+  start_s         when it was scheduled; NaN = never scheduled within the trace
+  end_s           when it ended; NaN = still running at the trace's end
+  cpu_milli       requested CPU in millicores            (int64, >= 0)
+  memory_bytes    requested memory in bytes             (int64, >= 0)
+  gpus            requested whole GPUs (device count)    (int64, >= 0)
+  gpu_milli       requested GPU in thousandths summed over devices, so a 46% share
+                  of one GPU is 460 and 2 whole GPUs are 2000 (int64, >= 0)
+  priority_class  the trace's QoS / priority class as a string ("" when unknown)
+
+Must not: read files (that is `bucketing.traces`), or drop a row silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from bucketing.errors import InputError
+
+COLUMNS: dict[str, str] = {
+    "pod": "object",
+    "job_id": "object",
+    "job_name": "object",
+    "role": "object",
+    "submit_s": "float64",
+    "start_s": "float64",
+    "end_s": "float64",
+    "cpu_milli": "int64",
+    "memory_bytes": "int64",
+    "gpus": "int64",
+    "gpu_milli": "int64",
+    "priority_class": "object",
+}
+
+
+@dataclass(frozen=True)
+class Censoring:
+    """How many rows the trace cut off at either end, counted, never dropped.
+
+    started_before_trace: created/scheduled before the trace began (time 0 or blank);
+        their start is clamped to the trace start.
+    running_at_end: no end time; they run until the trace's end.
+    never_scheduled: no start time; they were pending for the whole rest of the trace.
+    dropped: rows that could not be used at all, with the reason as key (e.g. an
+        end before the start); the loader reports these to the user.
+    """
+
+    started_before_trace: int = 0
+    running_at_end: int = 0
+    never_scheduled: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        dropped = ", ".join(f"{n} {reason}" for reason, n in sorted(self.dropped.items()))
+        return (
+            f"{self.started_before_trace} pods started before the trace, "
+            f"{self.running_at_end} still running at its end, "
+            f"{self.never_scheduled} never scheduled"
+            + (f"; dropped: {dropped}" if dropped else "")
+        )
+
+
+@dataclass(frozen=True)
+class JobTable:
+    """A validated job table plus where it came from and what was censored.
+
+    trace_start_s / trace_end_s bound the observed window: the earliest submit and the
+    latest event (submit, start or end) in the source.
+    """
+
+    frame: pd.DataFrame
+    source: str
+    trace_start_s: float
+    trace_end_s: float
+    censoring: Censoring = field(default_factory=Censoring)
+
+    def __post_init__(self) -> None:
+        validate_frame(self.frame, self.source)
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    @property
+    def duration_s(self) -> float:
+        return self.trace_end_s - self.trace_start_s
+
+
+def validate_frame(frame: pd.DataFrame, source: str) -> None:
+    """Raise InputError naming the source, column and first bad row when `frame` is not canonical."""
+    missing = [name for name in COLUMNS if name not in frame.columns]
+    if missing:
+        raise InputError(f"{source}: job table lacks column(s) {', '.join(missing)}")
+    if frame.empty:
+        raise InputError(f"{source}: the trace has no pods")
+    for name in ("cpu_milli", "memory_bytes", "gpus", "gpu_milli"):
+        values = frame[name].to_numpy()
+        if values.dtype.kind not in "iu":
+            raise InputError(f"{source}: column {name} must be integers, got {values.dtype}")
+        negative = np.flatnonzero(values < 0)
+        if negative.size:
+            raise InputError(
+                f"{source}: row {int(negative[0])}: {name} is negative ({values[negative[0]]})"
+            )
+    submit = frame["submit_s"].to_numpy(dtype=np.float64)
+    if np.isnan(submit).any():
+        row = int(np.flatnonzero(np.isnan(submit))[0])
+        raise InputError(f"{source}: row {row}: submit_s is missing")
+    start = frame["start_s"].to_numpy(dtype=np.float64)
+    end = frame["end_s"].to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isnan(start) & ~np.isnan(end) & (end < start))
+    if bad.size:
+        raise InputError(f"{source}: row {int(bad[0])}: end_s {end[bad[0]]} is before start_s")
+    if frame["pod"].duplicated().any():
+        row = int(np.flatnonzero(frame["pod"].duplicated().to_numpy())[0])
+        raise InputError(f"{source}: row {row}: pod name {frame['pod'].iloc[row]!r} is duplicated")
+
+
+def empty_frame() -> pd.DataFrame:
+    """A canonical frame with no rows (for builders that append)."""
+    return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in COLUMNS.items()})

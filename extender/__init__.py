@@ -1,0 +1,1 @@
+"""The kube-scheduler extender HTTP service around the locality core."""

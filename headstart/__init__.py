@@ -1,0 +1,1 @@
+"""The `headstart` command: one console script whose subcommands live in each package."""

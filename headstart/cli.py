@@ -1,0 +1,47 @@
+"""`headstart` command-line entry point: builds the subcommand tree and turns faults into messages.
+
+Each package owns its subcommands in its own `cli.py`, which exposes
+`register(subparsers)`; this module only collects them. Every subcommand sets
+`func` (taking the parsed args, returning an exit code). A `HeadstartError`
+becomes one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from bucketing.errors import HeadstartError
+
+# The order here is the order `headstart --help` lists them in.
+COMMAND_MODULES = (
+    "bucketing.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="headstart",
+        description="Locality-aware scheduling and predictive GPU overprovisioning "
+        "for distributed training on autoscaled Kubernetes.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except HeadstartError as error:
+        print(f"headstart {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

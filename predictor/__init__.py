@@ -1,0 +1,1 @@
+"""Demand history, forecasters that give quantiles, and their backtest."""

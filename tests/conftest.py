@@ -1,0 +1,18 @@
+"""Fixtures shared by every test package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TRACES = REPO.parent / "shared" / "traces"
+
+
+@pytest.fixture
+def traces_dir() -> Path:
+    """../shared/traces; tests that need the real traces skip when it is absent."""
+    if not TRACES.is_dir():
+        pytest.skip("../shared/traces is not present")
+    return TRACES
