@@ -4,7 +4,8 @@ Decides: the resource matrix every tool reads a job table through (GPUs, CPUs, G
 in cost order), which pods count as running or pending at a tick time, and the
 per-tick totals. A pod runs at tick t when start_s <= t < end_s (a NaN end runs to
 the end of time, a NaN start never runs) and is pending when submit_s <= t < start_s
-(a NaN start waits forever).
+(a NaN start waits until its end_s, the pod's deletion, or forever when that is
+NaN too).
 
 Snapshots are stored as CSR arrays (offsets + row indices into the frame), so a
 month of 5-minute ticks over 15,000 pods is built with chunked numpy masks, never
@@ -146,7 +147,8 @@ def snapshots(
     finish = frame["end_s"].to_numpy(dtype=np.float64)
 
     run_first, run_after = _interval_ticks(times, begin, finish)
-    wait_first, wait_after = _interval_ticks(times, submit, begin)
+    # A pod deleted while still pending (NaN start, an end time) stops waiting then.
+    wait_first, wait_after = _interval_ticks(times, submit, np.fmin(begin, finish))
     running_offsets, running_index = _csr(run_first, run_after, len(times))
     pending_offsets, pending_index = _csr(wait_first, wait_after, len(times))
     return DemandSnapshots(
