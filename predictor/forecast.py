@@ -1,0 +1,189 @@
+"""The forecaster contract every model, backtest and service shares.
+
+Decides: what a demand history is, what a forecast is, what a forecaster must
+offer (scikit-learn style: `__init__` stores hyper-parameters only, `fit` returns
+`self` and sets attributes ending in `_`, `predict` returns a `Forecast`), and
+the checks every model runs its input through. Must not: read files, log, or know
+any model's internals.
+
+A *history* is a float64 array of shape (T, K): T consecutive ticks, K series
+(buckets, or a single total). NaN marks a missing tick (a gap) and is never read
+as zero. Negative or infinite values are refused (they are counts of nodes).
+
+Ticks and phase: row 0 of a history is absolute tick `first_tick` (default 0).
+Seasonal models (Holt-Winters with a season, the Transformer) use it to know the
+time of day / week of each row. The default 0 is right whenever every history
+given to one model starts at the same tick (a backtest passing `series[:t]`);
+a service passing a trailing window passes `first_tick = window_start_seconds //
+tick_seconds` to fit and predict alike (ticks since the Unix epoch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, Self, runtime_checkable
+
+import numpy as np
+
+from bucketing.errors import InputError
+
+DEFAULT_QUANTILES: tuple[float, ...] = (0.9,)
+
+
+class NotEnoughHistory(InputError):
+    """The history is shorter than the model needs; `needed` and `got` are tick counts."""
+
+    def __init__(self, model: str, needed: int, got: int, what: str = "predict") -> None:
+        super().__init__(
+            f"{model}: {what} needs at least {needed} ticks of history, got {got}"
+        )
+        self.model = model
+        self.needed = needed
+        self.got = got
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """A forecast for steps 1..H after the last history row, for K series.
+
+    horizon_ticks: H, the number of ticks ahead the last row of `point` is.
+    point: (H, K) point forecast (median-like; never negative).
+    quantiles: level -> (H, K) forecast at that quantile level; a higher level is
+        never lower than a lower one (never negative).
+    """
+
+    horizon_ticks: int
+    point: np.ndarray
+    quantiles: Mapping[float, np.ndarray]
+
+    def at(self, q: float | None = None, step: int | None = None) -> np.ndarray:
+        """The (K,) forecast at quantile `q` (None = point) for `step` (default H)."""
+        step = self.horizon_ticks if step is None else step
+        if not 1 <= step <= self.horizon_ticks:
+            raise InputError(f"forecast step {step} is outside 1..{self.horizon_ticks}")
+        if q is None:
+            return self.point[step - 1]
+        for level, values in self.quantiles.items():
+            if abs(level - q) < 1e-12:
+                return values[step - 1]
+        levels = ", ".join(f"{level:g}" for level in sorted(self.quantiles))
+        raise InputError(f"no quantile {q:g} in this forecast (it has: {levels or 'none'})")
+
+
+@runtime_checkable
+class Forecaster(Protocol):
+    """What the backtest, the overprovisioner and the simulator call.
+
+    Every implementation also sets, in `fit`: `n_series_` (K), `min_history_`
+    (ticks `predict` needs) and its residual/quantile state.
+    """
+
+    name: str
+
+    def fit(self, history: np.ndarray, first_tick: int = 0) -> Self:
+        """Learn from `history` (T, K); raise NotEnoughHistory when T is too short."""
+        ...
+
+    def predict(
+        self,
+        history: np.ndarray,
+        horizon_ticks: int,
+        quantiles: Sequence[float] = DEFAULT_QUANTILES,
+        first_tick: int = 0,
+    ) -> Forecast:
+        """Forecast steps 1..horizon_ticks after the last row of `history`.
+
+        Uses only the most recent part of `history` the model needs, so a
+        rolling backtest can fit rarely and predict often.
+        """
+        ...
+
+    def min_history(self, for_fit: bool = False) -> int:
+        """Ticks of history `predict` (or, with for_fit, `fit`) needs at least."""
+        ...
+
+
+def as_history(history: object, what: str = "history") -> np.ndarray:
+    """Check and convert a history to float64 (T, K); a 1-D array becomes (T, 1).
+
+    Raises InputError for a wrong shape, a negative or infinite value (naming row
+    and column). NaN is allowed: it is a gap. Never mutates its input.
+    """
+    try:
+        array = np.array(history, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"{what}: not numeric ({error})") from None
+    if array.ndim == 1:
+        array = array[:, None]
+    if array.ndim != 2:
+        raise InputError(f"{what}: expected a (ticks, series) array, got shape {array.shape}")
+    if array.shape[1] == 0:
+        raise InputError(f"{what}: has no series (shape {array.shape})")
+    bad = np.isinf(array) | (array < 0)
+    if bad.any():
+        row, column = (int(i) for i in np.argwhere(bad)[0])
+        raise InputError(
+            f"{what}: row {row}, series {column} is {array[row, column]!r}; "
+            "demand counts must be finite and >= 0 (use NaN for a missing tick)"
+        )
+    return array
+
+
+def check_quantiles(quantiles: Sequence[float]) -> tuple[float, ...]:
+    """Quantile levels as a sorted tuple of distinct floats strictly inside (0, 1)."""
+    levels = tuple(sorted({float(q) for q in quantiles}))
+    for q in levels:
+        if not 0.0 < q < 1.0:
+            raise InputError(f"quantile {q:g} is outside (0, 1)")
+    return levels
+
+
+def check_horizon(horizon_ticks: int, max_horizon: int, model: str) -> int:
+    """A horizon 1..max_horizon (the longest horizon the model was fitted for)."""
+    if int(horizon_ticks) != horizon_ticks or horizon_ticks < 1:
+        raise InputError(f"{model}: horizon_ticks must be a positive integer, got {horizon_ticks}")
+    if horizon_ticks > max_horizon:
+        raise InputError(
+            f"{model}: horizon {horizon_ticks} ticks is beyond max_horizon={max_horizon} "
+            "it was built for; raise max_horizon and refit"
+        )
+    return int(horizon_ticks)
+
+
+def check_series_count(history: np.ndarray, n_series: int, model: str) -> None:
+    """Refuse a history with another number of series than the model was fitted on."""
+    if history.shape[1] != n_series:
+        raise InputError(
+            f"{model}: fitted on {n_series} series, got a history with {history.shape[1]}"
+        )
+
+
+def forward_fill(history: np.ndarray) -> np.ndarray:
+    """Each NaN replaced by the last non-NaN value above it in its column (leading NaN stay).
+
+    Used where a model needs a value to look up (the last value, a season ago);
+    never used to make up residuals or training targets.
+    """
+    filled = history.copy()
+    rows = np.arange(filled.shape[0])[:, None]
+    index = np.where(np.isnan(filled), 0, rows)
+    np.maximum.accumulate(index, axis=0, out=index)
+    # Leading NaN point at row 0, itself NaN, so they stay NaN.
+    return filled[index, np.arange(filled.shape[1])[None, :]]
+
+
+def make_forecast(point: np.ndarray, quantiles: Mapping[float, np.ndarray]) -> Forecast:
+    """A Forecast with values clipped at 0, quantiles made monotone, arrays read-only."""
+    point = np.maximum(np.asarray(point, dtype=np.float64), 0.0)
+    levels = sorted(quantiles)
+    stacked = np.maximum(np.stack([np.asarray(quantiles[q], np.float64) for q in levels]), 0.0)
+    if stacked.size:
+        stacked = np.maximum.accumulate(stacked, axis=0)
+    point.setflags(write=False)
+    frozen: dict[float, np.ndarray] = {}
+    for i, q in enumerate(levels):
+        values = stacked[i].copy()
+        values.setflags(write=False)
+        frozen[q] = values
+    return Forecast(horizon_ticks=point.shape[0], point=point, quantiles=frozen)
