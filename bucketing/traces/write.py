@@ -1,0 +1,38 @@
+"""Writing a JobTable as headstart's own CSV (gzip when the name ends in .gz).
+
+Decides: the file layout `bucketing.traces.headstart_csv` reads back (one metadata
+line, then the canonical columns, blank for NaN), so a table survives a round trip.
+
+Must not: change the table.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from bucketing.errors import InputError
+from bucketing.jobtable import COLUMNS, JobTable
+from bucketing.traces.headstart_csv import format_preamble
+
+
+def write_job_table(table: JobTable, path: str | Path) -> Path:
+    """Write `table` to `path` (.csv, or .csv.gz compressed); returns the path."""
+    path = Path(path)
+    preamble = format_preamble(
+        table.trace_start_s, table.trace_end_s, table.censoring.started_before_trace
+    )
+    body = table.frame[list(COLUMNS)].to_csv(index=False, na_rep="", lineterminator="\n")
+    text = preamble + "\n" + body
+    try:
+        if path.name.endswith(".gz"):
+            # mtime=0 so the same table gives the same bytes.
+            with open(path, "wb") as raw, gzip.GzipFile(
+                filename="", mode="wb", fileobj=raw, mtime=0
+            ) as handle:
+                handle.write(text.encode("utf-8"))
+        else:
+            path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise InputError(f"{path}: cannot write ({error.strerror or error})") from None
+    return path
