@@ -34,9 +34,12 @@ DEFAULT_QUANTILES: tuple[float, ...] = (0.9,)
 class NotEnoughHistory(InputError):
     """The history is shorter than the model needs; `needed` and `got` are tick counts."""
 
-    def __init__(self, model: str, needed: int, got: int, what: str = "predict") -> None:
+    def __init__(
+        self, model: str, needed: int, got: int, what: str = "predict", detail: str = ""
+    ) -> None:
         super().__init__(
             f"{model}: {what} needs at least {needed} ticks of history, got {got}"
+            + (f" ({detail})" if detail else "")
         )
         self.model = model
         self.needed = needed

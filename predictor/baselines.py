@@ -1,0 +1,144 @@
+"""Baseline forecasters that copy a past value: last value and seasonal naive.
+
+Decides: the point forecast of each baseline and its quantiles, which are the
+point plus empirical quantiles of in-sample h-step residuals (per series, per
+step), computed in `fit` from the training history.
+
+Gaps (NaN): the value copied is the last observed one at or before the tick the
+baseline looks at (so "last value" = last non-NaN tick); residuals are only
+taken where the target tick was observed. Must not: read files or log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Self
+
+import numpy as np
+
+from predictor.forecast import (
+    DEFAULT_QUANTILES,
+    Forecast,
+    NotEnoughHistory,
+    as_history,
+    check_horizon,
+    check_quantiles,
+    check_series_count,
+    forward_fill,
+    make_forecast,
+)
+from predictor.quantiles import offsets_at, residual_quantile_grid
+
+
+class _CopyPastValue:
+    """Shared machinery: forecast for step h = the (forward-filled) value lag(h) ticks
+    before the target; quantiles from in-sample residuals of that same rule."""
+
+    name = "copy"
+
+    def __init__(self, max_horizon: int = 12) -> None:
+        self.max_horizon = max_horizon
+
+    def _lag(self, step: int) -> int:
+        raise NotImplementedError
+
+    def _predict_needs(self) -> int:
+        raise NotImplementedError
+
+    def min_history(self, for_fit: bool = False) -> int:
+        """predict: ticks the rule looks back; fit: that plus max_horizon for residuals."""
+        needs = self._predict_needs()
+        return needs + self.max_horizon if for_fit else needs
+
+    def fit(self, history: np.ndarray, first_tick: int = 0) -> Self:
+        observed = as_history(history, f"{self.name} fit history")
+        n_ticks, n_series = observed.shape
+        if self.max_horizon < 1:
+            raise NotEnoughHistory(self.name, 1, 0, "fit", "max_horizon must be >= 1")
+        needed = self.min_history(for_fit=True)
+        if n_ticks < needed:
+            raise NotEnoughHistory(self.name, needed, n_ticks, "fit")
+        filled = forward_fill(observed)
+        residuals = np.full((self.max_horizon, n_ticks, n_series), np.nan)
+        for step in range(1, self.max_horizon + 1):
+            lag = self._lag(step)
+            residuals[step - 1, lag:] = observed[lag:] - filled[:-lag]
+        self.n_series_ = n_series
+        self.min_history_ = self.min_history()
+        self.max_horizon_ = self.max_horizon
+        self.n_residuals_ = np.sum(~np.isnan(residuals), axis=1)
+        self.residual_grid_ = residual_quantile_grid(residuals)
+        return self
+
+    def predict(
+        self,
+        history: np.ndarray,
+        horizon_ticks: int,
+        quantiles: Sequence[float] = DEFAULT_QUANTILES,
+        first_tick: int = 0,
+    ) -> Forecast:
+        if not hasattr(self, "residual_grid_"):
+            raise NotEnoughHistory(self.name, self.min_history(True), 0, "predict",
+                                   "the model is not fitted yet")
+        observed = as_history(history, f"{self.name} history")
+        check_series_count(observed, self.n_series_, self.name)
+        horizon = check_horizon(horizon_ticks, self.max_horizon_, self.name)
+        levels = check_quantiles(quantiles)
+        n_ticks = observed.shape[0]
+        if n_ticks < self.min_history_:
+            raise NotEnoughHistory(self.name, self.min_history_, n_ticks)
+        filled = forward_fill(observed)
+        rows = [n_ticks - 1 + step - self._lag(step) for step in range(1, horizon + 1)]
+        point = filled[rows]
+        if np.isnan(point).any():
+            series = int(np.argwhere(np.isnan(point))[0][1])
+            raise NotEnoughHistory(self.name, self.min_history_, n_ticks, "predict",
+                                   f"series {series} has no observed tick to copy")
+        return make_forecast(
+            point, {q: point + offsets_at(self.residual_grid_, q, horizon) for q in levels}
+        )
+
+
+class LastValue(_CopyPastValue):
+    """Forecast every step as the last observed value (the hard baseline on real traces).
+
+    max_horizon: longest horizon in ticks that residual quantiles are kept for.
+    """
+
+    name = "last"
+
+    def _lag(self, step: int) -> int:
+        return step
+
+    def _predict_needs(self) -> int:
+        return 1
+
+
+class SeasonalNaive(_CopyPastValue):
+    """Forecast a tick as the value one season earlier (several seasons for h > period).
+
+    period_ticks: season length in ticks (288 = one day at 5-minute ticks).
+    max_horizon: longest horizon in ticks that residual quantiles are kept for.
+    """
+
+    name = "seasonal"
+
+    def __init__(self, period_ticks: int = 288, max_horizon: int = 12) -> None:
+        super().__init__(max_horizon=max_horizon)
+        self.period_ticks = period_ticks
+
+    def _lag(self, step: int) -> int:
+        seasons_back = -(-step // self.period_ticks)  # ceil(step / period)
+        return self.period_ticks * seasons_back
+
+    def _predict_needs(self) -> int:
+        return self.period_ticks
+
+
+class SeasonalWeekNaive(SeasonalNaive):
+    """Seasonal naive with a weekly season (2016 ticks at 5 minutes)."""
+
+    name = "seasonal_week"
+
+    def __init__(self, period_ticks: int = 2016, max_horizon: int = 12) -> None:
+        super().__init__(period_ticks=period_ticks, max_horizon=max_horizon)

@@ -1,0 +1,66 @@
+"""Empirical residual quantiles and the pinball loss (plain numpy).
+
+Decides: how a point forecaster turns its in-sample h-step residuals into
+quantile forecasts. `fit` computes residual quantiles once on a fixed grid of
+levels; `predict` reads any level off the grid by linear interpolation, so a
+forecaster fitted once answers any quantile the operator picks.
+
+Must not: know any model. Residuals at missing targets (NaN) are skipped, never
+counted as zero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bucketing.errors import InputError
+
+# 0.005, 0.010, ..., 0.995: levels beyond the ends are read at the nearest end
+# (a few thousand residuals cannot say more about the tails anyway).
+QUANTILE_GRID: np.ndarray = np.round(np.arange(1, 200) / 200.0, 3)
+
+
+def residual_quantile_grid(residuals: np.ndarray) -> np.ndarray:
+    """Per horizon step and series, the residuals' quantiles on QUANTILE_GRID.
+
+    residuals: (H, N, K) actual - forecast for steps 1..H, N origins, K series;
+        NaN where the target was missing.
+    Returns (L, H, K). A (step, series) cell without any residual takes the
+    quantiles pooled over all series at that step, and 0 if there are none at all.
+    """
+    if residuals.ndim != 3:
+        raise InputError(f"residuals must be (steps, origins, series), got {residuals.shape}")
+    steps, _, n_series = residuals.shape
+    grid = np.zeros((QUANTILE_GRID.size, steps, n_series))
+    for step in range(steps):
+        block = residuals[step]
+        observed = ~np.isnan(block)
+        pooled = block[observed]
+        pooled_q = np.quantile(pooled, QUANTILE_GRID) if pooled.size else 0.0
+        for series in range(n_series):
+            column = block[observed[:, series], series]
+            grid[:, step, series] = (
+                np.quantile(column, QUANTILE_GRID) if column.size else pooled_q
+            )
+    return grid
+
+
+def offsets_at(grid: np.ndarray, q: float, horizon_ticks: int) -> np.ndarray:
+    """(H, K) residual quantile at level q for steps 1..H, interpolated on the grid."""
+    position = np.interp(q, QUANTILE_GRID, np.arange(QUANTILE_GRID.size))
+    low = int(np.floor(position))
+    high = min(low + 1, QUANTILE_GRID.size - 1)
+    weight = position - low
+    return (1.0 - weight) * grid[low, :horizon_ticks] + weight * grid[high, :horizon_ticks]
+
+
+def pinball_loss(actual: np.ndarray, forecast: np.ndarray, q: float) -> float:
+    """Mean quantile (pinball) loss at level q over non-missing actuals.
+
+    Under-forecasts cost q per unit, over-forecasts 1 - q, so the loss is lowest
+    at the true q-quantile. Example: actual 10, forecast 8, q 0.9 -> 0.9 * 2 = 1.8.
+    """
+    actual = np.asarray(actual, dtype=np.float64)
+    error = actual - np.asarray(forecast, dtype=np.float64)
+    loss = np.maximum(q * error, (q - 1.0) * error)
+    return float(np.nanmean(loss))
