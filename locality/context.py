@@ -1,0 +1,216 @@
+"""Everything the per-node filter and score need about one pod, computed once per request.
+
+Decides: the job's home placement group (the PS's group, else the group holding most
+of the job's placed pods), the nodes holding the pod's counterpart role and the job's
+other pods, which placement groups can still hold the job's remaining pods (only while
+the job has no home group, so only its first pod pays for that scan), and which
+resource dimensions count when measuring how idle a node is.
+
+After this, `filter_nodes` and `score_nodes` do O(1) work per node: a few integer
+comparisons, two set lookups, one dict lookup.
+
+Must not: read the clock (`now` is passed in), log, mutate its inputs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from bucketing.resources import Resources
+from locality.config import LocalityConfig
+from locality.jobs import identify, job_policy
+from locality.model import JobIdentity, JobPolicy, Locality, NodeState, Pod, Role
+from locality.placement import AssumedPlacements, JobPlacement, job_placement
+
+_NO_EXTRA: Mapping[str, Resources] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFit:
+    """How many of the job's remaining pods a placement group can hold (first-fit)."""
+
+    group: str
+    pods_that_fit: int
+    pods_needed: int
+
+    @property
+    def holds_job(self) -> bool:
+        return self.pods_that_fit >= self.pods_needed
+
+
+@dataclass(frozen=True, eq=False)
+class DecisionContext:
+    """One pod's request, job, policy and the job's placement, digested for the node loop.
+
+    identity is None for pods of no job: then every node passes and scores 0.
+    extra_requested: requests of assumed placements per node (all jobs), not yet in
+    the NodeStates. counterpart_nodes: nodes holding the pod's counterpart role (the
+    PS for a worker or chief, the workers and chief for a PS, any job pod otherwise or
+    when the counterpart is not placed yet). job_nodes: nodes holding any pod of the job.
+    home_group: the group the job occupies, None before its first pod lands in a group.
+    group_fits: per placement group, only while home_group is None and the policy is
+    not `none`. idle_dims: (gpu, cpu, memory) flags of the dimensions the job requests.
+    """
+
+    pod: Pod
+    identity: JobIdentity | None
+    policy: JobPolicy
+    placement: JobPlacement | None
+    extra_requested: Mapping[str, Resources] = field(default_factory=dict)
+    counterpart_nodes: frozenset[str] = frozenset()
+    job_nodes: frozenset[str] = frozenset()
+    home_group: str | None = None
+    group_fits: Mapping[str, GroupFit] = field(default_factory=dict)
+    idle_dims: tuple[bool, bool, bool] = (True, True, True)
+
+
+def decision_context(
+    pod: Pod,
+    *,
+    job_pods: Iterable[Pod],
+    assumed: AssumedPlacements,
+    cluster: Mapping[str, NodeState],
+    now: float,
+    config: LocalityConfig,
+) -> DecisionContext:
+    """The context for `pod`: identity, policy, placement (bound + assumed), groups.
+
+    job_pods: the pods of the pod's job known to the cache (any phase; may include the
+    pod itself; ignored when the pod has no job). cluster: every node the cache knows,
+    by name (used to map the job's pods to groups, and to size groups for a job's first
+    pod). now: seconds, the same clock as the assumptions' expiry.
+    """
+    identity = identify(pod, config)
+    policy = job_policy(pod, config)
+    if identity is None:
+        return DecisionContext(pod, None, policy, None)
+    placement = job_placement(pod, identity.key, policy, job_pods, assumed, now, config)
+    extra = assumed.requested_by_node(now) if len(assumed) else _NO_EXTRA
+    return build_context(pod, identity, policy, placement, cluster, extra)
+
+
+def build_context(
+    pod: Pod,
+    identity: JobIdentity | None,
+    policy: JobPolicy,
+    placement: JobPlacement | None,
+    cluster: Mapping[str, NodeState],
+    extra_requested: Mapping[str, Resources] = _NO_EXTRA,
+) -> DecisionContext:
+    """The lower-level constructor, for callers (the simulator) that track placement
+    themselves. Cost: O(job pods), plus O(nodes in `cluster`) when the job has no home
+    group yet and the placement-group policy is not `none`."""
+    if identity is None or placement is None:
+        return DecisionContext(pod, None, policy, None)
+
+    ps_nodes: set[str] = set()
+    worker_nodes: set[str] = set()
+    job_nodes: set[str] = set()
+    ps_groups: Counter[str] = Counter()
+    groups: Counter[str] = Counter()
+    for placed in placement.placed:
+        job_nodes.add(placed.node_name)
+        state = cluster.get(placed.node_name)
+        group = state.placement_group if state is not None else None
+        if placed.role is Role.PS:
+            ps_nodes.add(placed.node_name)
+            if group is not None:
+                ps_groups[group] += 1
+        elif placed.role in (Role.WORKER, Role.CHIEF):
+            worker_nodes.add(placed.node_name)
+        if group is not None:
+            groups[group] += 1
+
+    if identity.role is Role.PS:
+        counterpart = worker_nodes or job_nodes
+    elif identity.role in (Role.WORKER, Role.CHIEF):
+        counterpart = ps_nodes or job_nodes
+    else:
+        counterpart = job_nodes
+
+    home_group = _most_common(ps_groups) or _most_common(groups)
+
+    group_fits: dict[str, GroupFit] = {}
+    if home_group is None and policy.placement_group is not Locality.NONE:
+        group_fits = fit_job_into_groups(placement.remaining, cluster.values(), extra_requested)
+
+    demand = pod.request
+    for request, _count in placement.remaining:
+        demand = demand + request
+    idle_dims = (demand.gpu_milli > 0, demand.cpu_milli > 0, demand.memory_bytes > 0)
+
+    return DecisionContext(
+        pod, identity, policy, placement, extra_requested,
+        frozenset(counterpart), frozenset(job_nodes), home_group, group_fits, idle_dims,
+    )
+
+
+def _most_common(counts: Counter[str]) -> str | None:
+    if not counts:
+        return None
+    # Most pods first, then the name, so the choice does not depend on dict order.
+    return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
+
+
+def fit_job_into_groups(
+    remaining: tuple[tuple[Resources, int], ...],
+    nodes: Iterable[NodeState],
+    extra_requested: Mapping[str, Resources] = _NO_EXTRA,
+) -> dict[str, GroupFit]:
+    """Per placement group, how many of `remaining` fit, packing first-fit node by node.
+
+    Free capacity counts placeholders as free (real pods preempt them) and subtracts
+    assumed placements. First-fit in the nodes' order with the largest requests first
+    can miss a packing a smarter search would find (it is conservative), never the
+    reverse. Nodes without a group and unschedulable nodes hold nothing.
+    Cost: O(nodes x request shapes); a group stops being scanned once it holds the job.
+    """
+    needed = sum(count for _, count in remaining)
+    left: dict[str, list[int]] = {}
+    for state in nodes:
+        group = state.placement_group
+        if group is None or state.node.unschedulable:
+            continue
+        counts = left.get(group)
+        if counts is None:
+            counts = [count for _, count in remaining]
+            left[group] = counts
+        elif not any(counts):
+            continue
+        free_gpu = state.free_gpu_milli
+        free_cpu = state.free_cpu_milli
+        free_memory = state.free_memory_bytes
+        extra = extra_requested.get(state.name)
+        if extra is not None:
+            free_gpu -= extra.gpu_milli
+            free_cpu -= extra.cpu_milli
+            free_memory -= extra.memory_bytes
+        for index, (request, _) in enumerate(remaining):
+            if counts[index] == 0:
+                continue
+            fit = _copies_that_fit(request, free_gpu, free_cpu, free_memory, counts[index])
+            if fit:
+                counts[index] -= fit
+                free_gpu -= fit * request.gpu_milli
+                free_cpu -= fit * request.cpu_milli
+                free_memory -= fit * request.memory_bytes
+    return {
+        group: GroupFit(group, needed - sum(counts), needed) for group, counts in left.items()
+    }
+
+
+def _copies_that_fit(
+    request: Resources, free_gpu: int, free_cpu: int, free_memory: int, at_most: int
+) -> int:
+    if free_gpu < 0 or free_cpu < 0 or free_memory < 0:
+        return 0
+    copies = at_most
+    if request.gpu_milli > 0:
+        copies = min(copies, free_gpu // request.gpu_milli)
+    if request.cpu_milli > 0:
+        copies = min(copies, free_cpu // request.cpu_milli)
+    if request.memory_bytes > 0:
+        copies = min(copies, free_memory // request.memory_bytes)
+    return copies

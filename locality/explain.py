@@ -1,0 +1,81 @@
+"""Why a pod would go where: per node, passed or the reason, and the score terms.
+
+The data behind `/explain?pod=NAMESPACE/NAME`. Uses the same `node_verdict` and
+`score_node` as filter and prioritize, so what it shows is what they decide.
+Must not: do anything the filter and the score do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from locality.context import DecisionContext
+from locality.filter import node_verdict
+from locality.model import NodeState
+from locality.score import NEUTRAL, ScoreBreakdown, score_node
+
+
+@dataclass(frozen=True, slots=True)
+class NodeExplanation:
+    """One node: passed, or the reason and whether preemption could resolve it; the score."""
+
+    name: str
+    passed: bool
+    reason: str | None
+    resolvable: bool
+    score: ScoreBreakdown
+
+
+@dataclass(frozen=True, eq=False)
+class Explanation:
+    """A pod's job, role, policy and the job's placement, then every node's verdict."""
+
+    pod: str
+    job: str | None
+    role: str | None
+    packing: str
+    placement_group_policy: str
+    numa_policy: str
+    policy_problems: tuple[str, ...]
+    home_group: str | None
+    placed_pods: int
+    remaining_pods: int
+    nodes: tuple[NodeExplanation, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (score terms plus their total per node)."""
+        data = asdict(self)
+        data["policy_problems"] = list(self.policy_problems)
+        data["nodes"] = [
+            {**asdict(node), "score": {**asdict(node.score), "total": node.score.total}}
+            for node in self.nodes
+        ]
+        return data
+
+
+def explain(context: DecisionContext, nodes: Sequence[NodeState]) -> Explanation:
+    """Every node's verdict and score terms, best first (passed nodes, then by total)."""
+    rows = []
+    for state in nodes:
+        reason, resolvable = node_verdict(context, state)
+        score = score_node(context, state) if context.identity is not None else NEUTRAL
+        rows.append(NodeExplanation(state.name, reason is None, reason, resolvable, score))
+    rows.sort(key=lambda row: (not row.passed, -row.score.total, row.name))
+    placement = context.placement
+    identity = context.identity
+    policy = context.policy
+    return Explanation(
+        pod=context.pod.full_name,
+        job=str(identity.key) if identity else None,
+        role=identity.role.value if identity else None,
+        packing=policy.packing.value,
+        placement_group_policy=policy.placement_group.value,
+        numa_policy=policy.numa.value,
+        policy_problems=policy.problems,
+        home_group=context.home_group,
+        placed_pods=len(placement.placed) if placement else 0,
+        remaining_pods=placement.remaining_pods if placement else 0,
+        nodes=tuple(rows),
+    )

@@ -1,0 +1,139 @@
+"""Which candidate nodes a pod may go to, each excluded node with a human-readable reason.
+
+Rules, in this order (the first that fails gives the reason):
+1. Pods of no job pass everywhere: filtering them is not the extender's business
+   (kube-scheduler's own plugins already checked fit, taints and affinity).
+2. Placement group, policy `required` only. A job with a home group: a node outside it
+   (or without a group label) is unresolvable. A job's first pod: a node in a group that
+   cannot hold the job's remaining pods, or in no group, is unresolvable. Unresolvable
+   because evicting pods on that node could never make it acceptable, so kube-scheduler
+   must not preempt there.
+3. Single-NUMA fit, policy `required`, pods requesting GPUs, nodes publishing NUMA
+   zones: no zone holds the pod's GPUs and CPUs together -> unresolvable. Nodes without
+   NodeResourceTopology data are not NUMA-filtered.
+4. Resource fit: the request against allocatable minus bound real pods minus assumed
+   placements; capacity held by headstart placeholders counts as free (a real pod
+   preempts them). Failing it is resolvable (preemption may free room).
+
+Must not: mutate the nodes or the context; do more than O(1) work per node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from locality.context import DecisionContext
+from locality.model import Locality, NodeState
+
+
+@dataclass(frozen=True, eq=False)
+class FilterResult:
+    """Passed node names (input order), failed (resolvable) and unresolvable, with reasons."""
+
+    passed: tuple[str, ...]
+    failed: dict[str, str] = field(default_factory=dict)
+    unresolvable: dict[str, str] = field(default_factory=dict)
+
+
+def filter_nodes(context: DecisionContext, nodes: Sequence[NodeState]) -> FilterResult:
+    """Apply the rules above to every candidate node."""
+    if context.identity is None:
+        return FilterResult(tuple(state.name for state in nodes))
+    passed: list[str] = []
+    failed: dict[str, str] = {}
+    unresolvable: dict[str, str] = {}
+    for state in nodes:
+        reason, resolvable = node_verdict(context, state)
+        if reason is None:
+            passed.append(state.name)
+        elif resolvable:
+            failed[state.name] = reason
+        else:
+            unresolvable[state.name] = reason
+    return FilterResult(tuple(passed), failed, unresolvable)
+
+
+def node_verdict(context: DecisionContext, state: NodeState) -> tuple[str | None, bool]:
+    """(None, True) when the node passes, else (reason, resolvable)."""
+    if context.identity is None:
+        return None, True
+    policy = context.policy
+    request = context.pod.request
+    group = state.placement_group
+
+    if policy.placement_group is Locality.REQUIRED:
+        home = context.home_group
+        if home is not None:
+            if group != home:
+                where = f"placement group {group}" if group is not None else "no placement group"
+                return (
+                    f"job {context.identity.key} is in placement group {home} "
+                    f"(policy required); node is in {where}",
+                    False,
+                )
+        elif group is None:
+            return "node has no placement-group label (placement-group policy required)", False
+        else:
+            fit = context.group_fits.get(group)
+            if fit is None or not fit.holds_job:
+                can = fit.pods_that_fit if fit is not None else 0
+                needed = context.placement.remaining_pods if context.placement else 1
+                return (
+                    f"placement group {group} can hold {can} of the job's {needed} remaining "
+                    "pods (policy required)",
+                    False,
+                )
+
+    topology = state.topology
+    if (
+        topology is not None
+        and request.gpu_milli > 0
+        and policy.numa is Locality.REQUIRED
+        and topology.best_zone_for(request.gpu_milli, request.cpu_milli) is None
+    ):
+        return (
+            f"no NUMA zone holds {_gpus(request.gpu_milli)} GPU and "
+            f"{_cpus(request.cpu_milli)} CPU together (policy required)",
+            False,
+        )
+
+    free_gpu = state.free_gpu_milli
+    free_cpu = state.free_cpu_milli
+    free_memory = state.free_memory_bytes
+    extra = context.extra_requested.get(state.name)
+    if extra is not None:
+        free_gpu -= extra.gpu_milli
+        free_cpu -= extra.cpu_milli
+        free_memory -= extra.memory_bytes
+    if request.gpu_milli > free_gpu:
+        return (
+            f"insufficient GPU: needs {_gpus(request.gpu_milli)}, "
+            f"{_gpus(max(free_gpu, 0))} free",
+            True,
+        )
+    if request.cpu_milli > free_cpu:
+        return (
+            f"insufficient CPU: needs {_cpus(request.cpu_milli)}, "
+            f"{_cpus(max(free_cpu, 0))} free",
+            True,
+        )
+    if request.memory_bytes > free_memory:
+        return (
+            f"insufficient memory: needs {_gib(request.memory_bytes)}, "
+            f"{_gib(max(free_memory, 0))} free",
+            True,
+        )
+    return None, True
+
+
+def _gpus(milli: int) -> str:
+    return f"{milli // 1000}" if milli % 1000 == 0 else f"{milli / 1000:g}"
+
+
+def _cpus(milli: int) -> str:
+    return f"{milli // 1000}" if milli % 1000 == 0 else f"{milli}m"
+
+
+def _gib(memory_bytes: int) -> str:
+    return f"{memory_bytes / 1024**3:.3g}Gi"

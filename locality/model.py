@@ -1,0 +1,248 @@
+"""The typed values the locality decisions work on: pods, nodes, NUMA zones, jobs, roles.
+
+Decides nothing. Kubernetes JSON becomes these frozen dataclasses in `locality.parse`
+(the edge); the filter and the score never see a dict from the API.
+
+`NodeState` carries the few integers the per-node hot loop needs (free GPU, CPU and
+memory counting placeholder capacity as free) precomputed once, so that filter and
+score stay O(1) per node. The cluster cache (extender) and the simulator
+(overprovisioner) hold `NodeState` objects and replace them with `with_pod` /
+`without_pod` when a pod is bound or removed, instead of re-summing a node's pods.
+
+Must not: parse JSON, log, read the clock.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from bucketing.resources import ZERO, Resources
+
+
+class Role(enum.Enum):
+    """A pod's role inside its distributed-training job."""
+
+    PS = "ps"
+    WORKER = "worker"
+    CHIEF = "chief"  # chief / master / launcher: talks to the PS like a worker
+    OTHER = "other"  # evaluator or any role we do not know
+
+
+class Packing(enum.Enum):
+    """`pack`: as few nodes as possible, the PS's node first. `spread`: one pod per node."""
+
+    PACK = "pack"
+    SPREAD = "spread"
+
+
+class Locality(enum.Enum):
+    """How hard a rule is: never break it, keep it when possible, or ignore it."""
+
+    REQUIRED = "required"
+    PREFERRED = "preferred"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class JobKey:
+    """A job's identity: its namespace and the job name from the pod labels."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class JobIdentity:
+    """Which job a pod belongs to and its role there."""
+
+    key: JobKey
+    role: Role
+
+
+@dataclass(frozen=True, slots=True)
+class JobPolicy:
+    """A job's placement policy, read from the pod's annotations (defaults from config).
+
+    problems: human-readable notes about annotation values that were invalid and
+    replaced by the default (shown by /explain); never an exception.
+    job_size: total number of pods the job will have, when the pod says so
+    (`headstart.io/job-size`); None when unknown.
+    """
+
+    packing: Packing = Packing.PACK
+    placement_group: Locality = Locality.PREFERRED
+    numa: Locality = Locality.PREFERRED
+    job_size: int | None = None
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pod:
+    """A pod as the locality decisions see it.
+
+    request: the effective request (`bucketing.resources.pod_effective_request`).
+    node_name: the node it is bound to, None while pending.
+    is_placeholder: a headstart placeholder (label `headstart.io/placeholder: "true"`);
+    real pods preempt it, so its request counts as free capacity for them.
+    placement_group: for placeholders, the group they hold capacity in (label
+    `headstart.io/placement-group`), else None.
+    terminal: phase Succeeded or Failed (holds no resources any more).
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    request: Resources
+    node_name: str | None = None
+    priority: int = 0
+    is_placeholder: bool = False
+    placement_group: str | None = None
+    terminal: bool = False
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Node:
+    """A node: its allocatable resources and the labels the decisions read.
+
+    placement_group: from the first configured node label present (None if none is).
+    """
+
+    name: str
+    labels: Mapping[str, str]
+    allocatable: Resources
+    placement_group: str | None = None
+    instance_type: str | None = None
+    unschedulable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NumaZone:
+    """One NUMA node of a machine and what is still free on it (NRT `available`)."""
+
+    name: str
+    cpu_free_milli: int
+    gpu_free_milli: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTopology:
+    """The NUMA zones of a node, from its NodeResourceTopology object."""
+
+    node_name: str
+    zones: tuple[NumaZone, ...]
+
+    def best_zone_for(self, gpu_milli: int, cpu_milli: int) -> NumaZone | None:
+        """The zone that holds both amounts with the least GPU left over, None if none can."""
+        best: NumaZone | None = None
+        for zone in self.zones:
+            if zone.gpu_free_milli >= gpu_milli and zone.cpu_free_milli >= cpu_milli:
+                if best is None or zone.gpu_free_milli < best.gpu_free_milli:
+                    best = zone
+        return best
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NodeState:
+    """A node with what its bound pods take, precomputed for O(1) per-node decisions.
+
+    requested: sum of the requests of real (non-placeholder, non-terminal) pods bound here.
+    placeholder_requested: sum of the requests of headstart placeholders bound here.
+    topology: NUMA zones, None when the node publishes no NodeResourceTopology.
+
+    The free_* fields are allocatable minus `requested`: capacity held by placeholders
+    counts as free because a real pod preempts them. They may be negative when the
+    cache saw more pods than the allocatable holds.
+    """
+
+    node: Node
+    requested: Resources = ZERO
+    placeholder_requested: Resources = ZERO
+    topology: NodeTopology | None = None
+    name: str = field(init=False)
+    placement_group: str | None = field(init=False)
+    free_gpu_milli: int = field(init=False)
+    free_cpu_milli: int = field(init=False)
+    free_memory_bytes: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        allocatable = self.node.allocatable
+        object.__setattr__(self, "name", self.node.name)
+        object.__setattr__(self, "placement_group", self.node.placement_group)
+        object.__setattr__(
+            self, "free_gpu_milli", allocatable.gpu_milli - self.requested.gpu_milli
+        )
+        object.__setattr__(
+            self, "free_cpu_milli", allocatable.cpu_milli - self.requested.cpu_milli
+        )
+        object.__setattr__(
+            self, "free_memory_bytes", allocatable.memory_bytes - self.requested.memory_bytes
+        )
+
+    @property
+    def free(self) -> Resources:
+        """Free for a real pod (placeholders count as free)."""
+        return Resources(self.free_gpu_milli, self.free_cpu_milli, self.free_memory_bytes)
+
+    @property
+    def free_without_preemption(self) -> Resources:
+        """Free without evicting any placeholder."""
+        return self.free - self.placeholder_requested
+
+    def with_pod(self, pod: Pod) -> NodeState:
+        """A new state with `pod` bound here (terminal pods change nothing)."""
+        if pod.terminal:
+            return self
+        if pod.is_placeholder:
+            return NodeState(
+                self.node, self.requested, self.placeholder_requested + pod.request, self.topology
+            )
+        return NodeState(
+            self.node, self.requested + pod.request, self.placeholder_requested, self.topology
+        )
+
+    def without_pod(self, pod: Pod) -> NodeState:
+        """A new state with `pod` gone from here (the inverse of `with_pod`)."""
+        if pod.terminal:
+            return self
+        if pod.is_placeholder:
+            return NodeState(
+                self.node, self.requested, self.placeholder_requested - pod.request, self.topology
+            )
+        return NodeState(
+            self.node, self.requested - pod.request, self.placeholder_requested, self.topology
+        )
+
+    def with_node(self, node: Node) -> NodeState:
+        """A new state after the Node object changed (labels, allocatable)."""
+        return NodeState(node, self.requested, self.placeholder_requested, self.topology)
+
+    def with_topology(self, topology: NodeTopology | None) -> NodeState:
+        """A new state after the node's NodeResourceTopology changed or went away."""
+        return NodeState(self.node, self.requested, self.placeholder_requested, topology)
+
+
+def node_state(
+    node: Node, pods: tuple[Pod, ...] | list[Pod] = (), topology: NodeTopology | None = None
+) -> NodeState:
+    """Build a node's state from the pods bound to it (terminal pods are ignored)."""
+    requested = ZERO
+    placeholders = ZERO
+    for pod in pods:
+        if pod.terminal:
+            continue
+        if pod.is_placeholder:
+            placeholders = placeholders + pod.request
+        else:
+            requested = requested + pod.request
+    return NodeState(node, requested, placeholders, topology)

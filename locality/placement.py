@@ -1,0 +1,196 @@
+"""Where a job's pods are: bound pods the cache sees plus placements assumed but not visible.
+
+kube-scheduler never tells an extender which node won, and the binding reaches the
+cache a watch event later. Pods of one job scheduled back to back would all look like
+the job's first pod. So the extender records the node it steered each pod to as an
+`Assumption` (with an expiry), and a job's placement is the union of bound pods and
+live assumptions. An assumption is dropped when the cache shows the pod bound or gone
+(`AssumedPlacements.observe`), when it expires, or when the pod is scheduled again.
+
+`AssumedPlacements` is an immutable value: every change returns a new one, so a
+request handler can read a consistent snapshot while the watch task swaps in the next.
+Its changes copy two small dicts (live assumptions only, seconds' worth of pods).
+
+Decides: which pods of a job count as placed, and the job's remaining demand (pods
+not placed yet, including the pod being scheduled, plus unseen pods when the job
+declares its size). Must not: read the clock (`now` is passed in), log, or mutate.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from bucketing.resources import Resources
+from locality.config import LocalityConfig
+from locality.jobs import identify
+from locality.model import JobKey, JobPolicy, Pod, Role
+
+
+@dataclass(frozen=True, slots=True)
+class Assumption:
+    """The extender steered pod `uid` of `job` to `node_name`; trusted until `expires_at`."""
+
+    job: JobKey
+    uid: str
+    pod_name: str
+    role: Role
+    node_name: str
+    request: Resources
+    expires_at: float
+
+
+@dataclass(frozen=True, eq=False)
+class AssumedPlacements:
+    """Live assumptions, by pod uid and by job. Treat the mappings as read-only."""
+
+    by_uid: Mapping[str, Assumption] = field(default_factory=dict)
+    by_job: Mapping[JobKey, tuple[Assumption, ...]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.by_uid)
+
+    def assume(self, assumption: Assumption) -> AssumedPlacements:
+        """A new store with `assumption` added (replacing any earlier one for the same pod)."""
+        base = self.forget(assumption.uid)
+        by_uid = dict(base.by_uid)
+        by_uid[assumption.uid] = assumption
+        by_job = dict(base.by_job)
+        by_job[assumption.job] = by_job.get(assumption.job, ()) + (assumption,)
+        return AssumedPlacements(by_uid, by_job)
+
+    def forget(self, uid: str) -> AssumedPlacements:
+        """A new store without the assumption for pod `uid` (self when there is none)."""
+        old = self.by_uid.get(uid)
+        if old is None:
+            return self
+        by_uid = dict(self.by_uid)
+        del by_uid[uid]
+        by_job = dict(self.by_job)
+        rest = tuple(a for a in by_job[old.job] if a.uid != uid)
+        if rest:
+            by_job[old.job] = rest
+        else:
+            del by_job[old.job]
+        return AssumedPlacements(by_uid, by_job)
+
+    def observe(self, pod: Pod, deleted: bool = False) -> AssumedPlacements:
+        """Drop the pod's assumption once the cache shows it bound, finished or deleted."""
+        if pod.uid not in self.by_uid:
+            return self
+        if deleted or pod.terminal or pod.node_name is not None:
+            return self.forget(pod.uid)
+        return self
+
+    def expire(self, now: float) -> AssumedPlacements:
+        """A new store without assumptions whose expiry is at or before `now`."""
+        stale = [uid for uid, a in self.by_uid.items() if a.expires_at <= now]
+        store = self
+        for uid in stale:
+            store = store.forget(uid)
+        return store
+
+    def for_job(self, job: JobKey, now: float) -> tuple[Assumption, ...]:
+        """The job's live assumptions."""
+        return tuple(a for a in self.by_job.get(job, ()) if a.expires_at > now)
+
+    def requested_by_node(self, now: float) -> dict[str, Resources]:
+        """Requests of live assumptions summed per node (they are not in NodeState yet)."""
+        totals: dict[str, Resources] = {}
+        for a in self.by_uid.values():
+            if a.expires_at > now:
+                current = totals.get(a.node_name)
+                totals[a.node_name] = a.request if current is None else current + a.request
+        return totals
+
+
+def assumption_for(
+    pod: Pod, node_name: str, now: float, config: LocalityConfig
+) -> Assumption | None:
+    """The assumption to record after steering `pod` to `node_name`; None for pods of no job."""
+    identity = identify(pod, config)
+    if identity is None:
+        return None
+    return Assumption(
+        identity.key, pod.uid, pod.name, identity.role, node_name, pod.request,
+        now + config.assumed_ttl_seconds,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedPod:
+    """A pod of the job that is on a node, bound (seen by the cache) or assumed."""
+
+    uid: str
+    role: Role
+    node_name: str
+    request: Resources
+    assumed: bool
+
+
+@dataclass(frozen=True, eq=False)
+class JobPlacement:
+    """A job's placed pods and its remaining demand.
+
+    remaining: (request, count) of the pods not placed yet, the pod being scheduled
+    included, largest GPU request first. remaining_pods: their total count.
+    """
+
+    key: JobKey
+    placed: tuple[PlacedPod, ...]
+    remaining: tuple[tuple[Resources, int], ...]
+
+    @property
+    def remaining_pods(self) -> int:
+        return sum(count for _, count in self.remaining)
+
+
+def job_placement(
+    pod: Pod,
+    job: JobKey,
+    policy: JobPolicy,
+    job_pods: Iterable[Pod],
+    assumed: AssumedPlacements,
+    now: float,
+    config: LocalityConfig,
+) -> JobPlacement:
+    """Combine the cache's view of the job's pods with live assumptions.
+
+    job_pods: the job's pods as the cache sees them (bound or pending, `pod` itself may
+    be among them). A bound pod counts where the cache says, even if an assumption
+    disagrees. The pod being scheduled is never counted as placed (an earlier
+    assumption for it is stale: it is being scheduled again). When the policy gives a
+    job size larger than the pods known, the missing pods are assumed to request what
+    `pod` requests.
+    """
+    placed: list[PlacedPod] = []
+    remaining: Counter[Resources] = Counter()
+    seen: set[str] = {pod.uid}
+    live = {a.uid: a for a in assumed.for_job(job, now)}
+    for other in job_pods:
+        if other.uid in seen or other.terminal:
+            continue
+        seen.add(other.uid)
+        identity = identify(other, config)
+        role = identity.role if identity is not None else Role.OTHER
+        if other.node_name is not None:
+            placed.append(PlacedPod(other.uid, role, other.node_name, other.request, False))
+        elif other.uid in live:
+            a = live[other.uid]
+            placed.append(PlacedPod(a.uid, a.role, a.node_name, a.request, True))
+        else:
+            remaining[other.request] += 1
+    # Assumed pods the cache has not seen yet (its pod watch lags behind the requests).
+    for uid, a in live.items():
+        if uid not in seen:
+            seen.add(uid)
+            placed.append(PlacedPod(a.uid, a.role, a.node_name, a.request, True))
+    remaining[pod.request] += 1
+    if policy.job_size is not None and policy.job_size > len(seen):
+        remaining[pod.request] += policy.job_size - len(seen)
+    ordered = sorted(
+        remaining.items(),
+        key=lambda item: (-item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes),
+    )
+    return JobPlacement(job, tuple(placed), tuple(ordered))
