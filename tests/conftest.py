@@ -16,3 +16,13 @@ def traces_dir() -> Path:
     if not TRACES.is_dir():
         pytest.skip("../shared/traces is not present")
     return TRACES
+
+
+@pytest.fixture
+def fake_kube():
+    """A started in-process fake Kubernetes API server (see tests/fakekube.py)."""
+    from tests.fakekube import FakeKube
+
+    kube = FakeKube().start()
+    yield kube
+    kube.stop()
