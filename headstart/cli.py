@@ -17,6 +17,8 @@ from bucketing.errors import HeadstartError
 # The order here is the order `headstart --help` lists them in.
 COMMAND_MODULES = (
     "bucketing.cli",
+    "bucketing.cli_trace",
+    "predictor.cli",
 )
 
 

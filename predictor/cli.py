@@ -1,0 +1,225 @@
+"""`headstart backtest`: score forecasters on a trace or an aggregate series, from the shell.
+
+Decides: the command's options, how a trace or CSV series becomes backtest targets
+(every bucket with demand, plus the total GPUs), and how results are printed (a
+table, or JSON with --json). Heavy modules are imported inside the handler so
+`headstart --help` stays fast. All bad input ends as one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from bucketing.errors import ConfigError, InputError
+
+DEFAULT_MODELS = "last,seasonal,hw"
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800, None: 1}
+
+
+def parse_duration(text: str, option: str) -> float:
+    """'10m', '1d', '300s' or '300' (seconds) -> seconds."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise InputError(f"{option}: {text!r} is not a duration like 300s, 5m, 1h, 1d")
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds <= 0:
+        raise InputError(f"{option}: must be positive, got {text!r}")
+    return seconds
+
+
+def whole_ticks(seconds: float, tick_s: float, option: str) -> int:
+    """A duration as a whole number of ticks; refused when it is not a multiple of the tick."""
+    ticks = seconds / tick_s
+    if abs(ticks - round(ticks)) > 1e-9 or round(ticks) < 1:
+        raise InputError(f"{option}: {seconds:g} s is not a whole number of {tick_s:g}-s ticks")
+    return int(round(ticks))
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "backtest",
+        help="score forecasters on a demand trace or series (rolling origin, last 20%%)",
+        description=(
+            "Rolling-origin backtest on the last 20%% of a demand series: every test tick is "
+            "forecast from the history up to `horizon` before it, at a quantile, and scored on "
+            "MAE, RMSE, PMSE, shortfall rate and size, and over-provisioning. A trace gives one "
+            "series per instance-type bucket plus the total GPUs; a CSV gives one column. The "
+            "row `last+margin` is the last value plus the smallest constant margin reaching the "
+            "target shortfall rate (1 - quantile): the fair baseline for headroom."
+        ),
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--trace", metavar="PATH", help="a job trace (alibaba-openb, "
+                        "alibaba-dlrm or headstart CSV); embedded into buckets per tick")
+    source.add_argument("--series", metavar="PATH", help="an aggregate series CSV with a "
+                        "`time` column (datetimes or seconds), e.g. helios-earth-gpu-5min.csv.gz")
+    parser.add_argument("--column", metavar="NAME", help="with --series: the value column")
+    parser.add_argument("--format", metavar="F", help="with --trace: force the trace format")
+    parser.add_argument("--catalog", default="aws", metavar="NAME|PATH",
+                        help="instance catalog for the buckets (default: aws)")
+    parser.add_argument("--buckets", metavar="FILE.yaml", help="instance types to bucket into: a "
+                        "YAML list of names, or a mapping with a `buckets` list (default: every "
+                        "type in the catalog; buckets that never get demand are left out)")
+    parser.add_argument("--tick", default=None, metavar="DURATION",
+                        help="tick (default: 5m for traces, the file's spacing for series)")
+    parser.add_argument("--horizon", required=True, metavar="DURATION",
+                        help="how far ahead to forecast (the node start-up time), e.g. 10m")
+    parser.add_argument("--models", default=DEFAULT_MODELS, metavar="LIST",
+                        help=f"comma-separated forecasters (default: {DEFAULT_MODELS}; also "
+                        "seasonal_week, transformer)")
+    parser.add_argument("--quantile", type=float, default=0.9,
+                        help="forecast level to provision and judge (default: 0.9)")
+    parser.add_argument("--refit-every", default="1d", metavar="DURATION|never",
+                        help="refit each model this often over the test period (default: 1d)")
+    parser.add_argument("--test-fraction", type=float, default=0.2,
+                        help="share of the series at its end that is tested (default: 0.2)")
+    parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
+    parser.add_argument("--plot", metavar="FILE.png", help="draw actual vs forecasts with "
+                        "the quantile band over the test period")
+    parser.set_defaults(func=run_backtest)
+
+
+def run_backtest(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    from predictor.backtest import BacktestConfig, Target, backtest
+    from predictor.registry import FORECASTER_NAMES, make_forecaster
+
+    models = [name.strip() for name in args.models.split(",") if name.strip()]
+    if not models:
+        raise InputError("--models: name at least one forecaster")
+    unknown = [name for name in models if name not in FORECASTER_NAMES]
+    if unknown:
+        raise InputError(f"--models: unknown forecaster {unknown[0]!r} "
+                         f"(valid: {', '.join(FORECASTER_NAMES)})")
+    if not (math.isfinite(args.quantile) and 0 < args.quantile < 1):
+        raise InputError(f"--quantile must be inside (0, 1), got {args.quantile}")
+    if args.column and not args.series:
+        raise InputError("--column goes with --series")
+
+    series, targets = _load_targets(args, Target)
+    tick_s = series.tick_s
+    horizon = whole_ticks(parse_duration(args.horizon, "--horizon"), tick_s, "--horizon")
+    refit = None
+    if args.refit_every.strip().lower() not in ("never", "none", "0"):
+        refit = whole_ticks(parse_duration(args.refit_every, "--refit-every"), tick_s,
+                            "--refit-every")
+    config = BacktestConfig(
+        horizon_ticks=horizon,
+        quantile=args.quantile,
+        test_fraction=args.test_fraction,
+        refit_every_ticks=refit,
+        first_tick=int(round(series.times[0] / tick_s)),
+    )
+    # Build each model once up front so a bad parameter fails before any work.
+    for name in models:
+        make_forecaster(name, tick_seconds=int(tick_s), max_horizon=horizon)
+    factories = {
+        name: (lambda name=name: make_forecaster(name, tick_seconds=int(tick_s),
+                                                 max_horizon=horizon))
+        for name in models
+    }
+    result = backtest(targets, factories, config, time.perf_counter)
+    if args.plot:
+        from predictor.backtest_plot import plot_backtest
+
+        plot_backtest(result, series.times, tick_s, Path(args.plot), title=series.source)
+    if args.json:
+        print(json.dumps([row.as_dict() for row in result.rows], indent=1))
+    else:
+        sys.stdout.write(format_table(result.rows, series.source, tick_s))
+    return 0
+
+
+def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list]:
+    import numpy as np
+
+    if args.series:
+        from predictor.series_io import read_series_csv
+
+        tick = parse_duration(args.tick, "--tick") if args.tick else None
+        series = read_series_csv(args.series, args.column, tick)
+        column = series.columns[0]
+        return series, [target_type(column, (column,), series.history())]
+
+    from bucketing.catalog import load_catalog
+    from bucketing.traces import load_trace
+    from predictor.series import series_from_jobtable
+
+    tick = parse_duration(args.tick or "5m", "--tick")
+    catalog = load_catalog(args.catalog)
+    types = catalog.instance_types
+    if args.buckets:
+        types = catalog.subset(read_bucket_names(Path(args.buckets))).instance_types
+    table = load_trace(args.trace, args.format)
+    series = series_from_jobtable(table, list(types), tick)
+    counts = series.counts
+    with_demand = [c for c in counts.columns if np.nansum(counts[c].to_numpy()) > 0]
+    targets = []
+    if with_demand:
+        targets.append(target_type("buckets", tuple(with_demand),
+                                   counts[with_demand].to_numpy(dtype=np.float64)))
+    targets.append(target_type("total_gpus", ("total_gpus",), series.total_gpus()[:, None]))
+    return series, targets
+
+
+def read_bucket_names(path: Path) -> list[str]:
+    """Bucket names from YAML: a list of names (or of {name: ...}), or {buckets: that list}."""
+    import yaml
+
+    try:
+        document = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    if isinstance(document, dict):
+        document = document.get("buckets")
+    if not isinstance(document, list) or not document:
+        raise ConfigError(f"{path}: expected a non-empty list of instance type names, or a "
+                          "mapping with a `buckets` list")
+    names = []
+    for index, entry in enumerate(document):
+        name = entry.get("name") if isinstance(entry, dict) else entry
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{path}: buckets[{index}]: expected an instance type name")
+        names.append(name)
+    return names
+
+
+def format_table(rows: Any, source: str, tick_s: float) -> str:
+    """The human report: one line per (series, model), skipped models with their reason."""
+    header = (f"{'series':<16} {'model':<12} {'MAE':>9} {'RMSE':>9} {'PMSE':>10} {'short%':>7} "
+              f"{'meanShort':>9} {'p95Short':>9} {'overProv':>9} {'fairOver':>9} "
+              f"{'fit s':>7} {'pred ms':>8}")
+    lines = []
+    if rows:
+        first = rows[0]
+        lines.append(f"{source}: horizon {first.horizon_ticks} ticks "
+                     f"({first.horizon_ticks * tick_s / 60:g} min), quantile {first.quantile:g}")
+    lines.append(header)
+    for row in rows:
+        if row.skipped is not None:
+            lines.append(f"{row.series:<16} {row.model:<12} skipped: {row.skipped}")
+            continue
+        m = row.metrics
+        lines.append(
+            f"{row.series:<16} {row.model:<12} {m.mae:>9.3f} {m.rmse:>9.3f} {m.pmse:>10.3f} "
+            f"{100 * m.shortfall_rate:>6.1f}% {m.mean_shortfall:>9.3f} {m.p95_shortfall:>9.3f} "
+            f"{m.mean_overprovision:>9.3f} {_num(row.fair_overprovision):>9} "
+            f"{_num(row.fit_seconds):>7} {_num(1000 * row.predict_seconds):>8}"
+        )
+    lines.append("fairOver = mean over-provision of last value + a margin tuned to the same "
+                 "shortfall rate (lower overProv than fairOver beats it)")
+    return "\n".join(lines) + "\n"
+
+
+def _num(value: float) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:.3f}"
