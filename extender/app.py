@@ -1,0 +1,285 @@
+"""The extender's aiohttp application: routes, handlers, fault middleware, background tasks.
+
+Routes (set in one place, `create_app`): POST /filter, POST /prioritize, POST /bind
+(only when `bind_enabled`), GET /healthz, /readyz, /metrics, /explain?pod=NS/NAME.
+
+Faults never become a traceback in an answer, and the service keeps serving:
+- transport faults, found before the body is an ExtenderArgs (a body over
+  `max_body_bytes` -> 413; a Content-Type that is not JSON, invalid UTF-8 or JSON, a
+  top level that is not an object -> 400): kube-scheduler never sends these, so they
+  come from a misconfigured client and get a plain HTTP error with a JSON message;
+- content faults in a well-formed ExtenderArgs (no `Pod`, wrong types, a quantity
+  that does not parse): /filter answers 200 with the protocol's `Error` field, because
+  kube-scheduler discards the body of a non-200 answer, so the field is the only way
+  the message reaches its log and the pod's events (the cycle fails either way);
+  /prioritize has no error field (its answer is a list, and kube-scheduler ignores
+  prioritize errors), so it answers 400 with a JSON message;
+- names in `NodeNames` the cache does not know fail in `FailedNodes` with a reason;
+- a bug (any other exception) is logged with its traceback; /filter answers with the
+  `Error` field, other routes with a JSON 500 that carries no traceback.
+
+Must not: make placement decisions (`extender.decide` and `locality` do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from bucketing.errors import InputError
+from extender.binder import Binder
+from extender.cache import ClusterCache
+from extender.config import ExtenderConfig
+from extender.decide import UNKNOWN_NODE_REASON, Decider
+from extender.metrics import ExtenderMetrics
+from extender.sync import ClusterSync
+from extender.wire import (
+    ExtenderArgs,
+    decode_json,
+    encode_binding_result,
+    encode_filter_error,
+    encode_filter_result,
+    encode_host_priorities,
+    parse_binding_args,
+    parse_extender_args,
+)
+
+log = logging.getLogger("headstart.extender")
+
+CONFIG = web.AppKey("config", ExtenderConfig)
+CACHE = web.AppKey("cache", ClusterCache)
+DECIDER = web.AppKey("decider", Decider)
+METRICS = web.AppKey("metrics", ExtenderMetrics)
+SYNC: web.AppKey[ClusterSync | None] = web.AppKey("sync")
+BINDER: web.AppKey[Binder | None] = web.AppKey("binder")
+
+_VERBS = {"/filter": "filter", "/prioritize": "prioritize", "/bind": "bind"}
+ASSUMPTION_SWEEP_SECONDS = 5.0
+
+
+class RequestRejected(Exception):
+    """A transport-level fault: answered with `status` and the message, for every route."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def create_app(
+    config: ExtenderConfig,
+    cache: ClusterCache,
+    sync: ClusterSync | None = None,
+    binder: Binder | None = None,
+) -> web.Application:
+    """The application; `sync` keeps `cache` current (None in tests that fill it directly)."""
+    app = web.Application(client_max_size=config.max_body_bytes, middlewares=[fault_middleware])
+    app[CONFIG] = config
+    app[CACHE] = cache
+    app[DECIDER] = Decider(cache, config.locality)
+    app[METRICS] = ExtenderMetrics()
+    app[SYNC] = sync
+    app[BINDER] = binder
+    app[METRICS].watch_cache(cache, sync.statuses if sync is not None else list)
+
+    app.router.add_post("/filter", filter_handler)
+    app.router.add_post("/prioritize", prioritize_handler)
+    if config.bind_enabled:
+        app.router.add_post("/bind", bind_handler)
+    app.router.add_get("/healthz", healthz_handler)
+    app.router.add_get("/readyz", readyz_handler)
+    app.router.add_get("/metrics", metrics_handler)
+    app.router.add_get("/explain", explain_handler)
+    app.cleanup_ctx.append(_background)
+    return app
+
+
+# ---- handlers ------------------------------------------------------------------------
+
+
+async def filter_handler(request: web.Request) -> web.Response:
+    app = request.app
+    args = await _read_args(request)
+    answer = app[DECIDER].filter(args, time.monotonic())
+    result = answer.result
+    failed = result.failed
+    if answer.unknown:
+        failed = {**failed, **dict.fromkeys(answer.unknown, UNKNOWN_NODE_REASON)}
+    if failed or result.unresolvable:
+        app[METRICS].count_filtered(failed, result.unresolvable)
+    body = encode_filter_result(
+        result.passed, failed, result.unresolvable, args.node_names is not None, args.nodes
+    )
+    return _json_bytes(body)
+
+
+async def prioritize_handler(request: web.Request) -> web.Response:
+    args = await _read_args(request)
+    hosts, scores = request.app[DECIDER].prioritize(args, time.monotonic())
+    return _json_bytes(encode_host_priorities(hosts, scores))
+
+
+async def bind_handler(request: web.Request) -> web.Response:
+    app = request.app
+    args = parse_binding_args(await _read_json(request))
+    binder = app[BINDER]
+    error = "bind verb enabled without an API client" if binder is None else await binder.bind(args)
+    if not error:
+        pod = app[CACHE].pod(args.pod_namespace, args.pod_name)
+        if pod is not None:
+            app[DECIDER].record_binding(pod, args.node, time.monotonic())
+    else:
+        log.warning("bind failed", extra={"pod": f"{args.pod_namespace}/{args.pod_name}",
+                                          "node": args.node, "error": error})
+    return _json_bytes(encode_binding_result(error))
+
+
+async def healthz_handler(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def readyz_handler(request: web.Request) -> web.Response:
+    app = request.app
+    sync = app[SYNC]
+    if sync is not None:
+        ready, detail = sync.readiness(time.monotonic())
+    else:
+        cache = app[CACHE]
+        ready = cache.ready()
+        detail = {"reason": "cache synced" if ready else "waiting for the first full list",
+                  "synced": dict(cache.synced)}
+    detail["ready"] = ready
+    detail["nodes"] = len(app[CACHE].nodes)
+    return web.json_response(detail, status=200 if ready else 503)
+
+
+async def metrics_handler(request: web.Request) -> web.Response:
+    response = web.Response(body=request.app[METRICS].render())
+    response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    return response
+
+
+async def explain_handler(request: web.Request) -> web.Response:
+    app = request.app
+    target = request.query.get("pod", "")
+    namespace, _, name = target.partition("/")
+    if not namespace or not name or "/" in name:
+        raise RequestRejected(400, "query parameter pod must be NAMESPACE/NAME")
+    pod = app[CACHE].pod(namespace, name)
+    if pod is None:
+        raise RequestRejected(404, f"pod {target} is not in the extender's cache")
+    explanation = app[DECIDER].explain(pod, time.monotonic())
+    return web.json_response(explanation.as_json())
+
+
+# ---- request reading -----------------------------------------------------------------
+
+
+def _json_bytes(body: bytes) -> web.Response:
+    return web.Response(body=body, content_type="application/json")
+
+
+async def _read_json(request: web.Request) -> object:
+    content_type = request.content_type
+    if content_type != "application/json" and not content_type.endswith("+json"):
+        raise RequestRejected(
+            400, f"Content-Type must be application/json, got {content_type or 'none'}"
+        )
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise RequestRejected(
+            413,
+            f"request body is larger than max_body_bytes ({request.app[CONFIG].max_body_bytes} "
+            "bytes); raise max_body_bytes or register the extender with nodeCacheCapable: true",
+        ) from None
+    try:
+        return decode_json(body)
+    except InputError as error:
+        raise RequestRejected(400, str(error)) from None
+
+
+async def _read_args(request: web.Request) -> ExtenderArgs:
+    document = await _read_json(request)
+    if not isinstance(document, dict):
+        raise RequestRejected(400, "request body: expected a JSON object (ExtenderArgs)")
+    return parse_extender_args(document)
+
+
+# ---- faults --------------------------------------------------------------------------
+
+
+def _error_response(status: int, message: str) -> web.Response:
+    return web.Response(
+        status=status, body=json.dumps({"Error": message}).encode(), content_type="application/json"
+    )
+
+
+@web.middleware
+async def fault_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    verb = _VERBS.get(request.path)
+    started = time.perf_counter()
+    outcome = "ok"
+    try:
+        response = await handler(request)
+    except RequestRejected as error:
+        outcome = "rejected"
+        response = _error_response(error.status, str(error))
+    except InputError as error:
+        if verb == "filter":
+            outcome = "error"
+            response = _json_bytes(encode_filter_error(str(error), _cache_mode(request)))
+        else:
+            outcome = "rejected"
+            response = _error_response(400, str(error))
+    except web.HTTPException as error:
+        outcome = "rejected"
+        response = _error_response(error.status, error.reason)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("unexpected fault handling a request", extra={"path": request.path})
+        outcome = "error"
+        message = "internal error in the headstart extender; see its log"
+        if verb == "filter":
+            response = _json_bytes(encode_filter_error(message, _cache_mode(request)))
+        else:
+            response = _error_response(500, message)
+    if verb is not None:
+        request.app[METRICS].observe(verb, outcome, time.perf_counter() - started)
+    return response
+
+
+def _cache_mode(request: web.Request) -> bool:
+    return request.app[CONFIG].node_cache_capable
+
+
+# ---- background ----------------------------------------------------------------------
+
+
+async def _background(app: web.Application) -> AsyncIterator[None]:
+    """Start the watches and the assumption sweep; stop both on shutdown."""
+    sync = app[SYNC]
+    if sync is not None:
+        sync.start(asyncio.get_running_loop())
+    sweep = asyncio.create_task(_sweep_assumptions(app[DECIDER]))
+    yield
+    sweep.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sweep
+    if sync is not None:
+        await sync.stop()
+
+
+async def _sweep_assumptions(decider: Decider) -> None:
+    while True:
+        await asyncio.sleep(ASSUMPTION_SWEEP_SECONDS)
+        decider.expire(time.monotonic())

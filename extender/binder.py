@@ -1,0 +1,66 @@
+"""The bind verb's side effect: create the pod's Binding through the API.
+
+Decides: the Binding object (as kube-scheduler's DefaultBinder writes it: the pod's
+namespace, name and UID, target the node) and how an API failure becomes the
+protocol's `Error` text. The sync client runs in the default executor so the event
+loop keeps serving filter and prioritize meanwhile.
+
+Must not: record placements (the handler does, once the Binding exists).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Protocol
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from extender.wire import BindingArgs
+
+
+class Binder(Protocol):
+    async def bind(self, args: BindingArgs) -> str:
+        """Create the Binding; return "" on success, else the error text."""
+        ...
+
+
+class ApiBinder:
+    """Creates `pods/binding` subresources with the official client."""
+
+    def __init__(self, api_client: k8s.ApiClient, request_timeout_seconds: float = 10.0):
+        self._core = k8s.CoreV1Api(api_client)
+        self._timeout = request_timeout_seconds
+
+    async def bind(self, args: BindingArgs) -> str:
+        metadata = {"name": args.pod_name, "namespace": args.pod_namespace}
+        if args.pod_uid:
+            metadata["uid"] = args.pod_uid  # a precondition: never bind a re-created pod
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": args.node},
+        }
+        call = functools.partial(
+            self._core.create_namespaced_binding,
+            args.pod_namespace,
+            body,
+            _preload_content=False,  # the generated model rejects the API's Binding echo
+            _request_timeout=self._timeout,
+        )
+        try:
+            response = await asyncio.get_running_loop().run_in_executor(None, call)
+            response.release_conn()
+        except ApiException as error:
+            return (
+                f"binding {args.pod_namespace}/{args.pod_name} to {args.node} failed: "
+                f"API status {error.status} {error.reason}"
+            )
+        except Exception as error:  # noqa: BLE001 - network faults become the protocol's Error
+            return (
+                f"binding {args.pod_namespace}/{args.pod_name} to {args.node} failed: "
+                f"{type(error).__name__}: {error}"
+            )
+        return ""

@@ -1,0 +1,210 @@
+"""The extender's in-memory view of the cluster: node states, pods by job, NUMA topology.
+
+Decides: how list results and watch events change the view, incrementally. A bound
+pod's request is added to (or removed from) its node's `NodeState` when it appears,
+moves, finishes or goes away, so a request never re-sums pods: per request the work is
+one dict lookup per candidate node plus the pods of one job.
+
+Also holds the `AssumedPlacements` (pods steered but not yet seen bound) and drops an
+assumption as soon as a watch event shows the pod bound, finished or deleted.
+
+Threading: every method runs on the event-loop thread. The watch threads
+(`extender.watch`) only parse JSON and hand the parsed objects over with
+`loop.call_soon_threadsafe`, so the handlers read a consistent view without locks.
+
+Must not: do I/O, or decide placements (that is `locality`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from locality.config import LocalityConfig
+from locality.jobs import job_key_of
+from locality.model import JobKey, Node, NodeState, NodeTopology, Pod
+from locality.placement import AssumedPlacements
+
+NODES = "nodes"
+PODS = "pods"
+TOPOLOGIES = "noderesourcetopologies"
+KINDS = (NODES, PODS, TOPOLOGIES)
+
+
+def pod_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+class ClusterCache:
+    """Nodes, pods and NUMA topologies as the watches last reported them."""
+
+    def __init__(self, config: LocalityConfig) -> None:
+        self.config = config
+        self.nodes: dict[str, NodeState] = {}
+        """Node name -> state with the requests of its bound pods; read by the handlers."""
+        self.assumed = AssumedPlacements()
+        """Placements steered by this extender and not yet visible as bindings."""
+        self.version = 0
+        """Bumped on every change, so callers can tell whether their snapshot is current."""
+        self.synced: dict[str, bool] = dict.fromkeys(KINDS, False)
+        """Per kind: has its first full list arrived?"""
+        self._pods: dict[str, Pod] = {}
+        self._pods_on_node: dict[str, set[str]] = {}
+        self._pods_of_job: dict[JobKey, set[str]] = {}
+        self._topologies: dict[str, NodeTopology] = {}
+        self._node_objects: dict[str, Node] = {}
+
+    # ---- reads -------------------------------------------------------------------
+
+    def pod(self, namespace: str, name: str) -> Pod | None:
+        return self._pods.get(pod_key(namespace, name))
+
+    def pods_of_job(self, job: JobKey | None) -> list[Pod]:
+        """The job's pods in any phase (empty for None)."""
+        if job is None:
+            return []
+        keys = self._pods_of_job.get(job)
+        if not keys:
+            return []
+        pods = self._pods
+        return [pods[key] for key in keys]
+
+    def pod_count(self) -> int:
+        return len(self._pods)
+
+    def topology_count(self) -> int:
+        return len(self._topologies)
+
+    def ready(self) -> bool:
+        """Nodes and pods have been listed once (NUMA data is optional)."""
+        return self.synced[NODES] and self.synced[PODS]
+
+    # ---- nodes -------------------------------------------------------------------
+
+    def replace_nodes(self, nodes: Iterable[Node]) -> None:
+        """A full node list: rebuild every node state from the pods already known."""
+        self._node_objects = {node.name: node for node in nodes}
+        self.nodes = {name: self._build_state(node) for name, node in self._node_objects.items()}
+        self.synced[NODES] = True
+        self.version += 1
+
+    def apply_node(self, node: Node) -> None:
+        self._node_objects[node.name] = node
+        state = self.nodes.get(node.name)
+        self.nodes[node.name] = (
+            self._build_state(node) if state is None else state.with_node(node)
+        )
+        self.version += 1
+
+    def delete_node(self, name: str) -> None:
+        self._node_objects.pop(name, None)
+        self.nodes.pop(name, None)
+        self.version += 1
+
+    def _build_state(self, node: Node) -> NodeState:
+        pods = self._pods
+        state = NodeState(node, topology=self._topologies.get(node.name))
+        for key in self._pods_on_node.get(node.name, ()):
+            state = state.with_pod(pods[key])
+        return state
+
+    # ---- pods --------------------------------------------------------------------
+
+    def replace_pods(self, pods: Iterable[Pod]) -> None:
+        """A full pod list: re-index and rebuild every node state."""
+        self._pods = {}
+        self._pods_on_node = {}
+        self._pods_of_job = {}
+        for pod in pods:
+            self._index(pod_key(pod.namespace, pod.name), pod)
+        self.nodes = {name: self._build_state(node) for name, node in self._node_objects.items()}
+        assumed = self.assumed
+        for pod in self._pods.values():
+            assumed = assumed.observe(pod)
+        self.assumed = assumed
+        self.synced[PODS] = True
+        self.version += 1
+
+    def apply_pod(self, pod: Pod) -> None:
+        """An ADDED or MODIFIED pod: move its request between node states as needed."""
+        key = pod_key(pod.namespace, pod.name)
+        old = self._pods.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._index(key, pod)
+        if old is not None and old.node_name is not None:
+            self._update_node(old.node_name, old, remove=True)
+        if pod.node_name is not None:
+            self._update_node(pod.node_name, pod, remove=False)
+        self.assumed = self.assumed.observe(pod)
+        self.version += 1
+
+    def delete_pod(self, pod: Pod) -> None:
+        key = pod_key(pod.namespace, pod.name)
+        old = self._pods.get(key)
+        if old is not None:
+            self._unindex(key, old)
+            if old.node_name is not None:
+                self._update_node(old.node_name, old, remove=True)
+        self.assumed = self.assumed.observe(pod, deleted=True)
+        self.version += 1
+
+    def _update_node(self, node_name: str, pod: Pod, remove: bool) -> None:
+        state = self.nodes.get(node_name)
+        if state is not None:
+            self.nodes[node_name] = state.without_pod(pod) if remove else state.with_pod(pod)
+
+    def _index(self, key: str, pod: Pod) -> None:
+        self._pods[key] = pod
+        if pod.node_name is not None:
+            self._pods_on_node.setdefault(pod.node_name, set()).add(key)
+        job = job_key_of(pod, self.config)
+        if job is not None:
+            self._pods_of_job.setdefault(job, set()).add(key)
+
+    def _unindex(self, key: str, pod: Pod) -> None:
+        del self._pods[key]
+        if pod.node_name is not None:
+            _discard(self._pods_on_node, pod.node_name, key)
+        job = job_key_of(pod, self.config)
+        if job is not None:
+            _discard(self._pods_of_job, job, key)
+
+    # ---- NUMA topology -----------------------------------------------------------
+
+    def replace_topologies(self, topologies: Iterable[NodeTopology]) -> None:
+        self._topologies = {topology.node_name: topology for topology in topologies}
+        for name, state in self.nodes.items():
+            topology = self._topologies.get(name)
+            if topology is not state.topology:
+                self.nodes[name] = state.with_topology(topology)
+        self.synced[TOPOLOGIES] = True
+        self.version += 1
+
+    def apply_topology(self, topology: NodeTopology) -> None:
+        self._topologies[topology.node_name] = topology
+        state = self.nodes.get(topology.node_name)
+        if state is not None:
+            self.nodes[topology.node_name] = state.with_topology(topology)
+        self.version += 1
+
+    def delete_topology(self, node_name: str) -> None:
+        self._topologies.pop(node_name, None)
+        state = self.nodes.get(node_name)
+        if state is not None:
+            self.nodes[node_name] = state.with_topology(None)
+        self.version += 1
+
+    # ---- assumptions -------------------------------------------------------------
+
+    def set_assumed(self, assumed: AssumedPlacements) -> None:
+        if assumed is not self.assumed:
+            self.assumed = assumed
+            self.version += 1
+
+
+def _discard(index: dict, key: object, member: str) -> None:
+    members = index.get(key)
+    if members is not None:
+        members.discard(member)
+        if not members:
+            del index[key]

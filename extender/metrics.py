@@ -1,0 +1,172 @@
+"""The extender's Prometheus metrics, in a registry of its own per app instance.
+
+Decides: metric names, labels and buckets, and how a free-text filter reason maps to a
+low-cardinality `reason` label (reasons carry numbers and group names; a label per
+distinct text would explode the series count). Cache sizes, ages and watch errors are
+read from the cache and the watch statuses at scrape time, so the request path pays
+nothing for them.
+
+Metrics:
+- headstart_extender_requests_total{verb, outcome}: outcome ok | error (protocol
+  `Error` field) | rejected (HTTP 4xx)
+- headstart_extender_request_duration_seconds{verb}: histogram, handler time
+- headstart_extender_filtered_nodes_total{reason, resolvable}: nodes failed by filter
+- headstart_extender_cache_objects{kind}: nodes, pods, noderesourcetopologies,
+  assumed_placements
+- headstart_extender_cache_synced{kind}, headstart_extender_watch_streaming{kind}
+- headstart_extender_cache_age_seconds{kind}: since the last list or watch event
+- headstart_extender_watch_errors_total{kind}, headstart_extender_watch_relists_total{kind},
+  headstart_extender_watch_parse_errors_total{kind}
+
+Must not: decide anything; hold a global registry (two apps in one process must not clash).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from extender.cache import NODES, PODS, TOPOLOGIES, ClusterCache
+from extender.watch import WatchStatus
+
+_LATENCY_BUCKETS = (
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+)
+
+# First matching keyword wins; order matters ("placement group" reasons may mention CPU).
+_REASON_CATEGORIES = (
+    ("not in headstart's cluster cache", "unknown_node"),
+    ("placement group", "placement_group"),
+    ("placement-group", "placement_group"),
+    ("NUMA", "numa"),
+    ("insufficient GPU", "insufficient_gpu"),
+    ("insufficient CPU", "insufficient_cpu"),
+    ("insufficient memory", "insufficient_memory"),
+    ("unschedulable", "unschedulable"),
+)
+
+
+def reason_category(reason: str) -> str:
+    """A filter reason's category for the `reason` label (`other` when none matches)."""
+    for keyword, category in _REASON_CATEGORIES:
+        if keyword in reason:
+            return category
+    return "other"
+
+
+class ExtenderMetrics:
+    """The per-app registry and the request-path metrics."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "headstart_extender_requests",
+            "Extender requests by verb and outcome (ok, error = protocol Error field, "
+            "rejected = HTTP 4xx).",
+            ("verb", "outcome"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "headstart_extender_request_duration_seconds",
+            "Time spent handling an extender request, by verb.",
+            ("verb",),
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.filtered = Counter(
+            "headstart_extender_filtered_nodes",
+            "Nodes failed by filter, by reason category and whether preemption could help.",
+            ("reason", "resolvable"),
+            registry=self.registry,
+        )
+        # Label children are cached: .labels() per request costs a dict lookup and a lock.
+        self._latency_children: dict[str, object] = {}
+        self._request_children: dict[tuple[str, str], object] = {}
+
+    def observe(self, verb: str, outcome: str, seconds: float) -> None:
+        child = self._request_children.get((verb, outcome))
+        if child is None:
+            child = self._request_children[(verb, outcome)] = self.requests.labels(verb, outcome)
+        child.inc()  # type: ignore[attr-defined]
+        histogram = self._latency_children.get(verb)
+        if histogram is None:
+            histogram = self._latency_children[verb] = self.latency.labels(verb)
+        histogram.observe(seconds)  # type: ignore[attr-defined]
+
+    def count_filtered(self, failed: Mapping[str, str], unresolvable: Mapping[str, str]) -> None:
+        for reasons, resolvable in ((failed, "true"), (unresolvable, "false")):
+            if not reasons:
+                continue
+            counts: dict[str, int] = {}
+            for reason in reasons.values():
+                category = reason_category(reason)
+                counts[category] = counts.get(category, 0) + 1
+            for category, count in counts.items():
+                self.filtered.labels(category, resolvable).inc(count)
+
+    def watch_cache(
+        self, cache: ClusterCache, statuses: Callable[[], Iterable[WatchStatus]]
+    ) -> None:
+        """Export the cache's size and the watches' health at scrape time."""
+        self.registry.register(_CacheCollector(cache, statuses))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _CacheCollector(Collector):
+    def __init__(self, cache: ClusterCache, statuses: Callable[[], Iterable[WatchStatus]]):
+        self._cache = cache
+        self._statuses = statuses
+
+    def collect(self) -> Iterable[Metric]:
+        cache = self._cache
+        objects = GaugeMetricFamily(
+            "headstart_extender_cache_objects", "Objects in the extender's cache.", labels=["kind"]
+        )
+        objects.add_metric([NODES], len(cache.nodes))
+        objects.add_metric([PODS], cache.pod_count())
+        objects.add_metric([TOPOLOGIES], cache.topology_count())
+        objects.add_metric(["assumed_placements"], len(cache.assumed))
+        yield objects
+
+        synced = GaugeMetricFamily(
+            "headstart_extender_cache_synced",
+            "1 once the kind's first full list has arrived.", labels=["kind"],
+        )
+        for kind, done in cache.synced.items():
+            synced.add_metric([kind], 1.0 if done else 0.0)
+        yield synced
+
+        now = time.monotonic()
+        streaming = GaugeMetricFamily(
+            "headstart_extender_watch_streaming", "1 while the watch is connected.",
+            labels=["kind"],
+        )
+        age = GaugeMetricFamily(
+            "headstart_extender_cache_age_seconds",
+            "Seconds since the kind's last list or watch event.", labels=["kind"],
+        )
+        errors = CounterMetricFamily(
+            "headstart_extender_watch_errors", "Failed list or watch calls (retried with "
+            "backoff).", labels=["kind"],
+        )
+        relists = CounterMetricFamily(
+            "headstart_extender_watch_relists", "Relists after 410 Gone.", labels=["kind"]
+        )
+        parse_errors = CounterMetricFamily(
+            "headstart_extender_watch_parse_errors", "Objects skipped because they do not "
+            "parse.", labels=["kind"],
+        )
+        for status in self._statuses():
+            streaming.add_metric([status.kind], 1.0 if status.streaming else 0.0)
+            if status.last_event_monotonic is not None:
+                age.add_metric([status.kind], now - status.last_event_monotonic)
+            errors.add_metric([status.kind], status.errors_total)
+            relists.add_metric([status.kind], status.relists_total)
+            parse_errors.add_metric([status.kind], status.parse_errors_total)
+        yield from (streaming, age, errors, relists, parse_errors)

@@ -1,0 +1,269 @@
+"""The kube-scheduler extender wire format (`k8s.io/kube-scheduler/extender/v1`).
+
+Decides: how a request body becomes `ExtenderArgs` and how filter and prioritize
+answers become bytes. The Go request types carry no JSON tags, so kube-scheduler sends
+PascalCase keys (`Pod`, `Nodes`, `NodeNames`); Go's decoder matches keys
+case-insensitively (an exact match wins), so this parser does too. The Pod and Node
+objects inside are ordinary camelCase Kubernetes JSON and stay dicts here: the handler
+turns the Pod into `locality.model.Pod` with `locality.parse`.
+
+Answers:
+- filter, `nodeCacheCapable: true`: `{"NodeNames": [...], "FailedNodes": {...},
+  "FailedAndUnresolvableNodes": {...}, "Error": ""}`.
+- filter, `nodeCacheCapable: false`: `{"Nodes": {"metadata": {}, "items": [...]}, ...}`
+  with the passing Node objects echoed as received (older kube-schedulers use the
+  returned objects, not just their names); `"Nodes": null` would mean no node passes,
+  so an empty list is sent as `{"items": []}` to keep the answer unambiguous.
+- prioritize: `[{"Host": name, "Score": 0..10}]`, built from cached per-host string
+  fragments because this list is rebuilt for every node of every pod.
+
+Must not: look at the cluster, log, or decide anything about placement.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bucketing.errors import InputError
+
+_KNOWN_KEYS = ("Pod", "Nodes", "NodeNames")
+_LOWER_TO_KEY = {key.lower(): key for key in _KNOWN_KEYS}
+_EMPTY_DICT_JSON = "{}"
+_SCORE_SUFFIXES = tuple(f"{score}}}" for score in range(11))
+_HOST_FRAGMENT_CACHE_LIMIT = 200_000
+_host_fragments: dict[str, str] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderArgs:
+    """One filter or prioritize request.
+
+    pod: the Pod object as JSON (validated to be an object with metadata and spec).
+    node_names: the candidate names with `nodeCacheCapable: true`, else None.
+    nodes: the candidate Node objects with `nodeCacheCapable: false`, else None.
+    """
+
+    pod: Mapping[str, Any]
+    node_names: list[str] | None
+    nodes: list[Mapping[str, Any]] | None
+
+    def candidate_names(self) -> list[str]:
+        """The candidates' names, in request order, whichever form they came in."""
+        if self.node_names is not None:
+            return self.node_names
+        assert self.nodes is not None  # parse_extender_args guarantees one of the two
+        return [node["metadata"]["name"] for node in self.nodes]
+
+
+def decode_json(body: bytes) -> Any:
+    """Decode a request body; invalid UTF-8 or JSON becomes an InputError with the position."""
+    try:
+        return json.loads(body)
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"request body: not UTF-8 ({error.reason} at byte {error.start})"
+        ) from None
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"request body: invalid JSON ({error.msg} at line {error.lineno} column {error.colno})"
+        ) from None
+    except RecursionError:
+        raise InputError("request body: JSON nested too deeply") from None
+
+
+def parse_extender_args(document: Any) -> ExtenderArgs:
+    """Validate a decoded ExtenderArgs document; faults raise InputError naming the field."""
+    if not isinstance(document, dict):
+        raise InputError(
+            f"request body: expected a JSON object (ExtenderArgs), got {_json_type(document)}"
+        )
+    fields = _fold_keys(document)
+    if "Pod" not in fields:
+        raise InputError("request body: field Pod is missing")
+    pod = fields["Pod"]
+    if not isinstance(pod, dict):
+        raise InputError(f"request body: Pod must be an object, got {_json_type(pod)}")
+    metadata = pod.get("metadata")
+    if not isinstance(metadata, dict):
+        raise InputError("request body: Pod.metadata is missing or not an object")
+    if not isinstance(pod.get("spec"), dict):
+        raise InputError("request body: Pod.spec is missing or not an object")
+
+    node_names = _node_names(fields.get("NodeNames"))
+    nodes = _nodes(fields.get("Nodes"))
+    if node_names is None and nodes is None:
+        raise InputError("request body: neither NodeNames nor Nodes is set")
+    if node_names is not None and nodes is not None:
+        # kube-scheduler sends exactly one of them; names are what the cache path needs.
+        nodes = None
+    return ExtenderArgs(pod=pod, node_names=node_names, nodes=nodes)
+
+
+def _fold_keys(document: dict[str, Any]) -> dict[str, Any]:
+    """Map keys onto Pod/Nodes/NodeNames like Go's decoder: exact match wins over folded."""
+    fields: dict[str, Any] = {}
+    exact: set[str] = set()
+    for key, value in document.items():
+        canonical = _LOWER_TO_KEY.get(key.lower())
+        if canonical is None:
+            continue
+        if key == canonical:
+            fields[canonical] = value
+            exact.add(canonical)
+        elif canonical not in exact:
+            fields[canonical] = value
+    return fields
+
+
+def _node_names(raw: Any) -> list[str] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise InputError(
+            f"request body: NodeNames must be a list of strings, got {_json_type(raw)}"
+        )
+    for index, name in enumerate(raw):
+        if type(name) is not str:
+            raise InputError(
+                f"request body: NodeNames[{index}] must be a string, got {_json_type(name)}"
+            )
+    return raw
+
+
+def _nodes(raw: Any) -> list[Mapping[str, Any]] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise InputError(f"request body: Nodes must be a NodeList object, got {_json_type(raw)}")
+    items = raw.get("items")
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise InputError(f"request body: Nodes.items must be a list, got {_json_type(items)}")
+    for index, node in enumerate(items):
+        if not isinstance(node, dict):
+            raise InputError(f"request body: Nodes.items[{index}] must be an object")
+        metadata = node.get("metadata")
+        if not isinstance(metadata, dict) or type(metadata.get("name")) is not str:
+            raise InputError(f"request body: Nodes.items[{index}].metadata.name must be a string")
+    return items
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def encode_filter_result(
+    passed: Sequence[str],
+    failed: Mapping[str, str],
+    unresolvable: Mapping[str, str],
+    node_cache_capable: bool,
+    nodes: Sequence[Mapping[str, Any]] | None = None,
+    error: str = "",
+) -> bytes:
+    """An ExtenderFilterResult as bytes.
+
+    With `node_cache_capable` the passing names go in `NodeNames`; otherwise `nodes`
+    (the request's Node objects) must be given and the passing ones go in `Nodes`.
+    """
+    failed_json = json.dumps(failed) if failed else _EMPTY_DICT_JSON
+    unresolvable_json = json.dumps(unresolvable) if unresolvable else _EMPTY_DICT_JSON
+    error_json = json.dumps(error)
+    if node_cache_capable:
+        head = '{"NodeNames":' + json.dumps(passed)
+    else:
+        keep = set(passed)
+        items = [node for node in nodes or () if node["metadata"]["name"] in keep]
+        head = '{"Nodes":{"metadata":{},"items":' + json.dumps(items) + "}"
+    return (
+        head
+        + ',"FailedNodes":'
+        + failed_json
+        + ',"FailedAndUnresolvableNodes":'
+        + unresolvable_json
+        + ',"Error":'
+        + error_json
+        + "}"
+    ).encode()
+
+
+def encode_filter_error(message: str, node_cache_capable: bool) -> bytes:
+    """A filter answer carrying only the protocol `Error` (kube-scheduler fails the cycle)."""
+    return encode_filter_result((), {}, {}, node_cache_capable, (), message)
+
+
+def _host_fragment(host: str) -> str:
+    fragment = _host_fragments.get(host)
+    if fragment is None:
+        fragment = '{"Host":' + json.dumps(host) + ',"Score":'
+        if len(_host_fragments) >= _HOST_FRAGMENT_CACHE_LIMIT:
+            _host_fragments.clear()  # names from garbage requests must not grow memory forever
+        _host_fragments[host] = fragment
+    return fragment
+
+
+def encode_host_priorities(hosts: Iterable[str], scores: Iterable[int]) -> bytes:
+    """A HostPriorityList as bytes; scores must be integers 0..10 (clamped here)."""
+    fragments = _host_fragments
+    suffixes = _SCORE_SUFFIXES
+    parts = []
+    for host, score in zip(hosts, scores, strict=True):
+        fragment = fragments.get(host) or _host_fragment(host)
+        parts.append(fragment + suffixes[10 if score > 10 else 0 if score < 0 else int(score)])
+    return ("[" + ",".join(parts) + "]").encode()
+
+
+@dataclass(frozen=True, slots=True)
+class BindingArgs:
+    """ExtenderBindingArgs: bind pod `namespace/name` (uid) to `node`."""
+
+    pod_name: str
+    pod_namespace: str
+    pod_uid: str
+    node: str
+
+
+_BINDING_KEYS = {"podname": "PodName", "podnamespace": "PodNamespace", "poduid": "PodUID",
+                 "node": "Node"}
+
+
+def parse_binding_args(document: Any) -> BindingArgs:
+    """Validate a decoded ExtenderBindingArgs document (keys folded like Go's decoder)."""
+    if not isinstance(document, dict):
+        raise InputError(
+            "request body: expected a JSON object (ExtenderBindingArgs), "
+            f"got {_json_type(document)}"
+        )
+    fields: dict[str, Any] = {}
+    for key, value in document.items():
+        canonical = _BINDING_KEYS.get(key.lower())
+        if canonical is not None and (key == canonical or canonical not in fields):
+            fields[canonical] = value
+    for required in ("PodName", "PodNamespace", "Node"):
+        value = fields.get(required)
+        if not isinstance(value, str) or not value:
+            raise InputError(f"request body: {required} must be a non-empty string")
+    uid = fields.get("PodUID", "")
+    if not isinstance(uid, str):
+        raise InputError("request body: PodUID must be a string")
+    return BindingArgs(fields["PodName"], fields["PodNamespace"], uid, fields["Node"])
+
+
+def encode_binding_result(error: str = "") -> bytes:
+    """An ExtenderBindingResult: an empty `Error` means the binding was created."""
+    return ('{"Error":' + json.dumps(error) + "}").encode()
