@@ -1,0 +1,296 @@
+"""The Kubernetes objects a placeholder plan stands for (pure: plan in, JSON bodies out).
+
+Decides: names, labels and specs of what the overprovisioner writes:
+- one balloon Deployment per (instance type, placement group): pause containers whose
+  requests fill one node of the type (allocatable less daemonset overhead), selecting
+  the type by `node.kubernetes.io/instance-type` and the group by the configured
+  placement-group label, tolerating the GPU taint, at the headstart PriorityClass,
+  `terminationGracePeriodSeconds: 0` (a preempted placeholder frees its node at once),
+  `strategy: Recreate` (a rolling update would surge one extra placeholder, i.e. one
+  extra GPU node, every time the template changes);
+- or, with the CapacityBuffer backend, a PodTemplate with that same pod spec plus a
+  CapacityBuffer (`autoscaling.x-k8s.io/v1alpha1`) referencing it with `replicas`;
+- the PriorityClass (`preemptionPolicy: Never`: a placeholder must never evict anyone).
+
+Every object carries headstart's labels (managed-by, part-of, component) and an
+annotation `headstart.io/spec-hash` of its own body, so the applier can tell a no-op
+from a change without comparing server-defaulted fields.
+
+Must not: talk to the cluster, read the clock, log, or mutate its inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bucketing.catalog import Catalog
+from bucketing.errors import InputError
+from bucketing.resources import Resources
+from overprovisioner.config import OverprovisionerConfig, placeholder_request
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+PART_OF = "app.kubernetes.io/part-of"
+COMPONENT = "app.kubernetes.io/component"
+INSTANCE = "app.kubernetes.io/instance"
+PLACEHOLDER = "headstart.io/placeholder"
+INSTANCE_TYPE_LABEL = "headstart.io/instance-type"
+PLACEMENT_GROUP_LABEL = "headstart.io/placement-group"
+SPEC_HASH = "headstart.io/spec-hash"
+NODE_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+COMPONENT_NAME = "placeholder"
+NAME_PREFIX = "headstart-placeholder"
+MAX_NAME = 63  # a DNS-1123 label: names also become label values (app.kubernetes.io/instance)
+
+DEPLOYMENT = ("apps/v1", "Deployment")
+POD_TEMPLATE = ("v1", "PodTemplate")
+CAPACITY_BUFFER = ("autoscaling.x-k8s.io/v1alpha1", "CapacityBuffer")
+PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
+ACTIVE_CAPACITY = "buffer.x-k8s.io/active-capacity"
+
+
+class PlannedPlaceholders(Protocol):
+    """What objects.py reads of a planned bucket (`overprovisioner.plan.PlannedBucket`)."""
+
+    instance_type: str
+    placement_group: str
+    wanted: int
+
+
+@dataclass(frozen=True)
+class DesiredObject:
+    """One object to apply. `body` is the full apply configuration (treat as read-only)."""
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+    body: Mapping[str, Any]
+
+    @property
+    def key(self) -> tuple[str, str, str | None, str]:
+        return (self.api_version, self.kind, self.namespace, self.name)
+
+    @property
+    def spec_hash(self) -> str:
+        return self.body["metadata"]["annotations"][SPEC_HASH]
+
+
+def headstart_labels() -> dict[str, str]:
+    """Labels on everything the overprovisioner creates (COMMON conventions)."""
+    return {MANAGED_BY: "headstart", PART_OF: "headstart", COMPONENT: COMPONENT_NAME}
+
+
+def placeholder_selector() -> str:
+    """Label selector for listing (and pruning) only objects headstart's placeholders own."""
+    return f"{MANAGED_BY}=headstart,{PLACEHOLDER}=true"
+
+
+def placeholder_name(instance_type: str, placement_group: str) -> str:
+    """`headstart-placeholder-g5-xlarge-pg-a`: deterministic, DNS-safe, at most 63 chars.
+
+    Characters outside [a-z0-9-] become `-`. When that loses information (upper case,
+    `_`, ...) or the name is too long, an 8-hex-digit hash of the exact (type, group)
+    is appended so two buckets never share a name.
+    """
+    parts = [NAME_PREFIX, _dns_part(instance_type)]
+    if placement_group:
+        parts.append(_dns_part(placement_group))
+    name = "-".join(part for part in parts if part)
+    lossy = _dns_part(instance_type) != instance_type.replace(".", "-") or (
+        placement_group and _dns_part(placement_group) != placement_group.replace(".", "-")
+    )
+    if lossy or len(name) > MAX_NAME:
+        digest = hashlib.sha256(f"{instance_type}\0{placement_group}".encode()).hexdigest()[:8]
+        name = f"{name[: MAX_NAME - 9].rstrip('-')}-{digest}"
+    return name
+
+
+def _dns_part(text: str) -> str:
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", text.lower())).strip("-")
+
+
+def desired_objects(
+    buckets: Iterable[PlannedPlaceholders],
+    config: OverprovisionerConfig,
+    catalog: Catalog,
+    backend: str,
+) -> tuple[DesiredObject, ...]:
+    """The placeholder objects for `buckets` with `backend` ("deployment" | "capacitybuffer").
+
+    Includes buckets whose `wanted` is 0 (a Deployment at 0 replicas keeps its name and
+    history; the applier decides what to prune). Raises InputError if two buckets map to
+    one name or a bucket's type is not in the catalog.
+    """
+    if backend not in ("deployment", "capacitybuffer"):
+        raise InputError(f"backend {backend!r}: expected deployment or capacitybuffer")
+    objects: list[DesiredObject] = []
+    seen: dict[str, tuple[str, str]] = {}
+    for bucket in buckets:
+        if bucket.wanted < 0:
+            raise InputError(f"bucket {bucket.instance_type}: wanted {bucket.wanted} < 0")
+        name = placeholder_name(bucket.instance_type, bucket.placement_group)
+        identity = (bucket.instance_type, bucket.placement_group)
+        if name in seen:
+            what = "appears twice in the plan" if seen[name] == identity else (
+                f"and bucket {seen[name]} both map to the object name {name!r}"
+            )
+            raise InputError(f"bucket {identity} {what}")
+        seen[name] = identity
+        template = pod_template(bucket.instance_type, bucket.placement_group, config, catalog)
+        if backend == "deployment":
+            objects.append(_deployment(name, bucket, template, config))
+        else:
+            objects.append(_pod_template_object(name, bucket, template, config))
+            objects.append(_capacity_buffer(name, bucket, config))
+    return tuple(objects)
+
+
+def pod_template(
+    instance_type: str, placement_group: str, config: OverprovisionerConfig, catalog: Catalog
+) -> dict[str, Any]:
+    """The placeholder PodTemplateSpec (metadata + spec) for one bucket."""
+    request = placeholder_request(config, catalog, instance_type)
+    gpus = catalog.get(instance_type).gpus
+    node_selector = {NODE_INSTANCE_TYPE: instance_type}
+    if placement_group:
+        node_selector[config.placeholders.placement_group_label] = placement_group
+    container: dict[str, Any] = {
+        "name": "pause",
+        "image": config.placeholders.pause_image,
+        "resources": _resource_requirements(request, catalog.gpu_resource),
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "runAsUser": 65535,  # the pause image's own nobody user
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    spec: dict[str, Any] = {
+        "priorityClassName": config.placeholders.priority_class_name,
+        "terminationGracePeriodSeconds": 0,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "nodeSelector": node_selector,
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [container],
+    }
+    if gpus > 0 and config.placeholders.gpu_tolerations:
+        spec["tolerations"] = [t.as_json() for t in config.placeholders.gpu_tolerations]
+    return {
+        "metadata": {"labels": _bucket_labels(
+            placeholder_name(instance_type, placement_group), instance_type, placement_group
+        )},
+        "spec": spec,
+    }
+
+
+def priority_class(config: OverprovisionerConfig) -> DesiredObject:
+    """The placeholder PriorityClass: low, never preempting, never the default."""
+    placeholders = config.placeholders
+    body = {
+        "apiVersion": PRIORITY_CLASS[0],
+        "kind": PRIORITY_CLASS[1],
+        "metadata": {"name": placeholders.priority_class_name, "labels": headstart_labels()},
+        "value": placeholders.priority_class_value,
+        "preemptionPolicy": "Never",
+        "globalDefault": False,
+        "description": (
+            "headstart placeholder pods: low enough that any real pod preempts them, at or "
+            f"above cluster-autoscaler's expendable cutoff "
+            f"({placeholders.expendable_pods_priority_cutoff}) so they still trigger scale-up."
+        ),
+    }
+    return _finish(PRIORITY_CLASS, None, placeholders.priority_class_name, body)
+
+
+def _resource_requirements(request: Resources, gpu_resource: str) -> dict[str, Any]:
+    requests = {"cpu": f"{request.cpu_milli}m", "memory": str(request.memory_bytes)}
+    result: dict[str, Any] = {"requests": requests}
+    if request.gpu_milli:
+        # Extended resources cannot be overcommitted: the API demands limits == requests.
+        gpus = _gpu_quantity(request.gpu_milli)
+        requests[gpu_resource] = gpus
+        result["limits"] = {gpu_resource: gpus}
+    return result
+
+
+def _gpu_quantity(gpu_milli: int) -> str:
+    return str(gpu_milli // 1000) if gpu_milli % 1000 == 0 else f"{gpu_milli}m"
+
+
+def _bucket_labels(name: str, instance_type: str, placement_group: str) -> dict[str, str]:
+    labels = headstart_labels()
+    labels[INSTANCE] = name
+    labels[PLACEHOLDER] = "true"
+    labels[INSTANCE_TYPE_LABEL] = instance_type
+    if placement_group:
+        labels[PLACEMENT_GROUP_LABEL] = placement_group
+    return labels
+
+
+def _deployment(
+    name: str, bucket: PlannedPlaceholders, template: dict[str, Any],
+    config: OverprovisionerConfig,
+) -> DesiredObject:
+    labels = _bucket_labels(name, bucket.instance_type, bucket.placement_group)
+    body = {
+        "apiVersion": DEPLOYMENT[0],
+        "kind": DEPLOYMENT[1],
+        "metadata": {"name": name, "namespace": config.placeholders.namespace, "labels": labels},
+        "spec": {
+            "replicas": int(bucket.wanted),
+            # Selector is immutable: keep it to the per-bucket instance label.
+            "selector": {"matchLabels": {INSTANCE: name, PLACEHOLDER: "true"}},
+            "strategy": {"type": "Recreate"},
+            "revisionHistoryLimit": 2,
+            "template": template,
+        },
+    }
+    return _finish(DEPLOYMENT, config.placeholders.namespace, name, body)
+
+
+def _pod_template_object(
+    name: str, bucket: PlannedPlaceholders, template: dict[str, Any],
+    config: OverprovisionerConfig,
+) -> DesiredObject:
+    labels = _bucket_labels(name, bucket.instance_type, bucket.placement_group)
+    body = {
+        "apiVersion": POD_TEMPLATE[0],
+        "kind": POD_TEMPLATE[1],
+        "metadata": {"name": name, "namespace": config.placeholders.namespace, "labels": labels},
+        "template": template,
+    }
+    return _finish(POD_TEMPLATE, config.placeholders.namespace, name, body)
+
+
+def _capacity_buffer(
+    name: str, bucket: PlannedPlaceholders, config: OverprovisionerConfig
+) -> DesiredObject:
+    labels = _bucket_labels(name, bucket.instance_type, bucket.placement_group)
+    body = {
+        "apiVersion": CAPACITY_BUFFER[0],
+        "kind": CAPACITY_BUFFER[1],
+        "metadata": {"name": name, "namespace": config.placeholders.namespace, "labels": labels},
+        "spec": {
+            "provisioningStrategy": ACTIVE_CAPACITY,
+            "podTemplateRef": {"name": name},
+            "replicas": int(bucket.wanted),
+        },
+    }
+    return _finish(CAPACITY_BUFFER, config.placeholders.namespace, name, body)
+
+
+def _finish(
+    kind: tuple[str, str], namespace: str | None, name: str, body: dict[str, Any]
+) -> DesiredObject:
+    digest = hashlib.sha256(
+        json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()[:16]
+    body["metadata"]["annotations"] = {SPEC_HASH: digest}
+    return DesiredObject(kind[0], kind[1], namespace, name, body)

@@ -1,0 +1,178 @@
+"""Config loading: defaults, durations, the PriorityClass rule, unknown fields and types."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bucketing.errors import ConfigError
+from bucketing.resources import Resources
+from overprovisioner.config import (
+    OverprovisionerConfig,
+    load_config,
+    make_plan_config,
+    parse_config,
+    parse_duration,
+    placeholder_request,
+    resolve_catalog,
+)
+
+EXAMPLE = Path(__file__).parents[2] / "overprovisioner" / "example-config.yaml"
+
+
+def write(tmp_path: Path, document: dict, name: str = "op.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def test_defaults_follow_the_conventions(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, {"instance_types": ["g5.xlarge"]}))
+    assert config.placeholders.namespace == "headstart"
+    assert config.placeholders.priority_class_name == "headstart-placeholder"
+    assert config.placeholders.priority_class_value == -5
+    assert config.placeholders.expendable_pods_priority_cutoff == -10
+    assert config.leader_election.lease_name == "headstart-overprovisioner"
+    assert config.port == 8080
+    assert config.tick_s == 300 and config.horizon_s == 390
+    # 6m30s at 5-minute ticks: 390 / 300 = 1.3 -> rounded up to 2 ticks.
+    assert config.horizon_ticks == 2
+    assert config.placeholders.pause_image == "registry.k8s.io/pause:3.10"
+
+
+def test_example_config_loads() -> None:
+    config = load_config(EXAMPLE)
+    assert resolve_catalog(config).names == config.instance_types
+
+
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("90s", 90), ("5m", 300), ("6m30s", 390), ("24h", 86400), ("35d", 35 * 86400),
+     ("500ms", 0.5), (120, 120)],
+    ids=["seconds", "minutes", "compound", "hours", "days", "millis", "number"],
+)
+def test_parse_duration(text, seconds) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["5 minutes", "m5", "", "-3s", True], ids=str)
+def test_parse_duration_rejects(text) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+BAD = [
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"priority_class_value": -11}},
+     "placeholders.priority_class_value", "CA ignores pods below the cutoff"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"priority_class_value": 0}},
+     "placeholders.priority_class_value", "cannot\npreempt".replace("\n", " ")),
+    ({"instance_types": ["g5.xlarge"],
+      "placeholders": {"priority_class_value": -20, "expendable_pods_priority_cutoff": -10}},
+     "placeholders.priority_class_value", "never make it launch a node"),
+    ({"instance_types": ["g5.xlarge"], "tik": "5m"}, "tik", "unknown field"),
+    ({"instance_types": ["g5.xlarge"], "limits": {"default": {"maxx": 3}}},
+     "limits.default.maxx", "unknown field"),
+    ({"instance_types": ["g5.xlarge"], "limits": {"default": {"max": -1}}},
+     "limits.default.max", "at least 0"),
+    ({"instance_types": ["g5.xlarge"], "limits": {"default": {"min": 3, "max": 2}}},
+     "limits.default.min", "exceeds max"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"backend": "karpenter"}},
+     "placeholders.backend", "not one of"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"pause_image": "registry.k8s.io/pause"}},
+     "placeholders.pause_image", "pinned"),
+    ({"instance_types": ["g5.xlarge"],
+      "placeholders": {"pause_image": "registry.k8s.io/pause:latest"}},
+     "placeholders.pause_image", "pinned"),
+    ({"instance_types": ["g5.xlarge"], "forecast": {"quantile": 1.5}},
+     "forecast.quantile", "between 0 and 1"),
+    ({"instance_types": ["g5.xlarge"], "tick": "soon"}, "tick", "not a duration"),
+    ({"instance_types": ["g5.xlarge"], "leader_election": {"renew_deadline": "20s"}},
+     "leader_election", "lease_duration"),
+    ({"instance_types": ["g5.xlarge"],
+      "placeholders": {"gpu_tolerations": [{"key": "nvidia.com/gpu", "operator": "In"}]}},
+     "placeholders.gpu_tolerations[0].operator", "not Exists or Equal"),
+    ({}, "instance_types", "list the bucket instance types"),
+    ({"instance_types": ["g5.xlarge", "g5.xlarge"]}, "instance_types", "twice"),
+    ({"instance_types": ["g5.xlarge"], "port": 70000}, "port", "at most 65535"),
+]
+
+
+@pytest.mark.parametrize(
+    "document, field_path, explanation", BAD,
+    ids=["below-cutoff", "not-negative", "far-below-cutoff", "unknown-top", "unknown-nested",
+         "negative-max", "min-over-max", "backend", "untagged-image", "latest-image",
+         "quantile", "duration", "lease-order", "toleration-operator", "no-types",
+         "duplicate-type", "port"],
+)
+def test_bad_config_names_file_field_and_why(tmp_path, document, field_path, explanation) -> None:
+    path = write(tmp_path, document)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert str(path) in message
+    assert f"{field_path}:" in message
+    assert explanation in message
+
+
+def test_unknown_instance_type_names_it_and_the_catalog(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, {"catalog": "gcp", "instance_types": ["g5.xlarge"]}))
+    with pytest.raises(ConfigError, match=r"instance_types\[0\]: unknown instance type "
+                                          r"'g5.xlarge' in catalog 'gcp'"):
+        resolve_catalog(config)
+
+
+def test_cost_cap_below_the_mins_is_refused(tmp_path: Path) -> None:
+    # min 2 x p4d.24xlarge at 32.77 $/h = 65.54 $/h > the 10 $/h cap.
+    config = load_config(write(tmp_path, {
+        "instance_types": ["p4d.24xlarge"],
+        "limits": {"per_bucket": {"p4d.24xlarge": {"min": 2, "max": 4}}, "cost_cap_per_hour": 10},
+    }))
+    with pytest.raises(ConfigError, match="cost_cap_per_hour"):
+        resolve_catalog(config)
+
+
+def test_buckets_file_from_tune(tmp_path: Path) -> None:
+    tuned = {"buckets": {"catalog": "aws", "instance_types": ["g4dn.xlarge", "g5.12xlarge"]}}
+    write(tmp_path, tuned, "buckets.yaml")
+    config = load_config(write(tmp_path, {"buckets_file": "buckets.yaml"}))
+    assert config.instance_types == ("g4dn.xlarge", "g5.12xlarge")
+    assert config.catalog == "aws"
+
+
+def test_buckets_file_with_unknown_field_names_that_file(tmp_path: Path) -> None:
+    bucket_path = write(tmp_path, {"buckets": {"types": ["g5.xlarge"]}}, "buckets.yaml")
+    with pytest.raises(ConfigError, match=f"{bucket_path}: buckets.types: unknown field"):
+        load_config(write(tmp_path, {"buckets_file": "buckets.yaml"}))
+
+
+def test_plan_config_carries_limits_for_every_type() -> None:
+    config = parse_config({
+        "instance_types": ["g5.xlarge", "p4d.24xlarge"],
+        "limits": {"default": {"max": 6}, "per_bucket": {"p4d.24xlarge": {"min": 1, "max": 2}},
+                   "placement_groups": {"p4d.24xlarge": ["pg-a", "pg-b"]}},
+    }, "x.yaml")
+    plan = make_plan_config(config)
+    assert plan.limits("g5.xlarge").max == 6
+    assert (plan.limits("p4d.24xlarge").min, plan.limits("p4d.24xlarge").max) == (1, 2)
+    assert plan.groups("p4d.24xlarge") == ("pg-a", "pg-b")
+    # horizon 390 s rounds up to 2 ticks of 300 s = 600 s.
+    assert plan.horizon_s == 600
+
+
+def test_daemonset_overhead_override_sizes_the_placeholder() -> None:
+    config = parse_config({"instance_types": ["g5.xlarge"],
+                           "placeholders": {"daemonset_overhead": {"cpu": "1", "memory": "1Gi"}}},
+                          "x.yaml")
+    catalog = resolve_catalog(config)
+    # g5.xlarge allocatable 3920m CPU, 14819Mi memory; less 1 CPU and 1024Mi.
+    assert placeholder_request(config, catalog, "g5.xlarge") == Resources(
+        1000, 2920, (14819 - 1024) * 1024**2
+    )
+
+
+def test_defaults_object_is_frozen() -> None:
+    config = OverprovisionerConfig()
+    with pytest.raises(AttributeError):
+        config.port = 1  # type: ignore[misc]

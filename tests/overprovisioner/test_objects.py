@@ -1,0 +1,159 @@
+"""Plan -> placeholder objects: names, labels, sizing, selectors, backends, PriorityClass."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bucketing.errors import InputError
+from overprovisioner.config import parse_config, resolve_catalog
+from overprovisioner.objects import (
+    SPEC_HASH,
+    desired_objects,
+    placeholder_name,
+    priority_class,
+)
+from overprovisioner.plan import PlannedBucket
+
+HEADSTART_LABELS = {
+    "app.kubernetes.io/managed-by": "headstart",
+    "app.kubernetes.io/part-of": "headstart",
+    "app.kubernetes.io/component": "placeholder",
+    "headstart.io/placeholder": "true",
+}
+
+
+def make_config(**placeholders):
+    return parse_config(
+        {"instance_types": ["m5.large", "g5.xlarge", "p4d.24xlarge"], "placeholders": placeholders},
+        "test.yaml",
+    )
+
+
+def bucket(instance_type="g5.xlarge", group="", wanted=1) -> PlannedBucket:
+    return PlannedBucket(instance_type, group, float(wanted), 0, 0, 0, 0, wanted, None, "test")
+
+
+@pytest.mark.parametrize(
+    "instance_type, group, expected",
+    [
+        ("g5.xlarge", "", "headstart-placeholder-g5-xlarge"),
+        ("g5.xlarge", "pg-a", "headstart-placeholder-g5-xlarge-pg-a"),
+        ("p4d.24xlarge", "rack.7", "headstart-placeholder-p4d-24xlarge-rack-7"),
+        ("n2-standard-8", "", "headstart-placeholder-n2-standard-8"),
+    ],
+    ids=["no-group", "group", "dots-in-group", "gcp-name"],
+)
+def test_placeholder_names(instance_type, group, expected) -> None:
+    assert placeholder_name(instance_type, group) == expected
+
+
+@pytest.mark.parametrize(
+    "instance_type, group",
+    [("g5.xlarge", "PG_A"), ("g5.xlarge", "x" * 80), ("a" * 70, "")],
+    ids=["lossy-characters", "long-group", "long-type"],
+)
+def test_names_that_need_a_hash_stay_dns_labels(instance_type, group) -> None:
+    name = placeholder_name(instance_type, group)
+    assert len(name) <= 63
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name)
+    assert re.search(r"-[0-9a-f]{8}$", name)
+
+
+def test_groups_that_sanitize_alike_get_distinct_names() -> None:
+    # "PG_A" and "pg-a" both sanitize to "pg-a"; the hash keeps them apart.
+    assert placeholder_name("g5.xlarge", "PG_A") != placeholder_name("g5.xlarge", "pg-a")
+
+
+def test_deployment_fills_one_node_of_its_type_in_its_group() -> None:
+    config = make_config()
+    catalog = resolve_catalog(config)
+    (deployment,) = desired_objects([bucket("g5.xlarge", "pg-a", 3)], config, catalog, "deployment")
+    body = deployment.body
+    assert (deployment.api_version, deployment.kind) == ("apps/v1", "Deployment")
+    assert deployment.namespace == "headstart"
+    assert body["spec"]["replicas"] == 3
+    assert body["spec"]["strategy"] == {"type": "Recreate"}
+    pod = body["spec"]["template"]
+    for labels in (body["metadata"]["labels"], pod["metadata"]["labels"]):
+        assert HEADSTART_LABELS.items() <= labels.items()
+        assert labels["headstart.io/instance-type"] == "g5.xlarge"
+        assert labels["headstart.io/placement-group"] == "pg-a"
+    assert body["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    spec = pod["spec"]
+    assert spec["nodeSelector"] == {
+        "node.kubernetes.io/instance-type": "g5.xlarge",
+        "headstart.io/placement-group": "pg-a",
+    }
+    assert spec["priorityClassName"] == "headstart-placeholder"
+    assert spec["terminationGracePeriodSeconds"] == 0
+    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    (container,) = spec["containers"]
+    assert container["image"] == "registry.k8s.io/pause:3.10"
+    # g5.xlarge allocatable 3920m CPU / 14819Mi, less the aws catalog's daemonset
+    # overhead 300m / 512Mi: 3620m and 14307Mi = 15001976832 bytes; 1 GPU.
+    assert container["resources"]["requests"] == {
+        "cpu": "3620m", "memory": str(14307 * 1024**2), "nvidia.com/gpu": "1",
+    }
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+
+
+def test_cpu_type_without_group_has_no_gpu_and_no_group_label() -> None:
+    config = make_config()
+    (deployment,) = desired_objects([bucket("m5.large", "", 0)], config, resolve_catalog(config),
+                                    "deployment")
+    spec = deployment.body["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"node.kubernetes.io/instance-type": "m5.large"}
+    assert "tolerations" not in spec
+    assert "headstart.io/placement-group" not in deployment.body["metadata"]["labels"]
+    assert "nvidia.com/gpu" not in spec["containers"][0]["resources"]["requests"]
+    assert deployment.body["spec"]["replicas"] == 0
+
+
+def test_capacity_buffer_references_its_pod_template() -> None:
+    config = make_config(placement_group_label="cloud.google.com/gke-placement-group")
+    template, buffer = desired_objects([bucket("p4d.24xlarge", "pg-b", 2)], config,
+                                       resolve_catalog(config), "capacitybuffer")
+    assert (template.api_version, template.kind) == ("v1", "PodTemplate")
+    assert (buffer.api_version, buffer.kind) == ("autoscaling.x-k8s.io/v1alpha1", "CapacityBuffer")
+    assert buffer.body["spec"]["podTemplateRef"] == {"name": template.name}
+    assert buffer.body["spec"]["replicas"] == 2
+    selector = template.body["template"]["spec"]["nodeSelector"]
+    assert selector["cloud.google.com/gke-placement-group"] == "pg-b"
+    for obj in (template, buffer):
+        assert HEADSTART_LABELS.items() <= obj.body["metadata"]["labels"].items()
+
+
+def test_spec_hash_changes_with_the_spec_only() -> None:
+    config = make_config()
+    catalog = resolve_catalog(config)
+    one = desired_objects([bucket(wanted=1)], config, catalog, "deployment")[0]
+    again = desired_objects([bucket(wanted=1)], config, catalog, "deployment")[0]
+    two = desired_objects([bucket(wanted=2)], config, catalog, "deployment")[0]
+    assert one.body["metadata"]["annotations"][SPEC_HASH] == again.spec_hash
+    assert one.spec_hash != two.spec_hash
+
+
+def test_duplicate_bucket_is_refused() -> None:
+    config = make_config()
+    with pytest.raises(InputError, match="twice"):
+        desired_objects([bucket(), bucket()], config, resolve_catalog(config), "deployment")
+
+
+def test_priority_class() -> None:
+    pc = priority_class(make_config(priority_class_value=-7))
+    assert pc.namespace is None
+    assert pc.body["value"] == -7
+    assert pc.body["preemptionPolicy"] == "Never"
+    assert pc.body["globalDefault"] is False
+    assert pc.body["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "headstart"
+    assert "-10" in pc.body["description"]
+
+
+def test_inputs_are_not_mutated() -> None:
+    config = make_config()
+    planned = [bucket("g5.xlarge", "pg-a", 2)]
+    before = repr(planned)
+    desired_objects(planned, config, resolve_catalog(config), "deployment")
+    assert repr(planned) == before
