@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from bucketing.resources import Resources
 from locality.config import LocalityConfig
 from locality.jobs import identify, job_policy
-from locality.model import JobIdentity, JobPolicy, Locality, NodeState, Pod, Role
+from locality.model import JobIdentity, JobPolicy, Locality, NodeState, Packing, Pod, Role
 from locality.placement import AssumedPlacements, JobPlacement, job_placement
 
 _NO_EXTRA: Mapping[str, Resources] = {}
@@ -134,7 +134,11 @@ def build_context(
 
     group_fits: dict[str, GroupFit] = {}
     if home_group is None and policy.placement_group is not Locality.NONE:
-        group_fits = fit_job_into_groups(placement.remaining, cluster.values(), extra_requested)
+        # Under spread a node takes one pod of the job, so a group needs as many nodes.
+        per_node = 1 if policy.packing is Packing.SPREAD else None
+        group_fits = fit_job_into_groups(
+            placement.remaining, cluster.values(), extra_requested, per_node
+        )
 
     demand = pod.request
     for request, _count in placement.remaining:
@@ -158,8 +162,11 @@ def fit_job_into_groups(
     remaining: tuple[tuple[Resources, int], ...],
     nodes: Iterable[NodeState],
     extra_requested: Mapping[str, Resources] = _NO_EXTRA,
+    max_pods_per_node: int | None = None,
 ) -> dict[str, GroupFit]:
     """Per placement group, how many of `remaining` fit, packing first-fit node by node.
+
+    max_pods_per_node: 1 for `spread` jobs (a node takes one pod of the job).
 
     Free capacity counts placeholders as free (real pods preempt them) and subtracts
     assumed placements. First-fit in the nodes' order with the largest requests first
@@ -187,11 +194,15 @@ def fit_job_into_groups(
             free_gpu -= extra.gpu_milli
             free_cpu -= extra.cpu_milli
             free_memory -= extra.memory_bytes
+        room = max_pods_per_node if max_pods_per_node is not None else needed
         for index, (request, _) in enumerate(remaining):
-            if counts[index] == 0:
+            if counts[index] == 0 or room == 0:
                 continue
-            fit = _copies_that_fit(request, free_gpu, free_cpu, free_memory, counts[index])
+            fit = _copies_that_fit(
+                request, free_gpu, free_cpu, free_memory, min(counts[index], room)
+            )
             if fit:
+                room -= fit
                 counts[index] -= fit
                 free_gpu -= fit * request.gpu_milli
                 free_cpu -= fit * request.cpu_milli

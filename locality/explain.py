@@ -1,7 +1,7 @@
 """Why a pod would go where: per node, passed or the reason, and the score terms.
 
 The data behind `/explain?pod=NAMESPACE/NAME`. Uses the same `node_verdict` and
-`score_node` as filter and prioritize, so what it shows is what they decide.
+`node_scorer` as filter and prioritize, so what it shows is what they decide.
 Must not: do anything the filter and the score do not.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from locality.context import DecisionContext
 from locality.filter import node_verdict
 from locality.model import NodeState
-from locality.score import NEUTRAL, ScoreBreakdown, score_node
+from locality.score import NEUTRAL, ScoreBreakdown, node_scorer
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +58,10 @@ class Explanation:
 def explain(context: DecisionContext, nodes: Sequence[NodeState]) -> Explanation:
     """Every node's verdict and score terms, best first (passed nodes, then by total)."""
     rows = []
+    terms = node_scorer(context) if context.identity is not None else None
     for state in nodes:
         reason, resolvable = node_verdict(context, state)
-        score = score_node(context, state) if context.identity is not None else NEUTRAL
+        score = ScoreBreakdown(*terms(state)) if terms is not None else NEUTRAL
         rows.append(NodeExplanation(state.name, reason is None, reason, resolvable, score))
     rows.sort(key=lambda row: (not row.passed, -row.score.total, row.name))
     placement = context.placement

@@ -160,9 +160,10 @@ class NodeState:
     placeholder_requested: sum of the requests of headstart placeholders bound here.
     topology: NUMA zones, None when the node publishes no NodeResourceTopology.
 
-    The free_* fields are allocatable minus `requested`: capacity held by placeholders
-    counts as free because a real pod preempts them. They may be negative when the
-    cache saw more pods than the allocatable holds.
+    The free_*, allocatable_* and holds_placeholders fields are derived here once (the
+    per-node loops read flat integers). free_* is allocatable minus `requested`:
+    capacity held by placeholders counts as free because a real pod preempts them. It
+    may be negative when the cache saw more pods than the allocatable holds.
     """
 
     node: Node
@@ -174,9 +175,19 @@ class NodeState:
     free_gpu_milli: int = field(init=False)
     free_cpu_milli: int = field(init=False)
     free_memory_bytes: int = field(init=False)
+    allocatable_gpu_milli: int = field(init=False)
+    allocatable_cpu_milli: int = field(init=False)
+    allocatable_memory_bytes: int = field(init=False)
+    holds_placeholders: bool = field(init=False)
 
     def __post_init__(self) -> None:
         allocatable = self.node.allocatable
+        object.__setattr__(self, "allocatable_gpu_milli", allocatable.gpu_milli)
+        object.__setattr__(self, "allocatable_cpu_milli", allocatable.cpu_milli)
+        object.__setattr__(self, "allocatable_memory_bytes", allocatable.memory_bytes)
+        object.__setattr__(
+            self, "holds_placeholders", not self.placeholder_requested.is_zero()
+        )
         object.__setattr__(self, "name", self.node.name)
         object.__setattr__(self, "placement_group", self.node.placement_group)
         object.__setattr__(

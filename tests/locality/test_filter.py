@@ -1,0 +1,190 @@
+"""filter_nodes: each rule, its reason, and whether preemption could resolve it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bucketing.resources import Resources
+from locality.filter import filter_nodes
+from locality.model import JobKey, Role
+from locality.placement import AssumedPlacements, Assumption
+from tests.locality.builders import context_for, make_pod, make_state
+
+PS = make_pod("ps", cpu=4, job="j", role="ps")
+WORKER = make_pod("w", cpu=4, gpus=1, job="j", role="worker")
+WORKER_2GPU = make_pod("w2", cpu=8, gpus=2, job="j", role="worker")
+
+
+def placed(pod, node):
+    return replace(pod, node_name=node)
+
+
+def verdicts(result):
+    out = {name: ("passed", None) for name in result.passed}
+    out.update({name: ("failed", reason) for name, reason in result.failed.items()})
+    out.update({name: ("unresolvable", reason) for name, reason in result.unresolvable.items()})
+    return out
+
+
+CASES = [
+    pytest.param(
+        make_pod("lonely", cpu=64, gpus=8),
+        [make_state("full", pods=[make_pod("x", cpu=96, gpus=8, node="full")])],
+        [],
+        {"full": ("passed", None)},
+        id="no-job-passes-even-a-full-node",
+    ),
+    pytest.param(
+        WORKER,
+        [
+            make_state("gpu-full", pods=[make_pod("x", cpu=1, gpus=8, node="gpu-full")]),
+            make_state("cpu-full", pods=[make_pod("y", cpu=93, node="cpu-full")]),
+            make_state("mem-full", memory_gib=16, pods=[make_pod("z", memory_gib=15.5)]),
+            make_state("roomy"),
+        ],
+        [],
+        {
+            # 8 GPUs allocatable - 8 requested = 0 free
+            "gpu-full": ("failed", "insufficient GPU: needs 1, 0 free"),
+            # 96 - 93 = 3 CPUs free < 4
+            "cpu-full": ("failed", "insufficient CPU: needs 4, 3 free"),
+            # 16 GiB - 15.5 = 0.5 GiB free < 1 GiB
+            "mem-full": ("failed", "insufficient memory: needs 1Gi, 0.5Gi free"),
+            "roomy": ("passed", None),
+        },
+        id="resource-fit-each-dimension-resolvable",
+    ),
+    pytest.param(
+        WORKER,
+        [make_state("held", pods=[make_pod("ph", cpu=90, gpus=8, placeholder=True)])],
+        [],
+        {"held": ("passed", None)},
+        id="placeholder-capacity-counts-as-free",
+    ),
+    pytest.param(
+        PS,
+        [make_state("a", group="pg-a"), make_state("b", group="pg-b"), make_state("none")],
+        [placed(WORKER, "a")],
+        {"a": ("passed", None), "b": ("passed", None), "none": ("passed", None)},
+        id="preferred-group-never-filters",
+    ),
+    pytest.param(
+        replace(PS, annotations={"headstart.io/placement-group": "required"}),
+        [
+            make_state("a", group="pg-a"),
+            make_state("b", group="pg-b"),
+            make_state("none"),
+            make_state("b-full", group="pg-b", pods=[make_pod("x", cpu=96, gpus=8)]),
+        ],
+        [placed(WORKER, "a")],
+        {
+            "a": ("passed", None),
+            "b": ("unresolvable",
+                  "job ns/j is in placement group pg-a (policy required); "
+                  "node is in placement group pg-b"),
+            "none": ("unresolvable",
+                     "job ns/j is in placement group pg-a (policy required); "
+                     "node is in no placement group"),
+            # outside the group AND full: the hard exclusion wins over the resolvable one
+            "b-full": ("unresolvable",
+                       "job ns/j is in placement group pg-a (policy required); "
+                       "node is in placement group pg-b"),
+        },
+        id="required-group-excludes-other-groups",
+    ),
+    pytest.param(
+        replace(WORKER, annotations={"headstart.io/placement-group": "required"}),
+        # pg-small: one 8-GPU node; pg-big: two. The job: this worker + 9 pending
+        # 1-GPU workers = 10 GPUs, so only pg-big (16 GPUs) holds it.
+        [
+            make_state("small-1", group="pg-small"),
+            make_state("big-1", group="pg-big"),
+            make_state("big-2", group="pg-big"),
+            make_state("loose"),
+        ],
+        [make_pod(f"w{i}", cpu=4, gpus=1, job="j", role="worker") for i in range(9)],
+        {
+            "small-1": ("unresolvable",
+                        "placement group pg-small can hold 8 of the job's 10 remaining pods "
+                        "(policy required)"),
+            "big-1": ("passed", None),
+            "big-2": ("passed", None),
+            "loose": ("unresolvable",
+                      "node has no placement-group label (placement-group policy required)"),
+        },
+        id="required-first-pod-needs-a-group-that-holds-the-job",
+    ),
+    pytest.param(
+        replace(WORKER, annotations={"headstart.io/placement-group": "required"}),
+        # 8 pending pods of 1 GPU + this one = 9 > 8, but the placeholder holding
+        # all 8 GPUs of small-2 is preemptible, so pg-small holds 16.
+        [
+            make_state("small-1", group="pg-small"),
+            make_state("small-2", group="pg-small",
+                       pods=[make_pod("ph", cpu=90, gpus=8, placeholder=True)]),
+        ],
+        [make_pod(f"w{i}", cpu=4, gpus=1, job="j", role="worker") for i in range(8)],
+        {"small-1": ("passed", None), "small-2": ("passed", None)},
+        id="required-group-capacity-includes-placeholders",
+    ),
+    pytest.param(
+        replace(WORKER_2GPU, annotations={"headstart.io/numa": "required"}),
+        [
+            make_state("split", zones=[(1, 32), (1, 32)]),
+            make_state("few-cpus", zones=[(2, 4), (0, 40)]),
+            make_state("fits", zones=[(0, 40), (2, 16)]),
+            make_state("no-nrt"),
+        ],
+        [],
+        {
+            "split": ("unresolvable",
+                      "no NUMA zone holds 2 GPU and 8 CPU together (policy required)"),
+            "few-cpus": ("unresolvable",
+                         "no NUMA zone holds 2 GPU and 8 CPU together (policy required)"),
+            "fits": ("passed", None),
+            "no-nrt": ("passed", None),
+        },
+        id="numa-required-needs-one-zone-for-gpus-and-cpus",
+    ),
+    pytest.param(
+        WORKER_2GPU,
+        [make_state("split", zones=[(1, 32), (1, 32)])],
+        [],
+        {"split": ("passed", None)},
+        id="numa-preferred-does-not-filter",
+    ),
+    pytest.param(
+        replace(PS, annotations={"headstart.io/numa": "required"}),
+        [make_state("no-gpus-in-zones", zones=[(0, 1), (0, 1)])],
+        [],
+        {"no-gpus-in-zones": ("passed", None)},
+        id="numa-rule-only-for-gpu-pods",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pod", "states", "job_pods", "expected"), CASES)
+def test_filter_rules(pod, states, job_pods, expected):
+    context = context_for(pod, states, job_pods)
+    assert verdicts(filter_nodes(context, states)) == expected
+
+
+def test_assumed_placements_take_capacity_before_the_cache_sees_them():
+    # Another job's pod was steered to "a" and took its 8 GPUs; the cache has not seen
+    # the binding. 8 allocatable - 0 bound - 8 assumed = 0 free.
+    state = make_state("a")
+    other = Assumption(JobKey("ns", "other"), "u-other", "o", Role.WORKER, "a",
+                       Resources.of(8, 8, 8), expires_at=30.0)
+    assumed = AssumedPlacements().assume(other)
+    context = context_for(WORKER, [state], assumed=assumed, now=10.0)
+    assert filter_nodes(context, [state]).failed == {"a": "insufficient GPU: needs 1, 0 free"}
+    # After expiry the assumption no longer counts.
+    context = context_for(WORKER, [state], assumed=assumed, now=30.0)
+    assert filter_nodes(context, [state]).passed == ("a",)
+
+
+def test_passed_keeps_input_order():
+    states = [make_state(name) for name in ("c", "a", "b")]
+    assert filter_nodes(context_for(WORKER, states), states).passed == ("c", "a", "b")
