@@ -2,7 +2,9 @@
 
 Decides: the format names users pass to `--format`, and the detection rule: a format
 matches when every one of its signature columns is in the header. Exactly one
-format must match; otherwise the user is told the columns seen and to pass --format.
+format must match. When none does but a format's required columns are mostly there,
+the user is told which of them are missing; otherwise the columns seen and to pass
+--format.
 
 Must not: parse rows.
 """
@@ -17,11 +19,9 @@ from bucketing.jobtable import JobTable
 from bucketing.traces import alibaba_dlrm, alibaba_openb, headstart_csv
 from bucketing.traces.csvfile import CsvFile, header_columns
 
-# name -> (signature columns, parser); the order is the order errors list them in.
-FORMATS: dict[str, tuple[tuple[str, ...], Callable[[CsvFile], JobTable]]] = {
-    alibaba_openb.FORMAT: (alibaba_openb.SIGNATURE, alibaba_openb.parse),
-    alibaba_dlrm.FORMAT: (alibaba_dlrm.SIGNATURE, alibaba_dlrm.parse),
-    headstart_csv.FORMAT: (headstart_csv.SIGNATURE, headstart_csv.parse),
+# name -> module with SIGNATURE, REQUIRED and parse; the order is the order errors list.
+FORMATS = {
+    module.FORMAT: module for module in (alibaba_openb, alibaba_dlrm, headstart_csv)
 }
 
 
@@ -32,11 +32,19 @@ def format_names() -> list[str]:
 def detect_format(path: Path) -> str:
     """The one format whose signature columns are all in the file's header."""
     columns = set(header_columns(path))
-    matches = [
-        name for name, (signature, _) in FORMATS.items() if set(signature) <= columns
-    ]
+    matches = [name for name, module in FORMATS.items() if set(module.SIGNATURE) <= columns]
     if len(matches) == 1:
         return matches[0]
+    if not matches:
+        share, name = max(
+            (len(columns & set(module.REQUIRED)) / len(module.REQUIRED), name)
+            for name, module in FORMATS.items()
+        )
+        if share >= 0.5:
+            missing = [c for c in FORMATS[name].REQUIRED if c not in columns]
+            raise InputError(
+                f"{path}:1: missing column(s) {', '.join(missing)} for format {name}"
+            )
     shown = ", ".join(sorted(columns))
     if len(shown) > 120:
         shown = shown[:117] + "..."
@@ -52,7 +60,7 @@ def parser_for(format_name: str) -> Callable[[CsvFile], JobTable]:
         raise InputError(
             f"unknown trace format {format_name!r} (known: {', '.join(FORMATS)})"
         )
-    return FORMATS[format_name][1]
+    return FORMATS[format_name].parse
 
 
 def _raise(message: str) -> str:
