@@ -126,6 +126,8 @@ class BacktestRow:
         }
         if self.metrics is not None:
             row.update(self.metrics.as_dict())
+        else:  # a skipped model keeps every key, with nulls, so readers need no special case
+            row.update({name: None for name in ErrorMetrics.__dataclass_fields__})
         row.update(
             point_mae=self.point_mae,
             fit_seconds=self.fit_seconds,

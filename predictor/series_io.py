@@ -101,9 +101,16 @@ def _parse_times(raw: np.ndarray, lines: np.ndarray, source: str) -> np.ndarray:
     if blank.size:
         raise InputError(f"{source}: line {int(lines[blank[0]])}: {TIME_COLUMN} is blank")
     numeric = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=np.float64)
-    if not np.isnan(numeric).any():
+    if not np.isnan(numeric[0]):
+        # The first row decides: seconds. A later row that is not a number is the error.
+        bad = np.flatnonzero(np.isnan(numeric))
+        if bad.size:
+            raise InputError(f"{source}: line {int(lines[bad[0]])}: {TIME_COLUMN} "
+                             f"{raw[bad[0]]!r} is not a number of seconds like line 2")
         return numeric
-    parsed = pd.to_datetime(pd.Series(raw), errors="coerce", utc=True)
+    parsed = pd.to_datetime(pd.Series(raw), errors="coerce", utc=True, format="ISO8601")
+    if parsed.isna().any():
+        parsed = pd.to_datetime(pd.Series(raw), errors="coerce", utc=True, format="mixed")
     bad = np.flatnonzero(parsed.isna().to_numpy())
     if bad.size:
         raise InputError(

@@ -1,0 +1,176 @@
+"""Rolling-origin backtest (predictor.backtest): schedule, no look-ahead, refits, skips."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from bucketing.errors import InputError
+from predictor.backtest import (
+    LAST_MARGIN,
+    BacktestConfig,
+    Target,
+    backtest,
+    first_test_row,
+    last_values,
+)
+from predictor.forecast import NotEnoughHistory, make_forecast
+from predictor.registry import make_forecaster
+
+
+def fake_clock():
+    """Each call is one second later, so every fit or predict 'takes' exactly 1 s."""
+    counter = itertools.count()
+    return lambda: float(next(counter))
+
+
+class Recorder:
+    """Forecasts the history length (so the test sees what was visible) and records calls."""
+
+    name = "recorder"
+
+    def __init__(self, min_ticks: int = 1, log: list | None = None) -> None:
+        self.min_ticks = min_ticks
+        self.log = [] if log is None else log
+
+    def min_history(self, for_fit: bool = False) -> int:
+        return self.min_ticks
+
+    def fit(self, history, first_tick=0):
+        if len(history) < self.min_ticks:
+            raise NotEnoughHistory(self.name, self.min_ticks, len(history), "fit")
+        self.log.append(("fit", len(history)))
+        self.fitted_ = True
+        return self
+
+    def predict(self, history, horizon_ticks, quantiles=(0.9,), first_tick=0):
+        self.log.append(("predict", len(history)))
+        point = np.full((horizon_ticks, history.shape[1]), float(len(history)))
+        return make_forecast(point, {q: point + 1 for q in quantiles})
+
+
+def single(values) -> list[Target]:
+    return [Target("s", ("s",), np.asarray(values, dtype=float)[:, None])]
+
+
+@pytest.mark.parametrize(
+    "ticks, fraction, first",
+    [(10, 0.2, 8), (11, 0.2, 8), (100, 0.2, 80), (5, 0.5, 2)],
+    # ceil(0.2 * 11) = 3 -> 11 - 3 = 8; ceil(0.5 * 5) = 3 -> 2
+    ids=["10", "11-rounds-up", "100", "half"],
+)
+def test_first_test_row(ticks, fraction, first):
+    assert first_test_row(ticks, fraction) == first
+
+
+def test_each_forecast_sees_history_up_to_its_origin_only():
+    log: list = []
+    config = BacktestConfig(horizon_ticks=2, refit_every_ticks=None)
+    result = backtest(single(range(10)), {"rec": lambda: Recorder(log=log)}, config,
+                      fake_clock())
+    # targets 8, 9 at horizon 2 -> origins 6, 7 -> histories of 7 and 8 rows
+    assert [n for kind, n in log if kind == "predict"] == [7, 8]
+    assert [n for kind, n in log if kind == "fit"] == [7]
+    row = next(r for r in result.rows if r.model == "rec")
+    # quantile forecast = len + 1 = [8, 9] vs actual [8, 9]: exact, never short
+    assert row.metrics.mae == 0.0 and row.metrics.shortfall_rate == 0.0
+    assert row.fit_seconds == 1.0 and row.predict_seconds == 1.0
+
+
+@pytest.mark.parametrize(
+    "refit_every, fits",
+    [(None, 1), (1, 10), (3, 4), (20, 1)],
+    # 10 test ticks (origins o0..o0+9): every 3 -> refits at o0, o0+3, o0+6, o0+9
+    ids=["once", "every-tick", "every-3", "longer-than-test"],
+)
+def test_refit_schedule(refit_every, fits):
+    log: list = []
+    config = BacktestConfig(horizon_ticks=1, refit_every_ticks=refit_every)
+    result = backtest(single(range(50)), {"rec": lambda: Recorder(log=log)}, config,
+                      fake_clock())
+    assert sum(1 for kind, _ in log if kind == "fit") == fits
+    assert next(r for r in result.rows if r.model == "rec").fit_count == fits
+
+
+def test_model_short_of_history_is_skipped_with_the_reason():
+    config = BacktestConfig(horizon_ticks=1)
+    result = backtest(single(range(10)), {"rec": lambda: Recorder(min_ticks=100)}, config,
+                      fake_clock())
+    row = next(r for r in result.rows if r.model == "rec")
+    assert row.metrics is None
+    assert "needs at least 100 ticks" in row.skipped
+    assert row.as_dict()["skipped"] == row.skipped
+
+
+def test_series_too_short_for_the_horizon_is_skipped():
+    # 5 ticks: test row 4, horizon 6 -> origin -2 does not exist
+    config = BacktestConfig(horizon_ticks=6)
+    result = backtest(single(range(5)), {"rec": Recorder}, config, fake_clock())
+    assert "too short" in next(r for r in result.rows if r.model == "rec").skipped
+
+
+def test_last_value_carries_over_gaps():
+    values = np.array([1.0, 2.0, np.nan, np.nan, 5.0])[:, None]
+    # fraction 0.4 -> targets 3, 4; horizon 1 -> origins 2 (NaN -> carried 2.0), 3 (-> 2.0)
+    base = last_values(values, BacktestConfig(horizon_ticks=1, test_fraction=0.4))
+    assert base[:, 0].tolist() == [2.0, 2.0]
+
+
+def test_last_margin_row_meets_the_target_shortfall_and_is_per_column():
+    rng = np.random.default_rng(7)
+    walk = np.cumsum(rng.integers(-3, 4, size=(400, 2)), axis=0) + 100.0
+    targets = [Target("buckets", ("a", "b"), walk)]
+    config = BacktestConfig(horizon_ticks=2, quantile=0.9)
+    factories = {"last": lambda: make_forecaster("last", max_horizon=2)}
+    result = backtest(targets, factories, config, fake_clock())
+    assert [(r.series, r.model) for r in result.rows] == [
+        ("a", "last"), ("a", LAST_MARGIN), ("b", "last"), ("b", LAST_MARGIN)]
+    for row in result.rows:
+        if row.model == LAST_MARGIN:
+            assert row.metrics.shortfall_rate <= 0.1 + 1e-12
+            assert row.metrics.ticks == 80  # the last 20% of 400 ticks
+        else:
+            # the fair comparison uses a margin tuned to this row's own shortfall rate
+            assert row.fair_overprovision >= 0
+    assert set(result.actual) == {"a", "b"}
+    assert result.test_index.tolist() == list(range(320, 400))
+
+
+def test_nan_actuals_are_skipped_not_scored_as_zero():
+    values = np.arange(20.0)
+    values[-1] = np.nan
+    config = BacktestConfig(horizon_ticks=1)
+    result = backtest(single(values), {"rec": Recorder}, config, fake_clock())
+    row = next(r for r in result.rows if r.model == "rec")
+    assert row.metrics.ticks == 3 and row.metrics.ticks_skipped == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(horizon_ticks=0), "horizon"),
+        (dict(horizon_ticks=1, quantile=1.0), "quantile"),
+        (dict(horizon_ticks=1, test_fraction=0.0), "test fraction"),
+        (dict(horizon_ticks=1, refit_every_ticks=0), "refit"),
+    ],
+    ids=["horizon", "quantile", "fraction", "refit"],
+)
+def test_bad_config_is_an_input_error(kwargs, message):
+    with pytest.raises(InputError, match=message):
+        BacktestConfig(**kwargs)
+
+
+def test_negative_history_is_refused():
+    with pytest.raises(InputError, match="row 1"):
+        backtest(single([1.0, -1.0, 2.0]), {"rec": Recorder}, BacktestConfig(1), fake_clock())
+
+
+def test_as_dict_turns_nan_into_null():
+    config = BacktestConfig(horizon_ticks=1)
+    result = backtest(single(range(10)), {"rec": Recorder}, config, fake_clock())
+    margin_row = next(r for r in result.rows if r.model == LAST_MARGIN).as_dict()
+    assert margin_row["fair_overprovision"] is None
+    assert not any(isinstance(v, float) and math.isnan(v) for v in margin_row.values())

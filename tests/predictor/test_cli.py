@@ -1,0 +1,139 @@
+"""`headstart backtest` end to end: real files in, JSON or a table out, bad input -> exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import headstart.cli as headstart_cli
+from bucketing.synthetic import SyntheticWorkload, generate
+from bucketing.traces import write_job_table
+from predictor.cli import parse_duration
+
+REQUIRED_KEYS = {"series", "model", "horizon_ticks", "quantile", "mae", "rmse", "pmse",
+                 "shortfall_rate", "mean_shortfall", "mean_overprovision", "fit_seconds"}
+
+
+@pytest.fixture
+def run(monkeypatch, capsys):
+    """Run `headstart ARGS` with only this package's commands (others may be mid-build)."""
+    monkeypatch.setattr(headstart_cli, "COMMAND_MODULES", ("predictor.cli",))
+
+    def invoke(*argv: str) -> tuple[int, str, str]:
+        code = headstart_cli.main([str(a) for a in argv])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return invoke
+
+
+def write_series(tmp_path, values, name="s.csv", times=None):
+    times = np.arange(len(values)) * 300 if times is None else times
+    path = tmp_path / name
+    pd.DataFrame({"time": times, "gpus": values}).to_csv(path, index=False)
+    return path
+
+
+def wave(ticks=600):
+    # a daily-ish wave plus a slow trend; integer counts like GPUs
+    t = np.arange(ticks)
+    return np.round(50 + 20 * np.sin(2 * np.pi * t / 288) + t / 50).astype(int)
+
+
+def test_json_rows_have_the_contract_keys(run, tmp_path):
+    code, out, err = run("backtest", "--series", write_series(tmp_path, wave()), "--column",
+                         "gpus", "--horizon", "10m", "--models", "last,seasonal", "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["model"] for r in rows] == ["last", "seasonal", "last+margin"]
+    for row in rows:
+        assert REQUIRED_KEYS <= set(row)
+        assert row["series"] == "gpus" and row["horizon_ticks"] == 2  # 10 min / 5 min
+        assert row["quantile"] == 0.9
+    margin_row = rows[-1]
+    assert margin_row["shortfall_rate"] <= 0.1
+
+
+def test_model_short_of_history_is_reported_skipped(run, tmp_path):
+    # 100 ticks: a 1-day seasonal model needs more -> skipped with the reason, last still runs
+    code, out, err = run("backtest", "--series", write_series(tmp_path, wave(100)),
+                         "--horizon", "5m", "--models", "last,seasonal", "--json")
+    assert code == 0, err
+    rows = {r["model"]: r for r in json.loads(out)}
+    # seasonal fit needs period 288 + max_horizon 1 = 289 ticks; the origin history has 80
+    assert "289" in rows["seasonal"]["skipped"] and rows["seasonal"]["mae"] is None
+    assert rows["last"]["skipped"] is None
+
+
+def test_human_table_and_plot(run, tmp_path):
+    plot = tmp_path / "bt.png"
+    code, out, err = run("backtest", "--series", write_series(tmp_path, wave()), "--horizon",
+                         "10m", "--models", "last", "--plot", plot)
+    assert code == 0, err
+    assert "last+margin" in out and "short%" in out
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_trace_gives_buckets_and_total_gpus(run, tmp_path):
+    trace = write_job_table(generate(SyntheticWorkload(days=3.0, seed=1)), tmp_path / "t.csv")
+    code, out, err = run("backtest", "--trace", trace, "--horizon", "10m", "--tick", "10m",
+                         "--models", "last", "--json", "--refit-every", "never")
+    assert code == 0, err
+    rows = json.loads(out)
+    series = {r["series"] for r in rows}
+    assert "total_gpus" in series and len(series) >= 2  # at least one bucket with demand
+    assert all(r["horizon_ticks"] == 1 for r in rows)
+
+
+@pytest.mark.parametrize(
+    "extra, values, message",
+    [
+        (["--models", "last,prophet"], None, "unknown forecaster 'prophet'"),
+        (["--horizon", "7m"], None, "not a whole number of 300-s ticks"),
+        (["--horizon", "soon"], None, "not a duration"),
+        (["--quantile", "1.5"], None, "quantile"),
+        ([], [1, 2, -3, 4], "line 4: gpus is -3"),
+        (["--column", "nope"], None, "no column 'nope'"),
+    ],
+    ids=["unknown-model", "horizon-off-tick", "horizon-garbage", "quantile", "negative",
+         "unknown-column"],
+)
+def test_bad_input_is_one_line_and_exit_2(run, tmp_path, extra, values, message):
+    path = write_series(tmp_path, wave(50) if values is None else values)
+    argv = ["backtest", "--series", path, "--horizon", "10m", *extra]
+    code, out, err = run(*argv)
+    assert code == 2
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_duplicated_conflicting_ticks_exit_2(run, tmp_path):
+    path = write_series(tmp_path, [1, 2, 3], times=[0, 300, 300])
+    code, _, err = run("backtest", "--series", path, "--horizon", "5m")
+    assert code == 2 and "lines 3 and 4" in err
+
+
+def test_missing_trace_exit_2(run, tmp_path):
+    code, _, err = run("backtest", "--trace", tmp_path / "absent.csv", "--horizon", "10m")
+    assert code == 2 and "no such file" in err
+
+
+@pytest.mark.parametrize("text, seconds", [("10m", 600), ("1d", 86400), ("300", 300),
+                                           ("1.5h", 5400)], ids=["min", "day", "bare", "frac"])
+def test_parse_duration(text, seconds):
+    assert parse_duration(text, "--x") == seconds
+
+
+@pytest.mark.traces
+def test_real_helios_backtest_last_beats_seasonal(run, traces_dir):
+    # README: on the real series seasonal naive is far worse than the last value.
+    code, out, err = run("backtest", "--series", traces_dir / "helios-earth-gpu-5min.csv.gz",
+                         "--column", "gpus_running", "--horizon", "10m",
+                         "--models", "last,seasonal", "--json")
+    assert code == 0, err
+    rows = {r["model"]: r for r in json.loads(out)}
+    assert rows["last"]["mae"] * 3 < rows["seasonal"]["mae"]
+    assert rows["last+margin"]["shortfall_rate"] <= 0.1
