@@ -1,0 +1,415 @@
+"""Writes placeholder objects to the cluster: observe, diff, server-side apply, prune.
+
+Decides: which API calls turn the desired objects (objects.py) into cluster state, and
+the safety rules around them:
+- server-side apply (`PATCH application/apply-patch+yaml`, field manager
+  `headstart-overprovisioner`, `force=true` so a stray `kubectl scale` on headstart's
+  own object is taken back; never used on anything else);
+- before writing, an object of the same name that lacks `app.kubernetes.io/managed-by:
+  headstart` is never touched: that is a permanent error naming it;
+- a write is skipped when the observed object already has the desired spec hash and
+  every desired field (quantities compared by value, since the API server rewrites
+  `33285996544` as `32505856Ki`), so applying the same plan twice writes nothing;
+- prune: a bucket the plan still lists but wants 0 of keeps its Deployment (or
+  CapacityBuffer) at 0 replicas: the name, history and events stay, and nothing is
+  paid for. Objects of buckets the plan no longer lists (an instance type or placement
+  group removed from the config, or the backend switched) are deleted, and only if
+  they carry headstart's managed-by and placeholder labels;
+- the CapacityBuffer backend is chosen by discovery (`auto`) or forced by config; a
+  forced `capacitybuffer` on a cluster without the CRD is a permanent error before
+  anything is written.
+
+Every call goes through `call_with_retry` (errors.py). One object failing does not stop
+the others; a failed observation stops the whole apply, so the previous placeholders
+stay as they are.
+
+Must not: decide how many placeholders (plan.py) or what they look like (objects.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import numpy as np
+from kubernetes.client.exceptions import ApiException
+from kubernetes.utils.quantity import parse_quantity
+
+from bucketing.errors import HeadstartError
+from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.errors import (
+    ApiCallError,
+    ErrorClass,
+    NotOwnedError,
+    RetryPolicy,
+    call_with_retry,
+)
+from overprovisioner.objects import (
+    CAPACITY_BUFFER,
+    DEPLOYMENT,
+    INSTANCE_TYPE_LABEL,
+    MANAGED_BY,
+    PLACEHOLDER,
+    PLACEMENT_GROUP_LABEL,
+    POD_TEMPLATE,
+    PRIORITY_CLASS,
+    SPEC_HASH,
+    DesiredObject,
+    placeholder_selector,
+)
+
+FIELD_MANAGER = "headstart-overprovisioner"
+APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+CAPACITY_BUFFER_GROUP_VERSION = CAPACITY_BUFFER[0]
+
+# (apiVersion, kind) -> (plural, namespaced)
+RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
+    DEPLOYMENT: ("deployments", True),
+    POD_TEMPLATE: ("podtemplates", True),
+    CAPACITY_BUFFER: ("capacitybuffers", True),
+    PRIORITY_CLASS: ("priorityclasses", False),
+}
+# Deleting in this order never leaves a CapacityBuffer pointing at a deleted template.
+PRUNE_ORDER = (CAPACITY_BUFFER, DEPLOYMENT, POD_TEMPLATE)
+
+
+def resource_path(api_version: str, kind: str, namespace: str | None, name: str = "") -> str:
+    plural, namespaced = RESOURCES[(api_version, kind)]
+    prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    scope = f"/namespaces/{namespace}" if namespaced else ""
+    return f"{prefix}{scope}/{plural}" + (f"/{name}" if name else "")
+
+
+class KubeApi:
+    """The few REST calls the overprovisioner makes, through the official client's ApiClient.
+
+    Raises `ApiException` for a non-2xx answer (as the generated APIs do) and urllib3
+    errors for transport failures; errors.py classifies both.
+    """
+
+    def __init__(self, api_client: Any, timeout_s: float) -> None:
+        self.api_client = api_client
+        self.timeout_s = timeout_s
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> dict[str, Any]:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+        method, url, headers, body, post = self.api_client.param_serialize(
+            method=method, resource_path=path, query_params=list(query),
+            header_params=headers, body=body, auth_settings=["BearerToken"],
+        )
+        response = self.api_client.call_api(
+            method, url, headers, body, post, _request_timeout=self.timeout_s
+        )
+        data = response.read()
+        if not 200 <= response.status <= 299:
+            raise ApiException(status=response.status, reason=response.reason,
+                               body=data.decode("utf-8", "replace") if data else "")
+        return json.loads(data) if data else {}
+
+
+@dataclass(frozen=True)
+class Observed:
+    """headstart's placeholder objects as they are now, keyed like DesiredObject.key."""
+
+    objects: Mapping[tuple[str, str, str | None, str], Mapping[str, Any]]
+    capacity_buffers_served: bool
+
+    def running(self) -> dict[tuple[str, str], int]:
+        """Placeholders running per (instance type, placement group): ready Deployment
+        replicas, or a CapacityBuffer's status.replicas."""
+        result: dict[tuple[str, str], int] = {}
+        for (api_version, kind, _, _), obj in self.objects.items():
+            if (api_version, kind) == DEPLOYMENT:
+                count = int((obj.get("status") or {}).get("readyReplicas") or 0)
+            elif (api_version, kind) == CAPACITY_BUFFER:
+                count = int((obj.get("status") or {}).get("replicas") or 0)
+            else:
+                continue
+            labels = obj["metadata"].get("labels") or {}
+            key = (labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(PLACEMENT_GROUP_LABEL, ""))
+            result[key] = result.get(key, 0) + count
+        return result
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What one apply did. `errors` are permanent or retried-out failures, one per object."""
+
+    backend: str
+    written: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    pruned: tuple[str, ...] = ()
+    errors: tuple[HeadstartError, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+@dataclass
+class Applier:
+    """Applies desired placeholder objects for one config; every call retried per policy.
+
+    on_error(kind, error) is told about every failed API attempt (the metrics count them).
+    """
+
+    api: KubeApi
+    config: OverprovisionerConfig
+    rng: np.random.Generator
+    sleep: Callable[[float], None]
+    on_error: Callable[[ErrorClass, BaseException], None] | None = None
+    policy: RetryPolicy = field(init=False)
+
+    def __post_init__(self) -> None:
+        api = self.config.api
+        self.policy = RetryPolicy(api.max_attempts, api.backoff_base_s, api.backoff_max_s)
+
+    @property
+    def namespace(self) -> str:
+        return self.config.placeholders.namespace
+
+    def _call(
+        self, what: str, method: str, path: str, missing_ok: bool = False, **kwargs: Any
+    ) -> dict[str, Any] | None:
+        """One API call with retries; with missing_ok a 404 is an answer (None), not an error."""
+
+        def call() -> dict[str, Any] | None:
+            try:
+                return self.api.request(method, path, **kwargs)
+            except ApiException as error:
+                if missing_ok and error.status == 404:
+                    return None
+                raise
+
+        return call_with_retry(what, call, self.policy, self.rng, self.sleep, self.on_error)
+
+    # ----------------------------------------------------------------- discovery
+    def capacity_buffers_served(self) -> bool:
+        """True when the cluster serves capacitybuffers in autoscaling.x-k8s.io/v1alpha1."""
+        listing = self._call(
+            f"discover {CAPACITY_BUFFER_GROUP_VERSION}", "GET",
+            f"/apis/{CAPACITY_BUFFER_GROUP_VERSION}", missing_ok=True,
+        )
+        if listing is None:
+            return False
+        return any(r.get("name") == "capacitybuffers" for r in listing.get("resources") or [])
+
+    def choose_backend(self, served: bool) -> str:
+        """"deployment" or "capacitybuffer" for this cluster; raises if a forced one is absent."""
+        wanted = self.config.placeholders.backend
+        if wanted == "deployment":
+            return "deployment"
+        if wanted == "capacitybuffer" and not served:
+            raise ApiCallError(
+                f"backend capacitybuffer ({self.config.source}: placeholders.backend)",
+                "permanent", 404,
+                f"this cluster does not serve CapacityBuffers ({CAPACITY_BUFFER_GROUP_VERSION}: "
+                "install the CRD that ships with cluster-autoscaler 1.34+, or set "
+                "placeholders.backend to auto or deployment)",
+            )
+        return "capacitybuffer" if served else "deployment"
+
+    # ------------------------------------------------------------------- observe
+    def observe(self) -> Observed:
+        """List headstart's placeholder objects (raises ApiCallError when it cannot)."""
+        served = self.capacity_buffers_served()
+        kinds = [DEPLOYMENT, POD_TEMPLATE] + ([CAPACITY_BUFFER] if served else [])
+        objects: dict[tuple[str, str, str | None, str], Mapping[str, Any]] = {}
+        for api_version, kind in kinds:
+            listing = self._call(
+                f"list {api_version} {kind} in {self.namespace}", "GET",
+                resource_path(api_version, kind, self.namespace),
+                query=[("labelSelector", placeholder_selector())],
+            ) or {}
+            for item in listing.get("items") or []:
+                if not _is_headstart_placeholder(item):
+                    continue  # defensive: a server that ignored the selector
+                name = item["metadata"]["name"]
+                objects[(api_version, kind, self.namespace, name)] = item
+        return Observed(objects, served)
+
+    # --------------------------------------------------------------------- apply
+    def apply(self, desired: Sequence[DesiredObject], observed: Observed) -> tuple[
+        list[str], list[str], list[HeadstartError]
+    ]:
+        """SSA every desired object that differs; returns (written, unchanged, errors)."""
+        written: list[str] = []
+        unchanged: list[str] = []
+        errors: list[HeadstartError] = []
+        for obj in desired:
+            label = _describe(obj.api_version, obj.kind, obj.namespace, obj.name)
+            try:
+                current = observed.objects.get(obj.key)
+                if current is None:
+                    current = self._get_if_exists(obj)
+                    if current is not None and not _is_managed(current):
+                        raise NotOwnedError(label)
+                if current is not None and not needs_write(obj, current):
+                    unchanged.append(label)
+                    continue
+                self._server_side_apply(obj, label)
+                written.append(label)
+            except (ApiCallError, NotOwnedError) as error:
+                errors.append(error)
+        return written, unchanged, errors
+
+    def prune(self, desired: Iterable[DesiredObject], observed: Observed) -> tuple[
+        list[str], list[HeadstartError]
+    ]:
+        """Delete headstart placeholder objects no desired object names."""
+        wanted = {obj.key for obj in desired}
+        pruned: list[str] = []
+        errors: list[HeadstartError] = []
+        for kind in PRUNE_ORDER:
+            for key, current in sorted(observed.objects.items(), key=lambda kv: kv[0][3]):
+                if (key[0], key[1]) != kind or key in wanted or not _is_headstart_placeholder(
+                    current
+                ):
+                    continue
+                label = _describe(*key)
+                try:
+                    self._delete(key, label)
+                    pruned.append(label)
+                except ApiCallError as error:
+                    errors.append(error)
+        return pruned, errors
+
+    def ensure_priority_class(self, desired: DesiredObject) -> str:
+        """Create the placeholder PriorityClass if absent; verify it if present.
+
+        A PriorityClass value is immutable, so a present one with another value (or a
+        preemptionPolicy other than Never) is a permanent error: placeholders at the
+        wrong priority either never trigger scale-up or block real pods.
+        Returns "created", "updated" or "unchanged".
+        """
+        label = _describe(desired.api_version, desired.kind, None, desired.name)
+        current = self._get_if_exists(desired)
+        if current is not None:
+            value = current.get("value")
+            policy = current.get("preemptionPolicy", "PreemptLowerPriority")
+            if value != desired.body["value"] or policy != "Never":
+                raise ApiCallError(
+                    label, "permanent", None,
+                    f"exists with value {value} and preemptionPolicy {policy}; headstart needs "
+                    f"value {desired.body['value']} ({self.config.source}: "
+                    "placeholders.priority_class_value) and preemptionPolicy Never. PriorityClass "
+                    "values cannot change: delete it and let headstart recreate it, or fix the "
+                    "config",
+                )
+            if not _is_managed(current) or not needs_write(desired, current):
+                return "unchanged"  # someone else's correct PriorityClass: use it as is
+            self._server_side_apply(desired, label)
+            return "updated"
+        self._server_side_apply(desired, label)
+        return "created"
+
+    def _get_if_exists(self, obj: DesiredObject) -> dict[str, Any] | None:
+        label = _describe(obj.api_version, obj.kind, obj.namespace, obj.name)
+        return self._call(
+            f"get {label}", "GET",
+            resource_path(obj.api_version, obj.kind, obj.namespace, obj.name), missing_ok=True,
+        )
+
+    def _server_side_apply(self, obj: DesiredObject, label: str) -> None:
+        self._call(
+            f"apply {label}", "PATCH",
+            resource_path(obj.api_version, obj.kind, obj.namespace, obj.name),
+            query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+            body=dict(obj.body), content_type=APPLY_CONTENT_TYPE,
+        )
+
+    def _delete(self, key: tuple[str, str, str | None, str], label: str) -> None:
+        api_version, kind, namespace, name = key
+        # Already gone (404) is what we wanted.
+        self._call(
+            f"delete {label}", "DELETE", resource_path(api_version, kind, namespace, name),
+            missing_ok=True, query=[("propagationPolicy", "Background")],
+        )
+
+
+def apply_plan(
+    applier: Applier,
+    build_desired: Callable[[str], Sequence[DesiredObject]],
+    priority_class: DesiredObject,
+) -> tuple[ApplyResult, Observed]:
+    """One full apply: observe, choose the backend, PriorityClass, apply, prune.
+
+    Raises ApiCallError when the cluster cannot be observed, the forced backend is
+    missing or the PriorityClass is wrong: then nothing is written and the previous
+    placeholders stay. Per-object failures are collected in the result instead.
+    """
+    observed = applier.observe()
+    backend = applier.choose_backend(observed.capacity_buffers_served)
+    applier.ensure_priority_class(priority_class)
+    desired = build_desired(backend)
+    written, unchanged, errors = applier.apply(desired, observed)
+    # Prune only when every write succeeded: a failed new-backend write must not remove
+    # the old backend's placeholders that still hold nodes.
+    pruned: list[str] = []
+    if not errors:
+        pruned, errors = applier.prune(desired, observed)
+    result = ApplyResult(backend, tuple(written), tuple(unchanged), tuple(pruned), tuple(errors))
+    return result, observed
+
+
+def needs_write(desired: DesiredObject, current: Mapping[str, Any]) -> bool:
+    """True unless `current` already has the desired spec hash and every desired field."""
+    annotations = (current.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(SPEC_HASH) != desired.spec_hash:
+        return True
+    # List items carry no apiVersion/kind (as on a real server); the key already matched them.
+    body = {k: v for k, v in desired.body.items() if k not in ("apiVersion", "kind")}
+    return not _contains(current, body, in_resources=False)
+
+
+def _contains(observed: Any, desired: Any, in_resources: bool) -> bool:
+    if isinstance(desired, Mapping):
+        if not isinstance(observed, Mapping):
+            return False
+        return all(
+            key in observed and _contains(observed[key], value, in_resources or key == "resources")
+            for key, value in desired.items()
+        )
+    if isinstance(desired, list):
+        return (
+            isinstance(observed, list) and len(observed) == len(desired)
+            and all(_contains(o, d, in_resources) for o, d in zip(observed, desired, strict=True))
+        )
+    if in_resources and isinstance(desired, str) and isinstance(observed, str):
+        return _same_quantity(observed, desired)
+    return observed == desired
+
+
+def _same_quantity(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        return Decimal(parse_quantity(a)) == Decimal(parse_quantity(b))
+    except (ValueError, TypeError, InvalidOperation):
+        return False
+
+
+def _is_managed(obj: Mapping[str, Any]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(MANAGED_BY) == "headstart"
+
+
+def _is_headstart_placeholder(obj: Mapping[str, Any]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(MANAGED_BY) == "headstart" and labels.get(PLACEHOLDER) == "true"
+
+
+def _describe(api_version: str, kind: str, namespace: str | None, name: str) -> str:
+    return f"{api_version} {kind} {namespace + '/' if namespace else ''}{name}"

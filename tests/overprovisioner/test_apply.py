@@ -1,0 +1,247 @@
+"""The applier against the fake API server: SSA, idempotence, ownership, prune, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from overprovisioner.apply import (
+    FIELD_MANAGER,
+    Applier,
+    KubeApi,
+    apply_plan,
+)
+from overprovisioner.config import parse_config, resolve_catalog
+from overprovisioner.errors import ApiCallError, NotOwnedError
+from overprovisioner.objects import desired_objects, priority_class
+from overprovisioner.plan import PlannedBucket
+
+NS = "headstart"
+DEPLOY = ("apps/v1", "Deployment")
+CB_GV = "autoscaling.x-k8s.io/v1alpha1"
+
+
+def make_config(backend="deployment", **api):
+    return parse_config(
+        {"instance_types": ["g5.xlarge", "p4d.24xlarge"],
+         "placeholders": {"backend": backend},
+         "api": {"max_attempts": 3, "backoff_base": "10ms", "backoff_max": "20ms", **api}},
+        "test.yaml",
+    )
+
+
+def bucket(instance_type="g5.xlarge", group="", wanted=1) -> PlannedBucket:
+    return PlannedBucket(instance_type, group, float(wanted), 0, 0, 0, 0, wanted, None, "test")
+
+
+class Harness:
+    def __init__(self, fake_kube, config):
+        self.fake = fake_kube
+        self.config = config
+        self.catalog = resolve_catalog(config)
+        self.sleeps: list[float] = []
+        self.errors: list[str] = []
+        self.applier = Applier(
+            KubeApi(fake_kube.api_client(), config.api.timeout_s), config,
+            np.random.default_rng(0), self.sleeps.append,
+            lambda kind, error: self.errors.append(kind),
+        )
+
+    def run(self, buckets):
+        return apply_plan(
+            self.applier,
+            lambda backend: desired_objects(buckets, self.config, self.catalog, backend),
+            priority_class(self.config),
+        )
+
+    def writes(self) -> list[tuple[str, str]]:
+        return [(m, p) for m, p, _ in self.fake.requests if m in ("PATCH", "POST", "PUT", "DELETE")]
+
+
+@pytest.fixture
+def harness(fake_kube):
+    return Harness(fake_kube, make_config())
+
+
+def test_first_apply_creates_deployments_and_priority_class(harness) -> None:
+    result, _ = harness.run([bucket("g5.xlarge", "", 2), bucket("p4d.24xlarge", "", 1)])
+    assert result.ok and result.backend == "deployment"
+    deployment = harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)
+    assert deployment["spec"]["replicas"] == 2
+    managers = {entry["manager"] for entry in deployment["metadata"]["managedFields"]}
+    assert managers == {FIELD_MANAGER}
+    pc = harness.fake.get("scheduling.k8s.io/v1", "PriorityClass", "headstart-placeholder")
+    assert pc["value"] == -5 and pc["preemptionPolicy"] == "Never"
+    applies = [q for m, _, q in harness.fake.requests if m == "PATCH"]
+    assert all("fieldManager=headstart-overprovisioner" in q and "force=true" in q
+               for q in applies)
+
+
+def test_applying_the_same_plan_twice_writes_nothing(harness) -> None:
+    plan = [bucket("g5.xlarge", "pg-a", 2)]
+    harness.run(plan)
+    before = len(harness.writes())
+    result, _ = harness.run(plan)
+    assert harness.writes()[before:] == []
+    assert result.written == () and len(result.unchanged) == 1
+
+
+def test_a_changed_plan_is_written_and_a_kubectl_scale_is_taken_back(harness) -> None:
+    harness.run([bucket(wanted=1)])
+    name = "headstart-placeholder-g5-xlarge"
+    scaled = harness.fake.get(*DEPLOY, name, NS)
+    scaled["spec"]["replicas"] = 5  # someone ran kubectl scale
+    harness.fake.replace(scaled)
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.written and harness.fake.get(*DEPLOY, name, NS)["spec"]["replicas"] == 1
+    harness.run([bucket(wanted=3)])
+    assert harness.fake.get(*DEPLOY, name, NS)["spec"]["replicas"] == 3
+
+
+def test_an_unowned_object_with_our_name_is_left_untouched(harness) -> None:
+    foreign = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "headstart-placeholder-g5-xlarge", "namespace": NS,
+                     "labels": {"team": "ml"}},
+        "spec": {"replicas": 7},
+    }
+    harness.fake.create(foreign)
+    result, _ = harness.run([bucket("g5.xlarge", "", 1), bucket("p4d.24xlarge", "", 1)])
+    (error,) = result.errors
+    assert isinstance(error, NotOwnedError)
+    assert "headstart-placeholder-g5-xlarge" in str(error) and "not managed by headstart" in str(error)
+    after = harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)
+    assert after["spec"] == {"replicas": 7} and after["metadata"]["labels"] == {"team": "ml"}
+    # The other bucket is still applied.
+    assert harness.fake.get(*DEPLOY, "headstart-placeholder-p4d-24xlarge", NS) is not None
+
+
+def test_wanted_zero_scales_to_zero_and_removed_buckets_are_pruned(harness) -> None:
+    harness.run([bucket("g5.xlarge", "pg-a", 2), bucket("g5.xlarge", "pg-b", 2)])
+    result, _ = harness.run([bucket("g5.xlarge", "pg-a", 0)])
+    assert harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge-pg-a", NS)["spec"][
+        "replicas"] == 0
+    assert harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge-pg-b", NS) is None
+    assert result.pruned == ("apps/v1 Deployment headstart/headstart-placeholder-g5-xlarge-pg-b",)
+
+
+def test_prune_never_deletes_objects_without_our_labels(harness) -> None:
+    harness.fake.create({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "headstart-placeholder-old", "namespace": NS,
+                     "labels": {"headstart.io/placeholder": "true"}},
+        "spec": {"replicas": 1},
+    })
+    harness.run([bucket(wanted=1)])
+    assert harness.fake.get(*DEPLOY, "headstart-placeholder-old", NS) is not None
+
+
+@pytest.mark.parametrize("status", [500, 503, 429, "timeout"], ids=str)
+def test_temporary_errors_are_retried(fake_kube, status) -> None:
+    harness = Harness(fake_kube, make_config(timeout="2s"))
+    fake_kube.fail_next("PATCH", "/deployments/", status, count=2, delay_s=0.1)
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.ok
+    assert harness.errors == ["temporary", "temporary"]
+    assert len(harness.sleeps) == 2 and all(0 <= s <= 0.02 for s in harness.sleeps)
+    assert fake_kube.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)["spec"]["replicas"] == 1
+
+
+def test_client_side_timeout_is_temporary(fake_kube) -> None:
+    harness = Harness(fake_kube, make_config(timeout="200ms", max_attempts=2))
+    fake_kube.fail_next("PATCH", "/deployments/", "timeout", count=1, delay_s=1.0)
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.ok and harness.errors == ["temporary"]
+
+
+def test_retries_run_out_and_the_previous_placeholders_stay(harness) -> None:
+    harness.run([bucket(wanted=2)])
+    harness.fake.fail_next("PATCH", "/deployments/", 503, count=10)
+    result, _ = harness.run([bucket(wanted=5)])
+    (error,) = result.errors
+    assert isinstance(error, ApiCallError) and error.kind == "temporary" and error.status == 503
+    assert harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)["spec"][
+        "replicas"] == 2
+
+
+@pytest.mark.parametrize("status", [422, 400, 403], ids=str)
+def test_permanent_errors_are_reported_not_retried(harness, status) -> None:
+    harness.fake.fail_next("PATCH", "/deployments/", status)
+    result, _ = harness.run([bucket(wanted=1)])
+    (error,) = result.errors
+    assert error.kind == "permanent" and error.status == status
+    assert harness.errors == ["permanent"] and harness.sleeps == []
+
+
+def test_a_failed_observation_writes_nothing(harness) -> None:
+    harness.run([bucket(wanted=2)])
+    harness.fake.fail_next("GET", "/deployments", 500, count=10)
+    before = len(harness.writes())
+    with pytest.raises(ApiCallError, match="list apps/v1 Deployment"):
+        harness.run([bucket(wanted=0)])
+    assert harness.writes()[before:] == []
+
+
+def test_conflict_on_resource_version_is_temporary(harness) -> None:
+    harness.fake.fail_next("PATCH", "/deployments/", 409)
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.ok and harness.errors == ["temporary"]
+
+
+def test_capacitybuffer_forced_without_the_crd_is_a_clear_error(fake_kube) -> None:
+    harness = Harness(fake_kube, make_config("capacitybuffer"))
+    with pytest.raises(ApiCallError) as caught:
+        harness.run([bucket(wanted=1)])
+    message = str(caught.value)
+    assert "does not serve CapacityBuffers" in message and "placeholders.backend" in message
+    assert fake_kube.list(*DEPLOY, NS) == []
+
+
+def test_auto_falls_back_to_deployments_without_the_crd(fake_kube) -> None:
+    harness = Harness(fake_kube, make_config("auto"))
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.backend == "deployment"
+    assert len(fake_kube.list(*DEPLOY, NS)) == 1
+
+
+def test_auto_uses_capacitybuffers_when_served_and_prunes_old_deployments(fake_kube) -> None:
+    Harness(fake_kube, make_config("deployment")).run([bucket(wanted=1)])
+    fake_kube.serve(CB_GV)
+    harness = Harness(fake_kube, make_config("auto"))
+    result, _ = harness.run([bucket(wanted=2)])
+    assert result.backend == "capacitybuffer" and result.ok
+    (buffer,) = fake_kube.list(CB_GV, "CapacityBuffer", NS)
+    assert buffer["spec"]["replicas"] == 2
+    assert buffer["spec"]["podTemplateRef"]["name"] == "headstart-placeholder-g5-xlarge"
+    assert fake_kube.get("v1", "PodTemplate", "headstart-placeholder-g5-xlarge", NS) is not None
+    assert fake_kube.list(*DEPLOY, NS) == []
+
+
+def test_existing_priority_class_with_another_value_blocks_writes(harness) -> None:
+    harness.fake.create({
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "headstart-placeholder"}, "value": -20,
+        "preemptionPolicy": "Never",
+    })
+    with pytest.raises(ApiCallError, match="value -20"):
+        harness.run([bucket(wanted=1)])
+    assert harness.fake.list(*DEPLOY, NS) == []
+
+
+def test_existing_correct_foreign_priority_class_is_used_as_is(harness) -> None:
+    harness.fake.create({
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "headstart-placeholder"}, "value": -5, "preemptionPolicy": "Never",
+    })
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.ok
+    assert not any("/priorityclasses" in p for _, p in harness.writes())
+
+
+def test_running_counts_come_from_ready_replicas(harness) -> None:
+    harness.run([bucket("g5.xlarge", "pg-a", 3)])
+    deployment = harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge-pg-a", NS)
+    deployment["status"] = {"readyReplicas": 2}
+    harness.fake.replace(deployment)
+    _, observed = harness.run([bucket("g5.xlarge", "pg-a", 3)])
+    assert observed.running() == {("g5.xlarge", "pg-a"): 2}
