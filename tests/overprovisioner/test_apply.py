@@ -109,7 +109,8 @@ def test_an_unowned_object_with_our_name_is_left_untouched(harness) -> None:
     result, _ = harness.run([bucket("g5.xlarge", "", 1), bucket("p4d.24xlarge", "", 1)])
     (error,) = result.errors
     assert isinstance(error, NotOwnedError)
-    assert "headstart-placeholder-g5-xlarge" in str(error) and "not managed by headstart" in str(error)
+    assert "headstart-placeholder-g5-xlarge" in str(error)
+    assert "not managed by headstart" in str(error)
     after = harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)
     assert after["spec"] == {"replicas": 7} and after["metadata"]["labels"] == {"team": "ml"}
     # The other bucket is still applied.
