@@ -112,3 +112,43 @@ def pack(vectors: np.ndarray, buckets: np.ndarray) -> PackResult:
         shapes, counts = np.unique(mine, axis=0, return_counts=True)
         nodes[b] = pack_shapes(shapes, counts, buckets[b])
     return PackResult(nodes=nodes, lower_bound=lower, bucket_of=bucket_of)
+
+
+def pack_histogram(
+    shapes: np.ndarray,
+    histogram: np.ndarray,
+    shape_bucket: np.ndarray,
+    buckets: np.ndarray,
+    memo: dict | None = None,
+) -> np.ndarray:
+    """(T, B) packed nodes per tick from a (T, S) histogram of distinct shapes (S, 3).
+
+    shape_bucket[s] is the bucket of shape s (-1: not packed). A bucket is packed only
+    at ticks where its own columns of the histogram change, and each distinct content
+    once: a month of 5-minute ticks where a bucket's pods change a few hundred times
+    costs a few hundred packings, not 8,640. `memo` (a dict the caller owns and passes
+    to every call) carries packings across calls, e.g. across candidate bucket lists
+    that share a type.
+    """
+    shapes = np.asarray(shapes, dtype=np.float64)
+    buckets = np.asarray(buckets, dtype=np.float64)
+    memo = {} if memo is None else memo
+    nodes = np.zeros((len(histogram), len(buckets)), dtype=np.int64)
+    for b in range(len(buckets)):
+        columns = np.flatnonzero(shape_bucket == b)
+        if columns.size == 0 or len(histogram) == 0:
+            continue
+        mine = histogram[:, columns]
+        changes = np.flatnonzero(np.any(mine[1:] != mine[:-1], axis=1)) + 1
+        starts = np.concatenate(([0], changes))
+        prefix = buckets[b].tobytes() + shapes[columns].tobytes()
+        per_start = np.empty(len(starts), dtype=np.int64)
+        for k, tick in enumerate(starts):
+            row = mine[tick]
+            key = prefix + row.tobytes()
+            if key not in memo:
+                memo[key] = pack_shapes(shapes[columns], row, buckets[b])
+            per_start[k] = memo[key]
+        lengths = np.diff(np.concatenate((starts, [len(mine)])))
+        nodes[:, b] = np.repeat(per_start, lengths)
+    return nodes

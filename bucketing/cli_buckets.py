@@ -1,0 +1,162 @@
+"""`headstart buckets tune`: tune the instance bucket list from a demand trace and a price list.
+
+Adapter only: reads the trace (or generates the synthetic default) and the catalog,
+calls the pure `bucketing.tune.tune`, then prints a table or JSON, writes the YAML
+snippet the overprovisioner reads, and draws the plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bucketing.errors import InputError
+
+DESCRIPTION = """\
+Embed a demand trace (running + pending pods at every tick) into instance-type buckets
+and pack it into nodes, for the full catalog and for every bucket list base-instance
+selection tries (drop the smallest type while the scale needed does not grow). Reports
+node-hours, dollar cost and waste (allocated but unrequested GPU/CPU/memory) for each,
+and recommends the list the selection keeps."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    buckets = subparsers.add_parser(
+        "buckets",
+        help="tune the instance-type bucket list from a demand trace",
+        description="Instance-type buckets: the units the overprovisioner plans in.",
+    )
+    commands = buckets.add_subparsers(dest="buckets_command", metavar="SUBCOMMAND")
+    commands.required = True
+    tune = commands.add_parser(
+        "tune",
+        help="compare bucket lists on a trace and recommend one",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = tune.add_mutually_exclusive_group(required=True)
+    source.add_argument("--trace", metavar="PATH",
+                        help="demand trace (alibaba-openb, alibaba-dlrm or headstart CSV, "
+                        "plain or gzip)")
+    source.add_argument("--synthetic", action="store_true",
+                        help="use the built-in seeded synthetic workload (14 days, seed 0)")
+    tune.add_argument("--format", metavar="F",
+                      help="force the trace format instead of detecting it")
+    tune.add_argument("--catalog", default="aws", metavar="aws|gcp|PATH",
+                      help="instance catalog: built-in aws or gcp, or a YAML file "
+                      "(default aws)")
+    tune.add_argument("--gpu-model", default="auto", metavar="MODEL",
+                      help="bucket one GPU model's types plus the GPU-less types; 'all' uses "
+                      "every type; 'auto' (default) picks the list leaving the fewest pods "
+                      "unbucketable, then the cheapest")
+    tune.add_argument("--tick", default="5m",
+                      help="snapshot spacing, e.g. 30s, 5m, 1h (default 5m)")
+    tune.add_argument("--running-only", action="store_true",
+                      help="count only running pods (default: running + pending)")
+    tune.add_argument("--json", action="store_true", help="print one JSON object")
+    tune.add_argument("--plot", metavar="FILE.png",
+                      help="draw the scale each candidate needs over time")
+    tune.add_argument("--out", metavar="buckets.yaml",
+                      help="write the recommended list as the overprovisioner's config snippet")
+    tune.set_defaults(func=run_tune)
+
+
+def snippet(report, catalog_ref: str) -> str:
+    """The YAML the overprovisioner reads, with a comment saying where it came from."""
+    import yaml
+
+    body = yaml.safe_dump(
+        {"buckets": {"catalog": catalog_ref, "instance_types": list(report.recommended)}},
+        sort_keys=False,
+        default_flow_style=False,
+    )
+    return (
+        f"# Written by `headstart buckets tune` from {report.source},\n"
+        f"# catalog {catalog_ref}, GPU model {report.gpu_model}, tick {report.tick_s:g} s, "
+        f"{len(report.times)} ticks; {report.unbucketable_pods} pods fit no bucket.\n" + body
+    )
+
+
+def table_text(report) -> str:
+    """The human-readable report."""
+    hours = len(report.times) * report.tick_s / 3600
+    lines = [
+        f"trace {report.source}: {report.pods} pods, {len(report.times)} ticks of "
+        f"{report.tick_s:g} s ({hours:.1f} h); {report.censoring}",
+        f"catalog {report.catalog}, GPU model {report.gpu_model}",
+    ]
+    if report.family_scales:
+        lines.append("  auto choice (scale $, unbucketable pods): " + ", ".join(
+            f"{m} {s:,.0f}/{p}" for m, (s, p) in report.family_scales.items()
+        ))
+    header = (
+        f"{'candidate':<9} {'kept':<5} {'types':>5} {'base instances':<27} {'scale $':>10} "
+        f"{'embed node-h':>13} {'node-h':>12} {'cost $':>12} {'GPU w':>6} {'CPU w':>6} "
+        f"{'mem w':>6} {'unbkt':>6}"
+    )
+    lines += ["", header, "-" * len(header)]
+    for c in report.candidates:
+        kept = {True: "yes", False: "no", None: "-"}[c.accepted]
+        mark = " *" if c.instance_types == report.recommended else ""
+        lines.append(
+            f"{c.label:<9} {kept:<5} {len(c.instance_types):>5} "
+            f"{' + '.join(c.base_instances):<27} {c.scale_usd:>10,.0f} "
+            f"{c.embed_node_hours:>13,.1f} {c.node_hours:>12,.1f} {c.cost_usd:>12,.0f} "
+            f"{c.gpu_waste_fraction:>6.1%} {c.cpu_waste_fraction:>6.1%} "
+            f"{c.memory_waste_fraction:>6.1%} {c.unbucketable_pods:>6}{mark}"
+        )
+    lines += [
+        "",
+        "scale $ = embedded bucket counts x price; node-h, cost $ and waste = packed nodes "
+        "(first-fit-decreasing); * = recommended",
+        "recommended: " + ", ".join(report.recommended),
+        f"unbucketable pods: {report.unbucketable_pods}",
+    ]
+    for pod, (gpus, cpus, memory) in report.unbucketable_examples:
+        lines.append(f"  {pod}: {gpus:g} GPUs, {cpus:g} CPUs, {memory:.1f} GiB")
+    return "\n".join(lines)
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    from bucketing.catalog import load_catalog
+    from bucketing.cli_trace import parse_duration
+    from bucketing.demand import snapshots
+    from bucketing.tune import tune
+
+    tick_s = parse_duration(args.tick, "--tick")
+    catalog = load_catalog(args.catalog)
+    if args.synthetic:
+        if args.format:
+            raise InputError("--format applies to --trace only")
+        from bucketing.synthetic import SyntheticWorkload, generate
+
+        table = generate(SyntheticWorkload())
+    else:
+        from bucketing.traces import load_trace
+
+        table = load_trace(args.trace, args.format)
+    report = tune(
+        table, snapshots(table, tick_s), catalog,
+        gpu_model=args.gpu_model, include_pending=not args.running_only,
+    )
+    if args.out:
+        try:
+            Path(args.out).write_text(snippet(report, args.catalog))
+        except OSError as error:
+            raise InputError(f"--out {args.out}: cannot write ({error.strerror})") from None
+    if args.plot:
+        from bucketing.tune_plot import plot_report
+
+        plot_report(report, args.plot)
+    if args.json:
+        json.dump(report.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(table_text(report))
+        if args.out:
+            print(f"wrote {args.out}")
+        if args.plot:
+            print(f"wrote {args.plot}")
+    return 0

@@ -1,0 +1,379 @@
+"""The bucket-list tuner's report: which instance types to bucket a trace's demand into.
+
+Decides: which catalog types are bucket candidates, the demand each tick wants
+(running plus pending pods: all of them want capacity), and for the full catalog
+and every list base-instance selection tries: embedded and packed node-hours,
+dollar cost, and waste (allocated but unrequested GPU / CPU / memory).
+
+Which catalog types count as buckets: the lexicographic order compares GPU counts,
+not GPU models, so a list mixing models sends a 4-GPU pod to whichever 4-GPU type
+has fewer CPUs (a V100 p3.8xlarge before a T4 g4dn.12xlarge at a third of the
+price). A bucket list is therefore one GPU model's types plus the catalog's GPU-less
+types (for CPU-only pods such as parameter servers). `gpu_model="all"` uses every
+type; `"auto"` (the default) tries each model's list and the whole catalog and
+takes the one leaving the fewest pods unbucketable, then needing the lowest scale
+(ties go to a single model). The full catalog is always reported as a candidate.
+
+Bucket vectors are the types' placeholder requests (allocatable less daemonset
+overhead): what one node offers pods, and exactly what one placeholder requests.
+
+Must not: read files, log, read the clock, or mutate the job table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bucketing.base_instance import (
+    ScaleResult,
+    Selection,
+    per_bucket_sums,
+    scale_over_trace,
+    select_base_instance,
+)
+from bucketing.catalog import Catalog, InstanceType
+from bucketing.demand import DemandSnapshots, resource_matrix
+from bucketing.embed import assign, counts_from_sums, lexicographic_order
+from bucketing.errors import ConfigError
+from bucketing.jobtable import JobTable
+from bucketing.pack import pack_histogram
+
+EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class DemandHistogram:
+    """A trace's demand as counts of distinct pod vectors per tick.
+
+    shapes: (S, 3) distinct (GPUs, CPUs, GiB) vectors of the table's pods.
+    histogram: (T, S) pods of each shape wanting capacity at each tick.
+    shape_of_row: (N,) the shape of each table row.
+    shape_pods: (S,) pods of the table with each shape.
+    """
+
+    shapes: np.ndarray
+    histogram: np.ndarray
+    shape_of_row: np.ndarray
+    shape_pods: np.ndarray
+
+
+def demand_histogram(
+    vectors: np.ndarray, snaps: DemandSnapshots, include_pending: bool = True
+) -> DemandHistogram:
+    """Count, per tick, the running (and pending) pods of each distinct vector."""
+    shapes, shape_of_row = np.unique(vectors, axis=0, return_inverse=True)
+    shape_of_row = np.asarray(shape_of_row).reshape(-1)
+    tick_count, shape_count = len(snaps), len(shapes)
+    sources = [(snaps.running_offsets, snaps.running_index)]
+    if include_pending:
+        sources.append((snaps.pending_offsets, snaps.pending_index))
+    histogram = np.zeros(tick_count * shape_count, dtype=np.int64)
+    for offsets, index in sources:
+        tick_of_entry = np.repeat(np.arange(tick_count), np.diff(offsets))
+        histogram += np.bincount(
+            tick_of_entry * shape_count + shape_of_row[index], minlength=tick_count * shape_count
+        )
+    return DemandHistogram(
+        shapes=shapes,
+        histogram=histogram.reshape(tick_count, shape_count),
+        shape_of_row=shape_of_row,
+        shape_pods=np.bincount(shape_of_row, minlength=shape_count),
+    )
+
+
+def sorted_types(types: Sequence[InstanceType]) -> tuple[InstanceType, ...]:
+    """Types increasingly in cost order of their placeholder vectors, equal vectors by price."""
+    by_price = sorted(types, key=lambda t: t.price_per_hour)
+    order = lexicographic_order(np.array([t.placeholder_request.as_vector() for t in by_price]))
+    return tuple(by_price[i] for i in order)  # lexsort is stable: price breaks ties
+
+
+def without_duplicates(types: Sequence[InstanceType]) -> tuple[InstanceType, ...]:
+    """Sorted types less those whose vector equals a cheaper type's: the embedding can
+    never send a pod to them (a pod goes to the first of equal buckets)."""
+    kept: list[InstanceType] = []
+    for t in sorted_types(types):
+        if kept and kept[-1].placeholder_request == t.placeholder_request:
+            continue
+        kept.append(t)
+    return tuple(kept)
+
+
+def gpu_models(catalog: Catalog) -> tuple[str, ...]:
+    """The catalog's GPU models, in file order."""
+    models: list[str] = []
+    for t in catalog.instance_types:
+        if t.gpus > 0 and t.gpu_model and t.gpu_model not in models:
+            models.append(t.gpu_model)
+    return tuple(models)
+
+
+def family(catalog: Catalog, gpu_model: str) -> tuple[InstanceType, ...]:
+    """The GPU-less types plus one GPU model's types ("all": every type), sorted, without
+    types that duplicate a cheaper one's vector."""
+    if gpu_model == "all":
+        return without_duplicates(catalog.instance_types)
+    if gpu_model not in gpu_models(catalog):
+        known = ", ".join(gpu_models(catalog)) or "none"
+        raise ConfigError(
+            f"catalog {catalog.name}: no GPU model {gpu_model!r} (known: {known}, auto, all)"
+        )
+    return without_duplicates(
+        [t for t in catalog.instance_types if t.gpus == 0 or t.gpu_model == gpu_model]
+    )
+
+
+def _vectors(types: Sequence[InstanceType]) -> np.ndarray:
+    return np.array([t.placeholder_request.as_vector() for t in types]).reshape(-1, 3)
+
+
+def _prices(types: Sequence[InstanceType]) -> np.ndarray:
+    return np.array([t.price_per_hour for t in types], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class TypeUsage:
+    """One instance type within a candidate: embedded and packed node-hours, packed cost."""
+
+    name: str
+    embed_node_hours: float
+    node_hours: float
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One bucket list evaluated over the trace.
+
+    label: "catalog" (every type; left out when base 0 is already every type) or
+        "base N" (step N of base-instance selection; base 0 is the starting list).
+    base_instances: the smallest GPU-less type and the smallest GPU type of the list.
+    accepted: for base-instance steps, whether the walk kept the list (None: catalog).
+    scale_usd: the embedded counts' cost, the scale base-instance selection compares.
+    node_hours / cost_usd: the packed nodes (first-fit-decreasing) over the trace.
+    *_waste_fraction: 1 - requested / allocated over the packed node-hours.
+    scale_series: (T,) $/hour of the embedded counts per tick (what --plot draws).
+    nodes_series: (T,) packed nodes per tick.
+    """
+
+    label: str
+    instance_types: tuple[str, ...]
+    base_instances: tuple[str, ...]
+    accepted: bool | None
+    scale_usd: float
+    embed_node_hours: float
+    node_hours: float
+    cost_usd: float
+    gpu_waste_fraction: float
+    cpu_waste_fraction: float
+    memory_waste_fraction: float
+    unbucketable_pods: int
+    peak_nodes: int
+    per_type: tuple[TypeUsage, ...]
+    scale_series: np.ndarray = field(repr=False)
+    nodes_series: np.ndarray = field(repr=False)
+
+    def to_json(self) -> dict:
+        return {
+            "label": self.label,
+            "instance_types": list(self.instance_types),
+            "base_instances": list(self.base_instances),
+            "accepted": self.accepted,
+            "scale_usd": round(self.scale_usd, 2),
+            "embed_node_hours": round(self.embed_node_hours, 2),
+            "node_hours": round(self.node_hours, 2),
+            "cost_usd": round(self.cost_usd, 2),
+            "gpu_waste_fraction": round(self.gpu_waste_fraction, 4),
+            "cpu_waste_fraction": round(self.cpu_waste_fraction, 4),
+            "memory_waste_fraction": round(self.memory_waste_fraction, 4),
+            "unbucketable_pods": self.unbucketable_pods,
+            "peak_nodes": self.peak_nodes,
+            "per_type": [
+                {
+                    "name": u.name,
+                    "embed_node_hours": round(u.embed_node_hours, 2),
+                    "node_hours": round(u.node_hours, 2),
+                    "cost_usd": round(u.cost_usd, 2),
+                }
+                for u in self.per_type
+                if u.node_hours or u.embed_node_hours
+            ],
+        }
+
+
+def _waste(requested: float, allocated: float) -> float:
+    return 0.0 if allocated <= 0 else max(0.0, 1.0 - requested / allocated)
+
+
+def evaluate(
+    label: str,
+    types: Sequence[InstanceType],
+    demand: DemandHistogram,
+    tick_hours: float,
+    accepted: bool | None = None,
+    memo: dict | None = None,
+) -> Candidate:
+    """Embed and pack the whole trace into one bucket list."""
+    buckets, prices = _vectors(types), _prices(types)
+    shape_bucket = assign(demand.shapes, buckets)
+    sums = per_bucket_sums(
+        demand.shapes, demand.histogram.astype(np.float64), shape_bucket, len(types)
+    )
+    embed_counts = np.ceil(counts_from_sums(sums, buckets) - 1e-9).clip(min=0)
+    nodes = pack_histogram(demand.shapes, demand.histogram, shape_bucket, buckets, memo)
+    requested = sums.sum(axis=(0, 1)) * tick_hours
+    allocated = (nodes.sum(axis=0) @ buckets) * tick_hours
+    unbucketable = np.flatnonzero(shape_bucket < 0)
+    per_type = tuple(
+        TypeUsage(
+            name=t.name,
+            embed_node_hours=float(embed_counts[:, b].sum() * tick_hours),
+            node_hours=float(nodes[:, b].sum() * tick_hours),
+            cost_usd=float(nodes[:, b].sum() * tick_hours * t.price_per_hour),
+        )
+        for b, t in enumerate(types)
+    )
+    scale_series = embed_counts @ prices
+    return Candidate(
+        label=label,
+        instance_types=tuple(t.name for t in types),
+        base_instances=tuple(
+            tier[0].name
+            for tier in ([t for t in types if t.gpus == 0], [t for t in types if t.gpus > 0])
+            if tier
+        ),
+        accepted=accepted,
+        scale_usd=float(scale_series.sum() * tick_hours),
+        embed_node_hours=float(embed_counts.sum() * tick_hours),
+        node_hours=float(nodes.sum() * tick_hours),
+        cost_usd=float((nodes @ prices).sum() * tick_hours),
+        gpu_waste_fraction=_waste(requested[0], allocated[0]),
+        cpu_waste_fraction=_waste(requested[1], allocated[1]),
+        memory_waste_fraction=_waste(requested[2], allocated[2]),
+        unbucketable_pods=int(demand.shape_pods[unbucketable].sum()),
+        peak_nodes=int(nodes.sum(axis=1).max(initial=0)),
+        per_type=per_type,
+        scale_series=scale_series,
+        nodes_series=nodes.sum(axis=1),
+    )
+
+
+@dataclass(frozen=True)
+class TuneReport:
+    """Everything `headstart buckets tune` prints, plots and writes.
+
+    family_scales: the scale (embedded $ over the trace) and unbucketable pods of each
+        GPU model's list, when the model was chosen automatically.
+    unbucketable_examples: up to five pods the recommended list cannot hold, as
+        (pod name, (GPUs, CPUs, GiB)).
+    """
+
+    source: str
+    catalog: str
+    gpu_model: str
+    tick_s: float
+    times: np.ndarray = field(repr=False)
+    pods: int
+    censoring: str
+    candidates: tuple[Candidate, ...]
+    recommended: tuple[str, ...]
+    unbucketable_pods: int
+    unbucketable_examples: tuple[tuple[str, tuple[float, float, float]], ...]
+    family_scales: dict[str, tuple[float, int]]
+
+    def to_json(self) -> dict:
+        return {
+            "source": self.source,
+            "catalog": self.catalog,
+            "gpu_model": self.gpu_model,
+            "tick_s": self.tick_s,
+            "ticks": len(self.times),
+            "hours": round(len(self.times) * self.tick_s / 3600, 2),
+            "pods": self.pods,
+            "censoring": self.censoring,
+            "recommended": list(self.recommended),
+            "candidates": [c.to_json() for c in self.candidates],
+            "unbucketable_pods": {
+                "count": self.unbucketable_pods,
+                "examples": [
+                    {"pod": pod, "gpus": v[0], "cpus": v[1], "memory_gib": round(v[2], 3)}
+                    for pod, v in self.unbucketable_examples
+                ],
+            },
+            "gpu_model_scales": {
+                model: {"scale_usd": round(scale, 2), "unbucketable_pods": pods}
+                for model, (scale, pods) in self.family_scales.items()
+            },
+        }
+
+
+def _family_scale(
+    types: Sequence[InstanceType], demand: DemandHistogram, tick_hours: float
+) -> ScaleResult:
+    return scale_over_trace(
+        demand.shapes, demand.histogram, demand.shape_pods, _vectors(types), _prices(types),
+        tick_hours,
+    )
+
+
+def tune(
+    table: JobTable,
+    snaps: DemandSnapshots,
+    catalog: Catalog,
+    gpu_model: str = "auto",
+    include_pending: bool = True,
+) -> TuneReport:
+    """Evaluate the catalog and each base-instance list for a trace; recommend the chosen one."""
+    tick_hours = snaps.tick_s / 3600.0
+    vectors = resource_matrix(table)
+    demand = demand_histogram(vectors, snaps, include_pending)
+
+    family_scales: dict[str, tuple[float, int]] = {}
+    if gpu_model == "auto":
+        models = (*gpu_models(catalog), "all")
+        for model in models:
+            result = _family_scale(family(catalog, model), demand, tick_hours)
+            family_scales[model] = (result.total, result.unbucketable_pods)
+        gpu_model = min(models, key=lambda m: (family_scales[m][1], family_scales[m][0]))
+    types = family(catalog, gpu_model)
+
+    selection: Selection = select_base_instance(
+        demand.shapes, demand.histogram, demand.shape_pods, _vectors(types), _prices(types),
+        tick_hours, order=range(len(types)),
+    )
+    memo: dict = {}  # packings shared by candidates that keep a type and its pods
+    candidates = []
+    everything = sorted_types(catalog.instance_types)  # duplicates too: the user's full list
+    if [t.name for t in everything] != [t.name for t in types]:
+        candidates.append(evaluate("catalog", everything, demand, tick_hours, memo=memo))
+    for number, step in enumerate(selection.steps):
+        step_types = [types[i] for i in step.types]
+        candidates.append(
+            evaluate(f"base {number}", step_types, demand, tick_hours, step.accepted, memo)
+        )
+    recommended = tuple(types[i].name for i in selection.chosen.types)
+
+    chosen_shapes = selection.chosen.scale.unbucketable_shapes
+    unplaced_rows = np.flatnonzero(np.isin(demand.shape_of_row, chosen_shapes))
+    pod_names = table.frame["pod"].to_numpy()
+    examples = tuple(
+        (str(pod_names[row]), tuple(float(x) for x in vectors[row]))
+        for row in unplaced_rows[:EXAMPLES]
+    )
+    return TuneReport(
+        source=table.source,
+        catalog=catalog.name,
+        gpu_model=gpu_model,
+        tick_s=snaps.tick_s,
+        times=snaps.times,
+        pods=len(table),
+        censoring=table.censoring.describe(),
+        candidates=tuple(candidates),
+        recommended=recommended,
+        unbucketable_pods=int(unplaced_rows.size),
+        unbucketable_examples=examples,  # type: ignore[arg-type]
+        family_scales=family_scales,
+    )
