@@ -1,0 +1,227 @@
+"""SQLite demand history: the embedded default store the live recorder writes and forecasters read.
+
+Decides: the on-disk schema and its version, what a gap looks like on disk, how a
+tick re-written after a restart replaces (never duplicates) the first write, and how
+old rows are dropped.
+
+Schema (version 1):
+  schema_version(version)                 one row; a newer version is refused
+  meta(key PRIMARY KEY, value)            `tick_s`: the tick the file was created with
+  ticks(tick PRIMARY KEY, observed)       one row per recorded tick; observed 0 = a gap
+  samples(tick, series, value,            one row per tick per series
+          PRIMARY KEY (tick, series))
+
+`tick` is the tick number since the Unix epoch (time_s / tick_s, exact). Reading back:
+a tick absent from `ticks` or recorded as a gap is a NaN row; an observed tick without
+a sample for a series means 0 for it (the series had no demand then, e.g. a bucket in a
+placement group that did not exist yet). Series named `total:<name>` are the totals
+(gpus_running, ...); the others are bucket counts (`bucket` or `bucket@group`).
+
+Writes use `INSERT ... ON CONFLICT DO UPDATE`, so writing a tick twice keeps one row
+with the last value; a gap never overwrites an observed tick. Must not: decide what a
+tick's values are (the recorder does) or read the clock (callers pass times).
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bucketing.errors import ConfigError, InputError
+from predictor.series import DemandSeries, make_series
+
+SCHEMA_VERSION = 1
+TOTAL_PREFIX = "total:"
+DAY_S = 86_400.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ticks (
+    tick INTEGER PRIMARY KEY,
+    observed INTEGER NOT NULL CHECK (observed IN (0, 1))
+);
+CREATE TABLE IF NOT EXISTS samples (
+    tick INTEGER NOT NULL,
+    series TEXT NOT NULL,
+    value REAL NOT NULL CHECK (value >= 0),
+    PRIMARY KEY (tick, series)
+);
+"""
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """Where and how long demand history is kept."""
+
+    path: str = "/var/lib/headstart/history.sqlite"
+    """SQLite file; created (with its parent directory) on first use."""
+
+    retention_days: float = 35.0
+    """Ticks older than this many days before the newest write are deleted (the
+    Transformer's training window is 30 days; keep a little more)."""
+
+
+class HistoryStore:
+    """One SQLite file of demand history at a fixed tick. Use from one thread at a time."""
+
+    def __init__(self, path: str | Path, tick_s: float) -> None:
+        if not (tick_s > 0 and math.isfinite(tick_s)):
+            raise ConfigError(f"{path}: tick must be a positive number of seconds, got {tick_s}")
+        self.path = Path(path)
+        self.tick_s = float(tick_s)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._open()
+        except sqlite3.DatabaseError as error:
+            raise ConfigError(f"{self.path}: not a usable headstart history ({error})") from None
+        except OSError as error:
+            raise ConfigError(f"{self.path}: cannot open ({error.strerror})") from None
+
+    def _open(self) -> None:
+        with self._transaction():
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                self._db.execute(statement)
+            row = self._db.execute("SELECT version FROM schema_version").fetchone()
+            if row is None:
+                self._db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            elif row[0] > SCHEMA_VERSION:
+                raise ConfigError(
+                    f"{self.path}: history schema version {row[0]} was written by a newer "
+                    f"headstart; this one reads up to version {SCHEMA_VERSION}"
+                )
+            stored = self._db.execute("SELECT value FROM meta WHERE key = 'tick_s'").fetchone()
+            if stored is None:
+                self._db.execute("INSERT INTO meta VALUES ('tick_s', ?)", (repr(self.tick_s),))
+            elif float(stored[0]) != self.tick_s:
+                raise ConfigError(
+                    f"{self.path}: history was recorded at a {float(stored[0]):g} s tick, "
+                    f"configured tick is {self.tick_s:g} s; use another file"
+                )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+    def tick_of(self, time_s: float) -> int:
+        """The tick number of `time_s`, which must lie on the tick grid."""
+        tick = round(time_s / self.tick_s)
+        if abs(tick * self.tick_s - time_s) > 1e-6 * self.tick_s:
+            raise InputError(f"{self.path}: time {time_s} is not on the {self.tick_s:g} s grid")
+        return tick
+
+    def write_tick(self, time_s: float, values: Mapping[str, float]) -> None:
+        """Record an observed tick; re-writing the same tick replaces its values."""
+        tick = self.tick_of(time_s)
+        for series, value in values.items():
+            if not (math.isfinite(value) and value >= 0):
+                raise InputError(f"{self.path}: tick {time_s}: {series} = {value} is not a "
+                                 "finite count >= 0")
+        with self._transaction():
+            self._db.execute(
+                "INSERT INTO ticks VALUES (?, 1) ON CONFLICT(tick) DO UPDATE SET observed = 1",
+                (tick,),
+            )
+            # A re-write is the whole tick: drop series the new snapshot no longer has.
+            self._db.execute("DELETE FROM samples WHERE tick = ?", (tick,))
+            self._db.executemany(
+                "INSERT INTO samples VALUES (?, ?, ?) "
+                "ON CONFLICT(tick, series) DO UPDATE SET value = excluded.value",
+                [(tick, series, float(value)) for series, value in values.items()],
+            )
+
+    def write_gaps(self, from_s: float, to_s: float) -> int:
+        """Record ticks from_s <= t < to_s as gaps (observed ticks stay); returns how many."""
+        first, stop = self.tick_of(from_s), self.tick_of(to_s)
+        if stop <= first:
+            return 0
+        with self._transaction():
+            cursor = self._db.executemany(
+                "INSERT INTO ticks VALUES (?, 0) ON CONFLICT(tick) DO NOTHING",
+                [(tick,) for tick in range(first, stop)],
+            )
+        return cursor.rowcount
+
+    def last_time(self) -> float | None:
+        """Time of the newest recorded tick (observed or gap), None when empty."""
+        row = self._db.execute("SELECT MAX(tick) FROM ticks").fetchone()
+        return None if row[0] is None else row[0] * self.tick_s
+
+    def delete_older_than(self, now_s: float, retention_days: float) -> int:
+        """Drop ticks more than retention_days before now_s; returns how many ticks went."""
+        cutoff = math.floor((now_s - retention_days * DAY_S) / self.tick_s)
+        with self._transaction():
+            self._db.execute("DELETE FROM samples WHERE tick < ?", (cutoff,))
+            cursor = self._db.execute("DELETE FROM ticks WHERE tick < ?", (cutoff,))
+        return cursor.rowcount
+
+    def tick_count(self) -> tuple[int, int]:
+        """(observed ticks, gap ticks) on disk."""
+        rows = dict(self._db.execute("SELECT observed, COUNT(*) FROM ticks GROUP BY observed"))
+        return rows.get(1, 0), rows.get(0, 0)
+
+    def read_series(self, start_s: float | None = None, end_s: float | None = None) -> DemandSeries:
+        """The history in [start_s, end_s) (default: everything) as a DemandSeries."""
+        bounds = self._db.execute("SELECT MIN(tick), MAX(tick) FROM ticks").fetchone()
+        if bounds[0] is None:
+            raise InputError(f"{self.path}: the history is empty")
+        first = bounds[0] if start_s is None else max(bounds[0], math.ceil(start_s / self.tick_s))
+        last = bounds[1] if end_s is None else min(bounds[1], math.ceil(end_s / self.tick_s) - 1)
+        if last < first:
+            raise InputError(f"{self.path}: no history between {start_s} and {end_s}")
+        ticks = np.arange(first, last + 1)
+        observed = np.zeros(len(ticks), dtype=bool)
+        for tick, flag in self._db.execute(
+            "SELECT tick, observed FROM ticks WHERE tick BETWEEN ? AND ?", (first, last)
+        ):
+            observed[tick - first] = bool(flag)
+        samples = pd.DataFrame(
+            self._db.execute(
+                "SELECT tick, series, value FROM samples WHERE tick BETWEEN ? AND ?",
+                (first, last),
+            ).fetchall(),
+            columns=["tick", "series", "value"],
+        )
+        table = samples.pivot(index="tick", columns="series", values="value").reindex(ticks)
+        # Observed tick, no sample: the series had no demand then. Not observed: a gap.
+        table = table.fillna(0.0)
+        table.loc[~observed, :] = np.nan
+        count_columns = sorted(c for c in table.columns if not c.startswith(TOTAL_PREFIX))
+        total_columns = sorted(c for c in table.columns if c.startswith(TOTAL_PREFIX))
+        if not count_columns:
+            raise InputError(f"{self.path}: the history has no bucket counts")
+        totals = None
+        if total_columns:
+            totals = table[total_columns].rename(columns=lambda c: c[len(TOTAL_PREFIX):])
+        return make_series(ticks * self.tick_s, count_columns,
+                           table[count_columns].to_numpy(dtype=np.float64), self.tick_s,
+                           totals, str(self.path))
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE .. COMMIT, rolled back on any exception."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self._db.execute("ROLLBACK" if exc_type else "COMMIT")

@@ -1,0 +1,120 @@
+"""SQLite history (predictor.store) on real files: idempotence, gaps, retention, schema."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from bucketing.errors import ConfigError, InputError
+from predictor.store import SCHEMA_VERSION, HistoryStore
+
+TICK = 300.0
+T0 = 1_700_000_100.0  # on the 300-s grid: 1_700_000_100 / 300 = 5_666_667
+
+
+@pytest.fixture
+def store(tmp_path):
+    with HistoryStore(tmp_path / "h" / "history.sqlite", TICK) as history:
+        yield history
+
+
+def test_round_trip_with_a_gap_and_a_late_series(store):
+    store.write_tick(T0, {"g4dn.xlarge": 2, "total:gpus_running": 2})
+    store.write_gaps(T0 + TICK, T0 + 2 * TICK)
+    store.write_tick(T0 + 2 * TICK, {"g4dn.xlarge": 3, "p4d@pg-a": 1})
+    series = store.read_series()
+    assert series.times.tolist() == [T0, T0 + TICK, T0 + 2 * TICK]
+    assert series.columns == ["g4dn.xlarge", "p4d@pg-a"]
+    # row 1 is a gap (NaN, never 0); p4d@pg-a had no demand at the observed tick 0 -> 0
+    np.testing.assert_array_equal(series.history(), [[2, 0], [np.nan, np.nan], [3, 1]])
+    assert series.totals.columns.tolist() == ["gpus_running"]
+    assert series.totals["gpus_running"].iloc[0] == 2
+
+
+def test_rewriting_a_tick_replaces_it(store, tmp_path):
+    store.write_tick(T0, {"a": 1, "b": 5})
+    store.write_tick(T0, {"a": 4})  # a restart re-writes the tick from a fresh snapshot
+    assert store.tick_count() == (1, 0)
+    assert store.read_series().history().tolist() == [[4.0]]
+    rows = sqlite3.connect(store.path).execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+    assert rows == 1
+
+
+def test_gap_never_overwrites_an_observed_tick(store):
+    store.write_tick(T0, {"a": 1})
+    # ticks T0 .. T0 + 2 ticks as gaps: T0 stays observed, 2 new gap rows
+    assert store.write_gaps(T0, T0 + 3 * TICK) == 2
+    assert store.read_series().history()[:, 0].tolist()[0] == 1.0
+    assert store.tick_count() == (1, 2)
+
+
+def test_reopening_continues_the_same_file(tmp_path):
+    path = tmp_path / "history.sqlite"
+    with HistoryStore(path, TICK) as first:
+        first.write_tick(T0, {"a": 1})
+    with HistoryStore(path, TICK) as second:
+        assert second.last_time() == T0
+        second.write_tick(T0 + TICK, {"a": 2})
+        assert second.read_series().history()[:, 0].tolist() == [1.0, 2.0]
+
+
+def test_retention_drops_old_ticks(store):
+    for i in range(5):
+        store.write_tick(T0 + i * 86_400, {"a": i})
+    # now = T0 + 4 days, keep 2 days -> ticks before T0 + 2 days go: days 0 and 1
+    assert store.delete_older_than(T0 + 4 * 86_400, 2) == 2
+    assert store.read_series().times[0] == T0 + 2 * 86_400
+
+
+def test_read_window(store):
+    for i in range(4):
+        store.write_tick(T0 + i * TICK, {"a": i})
+    # [T0 + 1 tick, T0 + 3 ticks) -> ticks 1 and 2
+    assert store.read_series(T0 + TICK, T0 + 3 * TICK).history()[:, 0].tolist() == [1.0, 2.0]
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "history.sqlite"
+    HistoryStore(path, TICK).close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    db.commit()
+    db.close()
+    with pytest.raises(ConfigError, match="newer headstart"):
+        HistoryStore(path, TICK)
+
+
+def test_other_tick_is_refused(tmp_path):
+    path = tmp_path / "history.sqlite"
+    HistoryStore(path, TICK).close()
+    with pytest.raises(ConfigError, match="300 s tick, configured tick is 60 s"):
+        HistoryStore(path, 60)
+
+
+def test_not_a_database_is_a_config_error(tmp_path):
+    path = tmp_path / "history.sqlite"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(ConfigError, match="not a usable headstart history"):
+        HistoryStore(path, TICK)
+
+
+@pytest.mark.parametrize(
+    "time_s, values, message",
+    [
+        (T0 + 1, {"a": 1}, "not on the 300 s grid"),
+        (T0, {"a": -1}, "not a finite count"),
+        (T0, {"a": float("nan")}, "not a finite count"),
+    ],
+    ids=["off-grid", "negative", "nan"],
+)
+def test_bad_writes_are_refused_and_leave_nothing(store, time_s, values, message):
+    with pytest.raises(InputError, match=message):
+        store.write_tick(time_s, values)
+    assert store.tick_count() == (0, 0)
+
+
+def test_empty_history_is_an_input_error(store):
+    with pytest.raises(InputError, match="empty"):
+        store.read_series()
