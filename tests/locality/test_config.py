@@ -1,0 +1,72 @@
+"""LocalityConfig: documented defaults, validation errors that name the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from bucketing.errors import ConfigError
+from locality.config import JobLabelKeys, LocalityConfig
+from locality.model import Locality, Packing
+
+
+def test_defaults_match_the_docs():
+    config = LocalityConfig.from_mapping(None)
+    assert config == LocalityConfig()
+    assert config.default_packing is Packing.PACK
+    assert config.default_placement_group is Locality.PREFERRED
+    assert config.placement_group_labels[0] == "headstart.io/placement-group"
+    assert config.job_labels[0] == JobLabelKeys(
+        "training.kubeflow.org/job-name", "training.kubeflow.org/replica-type"
+    )
+    assert (config.gpu_resource, config.assumed_ttl_seconds) == ("nvidia.com/gpu", 30.0)
+
+
+def test_from_mapping_reads_every_kind_of_field():
+    config = LocalityConfig.from_mapping(
+        {
+            "job_labels": [{"job": "example.com/job", "role": "example.com/role"}],
+            "placement_group_labels": ["example.com/placement-group"],
+            "default_packing": "Spread",
+            "default_placement_group": "required",
+            "assumed_ttl_seconds": 20,
+            "gpu_resource": "amd.com/gpu",
+        },
+        "extender.yaml: locality",
+    )
+    assert config.job_labels == (JobLabelKeys("example.com/job", "example.com/role"),)
+    assert config.placement_group_labels == ("example.com/placement-group",)
+    assert config.default_packing is Packing.SPREAD
+    assert config.default_placement_group is Locality.REQUIRED
+    assert config.assumed_ttl_seconds == 20.0
+    assert config.gpu_resource == "amd.com/gpu"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        pytest.param([], "f.yaml: expected a mapping, got list", id="not-mapping"),
+        pytest.param({"packing": "pack"}, "f.yaml: unknown field(s) packing", id="unknown"),
+        pytest.param({"default_packing": "tight"},
+                     "f.yaml: default_packing: expected one of pack, spread, got 'tight'",
+                     id="bad-enum"),
+        pytest.param({"assumed_ttl_seconds": 0},
+                     "f.yaml: assumed_ttl_seconds: expected a positive number", id="ttl-zero"),
+        pytest.param({"assumed_ttl_seconds": True},
+                     "f.yaml: assumed_ttl_seconds: expected a positive number", id="ttl-bool"),
+        pytest.param({"job_labels": [{"job": "a"}]},
+                     "f.yaml: job_labels[0]: expected exactly the keys job and role",
+                     id="job-labels-missing-role"),
+        pytest.param({"job_labels": [{"job": "a", "role": ""}]},
+                     "f.yaml: job_labels[0].role: expected a non-empty string",
+                     id="job-labels-empty-role"),
+        pytest.param({"placement_group_labels": ["ok", 3]},
+                     "f.yaml: placement_group_labels[1]: expected a non-empty string",
+                     id="group-label-not-string"),
+        pytest.param({"gpu_resource": None},
+                     "f.yaml: gpu_resource: expected a non-empty string", id="gpu-none"),
+    ],
+)
+def test_errors_name_source_and_field(data, message):
+    with pytest.raises(ConfigError) as raised:
+        LocalityConfig.from_mapping(data, "f.yaml")
+    assert message in str(raised.value)

@@ -1,0 +1,100 @@
+"""Job identity and role from labels, policy from annotations."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from locality.config import JobLabelKeys, LocalityConfig
+from locality.jobs import identify, job_key_of, job_policy, parse_role
+from locality.model import JobIdentity, JobKey, JobPolicy, Locality, Packing, Role
+from tests.locality.builders import make_pod
+
+CONFIG = LocalityConfig()
+BASE = make_pod("p", namespace="team")
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        pytest.param({"training.kubeflow.org/job-name": "mnist",
+                      "training.kubeflow.org/replica-type": "PS"},
+                     JobIdentity(JobKey("team", "mnist"), Role.PS), id="kubeflow-PS"),
+        pytest.param({"training.kubeflow.org/job-name": "mnist",
+                      "training.kubeflow.org/replica-type": "worker"},
+                     JobIdentity(JobKey("team", "mnist"), Role.WORKER), id="kubeflow-worker"),
+        pytest.param({"volcano.sh/job-name": "v", "volcano.sh/task-spec": "Worker"},
+                     JobIdentity(JobKey("team", "v"), Role.WORKER), id="volcano-Worker"),
+        pytest.param({"headstart.io/job": "h", "headstart.io/role": "Chief"},
+                     JobIdentity(JobKey("team", "h"), Role.CHIEF), id="headstart-chief"),
+        pytest.param({"headstart.io/job": "h"},
+                     JobIdentity(JobKey("team", "h"), Role.OTHER), id="no-role-label"),
+        pytest.param({"training.kubeflow.org/job-name": "k", "headstart.io/job": "h",
+                      "headstart.io/role": "ps"},
+                     JobIdentity(JobKey("team", "k"), Role.OTHER),
+                     id="first-pair-wins-with-its-own-role-key"),
+        pytest.param({"app": "web"}, None, id="no-job"),
+        pytest.param({"headstart.io/job": ""}, None, id="empty-job-name"),
+        pytest.param({"headstart.io/job": "h", "headstart.io/placeholder": "true"}, None,
+                     id="placeholder-is-never-a-job"),
+    ],
+)
+def test_identify(labels, expected):
+    pod = replace(BASE, labels=labels, is_placeholder="headstart.io/placeholder" in labels)
+    assert identify(pod, CONFIG) == expected
+    assert job_key_of(pod, CONFIG) == (expected.key if expected else None)
+
+
+@pytest.mark.parametrize(
+    ("value", "role"),
+    [("ps", Role.PS), ("PS", Role.PS), ("ParameterServer", Role.PS), ("worker", Role.WORKER),
+     (" Worker ", Role.WORKER), ("Master", Role.CHIEF), ("launcher", Role.CHIEF),
+     ("evaluator", Role.OTHER), ("", Role.OTHER), (None, Role.OTHER)],
+    ids=lambda value: repr(value),
+)
+def test_roles_are_case_insensitive(value, role):
+    assert parse_role(value) is role
+
+
+def test_configured_label_keys():
+    config = LocalityConfig(job_labels=(JobLabelKeys("example.com/job", "example.com/role"),))
+    pod = replace(BASE, labels={"example.com/job": "x", "example.com/role": "ps",
+                                "headstart.io/job": "ignored"})
+    assert identify(pod, config) == JobIdentity(JobKey("team", "x"), Role.PS)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        pytest.param({}, JobPolicy(Packing.PACK, Locality.PREFERRED, Locality.PREFERRED),
+                     id="defaults"),
+        pytest.param({"headstart.io/packing": "Spread",
+                      "headstart.io/placement-group": "REQUIRED",
+                      "headstart.io/numa": "none", "headstart.io/job-size": "17"},
+                     JobPolicy(Packing.SPREAD, Locality.REQUIRED, Locality.NONE, 17),
+                     id="all-set"),
+        pytest.param({"headstart.io/packing": "tight", "headstart.io/job-size": "-2"},
+                     JobPolicy(Packing.PACK, Locality.PREFERRED, Locality.PREFERRED, None, (
+                         "annotation headstart.io/packing='tight' is not pack or spread; "
+                         "using pack",
+                         "annotation headstart.io/job-size='-2' is not a positive integer; "
+                         "ignored",
+                     )),
+                     id="invalid-values-fall-back-with-a-reason"),
+        pytest.param({"headstart.io/placement-group": "always"},
+                     JobPolicy(Packing.PACK, Locality.PREFERRED, Locality.PREFERRED, None, (
+                         "annotation headstart.io/placement-group='always' is not required, "
+                         "preferred or none; using preferred",
+                     )),
+                     id="invalid-group-policy"),
+    ],
+)
+def test_job_policy(annotations, expected):
+    assert job_policy(replace(BASE, annotations=annotations), CONFIG) == expected
+
+
+def test_policy_defaults_come_from_config():
+    config = LocalityConfig(default_packing=Packing.SPREAD, default_numa=Locality.REQUIRED)
+    policy = job_policy(BASE, config)
+    assert (policy.packing, policy.numa) == (Packing.SPREAD, Locality.REQUIRED)

@@ -1,0 +1,181 @@
+"""The edge: real captured Pods and Nodes, a v1alpha2 NodeResourceTopology, bad input."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from bucketing.errors import InputError
+from bucketing.resources import Resources
+from locality.config import LocalityConfig
+from locality.model import NodeTopology, NumaZone
+from locality.parse import parse_node, parse_node_topology, parse_pod
+
+CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "extender-captures"
+CONFIG = LocalityConfig()
+
+
+def capture(name: str) -> dict:
+    path = CAPTURES / name
+    if not path.is_file():
+        pytest.skip(f"{path} is not present")
+    return json.loads(path.read_text())
+
+
+def test_captured_gpu_pod():
+    pod = parse_pod(capture("filter-nodecachecapable-true.request.json")["Pod"], CONFIG)
+    assert (pod.namespace, pod.name) == ("ext-test", "ext-cache-1")
+    assert pod.uid == "ecc9e48a-eff0-4f71-bd1c-81d9574f279f"
+    assert pod.request == Resources.of(gpus=1, cpu=1)  # requests: cpu 1, nvidia.com/gpu 1
+    assert pod.labels == {"run": "ext-cache-1"}
+    assert (pod.node_name, pod.priority, pod.is_placeholder, pod.terminal) == (
+        None, 0, False, False,
+    )
+
+
+def test_captured_nodes_with_the_clusters_group_label():
+    items = capture("filter-nodecachecapable-false.request.json")["Nodes"]["items"]
+    config = LocalityConfig(placement_group_labels=("example.com/placement-group",))
+    nodes = {node.name: node for node in (parse_node(item, config) for item in items)}
+    assert nodes["cpu-a-1"].allocatable == Resources.of(0, 8, 32)
+    assert nodes["gpu-a-1"].allocatable == Resources.of(8, 96, 1152)
+    assert nodes["gpu-a-1"].placement_group == "pg-a"
+    assert nodes["cpu-a-1"].instance_type == "m5.2xlarge"
+    # With the default keys the capture's example.com label is no placement group.
+    assert parse_node(items[0], CONFIG).placement_group is None
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        pytest.param({"topology.k8s.aws/network-node-layer-3": "nn-3",
+                      "cloud.google.com/gce-topology-block": "b"}, "nn-3", id="aws-before-gce"),
+        pytest.param({"headstart.io/placement-group": "hs",
+                      "cloud.google.com/gke-placement-group": "gke"}, "hs", id="headstart-first"),
+        pytest.param({"cloud.google.com/gce-topology-block": "block-7"}, "block-7", id="gce-only"),
+        pytest.param({}, None, id="none"),
+    ],
+)
+def test_placement_group_first_label_wins(labels, expected):
+    node = {"metadata": {"name": "n", "labels": labels}, "status": {"allocatable": {"cpu": "1"}}}
+    assert parse_node(node, CONFIG).placement_group == expected
+
+
+def test_placeholder_pod():
+    pod = {
+        "metadata": {
+            "name": "ph-1", "namespace": "headstart", "uid": "u1",
+            "labels": {"headstart.io/placeholder": "true",
+                       "headstart.io/placement-group": "pg-b",
+                       "headstart.io/job": "would-be-ignored"},
+        },
+        "spec": {"nodeName": "gpu-b-1", "priority": -5,
+                 "containers": [{"name": "pause", "resources": {"requests": {"cpu": "90"}}}]},
+        "status": {"phase": "Running"},
+    }
+    parsed = parse_pod(pod, CONFIG)
+    assert (parsed.is_placeholder, parsed.placement_group, parsed.priority, parsed.node_name) == (
+        True, "pg-b", -5, "gpu-b-1",
+    )
+
+
+# A realistic object as NFD's topology updater publishes it (two NUMA nodes, GPUs
+# per zone from the device plugin, a memory resource and costs we do not use).
+NRT = {
+    "apiVersion": "topology.node.k8s.io/v1alpha2",
+    "kind": "NodeResourceTopology",
+    "metadata": {"name": "gpu-a-1", "ownerReferences": [{"kind": "Node", "name": "gpu-a-1"}]},
+    "attributes": [{"name": "topologyManagerPolicy", "value": "single-numa-node"},
+                   {"name": "topologyManagerScope", "value": "container"}],
+    "zones": [
+        {
+            "name": "node-0", "type": "Node",
+            "costs": [{"name": "node-0", "value": 10}, {"name": "node-1", "value": 21}],
+            "resources": [
+                {"name": "cpu", "capacity": "48", "allocatable": "46", "available": "30500m"},
+                {"name": "memory", "capacity": "540Gi", "allocatable": "530Gi",
+                 "available": "400Gi"},
+                {"name": "nvidia.com/gpu", "capacity": "4", "allocatable": "4", "available": "1"},
+            ],
+        },
+        {
+            "name": "node-1", "type": "Node",
+            "resources": [
+                {"name": "cpu", "capacity": "48", "allocatable": "48"},
+                {"name": "nvidia.com/gpu", "capacity": "4", "allocatable": "4", "available": "4"},
+            ],
+        },
+        {"name": "socket-0", "type": "Socket", "resources": []},
+    ],
+}
+
+
+def test_node_resource_topology_v1alpha2():
+    assert parse_node_topology(NRT, CONFIG) == NodeTopology(
+        "gpu-a-1",
+        (
+            NumaZone("node-0", cpu_free_milli=30_500, gpu_free_milli=1_000),
+            # no `available` for cpu: allocatable 48 stands in
+            NumaZone("node-1", cpu_free_milli=48_000, gpu_free_milli=4_000),
+        ),
+    )
+
+
+def _broken(path: list, value):
+    obj = copy.deepcopy(NRT)
+    target = obj
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return obj
+
+
+POD = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}}
+
+
+@pytest.mark.parametrize(
+    ("parser", "obj", "message"),
+    [
+        pytest.param(parse_pod, [], "pod: expected a JSON object", id="pod-not-object"),
+        pytest.param(parse_pod, {"spec": {}}, "pod.metadata: missing", id="pod-no-metadata"),
+        pytest.param(parse_pod, {**POD, "metadata": {"namespace": "ns"}},
+                     "pod.metadata.name: expected a non-empty string", id="pod-no-name"),
+        pytest.param(parse_pod, {**POD, "metadata": {"name": "p", "labels": {"a": 1}}},
+                     "pod.metadata.labels.a: expected a string value", id="pod-label-int"),
+        pytest.param(parse_pod, {**POD, "spec": {"containers": [
+            {"resources": {"requests": {"cpu": "lots"}}}]}},
+            "pod.spec.containers[0].resources.requests.cpu", id="pod-bad-quantity"),
+        pytest.param(parse_pod, {**POD, "spec": {"containers": [], "priority": "high"}},
+                     "pod.spec.priority: expected an integer", id="pod-priority-string"),
+        pytest.param(parse_node, {"metadata": {"name": "n"}, "status": {"allocatable": []}},
+                     "node.status.allocatable: expected a map", id="node-allocatable-list"),
+        pytest.param(parse_node, {"metadata": {"name": "n"},
+                                  "status": {"allocatable": {"memory": "-1Gi"}}},
+                     "node.status.allocatable.memory: '-1Gi' is negative", id="node-negative"),
+        pytest.param(parse_node_topology, _broken(["zones"], {}),
+                     "nodeResourceTopology.zones: expected a list", id="nrt-zones-object"),
+        pytest.param(parse_node_topology,
+                     _broken(["zones", 1, "resources", 1, "available"], "four"),
+                     "nodeResourceTopology.zones[1].resources[1].available: 'four'",
+                     id="nrt-bad-available"),
+        pytest.param(parse_node_topology, _broken(["zones", 0, "name"], None),
+                     "nodeResourceTopology.zones[0].name: expected a non-empty string",
+                     id="nrt-zone-no-name"),
+    ],
+)
+def test_malformed_objects_name_the_field(parser, obj, message):
+    with pytest.raises(InputError) as raised:
+        parser(obj, CONFIG)
+    assert message in str(raised.value)
+
+
+def test_caller_prefix_in_pod_errors():
+    with pytest.raises(InputError, match=r"^Pod\.spec: missing"):
+        parse_pod({"metadata": {"name": "p"}}, CONFIG, where="Pod")
+    # Errors from pod_effective_request carry the caller's prefix too.
+    bad = {**POD, "spec": {"containers": [{"resources": {"limits": {"cpu": "x"}}}]}}
+    with pytest.raises(InputError, match=r"^Pod\.spec\.containers\[0\]\.resources\.limits"):
+        parse_pod(bad, CONFIG, where="Pod")
