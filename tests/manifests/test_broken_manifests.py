@@ -1,0 +1,72 @@
+"""The checks catch real mistakes, and say where: each case breaks a copy of the
+manifests in one place and expects a problem naming that file and field."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.manifests import checks
+
+
+def broken_copy(tmp_path: Path, relative: str, old: str, new: str) -> Path:
+    copy = tmp_path / "manifests"
+    shutil.copytree(checks.MANIFESTS, copy)
+    target = copy / relative
+    text = target.read_text()
+    assert old in text, f"{relative} no longer contains {old!r}: update this test"
+    target.write_text(text.replace(old, new, 1))
+    return copy
+
+
+CASES = [
+    # (file, old text, new text, check, words the problem must contain)
+    ("base/priorityclass.yaml", "value: -5", "value: 5", checks.consistency_problems,
+     ["base/priorityclass.yaml", "PriorityClass/headstart-placeholder", "value"]),
+    ("base/priorityclass.yaml", "value: -5", "value: -20", checks.consistency_problems,
+     ["base/priorityclass.yaml", "cutoff"]),
+    ("base/scheduler/scheduler-config.yaml", "svc:8888", "svc:8889", checks.consistency_problems,
+     ["headstart-scheduler-config", "urlPrefix", "8889"]),
+    ("base/extender/service.yaml", "name: headstart-extender\n", "name: headstart-extendr\n",
+     checks.consistency_problems, ["urlPrefix", "no Service named headstart-extender"]),
+    ("base/scheduler/scheduler-config.yaml", "weight: 5", "weight: 0",
+     checks.scheduler_config_problems, ["config.yaml extenders.0.weight"]),
+    ("base/scheduler/scheduler-config.yaml", "nodeCacheCapable: true", "nodeCacheCapabel: true",
+     checks.scheduler_config_problems, ["nodeCacheCapabel"]),
+    ("base/extender/deployment.yaml", "readOnlyRootFilesystem: true",
+     "readOnlyRootFilesystem: false", checks.security_problems,
+     ["base/extender/deployment.yaml", "Deployment/headstart-extender", "readOnlyRootFilesystem"]),
+    ("base/kustomization.yaml", 'newTag: "0.1.0"', "newTag: latest", checks.image_problems,
+     ["Deployment/headstart-extender", "image", "not pinned"]),
+    ("base/extender/deployment.yaml", "containerPort: 8888", "containerPort: 80",
+     checks.consistency_problems,
+     ["Deployment/headstart-extender", "8888"]),
+    ("base/overprovisioner/pvc.yaml", "storage: 2Gi", "storage: [2Gi]", checks.schema_problems,
+     ["base/overprovisioner/pvc.yaml", "spec.resources.requests.storage"]),
+    ("overlays/eks/overprovisioner-config.yaml", "quantile: 0.9", "quantile: 1.5",
+     checks.headstart_config_problems, ["headstart-overprovisioner-config", "forecast.quantile"]),
+]
+
+
+@pytest.mark.parametrize(
+    "relative, old, new, check, words", CASES,
+    ids=[f"{c[0].split('/')[-1]}:{c[2].strip()[:24]}" for c in CASES],
+)
+def test_a_broken_manifest_is_reported_with_file_and_field(tmp_path, relative, old, new, check,
+                                                          words):
+    manifests = broken_copy(tmp_path, relative, old, new)
+    rendered = checks.render("eks", manifests, tmp_path)
+    problems = check(rendered)
+    assert problems, f"breaking {relative} went unnoticed"
+    text = "\n".join(problems)
+    for word in words:
+        assert word in text, f"{word!r} missing from:\n{text}"
+
+
+def test_an_overlay_that_does_not_render_names_the_overlay(tmp_path):
+    manifests = broken_copy(tmp_path, "overlays/eks/kustomization.yaml", "../../base",
+                            "../../nowhere")
+    with pytest.raises(AssertionError, match="manifests/overlays/eks does not render"):
+        checks.render("eks", manifests, tmp_path)

@@ -1,0 +1,70 @@
+"""The EKS and GKE overlays render with kustomize, validate, and agree with the code.
+
+One failing check prints every problem, each naming the source file, the object
+and the field (see checks.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.manifests import checks
+
+
+@pytest.fixture(scope="module", params=checks.OVERLAYS)
+def rendered(request, tmp_path_factory) -> checks.Rendered:
+    return checks.render(request.param, checks.MANIFESTS, tmp_path_factory.mktemp("render"))
+
+
+def test_overlay_renders_the_whole_install(rendered):
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in rendered.objects}
+    for expected in [
+        ("Namespace", "headstart"),
+        ("PriorityClass", "headstart-placeholder"),
+        ("Deployment", "headstart-scheduler"),
+        ("Deployment", "headstart-extender"),
+        ("Deployment", "headstart-overprovisioner"),
+        ("Service", "headstart-extender"),
+        ("PodDisruptionBudget", "headstart-extender"),
+        ("PersistentVolumeClaim", "headstart-overprovisioner-history"),
+    ]:
+        assert expected in kinds
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        checks.schema_problems,
+        checks.scheduler_config_problems,
+        checks.headstart_config_problems,
+        checks.consistency_problems,
+        checks.security_problems,
+        checks.image_problems,
+        checks.secret_problems,
+    ],
+    ids=lambda check: check.__name__,
+)
+def test_overlay_has_no_problems(rendered, check):
+    problems = check(rendered)
+    assert not problems, "\n".join(problems)
+
+
+def test_extender_is_reached_only_by_the_scheduler_and_monitoring(rendered):
+    policy = rendered.find("NetworkPolicy", "headstart-extender")
+    sources = policy["spec"]["ingress"][0]["from"]
+    assert {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "headstart-scheduler"}}} in (
+        sources
+    )
+    assert len(sources) == 2  # the scheduler's pods and the monitoring namespace, nothing else
+
+
+def test_cloud_overlays_differ_only_where_the_cloud_does(tmp_path_factory):
+    eks = checks.render("eks", checks.MANIFESTS, tmp_path_factory.mktemp("eks"))
+    gke = checks.render("gke", checks.MANIFESTS, tmp_path_factory.mktemp("gke"))
+    _, eks_config = checks.config_file(eks, "headstart-overprovisioner-config")
+    _, gke_config = checks.config_file(gke, "headstart-overprovisioner-config")
+    assert eks_config["catalog"] == "aws" and gke_config["catalog"] == "gcp"
+    assert eks_config["placeholders"]["placement_group_label"] == "headstart.io/placement-group"
+    assert gke_config["placeholders"]["placement_group_label"] == (
+        "cloud.google.com/gke-placement-group"
+    )
