@@ -70,6 +70,10 @@ class ExtenderConfig:
     backoff_max_seconds: float = 30.0
     """Cap of the retry delay."""
 
+    stale_after_seconds: float = 120.0
+    """/readyz turns 503 when a watch has been failing for longer than this (a stale
+    cache steers pods onto nodes that filled up meanwhile)."""
+
     watch_topology: bool = True
     """Watch NodeResourceTopology objects (topology.node.k8s.io/v1alpha2) for NUMA data;
     a cluster without the CRD simply has no NUMA data."""
@@ -127,7 +131,10 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
             values[name] = _int(raw, where, 1024, 2**40)
         elif name == "watch_timeout_seconds":
             values[name] = _int(raw, where, 1, 3600)
-        elif name in ("shutdown_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds"):
+        elif name in (
+            "shutdown_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
+            "stale_after_seconds",
+        ):
             values[name] = _positive_float(raw, where)
         elif name == "log_format":
             values[name] = _choice(raw, where, _LOG_FORMATS)

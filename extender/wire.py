@@ -61,7 +61,8 @@ class ExtenderArgs:
 def decode_json(body: bytes) -> Any:
     """Decode a request body; invalid UTF-8 or JSON becomes an InputError with the position."""
     try:
-        return json.loads(body)
+        # Decode explicitly: json.loads(bytes) would also accept UTF-16/32, Go does not.
+        return json.loads(body.decode("utf-8"))
     except UnicodeDecodeError as error:
         raise InputError(
             f"request body: not UTF-8 ({error.reason} at byte {error.start})"

@@ -18,7 +18,9 @@ from bucketing.errors import HeadstartError
 COMMAND_MODULES = (
     "bucketing.cli",
     "bucketing.cli_trace",
+    "bucketing.cli_buckets",
     "predictor.cli",
+    "extender.cli",
 )
 
 
