@@ -1,0 +1,36 @@
+# syntax=docker/dockerfile:1
+# One image for every headstart component; the manifests choose the subcommand:
+#   headstart extender | headstart overprovisioner | headstart simulate ...
+# Build: docker build -t ghcr.io/headstart-project/headstart:0.1.0 .
+ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/headstart
+ENV PATH=/opt/headstart/bin:$PATH
+# CPU-only torch first: the forecaster trains on CPU in a few minutes, and the CUDA
+# wheels would add gigabytes to an image that runs on CPU nodes.
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY bucketing ./bucketing
+COPY locality ./locality
+COPY predictor ./predictor
+COPY overprovisioner ./overprovisioner
+COPY extender ./extender
+COPY headstart ./headstart
+# Runtime dependencies only (no [dev] extra); torch==2.13.0 already satisfies the range.
+RUN pip install . && pip check
+
+FROM ${PYTHON_IMAGE}
+COPY --from=build /opt/headstart /opt/headstart
+ENV PATH=/opt/headstart/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    MPLCONFIGDIR=/tmp/matplotlib
+# Non-root, numeric so runAsNonRoot can verify it; the root filesystem is mounted
+# read-only by the manifests, with /tmp and /var/lib/headstart as volumes.
+USER 65532:65532
+WORKDIR /tmp
+ENTRYPOINT ["headstart"]
+CMD ["--help"]
