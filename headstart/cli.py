@@ -16,7 +16,6 @@ from bucketing.errors import HeadstartError
 
 # The order here is the order `headstart --help` lists them in.
 COMMAND_MODULES = (
-    "bucketing.cli",
     "bucketing.cli_trace",
     "bucketing.cli_buckets",
     "predictor.cli",
