@@ -66,24 +66,13 @@ def node_verdict(context: DecisionContext, state: NodeState) -> tuple[str | None
         home = context.home_group
         if home is not None:
             if group != home:
-                where = f"placement group {group}" if group is not None else "no placement group"
-                return (
-                    f"job {context.identity.key} is in placement group {home} "
-                    f"(policy required); node is in {where}",
-                    False,
-                )
+                return outside_group_reason(context, group), False
         elif group is None:
-            return "node has no placement-group label (placement-group policy required)", False
+            return NO_GROUP_REASON, False
         else:
             fit = context.group_fits.get(group)
             if fit is None or not fit.holds_job:
-                can = fit.pods_that_fit if fit is not None else 0
-                needed = context.placement.remaining_pods if context.placement else 1
-                return (
-                    f"placement group {group} can hold {can} of the job's {needed} remaining "
-                    "pods (policy required)",
-                    False,
-                )
+                return group_too_small_reason(context, group), False
 
     topology = state.topology
     if (
@@ -92,11 +81,7 @@ def node_verdict(context: DecisionContext, state: NodeState) -> tuple[str | None
         and policy.numa is Locality.REQUIRED
         and topology.best_zone_for(request.gpu_milli, request.cpu_milli) is None
     ):
-        return (
-            f"no NUMA zone holds {_gpus(request.gpu_milli)} GPU and "
-            f"{_cpus(request.cpu_milli)} CPU together (policy required)",
-            False,
-        )
+        return numa_reason(context), False
 
     free_gpu = state.free_gpu_milli
     free_cpu = state.free_cpu_milli
@@ -107,24 +92,48 @@ def node_verdict(context: DecisionContext, state: NodeState) -> tuple[str | None
         free_cpu -= extra.cpu_milli
         free_memory -= extra.memory_bytes
     if request.gpu_milli > free_gpu:
-        return (
-            f"insufficient GPU: needs {_gpus(request.gpu_milli)}, "
-            f"{_gpus(max(free_gpu, 0))} free",
-            True,
-        )
+        return insufficient_reason("GPU", _gpus(request.gpu_milli)), True
     if request.cpu_milli > free_cpu:
-        return (
-            f"insufficient CPU: needs {_cpus(request.cpu_milli)}, "
-            f"{_cpus(max(free_cpu, 0))} free",
-            True,
-        )
+        return insufficient_reason("CPU", _cpus(request.cpu_milli)), True
     if request.memory_bytes > free_memory:
-        return (
-            f"insufficient memory: needs {_gib(request.memory_bytes)}, "
-            f"{_gib(max(free_memory, 0))} free",
-            True,
-        )
+        return insufficient_reason("memory", _gib(request.memory_bytes)), True
     return None, True
+
+
+def insufficient_reason(resource: str, requested: str) -> str:
+    # The same text on every node: kube-scheduler counts nodes per distinct reason in
+    # the pod's FailedScheduling event ("3 insufficient GPU ..."), so per-node numbers
+    # would turn one line into thousands.
+    return f"insufficient {resource} (pod requests {requested})"
+
+
+def outside_group_reason(context: DecisionContext, group: str | None) -> str:
+    where = f"placement group {group}" if group is not None else "no placement group"
+    return (
+        f"job {context.identity.key if context.identity else '?'} is in placement group "
+        f"{context.home_group} (policy required); node is in {where}"
+    )
+
+
+def group_too_small_reason(context: DecisionContext, group: str) -> str:
+    fit = context.group_fits.get(group)
+    can = fit.pods_that_fit if fit is not None else 0
+    needed = context.placement.remaining_pods if context.placement else 1
+    return (
+        f"placement group {group} can hold {can} of the job's {needed} remaining pods "
+        "(policy required)"
+    )
+
+
+NO_GROUP_REASON = "node has no placement-group label (placement-group policy required)"
+
+
+def numa_reason(context: DecisionContext) -> str:
+    request = context.pod.request
+    return (
+        f"no NUMA zone holds {_gpus(request.gpu_milli)} GPU and "
+        f"{_cpus(request.cpu_milli)} CPU together (policy required)"
+    )
 
 
 def _gpus(milli: int) -> str:

@@ -47,11 +47,11 @@ CASES = [
         [],
         {
             # 8 GPUs allocatable - 8 requested = 0 free
-            "gpu-full": ("failed", "insufficient GPU: needs 1, 0 free"),
+            "gpu-full": ("failed", "insufficient GPU (pod requests 1)"),
             # 96 - 93 = 3 CPUs free < 4
-            "cpu-full": ("failed", "insufficient CPU: needs 4, 3 free"),
+            "cpu-full": ("failed", "insufficient CPU (pod requests 4)"),
             # 16 GiB - 15.5 = 0.5 GiB free < 1 GiB
-            "mem-full": ("failed", "insufficient memory: needs 1Gi, 0.5Gi free"),
+            "mem-full": ("failed", "insufficient memory (pod requests 1Gi)"),
             "roomy": ("passed", None),
         },
         id="resource-fit-each-dimension-resolvable",
@@ -179,7 +179,7 @@ def test_assumed_placements_take_capacity_before_the_cache_sees_them():
                        Resources.of(8, 8, 8), expires_at=30.0)
     assumed = AssumedPlacements().assume(other)
     context = context_for(WORKER, [state], assumed=assumed, now=10.0)
-    assert filter_nodes(context, [state]).failed == {"a": "insufficient GPU: needs 1, 0 free"}
+    assert filter_nodes(context, [state]).failed == {"a": "insufficient GPU (pod requests 1)"}
     # After expiry the assumption no longer counts.
     context = context_for(WORKER, [state], assumed=assumed, now=30.0)
     assert filter_nodes(context, [state]).passed == ("a",)
