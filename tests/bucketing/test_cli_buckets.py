@@ -1,0 +1,107 @@
+"""`headstart buckets tune` end to end through the console entry point, on real files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from bucketing.catalog import load_catalog
+from bucketing.demand import resource_matrix
+from bucketing.embed import assign
+from bucketing.traces import load_trace, write_job_table
+from headstart.cli import main
+from tests.bucketing.test_tune import CATALOG_DOC, PODS, make_table
+
+
+@pytest.fixture
+def files(tmp_path):
+    trace = write_job_table(make_table(PODS), tmp_path / "trace.csv")
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(yaml.safe_dump(CATALOG_DOC))
+    return trace, catalog
+
+
+def test_json_report(files, capsys):
+    trace, catalog = files
+    code = main(["buckets", "tune", "--trace", str(trace), "--catalog", str(catalog),
+                 "--tick", "30m", "--gpu-model", "T4", "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {"recommended", "candidates", "unbucketable_pods"} <= set(report)
+    # numbers from tests/bucketing/test_tune.py: base 0 costs (7 + 14) x 0.5 h = $10.5,
+    # dropping c.small brings it to $9.5, dropping g.one too to $10 (rejected)
+    assert report["recommended"] == ["g.one", "g.four"]
+    base0 = report["candidates"][1]
+    assert base0["instance_types"] == ["c.small", "g.one", "g.four"]
+    assert base0["cost_usd"] == 10.5
+    assert base0["node_hours"] == 3.0
+    assert base0["gpu_waste_fraction"] == round(2 / 7, 4)
+    assert report["unbucketable_pods"] == {"count": 0, "examples": []}
+    assert report["tick_s"] == 1800.0 and report["ticks"] == 2
+
+
+def test_table_out_snippet_and_plot(files, tmp_path, capsys):
+    trace, catalog = files
+    out, plot = tmp_path / "buckets.yaml", tmp_path / "scale.png"
+    code = main(["buckets", "tune", "--trace", str(trace), "--catalog", str(catalog),
+                 "--tick", "30m", "--gpu-model", "T4", "--out", str(out), "--plot", str(plot)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "recommended: g.one, g.four" in text
+    assert "base 2" in text
+    snippet = out.read_text()
+    assert snippet.startswith("# Written by `headstart buckets tune` from")
+    assert yaml.safe_load(snippet) == {
+        "buckets": {"catalog": str(catalog), "instance_types": ["g.one", "g.four"]}}
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--tick", "5x"], "--tick: '5x' is not a positive duration"),
+        (["--tick", "0s"], "--tick: '0s' is not a positive duration"),
+        (["--catalog", "nope"], "catalog 'nope': no such file"),
+        (["--gpu-model", "H100"], "no GPU model 'H100'"),
+    ],
+    ids=["bad-duration", "zero-duration", "unknown-catalog", "unknown-gpu-model"],
+)
+def test_bad_input_is_one_line_and_exit_2(files, capsys, extra, message):
+    trace, catalog = files
+    argv = ["buckets", "tune", "--trace", str(trace), "--catalog", str(catalog), *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_missing_trace_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main(["buckets", "tune", "--trace", str(tmp_path / "none.csv")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.traces
+def test_real_alibaba_trace(traces_dir, capsys):
+    path = traces_dir / "alibaba-gpu-2025-disaggregated_DLRM_trace.csv.gz"
+    assert main(["buckets", "tune", "--trace", str(path), "--catalog", "aws",
+                 "--tick", "1h", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    catalog = load_catalog("aws")
+    recommended = np.array(
+        [catalog.get(n).placeholder_request.as_vector() for n in report["recommended"]])
+    # the unbucketable count is exactly the pods no recommended type holds, and the
+    # examples are among them
+    table = load_trace(path)
+    unplaced = assign(resource_matrix(table), recommended) < 0
+    assert report["unbucketable_pods"]["count"] == int(unplaced.sum())
+    names = set(table.frame["pod"].to_numpy()[unplaced])
+    assert {e["pod"] for e in report["unbucketable_pods"]["examples"]} <= names
+    kept = [c for c in report["candidates"] if c["accepted"]]
+    assert kept[-1]["instance_types"] == report["recommended"]
+    # packing can only need more nodes than the embedding's lower bound
+    for candidate in report["candidates"]:
+        assert candidate["node_hours"] >= candidate["embed_node_hours"] - 0.01
+        assert 0.0 <= candidate["gpu_waste_fraction"] <= 1.0
