@@ -19,6 +19,7 @@ files, or read the clock. The same config always gives the same table.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from numbers import Real
 
 import numpy as np
 import pandas as pd
@@ -122,7 +123,7 @@ def _validate(config: SyntheticWorkload) -> None:
         value = getattr(config, spec.name)
         numbers = value if isinstance(value, tuple) else (value,)
         for number in numbers:
-            if isinstance(number, bool) or not isinstance(number, int | float):
+            if isinstance(number, bool) or not isinstance(number, Real):
                 _fail(spec.name, f"{number!r} is not a number")
             if not np.isfinite(number):
                 _fail(spec.name, f"{number!r} is not finite")
