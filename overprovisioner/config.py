@@ -31,6 +31,7 @@ from bucketing.catalog import Catalog, load_catalog
 from bucketing.errors import ConfigError, InputError
 from bucketing.resources import Resources, parse_resource_quantity
 from overprovisioner import plan_config as plan_config_module
+from predictor.registry import FORECASTER_NAMES
 
 BACKENDS = ("auto", "deployment", "capacitybuffer")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
@@ -85,6 +86,9 @@ class ForecastConfig:
     """SQLite file the recorder writes one demand snapshot per tick into."""
     retention_s: float = 35 * 86400.0
     """Recorded history older than this is deleted (YAML: `retention: 35d`)."""
+    cold_start_placeholders: int = 1
+    """Placeholders per instance type while the history is shorter than the model needs
+    (the cold-start ladder; still within the per-bucket min/max and the cost cap)."""
 
 
 @dataclass(frozen=True)
@@ -343,19 +347,26 @@ def _forecast(reader: _Reader, raw: Mapping) -> ForecastConfig:
     path = "forecast"
     reader.known(raw, path, {
         "quantile", "model", "model_path", "retrain_every", "history_path", "retention",
+        "cold_start_placeholders",
     })
     d = ForecastConfig()
     quantile = reader.number(raw, "quantile", path, d.quantile)
     if not 0.0 < quantile < 1.0:
         raise reader.fail(f"{path}.quantile", f"must lie strictly between 0 and 1, got {quantile}")
+    model = reader.string(raw, "model", path, d.model)
+    if model not in FORECASTER_NAMES:
+        raise reader.fail(f"{path}.model", f"{model!r} is not one of {', '.join(FORECASTER_NAMES)}")
     return ForecastConfig(
         quantile=quantile,
-        model=reader.string(raw, "model", path, d.model),
+        model=model,
         model_path=reader.string(raw, "model_path", path, d.model_path, allow_empty=True),
         retrain_every_s=reader.duration(raw, "retrain_every", path, d.retrain_every_s,
                                         positive=True),
         history_path=reader.string(raw, "history_path", path, d.history_path),
         retention_s=reader.duration(raw, "retention", path, d.retention_s, positive=True),
+        cold_start_placeholders=reader.integer(
+            raw, "cold_start_placeholders", path, d.cold_start_placeholders, low=0
+        ),
     )
 
 

@@ -1,0 +1,68 @@
+"""Leader election against the fake API server: never two leaders, prompt hand-over."""
+
+from __future__ import annotations
+
+import time
+
+from overprovisioner.config import LeaderElectionConfig
+from overprovisioner.leader import LeaderElector
+
+# The library's limits: lease > renew deadline > 1.2 x retry, all whole seconds >= 1.
+FAST = LeaderElectionConfig(lease_duration_s=3, renew_deadline_s=2, retry_period_s=1)
+
+
+def wait_for(condition, timeout_s: float, check=None) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check is not None:
+            check()
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_two_electors_never_both_lead_and_hand_over_on_stop(fake_kube) -> None:
+    electors = [
+        LeaderElector(fake_kube.api_client(), "headstart", FAST, identity=name)
+        for name in ("replica-a", "replica-b")
+    ]
+
+    def never_both() -> None:
+        assert sum(e.is_leader() for e in electors) <= 1
+
+    for elector in electors:
+        elector.start()
+    try:
+        assert wait_for(lambda: any(e.is_leader() for e in electors), 6, never_both)
+        # Both keep campaigning for a while: still exactly one leader throughout.
+        wait_for(lambda: False, 2.5, never_both)
+        (leader,) = [e for e in electors if e.is_leader()]
+        (follower,) = [e for e in electors if e is not leader]
+        lease = fake_kube.get("coordination.k8s.io/v1", "Lease", "headstart-overprovisioner",
+                              "headstart")
+        assert lease["spec"]["holderIdentity"] == leader.identity
+        leader.stop()
+        assert not leader.is_leader()
+        # Released: the follower takes over within a couple of retry periods, well
+        # before the 3 s lease would have expired on its own... plus one retry.
+        assert wait_for(follower.is_leader, 4, never_both)
+    finally:
+        for elector in electors:
+            elector.stop()
+
+
+def test_leader_writes_only_lease_calls(fake_kube) -> None:
+    elector = LeaderElector(fake_kube.api_client(), "headstart", FAST, identity="solo")
+    elector.start()
+    try:
+        assert wait_for(elector.is_leader, 5)
+    finally:
+        elector.stop()
+    paths = {path for _, path, _ in fake_kube.requests}
+    assert paths <= {
+        "/apis/coordination.k8s.io/v1/namespaces/headstart/leases",
+        "/apis/coordination.k8s.io/v1/namespaces/headstart/leases/headstart-overprovisioner",
+    }
+    methods = {method for method, _, _ in fake_kube.requests}
+    assert methods <= {"GET", "POST", "PUT"}
