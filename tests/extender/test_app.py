@@ -1,0 +1,321 @@
+"""The extender service through real HTTP (aiohttp test server): wire format, faults,
+probes, metrics, explain, bind, and a job scheduled back to back."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from extender.app import create_app
+from extender.cache import ClusterCache
+from extender.config import ExtenderConfig
+from extender.decide import Decider
+from extender.wire import BindingArgs
+from locality.config import LocalityConfig
+from locality.parse import parse_node, parse_node_topology, parse_pod
+from tests.extender.builders import JSON_HEADERS, PG_LABEL, args_body, make_node, make_nrt, make_pod
+
+CAPTURES = Path(__file__).resolve().parents[3] / "shared" / "extender-captures"
+LOCALITY = LocalityConfig()
+
+
+def build_cache(nodes=(), pods=(), nrts=(), synced=True) -> ClusterCache:
+    cache = ClusterCache(LOCALITY)
+    if synced:
+        cache.replace_nodes([parse_node(node, LOCALITY) for node in nodes])
+        cache.replace_pods([parse_pod(pod, LOCALITY) for pod in pods])
+        cache.replace_topologies([parse_node_topology(nrt, LOCALITY) for nrt in nrts])
+    return cache
+
+
+@pytest.fixture
+def serve(aiohttp_client):
+    async def start(cache: ClusterCache, config: ExtenderConfig | None = None, binder=None):
+        app = create_app(config or ExtenderConfig(), cache, binder=binder)
+        return await aiohttp_client(app)
+
+    return start
+
+
+async def post(client, verb: str, body: bytes, headers=JSON_HEADERS):
+    response = await client.post(f"/{verb}", data=body, headers=headers)
+    return response.status, await response.text()
+
+
+# ---- golden: the captured requests get the accepted answers ---------------------------
+
+
+def captured(name: str):
+    path = CAPTURES / name
+    if not path.is_file():
+        pytest.skip(f"{path} is not present")
+    return path.read_bytes()
+
+
+def capture_cluster() -> ClusterCache:
+    """The captured cluster's nodes: cpu-a-1 and gpu-a-1 as sent, gpu-b-1 a copy of gpu-a-1."""
+    nodes = json.loads(captured("filter-nodecachecapable-false.request.json"))["Nodes"]["items"]
+    gpu_b = copy.deepcopy(nodes[1])
+    gpu_b["metadata"]["name"] = "gpu-b-1"
+    return build_cache(nodes + [gpu_b])
+
+
+@pytest.mark.parametrize(
+    "verb, mode",
+    [("filter", "true"), ("filter", "false"), ("prioritize", "true"), ("prioritize", "false")],
+    ids=["filter-cache", "filter-nocache", "prioritize-cache", "prioritize-nocache"],
+)
+async def test_captured_requests_get_the_accepted_answers(serve, verb, mode):
+    client = await serve(capture_cluster(),
+                         ExtenderConfig(node_cache_capable=mode == "true"))
+    request = captured(f"{verb}-nodecachecapable-{mode}.request.json")
+    status, text = await post(client, verb, request)
+    accepted = json.loads(captured(f"{verb}-nodecachecapable-{mode}.response.json"))
+    assert status == 200
+    # The captured pods belong to no job: every node passes and scores 0, as accepted.
+    assert json.loads(text) == accepted
+
+
+# ---- faults: clear messages, never a traceback, and the service keeps serving ---------
+
+GOOD_POD = make_pod("p", gpus=1)
+GOOD = args_body(GOOD_POD, names=["n1"])
+
+
+@pytest.mark.parametrize(
+    "verb, body, headers, status, message",
+    [
+        ("filter", b"{", JSON_HEADERS, 400, "invalid JSON"),
+        ("prioritize", b"{", JSON_HEADERS, 400, "invalid JSON"),
+        ("filter", b"\xff", JSON_HEADERS, 400, "not UTF-8"),
+        ("filter", b"[1]", JSON_HEADERS, 400, "expected a JSON object"),
+        ("filter", GOOD, {"Content-Type": "text/plain"}, 400, "Content-Type must be"),
+        ("prioritize", GOOD, {}, 400, "Content-Type must be application/json"),
+        # Content faults: filter answers 200 with the protocol's Error (kube-scheduler drops
+        # the body of non-200 answers); prioritize has no such field, so 400.
+        ("filter", b'{"NodeNames": ["n1"]}', JSON_HEADERS, 200, "field Pod is missing"),
+        ("prioritize", b'{"NodeNames": ["n1"]}', JSON_HEADERS, 400, "field Pod is missing"),
+        ("filter", b'{"Pod": [], "NodeNames": ["n1"]}', JSON_HEADERS, 200, "Pod must be an object"),
+        ("filter", args_body(GOOD_POD, names=None), JSON_HEADERS, 200, "neither NodeNames"),
+        ("filter", json.dumps({"Pod": GOOD_POD, "NodeNames": [1]}).encode(), JSON_HEADERS, 200,
+         "NodeNames[0] must be a string"),
+        ("filter", args_body(make_pod("q", cpu="lots"), names=["n1"]), JSON_HEADERS, 200,
+         "is not a Kubernetes quantity"),
+        ("prioritize", args_body(make_pod("q", cpu="lots"), names=["n1"]), JSON_HEADERS, 400,
+         "is not a Kubernetes quantity"),
+    ],
+    ids=["filter-truncated", "prioritize-truncated", "not-utf8", "top-level-list",
+         "text-plain", "no-content-type", "filter-no-pod", "prioritize-no-pod",
+         "pod-list", "no-candidates", "name-number", "filter-bad-quantity",
+         "prioritize-bad-quantity"],
+)
+async def test_faults_get_clear_answers_and_the_service_keeps_serving(
+    serve, verb, body, headers, status, message
+):
+    client = await serve(build_cache([make_node("n1")]))
+    got_status, text = await post(client, verb, body, headers)
+    assert got_status == status
+    answer = json.loads(text)
+    assert message in answer["Error"]
+    assert "Traceback" not in text
+    assert (await post(client, verb, GOOD))[0] == 200
+
+
+async def test_a_body_over_the_limit_is_413_naming_the_setting(serve):
+    client = await serve(build_cache([make_node("n1")]), ExtenderConfig(max_body_bytes=4096))
+    big = args_body(make_pod("p"), names=[f"node-{i:05d}" for i in range(2000)])
+    status, text = await post(client, "filter", big)
+    assert status == 413
+    assert "max_body_bytes (4096 bytes)" in json.loads(text)["Error"]
+    assert (await post(client, "filter", GOOD))[0] == 200
+
+
+async def test_unknown_node_names_fail_with_a_reason_and_known_ones_are_judged(serve):
+    client = await serve(build_cache([make_node("n1")]))
+    pod = make_pod("w", gpus=1, job="j", role="worker")
+    status, text = await post(client, "filter", args_body(pod, names=["n1", "ghost"]))
+    answer = json.loads(text)
+    assert status == 200
+    assert answer["NodeNames"] == ["n1"]
+    assert "not in headstart's cluster cache" in answer["FailedNodes"]["ghost"]
+    status, text = await post(client, "prioritize", args_body(pod, names=["n1", "ghost"]))
+    assert {entry["Host"]: entry["Score"] for entry in json.loads(text)}["ghost"] == 0
+
+
+async def test_a_bug_in_the_core_never_leaks_a_traceback(serve, monkeypatch):
+    def broken(self, args, now):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Decider, "filter", broken)
+    monkeypatch.setattr(Decider, "prioritize", broken)
+    client = await serve(build_cache([make_node("n1")]))
+    status, text = await post(client, "filter", GOOD)
+    assert status == 200 and "internal error" in json.loads(text)["Error"]
+    status, text = await post(client, "prioritize", GOOD)
+    assert status == 500 and "boom" not in text and "Traceback" not in text
+    assert (await client.get("/healthz")).status == 200
+
+
+# ---- nodeCacheCapable false: full Node objects in, passing Node objects out ------------
+
+
+async def test_without_node_cache_the_passing_nodes_come_back_as_objects(serve):
+    nodes = [make_node("big", gpus=8), make_node("small", gpus=1)]
+    client = await serve(build_cache([]), ExtenderConfig(node_cache_capable=False))
+    pod = make_pod("w", gpus=4, job="j", role="worker")
+    status, text = await post(client, "filter", args_body(pod, nodes=nodes))
+    answer = json.loads(text)
+    assert status == 200
+    assert answer["Nodes"]["items"] == [nodes[0]]  # 4 GPUs fit on 8, not on 1
+    assert "insufficient GPU" in answer["FailedNodes"]["small"]
+    assert "NodeNames" not in answer
+
+
+# ---- probes, metrics, explain ----------------------------------------------------------
+
+
+async def test_readyz_waits_for_the_first_full_sync(serve):
+    cache = build_cache(synced=False)
+    client = await serve(cache)
+    assert (await client.get("/readyz")).status == 503
+    assert (await client.get("/healthz")).status == 200
+    cache.replace_nodes([])
+    cache.replace_pods([])
+    response = await client.get("/readyz")
+    assert response.status == 200 and (await response.json())["ready"] is True
+
+
+async def test_metrics_count_requests_reasons_and_cache_size(serve):
+    client = await serve(build_cache([make_node("n1", gpus=1), make_node("n2", gpus=8)]))
+    pod = make_pod("w", gpus=4, job="j", role="worker")
+    await post(client, "filter", args_body(pod, names=["n1", "n2"]))
+    await post(client, "prioritize", args_body(pod, names=["n2"]))
+    await post(client, "filter", b"{")
+    text = await (await client.get("/metrics")).text()
+    assert 'headstart_extender_requests_total{outcome="ok",verb="filter"} 1.0' in text
+    assert 'headstart_extender_requests_total{outcome="rejected",verb="filter"} 1.0' in text
+    assert 'headstart_extender_request_duration_seconds_count{verb="prioritize"} 1.0' in text
+    assert ('headstart_extender_filtered_nodes_total{reason="insufficient_gpu",'
+            'resolvable="true"} 1.0') in text
+    assert 'headstart_extender_cache_objects{kind="nodes"} 2.0' in text
+    # The prioritize call recorded the pod's assumed placement.
+    assert 'headstart_extender_cache_objects{kind="assumed_placements"} 1.0' in text
+
+
+async def test_explain_shows_each_node_verdict_and_score_terms(serve):
+    worker = make_pod("w-0", gpus=2, job="j", role="worker")
+    ps = make_pod("ps-0", cpu="2", job="j", role="ps", node="a")
+    cache = build_cache(
+        [make_node("a", group="g1"), make_node("b", group="g1"), make_node("c", gpus=1)],
+        [worker, ps],
+        [make_nrt("b", [(48, 4), (48, 4)])],
+    )
+    client = await serve(cache)
+    response = await client.get("/explain", params={"pod": "team/w-0"})
+    data = await response.json()
+    assert response.status == 200
+    assert data["job"] == "team/j" and data["role"] == "worker"
+    by_name = {row["name"]: row for row in data["nodes"]}
+    # a holds the PS: node term 5 (counterpart) + group 3 (home group g1) = 8.
+    assert by_name["a"]["score"]["node"] == 5 and by_name["a"]["score"]["total"] == 8
+    assert by_name["b"]["score"]["numa"] == 1  # a zone holds 2 GPUs and 1 CPU together
+    assert by_name["c"]["passed"] is False and "insufficient GPU" in by_name["c"]["reason"]
+    assert (await client.get("/explain", params={"pod": "team/nope"})).status == 404
+    assert (await client.get("/explain", params={"pod": "nonamespace"})).status == 400
+
+
+# ---- bind ------------------------------------------------------------------------------
+
+
+class RecordingBinder:
+    def __init__(self, error: str = "") -> None:
+        self.calls: list[BindingArgs] = []
+        self.error = error
+
+    async def bind(self, args: BindingArgs) -> str:
+        self.calls.append(args)
+        return self.error
+
+
+async def test_bind_creates_the_binding_and_records_the_placement_at_once(serve):
+    worker = make_pod("w-0", gpus=8, job="j", role="worker")
+    cache = build_cache([make_node("a"), make_node("b")], [worker])
+    binder = RecordingBinder()
+    client = await serve(cache, ExtenderConfig(bind_enabled=True), binder)
+    body = {"PodName": "w-0", "PodNamespace": "team", "PodUID": "uid-team-w-0", "Node": "a"}
+    response = await client.post("/bind", json=body)
+    assert response.status == 200 and await response.json() == {"Error": ""}
+    assert binder.calls == [BindingArgs("w-0", "team", "uid-team-w-0", "a")]
+    assert cache.assumed.by_uid["uid-team-w-0"].node_name == "a"
+    # Node a is now full for the next 8-GPU worker even though no watch event came.
+    other = make_pod("w-1", gpus=8, job="j", role="worker")
+    _, text = await post(client, "filter", args_body(other, names=["a", "b"]))
+    assert json.loads(text)["NodeNames"] == ["b"]
+
+
+async def test_bind_failure_is_reported_in_the_error_field(serve):
+    binder = RecordingBinder("binding team/w-0 to a failed: API status 409 Conflict")
+    client = await serve(build_cache([make_node("a")]), ExtenderConfig(bind_enabled=True), binder)
+    body = {"PodName": "w-0", "PodNamespace": "team", "PodUID": "u", "Node": "a"}
+    response = await client.post("/bind", json=body)
+    assert (await response.json())["Error"].endswith("409 Conflict")
+
+
+async def test_bind_route_is_absent_unless_enabled(serve):
+    client = await serve(build_cache([make_node("a")]))
+    response = await client.post("/bind", json={"PodName": "p"})
+    assert response.status == 404
+
+
+# ---- a job scheduled back to back: the test plays kube-scheduler ----------------------
+
+
+def scheduling_cluster():
+    """pg-a: 2 nodes x 8 GPUs, a-1 half used (12 GPUs free); pg-b: 3 free nodes x 8 GPUs."""
+    nodes = [make_node(f"a-{i}", group="pg-a") for i in (1, 2)]
+    nodes += [make_node(f"b-{i}", group="pg-b") for i in (1, 2, 3)]
+    busy = make_pod("other", namespace="other", gpus=4, node="a-1", phase="Running")
+    job = [make_pod("ps-0", cpu="4", memory="8Gi", job="tf", role="PS")]
+    job += [make_pod(f"worker-{i}", gpus=1, cpu="8", memory="64Gi", job="tf", role="Worker")
+            for i in range(16)]
+    return nodes, [busy, *job], job
+
+
+async def schedule(client, pod, names):
+    """What kube-scheduler does with one extender: filter, prioritize, take the best."""
+    _, text = await post(client, "filter", args_body(pod, names=names))
+    passed = json.loads(text)["NodeNames"]
+    assert passed, f"no node passed for {pod['metadata']['name']}: {text}"
+    if len(passed) == 1:
+        return passed[0]  # kube-scheduler skips prioritize with one feasible node
+    _, text = await post(client, "prioritize", args_body(pod, names=passed))
+    scores = {entry["Host"]: entry["Score"] for entry in json.loads(text)}
+    # Ties go to the first name: the test has no other plugins to break them.
+    return min(passed, key=lambda name: (-scores[name], name))
+
+
+async def test_one_ps_and_sixteen_workers_back_to_back_land_together(serve):
+    nodes, pods, job = scheduling_cluster()
+    cache = build_cache(nodes, pods)
+    client = await serve(cache)
+    names = [node["metadata"]["name"] for node in nodes]
+    version_before = cache.version
+    placed = {}
+    for pod in job:  # no watch event in between: the cache never sees a binding
+        placed[pod["metadata"]["name"]] = await schedule(client, pod, names)
+    workers = [placed[f"worker-{i}"] for i in range(16)]
+    groups = {next(n for n in nodes if n["metadata"]["name"] == name)["metadata"]["labels"]
+              [PG_LABEL] for name in placed.values()}
+    # pg-a holds only 12 of the 16 GPUs the workers need, so the whole job goes to pg-b.
+    assert groups == {"pg-b"}
+    # 16 one-GPU workers on 8-GPU nodes: 2 nodes at least, and pack reaches that minimum.
+    assert len(set(workers)) == 2
+    # The CPU-only PS sits on a node its workers join.
+    assert placed["ps-0"] in workers
+    # No node got more GPUs than it has (the assumptions counted each steered worker).
+    assert max(workers.count(name) for name in set(workers)) == 8
+    # Only assumptions changed the cache's version: 17 pods, one assumption each.
+    assert len(cache.assumed) == 17 and cache.version > version_before
