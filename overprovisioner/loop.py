@@ -1,0 +1,377 @@
+"""One loop per tick: record demand, forecast, plan, apply (when leading and not in dry-run).
+
+Decides: the order of a tick, what a failure of each step does, and the model's
+lifecycle:
+- record: the demand source writes this tick's snapshot; a failure is logged and the
+  tick goes on with the history it has (a gap is recorded as a gap by the store);
+- forecast: the configured model, refitted every `forecast.retrain_every`; a model
+  file that cannot be loaded (corrupt, other buckets) falls back to seasonal naive with
+  a warning and a metric; history shorter than the model needs -> the cold-start
+  ladder (`forecast.cold_start_placeholders` per type) through the planner's "ladder"
+  mode;
+- plan: `plan.make_plan` (pure) on per-bucket observations: forecast (quantile), in use
+  (the last recorded count: running plus pending pods, embedded), free whole nodes and
+  placeholders from the cluster view;
+- apply: only when this replica leads and not in dry-run. Any failure to observe or
+  write leaves the previous placeholders as they are; the tick is reported failed and
+  the loop goes on at the next tick (never a crash loop).
+
+Time: `tick(now_s)` is synchronous and takes the time as an argument; `run()` is the
+async driver, with the clock and sleep injected, running `tick` in a worker thread
+because the kubernetes client blocks.
+
+Must not: build Kubernetes JSON (objects.py) or make API calls itself (apply.py,
+observe.py do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from bucketing.catalog import Catalog
+from bucketing.errors import HeadstartError, InputError
+from overprovisioner.apply import Applier, ApplyResult, apply_plan
+from overprovisioner.config import OverprovisionerConfig, make_plan_config
+from overprovisioner.metrics import Metrics
+from overprovisioner.objects import desired_objects, placeholder_name, priority_class
+from overprovisioner.observe import ClusterReader, ClusterView, new_preemptions
+from overprovisioner.plan import BucketObservation, Plan, make_plan
+from predictor.forecast import Forecaster, NotEnoughHistory
+from predictor.registry import make_forecaster
+from predictor.series import DemandSeries, split_column
+
+log = logging.getLogger("headstart.overprovisioner")
+Bucket = tuple[str, str]
+
+
+class DemandSource(Protocol):
+    """Where demand history comes from (the recorder + SQLite store in the service)."""
+
+    def record(self, now_s: float) -> None:
+        """Write the snapshot of tick `now_s`."""
+        ...
+
+    def series(self, now_s: float) -> DemandSeries:
+        """The recorded history up to and including `now_s`."""
+        ...
+
+
+ModelLoader = Callable[[str], Forecaster]
+
+
+@dataclass(frozen=True)
+class BucketForecast:
+    point: float
+    quantile: float
+    in_use: float  # last recorded value: nodes running + pending pods occupy now
+
+
+@dataclass(frozen=True)
+class TickReport:
+    """What one tick did; `/plan` serves the latest."""
+
+    time_s: float
+    ok: bool
+    leader: bool
+    dry_run: bool
+    model: str
+    mode: str
+    plan: Plan | None
+    forecasts: Mapping[Bucket, BucketForecast] = field(default_factory=dict)
+    applied: ApplyResult | None = None
+    errors: tuple[str, ...] = ()
+
+
+@dataclass
+class ModelState:
+    """The forecaster in use, when it was fitted, and on which columns."""
+
+    forecaster: Forecaster | None = None
+    name: str = ""
+    fitted_at: float = -math.inf
+    columns: tuple[str, ...] = ()
+
+
+class OverprovisionerLoop:
+    """Ties the steps together; one instance per service, `tick` called once per tick."""
+
+    def __init__(
+        self,
+        config: OverprovisionerConfig,
+        catalog: Catalog,
+        demand: DemandSource,
+        metrics: Metrics,
+        reader: ClusterReader | None = None,
+        applier: Applier | None = None,
+        is_leader: Callable[[], bool] = lambda: True,
+        load_model: ModelLoader | None = None,
+    ) -> None:
+        self.config = config
+        self.catalog = catalog
+        self.demand = demand
+        self.metrics = metrics
+        self.reader = reader
+        self.applier = applier
+        self.is_leader = is_leader
+        self.load_model = load_model
+        self.plan_config = make_plan_config(config)
+        self.model = ModelState()
+        self.latest: TickReport | None = None
+        self._events_seen: dict[str, int] = {}
+        self._model_loaded = False  # model_path is read once, on the first tick
+        metrics.dry_run.set(1 if config.dry_run else 0)
+
+    # -------------------------------------------------------------------- model
+    def _initial_model(self) -> ModelState:
+        """The configured model, loaded from model_path when one is set (fitted), else
+        unfitted. A file that cannot be used falls back to seasonal naive."""
+        forecast = self.config.forecast
+        if forecast.model_path and self.load_model is not None:
+            try:
+                return ModelState(self.load_model(forecast.model_path), forecast.model)
+            except (HeadstartError, OSError, ValueError) as error:
+                log.warning("model %s unusable (%s); falling back to seasonal naive",
+                            forecast.model_path, error)
+                self.metrics.model_fallbacks.labels("corrupt_model").inc()
+                return ModelState(None, "seasonal")
+        return ModelState(None, forecast.model)
+
+    def _fresh(self, name: str) -> Forecaster:
+        if name in ("last", "seasonal", "seasonal_week"):
+            # Residual quantiles are kept up to max_horizon steps: cover the horizon.
+            return make_forecaster(name, int(self.config.tick_s),
+                                   max_horizon=max(12, self.config.horizon_ticks))
+        return make_forecaster(name, int(self.config.tick_s))
+
+    def _ensure_model(self, series: DemandSeries, now_s: float) -> None:
+        """Load once, then (re)fit when never fitted, due, or the columns changed."""
+        columns = tuple(series.columns)
+        if not self._model_loaded:
+            self._model_loaded = True
+            self.model = self._initial_model()
+            if self.model.forecaster is not None:  # a loaded model counts as fitted now
+                self.model = ModelState(self.model.forecaster, self.model.name, now_s, columns)
+        due = now_s - self.model.fitted_at >= self.config.forecast.retrain_every_s
+        if self.model.forecaster is not None and not due and self.model.columns == columns:
+            return
+        name = self.model.name
+        forecaster = self._fresh(name)
+        history, first_tick = series.history(), self._first_tick(series)
+        try:
+            forecaster.fit(history, first_tick=first_tick)
+        except NotEnoughHistory:
+            raise
+        except InputError as error:
+            log.warning("fitting %s failed (%s); using last value", name, error)
+            self.metrics.model_fallbacks.labels("fit_failed").inc()
+            name, forecaster = "last", self._fresh("last")
+            forecaster.fit(history, first_tick=first_tick)
+        self.model = ModelState(forecaster, name, now_s, columns)
+
+    def _first_tick(self, series: DemandSeries) -> int:
+        return int(round(series.times[0] / series.tick_s)) if len(series) else 0
+
+    def forecast(self, series: DemandSeries, now_s: float) -> dict[Bucket, BucketForecast]:
+        """Per bucket (type, group): point and quantile forecast at the horizon.
+
+        Raises NotEnoughHistory when the model cannot forecast yet (cold start).
+        """
+        self._ensure_model(series, now_s)
+        assert self.model.forecaster is not None
+        history = series.history()
+        quantile = self.config.forecast.quantile
+        result = self.model.forecaster.predict(
+            history, self.config.horizon_ticks, (quantile,), first_tick=self._first_tick(series)
+        )
+        point, upper = result.at(None), result.at(quantile)
+        last = _last_observed(history)
+        forecasts: dict[Bucket, BucketForecast] = {}
+        for index, column in enumerate(series.columns):
+            bucket, group = split_column(column)
+            if bucket not in self.catalog.names:
+                continue  # a bucket recorded under an older config
+            forecasts[(bucket, group or "")] = BucketForecast(
+                float(point[index]), float(upper[index]), float(last[index])
+            )
+        return forecasts
+
+    # --------------------------------------------------------------------- tick
+    def observations(
+        self, forecasts: Mapping[Bucket, BucketForecast], view: ClusterView | None
+    ) -> list[BucketObservation]:
+        buckets: set[Bucket] = set(forecasts)
+        for name in self.config.instance_types:
+            for group in self.plan_config.groups(name):
+                buckets.add((name, group))
+        if view is not None:
+            buckets |= {b for b in view.nodes if b[0] in self.config.instance_types}
+        observations = []
+        for instance_type, group in sorted(buckets):
+            forecast = forecasts.get((instance_type, group))
+            observations.append(BucketObservation(
+                instance_type=instance_type,
+                placement_group=group,
+                forecast=forecast.quantile if forecast else 0.0,
+                in_use=math.ceil(forecast.in_use - 1e-9) if forecast else 0,
+                free=view.free_nodes.get((instance_type, group), 0) if view else 0,
+                placeholders=view.placeholders_running.get((instance_type, group), 0)
+                if view else 0,
+            ))
+        return observations
+
+    def tick(self, now_s: float) -> TickReport:
+        """Run one tick at time `now_s`; never raises for API or data faults."""
+        errors: list[str] = []
+        leader = bool(self.is_leader())
+        self.metrics.leader.set(1 if leader else 0)
+        try:
+            self.demand.record(now_s)
+        except (HeadstartError, OSError) as error:
+            errors.append(f"record: {error}")
+            log.warning("recording demand failed: %s", error)
+
+        mode, forecasts = "forecast", {}
+        try:
+            series = self.demand.series(now_s)
+            forecasts = self.forecast(series, now_s)
+        except NotEnoughHistory as error:
+            mode = "ladder"
+            log.info("cold start (%s): using the ladder", error)
+        except InputError as error:
+            mode = "ladder"
+            errors.append(f"forecast: {error}")
+            log.warning("no forecast (%s): using the ladder", error)
+        model_name = self.model.name or self.config.forecast.model
+        self.metrics.set_model(model_name, mode)
+
+        view = None
+        if self.reader is not None:
+            try:
+                view = self.reader.view(self.config.instance_types,
+                                        self.config.placeholders.placement_group_label)
+            except HeadstartError as error:
+                return self._failed(now_s, leader, model_name, mode, forecasts,
+                                    [*errors, f"observe: {error}"])
+        ladder = {name: self.config.forecast.cold_start_placeholders
+                  for name in self.config.instance_types}
+        try:
+            plan = make_plan(self.observations(forecasts, view), self.plan_config, self.catalog,
+                             mode=mode, ladder=ladder)
+        except HeadstartError as error:
+            return self._failed(now_s, leader, model_name, mode, forecasts,
+                                [*errors, f"plan: {error}"])
+        self._export_plan(plan, forecasts, view)
+
+        applied = None
+        if leader and not self.config.dry_run and self.applier is not None:
+            try:
+                applied, observed = apply_plan(
+                    self.applier, lambda backend: self._desired(plan, backend),
+                    priority_class(self.config),
+                )
+                if view is None:
+                    self.metrics.set_buckets(self.metrics.running, observed.running())
+                errors.extend(str(e) for e in applied.errors)
+                for error in applied.errors:
+                    log.error("apply: %s", error)
+                self._count_hits(plan)
+            except HeadstartError as error:
+                log.error("apply failed, previous placeholders left in place: %s", error)
+                errors.append(f"apply: {error}")
+        ok = not errors
+        report = TickReport(now_s, ok, leader, self.config.dry_run, model_name, mode, plan,
+                            forecasts, applied, tuple(errors))
+        self.metrics.ticks.labels("ok" if ok else "partial").inc()
+        if ok:
+            self.metrics.last_success.set(now_s)
+        self.latest = report
+        return report
+
+    def _failed(self, now_s: float, leader: bool, model: str, mode: str,
+                forecasts: Mapping[Bucket, BucketForecast], errors: list[str]) -> TickReport:
+        for error in errors:
+            log.error("tick failed, previous placeholders left in place: %s", error)
+        self.metrics.ticks.labels("failed").inc()
+        previous = self.latest.plan if self.latest else None
+        report = TickReport(now_s, False, leader, self.config.dry_run, model, mode, previous,
+                            forecasts, None, tuple(errors))
+        self.latest = report
+        return report
+
+    def _desired(self, plan: Plan, backend: str) -> Sequence[Any]:
+        grouped = self.config.limits.placement_groups
+        # A type with configured groups never gets an ungrouped placeholder object.
+        buckets = [b for b in plan.buckets
+                   if b.placement_group or not grouped.get(b.instance_type)]
+        return desired_objects(buckets, self.config, self.catalog, backend)
+
+    def _export_plan(self, plan: Plan, forecasts: Mapping[Bucket, BucketForecast],
+                     view: ClusterView | None) -> None:
+        m = self.metrics
+        m.set_buckets(m.forecast, {b: f.point for b, f in forecasts.items()})
+        m.set_buckets(m.forecast_quantile, {b: f.quantile for b, f in forecasts.items()},
+                      f"{self.config.forecast.quantile:g}")
+        m.set_buckets(m.wanted, {(b.instance_type, b.placement_group): b.wanted
+                                 for b in plan.buckets})
+        if view is not None:
+            m.set_buckets(m.running, view.placeholders_running)
+        m.cost.set(plan.cost_per_hour)
+
+    def _count_hits(self, plan: Plan) -> None:
+        if self.reader is None:
+            return
+        try:
+            events = self.reader.preemption_events(self.config.placeholders.namespace)
+        except HeadstartError as error:
+            log.warning("reading preemption events failed: %s", error)
+            return
+        names = {placeholder_name(b.instance_type, b.placement_group):
+                 (b.instance_type, b.placement_group) for b in plan.buckets}
+        hits, self._events_seen = new_preemptions(events, self._events_seen, names)
+        for (instance_type, group), count in hits.items():
+            self.metrics.hits.labels(instance_type, group).inc(count)
+            self.metrics.pending_avoided.inc(count * self.config.horizon_ticks
+                                             * self.config.tick_s)
+
+    # ---------------------------------------------------------------------- run
+    async def run(
+        self,
+        clock: Callable[[], float],
+        sleep: Callable[[float], Awaitable[Any]],
+        stop: asyncio.Event,
+    ) -> None:
+        """Tick on the tick grid (multiples of tick_s) until `stop` is set."""
+        tick_s = self.config.tick_s
+        while not stop.is_set():
+            now = clock()
+            tick_time = math.floor(now / tick_s) * tick_s
+            try:
+                await asyncio.to_thread(self.tick, tick_time)
+            except Exception:  # a bug must not kill the service's only loop
+                log.exception("tick at %s raised", tick_time)
+                self.metrics.ticks.labels("failed").inc()
+            wait = tick_time + tick_s - clock()
+            if wait > 0:
+                sleeper = asyncio.ensure_future(sleep(wait))
+                stopper = asyncio.ensure_future(stop.wait())
+                await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                for task in (sleeper, stopper):
+                    task.cancel()
+
+
+def _last_observed(history: np.ndarray) -> np.ndarray:
+    """Per column, the last non-NaN value (0 when a column was never observed)."""
+    last = np.zeros(history.shape[1])
+    for column in range(history.shape[1]):
+        values = history[:, column]
+        observed = values[~np.isnan(values)]
+        if len(observed):
+            last[column] = observed[-1]
+    return last

@@ -1,0 +1,209 @@
+"""The tick loop against the fake API server with an in-memory demand history."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from bucketing.errors import ConfigError
+from overprovisioner.apply import Applier, KubeApi
+from overprovisioner.config import parse_config, resolve_catalog
+from overprovisioner.errors import RetryPolicy
+from overprovisioner.loop import OverprovisionerLoop
+from overprovisioner.metrics import Metrics
+from overprovisioner.observe import ClusterReader
+from predictor.series import make_series
+
+NS = "headstart"
+DEPLOY = ("apps/v1", "Deployment")
+TICK = 300.0
+START = 1_700_000_100.0  # on the 300 s grid: 1_700_000_100 / 300 = 5_666_667
+
+
+class MemoryDemand:
+    """A DemandSource over a fixed (T, K) array: tick i is at START + i * TICK."""
+
+    def __init__(self, columns, values):
+        self.columns = list(columns)
+        self.values = np.asarray(values, dtype=float).reshape(len(values), len(self.columns))
+        self.recorded: list[float] = []
+
+    def record(self, now_s: float) -> None:
+        self.recorded.append(now_s)
+
+    def series(self, now_s: float):
+        rows = int((now_s - START) // TICK) + 1
+        values = self.values[:rows]
+        times = START + TICK * np.arange(len(values))
+        return make_series(times, self.columns, values, TICK)
+
+
+def make_config(**extra):
+    document = {
+        "instance_types": ["g5.xlarge", "p4d.24xlarge"],
+        "placeholders": {"backend": "deployment"},
+        "api": {"max_attempts": 2, "backoff_base": "1ms", "backoff_max": "2ms"},
+        "limits": {"cost_cap_per_hour": None},
+    }
+    document.update(extra)
+    return parse_config(document, "test.yaml")
+
+
+def make_loop(fake_kube, config, demand, leader=True, load_model=None, metrics=None):
+    catalog = resolve_catalog(config)
+    api = KubeApi(fake_kube.api_client(), 5.0)
+    rng = np.random.default_rng(0)
+    reader = ClusterReader(api, RetryPolicy(2, 0.001, 0.002), rng, lambda s: None)
+    applier = Applier(api, config, rng, lambda s: None)
+    return OverprovisionerLoop(config, catalog, demand, metrics or Metrics(), reader, applier,
+                               is_leader=lambda: leader, load_model=load_model)
+
+
+# Rising demand on g5.xlarge: 0, 1, ..., 29 nodes. Last value forecasts 29; every
+# 2-step residual is +2, so the 0.9 quantile 2 ticks ahead is 29 + 2 = 31. In use now
+# is 29, nothing free: wanted = 31 - 29 = 2.
+RISING = [[float(i), 0.0] for i in range(30)]
+
+
+def at_tick(i: int) -> float:
+    return START + i * TICK
+
+
+def writes(fake_kube):
+    return [(m, p) for m, p, _ in fake_kube.requests if m in ("PATCH", "POST", "PUT", "DELETE")]
+
+
+def test_forecast_plan_apply(fake_kube) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(), demand)
+    report = loop.tick(at_tick(29))
+    assert report.ok, report.errors
+    assert report.mode == "forecast" and report.model == "last"
+    assert report.plan.wanted("g5.xlarge") == 2
+    assert report.plan.wanted("p4d.24xlarge") == 0
+    assert demand.recorded == [at_tick(29)]
+    deployment = fake_kube.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)
+    assert deployment["spec"]["replicas"] == 2
+    metrics = loop.metrics.registry
+    assert metrics.get_sample_value(
+        "headstart_overprovisioner_placeholders_wanted",
+        {"instance_type": "g5.xlarge", "placement_group": ""}) == 2
+    assert metrics.get_sample_value(
+        "headstart_overprovisioner_forecast_quantile_nodes",
+        {"instance_type": "g5.xlarge", "placement_group": "", "quantile": "0.9"}) == 31
+    assert metrics.get_sample_value(
+        "headstart_overprovisioner_last_successful_tick_timestamp_seconds") == at_tick(29)
+    # g5.xlarge at 1.006 $/h: 2 placeholders = 2.012 $/h.
+    assert metrics.get_sample_value(
+        "headstart_overprovisioner_placeholder_cost_dollars_per_hour") == pytest.approx(2.012)
+
+
+def test_free_nodes_reduce_the_placeholders(fake_kube) -> None:
+    fake_kube.create({"apiVersion": "v1", "kind": "Node",
+                      "metadata": {"name": "n1", "labels": {
+                          "node.kubernetes.io/instance-type": "g5.xlarge"}},
+                      "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    report = make_loop(fake_kube, make_config(), demand).tick(at_tick(29))
+    # 31 forecast - 29 in use - 1 free node = 1.
+    assert report.plan.wanted("g5.xlarge") == 1
+
+
+def test_cold_start_uses_the_ladder(fake_kube) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], [[1.0, 0.0]])
+    config = make_config(forecast={"cold_start_placeholders": 1},
+                         limits={"per_bucket": {"p4d.24xlarge": {"max": 0}},
+                                 "cost_cap_per_hour": None})
+    report = make_loop(fake_kube, config, demand).tick(at_tick(0))
+    assert report.mode == "ladder"
+    assert report.plan.wanted("g5.xlarge") == 1
+    assert report.plan.wanted("p4d.24xlarge") == 0  # ladder still within max
+
+
+@pytest.mark.parametrize("leader, dry_run", [(False, False), (True, True)],
+                         ids=["follower", "dry-run"])
+def test_follower_and_dry_run_plan_but_never_write(fake_kube, leader, dry_run) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(dry_run=dry_run), demand, leader=leader)
+    report = loop.tick(at_tick(29))
+    assert report.plan.wanted("g5.xlarge") == 2
+    assert writes(fake_kube) == []
+    assert loop.latest is report
+
+
+def test_failed_apply_keeps_the_previous_placeholders(fake_kube) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(), demand)
+    loop.tick(at_tick(20))
+    before = fake_kube.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)["spec"]["replicas"]
+    fake_kube.fail_next("GET", "/deployments", 503, count=100)
+    report = loop.tick(at_tick(21))
+    assert not report.ok and any("503" in e for e in report.errors)
+    assert fake_kube.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)["spec"][
+        "replicas"] == before
+    registry = loop.metrics.registry
+    assert registry.get_sample_value(
+        "headstart_overprovisioner_last_successful_tick_timestamp_seconds") == at_tick(20)
+
+
+def test_failed_observation_fails_the_tick_and_keeps_the_plan(fake_kube) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(), demand)
+    first = loop.tick(at_tick(29))
+    fake_kube.fail_next("GET", "/api/v1/nodes", 500, count=100)
+    report = loop.tick(at_tick(29))
+    assert not report.ok and report.plan is first.plan
+    assert loop.metrics.registry.get_sample_value(
+        "headstart_overprovisioner_ticks_total", {"result": "failed"}) == 1
+
+
+def test_corrupt_model_falls_back_to_seasonal_naive_with_a_metric(fake_kube) -> None:
+    def corrupt(path: str):
+        raise ConfigError(f"{path}: not a headstart model")
+
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    config = make_config(forecast={"model": "last", "model_path": "/models/m.pt"})
+    loop = make_loop(fake_kube, config, demand, load_model=corrupt)
+    report = loop.tick(at_tick(29))
+    # Seasonal naive needs a day of history (288 ticks): 30 ticks -> cold-start ladder.
+    assert report.model == "seasonal" and report.mode == "ladder"
+    assert loop.metrics.registry.get_sample_value(
+        "headstart_overprovisioner_model_fallbacks_total", {"reason": "corrupt_model"}) == 1
+
+
+def test_hits_are_counted_once_per_event(fake_kube) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(), demand)
+    fake_kube.create({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "evt-1", "namespace": NS},
+        "reason": "Preempted", "count": 1,
+        "involvedObject": {"kind": "Pod", "namespace": NS,
+                           "name": "headstart-placeholder-g5-xlarge-5d8f7c9b6-x2k4q"},
+    })
+    loop.tick(at_tick(28))
+    loop.tick(at_tick(29))
+    registry = loop.metrics.registry
+    assert registry.get_sample_value(
+        "headstart_overprovisioner_placeholder_preemptions_total",
+        {"instance_type": "g5.xlarge", "placement_group": ""}) == 1
+    # One hit x a 2-tick horizon of 300 s = 600 s avoided.
+    assert registry.get_sample_value(
+        "headstart_overprovisioner_pending_seconds_avoided_total") == 600
+
+
+def test_run_ticks_on_the_grid_until_stopped(fake_kube) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(dry_run=True), demand)
+    now = [at_tick(27) + 17.0]
+    stop = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        now[0] += seconds
+        if now[0] >= at_tick(30):  # the sleep after the tick at 29
+            stop.set()
+
+    asyncio.run(loop.run(lambda: now[0], sleep, stop))
+    assert demand.recorded == [at_tick(27), at_tick(28), at_tick(29)]
