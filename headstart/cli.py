@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "bucketing.cli_buckets",
     "predictor.cli",
     "extender.cli",
+    "overprovisioner.cli",
 )
 
 

@@ -1,0 +1,171 @@
+"""`headstart overprovisioner --config FILE [--kubeconfig FILE] [--dry-run]`: run the service.
+
+Decides: how the command line, the config file and the cluster credentials become a
+running service: the Kubernetes client (in-cluster service account, else
+`--kubeconfig`, else the default kubeconfig), the demand recorder and its SQLite store
+(predictor.recorder), the leader elector (skipped in dry-run, which never writes), the
+placeholder applier and the HTTP server on `host:port`.
+
+Must not: contain service logic; everything here is wiring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+from bucketing.errors import ConfigError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "overprovisioner",
+        help="run the predictive overprovisioner service (placeholder pods sized to the forecast)",
+        description=(
+            "Every tick: record the cluster's demand, forecast each bucket one node start-up "
+            "ahead, plan placeholders (forecast minus capacity already free, within limits and "
+            "the cost cap) and apply them as balloon Deployments or CapacityBuffers. Serves "
+            "/healthz /readyz /metrics /plan on the configured port (8080). "
+            "See docs/overprovisioner.md and overprovisioner/example-config.yaml."
+        ),
+    )
+    parser.add_argument("--config", required=True, metavar="FILE",
+                        help="YAML config (see overprovisioner/example-config.yaml)")
+    parser.add_argument("--kubeconfig", metavar="FILE",
+                        help="kubeconfig to use instead of the in-cluster service account")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="forecast-only: compute and serve the plan, never write to the "
+                             "cluster (overrides dry_run in the config)")
+    parser.add_argument("--log-level", default="INFO",
+                        choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="log verbosity")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from overprovisioner.config import load_config, resolve_catalog
+
+    logging.basicConfig(level=args.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The client library's election logs every retry at INFO.
+    logging.getLogger("leaderelection").setLevel(logging.WARNING)
+    config = load_config(args.config)
+    if args.dry_run:
+        config = replace(config, dry_run=True)
+    resolve_catalog(config)  # config errors before any cluster access
+    api_client = kube_client(args.kubeconfig)
+    app = build_app(config, api_client)
+    web.run_app(app, host=config.host, port=config.port, print=None, shutdown_timeout=5.0)
+    return 0
+
+
+def kube_client(kubeconfig: str | None) -> Any:
+    """An ApiClient: `kubeconfig` if given, else in-cluster, else the default kubeconfig."""
+    from kubernetes import client
+    from kubernetes import config as kube_config
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        if kubeconfig:
+            return kube_config.new_client_from_config(config_file=kubeconfig)
+        try:
+            kube_config.load_incluster_config()
+            return client.ApiClient()
+        except ConfigException:
+            return kube_config.new_client_from_config()
+    except (ConfigException, OSError) as error:
+        raise ConfigError(
+            f"cannot reach a cluster: {error} (run in a pod with a service account, or pass "
+            "--kubeconfig)"
+        ) from None
+
+
+class RecorderDemand:
+    """DemandSource over the predictor's live recorder and its SQLite history."""
+
+    def __init__(self, recorder: Any, window_s: float) -> None:
+        self.recorder = recorder
+        self.window_s = window_s
+
+    def record(self, now_s: float) -> None:
+        self.recorder.record(now_s)
+
+    def series(self, now_s: float) -> Any:
+        tick = self.recorder.config.tick_s
+        return self.recorder.store.read_series(start_s=now_s - self.window_s,
+                                               end_s=now_s + tick)
+
+    def start(self) -> Any:
+        """Start the pod and node informers; returns the function that stops them."""
+        stop = threading.Event()
+        threads = [
+            threading.Thread(target=informer.run, args=(stop,), daemon=True,
+                             name=f"headstart-{informer.name}-informer")
+            for informer in (self.recorder.pods, self.recorder.nodes)
+        ]
+        for thread in threads:
+            thread.start()
+
+        def stop_informers() -> None:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=5.0)
+            self.recorder.store.close()
+
+        return stop_informers
+
+
+def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any = None) -> Any:
+    """Wire config + ApiClient into the aiohttp app (the tests call this with the fake)."""
+    import asyncio
+
+    import numpy as np
+
+    from overprovisioner.apply import Applier, KubeApi
+    from overprovisioner.config import resolve_catalog
+    from overprovisioner.errors import RetryPolicy
+    from overprovisioner.leader import LeaderElector
+    from overprovisioner.loop import OverprovisionerLoop
+    from overprovisioner.metrics import Metrics
+    from overprovisioner.observe import ClusterReader
+    from overprovisioner.service import create_app
+    from predictor.recorder import RecorderConfig, make_recorder
+    from predictor.store import StoreConfig
+
+    catalog = resolve_catalog(config)
+    recorder = make_recorder(
+        RecorderConfig(
+            tick_s=config.tick_s, catalog=config.catalog, buckets=config.instance_types,
+            store=StoreConfig(path=config.forecast.history_path,
+                              retention_days=config.forecast.retention_s / 86400.0),
+        ),
+        api_client, clock,
+    )
+    demand = RecorderDemand(recorder, config.forecast.retention_s)
+    api = KubeApi(api_client, config.api.timeout_s)
+    rng = np.random.default_rng()
+    metrics = Metrics()
+
+    def count_error(kind: str, error: BaseException) -> None:
+        metrics.api_errors.labels(kind).inc()
+
+    policy = RetryPolicy(config.api.max_attempts, config.api.backoff_base_s,
+                         config.api.backoff_max_s)
+    reader = ClusterReader(api, policy, rng, time.sleep, count_error)
+    applier = Applier(api, config, rng, time.sleep, count_error)
+    elector = None
+    if config.leader_election.enabled and not config.dry_run:
+        elector = LeaderElector(api_client, config.placeholders.namespace,
+                                config.leader_election)
+    loop = OverprovisionerLoop(
+        config, catalog, demand, metrics, reader, applier,
+        is_leader=elector.is_leader if elector is not None else (lambda: True),
+        load_model=None,  # predictor model files are not wired yet: models fit from history
+    )
+    return create_app(loop, elector=elector, background=demand.start, clock=clock,
+                      sleep=sleep or asyncio.sleep)
