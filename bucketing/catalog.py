@@ -95,7 +95,10 @@ def load_catalog(ref: str | Path) -> Catalog:
     try:
         document = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or "syntax error"
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
     return parse_catalog(document, str(path))

@@ -8,7 +8,8 @@ Columns (all times in seconds from the trace's own origin):
   pod             unique pod name
   job_id          the job the pod belongs to ("" when the trace has no grouping)
   job_name        application / job name as the trace gives it
-  role            "ps", "worker", "chief", "cn" (CPU node), "hn" (GPU node) or ""
+  role            "ps", "worker", "chief" or "" (loaders map their trace's roles onto
+                  these; e.g. DLRM's CPU-node instances are "ps", GPU-node ones "worker")
   submit_s        when the pod was created (trace start when created before it)
   start_s         when it was scheduled; NaN = never scheduled within the trace
   end_s           when it ended; NaN = still running at the trace's end
@@ -100,7 +101,7 @@ class JobTable:
 
 
 def validate_frame(frame: pd.DataFrame, source: str) -> None:
-    """Raise InputError naming the source, column and first bad row when `frame` is not canonical."""
+    """Raise InputError naming the source, column and first bad row of a non-canonical frame."""
     missing = [name for name in COLUMNS if name not in frame.columns]
     if missing:
         raise InputError(f"{source}: job table lacks column(s) {', '.join(missing)}")

@@ -153,6 +153,16 @@ def test_unreadable_catalog(tmp_path, text, expected):
         load_catalog(file)
 
 
+def test_invalid_yaml_is_one_line_with_its_position(tmp_path):
+    file = tmp_path / "bad.yaml"
+    file.write_text("a: [1, 2\nb: 3\n")
+    with pytest.raises(ConfigError) as raised:
+        load_catalog(file)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "line 2, column 2" in message  # the parser stops at "b:" on line 2
+
+
 def test_unknown_catalog_name():
     with pytest.raises(ConfigError, match="not a built-in catalog"):
         load_catalog("azure")
