@@ -107,9 +107,12 @@ def parse_resource_quantity(value: Any, where: str) -> Decimal:
     return quantity
 
 
-def _resources_from_list(
-    resource_list: Any, gpu_resource: str, where: str
-) -> Resources:
+def _milli(value: Any, where: str) -> int:
+    """A quantity in thousandths, rounded up as the scheduler rounds a CPU request."""
+    return int((parse_resource_quantity(value, where) * 1000).to_integral_value("ROUND_CEILING"))
+
+
+def _resources_from_list(resource_list: Any, gpu_resource: str, where: str) -> Resources:
     if resource_list is None:
         return ZERO
     if not isinstance(resource_list, Mapping):
@@ -118,15 +121,11 @@ def _resources_from_list(
     memory = resource_list.get("memory")
     gpu = resource_list.get(gpu_resource)
     return Resources(
-        gpu_milli=int(parse_resource_quantity(gpu, f"{where}.{gpu_resource}") * 1000)
-        if gpu is not None
-        else 0,
-        cpu_milli=int((parse_resource_quantity(cpu, f"{where}.cpu") * 1000).to_integral_value(
-            rounding="ROUND_CEILING"))
-        if cpu is not None
-        else 0,
-        memory_bytes=int(parse_resource_quantity(memory, f"{where}.memory").to_integral_value(
-            rounding="ROUND_CEILING"))
+        gpu_milli=_milli(gpu, f"{where}.{gpu_resource}") if gpu is not None else 0,
+        cpu_milli=_milli(cpu, f"{where}.cpu") if cpu is not None else 0,
+        memory_bytes=int(
+            parse_resource_quantity(memory, f"{where}.memory").to_integral_value("ROUND_CEILING")
+        )
         if memory is not None
         else 0,
     )
@@ -139,7 +138,9 @@ def container_request(
     resources = container.get("resources") or {}
     if not isinstance(resources, Mapping):
         raise InputError(f"{where}.resources: expected an object")
-    limits = _resources_from_list(resources.get("limits"), gpu_resource, f"{where}.resources.limits")
+    limits = _resources_from_list(
+        resources.get("limits"), gpu_resource, f"{where}.resources.limits"
+    )
     requests_raw = resources.get("requests") or {}
     requests = _resources_from_list(requests_raw, gpu_resource, f"{where}.resources.requests")
     # The API server defaults a missing request to the limit; do the same for objects
