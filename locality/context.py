@@ -136,9 +136,14 @@ def build_context(
     if home_group is None and policy.placement_group is not Locality.NONE:
         # Under spread a node takes one pod of the job, so a group needs as many nodes.
         per_node = 1 if policy.packing is Packing.SPREAD else None
-        group_fits = fit_job_into_groups(
-            placement.remaining, cluster.values(), extra_requested, per_node
-        )
+        # A NodeTable (locality.table) does the same greedy with numpy.
+        columnar = getattr(cluster, "fit_job_into_groups", None)
+        if columnar is not None:
+            group_fits = columnar(placement.remaining, extra_requested, per_node)
+        else:
+            group_fits = fit_job_into_groups(
+                placement.remaining, cluster.values(), extra_requested, per_node
+            )
 
     demand = pod.request
     for request, _count in placement.remaining:
@@ -164,64 +169,60 @@ def fit_job_into_groups(
     extra_requested: Mapping[str, Resources] = _NO_EXTRA,
     max_pods_per_node: int | None = None,
 ) -> dict[str, GroupFit]:
-    """Per placement group, how many of `remaining` fit, packing first-fit node by node.
+    """Per placement group, how many of `remaining` fit, first-fit, largest requests first.
 
-    max_pods_per_node: 1 for `spread` jobs (a node takes one pod of the job).
-
-    Free capacity counts placeholders as free (real pods preempt them) and subtracts
-    assumed placements. First-fit in the nodes' order with the largest requests first
-    can miss a packing a smarter search would find (it is conservative), never the
-    reverse. Nodes without a group and unschedulable nodes hold nothing.
-    Cost: O(nodes x request shapes); a group stops being scanned once it holds the job.
+    Each request shape in turn (the largest GPU request first) fills the group's nodes
+    in their order, then the next shape takes what is left. Free capacity counts
+    placeholders as free (real pods preempt them) and subtracts assumed placements; a
+    dimension a shape does not request is not checked. max_pods_per_node: 1 for
+    `spread` jobs (a node takes one pod of the job). Greedy packing can miss a packing
+    a search would find (it is conservative), never the reverse. Nodes without a group
+    and unschedulable nodes hold nothing. `NodeTable.fit_job_into_groups` computes the
+    same with numpy. Cost: O(nodes x request shapes).
     """
     needed = sum(count for _, count in remaining)
-    left: dict[str, list[int]] = {}
+    room_per_node = max_pods_per_node if max_pods_per_node is not None else needed
+    rows_by_group: dict[str, list[list[int]]] = {}
     for state in nodes:
         group = state.placement_group
-        if group is None or state.node.unschedulable:
+        if group is None:
             continue
-        counts = left.get(group)
-        if counts is None:
-            counts = [count for _, count in remaining]
-            left[group] = counts
-        elif not any(counts):
+        rows = rows_by_group.setdefault(group, [])
+        if state.node.unschedulable:
             continue
-        free_gpu = state.free_gpu_milli
-        free_cpu = state.free_cpu_milli
-        free_memory = state.free_memory_bytes
+        row = [state.free_gpu_milli, state.free_cpu_milli, state.free_memory_bytes, room_per_node]
         extra = extra_requested.get(state.name)
         if extra is not None:
-            free_gpu -= extra.gpu_milli
-            free_cpu -= extra.cpu_milli
-            free_memory -= extra.memory_bytes
-        room = max_pods_per_node if max_pods_per_node is not None else needed
-        for index, (request, _) in enumerate(remaining):
-            if counts[index] == 0 or room == 0:
-                continue
-            fit = _copies_that_fit(
-                request, free_gpu, free_cpu, free_memory, min(counts[index], room)
-            )
-            if fit:
-                room -= fit
-                counts[index] -= fit
-                free_gpu -= fit * request.gpu_milli
-                free_cpu -= fit * request.cpu_milli
-                free_memory -= fit * request.memory_bytes
-    return {
-        group: GroupFit(group, needed - sum(counts), needed) for group, counts in left.items()
-    }
+            row[0] -= extra.gpu_milli
+            row[1] -= extra.cpu_milli
+            row[2] -= extra.memory_bytes
+        rows.append(row)
+    fits: dict[str, GroupFit] = {}
+    for group, rows in rows_by_group.items():
+        fitted = 0
+        for request, count in remaining:
+            left = count
+            for row in rows:
+                if left == 0:
+                    break
+                copies = _copies_that_fit(request, row, min(left, row[3]))
+                if copies:
+                    row[0] -= copies * request.gpu_milli
+                    row[1] -= copies * request.cpu_milli
+                    row[2] -= copies * request.memory_bytes
+                    row[3] -= copies
+                    left -= copies
+            fitted += count - left
+        fits[group] = GroupFit(group, fitted, needed)
+    return fits
 
 
-def _copies_that_fit(
-    request: Resources, free_gpu: int, free_cpu: int, free_memory: int, at_most: int
-) -> int:
-    if free_gpu < 0 or free_cpu < 0 or free_memory < 0:
-        return 0
+def _copies_that_fit(request: Resources, row: list[int], at_most: int) -> int:
     copies = at_most
     if request.gpu_milli > 0:
-        copies = min(copies, free_gpu // request.gpu_milli)
+        copies = min(copies, max(row[0], 0) // request.gpu_milli)
     if request.cpu_milli > 0:
-        copies = min(copies, free_cpu // request.cpu_milli)
+        copies = min(copies, max(row[1], 0) // request.cpu_milli)
     if request.memory_bytes > 0:
-        copies = min(copies, free_memory // request.memory_bytes)
+        copies = min(copies, max(row[2], 0) // request.memory_bytes)
     return copies

@@ -27,7 +27,7 @@ from locality.context import DecisionContext
 from locality.model import Locality, NodeState
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class FilterResult:
     """Passed node names (input order), failed (resolvable) and unresolvable, with reasons."""
 
@@ -91,11 +91,12 @@ def node_verdict(context: DecisionContext, state: NodeState) -> tuple[str | None
         free_gpu -= extra.gpu_milli
         free_cpu -= extra.cpu_milli
         free_memory -= extra.memory_bytes
-    if request.gpu_milli > free_gpu:
+    # Like kube-scheduler's fit, a dimension the pod does not request is not checked.
+    if request.gpu_milli and request.gpu_milli > free_gpu:
         return insufficient_reason("GPU", _gpus(request.gpu_milli)), True
-    if request.cpu_milli > free_cpu:
+    if request.cpu_milli and request.cpu_milli > free_cpu:
         return insufficient_reason("CPU", _cpus(request.cpu_milli)), True
-    if request.memory_bytes > free_memory:
+    if request.memory_bytes and request.memory_bytes > free_memory:
         return insufficient_reason("memory", _gib(request.memory_bytes)), True
     return None, True
 

@@ -1,0 +1,183 @@
+"""NodeTable (numpy columns) gives exactly what the per-node reference functions give."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bucketing.resources import Resources
+from locality.context import decision_context, fit_job_into_groups
+from locality.filter import filter_nodes
+from locality.model import NodeState
+from locality.placement import AssumedPlacements, assumption_for
+from locality.score import score_nodes, score_totals
+from locality.table import UNKNOWN_NODE_REASON, NodeTable, filter_table, score_table
+from tests.locality.builders import CONFIG, make_node, make_pod, make_state
+
+GROUPS = [None, "pg-a", "pg-b", "pg-c"]
+
+
+@st.composite
+def clusters(draw):
+    """Nodes with odd shapes (zero GPUs, zero memory, overcommitted), groups, NUMA
+    zones, placeholders; a job with placed and pending pods; assumptions; a policy."""
+    size = draw(st.integers(1, 12))
+    states = []
+    for index in range(size):
+        name = f"n{index}"
+        gpus = draw(st.sampled_from([0, 4, 8]))
+        cpu = draw(st.sampled_from([0, 8, 96]))
+        memory = draw(st.sampled_from([0, 64, 768]))
+        used = [
+            make_pod(f"bg{index}", gpus=draw(st.integers(0, 9)), cpu=draw(st.integers(0, 100)),
+                     memory_gib=draw(st.integers(0, 800)))
+        ]
+        if draw(st.booleans()):
+            used.append(make_pod(f"ph{index}", gpus=draw(st.integers(0, 4)), cpu=4,
+                                 placeholder=True))
+        zones = None
+        if draw(st.booleans()):
+            zones = [(draw(st.integers(0, 4)), draw(st.integers(0, 48))) for _ in range(2)]
+        state = make_state(name, gpus=gpus, cpu=cpu, memory_gib=memory,
+                           group=draw(st.sampled_from(GROUPS)), pods=used, zones=zones)
+        if draw(st.integers(0, 9)) == 0:
+            state = state.with_node(replace(state.node, unschedulable=True))
+        states.append(state)
+    names = [state.name for state in states]
+    annotations = {
+        "headstart.io/packing": draw(st.sampled_from(["pack", "spread"])),
+        "headstart.io/placement-group": draw(st.sampled_from(["required", "preferred", "none"])),
+        "headstart.io/numa": draw(st.sampled_from(["required", "preferred", "none"])),
+    }
+    shapes = [(0, 4, 8), (1, 8, 32), (2, 16, 64), (0.5, 0.5, 0)]
+    job_pods = []
+    for index in range(draw(st.integers(0, 10))):
+        gpus, cpu, memory = draw(st.sampled_from(shapes))
+        node = draw(st.sampled_from([None, *names]))
+        role = draw(st.sampled_from(["ps", "worker", "chief", "evaluator"]))
+        job_pods.append(make_pod(f"j{index}", gpus=gpus, cpu=cpu, memory_gib=memory, job="j",
+                                 role=role, node=node))
+    gpus, cpu, memory = draw(st.sampled_from(shapes))
+    pod = replace(make_pod("me", gpus=gpus, cpu=cpu, memory_gib=memory, job="j",
+                           role=draw(st.sampled_from(["ps", "worker"]))),
+                  annotations=annotations)
+    assumed = AssumedPlacements()
+    for other in job_pods:
+        if other.node_name is None and draw(st.booleans()):
+            assumed = assumed.assume(assumption_for(other, draw(st.sampled_from(names)),
+                                                    0.0, CONFIG))
+    candidates = draw(st.lists(st.sampled_from(names), unique=True))
+    return states, [*job_pods, pod], pod, assumed, candidates
+
+
+def contexts(states, job_pods, pod, assumed):
+    by_name = {state.name: state for state in states}
+    table = NodeTable(states)
+    kwargs = dict(job_pods=job_pods, assumed=assumed, now=1.0, config=CONFIG)
+    return (decision_context(pod, cluster=by_name, **kwargs),
+            decision_context(pod, cluster=table, **kwargs), by_name, table)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_table_matches_the_reference(case):
+    states, job_pods, pod, assumed, candidates = case
+    reference, columnar, by_name, table = contexts(states, job_pods, pod, assumed)
+    assert columnar.group_fits == reference.group_fits
+    assert columnar.home_group == reference.home_group
+    chosen = [by_name[name] for name in candidates]
+    assert filter_table(columnar, table, candidates) == filter_nodes(reference, chosen)
+    assert score_table(columnar, table, candidates) == [
+        total for _, total in score_totals(reference, chosen)
+    ]
+
+
+@settings(max_examples=50, deadline=None)
+@given(clusters(), st.data())
+def test_with_states_equals_a_rebuild(case, data):
+    states, _, _, _, _ = case
+    table = NodeTable(states)
+    changed = []
+    for state in data.draw(st.lists(st.sampled_from(states), max_size=4)):
+        extra = make_pod("new", gpus=data.draw(st.integers(0, 2)), cpu=2)
+        changed.append(state.with_pod(extra) if data.draw(st.booleans())
+                       else state.with_topology(None))
+    updated = table.with_states(changed)
+    by_name = {state.name: state for state in states}
+    by_name.update((state.name, state) for state in changed)
+    rebuilt = NodeTable(by_name.values())
+    for column in ("group_codes", "free_gpu", "free_cpu", "free_memory", "allocatable_gpu",
+                   "holds_placeholders", "unschedulable"):
+        assert np.array_equal(getattr(updated, column), getattr(rebuilt, column)), column
+    assert updated.topology_rows == rebuilt.topology_rows
+    assert list(updated.values()) == list(rebuilt.values())
+
+
+def test_with_states_leaves_the_old_table_alone():
+    table = NodeTable([make_state("a"), make_state("b")])
+    busy = table["a"].with_pod(make_pod("x", gpus=8, cpu=1))
+    updated = table.with_states([busy])
+    assert (table.free_gpu.tolist(), updated.free_gpu.tolist()) == ([8000, 8000], [0, 8000])
+
+
+def test_new_node_and_new_group_rebuild():
+    table = NodeTable([make_state("a", group="pg-a")])
+    updated = table.with_states([make_state("b", group="pg-new")])
+    assert (updated.names, updated.groups) == (("a", "b"), ("pg-a", "pg-new"))
+    assert updated.without(["a"]).names == ("b",)
+
+
+def test_unknown_candidate_names():
+    table = NodeTable([make_state("a")])
+    worker = make_pod("w", gpus=1, job="j", role="worker")
+    context = decision_context(worker, job_pods=[worker], assumed=AssumedPlacements(),
+                               cluster=table, now=0.0, config=CONFIG)
+    result = filter_table(context, table, ["a", "ghost"])
+    assert (result.passed, result.failed) == (("a",), {"ghost": UNKNOWN_NODE_REASON})
+    assert score_table(context, table, ["ghost", "a"])[0] == 0
+    # A pod of no job passes everywhere, known or not.
+    plain = make_pod("plain")
+    plain_context = decision_context(plain, job_pods=[], assumed=AssumedPlacements(),
+                                     cluster=table, now=0.0, config=CONFIG)
+    assert filter_table(plain_context, table, ["a", "ghost"]).passed == ("a", "ghost")
+
+
+def test_score_breakdown_columns_match_score_nodes():
+    from locality.table import score_columns
+
+    ps = make_pod("ps", cpu=4, job="j", role="ps", node="a")
+    states = [make_state("a", group="pg-a", pods=[ps]), make_state("b", group="pg-a",
+              zones=[(2, 8)]), make_state("c", group="pg-b")]
+    worker = make_pod("w", gpus=1, cpu=4, job="j", role="worker")
+    reference, columnar, _, table = contexts(states, [ps, worker], worker, AssumedPlacements())
+    columns = score_columns(columnar, table)
+    expected = score_nodes(reference, states)
+    for row, state in enumerate(states):
+        terms = expected[state.name]
+        assert columns[:, row].tolist() == [terms.node, terms.group, terms.numa,
+                                            terms.placeholder]
+
+
+@pytest.mark.parametrize("per_node", [None, 1], ids=["pack", "spread"])
+def test_group_fit_reference_example(per_node):
+    # pg-a: two 8-GPU nodes, one with 3 GPUs used. 1 PS (CPU) + 12 one-GPU workers.
+    # pack: workers 8 + 5 = 13 >= 12, then the PS -> 13 of 13.
+    # spread: one pod per node -> 2 of 13.
+    states = [make_state("a1", group="pg-a"),
+              make_state("a2", group="pg-a", pods=[make_pod("x", gpus=3, cpu=1)])]
+    remaining = ((Resources.of(1, 4, 16), 12), (Resources.of(0, 4, 8), 1))
+    expected = 13 if per_node is None else 2
+    reference = fit_job_into_groups(remaining, states, {}, per_node)
+    columnar = NodeTable(states).fit_job_into_groups(remaining, {}, per_node)
+    assert reference["pg-a"].pods_that_fit == columnar["pg-a"].pods_that_fit == expected
+
+
+def test_table_is_a_mapping_of_states():
+    states = [make_state("a"), NodeState(make_node("b"))]
+    table = NodeTable(states)
+    assert dict(table) == {"a": states[0], "b": states[1]}
+    assert "a" in table and "z" not in table and len(table) == 2
