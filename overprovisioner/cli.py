@@ -112,10 +112,12 @@ class RecorderDemand:
             thread.start()
 
         def stop_informers() -> None:
+            # A watch only notices `stop` at its next event or server timeout; the
+            # threads are daemons, so shutdown does not wait for them.
             stop.set()
             for thread in threads:
-                thread.join(timeout=5.0)
-            self.recorder.store.close()
+                thread.join(timeout=0.5)
+            self.recorder.store.close()  # the loop (its only user) has stopped by now
 
         return stop_informers
 

@@ -80,3 +80,87 @@ async def test_shutdown_releases_the_lease(aiohttp_client, fake_kube) -> None:
     lease = fake_kube.get("coordination.k8s.io/v1", "Lease", "headstart-overprovisioner",
                           "headstart")
     assert not lease["spec"].get("holderIdentity")
+
+
+async def test_cli_wiring_against_the_fake_cluster(aiohttp_client, fake_kube, tmp_path) -> None:
+    """build_app as `headstart overprovisioner` runs it: recorder + SQLite, elector, applier.
+
+    Also pins the API calls the service makes (the manifests' RBAC must allow exactly these).
+    """
+    from kubernetes import config as kube_config
+
+    from overprovisioner.cli import build_app
+
+    fake_kube.create({"apiVersion": "v1", "kind": "Node",
+                      "metadata": {"name": "gpu-1", "labels": {
+                          "node.kubernetes.io/instance-type": "g5.xlarge"}},
+                      "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                                 "allocatable": {"cpu": "4", "memory": "16Gi",
+                                                 "nvidia.com/gpu": "1"}}})
+    config = make_config(forecast={"history_path": str(tmp_path / "history.sqlite")},
+                         leader_election={"lease_duration": "3s", "renew_deadline": "2s",
+                                          "retry_period": "1s"})
+    api_client = kube_config.new_client_from_config(
+        config_file=fake_kube.write_kubeconfig(tmp_path / "kubeconfig"))
+
+    async def sleep(seconds: float) -> None:
+        await asyncio.sleep(0.2)  # tick again soon, at the same (frozen) tick time
+
+    app = build_app(config, api_client, clock=lambda: at_tick(29), sleep=sleep)
+    client = await aiohttp_client(app)
+    try:
+        created = None
+        for _ in range(300):
+            created = fake_kube.get("apps/v1", "Deployment", "headstart-placeholder-g5-xlarge",
+                                    "headstart")
+            if created is not None:
+                break
+            await asyncio.sleep(0.02)
+        assert created is not None, (await (await client.get("/plan")).json())
+        # Cold start: one placeholder per type from the ladder (an empty history).
+        assert created["spec"]["replicas"] == 1
+        body = await (await client.get("/plan")).json()
+        assert body["mode"] == "ladder"
+    finally:
+        await client.close()
+    assert (tmp_path / "history.sqlite").exists()
+
+    calls = {(method, _resource(path)) for method, path, _ in fake_kube.requests}
+    assert calls <= EXPECTED_CALLS, sorted(calls - EXPECTED_CALLS)
+
+
+def _resource(path: str) -> str:
+    """/apis/apps/v1/namespaces/headstart/deployments/x -> apps/v1 deployments."""
+    parts = [p for p in path.split("/") if p]
+    if parts[0] == "api":
+        group_version, rest = "v1", parts[2:]
+    else:
+        group_version, rest = "/".join(parts[1:3]), parts[3:]
+    if rest[:1] == ["namespaces"] and len(rest) > 2:
+        rest = rest[2:]
+    return f"{group_version} {rest[0]}" if rest else f"{group_version} (discovery)"
+
+
+# (HTTP method, "group/version resource"): what the overprovisioner may call. RBAC verbs:
+# GET on a collection = list (watch with ?watch=true), GET on a name = get, PATCH = patch
+# (server-side apply), POST = create, PUT = update, DELETE = delete.
+EXPECTED_CALLS = {
+    ("GET", "autoscaling.x-k8s.io/v1alpha1 (discovery)"),
+    ("GET", "autoscaling.x-k8s.io/v1alpha1 capacitybuffers"),
+    ("PATCH", "autoscaling.x-k8s.io/v1alpha1 capacitybuffers"),
+    ("DELETE", "autoscaling.x-k8s.io/v1alpha1 capacitybuffers"),
+    ("GET", "apps/v1 deployments"),
+    ("PATCH", "apps/v1 deployments"),
+    ("DELETE", "apps/v1 deployments"),
+    ("GET", "v1 podtemplates"),
+    ("PATCH", "v1 podtemplates"),
+    ("DELETE", "v1 podtemplates"),
+    ("GET", "scheduling.k8s.io/v1 priorityclasses"),
+    ("PATCH", "scheduling.k8s.io/v1 priorityclasses"),
+    ("GET", "coordination.k8s.io/v1 leases"),
+    ("POST", "coordination.k8s.io/v1 leases"),
+    ("PUT", "coordination.k8s.io/v1 leases"),
+    ("GET", "v1 pods"),
+    ("GET", "v1 nodes"),
+    ("GET", "v1 events"),
+}
