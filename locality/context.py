@@ -15,8 +15,9 @@ Must not: read the clock (`now` is passed in), log, mutate its inputs.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from bucketing.resources import Resources
 from locality.config import LocalityConfig
@@ -64,6 +65,14 @@ class DecisionContext:
     home_group: str | None = None
     group_fits: Mapping[str, GroupFit] = field(default_factory=dict)
     idle_dims: tuple[bool, bool, bool] = (True, True, True)
+
+    @cached_property
+    def node_scorer(self) -> Callable[[NodeState], tuple[int, int, int, int]]:
+        """`locality.score.node_scorer(self)`, built once per context (a pure function of
+        the context, kept beside it)."""
+        from locality.score import node_scorer  # score imports this module
+
+        return node_scorer(self)
 
 
 def decision_context(

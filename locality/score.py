@@ -67,7 +67,7 @@ def score_nodes(context: DecisionContext, nodes: Sequence[NodeState]) -> dict[st
     """Each node's score terms (for /explain and tests; prioritize can use `score_totals`)."""
     if context.identity is None:
         return {state.name: NEUTRAL for state in nodes}
-    terms = node_scorer(context)
+    terms = context.node_scorer
     return {state.name: ScoreBreakdown(*terms(state)) for state in nodes}
 
 
@@ -75,15 +75,16 @@ def score_totals(context: DecisionContext, nodes: Sequence[NodeState]) -> list[t
     """(node name, total 0..10) in input order, without building a breakdown per node."""
     if context.identity is None:
         return [(state.name, 0) for state in nodes]
-    terms = node_scorer(context)
+    terms = context.node_scorer
     return [(state.name, sum(terms(state))) for state in nodes]
 
 
 def score_node(context: DecisionContext, state: NodeState) -> ScoreBreakdown:
-    """The breakdown for one node (neutral for pods of no job)."""
+    """The breakdown for one node (neutral for pods of no job). Callers scoring many
+    nodes one at a time (the simulator) pay for `node_scorer` once per context."""
     if context.identity is None:
         return NEUTRAL
-    return ScoreBreakdown(*node_scorer(context)(state))
+    return ScoreBreakdown(*context.node_scorer(state))
 
 
 def node_scorer(context: DecisionContext) -> Callable[[NodeState], tuple[int, int, int, int]]:
