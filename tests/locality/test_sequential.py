@@ -15,6 +15,7 @@ from locality.context import decision_context
 from locality.filter import filter_nodes
 from locality.placement import AssumedPlacements, assumption_for
 from locality.score import best_node, score_totals
+from locality.table import NodeTable, filter_table, score_table
 from tests.locality.builders import CONFIG, make_pod, make_state
 
 BACKGROUND = make_pod("background", cpu=40, gpus=4, memory_gib=300)
@@ -40,29 +41,44 @@ def job(size: int, **policy):
     return [ps, *workers]
 
 
-def schedule_back_to_back(pods, states, use_assumptions=True):
-    """Place each pod in turn; return {pod name: node}. Node states never change."""
+def schedule_back_to_back(pods, states, use_assumptions=True, columnar=False):
+    """Place each pod in turn; return {pod name: node}. Node states never change.
+
+    columnar: run the numpy path (NodeTable, filter_table, score_table) instead.
+    """
     assumed = AssumedPlacements()
     nodes = list(states.values())
+    table = NodeTable(nodes)
+    names = [state.name for state in nodes]
     where = {}
     for step, pod in enumerate(pods):
         now = float(step)  # a pod per second, well inside the 30 s expiry
         context = decision_context(
-            pod, job_pods=pods, assumed=assumed, cluster=states, now=now, config=CONFIG
+            pod, job_pods=pods, assumed=assumed, cluster=table if columnar else states,
+            now=now, config=CONFIG,
         )
-        result = filter_nodes(context, nodes)
-        passed = [states[name] for name in result.passed]
-        assert passed, f"{pod.name}: no node passed: {result.unresolvable or result.failed}"
-        chosen = best_node(score_totals(context, passed))
+        if columnar:
+            result = filter_table(context, table, names)
+            scores = score_table(context, table, result.passed)
+            totals = list(zip(result.passed, scores, strict=True))
+        else:
+            result = filter_nodes(context, nodes)
+            totals = score_totals(context, [states[name] for name in result.passed])
+        assert totals, f"{pod.name}: no node passed: {result.unresolvable or result.failed}"
+        chosen = best_node(totals)
         where[pod.name] = chosen
         if use_assumptions:
             assumed = assumed.assume(assumption_for(pod, chosen, now, CONFIG))
     return where
 
 
-def test_pack_puts_ps_and_16_workers_on_two_nodes_in_one_group():
+PATHS = pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "node-table"])
+
+
+@PATHS
+def test_pack_puts_ps_and_16_workers_on_two_nodes_in_one_group(columnar):
     states = cluster({"pg-a": 10, "pg-b": 20})
-    where = schedule_back_to_back(job(16), states)
+    where = schedule_back_to_back(job(16), states, columnar=columnar)
     per_node = Counter(where.values())
     # 16 one-GPU workers on 8-GPU nodes need ceil(16 / 8) = 2 nodes; the PS (no GPU)
     # joins the first: PS + 8 workers there, 8 workers on the second.
@@ -82,23 +98,25 @@ def test_without_assumptions_every_pod_sees_an_empty_job_and_piles_onto_one_node
     assert len(set(where.values())) == 1
 
 
-def test_spread_puts_each_pod_on_its_own_node_in_one_group():
+@PATHS
+def test_spread_puts_each_pod_on_its_own_node_in_one_group(columnar):
     states = cluster({"pg-a": 10, "pg-b": 20})
-    where = schedule_back_to_back(job(16, packing="spread"), states)
+    where = schedule_back_to_back(job(16, packing="spread"), states, columnar=columnar)
     assert len(set(where.values())) == 17
-    # pg-a (10 nodes) holds the job's 16 GPUs, but a group is chosen for all of it and
-    # kept: every pod lands in the PS's group.
-    assert len({states[node].placement_group for node in where.values()}) == 1
+    # Under spread a group must have a node per pod: pg-a (10 nodes) cannot hold 17,
+    # so the job starts in pg-b (20 nodes) and stays there.
+    assert {states[node].placement_group for node in where.values()} == {"pg-b"}
 
 
+@PATHS
 @pytest.mark.parametrize("group_policy", ["preferred", "required"])
-def test_first_pod_does_not_lock_the_job_into_a_group_too_small(group_policy):
+def test_first_pod_does_not_lock_the_job_into_a_group_too_small(group_policy, columnar):
     # pg-a: one empty node, the most idle in the cluster, first by name, but 8 GPUs
     # cannot hold 16 workers. pg-b: four nodes, the 0th half busy. The PS must start
     # the job in pg-b, and the whole job stays there.
     states = cluster({"pg-a": 1, "pg-b": 4}, busy_every=4)
     states["pg-a-00"] = make_state("pg-a-00", group="pg-a")
-    where = schedule_back_to_back(job(16, group=group_policy), states)
+    where = schedule_back_to_back(job(16, group=group_policy), states, columnar=columnar)
     assert {states[node].placement_group for node in where.values()} == {"pg-b"}
     assert len(set(where.values())) == 2
 
