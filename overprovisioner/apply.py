@@ -289,31 +289,29 @@ class Applier:
     def ensure_priority_class(self, desired: DesiredObject) -> str:
         """Create the placeholder PriorityClass if absent; verify it if present.
 
-        A PriorityClass value is immutable, so a present one with another value (or a
-        preemptionPolicy other than Never) is a permanent error: placeholders at the
-        wrong priority either never trigger scale-up or block real pods.
-        Returns "created", "updated" or "unchanged".
+        A present one (shipped by the manifests, or created earlier) is never written:
+        its value is immutable and its other fields do not matter to placeholders. One
+        with another value or a preemptionPolicy other than Never is a permanent error,
+        since placeholders at the wrong priority either never trigger scale-up or block
+        real pods. Returns "created" or "unchanged".
         """
         label = _describe(desired.api_version, desired.kind, None, desired.name)
         current = self._get_if_exists(desired)
-        if current is not None:
-            value = current.get("value")
-            policy = current.get("preemptionPolicy", "PreemptLowerPriority")
-            if value != desired.body["value"] or policy != "Never":
-                raise ApiCallError(
-                    label, "permanent", None,
-                    f"exists with value {value} and preemptionPolicy {policy}; headstart needs "
-                    f"value {desired.body['value']} ({self.config.source}: "
-                    "placeholders.priority_class_value) and preemptionPolicy Never. PriorityClass "
-                    "values cannot change: delete it and let headstart recreate it, or fix the "
-                    "config",
-                )
-            if not _is_managed(current) or not needs_write(desired, current):
-                return "unchanged"  # someone else's correct PriorityClass: use it as is
+        if current is None:
             self._server_side_apply(desired, label)
-            return "updated"
-        self._server_side_apply(desired, label)
-        return "created"
+            return "created"
+        value = current.get("value")
+        policy = current.get("preemptionPolicy", "PreemptLowerPriority")
+        if value != desired.body["value"] or policy != "Never":
+            raise ApiCallError(
+                label, "permanent", None,
+                f"exists with value {value} and preemptionPolicy {policy}; headstart needs "
+                f"value {desired.body['value']} ({self.config.source}: "
+                "placeholders.priority_class_value) and preemptionPolicy Never. PriorityClass "
+                "values cannot change: delete it and let headstart recreate it, or fix the "
+                "config",
+            )
+        return "unchanged"
 
     def _get_if_exists(self, obj: DesiredObject) -> dict[str, Any] | None:
         label = _describe(obj.api_version, obj.kind, obj.namespace, obj.name)

@@ -24,6 +24,8 @@ RBAC: leases get, create, update in the lease's namespace.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 import uuid
@@ -87,7 +89,11 @@ class LeaderElector:
     ) -> None:
         self.config = config
         self.namespace = namespace
-        self.identity = identity or f"{_hostname()}-{uuid.uuid4().hex[:8]}"
+        # POD_NAME (downward API, set by the manifests) is unique per pod; elsewhere the
+        # host name plus a random suffix keeps two processes on one host apart.
+        self.identity = identity or os.environ.get("POD_NAME") or (
+            f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        )
         self.on_change = on_change
         self._stop = threading.Event()
         self._leading = threading.Event()
@@ -154,9 +160,3 @@ class LeaderElector:
             api.replace_namespaced_lease(self.config.lease_name, self.namespace, lease)
         except ApiException as error:  # the lease expires on its own anyway
             log.warning("could not release lease %s: %s", self.config.lease_name, error.reason)
-
-
-def _hostname() -> str:
-    import socket
-
-    return socket.gethostname()

@@ -246,3 +246,17 @@ def test_running_counts_come_from_ready_replicas(harness) -> None:
     harness.fake.replace(deployment)
     _, observed = harness.run([bucket("g5.xlarge", "pg-a", 3)])
     assert observed.running() == {("g5.xlarge", "pg-a"): 2}
+
+
+def test_correct_priority_class_with_our_labels_is_not_rewritten(harness) -> None:
+    # As the manifests ship it (kustomize may add headstart's labels): never patched,
+    # so the Role needs only `get` on priorityclasses when the manifests install it.
+    harness.fake.create({
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "headstart-placeholder",
+                     "labels": {"app.kubernetes.io/managed-by": "headstart"}},
+        "value": -5, "preemptionPolicy": "Never", "description": "from the manifests",
+    })
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.ok
+    assert not any("/priorityclasses" in p for _, p in harness.writes())
