@@ -334,7 +334,8 @@ class Informer:
         from kubernetes.client.exceptions import ApiException
 
         backoff = self._config.backoff_initial_s
-        need_list = True
+        # Run again after a stop, an informer resumes its watch where it left off.
+        need_list = not self.synced.is_set()
         while not stop.is_set():
             try:
                 if need_list:
@@ -345,13 +346,14 @@ class Informer:
                 watcher = watch.Watch()
                 for event in watcher.stream(
                     self._list_call, resource_version=self._resource_version,
-                    timeout_seconds=self._config.watch_timeout_s, deserialize=False,
-                    **self._list_kwargs,
+                    timeout_seconds=self._config.watch_timeout_s, **self._list_kwargs,
                 ):
                     if stop.is_set():
                         watcher.stop()
                         break
-                    self._apply(event)
+                    # raw_object is the JSON as served (deserialize=False would drop it and
+                    # break the client's own handling of ERROR events).
+                    self._apply({"type": event["type"], "object": event["raw_object"]})
             except ApiException as error:
                 if error.status == 410:  # our resourceVersion was compacted away
                     need_list = True

@@ -233,20 +233,41 @@ def test_records_pods_per_group_skipping_placeholders(live):
     assert recorder.store.read_series().counts["gpu1@pg-a"].tolist() == [1.0, 2.0]
 
 
-def test_relists_after_410_gone_and_recovers_from_errors(live):
-    kube, start, clock, _, _ = live
-    recorder = start()
-    assert recorder.pods.synced.wait(10)
-    relists = recorder.pods.relists
-    # the watch's resourceVersion is compacted away; the next API calls fail twice
-    kube.fail_next("GET", "/api/v1/pods", 500, count=2)
-    kube.expire_history()
-    kube.create(make_pod("late", cpu="2", memory="2Gi", node="n9"))
-    assert wait_for(lambda: "team/late" in recorder.pods.items())
-    assert recorder.pods.relists > relists
-    clock.now = T0
-    recorder.record()
-    assert recorder.store.read_series().counts["cpu4"].tolist() == [1.0]
+def run_informer(informer):
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+    thread.start()
+    return stop, thread
+
+
+def test_relists_after_410_gone_and_recovers_from_errors(fake_kube):
+    from kubernetes import client
+
+    core = client.CoreV1Api(fake_kube.api_client())
+    config = RecorderConfig(watch_timeout_s=1, backoff_initial_s=0.05, backoff_max_s=0.2)
+    pods = Informer("pods", core.list_pod_for_all_namespaces, pod_demand, config, Clock(T0))
+    stop, thread = run_informer(pods)
+    assert pods.synced.wait(10)
+    stop.set()
+    thread.join(5)
+    # While it is stopped the cluster changes and the history is compacted; resumed, its
+    # watch from the old resourceVersion gets 410 Gone and it relists once.
+    fake_kube.create(make_pod("late", cpu="2", memory="2Gi", node="n9"))
+    fake_kube.expire_history()
+    relists = pods.relists
+    stop, thread = run_informer(pods)
+    try:
+        assert wait_for(lambda: "team/late" in pods.items())
+        assert pods.relists == relists + 1 and pods.errors == 0
+        # The next two API calls fail (the re-opened watch, then a relist): back off, recover.
+        fake_kube.fail_next("GET", "/api/v1/pods", 500, count=2)
+        fake_kube.create(make_pod("later", cpu="2", memory="2Gi", node="n9"))
+        assert wait_for(lambda: "team/later" in pods.items() and pods.errors == 2)
+        assert wait_for(lambda: pods.failing_since is None)
+        assert "500" in pods.last_error
+    finally:
+        stop.set()
+        thread.join(5)
 
 
 def test_restart_continues_the_series_with_gaps_for_downtime(live):
