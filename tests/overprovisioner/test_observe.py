@@ -1,0 +1,88 @@
+"""Cluster view and hit counting (pure): free nodes, placement groups, preemption events."""
+
+from __future__ import annotations
+
+import pytest
+
+from overprovisioner.observe import cluster_view, new_preemptions, parse_node, parse_pod
+
+
+def node(name, instance_type="g5.xlarge", group=None, ready=True, cordoned=False,
+         group_key="headstart.io/placement-group"):
+    labels = {"node.kubernetes.io/instance-type": instance_type}
+    if group:
+        labels[group_key] = group
+    return {"metadata": {"name": name, "labels": labels},
+            "spec": {"unschedulable": cordoned},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def pod(name, node_name="", placeholder=False, daemonset=False):
+    metadata = {"name": name, "namespace": "ml", "labels": {}}
+    if placeholder:
+        metadata["labels"]["headstart.io/placeholder"] = "true"
+    if daemonset:
+        metadata["ownerReferences"] = [{"kind": "DaemonSet", "name": "nvidia-device-plugin"}]
+    return {"metadata": metadata, "spec": {"nodeName": node_name}}
+
+
+@pytest.mark.parametrize(
+    "labels_group_key, expected",
+    [("headstart.io/placement-group", "pg-a"),
+     ("cloud.google.com/gke-placement-group", "pg-a"),
+     ("topology.k8s.aws/network-node-layer-3", "pg-a")],
+    ids=["headstart", "gke", "aws-topology"],
+)
+def test_node_group_from_conventional_keys(labels_group_key, expected) -> None:
+    parsed = parse_node(node("n", group="pg-a", group_key=labels_group_key),
+                        "headstart.io/placement-group")
+    assert parsed.placement_group == expected
+
+
+def test_free_nodes_hold_only_daemonset_pods() -> None:
+    nodes = [parse_node(n, "headstart.io/placement-group") for n in (
+        node("idle", group="pg-a"),             # free: only a daemonset pod
+        node("busy", group="pg-a"),             # a real pod
+        node("held", group="pg-a"),             # a placeholder
+        node("notready", group="pg-a", ready=False),
+        node("cordoned", group="pg-a", cordoned=True),
+        node("other-type", instance_type="m5.large"),
+    )]
+    pods = [parse_pod(p) for p in (
+        pod("ds-1", "idle", daemonset=True),
+        pod("train-0", "busy"),
+        pod("headstart-placeholder-g5-xlarge-pg-a-abc-1", "held", placeholder=True),
+        pod("headstart-placeholder-g5-xlarge-pg-a-abc-2", "", placeholder=True),
+    )]
+    view = cluster_view(nodes, pods, ["g5.xlarge"])
+    # 5 g5 nodes in pg-a; free = idle only (notready and cordoned do not count).
+    assert view.nodes == {("g5.xlarge", "pg-a"): 5}
+    assert view.free_nodes == {("g5.xlarge", "pg-a"): 1}
+    assert view.placeholders_running == {("g5.xlarge", "pg-a"): 1}
+    assert view.placeholders_pending == 1
+
+
+def event(uid, pod_name, count=1, reason="Preempted"):
+    return {"metadata": {"uid": uid}, "reason": reason, "count": count,
+            "involvedObject": {"kind": "Pod", "name": pod_name}}
+
+
+NAMES = {
+    "headstart-placeholder-g5-xlarge": ("g5.xlarge", ""),
+    "headstart-placeholder-g5-xlarge-pg-a": ("g5.xlarge", "pg-a"),
+}
+
+
+def test_hits_by_longest_name_and_counted_once() -> None:
+    events = [
+        event("e1", "headstart-placeholder-g5-xlarge-pg-a-7d9f-abcde"),  # pg-a, not ""
+        event("e2", "headstart-placeholder-g5-xlarge-7d9f-fghij", count=2),
+        event("e3", "train-0"),                                          # not a placeholder
+        event("e4", "headstart-placeholder-g5-xlarge-7d9f-zzzzz", reason="Scheduled"),
+    ]
+    hits, seen = new_preemptions(events, {}, NAMES)
+    assert hits == {("g5.xlarge", "pg-a"): 1, ("g5.xlarge", ""): 2}
+    # Same events again, e2's count grew by one: only that one is new.
+    events[1] = event("e2", "headstart-placeholder-g5-xlarge-7d9f-fghij", count=3)
+    hits, _ = new_preemptions(events, seen, NAMES)
+    assert hits == {("g5.xlarge", ""): 1}
