@@ -15,6 +15,9 @@ Rules, in this order (the first that fails gives the reason):
    placements; capacity held by headstart placeholders counts as free (a real pod
    preempts them). Failing it is resolvable (preemption may free room).
 
+Reasons carry no per-node numbers (kube-scheduler counts nodes per distinct reason).
+`locality.table.filter_table` applies the same rules to numpy columns.
+
 Must not: mutate the nodes or the context; do more than O(1) work per node.
 """
 
@@ -93,11 +96,11 @@ def node_verdict(context: DecisionContext, state: NodeState) -> tuple[str | None
         free_memory -= extra.memory_bytes
     # Like kube-scheduler's fit, a dimension the pod does not request is not checked.
     if request.gpu_milli and request.gpu_milli > free_gpu:
-        return insufficient_reason("GPU", _gpus(request.gpu_milli)), True
+        return insufficient_reason("GPU", gpus_text(request.gpu_milli)), True
     if request.cpu_milli and request.cpu_milli > free_cpu:
-        return insufficient_reason("CPU", _cpus(request.cpu_milli)), True
+        return insufficient_reason("CPU", cpus_text(request.cpu_milli)), True
     if request.memory_bytes and request.memory_bytes > free_memory:
-        return insufficient_reason("memory", _gib(request.memory_bytes)), True
+        return insufficient_reason("memory", gib_text(request.memory_bytes)), True
     return None, True
 
 
@@ -132,18 +135,18 @@ NO_GROUP_REASON = "node has no placement-group label (placement-group policy req
 def numa_reason(context: DecisionContext) -> str:
     request = context.pod.request
     return (
-        f"no NUMA zone holds {_gpus(request.gpu_milli)} GPU and "
-        f"{_cpus(request.cpu_milli)} CPU together (policy required)"
+        f"no NUMA zone holds {gpus_text(request.gpu_milli)} GPU and "
+        f"{cpus_text(request.cpu_milli)} CPU together (policy required)"
     )
 
 
-def _gpus(milli: int) -> str:
+def gpus_text(milli: int) -> str:
     return f"{milli // 1000}" if milli % 1000 == 0 else f"{milli / 1000:g}"
 
 
-def _cpus(milli: int) -> str:
+def cpus_text(milli: int) -> str:
     return f"{milli // 1000}" if milli % 1000 == 0 else f"{milli}m"
 
 
-def _gib(memory_bytes: int) -> str:
+def gib_text(memory_bytes: int) -> str:
     return f"{memory_bytes / 1024**3:.3g}Gi"

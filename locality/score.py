@@ -25,6 +25,7 @@ placeholder:
 
 Pods of no job score 0 on every node (neutral).
 
+`locality.table.score_table` computes the same with numpy columns.
 kube-scheduler adds score x weight x 10 to its own plugins' total; see docs/locality.md
 for the weight. Must not: mutate inputs; do more than O(1) work per node.
 """

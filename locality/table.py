@@ -30,14 +30,14 @@ from locality.context import DecisionContext, GroupFit
 from locality.filter import (
     NO_GROUP_REASON,
     FilterResult,
+    cpus_text,
+    gib_text,
+    gpus_text,
     group_too_small_reason,
     insufficient_reason,
     numa_reason,
     outside_group_reason,
 )
-from locality.filter import _cpus as cpus_text
-from locality.filter import _gib as gib_text
-from locality.filter import _gpus as gpus_text
 from locality.model import Locality, NodeState, Packing
 from locality.score import GROUP, NODE_COUNTERPART, NODE_IDLE_MAX, NODE_JOB, NUMA, PLACEHOLDER
 
