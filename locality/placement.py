@@ -172,9 +172,9 @@ def job_placement(
         if other.uid in seen or other.terminal:
             continue
         seen.add(other.uid)
-        identity = identify(other, config)
-        role = identity.role if identity is not None else Role.OTHER
         if other.node_name is not None:
+            identity = identify(other, config)
+            role = identity.role if identity is not None else Role.OTHER
             placed.append(PlacedPod(other.uid, role, other.node_name, other.request, False))
         elif other.uid in live:
             a = live[other.uid]
