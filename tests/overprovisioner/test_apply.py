@@ -260,3 +260,40 @@ def test_correct_priority_class_with_our_labels_is_not_rewritten(harness) -> Non
     result, _ = harness.run([bucket(wanted=1)])
     assert result.ok
     assert not any("/priorityclasses" in p for _, p in harness.writes())
+
+
+def _served_copy(body: dict, memory: str, cpu: str) -> dict:
+    """`body` as a real API server returns it: defaults added, quantities canonicalised."""
+    import copy
+
+    served = copy.deepcopy(body)
+    served.pop("apiVersion"), served.pop("kind")
+    served["metadata"]["uid"] = "1234"
+    pod = served["spec"]["template"]["spec"]
+    pod["dnsPolicy"] = "ClusterFirst"
+    container = pod["containers"][0]
+    container["imagePullPolicy"] = "IfNotPresent"
+    container["resources"]["requests"].update(memory=memory, cpu=cpu)
+    return served
+
+
+@pytest.mark.parametrize(
+    "memory, cpu, replicas, expected",
+    [
+        # 14307Mi = 15001976832 bytes = 14650368Ki: the same quantity, no write.
+        ("14650368Ki", "3620m", 1, False),
+        ("15001976832", "3.62", 1, False),
+        ("14650368Ki", "3620m", 4, True),   # someone scaled it
+        ("14Gi", "3620m", 1, True),         # someone changed the request
+    ],
+    ids=["canonical-ki", "plain-units", "scaled", "changed-request"],
+)
+def test_needs_write_compares_quantities_by_value(memory, cpu, replicas, expected) -> None:
+    from overprovisioner.apply import needs_write
+
+    config = make_config()
+    (desired,) = desired_objects([bucket(wanted=1)], config, resolve_catalog(config),
+                                 "deployment")
+    served = _served_copy(dict(desired.body), memory, cpu)
+    served["spec"]["replicas"] = replicas
+    assert needs_write(desired, served) is expected

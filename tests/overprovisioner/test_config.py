@@ -176,3 +176,13 @@ def test_defaults_object_is_frozen() -> None:
     config = OverprovisionerConfig()
     with pytest.raises(AttributeError):
         config.port = 1  # type: ignore[misc]
+
+
+def test_cli_bad_config_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
+    from headstart.cli import main
+
+    path = write(tmp_path, {"instance_types": ["g5.xlarge"],
+                            "placeholders": {"priority_class_value": 3}})
+    assert main(["overprovisioner", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "placeholders.priority_class_value" in err
