@@ -51,8 +51,12 @@ class DecisionContext:
     PS for a worker or chief, the workers and chief for a PS, any job pod otherwise or
     when the counterpart is not placed yet). job_nodes: nodes holding any pod of the job.
     home_group: the group the job occupies, None before its first pod lands in a group.
-    group_fits: per placement group, only while home_group is None and the policy is
-    not `none`. idle_dims: (gpu, cpu, memory) flags of the dimensions the job requests.
+    group_fits: per placement group, how much of the job's remaining demand it can hold
+    (capacity), only while home_group is None and the policy is not `none`; the
+    `required` filter reads it. preferred_groups: the groups the score's group term
+    favours while there is no home group: those that hold the job, and for `spread`
+    jobs, among them the ones with a free node per pod when any has.
+    idle_dims: (gpu, cpu, memory) flags of the dimensions the job requests.
     """
 
     pod: Pod
@@ -64,6 +68,7 @@ class DecisionContext:
     job_nodes: frozenset[str] = frozenset()
     home_group: str | None = None
     group_fits: Mapping[str, GroupFit] = field(default_factory=dict)
+    preferred_groups: frozenset[str] = frozenset()
     idle_dims: tuple[bool, bool, bool] = (True, True, True)
 
     @cached_property
@@ -142,17 +147,16 @@ def build_context(
     home_group = _most_common(ps_groups) or _most_common(groups)
 
     group_fits: dict[str, GroupFit] = {}
+    preferred_groups: frozenset[str] = frozenset()
     if home_group is None and policy.placement_group is not Locality.NONE:
-        # Under spread a node takes one pod of the job, so a group needs as many nodes.
-        per_node = 1 if policy.packing is Packing.SPREAD else None
-        # A NodeTable (locality.table) does the same greedy with numpy.
-        columnar = getattr(cluster, "fit_job_into_groups", None)
-        if columnar is not None:
-            group_fits = columnar(placement.remaining, extra_requested, per_node)
-        else:
-            group_fits = fit_job_into_groups(
-                placement.remaining, cluster.values(), extra_requested, per_node
-            )
+        group_fits = _fit(cluster, placement, extra_requested, None)
+        preferred_groups = frozenset(g for g, fit in group_fits.items() if fit.holds_job)
+        if policy.packing is Packing.SPREAD and preferred_groups:
+            # Spread wants a node per pod: prefer groups with that many free nodes when
+            # any has them. The required filter still only asks for capacity.
+            spread_fits = _fit(cluster, placement, extra_requested, 1)
+            roomy = frozenset(g for g, fit in spread_fits.items() if fit.holds_job)
+            preferred_groups = roomy or preferred_groups
 
     demand = pod.request
     for request, _count in placement.remaining:
@@ -161,7 +165,23 @@ def build_context(
 
     return DecisionContext(
         pod, identity, policy, placement, extra_requested,
-        frozenset(counterpart), frozenset(job_nodes), home_group, group_fits, idle_dims,
+        frozenset(counterpart), frozenset(job_nodes), home_group, group_fits,
+        preferred_groups, idle_dims,
+    )
+
+
+def _fit(
+    cluster: Mapping[str, NodeState],
+    placement: JobPlacement,
+    extra_requested: Mapping[str, Resources],
+    max_pods_per_node: int | None,
+) -> dict[str, GroupFit]:
+    # A NodeTable (locality.table) does the same greedy with numpy.
+    columnar = getattr(cluster, "fit_job_into_groups", None)
+    if columnar is not None:
+        return columnar(placement.remaining, extra_requested, max_pods_per_node)
+    return fit_job_into_groups(
+        placement.remaining, cluster.values(), extra_requested, max_pods_per_node
     )
 
 

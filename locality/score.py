@@ -15,7 +15,8 @@ node, `spread` (one pod per node; only this term is inverted):
     0  counterpart on the node, 1 other job pods on it, 2 + idle (2..5) otherwise.
 group (policy `required` or `preferred`; `none` gives 0):
     3  the node is in the job's home group, or, for a job with no home group yet, in a
-       group that can hold all of the job's remaining pods; 0 otherwise.
+       group that can hold all of the job's remaining pods (for `spread`, with a free
+       node per pod, when some group has that); 0 otherwise.
 numa (pods requesting GPUs, NUMA policy not `none`):
     1  the node publishes NUMA zones and one holds the pod's GPUs and CPUs together;
     0  otherwise (no zone fits, or no NodeResourceTopology data).
@@ -107,9 +108,7 @@ def node_scorer(context: DecisionContext) -> Callable[[NodeState], tuple[int, in
     group_policy_none = policy.placement_group is Locality.NONE
     home_group = context.home_group
     # For a job with no home group: the groups that can hold all of its remaining pods.
-    holding_groups = frozenset(
-        group for group, fit in context.group_fits.items() if fit.holds_job
-    )
+    holding_groups = context.preferred_groups
     request = context.pod.request
     gpu, cpu, memory = request.gpu_milli, request.cpu_milli, request.memory_bytes
     numa_wanted = gpu > 0 and policy.numa is not Locality.NONE

@@ -398,11 +398,8 @@ def score_columns(context: DecisionContext, table: NodeTable) -> np.ndarray:
             context.home_group in table.groups) else -2
         group = np.where(codes == home_code, GROUP, 0)
     else:
-        holds = np.array(
-            [bool((fit := context.group_fits.get(g)) and fit.holds_job) for g in table.groups]
-            + [False],
-            dtype=bool,
-        )
+        preferred = context.preferred_groups
+        holds = np.array([g in preferred for g in table.groups] + [False], dtype=bool)
         group = np.where(holds[codes], GROUP, 0)  # code -1 reads the trailing False
 
     if gpu_request > 0 and policy.numa is not Locality.NONE:

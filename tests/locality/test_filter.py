@@ -130,6 +130,16 @@ CASES = [
         id="required-group-capacity-includes-placeholders",
     ),
     pytest.param(
+        replace(WORKER, annotations={"headstart.io/placement-group": "required",
+                                     "headstart.io/packing": "spread"}),
+        # spread + required: 4 one-GPU pods, one node. Spread is a preference, so the
+        # required filter asks for capacity (8 GPUs), not for a node per pod.
+        [make_state("only", group="pg-a")],
+        [make_pod(f"w{i}", cpu=4, gpus=1, job="j", role="worker") for i in range(3)],
+        {"only": ("passed", None)},
+        id="required-spread-needs-capacity-not-a-node-per-pod",
+    ),
+    pytest.param(
         replace(WORKER_2GPU, annotations={"headstart.io/numa": "required"}),
         [
             make_state("split", zones=[(1, 32), (1, 32)]),

@@ -88,6 +88,7 @@ def test_table_matches_the_reference(case):
     states, job_pods, pod, assumed, candidates = case
     reference, columnar, by_name, table = contexts(states, job_pods, pod, assumed)
     assert columnar.group_fits == reference.group_fits
+    assert columnar.preferred_groups == reference.preferred_groups
     assert columnar.home_group == reference.home_group
     chosen = [by_name[name] for name in candidates]
     assert filter_table(columnar, table, candidates) == filter_nodes(reference, chosen)
