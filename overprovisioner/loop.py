@@ -233,8 +233,8 @@ class OverprovisionerLoop:
         self.metrics.leader.set(1 if leader else 0)
         try:
             self.demand.record(now_s)
-        except (HeadstartError, OSError) as error:
-            errors.append(f"record: {error}")
+        except Exception as error:  # the tick goes on with the history it has
+            errors.append(f"record: {type(error).__name__}: {error}")
             log.warning("recording demand failed: %s", error)
 
         mode, forecasts = "forecast", {}
@@ -248,6 +248,11 @@ class OverprovisionerLoop:
             mode = "ladder"
             errors.append(f"forecast: {error}")
             log.warning("no forecast (%s): using the ladder", error)
+        except Exception as error:  # a broken model or store must not stop the placeholders
+            mode = "ladder"
+            errors.append(f"forecast: {type(error).__name__}: {error}")
+            log.exception("forecast failed: using the ladder")
+            self.metrics.model_fallbacks.labels("forecast_error").inc()
         model_name = self.model.name or self.config.forecast.model
         self.metrics.set_model(model_name, mode)
 

@@ -207,3 +207,21 @@ def test_run_ticks_on_the_grid_until_stopped(fake_kube) -> None:
 
     asyncio.run(loop.run(lambda: now[0], sleep, stop))
     assert demand.recorded == [at_tick(27), at_tick(28), at_tick(29)]
+
+
+def test_a_broken_history_falls_back_to_the_ladder_without_stopping(fake_kube) -> None:
+    class Broken(MemoryDemand):
+        def record(self, now_s: float) -> None:
+            raise OSError("disk full")
+
+        def series(self, now_s: float):
+            raise RuntimeError("database disk image is malformed")
+
+    loop = make_loop(fake_kube, make_config(), Broken(["g5.xlarge"], [[1.0]]))
+    report = loop.tick(at_tick(5))
+    assert report.mode == "ladder" and not report.ok
+    assert any("disk full" in e for e in report.errors)
+    # The ladder still applies (1 per type, default cold_start_placeholders).
+    assert fake_kube.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)["spec"]["replicas"] == 1
+    assert loop.metrics.registry.get_sample_value(
+        "headstart_overprovisioner_model_fallbacks_total", {"reason": "forecast_error"}) == 1
