@@ -281,7 +281,8 @@ class OverprovisionerLoop:
                     self.applier, lambda backend: self._desired(plan, backend),
                     priority_class(self.config),
                 )
-                if view is None:
+                if view is None or applied.backend == "capacitybuffer":
+                    # CapacityBuffer placeholders are simulated by CA, not pods: use status.
                     self.metrics.set_buckets(self.metrics.running, observed.running())
                 errors.extend(str(e) for e in applied.errors)
                 for error in applied.errors:
