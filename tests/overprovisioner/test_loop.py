@@ -225,3 +225,43 @@ def test_a_broken_history_falls_back_to_the_ladder_without_stopping(fake_kube) -
     assert fake_kube.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)["spec"]["replicas"] == 1
     assert loop.metrics.registry.get_sample_value(
         "headstart_overprovisioner_model_fallbacks_total", {"reason": "forecast_error"}) == 1
+
+
+def test_placement_groups_get_one_deployment_each_and_no_ungrouped_one(fake_kube) -> None:
+    # p4d demand runs in two groups (recorded as p4d.24xlarge@pg-a / @pg-b) and pending
+    # pods count in the ungrouped column. Rising by 1 node per tick in pg-a only:
+    # forecast 0.9 two ticks ahead = last + 2 in pg-a, flat elsewhere -> 2 wanted for
+    # the type, balanced over pg-a and pg-b by nodes now (pg-a 29, pg-b 3): pg-b gets
+    # the first block, then pg-b again (3 + 1 = 4 < 29).
+    columns = ["p4d.24xlarge", "p4d.24xlarge@pg-a", "p4d.24xlarge@pg-b"]
+    values = [[0.0, float(i), 3.0] for i in range(30)]
+    config = make_config(limits={"placement_groups": {"p4d.24xlarge": ["pg-a", "pg-b"]},
+                                 "cost_cap_per_hour": None})
+    report = make_loop(fake_kube, config, MemoryDemand(columns, values)).tick(at_tick(29))
+    assert report.ok, report.errors
+    assert report.plan.wanted("p4d.24xlarge", "pg-a") + report.plan.wanted(
+        "p4d.24xlarge", "pg-b") == 2
+    assert report.plan.wanted("p4d.24xlarge", "pg-b") == 2
+    names = sorted(d["metadata"]["name"] for d in fake_kube.list(*DEPLOY, NS))
+    assert names == [
+        "headstart-placeholder-g5-xlarge",
+        "headstart-placeholder-p4d-24xlarge-pg-a",
+        "headstart-placeholder-p4d-24xlarge-pg-b",
+    ]
+    group_b = fake_kube.get(*DEPLOY, "headstart-placeholder-p4d-24xlarge-pg-b", NS)
+    assert group_b["spec"]["template"]["spec"]["nodeSelector"] == {
+        "node.kubernetes.io/instance-type": "p4d.24xlarge",
+        "headstart.io/placement-group": "pg-b",
+    }
+
+
+def test_capacity_buffers_when_the_cluster_serves_them(fake_kube) -> None:
+    fake_kube.serve("autoscaling.x-k8s.io/v1alpha1")
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(placeholders={"backend": "auto"}), demand)
+    report = loop.tick(at_tick(29))
+    assert report.applied.backend == "capacitybuffer"
+    buffer = fake_kube.get("autoscaling.x-k8s.io/v1alpha1", "CapacityBuffer",
+                           "headstart-placeholder-g5-xlarge", NS)
+    assert buffer["spec"]["replicas"] == 2
+    assert fake_kube.list(*DEPLOY, NS) == []
