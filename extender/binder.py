@@ -11,7 +11,6 @@ Must not: record placements (the handler does, once the Binding exists).
 from __future__ import annotations
 
 import asyncio
-import functools
 from typing import Protocol
 
 from kubernetes import client as k8s
@@ -43,16 +42,18 @@ class ApiBinder:
             "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": args.node},
         }
-        call = functools.partial(
-            self._core.create_namespaced_binding,
-            args.pod_namespace,
-            body,
-            _preload_content=False,  # the generated model rejects the API's Binding echo
-            _request_timeout=self._timeout,
-        )
-        try:
-            response = await asyncio.get_running_loop().run_in_executor(None, call)
+        def create() -> None:
+            response = self._core.create_namespaced_binding(
+                args.pod_namespace,
+                body,
+                _preload_content=False,  # the generated model rejects the API's Binding echo
+                _request_timeout=self._timeout,
+            )
+            response.drain_conn()  # an unread body would poison the pooled connection
             response.release_conn()
+
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, create)
         except ApiException as error:
             return (
                 f"binding {args.pod_namespace}/{args.pod_name} to {args.node} failed: "

@@ -50,6 +50,9 @@ class ClusterSync:
         self.watches: list[ResourceWatch] = []
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the watch threads (a second call does nothing)."""
+        if self.watches:
+            return
         core = k8s.CoreV1Api(self._api_client)
         config = self._config
         self.watches = [

@@ -118,6 +118,7 @@ class ResourceWatch:
         self._optional = optional
         self._stop = threading.Event()
         self._response: Any = None
+        self._resource_version = ""
         self._thread = threading.Thread(target=self._run, name=f"watch-{kind}", daemon=True)
 
     def start(self) -> None:
@@ -141,29 +142,39 @@ class ResourceWatch:
 
     def _run(self) -> None:
         backoff = self._settings.backoff_initial_seconds
+        resource_version: str | None = None  # None: (re)list before watching
         while not self._stop.is_set():
             try:
-                resource_version = self._list()
-                backoff = self._settings.backoff_initial_seconds
+                if resource_version is None:
+                    resource_version = self._list()
+                    self._succeeded()
+                    backoff = self._settings.backoff_initial_seconds
+                # A watch that ends or breaks resumes from the last version it saw; only
+                # 410 Gone (history compacted) needs a relist.
+                self._resource_version = resource_version
+                self._watch()
                 self._succeeded()
-                while not self._stop.is_set():
-                    resource_version = self._watch(resource_version)
+                backoff = self._settings.backoff_initial_seconds
             except _Gone:
+                resource_version = None
                 self.status.relists_total += 1
                 log.info("watch expired, relisting", extra={"kind": self.kind})
             except ApiException as error:
                 if error.status == 410:
+                    resource_version = None
                     self.status.relists_total += 1
-                    continue
-                if error.status == 404 and self._optional:
+                elif error.status == 404 and self._optional:
+                    resource_version = None
                     self._absent()
                     self._stop.wait(self._settings.optional_recheck_seconds)
-                    continue
-                backoff = self._failed(f"API status {error.status}: {error.reason}", backoff)
+                else:
+                    backoff = self._failed(f"API status {error.status}: {error.reason}", backoff)
             except Exception as error:  # noqa: BLE001 - any fault is retried; the thread lives on
                 if self._stop.is_set():
                     break
                 backoff = self._failed(f"{type(error).__name__}: {error}", backoff)
+            if resource_version is not None:
+                resource_version = self._resource_version
         self.status.streaming = False
 
     def _failed(self, message: str, backoff: float) -> float:
@@ -230,11 +241,11 @@ class ResourceWatch:
         self._mark_synced(len(items))
         return str(metadata.get("resourceVersion") or "")
 
-    def _watch(self, resource_version: str) -> str:
-        """Stream events until the server ends the watch; return the last resourceVersion."""
+    def _watch(self) -> None:
+        """Stream events until the server ends the watch; `_resource_version` follows them."""
         response = self._list_call(
             watch=True,
-            resource_version=resource_version,
+            resource_version=self._resource_version,
             allow_watch_bookmarks=True,
             timeout_seconds=self._settings.watch_timeout_seconds,
             _preload_content=False,
@@ -243,17 +254,19 @@ class ResourceWatch:
         self._response = response
         self.status.streaming = True
         try:
+            if self._stop.is_set():  # stop() ran before _response was set: it could not close it
+                return
             for line in iter_resp_lines(response):
                 if self._stop.is_set():
                     break
-                resource_version = self._handle_line(line, resource_version)
+                self._handle_line(line)
         finally:
             self._response = None
+            self.status.streaming = False
             response.close()
             response.release_conn()
-        return resource_version
 
-    def _handle_line(self, line: str | bytes, resource_version: str) -> str:
+    def _handle_line(self, line: str | bytes) -> None:
         event = json.loads(line)
         kind = event.get("type")
         obj = event.get("object") or {}
@@ -262,21 +275,21 @@ class ResourceWatch:
             if code == 410:
                 raise _Gone()
             raise ApiException(status=code, reason=obj.get("message") or obj.get("reason"))
-        new_version = (obj.get("metadata") or {}).get("resourceVersion") or resource_version
-        if kind == "BOOKMARK":
-            return new_version
-        parsed = self._parse_one(obj)
-        if parsed is not None:
-            if kind == "DELETED":
-                self._deliver("delete", parsed)
-                self.status.objects = max(self.status.objects - 1, 0)
-            elif kind in ("ADDED", "MODIFIED"):
-                self._deliver("upsert", parsed)
-                if kind == "ADDED":
-                    self.status.objects += 1
-        self.status.events_total += 1
-        self.status.last_event_monotonic = time.monotonic()
-        return new_version
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if kind != "BOOKMARK":
+            parsed = self._parse_one(obj)
+            if parsed is not None:
+                if kind == "DELETED":
+                    self._deliver("delete", parsed)
+                    self.status.objects = max(self.status.objects - 1, 0)
+                elif kind in ("ADDED", "MODIFIED"):
+                    self._deliver("upsert", parsed)
+                    if kind == "ADDED":
+                        self.status.objects += 1
+            self.status.events_total += 1
+            self.status.last_event_monotonic = time.monotonic()
+        if version:
+            self._resource_version = version
 
     def _parse_one(self, raw: dict[str, Any]) -> Any:
         try:
