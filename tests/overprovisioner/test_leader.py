@@ -66,3 +66,17 @@ def test_leader_writes_only_lease_calls(fake_kube) -> None:
     }
     methods = {method for method, _, _ in fake_kube.requests}
     assert methods <= {"GET", "POST", "PUT"}
+
+
+def test_a_leader_cut_off_from_the_api_stops_leading_before_the_lease_expires(fake_kube) -> None:
+    elector = LeaderElector(fake_kube.api_client(), "headstart", FAST, identity="cut-off")
+    elector.start()
+    try:
+        assert wait_for(elector.is_leader, 5)
+        fake_kube.fail_next("*", "/leases/", 503, count=1000)
+        # Renewals fail from now on: no longer the leader within the 2 s renew deadline
+        # (plus one 1 s retry period of slack), i.e. before the 3 s lease runs out for a
+        # follower that saw the last renewal.
+        assert wait_for(lambda: not elector.is_leader(), 3.5)
+    finally:
+        elector.stop(release=False)
