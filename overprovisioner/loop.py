@@ -63,7 +63,9 @@ class DemandSource(Protocol):
         ...
 
 
-ModelLoader = Callable[[str], Forecaster]
+# (model_path, series columns) -> a fitted forecaster; raises when the file is unusable
+# or was trained for other columns (predictor's persistence checks the bucket list).
+ModelLoader = Callable[[str, Sequence[str]], Forecaster]
 
 
 @dataclass(frozen=True)
@@ -129,13 +131,13 @@ class OverprovisionerLoop:
         metrics.dry_run.set(1 if config.dry_run else 0)
 
     # -------------------------------------------------------------------- model
-    def _initial_model(self) -> ModelState:
+    def _initial_model(self, columns: Sequence[str]) -> ModelState:
         """The configured model, loaded from model_path when one is set (fitted), else
         unfitted. A file that cannot be used falls back to seasonal naive."""
         forecast = self.config.forecast
         if forecast.model_path and self.load_model is not None:
             try:
-                return ModelState(self.load_model(forecast.model_path), forecast.model)
+                return ModelState(self.load_model(forecast.model_path, columns), forecast.model)
             except (HeadstartError, OSError, ValueError) as error:
                 log.warning("model %s unusable (%s); falling back to seasonal naive",
                             forecast.model_path, error)
@@ -155,7 +157,7 @@ class OverprovisionerLoop:
         columns = tuple(series.columns)
         if not self._model_loaded:
             self._model_loaded = True
-            self.model = self._initial_model()
+            self.model = self._initial_model(columns)
             if self.model.forecaster is not None:  # a loaded model counts as fitted now
                 self.model = ModelState(self.model.forecaster, self.model.name, now_s, columns)
         due = now_s - self.model.fitted_at >= self.config.forecast.retrain_every_s
@@ -187,9 +189,21 @@ class OverprovisionerLoop:
         assert self.model.forecaster is not None
         history = series.history()
         quantile = self.config.forecast.quantile
-        result = self.model.forecaster.predict(
-            history, self.config.horizon_ticks, (quantile,), first_tick=self._first_tick(series)
-        )
+        first_tick = self._first_tick(series)
+        try:
+            result = self.model.forecaster.predict(
+                history, self.config.horizon_ticks, (quantile,), first_tick=first_tick)
+        except NotEnoughHistory:
+            raise
+        except InputError as error:
+            # E.g. a loaded model that does not fit this history: refit once, then retry.
+            log.warning("%s cannot forecast this history (%s); refitting", self.model.name,
+                        error)
+            self.model = ModelState(None, self.model.name)
+            self._ensure_model(series, now_s)
+            assert self.model.forecaster is not None
+            result = self.model.forecaster.predict(
+                history, self.config.horizon_ticks, (quantile,), first_tick=first_tick)
         point, upper = result.at(None), result.at(quantile)
         last = _last_observed(history)
         forecasts: dict[Bucket, BucketForecast] = {}

@@ -160,7 +160,7 @@ def test_failed_observation_fails_the_tick_and_keeps_the_plan(fake_kube) -> None
 
 
 def test_corrupt_model_falls_back_to_seasonal_naive_with_a_metric(fake_kube) -> None:
-    def corrupt(path: str):
+    def corrupt(path: str, columns):
         raise ConfigError(f"{path}: not a headstart model")
 
     demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
@@ -265,3 +265,17 @@ def test_capacity_buffers_when_the_cluster_serves_them(fake_kube) -> None:
                            "headstart-placeholder-g5-xlarge", NS)
     assert buffer["spec"]["replicas"] == 2
     assert fake_kube.list(*DEPLOY, NS) == []
+
+
+def test_a_loaded_model_for_other_buckets_is_refitted(fake_kube) -> None:
+    from predictor.baselines import LastValue
+
+    def load(path: str, columns):
+        # A model fitted on 3 series; the history has 2.
+        return LastValue(max_horizon=12).fit(np.ones((20, 3)))
+
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    config = make_config(forecast={"model": "last", "model_path": "/models/m.pt"})
+    report = make_loop(fake_kube, config, demand, load_model=load).tick(at_tick(29))
+    assert report.ok and report.mode == "forecast"
+    assert report.plan.wanted("g5.xlarge") == 2
