@@ -186,3 +186,16 @@ def test_cli_bad_config_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
     assert main(["overprovisioner", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "placeholders.priority_class_value" in err
+
+
+def test_the_tuners_snippet_loads_as_buckets_file(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from bucketing.cli_buckets import snippet
+
+    report = SimpleNamespace(recommended=("g4dn.xlarge", "p4d.24xlarge"), source="trace.csv",
+                             gpu_model="A100", tick_s=300.0, times=range(10),
+                             unbucketable_pods=0)
+    (tmp_path / "buckets.yaml").write_text(snippet(report, "aws"))
+    config = load_config(write(tmp_path, {"buckets_file": "buckets.yaml"}))
+    assert config.instance_types == ("g4dn.xlarge", "p4d.24xlarge")
