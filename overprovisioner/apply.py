@@ -248,8 +248,16 @@ class Applier:
         written: list[str] = []
         unchanged: list[str] = []
         errors: list[HeadstartError] = []
+        failed_templates: set[str] = set()
         for obj in desired:
             label = _describe(obj.api_version, obj.kind, obj.namespace, obj.name)
+            template = (obj.body.get("spec") or {}).get("podTemplateRef", {}).get("name")
+            if (obj.api_version, obj.kind) == CAPACITY_BUFFER and template in failed_templates:
+                # Never point a buffer at a template headstart could not write (or that
+                # belongs to someone else): CA would reserve capacity for that pod shape.
+                errors.append(ApiCallError(label, "permanent", None,
+                                           f"skipped: PodTemplate {template} was not applied"))
+                continue
             try:
                 current = observed.objects.get(obj.key)
                 if current is None:
@@ -263,6 +271,8 @@ class Applier:
                 written.append(label)
             except (ApiCallError, NotOwnedError) as error:
                 errors.append(error)
+                if (obj.api_version, obj.kind) == POD_TEMPLATE:
+                    failed_templates.add(obj.name)
         return written, unchanged, errors
 
     def prune(self, desired: Iterable[DesiredObject], observed: Observed) -> tuple[

@@ -297,3 +297,17 @@ def test_needs_write_compares_quantities_by_value(memory, cpu, replicas, expecte
     served = _served_copy(dict(desired.body), memory, cpu)
     served["spec"]["replicas"] = replicas
     assert needs_write(desired, served) is expected
+
+
+def test_a_buffer_never_points_at_a_foreign_pod_template(fake_kube) -> None:
+    fake_kube.serve(CB_GV)
+    fake_kube.create({"apiVersion": "v1", "kind": "PodTemplate",
+                      "metadata": {"name": "headstart-placeholder-g5-xlarge", "namespace": NS},
+                      "template": {"spec": {"containers": [{"name": "x", "image": "x:1"}]}}})
+    harness = Harness(fake_kube, make_config("capacitybuffer"))
+    result, _ = harness.run([bucket("g5.xlarge", "", 1), bucket("p4d.24xlarge", "", 1)])
+    kinds = sorted(type(e).__name__ for e in result.errors)
+    assert kinds == ["ApiCallError", "NotOwnedError"]
+    assert fake_kube.get(CB_GV, "CapacityBuffer", "headstart-placeholder-g5-xlarge", NS) is None
+    assert fake_kube.get(CB_GV, "CapacityBuffer", "headstart-placeholder-p4d-24xlarge",
+                         NS) is not None
