@@ -15,6 +15,7 @@ from bucketing.errors import InputError
 from predictor.backtest import LAST_MARGIN, BacktestResult
 
 MAX_PANELS = 6
+TOTAL_FIRST = "total_gpus"
 
 
 def plot_backtest(
@@ -26,7 +27,8 @@ def plot_backtest(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    columns = list(result.actual)[:MAX_PANELS]
+    # The total first: with many buckets it would otherwise fall off the page.
+    columns = sorted(result.actual, key=lambda column: column != TOTAL_FIRST)[:MAX_PANELS]
     if not columns or len(result.test_index) == 0:
         raise InputError("--plot: nothing to draw (no tested ticks)")
     hours = (np.asarray(times)[result.test_index] - times[result.test_index[0]]) / 3600.0
