@@ -31,6 +31,13 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
     status = _object(obj.get("status"), f"{where}.status", required=False)
     labels = _string_map(metadata.get("labels"), f"{where}.metadata.labels")
     annotations = _string_map(metadata.get("annotations"), f"{where}.metadata.annotations")
+    for key in ("containers", "initContainers"):
+        # pod_effective_request assumes each entry is an object; say so here instead.
+        items = spec.get(key)
+        if isinstance(items, list):
+            for index, item in enumerate(items):
+                if not isinstance(item, Mapping):
+                    raise InputError(f"{where}.spec.{key}[{index}]: expected an object")
     try:
         request = pod_effective_request(obj, config.gpu_resource)
     except InputError as error:
@@ -48,6 +55,8 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise InputError(f"{where}.spec.priority: expected an integer, got {priority!r}")
     phase = status.get("phase")
+    if phase is not None and not isinstance(phase, str):
+        raise InputError(f"{where}.status.phase: expected a string, got {phase!r}")
     is_placeholder = labels.get(config.placeholder_label) == "true"
     group = labels.get(config.placeholder_group_label) if is_placeholder else None
     return Pod(
