@@ -8,6 +8,7 @@ never updated, so only the assumptions tell later pods where the earlier ones we
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -139,3 +140,33 @@ def test_required_job_too_big_for_every_group_is_unresolvable_everywhere():
         "pg-b-00": "placement group pg-b can hold 9 of the job's 17 remaining pods "
         "(policy required)",
     }
+
+
+def test_bindings_arriving_midway_change_nothing():
+    # The same job, but every 4th pod the watch delivers the bindings so far: the node
+    # states gain the pods and the assumptions are dropped (observe). Bound and
+    # assumed capacity must never be counted twice, so the placement is the same.
+    states = cluster({"pg-a": 10, "pg-b": 20})
+    pods = job(16)
+    expected = schedule_back_to_back(pods, dict(states))
+    assumed = AssumedPlacements()
+    known = {pod.uid: pod for pod in pods}
+    where = {}
+    for step, pod in enumerate(pods):
+        now = float(step)
+        context = decision_context(pod, job_pods=list(known.values()), assumed=assumed,
+                                   cluster=states, now=now, config=CONFIG)
+        result = filter_nodes(context, list(states.values()))
+        chosen = best_node(score_totals(context, [states[n] for n in result.passed]))
+        where[pod.name] = chosen
+        assumed = assumed.assume(assumption_for(pod, chosen, now, CONFIG))
+        if step % 4 == 3:
+            for placed in pods[: step + 1]:
+                if known[placed.uid].node_name is None:
+                    bound = replace(placed, node_name=where[placed.name])
+                    known[placed.uid] = bound
+                    states[bound.node_name] = states[bound.node_name].with_pod(bound)
+                    assumed = assumed.observe(bound)
+    assert where == expected
+    # 17 pods; bindings arrived after pods 4, 8, 12 and 16: only the 17th is still assumed.
+    assert len(assumed) == 1
