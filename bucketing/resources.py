@@ -135,6 +135,8 @@ def container_request(
     container: Mapping[str, Any], gpu_resource: str = DEFAULT_GPU_RESOURCE, where: str = "container"
 ) -> Resources:
     """A container's requests; like the scheduler, limits stand in for missing requests."""
+    if not isinstance(container, Mapping):
+        raise InputError(f"{where}: expected an object")
     resources = container.get("resources") or {}
     if not isinstance(resources, Mapping):
         raise InputError(f"{where}.resources: expected an object")

@@ -135,6 +135,7 @@ BAD = [
         "pod.spec.containers[0].resources.limits.memory",
         "bad-limit",
     ),
+    ({"spec": {"containers": ["nginx"]}}, "pod.spec.containers[0]", "container-not-an-object"),
     ({"metadata": {}}, "pod.spec", "no-spec"),
     ("not a pod", "pod", "not-an-object"),
 ]
