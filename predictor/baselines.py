@@ -20,6 +20,7 @@ from predictor.forecast import (
     DEFAULT_QUANTILES,
     Forecast,
     NotEnoughHistory,
+    NotFittedError,
     as_history,
     check_horizon,
     check_quantiles,
@@ -66,6 +67,8 @@ class _CopyPastValue:
         self.n_series_ = n_series
         self.min_history_ = self.min_history()
         self.max_horizon_ = self.max_horizon
+        self.fit_first_tick_ = int(first_tick)
+        self.fit_n_ticks_ = int(n_ticks)
         self.n_residuals_ = np.sum(~np.isnan(residuals), axis=1)
         self.residual_grid_ = residual_quantile_grid(residuals)
         return self
@@ -78,8 +81,7 @@ class _CopyPastValue:
         first_tick: int = 0,
     ) -> Forecast:
         if not hasattr(self, "residual_grid_"):
-            raise NotEnoughHistory(self.name, self.min_history(True), 0, "predict",
-                                   "the model is not fitted yet")
+            raise NotFittedError(self.name)
         observed = as_history(history, f"{self.name} history")
         check_series_count(observed, self.n_series_, self.name)
         horizon = check_horizon(horizon_ticks, self.max_horizon_, self.name)

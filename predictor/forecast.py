@@ -46,6 +46,13 @@ class NotEnoughHistory(InputError):
         self.got = got
 
 
+class NotFittedError(InputError):
+    """`predict` was called on a forecaster that has not been fitted (or loaded)."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"{model}: not fitted yet; call fit() or load a saved model first")
+
+
 @dataclass(frozen=True)
 class Forecast:
     """A forecast for steps 1..H after the last history row, for K series.

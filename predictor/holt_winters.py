@@ -27,6 +27,7 @@ from predictor.forecast import (
     DEFAULT_QUANTILES,
     Forecast,
     NotEnoughHistory,
+    NotFittedError,
     as_history,
     check_horizon,
     check_quantiles,
@@ -168,6 +169,8 @@ class HoltWinters:
         self.n_series_ = n_series
         self.max_horizon_ = self.max_horizon
         self.min_history_ = self.min_history()
+        self.fit_first_tick_ = int(first_tick)
+        self.fit_n_ticks_ = int(n_ticks)
         self.residual_grid_ = residual_quantile_grid(
             self._in_sample_residuals(observed, filled, first_tick))
         return self
@@ -205,8 +208,7 @@ class HoltWinters:
         first_tick: int = 0,
     ) -> Forecast:
         if not hasattr(self, "params_"):
-            raise NotEnoughHistory(self.name, self.min_history(True), 0, "predict",
-                                   "the model is not fitted yet")
+            raise NotFittedError(self.name)
         observed = as_history(history, "hw history")
         check_series_count(observed, self.n_series_, self.name)
         horizon = check_horizon(horizon_ticks, self.max_horizon_, self.name)
