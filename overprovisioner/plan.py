@@ -18,10 +18,12 @@ The rules, in the order they apply (per instance type, summed over its groups):
    placeholder of the most expensive type still above its min. Expensive first
    because one expensive placeholder frees the most budget per node given up and
    its idle node is the costliest mistake; config validation guarantees the mins fit.
-4. Placement-group balance (DESIGN "Placement-group balance"): the type's placeholders
-   are cut into blocks of `virtual_instance_nodes` (one scale-up of one virtual
-   instance, kept inside one group); blocks go round-robin, each to the group with the
-   fewest nodes so far (nodes now + blocks given), ties by group name.
+4. Placement-group balance (DESIGN "Placement-group balance"): existing placeholders
+   stay in their groups; placeholders added are cut into blocks of
+   `virtual_instance_nodes` (one scale-up of one virtual instance, kept inside one
+   group) and go round-robin, each block to the group with the fewest nodes so far
+   (nodes now + blocks given), ties by group name; placeholders removed come one at a
+   time from the group with the most nodes.
 
 Must not: read the clock, log, call the API, or mutate its inputs. Existing
 placeholders are reported, not used in the arithmetic: the plan is the desired state
@@ -240,13 +242,21 @@ def _balance(
     nodes_now = {
         g: sum(i.in_use + i.free + i.pending + i.placeholders for i in by_group[g]) for g in groups
     }
-    given = dict.fromkeys(groups, 0)
-    remaining = decision.wanted
+    # Existing placeholders stay where they are (moving one costs a node launch and an
+    # idle node draining for cluster-autoscaler's unneeded time); only the change moves.
+    given = {g: sum(i.placeholders for i in by_group[g]) for g in groups}
+    base = {g: nodes_now[g] - given[g] for g in groups}
+    remaining = decision.wanted - sum(given.values())
     while remaining > 0:
-        target = min(groups, key=lambda g: (nodes_now[g] + given[g], g))
+        target = min(groups, key=lambda g: (base[g] + given[g], g))
         block = min(config.virtual_instance_nodes, remaining)
         given[target] += block
         remaining -= block
+    while remaining < 0:
+        # Shrink the group holding the most, so the groups stay balanced.
+        target = max((g for g in groups if given[g] > 0), key=lambda g: (base[g] + given[g], g))
+        given[target] -= 1
+        remaining += 1
     planned = []
     for group in sorted(by_group):
         observations = by_group[group]

@@ -117,6 +117,26 @@ def test_placement_group_balance(block, nodes_now, expected):
 
 
 @pytest.mark.parametrize(
+    "existing, wanted_total, expected",
+    [
+        # 3 in a, 0 in b, forecast wants 5: keep a's 3, add 2 -> b b (b has fewer) -> a 3, b 2
+        ({"a": 3, "b": 0}, 5, {"a": 3, "b": 2}),
+        # 3 in a, 1 in b, wants 2: remove from the fuller group: a 2 b 1 -> a 1 b 1
+        ({"a": 3, "b": 1}, 2, {"a": 1, "b": 1}),
+        # 1 in b, wants 1: it stays in b (moving it would launch a node for nothing)
+        ({"a": 0, "b": 1}, 1, {"a": 0, "b": 1}),
+    ],
+    ids=["add-to-smaller", "remove-from-fuller", "sticky"],
+)
+def test_placement_group_balance_keeps_existing(existing, wanted_total, expected):
+    observed = [obs(group=g, placeholders=n) for g, n in existing.items()]
+    observed.append(obs(group="", forecast=wanted_total))
+    config = PlanConfig(placement_groups={G4: ("a", "b")})
+    plan = make_plan(observed, config, CATALOG)
+    assert {g: plan.wanted(G4, g) for g in ("a", "b")} == expected
+
+
+@pytest.mark.parametrize(
     "mode, expected, capped_by",
     [
         ("ladder", 2, "ladder"),  # ladder says 2 whatever the forecast (delta would be 4)
