@@ -1,0 +1,263 @@
+"""Contract tests: every forecaster goes through the same checks, then the baselines'
+hand-computed tables.
+
+The Transformer runs tiny here (a 24-tick context, 5 training steps) so the whole
+file takes seconds; its own behaviour is in test_transformer.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bucketing.errors import InputError
+from predictor.baselines import LastValue, SeasonalNaive
+from predictor.forecast import (
+    Forecast,
+    Forecaster,
+    NotEnoughHistory,
+    NotFittedError,
+    as_history,
+    forward_fill,
+)
+from predictor.holt_winters import HoltWinters
+from predictor.registry import FORECASTER_NAMES, make_forecaster
+
+TINY_TRANSFORMER = dict(periods_ticks=(24, 48), context_ticks=24, patch_ticks=6, label_ticks=4,
+                        d_model=8, n_heads=2, n_layers=1, dim_feedforward=16, train_steps=5,
+                        batch_size=8)
+
+# name -> (registry name, params) small enough for a contract test.
+MODELS = {
+    "last": ("last", dict(max_horizon=3)),
+    "seasonal": ("seasonal", dict(max_horizon=3, period_ticks=24)),
+    "seasonal_week": ("seasonal_week", dict(max_horizon=3, period_ticks=48)),
+    "hw": ("hw", dict(max_horizon=3, period_ticks=24, window_ticks=48)),
+    "transformer": ("transformer", dict(max_horizon=3, **TINY_TRANSFORMER)),
+}
+
+
+def make_model(key: str) -> Forecaster:
+    name, params = MODELS[key]
+    return make_forecaster(name, **params)
+
+
+def make_history(n_ticks: int = 120, n_series: int = 2, seed: int = 0,
+                 level: float = 20.0) -> np.ndarray:
+    """Daily-ish (24-tick) waves plus noise, rounded to whole nodes, never negative."""
+    rng = np.random.default_rng(seed)
+    ticks = np.arange(n_ticks)[:, None]
+    wave = level + 5.0 * np.sin(2 * np.pi * ticks / 24 + np.arange(n_series))
+    return np.maximum(np.round(wave + rng.normal(0, 1.5, (n_ticks, n_series))), 0.0)
+
+
+@pytest.fixture(params=list(MODELS), ids=list(MODELS))
+def model_key(request) -> str:
+    return request.param
+
+
+def test_every_registered_name_is_under_contract():
+    assert set(MODELS) == set(FORECASTER_NAMES)
+
+
+def test_forecast_shapes(model_key):
+    history = make_history()
+    model = make_model(model_key).fit(history)
+    forecast = model.predict(history, 3, quantiles=(0.5, 0.9))
+    assert isinstance(model, Forecaster)
+    assert isinstance(forecast, Forecast)
+    assert forecast.horizon_ticks == 3
+    assert forecast.point.shape == (3, 2)
+    assert sorted(forecast.quantiles) == [0.5, 0.9]
+    assert all(v.shape == (3, 2) for v in forecast.quantiles.values())
+    assert forecast.at(0.9).shape == (2,)
+    np.testing.assert_array_equal(forecast.at(0.9), forecast.quantiles[0.9][-1])
+    np.testing.assert_array_equal(forecast.at(None), forecast.point[-1])
+    assert model.n_series_ == 2
+    assert model.min_history_ == model.min_history()
+
+
+def test_forecasts_are_never_negative(model_key):
+    # Mostly zeros with a few ones: residual quantiles below the point push values below 0.
+    history = np.zeros((120, 2))
+    history[::7, 0] = 1.0
+    model = make_model(model_key).fit(history)
+    forecast = model.predict(history, 3, quantiles=(0.1, 0.5, 0.9))
+    assert (forecast.point >= 0).all()
+    assert all((v >= 0).all() for v in forecast.quantiles.values())
+
+
+def test_quantiles_are_monotone(model_key):
+    history = make_history(seed=3)
+    model = make_model(model_key).fit(history)
+    forecast = model.predict(history, 3, quantiles=(0.5, 0.9, 0.95))
+    assert (forecast.quantiles[0.5] <= forecast.quantiles[0.9]).all()
+    assert (forecast.quantiles[0.9] <= forecast.quantiles[0.95]).all()
+
+
+def test_same_seed_same_forecast(model_key):
+    history = make_history(seed=5)
+    first = make_model(model_key).fit(history).predict(history, 3, quantiles=(0.9,))
+    second = make_model(model_key).fit(history).predict(history, 3, quantiles=(0.9,))
+    np.testing.assert_array_equal(first.point, second.point)
+    np.testing.assert_array_equal(first.at(0.9), second.at(0.9))
+
+
+def test_fit_refuses_too_short_history(model_key):
+    model = make_model(model_key)
+    needed = model.min_history(for_fit=True)
+    with pytest.raises(NotEnoughHistory) as caught:
+        model.fit(make_history(n_ticks=needed - 1))
+    assert caught.value.needed == needed
+    assert isinstance(caught.value, InputError)
+
+
+def test_predict_refuses_too_short_history(model_key):
+    history = make_history()
+    model = make_model(model_key).fit(history)
+    if model.min_history() <= 1:
+        pytest.skip(f"{model_key} predicts from a single tick")
+    with pytest.raises(NotEnoughHistory):
+        model.predict(history[: model.min_history() - 1], 3)
+
+
+def test_predict_before_fit_is_a_clear_error(model_key):
+    with pytest.raises(NotFittedError):
+        make_model(model_key).predict(make_history(), 3)
+
+
+def test_gaps_are_not_zeros(model_key):
+    """A NaN gap (even at the last tick) gives a finite forecast near the level, not ~0."""
+    history = make_history(level=50.0)
+    gappy = history.copy()
+    gappy[30:40] = np.nan
+    gappy[-1] = np.nan
+    model = make_model(model_key).fit(gappy)
+    forecast = model.predict(gappy, 3, quantiles=(0.9,))
+    assert np.isfinite(forecast.point).all()
+    assert (forecast.point > 20).all()  # the level is ~50; a zero-filled gap would drag it down
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (np.array([[1.0, -1.0]] * 130), "row 0, series 1"),
+        (np.array([[1.0, np.inf]] * 130), "row 0, series 1"),
+        (np.ones((130, 2, 1)), "shape"),
+    ],
+    ids=["negative", "infinite", "3-d"],
+)
+def test_bad_values_are_input_errors(model_key, bad, message):
+    with pytest.raises(InputError, match=message):
+        make_model(model_key).fit(bad)
+
+
+def test_wrong_series_count_and_horizon(model_key):
+    history = make_history()
+    model = make_model(model_key).fit(history)
+    with pytest.raises(InputError, match="2 series"):
+        model.predict(history[:, :1], 3)
+    with pytest.raises(InputError, match="max_horizon"):
+        model.predict(history, 4)
+
+
+def test_predict_does_not_mutate_history(model_key):
+    history = make_history()
+    history[-1, 0] = np.nan
+    before = history.copy()
+    model = make_model(model_key).fit(history)
+    model.predict(history, 3)
+    np.testing.assert_array_equal(history, before)
+
+
+# --- hand-computed baseline tables -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "model, history, expected_point, expected_q50, expected_q90",
+    [
+        # point = last = 5; step-1 residuals 2-1, 3-2, 5-3 = [1, 1, 2]:
+        # median 1 -> 6; q0.9 = 1 + 0.8 * (2 - 1) = 1.8 -> 6.8
+        (LastValue(max_horizon=1), [1, 2, 3, 5], 5.0, 6.0, 6.8),
+        # last non-NaN = 2; residuals [2-1, NaN-2] -> only [1] -> q = 1 everywhere
+        (LastValue(max_horizon=1), [1, 2, np.nan], 2.0, 3.0, 3.0),
+        # falling: residuals [-2, -2]; 1 - 2 = -1 is clipped to 0 (counts of nodes)
+        (LastValue(max_horizon=1), [5, 3, 1], 1.0, 0.0, 0.0),
+        # period 3, step 1 copies row T-3 = 4; residuals lag 3: [4-1, 5-2, 6-3] = 3
+        (SeasonalNaive(period_ticks=3, max_horizon=1), [1, 2, 3, 4, 5, 6], 4.0, 7.0, 7.0),
+        # the season points at a gap (row 3): the last observed value before it (3) is
+        # used; residuals [NaN - 1 (skipped), 5 - 2, 6 - 3] = [3, 3] -> 3 + 3 = 6
+        (SeasonalNaive(period_ticks=3, max_horizon=1), [1, 2, 3, np.nan, 5, 6], 3.0, 6.0, 6.0),
+    ],
+    ids=["last", "last-after-gap", "last-clipped", "seasonal", "seasonal-gap"],
+)
+def test_baseline_table(model, history, expected_point, expected_q50, expected_q90):
+    array = np.array(history, dtype=float)
+    forecast = model.fit(array).predict(array, 1, quantiles=(0.5, 0.9))
+    assert forecast.at()[0] == pytest.approx(expected_point)
+    assert forecast.at(0.5)[0] == pytest.approx(expected_q50)
+    assert forecast.at(0.9)[0] == pytest.approx(expected_q90)
+
+
+def test_seasonal_beyond_one_period_goes_back_two_seasons():
+    # period 2, steps 1..3 from T=4: rows 4-1+1-2=2, 4-1+2-2=3, 4-1+3-4=2 -> [30, 40, 30]
+    history = np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0])
+    model = SeasonalNaive(period_ticks=2, max_horizon=3).fit(history)
+    forecast = model.predict(history[:4], 3, quantiles=(0.5,))
+    np.testing.assert_array_equal(forecast.point[:, 0], [30.0, 40.0, 30.0])
+
+
+def test_holt_winters_uses_season_only_with_two_periods():
+    history = make_history(n_ticks=47)  # < 2 x 24
+    short = HoltWinters(period_ticks=24, max_horizon=2).fit(history)
+    assert not short.seasonal_
+    assert "simple exponential smoothing" in short.form_
+    long = HoltWinters(period_ticks=24, max_horizon=2).fit(make_history(n_ticks=96))
+    assert long.seasonal_
+    assert "season of 24" in long.form_
+
+
+def test_holt_winters_on_a_constant_series_forecasts_the_constant():
+    history = np.full((100, 1), 7.0)
+    forecast = HoltWinters(period_ticks=24, max_horizon=2).fit(history).predict(history, 2)
+    np.testing.assert_allclose(forecast.point, 7.0, atol=1e-6)
+
+
+def test_holt_winters_forecasts_from_the_history_it_is_given():
+    # The recursion is linear in y: the same history 30 nodes higher gives forecasts
+    # exactly 30 higher (the fitted parameters and season are unchanged).
+    history = make_history(n_ticks=96)
+    model = HoltWinters(period_ticks=24, max_horizon=2).fit(history)
+    base = model.predict(history, 2, quantiles=(0.9,))
+    shifted = model.predict(history + 30.0, 2, quantiles=(0.9,))
+    np.testing.assert_allclose(shifted.point, base.point + 30.0)
+    np.testing.assert_allclose(shifted.at(0.9), base.at(0.9) + 30.0)
+
+
+@pytest.mark.parametrize(
+    "name, tick_seconds, attribute, expected",
+    [
+        ("seasonal", 300, "period_ticks", 288),  # 86400 / 300
+        ("seasonal", 600, "period_ticks", 144),  # 86400 / 600
+        ("seasonal_week", 300, "period_ticks", 2016),  # 7 * 288
+        ("hw", 60, "period_ticks", 1440),  # 86400 / 60
+        ("transformer", 300, "periods_ticks", (288, 2016)),
+    ],
+    ids=["day-5m", "day-10m", "week-5m", "hw-1m", "transformer-5m"],
+)
+def test_registry_periods_follow_the_tick(name, tick_seconds, attribute, expected):
+    model = make_forecaster(name, tick_seconds=tick_seconds)
+    assert getattr(model, attribute) == expected
+
+
+def test_registry_unknown_name_lists_valid_ones():
+    with pytest.raises(InputError, match="last, seasonal, seasonal_week, hw, transformer"):
+        make_forecaster("arima")
+    with pytest.raises(InputError, match="bad parameter"):
+        make_forecaster("last", window=3)
+
+
+def test_forward_fill_keeps_leading_gaps():
+    history = as_history([[np.nan, 1.0], [2.0, np.nan], [np.nan, np.nan]])
+    np.testing.assert_array_equal(
+        forward_fill(history), [[np.nan, 1.0], [2.0, 1.0], [2.0, 1.0]])
