@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "predictor.cli",
     "extender.cli",
     "overprovisioner.cli",
+    "overprovisioner.cli_sim",
 )
 
 

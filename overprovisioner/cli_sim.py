@@ -1,0 +1,261 @@
+"""`headstart simulate` and `headstart demo`: replay a trace under placeholder policies.
+
+A thin adapter: parses arguments, loads the trace, catalog and bucket list, calls the
+simulator core (`overprovisioner.sim`), prints the table / JSON, writes plots and the
+HTML report. Heavy imports happen inside the handlers so `headstart --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bucketing.errors import ConfigError, InputError
+
+POLICY_HELP = (
+    "policies to compare: reactive, static:N (N placeholder nodes per instance type), "
+    "predictive, oracle (default: reactive static:1 static:2 static:4 static:8 predictive "
+    "oracle)"
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    simulate = subparsers.add_parser(
+        "simulate",
+        help="replay a trace on a simulated autoscaled cluster under placeholder policies",
+        description="Replay a job table on a simulated cluster with cluster-autoscaler "
+        "(node start-up, 10 s scans, 10 min scale-down) and kube-scheduler-like placement "
+        "(locality scoring), under each placeholder policy; report pending time caused "
+        "by missing capacity, GPU-hours, dollars and node launches.",
+    )
+    source = simulate.add_mutually_exclusive_group(required=True)
+    source.add_argument("--trace", metavar="PATH", help="a trace file (Alibaba openb/DLRM, "
+                        "headstart CSV; gzip allowed)")
+    source.add_argument("--synthetic", action="store_true",
+                        help="the seeded synthetic workload (14 days of PS/worker jobs)")
+    _common(simulate)
+    simulate.add_argument("--json", action="store_true",
+                          help="print one JSON object per policy run (a JSON list)")
+    simulate.add_argument("--plot", metavar="DIR",
+                          help="write demand/forecast/capacity plots per policy and the "
+                          "pending-time vs cost trade-off into DIR")
+    simulate.set_defaults(func=simulate_command)
+
+    demo = subparsers.add_parser(
+        "demo",
+        help="run every policy on the synthetic workload and write an HTML report",
+        description="Run reactive, static:1/2/4/8, predictive and oracle on the synthetic "
+        "workload (or --trace), write an HTML report with plots and the summary table "
+        "into a new folder (named on stdout), and print the table.",
+    )
+    demo.add_argument("--trace", metavar="PATH", help="use this trace instead of the "
+                      "synthetic workload")
+    demo.add_argument("--out", metavar="DIR", default=None,
+                      help="folder for the report (default: ./headstart-demo-<time>)")
+    demo.add_argument("--format", default=None, help="trace format (default: detected)")
+    demo.add_argument("--days", type=float, default=None, help="simulate only N days")
+    demo.set_defaults(func=demo_command)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", default=None,
+                        help="trace format (default: detected from the header)")
+    parser.add_argument("--catalog", default="aws",
+                        help="instance catalog: aws, gcp or a YAML path (default aws)")
+    parser.add_argument("--buckets", metavar="FILE.yaml",
+                        help="instance types to simulate (the `headstart buckets tune --out` "
+                        "file, or `instance_types: [...]`); default: one type per GPU count")
+    parser.add_argument("--policy", nargs="+", metavar="NAME", default=None, help=POLICY_HELP)
+    parser.add_argument("--node-startup", default="5m",
+                        help="GPU node start-up after CA asks (default 5m)")
+    parser.add_argument("--cpu-node-startup", default="2m",
+                        help="GPU-less node start-up (default 2m)")
+    parser.add_argument("--quantile", type=float, default=0.9,
+                        help="forecast quantile the predictive policy plans for (default 0.9)")
+    parser.add_argument("--model", default="last",
+                        help="forecaster of the predictive policy (default last)")
+    parser.add_argument("--days", type=float, default=None,
+                        help="simulate only the first N days of the window")
+    parser.add_argument("--from-day", type=float, default=0.0,
+                        help="start the window N days after the trace start (default 0)")
+    parser.add_argument("--groups", type=int, default=2,
+                        help="placement groups per GPU type (default 2; 1 = none)")
+    parser.add_argument("--cost-cap", type=float, default=None,
+                        help="cap on placeholder cost in $/h (default none)")
+    parser.add_argument("--scoring", choices=("headstart", "default"), default="headstart",
+                        help="scheduler scoring of the main runs (default headstart)")
+    parser.add_argument("--no-scoring-comparison", action="store_true",
+                        help="skip the extra run with the other scoring")
+    parser.add_argument("--seed", type=int, default=0, help="seed for CA's tie-breaks")
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from overprovisioner.sim.config import SimConfig, parse_duration
+
+    return SimConfig(
+        gpu_startup_s=parse_duration(args.node_startup, "--node-startup"),
+        cpu_startup_s=parse_duration(args.cpu_node_startup, "--cpu-node-startup"),
+        quantile=args.quantile,
+        model=args.model,
+        groups_per_gpu_type=args.groups,
+        cost_cap_per_hour=args.cost_cap,
+        scoring=args.scoring,
+        seed=args.seed,
+    ).validate()
+
+
+def load_bucket_types(path: str, catalog: Any) -> tuple:
+    """Instance types from a bucket file (`buckets: {instance_types: [...]}` as the tuner
+    writes it, or a top-level `instance_types` list); unknown types are ConfigErrors."""
+    import yaml
+
+    try:
+        document = yaml.safe_load(Path(path).read_text())
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    if isinstance(document, dict) and isinstance(document.get("buckets"), dict):
+        document = document["buckets"]
+    names = document.get("instance_types") if isinstance(document, dict) else document
+    if not isinstance(names, list) or not names:
+        raise ConfigError(f"{path}: instance_types: expected a non-empty list of type names")
+    types = []
+    for index, name in enumerate(names):
+        if isinstance(name, dict):
+            name = name.get("name")
+        if not isinstance(name, str):
+            raise ConfigError(f"{path}: instance_types[{index}]: expected a type name")
+        try:
+            types.append(catalog.get(name))
+        except ConfigError as error:
+            raise ConfigError(f"{path}: instance_types[{index}]: {error}") from None
+    return tuple(types)
+
+
+def _load(args: argparse.Namespace, synthetic: bool) -> tuple[Any, Any, Any]:
+    from bucketing.catalog import load_catalog
+    from overprovisioner.sim.workload import build_workload, default_types
+
+    catalog = load_catalog(args.catalog)
+    if synthetic:
+        from bucketing.synthetic import SyntheticWorkload, generate
+
+        table = generate(SyntheticWorkload())
+    else:
+        from bucketing.traces import load_trace
+
+        table = load_trace(args.trace, args.format)
+    types = (load_bucket_types(args.buckets, catalog) if getattr(args, "buckets", None)
+             else default_types(table, catalog))
+    workload = build_workload(table, types, days=args.days,
+                              from_day=getattr(args, "from_day", 0.0))
+    if len(workload) == 0:
+        raise InputError(f"{table.source}: no pod to replay in the chosen window")
+    return catalog, table, workload
+
+
+def simulate_command(args: argparse.Namespace) -> int:
+    from overprovisioner.sim.compare import DEFAULT_POLICIES, assess, run_policies
+    from overprovisioner.sim.policies import parse_policy_name
+
+    policies = tuple(args.policy or DEFAULT_POLICIES)
+    for name in policies:
+        parse_policy_name(name)
+    config = _config(args)
+    catalog, table, workload = _load(args, args.synthetic)
+    started = time.perf_counter()
+    results = run_policies(workload, catalog, policies, config,
+                           compare_scoring=not args.no_scoring_comparison,
+                           progress=None if args.json else _progress)
+    elapsed = time.perf_counter() - started
+    metrics = [m for _, m in results]
+    if args.plot:
+        from overprovisioner.report import write_plots
+
+        paths = write_plots(results, Path(args.plot))
+        if not args.json:
+            print(f"plots: {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    if args.json:
+        print(json.dumps([m.as_dict() for m in metrics], indent=2))
+        return 0
+    print(describe_workload(table, workload))
+    print(format_table(metrics))
+    for line in assess(metrics).lines():
+        print(line)
+    print(f"({len(results)} runs in {elapsed:.1f} s)")
+    return 0
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    from overprovisioner.report import write_report
+    from overprovisioner.sim.compare import DEFAULT_POLICIES, assess, run_policies
+    from overprovisioner.sim.config import SimConfig
+
+    args.buckets = None
+    args.from_day = 0.0
+    args.catalog = "aws"
+    catalog, table, workload = _load(args, args.trace is None)
+    out = Path(args.out) if args.out else Path(f"headstart-demo-{time.strftime('%Y%m%d-%H%M%S')}")
+    config = SimConfig().validate()
+    started = time.perf_counter()
+    results = run_policies(workload, catalog, DEFAULT_POLICIES, config, progress=_progress)
+    metrics = [m for _, m in results]
+    index = write_report(results, out, title=f"headstart demo: {table.source}",
+                         workload_text=describe_workload(table, workload))
+    print(describe_workload(table, workload))
+    print(format_table(metrics))
+    for line in assess(metrics).lines():
+        print(line)
+    print(f"({len(results)} runs in {time.perf_counter() - started:.1f} s)")
+    print(f"report: {index}")
+    return 0
+
+
+def _progress(name: str) -> None:
+    print(f"simulating {name} ...", file=sys.stderr, flush=True)
+
+
+def describe_workload(table: Any, workload: Any) -> str:
+    excluded = ", ".join(f"{n} {reason}" for reason, n in workload.excluded.items()) or "none"
+    days = (workload.end_s - workload.start_s) / 86_400
+    return (
+        f"{table.source}: {len(workload)} pods over {days:.1f} days on "
+        f"{', '.join(t.name for t in workload.types)}; {int(workload.initial.sum())} running "
+        f"at the start on existing nodes; not replayed: {excluded}"
+    )
+
+
+COLUMNS = (
+    ("policy", "policy", "{}"),
+    ("scoring", "scoring", "{}"),
+    ("pods", "pods_submitted_in_window", "{}"),
+    ("pend mean s", "pending_seconds_mean", "{:.1f}"),
+    ("pend p95 s", "pending_seconds_p95", "{:.0f}"),
+    (">60s", "share_pending_over_60s", "{:.1%}"),
+    ("pend GPU-min", "pending_gpu_minutes", "{:.0f}"),
+    ("GPU-h", "gpu_hours", "{:.0f}"),
+    ("idle GPU-h", "idle_gpu_hours", "{:.0f}"),
+    ("cost $", "cost_usd", "{:.0f}"),
+    ("launches", "node_launches", "{}"),
+    ("hits", "placeholder_preemptions", "{}"),
+    ("nodes/job", "mean_nodes_per_job", "{:.2f}"),
+    ("groups/job", "mean_groups_per_job", "{:.2f}"),
+)
+
+
+def table_rows(metrics: list) -> list[list[str]]:
+    return [[fmt.format(getattr(m, field)) for _, field, fmt in COLUMNS] for m in metrics]
+
+
+def format_table(metrics: list) -> str:
+    header = [title for title, _, _ in COLUMNS]
+    rows = table_rows(metrics)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in
+                       enumerate(zip(row, widths, strict=True))) for row in [header, *rows]]
+    return "\n".join(lines)

@@ -1,0 +1,481 @@
+"""The discrete-event loop: a job table replayed on a simulated cluster under one policy.
+
+Decides the order of events and what each does:
+- arrival: the pod is scheduled at once if a ready node fits (scheduler), preempting a
+  placeholder when that is the only way; otherwise it is pending;
+- finish: the pod's node frees; pending pods of that type retry, then placeholders;
+- node ready: pending pods retry, then pending placeholders of its group take it;
+- CA scan (every scan_s, only while some type has a change CA has not seen): scale up
+  for pending pods and pending placeholders (`autoscaler.scale_up`); nodes empty for
+  unneeded_s are removed (a placeholder's node is not empty: CA keeps it);
+- policy tick (every policy_tick_s): demand is recorded, the policy plans, and the
+  placeholder count of each (type, group) moves to the plan: new placeholders are
+  pending until a node takes them, removed ones free their node.
+Events at one instant run finishes, then node-readies, then arrivals, then scans,
+then policy ticks, so freed capacity is visible to what arrives at the same second.
+
+Bounds, stated as a simulation should: pods are pinned to one instance type; nodes
+start in exactly the configured time and never fail; CA scales down only empty nodes
+(no consolidation of under-used ones, no scale-down delay after a scale-up); a
+preempted placeholder frees its node at once (pause containers stop in a moment); the
+scheduler is instantaneous, so every second a pod waits is waiting for capacity.
+The run works on its own copies: the workload and catalog are never mutated.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bucketing.catalog import Catalog
+from overprovisioner.plan import Plan
+from overprovisioner.plan_config import PlanConfig
+from overprovisioner.sim.autoscaler import scale_up
+from overprovisioner.sim.cluster import READY, REMOVED, Cluster
+from overprovisioner.sim.config import SimConfig
+from overprovisioner.sim.policies import (
+    Oracle,
+    PlanContext,
+    Policy,
+    Predictive,
+    Reactive,
+    Static,
+    TickView,
+    horizon_in_ticks,
+    parse_policy_name,
+)
+from overprovisioner.sim.scheduler import (
+    DefaultScorer,
+    HeadstartScorer,
+    JobBook,
+    candidates_for,
+)
+from overprovisioner.sim.workload import Workload, bucket_vectors, true_demand
+
+FINISH, READY_EVENT, SCAN, TICK, EMPTY_CHECK = 0, 1, 3, 4, 5
+ARRIVAL_ORDER = 2  # arrivals run after finishes and readies at the same instant
+
+
+@dataclass
+class RunResult:
+    """Everything one run measured, for metrics, the report and the plots.
+
+    placed_at: (N,) when each pod got a node (NaN = still pending at the end).
+    node_*: per node launched (initial nodes included, flagged), times in trace seconds.
+    times / demand / capacity / placeholders / forecast: per policy tick, per type.
+    """
+
+    policy: str
+    scoring: str
+    workload: Workload
+    config: SimConfig
+    placed_at: np.ndarray
+    node_type: np.ndarray
+    node_group: np.ndarray
+    node_launched: np.ndarray
+    node_ready: np.ndarray
+    node_removed: np.ndarray
+    node_initial: np.ndarray
+    times: np.ndarray
+    demand: np.ndarray
+    capacity: np.ndarray
+    placeholders: np.ndarray
+    forecast: np.ndarray
+    preemptions: int
+    job_nodes: dict[int, set[int]] = field(default_factory=dict)
+    notes: dict[str, object] = field(default_factory=dict)
+
+
+def placement_groups(workload: Workload, config: SimConfig) -> dict[int, tuple[str, ...]]:
+    """The placement groups of each type's node groups ("" = none)."""
+    names = tuple(f"pg-{chr(ord('a') + i)}" for i in range(config.groups_per_gpu_type))
+    return {
+        b: (names if kind.gpus > 0 and config.groups_per_gpu_type > 1 else ("",))
+        for b, kind in enumerate(workload.types)
+    }
+
+
+def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConfig,
+                groups: dict[int, tuple[str, ...]]) -> Policy:
+    kind, count = parse_policy_name(name)
+    if kind == "reactive":
+        return Reactive()
+    startups = [config.gpu_startup_s if t.gpus > 0 else config.cpu_startup_s
+                for t in workload.types]
+    horizons = np.array(
+        [horizon_in_ticks(s, config.scan_s, config.policy_tick_s) for s in startups]
+    )
+    plan_config = PlanConfig(
+        quantile=config.quantile,
+        horizon_s=max(startups),
+        cost_cap_per_hour=config.cost_cap_per_hour,
+        placement_groups={workload.types[b].name: g for b, g in groups.items() if g != ("",)},
+        virtual_instance_nodes=config.virtual_instance_nodes,
+    ).validate(catalog, "simulate")
+    context = PlanContext(workload.types, groups, catalog, plan_config, horizons)
+    if kind == "static":
+        return Static(context, count)
+    if kind == "oracle":
+        return Oracle(context, true_demand(workload, config.policy_tick_s))
+    from predictor.registry import make_forecaster
+
+    tick = int(config.policy_tick_s)
+    max_horizon = int(horizons.max())
+    make_forecaster(config.model, tick, max_horizon=max_horizon)  # validates the name
+    return Predictive(
+        context,
+        lambda: make_forecaster(config.model, tick, max_horizon=max_horizon),
+        config.model,
+        refit_ticks=round(config.refit_s / config.policy_tick_s),
+        train_ticks=round(config.train_s / config.policy_tick_s),
+        cold_start_placeholders=config.cold_start_placeholders,
+    )
+
+
+def run(workload: Workload, catalog: Catalog, policy_name: str,
+        config: SimConfig | None = None) -> RunResult:
+    """Replay `workload` under `policy_name`; see the module docstring for the rules."""
+    config = (config or SimConfig()).validate()
+    return _Run(workload, catalog, policy_name, config).execute()
+
+
+class _Run:
+    def __init__(self, workload: Workload, catalog: Catalog, policy_name: str,
+                 config: SimConfig) -> None:
+        self.w = workload
+        self.config = config
+        self.groups = placement_groups(workload, config)
+        self.policy = make_policy(policy_name, workload, catalog, config, self.groups)
+        self.rng = np.random.default_rng(config.seed)
+        n_types = len(workload.types)
+        self.requests = [tuple(int(v) for v in row) for row in workload.request]
+        self.bucket = workload.bucket.tolist()
+        smallest = []
+        for b in range(n_types):
+            mine = workload.request[workload.bucket == b]
+            smallest.append(tuple(int(v) for v in mine.min(axis=0)) if len(mine) else (0, 0, 0))
+        self.cluster = Cluster(workload.types, self.groups, smallest)
+        self.jobs = JobBook(workload.job.tolist(), workload.role.tolist(), self.requests,
+                            workload.job_names)
+        if config.scoring == "headstart":
+            self.scorer = HeadstartScorer(self.cluster, self.jobs, self.bucket)
+        else:
+            self.scorer = DefaultScorer()
+        self.startup = [config.gpu_startup_s if t.gpus > 0 else config.cpu_startup_s
+                        for t in workload.types]
+        self.vectors = bucket_vectors(workload.types) * np.array([1000.0, 1000.0, 1024.0**3])
+        self.placed_at = np.full(len(workload), np.nan)
+        self.node_of = [-1] * len(workload)
+        self.pending: list[dict[int, None]] = [{} for _ in range(n_types)]
+        self.pending_placeholders = {
+            (b, g): 0 for b, names in self.groups.items() for g in names
+        }
+        self.running_sum = np.zeros((n_types, 3))
+        self.pending_sum = np.zeros((n_types, 3))
+        self.dirty = [False] * n_types
+        self.heap: list[tuple[float, int, int, int, int]] = []
+        self.seq = 0
+        self.scan_at = math.nan
+        self.preemptions = 0
+        self.ticks: list[float] = []
+        self.demand_rows: list[np.ndarray] = []
+        self.capacity_rows: list[list[int]] = []
+        self.placeholder_rows: list[list[int]] = []
+        self.forecast_rows: list[np.ndarray] = []
+        n_ticks = int(math.ceil((workload.end_s - workload.start_s) / config.policy_tick_s)) + 1
+        self.history = np.zeros((n_ticks, n_types))
+        # Bumped on every change a policy could see; a tick with an unchanged version
+        # reuses the previous tick's observation instead of recomputing it.
+        self.version = 0
+        self.seen_version = -1
+        self.cached_view: tuple = ()
+
+    # ----- event plumbing
+    def push(self, time: float, kind: int, arg: int) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (time, kind, self.seq, kind, arg))
+
+    def want_scan(self, now: float, type_index: int) -> None:
+        self.dirty[type_index] = True
+        if self.scan_at == self.scan_at:  # already scheduled
+            return
+        grid = self.config.scan_s
+        offset = now - self.w.start_s
+        self.scan_at = self.w.start_s + math.ceil(offset / grid - 1e-9) * grid
+        if self.scan_at <= now - 1e-9:
+            self.scan_at += grid
+        self.push(self.scan_at, SCAN, 0)
+
+    def check_empty(self, node, now: float) -> None:
+        if node.status == READY and node.empty_since == now:
+            grid = self.config.scan_s
+            due = now + self.config.unneeded_s
+            due = self.w.start_s + math.ceil((due - self.w.start_s) / grid - 1e-9) * grid
+            self.push(due, EMPTY_CHECK, node.index)
+
+    # ----- the loop
+    def execute(self) -> RunResult:
+        w = self.w
+        end = w.end_s
+        self._start_initial()
+        self.push(w.start_s, TICK, 0)
+        submit = w.submit_s
+        initial = w.initial
+        pointer = 0
+        n = len(w)
+        while pointer < n and initial[pointer]:
+            pointer += 1
+        heap = self.heap
+        while True:
+            next_arrival = submit[pointer] if pointer < n else math.inf
+            if heap and (heap[0][0], heap[0][1]) <= (next_arrival, ARRIVAL_ORDER):
+                time, _, _, kind, arg = heapq.heappop(heap)
+                if time >= end:
+                    break
+                if kind == FINISH:
+                    self._finish(arg, time)
+                elif kind == READY_EVENT:
+                    self._node_ready(arg, time)
+                elif kind == SCAN:
+                    self._scan(time)
+                elif kind == TICK:
+                    self._tick(arg, time)
+                elif kind == EMPTY_CHECK:
+                    self._empty_check(arg, time)
+            else:
+                if next_arrival >= end:
+                    break
+                self._arrive(pointer, next_arrival)
+                pointer += 1
+        return self._result()
+
+    def _start_initial(self) -> None:
+        """Pods running before the trace start run at t0 on nodes that already exist."""
+        w = self.w
+        now = w.start_s
+        for pod in np.flatnonzero(w.initial):
+            pod = int(pod)
+            self.jobs.submitted(pod)
+            if not self._try_schedule(pod, now):
+                b = self.bucket[pod]
+                names = self.groups[b]
+                group = names[int(self.rng.integers(len(names)))]
+                node = self.cluster.add_node(b, group, now, initial=True)
+                self._bind(pod, node, now)
+
+    # ----- handlers
+    def _arrive(self, pod: int, now: float) -> None:
+        self.jobs.submitted(pod)
+        if self._try_schedule(pod, now):
+            return
+        b = self.bucket[pod]
+        self.version += 1
+        self.pending[b][pod] = None
+        self.pending_sum[b] += self.requests[pod]
+        self.want_scan(now, b)
+
+    def _try_schedule(self, pod: int, now: float) -> bool:
+        b = self.bucket[pod]
+        request = self.requests[pod]
+        job = self.jobs.job_of[pod]
+        job_nodes = self.jobs.nodes_used.get(job, set()) if job >= 0 else set()
+        candidates, preempt = candidates_for(self.cluster, b, request, job_nodes)
+        if not candidates:
+            return False
+        node = candidates[0] if len(candidates) == 1 else self.scorer.choose(
+            pod, candidates, request)
+        if preempt:
+            self.cluster.set_placeholder(node, False, now)
+            self.pending_placeholders[(b, node.group)] += 1
+            self.preemptions += 1
+            self.want_scan(now, b)
+        self._bind(pod, node, now)
+        return True
+
+    def _bind(self, pod: int, node, now: float) -> None:
+        self.version += 1
+        gpu, cpu, mem = self.requests[pod]
+        self.cluster.bind_real(node, pod, gpu, cpu, mem, now)
+        self.placed_at[pod] = now
+        self.node_of[pod] = node.index
+        self.jobs.bound(pod, node.index)
+        self.running_sum[self.bucket[pod]] += self.requests[pod]
+        self.push(now + float(self.w.duration_s[pod]), FINISH, pod)
+
+    def _finish(self, pod: int, now: float) -> None:
+        self.version += 1
+        node = self.cluster.nodes[self.node_of[pod]]
+        gpu, cpu, mem = self.requests[pod]
+        self.cluster.unbind_real(node, pod, gpu, cpu, mem, now)
+        self.running_sum[self.bucket[pod]] -= self.requests[pod]
+        self.jobs.finished(pod)
+        self._retry(node.type_index, now)
+        self.check_empty(node, now)
+
+    def _node_ready(self, index: int, now: float) -> None:
+        node = self.cluster.nodes[index]
+        if node.status == REMOVED:
+            return
+        self.version += 1
+        self.cluster.node_ready(node, now)
+        self._retry(node.type_index, now)
+        self.check_empty(node, now)
+        self.dirty[node.type_index] = True
+
+    def _retry(self, b: int, now: float) -> None:
+        """Pending pods of type b (oldest first), then pending placeholders, take free room."""
+        queue = self.pending[b]
+        open_nodes = self.cluster.open_nodes[b]
+        if queue and open_nodes:
+            failed_shapes: set[tuple[int, int, int]] = set()
+            for pod in list(queue):
+                if not open_nodes:
+                    break
+                request = self.requests[pod]
+                if request in failed_shapes:
+                    continue
+                if self._try_schedule(pod, now):
+                    del queue[pod]
+                    self.pending_sum[b] -= request
+                else:
+                    failed_shapes.add(request)
+        for group in self.groups[b]:
+            key = (b, group)
+            empty = self.cluster.empty[key]
+            while self.pending_placeholders[key] > 0 and empty:
+                node = self.cluster.nodes[min(empty)]
+                self.cluster.set_placeholder(node, True, now)
+                self.pending_placeholders[key] -= 1
+
+    def _scan(self, now: float) -> None:
+        self.scan_at = math.nan
+        for b in range(len(self.w.types)):
+            if not self.dirty[b]:
+                continue
+            self.dirty[b] = False
+            requests = [self.requests[p] for p in self.pending[b]]
+            placeholders = {
+                g: self.pending_placeholders[(b, g)] for g in self.groups[b]
+                if self.pending_placeholders[(b, g)] > 0
+            }
+            if not requests and not placeholders:
+                continue
+            self.version += 1
+            launch = scale_up(self.cluster, b, requests, placeholders, self.rng,
+                              self.config.max_nodes_per_group)
+            for group, count in launch.items():
+                for _ in range(count):
+                    node = self.cluster.add_node(b, group, now, initial=False)
+                    self.push(now + self.startup[b], READY_EVENT, node.index)
+
+    def _empty_check(self, index: int, now: float) -> None:
+        node = self.cluster.nodes[index]
+        if node.status != READY or node.empty_since != node.empty_since:
+            return
+        if now - node.empty_since >= self.config.unneeded_s - 1e-6:
+            self.version += 1
+            self.cluster.remove_node(node, now)
+
+    def _tick(self, tick: int, now: float) -> None:
+        if self.version != self.seen_version:
+            self.cached_view = self._observe()
+            self.seen_version = self.version
+        in_use, pending, free, held, capacity, placeholders = self.cached_view
+        if tick < len(self.history):
+            self.history[tick] = in_use + pending
+        view = TickView(now, tick, self.history[: tick + 1], in_use, pending, free, held)
+        plan, forecast = self.policy.decide(view)
+        if plan is not None:
+            self._apply(plan, now)
+            if self.version != self.seen_version:
+                self.cached_view = self._observe()
+                self.seen_version = self.version
+                placeholders = self.cached_view[5]
+        self.ticks.append(now)
+        self.demand_rows.append(in_use + pending)
+        self.capacity_rows.append(capacity)
+        self.placeholder_rows.append(placeholders)
+        self.forecast_rows.append(forecast)
+        self.push(now + self.config.policy_tick_s, TICK, tick + 1)
+
+    def _observe(self) -> tuple:
+        n_types = len(self.w.types)
+        in_use = self._embedded(self.running_sum)
+        pending = self._embedded(self.pending_sum)
+        free = {key: len(nodes) for key, nodes in self.cluster.empty.items()}
+        held = {
+            key: len(self.cluster.with_placeholder[key]) + self.pending_placeholders[key]
+            for key in self.pending_placeholders
+        }
+        placeholders = [sum(held[(b, g)] for g in self.groups[b]) for b in range(n_types)]
+        return in_use, pending, free, held, list(self.cluster.live_count), placeholders
+
+    def _embedded(self, sums: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(self.vectors > 0, sums / np.where(self.vectors > 0, self.vectors, 1),
+                              0.0)
+        return np.ceil(ratios.max(axis=1) - 1e-9).clip(min=0)
+
+    def _apply(self, plan: Plan, now: float) -> None:
+        for b, kind in enumerate(self.w.types):
+            for group in self.groups[b]:
+                key = (b, group)
+                wanted = plan.wanted(kind.name, group)
+                bound = self.cluster.with_placeholder[key]
+                have = len(bound) + self.pending_placeholders[key]
+                if wanted > have:
+                    self.version += 1
+                    self.pending_placeholders[key] += wanted - have
+                    self._retry(b, now)
+                    if self.pending_placeholders[key] > 0:
+                        self.want_scan(now, b)
+                elif wanted < have:
+                    self.version += 1
+                    surplus = have - wanted
+                    cancel = min(surplus, self.pending_placeholders[key])
+                    self.pending_placeholders[key] -= cancel
+                    surplus -= cancel
+                    # Newest nodes first: the oldest placeholders keep their nodes.
+                    for index in sorted(bound, reverse=True)[:surplus]:
+                        node = self.cluster.nodes[index]
+                        self.cluster.set_placeholder(node, False, now)
+                        self.check_empty(node, now)
+
+    def _result(self) -> RunResult:
+        nodes = self.cluster.nodes
+        return RunResult(
+            policy=getattr(self.policy, "name", "?"),
+            scoring=self.config.scoring,
+            workload=self.w,
+            config=self.config,
+            placed_at=self.placed_at,
+            node_type=np.array([n.type_index for n in nodes], dtype=np.int64),
+            node_group=np.array([n.group for n in nodes], dtype=object),
+            node_launched=np.array([n.launched_at for n in nodes]),
+            node_ready=np.array([n.ready_at for n in nodes]),
+            node_removed=np.array([n.removed_at for n in nodes]),
+            node_initial=np.array([n.initial for n in nodes], dtype=bool),
+            times=np.array(self.ticks),
+            demand=np.array(self.demand_rows).reshape(len(self.ticks), -1),
+            capacity=np.array(self.capacity_rows).reshape(len(self.ticks), -1),
+            placeholders=np.array(self.placeholder_rows).reshape(len(self.ticks), -1),
+            forecast=np.array([
+                row if row is not None else np.full(len(self.w.types), np.nan)
+                for row in self.forecast_rows
+            ]).reshape(len(self.ticks), -1),
+            preemptions=self.preemptions,
+            job_nodes={j: set(s) for j, s in self.jobs.nodes_used.items()},
+            notes=self._notes(),
+        )
+
+    def _notes(self) -> dict[str, object]:
+        notes: dict[str, object] = {}
+        policy = self.policy
+        if isinstance(policy, Predictive):
+            notes["model"] = policy.model_name
+            notes["fits"] = policy.fits
+            notes["cold_start_ticks"] = policy.cold_ticks
+        return notes

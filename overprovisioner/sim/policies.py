@@ -1,0 +1,230 @@
+"""Placeholder policies the simulator compares: reactive, static:N, predictive, oracle.
+
+Decides, once per policy tick, how many placeholders each (instance type, placement
+group) keeps. Every policy but `reactive` goes through the same pure planner
+(`overprovisioner.plan.make_plan`) the service runs, so the simulator measures the plan
+that ships:
+
+- `reactive`: no placeholders (cluster-autoscaler alone);
+- `static:N`: N placeholder nodes per instance type (the common Helm-chart headroom),
+  the plan's ladder mode with every rung at N;
+- `predictive`: the predictor's forecaster (default `last`: last value plus empirical
+  quantiles of its h-step residuals) refitted every `refit_s` on the trailing
+  `train_s` of recorded demand, as the service would, the quantile at the node
+  start-up horizon fed to the plan; before the first fit succeeds (cold start) the
+  plan's ladder mode keeps `cold_start_placeholders` per type;
+- `oracle`: the plan fed with the true future demand (the most nodes demand occupies
+  at any tick within the start-up horizon, from the job table): the limit to measure
+  against, not something a cluster can run.
+
+Must not: touch the cluster (it reads a `TickView` and returns counts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from bucketing.catalog import Catalog, InstanceType
+from bucketing.errors import InputError
+from overprovisioner.plan import BucketObservation, Plan, make_plan
+from overprovisioner.plan_config import PlanConfig
+
+POLICY_HELP = "reactive, static:N (N >= 0 placeholder nodes per type), predictive, oracle"
+
+
+@dataclass(frozen=True)
+class TickView:
+    """What a policy sees at one policy tick.
+
+    tick: index of this tick (0 = the simulation start); history: (tick + 1, B) the demand
+    recorded so far (embedded node counts of running plus pending real pods).
+    in_use / pending: (B,) embedded counts of running / pending real pods now.
+    free / placeholders: per (type index, group), whole empty ready nodes / placeholders.
+    """
+
+    now: float
+    tick: int
+    history: np.ndarray
+    in_use: np.ndarray
+    pending: np.ndarray
+    free: dict[tuple[int, str], int]
+    placeholders: dict[tuple[int, str], int]
+
+
+class Policy(Protocol):
+    name: str
+
+    def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
+        """The plan to apply (None = no placeholders) and the forecast it used (B,)."""
+        ...
+
+
+@dataclass
+class PlanContext:
+    """What every planning policy shares: the types, their groups, the catalog, the config."""
+
+    types: tuple[InstanceType, ...]
+    groups: dict[int, tuple[str, ...]]
+    catalog: Catalog
+    config: PlanConfig
+    horizon_ticks: np.ndarray  # (B,) start-up horizon of each type, in policy ticks
+    memo: dict = field(default_factory=dict)
+
+    def observations(self, view: TickView, forecast: np.ndarray) -> list[BucketObservation]:
+        observed = []
+        for b, kind in enumerate(self.types):
+            observed.append(BucketObservation(
+                kind.name, "", float(forecast[b]), int(view.in_use[b]),
+                view.free.get((b, ""), 0), view.placeholders.get((b, ""), 0),
+                int(view.pending[b]),
+            ))
+            for group in self.groups[b]:
+                if group:
+                    observed.append(BucketObservation(
+                        kind.name, group, 0.0, 0, view.free.get((b, group), 0),
+                        view.placeholders.get((b, group), 0), 0,
+                    ))
+        return observed
+
+    def plan(self, view: TickView, forecast: np.ndarray, mode: str = "forecast",
+             ladder: dict[str, int] | None = None) -> Plan:
+        observed = tuple(self.observations(view, forecast))
+        key = (observed, mode, tuple(sorted((ladder or {}).items())))
+        # The plan is a pure function of its inputs, and clusters revisit the same states.
+        cached = self.memo.get(key)
+        if cached is None:
+            if len(self.memo) > 50_000:
+                self.memo.clear()
+            cached = make_plan(observed, self.config, self.catalog, mode=mode,  # type: ignore
+                               ladder=ladder)
+            self.memo[key] = cached
+        return cached
+
+
+class Reactive:
+    name = "reactive"
+
+    def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
+        return None, None
+
+
+class Static:
+    def __init__(self, context: PlanContext, count: int) -> None:
+        self.context = context
+        self.count = count
+        self.name = f"static:{count}"
+
+    def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
+        ladder = {kind.name: self.count for kind in self.context.types}
+        zeros = np.zeros(len(self.context.types))
+        return self.context.plan(view, zeros, mode="ladder", ladder=ladder), None
+
+
+class Predictive:
+    def __init__(self, context: PlanContext, make_model: Callable[[], object], model_name: str,
+                 refit_ticks: int, train_ticks: int, cold_start_placeholders: int = 1) -> None:
+        self.context = context
+        self.make_model = make_model
+        self.name = "predictive"
+        self.model_name = model_name
+        self.refit_ticks = max(1, refit_ticks)
+        self.train_ticks = max(1, train_ticks)
+        self.cold_start = cold_start_placeholders
+        self.model = None
+        self.fitted_at = -10**9
+        self.fits = 0
+        self.cold_ticks = 0
+        self.cache_key: tuple = ()
+        self.cache_value = np.zeros(0)
+
+    def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
+        from predictor.forecast import NotEnoughHistory
+
+        history = view.history
+        if self.model is None or view.tick - self.fitted_at >= self.refit_ticks:
+            try:
+                self.model = self.make_model().fit(history[-self.train_ticks:])  # type: ignore
+                self.fitted_at = view.tick
+                self.fits += 1
+            except NotEnoughHistory:
+                pass
+        forecast = None
+        if self.model is not None:
+            try:
+                forecast = self._forecast(history)
+            except NotEnoughHistory:
+                forecast = None
+        if forecast is None:
+            self.cold_ticks += 1
+            ladder = {kind.name: self.cold_start for kind in self.context.types}
+            zeros = np.zeros(len(self.context.types))
+            return self.context.plan(view, zeros, mode="ladder", ladder=ladder), None
+        return self.context.plan(view, forecast), forecast
+
+    def _forecast(self, history: np.ndarray) -> np.ndarray:
+        horizons = self.context.horizon_ticks
+        q = self.context.config.quantile
+        model = self.model
+        length = max(int(model.min_history_), 1) + 1  # type: ignore[union-attr]
+        window = history[-length:]
+        first_tick = len(history) - len(window)
+        period = getattr(model, "period_ticks", None)
+        # predict reads only `window` (and the phase, for seasonal models): an unchanged
+        # window gives the same forecast, which quiet stretches of a trace hit every tick.
+        key = (self.fitted_at, window.tobytes(), first_tick % period if period else 0)
+        if key == self.cache_key:
+            return self.cache_value
+        result = model.predict(window, int(horizons.max()), quantiles=(q,),  # type: ignore
+                               first_tick=first_tick)
+        levels = result.quantiles[min(result.quantiles, key=lambda level: abs(level - q))]
+        forecast = np.empty(len(horizons))
+        for b, steps in enumerate(horizons):
+            # The most any tick up to the type's start-up horizon needs.
+            forecast[b] = levels[: int(steps), b].max()
+        self.cache_key, self.cache_value = key, forecast
+        return forecast
+
+
+class Oracle:
+    name = "oracle"
+
+    def __init__(self, context: PlanContext, true_demand: np.ndarray) -> None:
+        self.context = context
+        # forecast[t, b] = the most nodes demand occupies at ticks t+1 .. t+horizon_b.
+        ticks, types = true_demand.shape
+        padded = np.vstack([true_demand, np.repeat(true_demand[-1:], int(
+            context.horizon_ticks.max()) + 1, axis=0)])
+        self.forecast = np.zeros((ticks, types))
+        for b, steps in enumerate(context.horizon_ticks):
+            windows = np.lib.stride_tricks.sliding_window_view(padded[1:, b], int(steps))
+            self.forecast[:, b] = windows[:ticks].max(axis=1)
+
+    def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
+        forecast = self.forecast[min(view.tick, len(self.forecast) - 1)]
+        return self.context.plan(view, forecast), forecast
+
+
+def parse_policy_name(name: str) -> tuple[str, int]:
+    """("static", N) for "static:N", (name, 0) for the others; InputError when unknown."""
+    if name in ("reactive", "predictive", "oracle"):
+        return name, 0
+    kind, sep, count = name.partition(":")
+    if kind == "static" and sep:
+        try:
+            value = int(count)
+        except ValueError:
+            value = -1
+        if value >= 0:
+            return "static", value
+        raise InputError(f"policy {name!r}: static:N needs a whole number N >= 0")
+    raise InputError(f"unknown policy {name!r} (known: {POLICY_HELP})")
+
+
+def horizon_in_ticks(startup_s: float, scan_s: float, tick_s: float) -> int:
+    """Policy ticks from a placeholder's creation until its node is ready (at least 1)."""
+    return max(1, math.ceil((startup_s + scan_s) / tick_s))

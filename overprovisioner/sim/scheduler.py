@@ -1,0 +1,203 @@
+"""kube-scheduler as the simulator sees it: fit, then score, then (if nothing fits) preempt.
+
+Decides which ready node a real pod goes to. Like kube-scheduler, a pod first goes to a
+node where it fits without evicting anyone (NodeResourcesFit counts a placeholder's
+request as used); only when no node fits does preemption evict a placeholder (priority
+-5 < 0) from a node where that makes room. Among candidates, one of two scorers chooses:
+
+- `headstart`: the locality core (`locality.context.build_context` +
+  `locality.score.score_node`), i.e. what the extender ships, the extender weight taken
+  as dominant; kube-scheduler's least-allocated score breaks ties.
+- `default`: kube-scheduler's default NodeResourcesFit LeastAllocated score on CPU and
+  memory (the most idle node wins), no knowledge of jobs.
+
+Ties left after scoring go to the lowest node index (kube-scheduler picks at random among
+equals; the order here is the node's creation order, which keeps runs reproducible).
+
+Bounds: at most `SAMPLE_NODES` candidates are scored plus the nodes holding the pod's
+job (kube-scheduler samples nodes above 100 too); no affinity, taints beyond GPU vs CPU
+types, or NUMA topology (nodes publish none here, so the NUMA term is 0 everywhere).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from typing import Protocol
+
+from bucketing.resources import Resources
+from locality.context import build_context
+from locality.jobs import parse_role
+from locality.model import JobIdentity, JobKey, JobPolicy, NodeState, Pod
+from locality.placement import JobPlacement, PlacedPod
+from locality.score import score_node
+from overprovisioner.sim.cluster import READY, Cluster, SimNode
+
+SAMPLE_NODES = 100
+NAMESPACE = "sim"
+
+
+def least_allocated(node: SimNode, cpu: int, mem: int) -> float:
+    """kube-scheduler's LeastAllocated on CPU and memory: mean idle fraction after the pod."""
+    cpu_score = (node.free_cpu - cpu) / node.alloc_cpu if node.alloc_cpu > 0 else 0.0
+    mem_score = (node.free_mem - mem) / node.alloc_mem if node.alloc_mem > 0 else 0.0
+    return (cpu_score + mem_score) / 2
+
+
+class JobBook:
+    """Each multi-pod job's placed pods (pod -> node) and its pods waiting for a node."""
+
+    def __init__(self, job_of: list[int], role_of: list[str], request_of: list[tuple],
+                 job_names: tuple[str, ...]) -> None:
+        self.job_of = job_of
+        self.role_of = [parse_role(r) for r in role_of]
+        self.request_of = request_of
+        self.job_names = job_names
+        self.placed: dict[int, dict[int, int]] = {}
+        self.waiting: dict[int, set[int]] = {}
+        self.nodes_used: dict[int, set[int]] = {}
+
+    def submitted(self, pod: int) -> None:
+        job = self.job_of[pod]
+        if job >= 0:
+            self.waiting.setdefault(job, set()).add(pod)
+
+    def bound(self, pod: int, node: int) -> None:
+        job = self.job_of[pod]
+        if job >= 0:
+            self.waiting.get(job, set()).discard(pod)
+            self.placed.setdefault(job, {})[pod] = node
+            self.nodes_used.setdefault(job, set()).add(node)
+
+    def finished(self, pod: int) -> None:
+        job = self.job_of[pod]
+        if job >= 0:
+            self.placed.get(job, {}).pop(pod, None)
+
+    def placement(self, pod: int) -> tuple[JobIdentity, JobPlacement] | None:
+        job = self.job_of[pod]
+        if job < 0:
+            return None
+        key = JobKey(NAMESPACE, self.job_names[job])
+        placed = tuple(
+            PlacedPod(str(other), self.role_of[other], f"n{node}",
+                      Resources(*self.request_of[other]), False)
+            for other, node in self.placed.get(job, {}).items()
+        )
+        remaining: Counter[Resources] = Counter()
+        for other in self.waiting.get(job, ()):
+            remaining[Resources(*self.request_of[other])] += 1
+        if pod not in self.waiting.get(job, ()):
+            remaining[Resources(*self.request_of[pod])] += 1
+        ordered = tuple(sorted(
+            remaining.items(),
+            key=lambda item: (-item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes),
+        ))
+        return JobIdentity(key, self.role_of[pod]), JobPlacement(key, placed, ordered)
+
+
+class _ClusterStates(Mapping[str, NodeState]):
+    """The locality core's `cluster` mapping, built lazily from the simulated nodes.
+
+    Iteration (used only to size placement groups for a job's first pod) covers the
+    ready nodes of the types the job uses, not the whole cluster."""
+
+    def __init__(self, cluster: Cluster, type_indexes: set[int]) -> None:
+        self.cluster = cluster
+        self.type_indexes = type_indexes
+
+    def __getitem__(self, name: str) -> NodeState:
+        return self.cluster.nodes[int(name[1:])].state()
+
+    def get(self, name: str, default=None):  # noqa: D401 - Mapping.get, faster
+        index = int(name[1:])
+        if 0 <= index < len(self.cluster.nodes):
+            return self.cluster.nodes[index].state()
+        return default
+
+    def _ready(self) -> Iterator[SimNode]:
+        for node in self.cluster.nodes:
+            if node.status == READY and node.type_index in self.type_indexes:
+                yield node
+
+    def __iter__(self) -> Iterator[str]:
+        return (node.name for node in self._ready())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._ready())
+
+    def values(self):  # type: ignore[override]
+        return [node.state() for node in self._ready()]
+
+
+class Scorer(Protocol):
+    name: str
+
+    def choose(self, pod: int, candidates: list[SimNode], request: tuple[int, int, int]
+               ) -> SimNode:
+        """The best of `candidates` (non-empty) for `pod`."""
+        ...
+
+
+class DefaultScorer:
+    """kube-scheduler's default: least allocated CPU and memory, jobs unknown."""
+
+    name = "default"
+
+    def choose(self, pod: int, candidates: list[SimNode], request: tuple[int, int, int]
+               ) -> SimNode:
+        _, cpu, mem = request
+        return max(candidates, key=lambda n: (least_allocated(n, cpu, mem), -n.index))
+
+
+class HeadstartScorer:
+    """The locality core's score (what the extender ships), least-allocated breaking ties."""
+
+    name = "headstart"
+
+    def __init__(self, cluster: Cluster, jobs: JobBook, bucket_of: list[int]) -> None:
+        self.cluster = cluster
+        self.jobs = jobs
+        self.bucket_of = bucket_of
+        self.policy = JobPolicy()
+
+    def choose(self, pod: int, candidates: list[SimNode], request: tuple[int, int, int]
+               ) -> SimNode:
+        _, cpu, mem = request
+        found = self.jobs.placement(pod)
+        if found is None:
+            return max(candidates, key=lambda n: (least_allocated(n, cpu, mem), -n.index))
+        identity, placement = found
+        job = self.jobs.job_of[pod]
+        types = {self.bucket_of[p] for p in self.jobs.waiting.get(job, ())}
+        types.add(self.bucket_of[pod])
+        states = _ClusterStates(self.cluster, types)
+        sim_pod = Pod(NAMESPACE, str(pod), str(pod), {}, {}, Resources(*request))
+        context = build_context(sim_pod, identity, self.policy, placement, states)
+        return max(
+            candidates,
+            key=lambda n: (score_node(context, n.state()).total,
+                           least_allocated(n, cpu, mem), -n.index),
+        )
+
+
+def candidates_for(
+    cluster: Cluster, type_index: int, request: tuple[int, int, int], job_nodes: set[int]
+) -> tuple[list[SimNode], bool]:
+    """(nodes the pod fits on, whether that needs preemption): nodes that fit without
+    evicting anyone if any, else nodes where evicting the placeholder makes room."""
+    gpu, cpu, mem = request
+    free_fit: list[SimNode] = []
+    preempt_fit: list[SimNode] = []
+    nodes = cluster.nodes
+    for index in cluster.open_nodes[type_index]:
+        node = nodes[index]
+        if node.fits(gpu, cpu, mem):
+            (preempt_fit if node.placeholder else free_fit).append(node)
+    chosen, preempt = (free_fit, False) if free_fit else (preempt_fit, True)
+    if len(chosen) > SAMPLE_NODES:
+        chosen.sort(key=lambda n: n.index)
+        keep = chosen[:SAMPLE_NODES]
+        keep.extend(n for n in chosen[SAMPLE_NODES:] if n.index in job_nodes)
+        chosen = keep
+    return chosen, preempt
