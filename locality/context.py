@@ -101,7 +101,7 @@ def decision_context(
     if identity is None:
         return DecisionContext(pod, None, policy, None)
     placement = job_placement(pod, identity.key, policy, job_pods, assumed, now, config)
-    extra = assumed.requested_by_node(now) if len(assumed) else _NO_EXTRA
+    extra = assumed.requested_by_node(now, excluding=pod.uid) if len(assumed) else _NO_EXTRA
     return build_context(pod, identity, policy, placement, cluster, extra)
 
 

@@ -95,11 +95,15 @@ class AssumedPlacements:
         """The job's live assumptions."""
         return tuple(a for a in self.by_job.get(job, ()) if a.expires_at > now)
 
-    def requested_by_node(self, now: float) -> dict[str, Resources]:
-        """Requests of live assumptions summed per node (they are not in NodeState yet)."""
+    def requested_by_node(self, now: float, excluding: str | None = None) -> dict[str, Resources]:
+        """Requests of live assumptions summed per node (they are not in NodeState yet).
+
+        excluding: the uid of the pod being scheduled; its own assumption is stale (it
+        is being scheduled again) and must not take room from the node it fits.
+        """
         totals: dict[str, Resources] = {}
         for a in self.by_uid.values():
-            if a.expires_at > now:
+            if a.expires_at > now and a.uid != excluding:
                 current = totals.get(a.node_name)
                 totals[a.node_name] = a.request if current is None else current + a.request
         return totals

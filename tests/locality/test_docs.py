@@ -19,4 +19,6 @@ def test_python_blocks_run_in_order(capsys):
     # gpu-1 (it then holds job pods: 4 + group 3 = 7 against 6 for the empty gpu-2).
     assert lines[0] == "['gpu-0', 'gpu-1']"
     assert sorted(namespace["placed"].values()).count("gpu-0") == 9
-    assert lines[2] == "[('gpu-1', 7), ('gpu-2', 6)]"
+    # Second block: worker-1 is scheduled again. gpu-0 holds 8 assumed GPUs, one of them
+    # its own stale assumption, so 8 - 7 = 1 free: it passes as the PS's node, 5 + 3 = 8.
+    assert lines[2] == "[('gpu-0', 8), ('gpu-1', 7), ('gpu-2', 6)]"

@@ -198,3 +198,23 @@ def test_assumed_placements_take_capacity_before_the_cache_sees_them():
 def test_passed_keeps_input_order():
     states = [make_state(name) for name in ("c", "a", "b")]
     assert filter_nodes(context_for(WORKER, states), states).passed == ("c", "a", "b")
+
+
+@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+def test_a_pod_scheduled_again_does_not_compete_with_its_own_stale_assumption(columnar):
+    # The worker was steered to "only" (1 GPU allocatable) and its bind failed, so it is
+    # scheduled again within the 30 s expiry. Its own assumption must not count:
+    # 1 GPU free - 1 assumed (itself) = 0 < 1 would reject the one node it fits.
+    from locality.table import NodeTable, filter_table
+
+    state = make_state("only", gpus=1)
+    assumed = AssumedPlacements().assume(
+        Assumption(JobKey("ns", "j"), WORKER.uid, WORKER.name, Role.WORKER, "only",
+                   WORKER.request, expires_at=30.0)
+    )
+    context = context_for(WORKER, [state], job_pods=[WORKER], assumed=assumed, now=5.0)
+    if columnar:
+        result = filter_table(context, NodeTable([state]), ["only"])
+    else:
+        result = filter_nodes(context, [state])
+    assert (result.passed, result.failed) == (("only",), {})
