@@ -37,7 +37,7 @@ from bucketing.errors import InputError
 from extender.binder import Binder
 from extender.cache import ClusterCache
 from extender.config import ExtenderConfig
-from extender.decide import UNKNOWN_NODE_REASON, Decider
+from extender.decide import Decider
 from extender.metrics import ExtenderMetrics
 from extender.sync import ClusterSync
 from extender.wire import (
@@ -106,15 +106,11 @@ def create_app(
 async def filter_handler(request: web.Request) -> web.Response:
     app = request.app
     args = await _read_args(request)
-    answer = app[DECIDER].filter(args, time.monotonic())
-    result = answer.result
-    failed = result.failed
-    if answer.unknown:
-        failed = {**failed, **dict.fromkeys(answer.unknown, UNKNOWN_NODE_REASON)}
-    if failed or result.unresolvable:
-        app[METRICS].count_filtered(failed, result.unresolvable)
+    result = app[DECIDER].filter(args, time.monotonic())
+    if result.failed or result.unresolvable:
+        app[METRICS].count_filtered(result.failed, result.unresolvable)
     body = encode_filter_result(
-        result.passed, failed, result.unresolvable, args.node_names is not None, args.nodes
+        result.passed, result.failed, result.unresolvable, args.node_names is not None, args.nodes
     )
     return _json_bytes(body)
 

@@ -23,6 +23,7 @@ from locality.config import LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Node, NodeState, NodeTopology, Pod
 from locality.placement import AssumedPlacements
+from locality.table import NodeTable
 
 NODES = "nodes"
 PODS = "pods"
@@ -52,6 +53,10 @@ class ClusterCache:
         self._pods_of_job: dict[JobKey, set[str]] = {}
         self._topologies: dict[str, NodeTopology] = {}
         self._node_objects: dict[str, Node] = {}
+        # The columnar snapshot for the numpy filter/score, brought up to date lazily:
+        # a burst of watch events costs one column copy at the next request.
+        self._table: NodeTable | None = None
+        self._dirty: set[str] = set()
 
     # ---- reads -------------------------------------------------------------------
 
@@ -67,6 +72,21 @@ class ClusterCache:
             return []
         pods = self._pods
         return [pods[key] for key in keys]
+
+    def table(self) -> NodeTable:
+        """The node states as a `NodeTable` (an immutable snapshot; cheap when unchanged)."""
+        table = self._table
+        if table is None:
+            table = NodeTable(self.nodes.values())
+        elif self._dirty:
+            nodes = self.nodes
+            gone = [name for name in self._dirty if name not in nodes and name in table]
+            if gone:
+                table = table.without(gone)
+            table = table.with_states(nodes[name] for name in self._dirty if name in nodes)
+        self._table = table
+        self._dirty.clear()
+        return table
 
     def pod_count(self) -> int:
         return len(self._pods)
@@ -84,6 +104,7 @@ class ClusterCache:
         """A full node list: rebuild every node state from the pods already known."""
         self._node_objects = {node.name: node for node in nodes}
         self.nodes = {name: self._build_state(node) for name, node in self._node_objects.items()}
+        self._table = None
         self.synced[NODES] = True
         self.version += 1
 
@@ -93,11 +114,13 @@ class ClusterCache:
         self.nodes[node.name] = (
             self._build_state(node) if state is None else state.with_node(node)
         )
+        self._dirty.add(node.name)
         self.version += 1
 
     def delete_node(self, name: str) -> None:
         self._node_objects.pop(name, None)
         self.nodes.pop(name, None)
+        self._dirty.add(name)
         self.version += 1
 
     def _build_state(self, node: Node) -> NodeState:
@@ -117,6 +140,7 @@ class ClusterCache:
         for pod in pods:
             self._index(pod_key(pod.namespace, pod.name), pod)
         self.nodes = {name: self._build_state(node) for name, node in self._node_objects.items()}
+        self._table = None
         assumed = self.assumed
         for pod in self._pods.values():
             assumed = assumed.observe(pod)
@@ -152,6 +176,7 @@ class ClusterCache:
         state = self.nodes.get(node_name)
         if state is not None:
             self.nodes[node_name] = state.without_pod(pod) if remove else state.with_pod(pod)
+            self._dirty.add(node_name)
 
     def _index(self, key: str, pod: Pod) -> None:
         self._pods[key] = pod
@@ -177,6 +202,7 @@ class ClusterCache:
             topology = self._topologies.get(name)
             if topology is not state.topology:
                 self.nodes[name] = state.with_topology(topology)
+        self._table = None
         self.synced[TOPOLOGIES] = True
         self.version += 1
 
@@ -185,6 +211,7 @@ class ClusterCache:
         state = self.nodes.get(topology.node_name)
         if state is not None:
             self.nodes[topology.node_name] = state.with_topology(topology)
+            self._dirty.add(topology.node_name)
         self.version += 1
 
     def delete_topology(self, node_name: str) -> None:
@@ -192,6 +219,7 @@ class ClusterCache:
         state = self.nodes.get(node_name)
         if state is not None:
             self.nodes[node_name] = state.with_topology(None)
+            self._dirty.add(node_name)
         self.version += 1
 
     # ---- assumptions -------------------------------------------------------------

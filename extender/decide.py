@@ -1,12 +1,18 @@
 """One extender request, from parsed `ExtenderArgs` to the locality core's answer.
 
-Decides (adapter glue, no HTTP): which `NodeState`s the candidates are (from the cache
-with `nodeCacheCapable`, names the cache does not know fail with a reason; from the
-request's Node objects otherwise, with the cache's bound-pod requests when it knows
-the node), the `DecisionContext` for the pod, and when to record an assumed placement:
-after prioritize for the best-scored node, and after filter when exactly one node
-passes (kube-scheduler then skips prioritize). The assumption is what makes a job's
-pods scheduled back to back land together before any binding is visible.
+Decides (adapter glue, no HTTP): which nodes the candidates are, the `DecisionContext`
+for the pod, and when to record an assumed placement: after prioritize for the
+best-scored node, and after filter when exactly one node passes (kube-scheduler then
+skips prioritize). The assumption is what makes a job's pods scheduled back to back
+land together before any binding is visible.
+
+With `nodeCacheCapable` (the recommended mode) the candidates are names and the
+numpy path of the core runs over the cache's `NodeTable` (`filter_table`,
+`score_table`): a request costs one dict lookup per name plus column arithmetic.
+Names the cache does not know fail with a reason. Without it, the request's Node
+objects are the candidates: a node the cache knows keeps its cached state (with its
+bound pods), an unknown one is parsed from the request with no pods, and the per-node
+path (`filter_nodes`, `score_totals`) runs over them.
 
 A context is reused between the filter and the prioritize call of the same pod while
 the cache has not changed (the common case: the two calls come back to back).
@@ -17,7 +23,7 @@ Must not: decide placement itself (that is `locality`), or know about HTTP.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
 from extender.cache import ClusterCache
@@ -30,26 +36,8 @@ from locality.jobs import job_key_of
 from locality.model import NodeState, Pod, node_state
 from locality.parse import parse_node, parse_pod
 from locality.placement import assumption_for
-from locality.score import best_node, score_totals
-
-UNKNOWN_NODE_REASON = (
-    "node is not in headstart's cluster cache yet (its node watch may lag); "
-    "the extender cannot judge it"
-)
-
-
-@dataclass(frozen=True, eq=False)
-class Candidates:
-    """The request's nodes as states, and the names the cache does not know."""
-
-    states: list[NodeState]
-    unknown: list[str]
-
-
-@dataclass(frozen=True, eq=False)
-class FilterAnswer:
-    result: FilterResult
-    unknown: list[str]
+from locality.score import score_totals
+from locality.table import filter_table, score_table
 
 
 class Decider:
@@ -63,31 +51,34 @@ class Decider:
 
     # ---- the verbs ---------------------------------------------------------------
 
-    def filter(self, args: ExtenderArgs, now: float) -> FilterAnswer:
+    def filter(self, args: ExtenderArgs, now: float) -> FilterResult:
         pod = parse_pod(args.pod, self.config, where="Pod")
-        candidates = self.candidates(args)
         context = self.context(pod, now)
-        result = filter_nodes(context, candidates.states)
+        if args.node_names is not None:
+            result = filter_table(context, self.cache.table(), args.node_names)
+        else:
+            result = filter_nodes(context, self._states_from_objects(args.nodes or ()))
         if len(result.passed) == 1 and context.identity is not None:
             # kube-scheduler skips prioritize with one feasible node: this is the choice.
             self._assume(pod, result.passed[0], now)
-        return FilterAnswer(result, candidates.unknown)
+        return result
 
-    def prioritize(self, args: ExtenderArgs, now: float) -> tuple[list[str], list[int]]:
-        """(hosts, scores) in request order; unknown nodes score 0."""
+    def prioritize(self, args: ExtenderArgs, now: float) -> tuple[Sequence[str], Sequence[int]]:
+        """(hosts, scores 0..10) in request order; unknown nodes score 0."""
         pod = parse_pod(args.pod, self.config, where="Pod")
-        candidates = self.candidates(args)
         context = self.context(pod, now)
-        totals = score_totals(context, candidates.states)
-        if context.identity is not None:
-            best = best_node(totals)
-            if best is not None:
-                self._assume(pod, best, now)
-        hosts = [name for name, _ in totals]
-        scores = [total for _, total in totals]
-        if candidates.unknown:
-            hosts.extend(candidates.unknown)
-            scores.extend([0] * len(candidates.unknown))
+        if args.node_names is not None:
+            hosts: Sequence[str] = args.node_names
+            scores: Sequence[int] = score_table(context, self.cache.table(), hosts)
+        else:
+            totals = score_totals(context, self._states_from_objects(args.nodes or ()))
+            hosts = [name for name, _ in totals]
+            scores = [total for _, total in totals]
+        if context.identity is not None and scores:
+            # The best score, ties to the smallest name (locality.score.best_node's rule,
+            # in C-level builtins: this runs once per pod over every candidate).
+            top = max(scores)
+            self._assume(pod, min(compress(hosts, [score == top for score in scores])), now)
         return hosts, scores
 
     def explain(self, pod: Pod, now: float) -> Explanation:
@@ -98,28 +89,13 @@ class Decider:
 
     # ---- pieces ------------------------------------------------------------------
 
-    def candidates(self, args: ExtenderArgs) -> Candidates:
-        known = self.cache.nodes
-        if args.node_names is not None:
-            states = []
-            unknown = []
-            for name in args.node_names:
-                state = known.get(name)
-                if state is None:
-                    unknown.append(name)
-                else:
-                    states.append(state)
-            return Candidates(states, unknown)
-        return Candidates(self._states_from_objects(args.nodes or (), known), [])
-
-    def _states_from_objects(
-        self, objects: Sequence[Mapping[str, Any]], known: Mapping[str, NodeState]
-    ) -> list[NodeState]:
+    def _states_from_objects(self, objects: Sequence[Mapping[str, Any]]) -> list[NodeState]:
         """nodeCacheCapable false: the request's nodes, with the cache's pods where it can.
 
         A node the cache knows keeps its cached state (the request's copy is the same
         object a moment apart); an unknown node is parsed from the request with no pods.
         """
+        known = self.cache.nodes
         states = []
         for index, obj in enumerate(objects):
             name = obj["metadata"]["name"]
@@ -144,7 +120,7 @@ class Decider:
             pod,
             job_pods=cache.pods_of_job(job_key_of(pod, self.config)),
             assumed=cache.assumed,
-            cluster=cache.nodes,
+            cluster=cache.table(),
             now=now,
             config=self.config,
         )

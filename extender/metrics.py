@@ -32,6 +32,7 @@ from prometheus_client.registry import Collector
 
 from extender.cache import NODES, PODS, TOPOLOGIES, ClusterCache
 from extender.watch import WatchStatus
+from locality.table import UNKNOWN_NODE_REASON
 
 _LATENCY_BUCKETS = (
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
@@ -39,7 +40,7 @@ _LATENCY_BUCKETS = (
 
 # First matching keyword wins; order matters ("placement group" reasons may mention CPU).
 _REASON_CATEGORIES = (
-    ("not in headstart's cluster cache", "unknown_node"),
+    (UNKNOWN_NODE_REASON, "unknown_node"),
     ("placement group", "placement_group"),
     ("placement-group", "placement_group"),
     ("NUMA", "numa"),

@@ -23,7 +23,8 @@ Must not: look at the cluster, log, or decide anything about placement.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,8 @@ _EMPTY_DICT_JSON = "{}"
 _SCORE_SUFFIXES = tuple(f"{score}}}" for score in range(11))
 _HOST_FRAGMENT_CACHE_LIMIT = 200_000
 _host_fragments: dict[str, str] = {}
+# Anything json.dumps would escape (ensure_ascii): quotes, backslash, control, non-ASCII.
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\x7f-\U0010ffff]')
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +129,14 @@ def _node_names(raw: Any) -> list[str] | None:
         raise InputError(
             f"request body: NodeNames must be a list of strings, got {_json_type(raw)}"
         )
-    for index, name in enumerate(raw):
-        if type(name) is not str:
-            raise InputError(
-                f"request body: NodeNames[{index}] must be a string, got {_json_type(name)}"
-            )
+    try:
+        "".join(raw)  # one C-level pass: raises TypeError at the first non-string
+    except TypeError:
+        for index, name in enumerate(raw):
+            if type(name) is not str:
+                raise InputError(
+                    f"request body: NodeNames[{index}] must be a string, got {_json_type(name)}"
+                ) from None
     return raw
 
 
@@ -186,7 +192,7 @@ def encode_filter_result(
     unresolvable_json = json.dumps(unresolvable) if unresolvable else _EMPTY_DICT_JSON
     error_json = json.dumps(error)
     if node_cache_capable:
-        head = '{"NodeNames":' + json.dumps(passed)
+        head = '{"NodeNames":' + encode_string_list(passed)
     else:
         keep = set(passed)
         items = [node for node in nodes or () if node["metadata"]["name"] in keep]
@@ -201,6 +207,16 @@ def encode_filter_result(
         + error_json
         + "}"
     ).encode()
+
+
+def encode_string_list(names: Sequence[str]) -> str:
+    """A JSON list of strings; node names (DNS names) need no escaping, so this joins
+    them directly, and falls back to json.dumps when any character would need it."""
+    if not names:
+        return "[]"
+    if _NEEDS_ESCAPE.search("".join(names)):
+        return json.dumps(list(names))
+    return '["' + '","'.join(names) + '"]'
 
 
 def encode_filter_error(message: str, node_cache_capable: bool) -> bytes:
@@ -218,14 +234,20 @@ def _host_fragment(host: str) -> str:
     return fragment
 
 
-def encode_host_priorities(hosts: Iterable[str], scores: Iterable[int]) -> bytes:
-    """A HostPriorityList as bytes; scores must be integers 0..10 (clamped here)."""
-    fragments = _host_fragments
+def encode_host_priorities(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
+    """A HostPriorityList as bytes; scores are integers 0..10 (clamped here)."""
+    if len(hosts) != len(scores):
+        raise ValueError("encode_host_priorities: hosts and scores differ in length")
+    if scores and (min(scores) < 0 or max(scores) > 10):
+        scores = [10 if score > 10 else max(int(score), 0) for score in scores]
+    get = _host_fragments.get
     suffixes = _SCORE_SUFFIXES
-    parts = []
-    for host, score in zip(hosts, scores, strict=True):
-        fragment = fragments.get(host) or _host_fragment(host)
-        parts.append(fragment + suffixes[10 if score > 10 else 0 if score < 0 else int(score)])
+    pairs = zip(hosts, scores, strict=True)
+    try:
+        parts = [get(host) + suffixes[score] for host, score in pairs]
+    except TypeError:  # a host seen for the first time (None + str), or a float score
+        pairs = zip(hosts, scores, strict=True)
+        parts = [_host_fragment(host) + suffixes[int(score)] for host, score in pairs]
     return ("[" + ",".join(parts) + "]").encode()
 
 

@@ -140,7 +140,7 @@ async def test_unknown_node_names_fail_with_a_reason_and_known_ones_are_judged(s
     answer = json.loads(text)
     assert status == 200
     assert answer["NodeNames"] == ["n1"]
-    assert "not in headstart's cluster cache" in answer["FailedNodes"]["ghost"]
+    assert "not (yet) in the extender's node cache" in answer["FailedNodes"]["ghost"]
     status, text = await post(client, "prioritize", args_body(pod, names=["n1", "ghost"]))
     assert {entry["Host"]: entry["Score"] for entry in json.loads(text)}["ghost"] == 0
 

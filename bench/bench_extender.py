@@ -1,0 +1,318 @@
+"""Latency and throughput of the headstart extender through real HTTP, against a
+do-nothing aiohttp extender measured in the same run.
+
+    python bench/bench_extender.py            # full run, about 2-3 minutes
+    python bench/bench_extender.py --quick    # a smoke run, fewer requests
+
+Setup per cluster size (100, 1,000, 5,000 nodes): 8-GPU nodes in placement groups of
+50, background pods using 0-6 GPUs per node, 10% of the nodes publishing two NUMA
+zones, and a training job of 1 PS + 32 one-GPU workers already bound. The request is
+the job's next worker with every node name (nodeCacheCapable true, what
+`percentageOfNodesToScore: 100` sends). Each server runs in its own process on
+127.0.0.1 (the production app from `extender.app.create_app`, middleware and metrics
+included); the client is an aiohttp session with keep-alive, like kube-scheduler's.
+Filter and prioritize alternate, as kube-scheduler sends them; prioritize records an
+assumed placement each time, so every filter works on a changed cache (no memo hit).
+
+Baseline: an aiohttp handler that reads and parses the same request and accepts every
+node (score 0) — the cost any Python extender pays. Reported: p50/p99 per verb (the
+median of 3 runs), the ratio of headstart's filter+prioritize p50 to the baseline's at
+1,000 nodes (target <= 1.3), p99 at 5,000 nodes (target <= 10 ms), requests/s with 8
+concurrent clients at 1,000 nodes (target >= 500), and the nodeCacheCapable=false
+figures, whose requests carry every Node object (megabytes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+CAPTURES = REPO.parent / "shared" / "extender-captures"
+SIZES = (100, 1000, 5000)
+GROUP_SIZE = 50
+HEADERS = {"Content-Type": "application/json"}
+
+
+# ---- the cluster -----------------------------------------------------------------------
+
+
+def node_template() -> dict:
+    """A realistic Node object (the captured GPU node: labels, conditions, managedFields)."""
+    path = CAPTURES / "filter-nodecachecapable-false.request.json"
+    if path.is_file():
+        node = json.loads(path.read_text())["Nodes"]["items"][1]
+        node["metadata"]["labels"].pop("example.com/placement-group", None)
+        return node
+    from tests.extender.builders import make_node
+
+    return make_node("template")
+
+
+def build_cluster(size: int, seed: int = 7):
+    """(node objects, pod objects, NRT objects, the pod to schedule) for `size` nodes."""
+    import numpy as np
+
+    from tests.extender.builders import make_nrt, make_pod
+
+    rng = np.random.default_rng(seed)
+    template = node_template()
+    nodes = []
+    for index in range(size):
+        node = copy.deepcopy(template)
+        name = f"node-{index:05d}"
+        node["metadata"]["name"] = name
+        node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+        node["metadata"]["labels"]["headstart.io/placement-group"] = f"pg-{index // GROUP_SIZE}"
+        nodes.append(node)
+    pods = []
+    for index in range(size):
+        gpus = int(rng.integers(0, 7))
+        if gpus:
+            pods.append(make_pod(f"bg-{index}", namespace="background", gpus=gpus,
+                                 cpu=str(4 * gpus), memory=f"{32 * gpus}Gi",
+                                 node=f"node-{index:05d}", phase="Running"))
+    # The job: PS on node 0, 32 one-GPU workers, 4 per node on the group's quieter nodes.
+    pods.append(make_pod("ps-0", namespace="train", cpu="8", memory="32Gi", job="bert",
+                         role="PS", node="node-00000", phase="Running"))
+    for worker in range(32):
+        pods.append(make_pod(f"worker-{worker}", namespace="train", gpus=1, cpu="4",
+                             memory="32Gi", job="bert", role="Worker",
+                             node=f"node-{worker // 4 + 1:05d}", phase="Running"))
+    pod = make_pod("worker-32", namespace="train", gpus=1, cpu="4", memory="32Gi",
+                   job="bert", role="Worker")
+    pods.append(pod)
+    nrts = [make_nrt(f"node-{index:05d}", [(48, 4), (48, 4)]) for index in range(0, size, 10)]
+    return nodes, pods, nrts, pod
+
+
+def request_bodies(size: int) -> dict[str, bytes]:
+    nodes, _, _, pod = build_cluster(size)
+    names = [node["metadata"]["name"] for node in nodes]
+    return {
+        "cache": json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode(),
+        "nocache": json.dumps({"Pod": pod, "Nodes": {"items": nodes}, "NodeNames": None}).encode(),
+    }
+
+
+# ---- the servers (child processes) -----------------------------------------------------
+
+
+def headstart_app(size: int):
+    from extender.app import create_app
+    from extender.cache import ClusterCache
+    from extender.config import ExtenderConfig
+    from locality.config import LocalityConfig
+    from locality.parse import parse_node, parse_node_topology, parse_pod
+
+    locality = LocalityConfig()
+    nodes, pods, nrts, _ = build_cluster(size)
+    cache = ClusterCache(locality)
+    cache.replace_nodes([parse_node(node, locality) for node in nodes])
+    cache.replace_pods([parse_pod(pod, locality) for pod in pods])
+    cache.replace_topologies([parse_node_topology(nrt, locality) for nrt in nrts])
+    cache.table()
+    return create_app(ExtenderConfig(max_body_bytes=1024**3), cache)
+
+
+def do_nothing_app():
+    """Parse the request, accept every node: the floor for a Python aiohttp extender."""
+    from aiohttp import web
+
+    async def filter_everything(request: web.Request) -> web.Response:
+        args = json.loads(await request.read())
+        answer = {"FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""}
+        if args.get("NodeNames") is not None:
+            answer["NodeNames"] = args["NodeNames"]
+        else:
+            answer["Nodes"] = args["Nodes"]
+        return web.Response(body=json.dumps(answer).encode(), content_type="application/json")
+
+    async def prioritize_everything(request: web.Request) -> web.Response:
+        args = json.loads(await request.read())
+        names = args.get("NodeNames")
+        if names is None:
+            names = [node["metadata"]["name"] for node in args["Nodes"]["items"]]
+        body = json.dumps([{"Host": name, "Score": 0} for name in names]).encode()
+        return web.Response(body=body, content_type="application/json")
+
+    app = web.Application(client_max_size=1024**3)
+    app.router.add_post("/filter", filter_everything)
+    app.router.add_post("/prioritize", prioritize_everything)
+    return app
+
+
+def serve(kind: str, size: int, ports: multiprocessing.Queue) -> None:
+    import gc
+
+    from aiohttp import web
+
+    app = headstart_app(size) if kind == "headstart" else do_nothing_app()
+    gc.collect()
+    gc.freeze()  # what a long-running server would do after its first sync
+
+    async def main() -> None:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        ports.put(runner.addresses[0][1])
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+class Server:
+    def __init__(self, kind: str, size: int) -> None:
+        context = multiprocessing.get_context("fork")
+        queue = context.Queue()
+        self.process = context.Process(target=serve, args=(kind, size, queue), daemon=True)
+        self.process.start()
+        self.url = f"http://127.0.0.1:{queue.get(timeout=120)}"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.join(10)
+
+
+# ---- the client ------------------------------------------------------------------------
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def latencies(url: str, body: bytes, requests: int) -> dict[str, list[float]]:
+    import aiohttp
+
+    seconds: dict[str, list[float]] = {"filter": [], "prioritize": []}
+    connector = aiohttp.TCPConnector(limit=1)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for verb in ("filter", "prioritize"):  # warm-up
+            for _ in range(5):
+                async with session.post(f"{url}/{verb}", data=body, headers=HEADERS) as reply:
+                    await reply.read()
+        for _ in range(requests):
+            for verb in ("filter", "prioritize"):
+                started = time.perf_counter()
+                async with session.post(f"{url}/{verb}", data=body, headers=HEADERS) as reply:
+                    await reply.read()
+                    if reply.status != 200:
+                        raise RuntimeError(f"{verb}: HTTP {reply.status}")
+                seconds[verb].append(time.perf_counter() - started)
+    return seconds
+
+
+async def throughput(url: str, body: bytes, clients: int, duration: float) -> float:
+    import aiohttp
+
+    done = 0
+    deadline = time.perf_counter() + duration
+
+    async def client(session) -> None:
+        nonlocal done
+        while time.perf_counter() < deadline:
+            for verb in ("filter", "prioritize"):
+                async with session.post(f"{url}/{verb}", data=body, headers=HEADERS) as reply:
+                    await reply.read()
+                done += 1
+
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        started = time.perf_counter()
+        await asyncio.gather(*(client(session) for _ in range(clients)))
+        return done / (time.perf_counter() - started)
+
+
+def measure(url: str, body: bytes, requests: int, runs: int) -> dict[str, tuple[float, float]]:
+    """verb -> (median p50, median p99) in milliseconds over `runs` runs."""
+    per_run = [asyncio.run(latencies(url, body, requests)) for _ in range(runs)]
+    return {
+        verb: (
+            1e3 * statistics.median(percentile(run[verb], 0.50) for run in per_run),
+            1e3 * statistics.median(percentile(run[verb], 0.99) for run in per_run),
+        )
+        for verb in ("filter", "prioritize")
+    }
+
+
+# ---- the run ---------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
+    args = parser.parse_args()
+    runs = 1 if args.quick else 3
+    requests = {100: 300, 1000: 300, 5000: 150}
+    nocache_requests = {100: 30, 1000: 8, 5000: 2}
+    if args.quick:
+        requests = {size: max(count // 10, 10) for size, count in requests.items()}
+        nocache_requests = {size: 1 for size in nocache_requests}
+
+    started = time.perf_counter()
+    rows = []
+    nocache_rows = []
+    rates: dict[str, float] = {}
+    for size in SIZES:
+        bodies = request_bodies(size)
+        figures = {}
+        nocache = {}
+        for kind in ("headstart", "baseline"):
+            server = Server(kind, size)
+            try:
+                figures[kind] = measure(server.url, bodies["cache"], requests[size], runs)
+                if size == 1000:
+                    rates[kind] = asyncio.run(
+                        throughput(server.url, bodies["cache"], 8, 1.0 if args.quick else 3.0)
+                    )
+                nocache[kind] = measure(server.url, bodies["nocache"], nocache_requests[size], 1)
+            finally:
+                server.stop()
+        rows.append((size, figures))
+        nocache_rows.append((size, len(bodies["nocache"]), nocache))
+        print(f"... {size} nodes done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+
+    print("headstart extender through HTTP on 127.0.0.1 (nodeCacheCapable true, "
+          f"median of {runs} run(s); ms)")
+    print(f"{'nodes':>6} {'verb':<11} {'p50':>7} {'p99':>7} | {'do-nothing p50':>14} "
+          f"{'p99':>7} | {'p50 ratio':>9}")
+    for size, figures in rows:
+        for verb in ("filter", "prioritize"):
+            ours, base = figures["headstart"][verb], figures["baseline"][verb]
+            print(f"{size:>6} {verb:<11} {ours[0]:>7.2f} {ours[1]:>7.2f} | {base[0]:>14.2f} "
+                  f"{base[1]:>7.2f} | {ours[0] / base[0]:>8.2f}x")
+    at_1000 = dict(rows)[1000]
+    ours = at_1000["headstart"]["filter"][0] + at_1000["headstart"]["prioritize"][0]
+    base = at_1000["baseline"]["filter"][0] + at_1000["baseline"]["prioritize"][0]
+    at_5000 = dict(rows)[5000]["headstart"]
+    print(f"filter+prioritize p50 at 1,000 nodes: {ours:.2f} ms vs do-nothing {base:.2f} ms "
+          f"= {ours / base:.2f}x (target <= 1.3x)")
+    print(f"p99 at 5,000 nodes: filter {at_5000['filter'][1]:.2f} ms, prioritize "
+          f"{at_5000['prioritize'][1]:.2f} ms (target <= 10 ms)")
+    print(f"throughput at 1,000 nodes, 8 clients: headstart {rates['headstart']:.0f} req/s, "
+          f"do-nothing {rates['baseline']:.0f} req/s (target >= 500)")
+    print("nodeCacheCapable false (every Node object in the request; p50 ms):")
+    print(f"{'nodes':>6} {'request MB':>10} {'filter':>8} {'prioritize':>10} | "
+          f"{'do-nothing filter':>17} {'prioritize':>10}")
+    for size, payload, nocache in nocache_rows:
+        ours, base = nocache["headstart"], nocache["baseline"]
+        print(f"{size:>6} {payload / 1e6:>10.1f} {ours['filter'][0]:>8.1f} "
+              f"{ours['prioritize'][0]:>10.1f} | {base['filter'][0]:>17.1f} "
+              f"{base['prioritize'][0]:>10.1f}")
+    print(f"total {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
