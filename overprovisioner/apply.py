@@ -126,6 +126,19 @@ class Observed:
     objects: Mapping[tuple[str, str, str | None, str], Mapping[str, Any]]
     capacity_buffers_served: bool
 
+    def replicas(self) -> dict[tuple[str, str], int]:
+        """Placeholders asked for now per (instance type, placement group): the
+        spec.replicas of headstart's Deployments or CapacityBuffers."""
+        result: dict[tuple[str, str], int] = {}
+        for (api_version, kind, _, _), obj in self.objects.items():
+            if (api_version, kind) not in (DEPLOYMENT, CAPACITY_BUFFER):
+                continue
+            labels = obj["metadata"].get("labels") or {}
+            key = (labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(PLACEMENT_GROUP_LABEL, ""))
+            count = int((obj.get("spec") or {}).get("replicas") or 0)
+            result[key] = result.get(key, 0) + count
+        return result
+
     def running(self) -> dict[tuple[str, str], int]:
         """Placeholders running per (instance type, placement group): ready Deployment
         replicas, or a CapacityBuffer's status.replicas."""
@@ -351,14 +364,17 @@ def apply_plan(
     applier: Applier,
     build_desired: Callable[[str], Sequence[DesiredObject]],
     priority_class: DesiredObject,
+    observed: Observed | None = None,
 ) -> tuple[ApplyResult, Observed]:
-    """One full apply: observe, choose the backend, PriorityClass, apply, prune.
+    """One full apply: observe (unless given), choose the backend, PriorityClass, apply,
+    prune.
 
     Raises ApiCallError when the cluster cannot be observed, the forced backend is
     missing or the PriorityClass is wrong: then nothing is written and the previous
     placeholders stay. Per-object failures are collected in the result instead.
     """
-    observed = applier.observe()
+    if observed is None:
+        observed = applier.observe()
     backend = applier.choose_backend(observed.capacity_buffers_served)
     applier.ensure_priority_class(priority_class)
     desired = build_desired(backend)

@@ -89,6 +89,17 @@ class ForecastConfig:
     cold_start_placeholders: int = 1
     """Placeholders per instance type while the history is shorter than the model needs
     (the cold-start ladder; still within the per-bucket min/max and the cost cap)."""
+    stabilize_rho: float = 1.0
+    """Stabilization: a change of at least this many nodes starts a new level."""
+    stabilize_tau_s: float = 600.0
+    """A forecast level lasting shorter than this is replaced by the larger neighbour, so
+    CA is not asked to scale up and down for a blip (YAML `stabilize_tau: 10m`; 0 = off)."""
+    fallback_window_ticks: int = 6
+    """Reactive fallback: ticks of forecast shortfall averaged per bucket."""
+    fallback_enter_mean_shortfall: float = 1.0
+    """A bucket turns reactive (no placeholders) when its mean shortfall exceeds this."""
+    fallback_exit_mean_shortfall: float = 0.25
+    """...and follows the forecast again once it is at or below this."""
 
 
 @dataclass(frozen=True)
@@ -347,12 +358,24 @@ def _forecast(reader: _Reader, raw: Mapping) -> ForecastConfig:
     path = "forecast"
     reader.known(raw, path, {
         "quantile", "model", "model_path", "retrain_every", "history_path", "retention",
-        "cold_start_placeholders",
+        "cold_start_placeholders", "stabilize_rho", "stabilize_tau", "fallback_window_ticks",
+        "fallback_enter_mean_shortfall", "fallback_exit_mean_shortfall",
     })
     d = ForecastConfig()
     quantile = reader.number(raw, "quantile", path, d.quantile)
     if not 0.0 < quantile < 1.0:
         raise reader.fail(f"{path}.quantile", f"must lie strictly between 0 and 1, got {quantile}")
+    rho = reader.number(raw, "stabilize_rho", path, d.stabilize_rho)
+    if rho <= 0:
+        raise reader.fail(f"{path}.stabilize_rho", "must be above 0")
+    enter = reader.number(raw, "fallback_enter_mean_shortfall", path,
+                          d.fallback_enter_mean_shortfall)
+    leave = reader.number(raw, "fallback_exit_mean_shortfall", path,
+                          d.fallback_exit_mean_shortfall)
+    if leave > enter:
+        raise reader.fail(f"{path}.fallback_exit_mean_shortfall",
+                          f"{leave} exceeds fallback_enter_mean_shortfall ({enter}); the mode "
+                          "would flap")
     model = reader.string(raw, "model", path, d.model)
     if model not in FORECASTER_NAMES:
         raise reader.fail(f"{path}.model", f"{model!r} is not one of {', '.join(FORECASTER_NAMES)}")
@@ -367,6 +390,13 @@ def _forecast(reader: _Reader, raw: Mapping) -> ForecastConfig:
         cold_start_placeholders=reader.integer(
             raw, "cold_start_placeholders", path, d.cold_start_placeholders, low=0
         ),
+        stabilize_rho=rho,
+        stabilize_tau_s=reader.duration(raw, "stabilize_tau", path, d.stabilize_tau_s),
+        fallback_window_ticks=reader.integer(
+            raw, "fallback_window_ticks", path, d.fallback_window_ticks, low=1
+        ),
+        fallback_enter_mean_shortfall=enter,
+        fallback_exit_mean_shortfall=leave,
     )
 
 

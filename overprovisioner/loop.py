@@ -37,13 +37,15 @@ import numpy as np
 
 from bucketing.catalog import Catalog
 from bucketing.errors import HeadstartError, InputError
+from overprovisioner.adjust import ForecastAdjuster
 from overprovisioner.apply import Applier, ApplyResult, apply_plan
 from overprovisioner.config import OverprovisionerConfig, make_plan_config
 from overprovisioner.metrics import Metrics
 from overprovisioner.objects import desired_objects, placeholder_name, priority_class
 from overprovisioner.observe import ClusterReader, ClusterView, new_preemptions
-from overprovisioner.plan import BucketObservation, Plan, make_plan
-from predictor.forecast import Forecaster, NotEnoughHistory
+from overprovisioner.plan import BucketObservation, Mode, Plan, make_plan
+from predictor.fallback import FallbackConfig
+from predictor.forecast import Forecast, Forecaster, NotEnoughHistory
 from predictor.registry import make_forecaster
 from predictor.series import DemandSeries, split_column
 
@@ -70,9 +72,16 @@ ModelLoader = Callable[[str, Sequence[str]], Forecaster]
 
 @dataclass(frozen=True)
 class BucketForecast:
+    """point: point forecast at the horizon; quantile: what the plan uses (the forecast
+    quantile after fallback and stabilization); in_use: the last recorded value (nodes
+    running + pending pods occupy now); raw_quantile: the quantile before adjustment;
+    reactive: the fallback has this series planning reactively."""
+
     point: float
     quantile: float
-    in_use: float  # last recorded value: nodes running + pending pods occupy now
+    in_use: float
+    raw_quantile: float = 0.0
+    reactive: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +133,15 @@ class OverprovisionerLoop:
         self.is_leader = is_leader
         self.load_model = load_model
         self.plan_config = make_plan_config(config)
+        forecast = config.forecast
+        self.adjuster = ForecastAdjuster(
+            horizon_ticks=config.horizon_ticks,
+            tau_ticks=max(0, math.ceil(forecast.stabilize_tau_s / config.tick_s - 1e-9)),
+            rho=forecast.stabilize_rho,
+            fallback=FallbackConfig(forecast.fallback_window_ticks,
+                                    forecast.fallback_enter_mean_shortfall,
+                                    forecast.fallback_exit_mean_shortfall),
+        )
         self.model = ModelState()
         self.latest: TickReport | None = None
         self._events_seen: dict[str, int] = {}
@@ -191,8 +209,7 @@ class OverprovisionerLoop:
         quantile = self.config.forecast.quantile
         first_tick = self._first_tick(series)
         try:
-            result = self.model.forecaster.predict(
-                history, self.config.horizon_ticks, (quantile,), first_tick=first_tick)
+            result = self._predict(history, first_tick)
         except NotEnoughHistory:
             raise
         except InputError as error:
@@ -201,10 +218,13 @@ class OverprovisionerLoop:
                         error)
             self.model = ModelState(None, self.model.name)
             self._ensure_model(series, now_s)
-            assert self.model.forecaster is not None
-            result = self.model.forecaster.predict(
-                history, self.config.horizon_ticks, (quantile,), first_tick=first_tick)
-        point, upper = result.at(None), result.at(quantile)
+            result = self._predict(history, first_tick)
+        horizon = self.config.horizon_ticks
+        steps = result.horizon_ticks
+        ahead = np.stack([result.at(quantile, s) for s in range(1, steps + 1)])
+        tick = int(round(now_s / self.config.tick_s))
+        adjusted = self.adjuster.adjust(series.columns, tick, history[-1], ahead)
+        point = result.at(None, horizon)
         last = _last_observed(history)
         forecasts: dict[Bucket, BucketForecast] = {}
         for index, column in enumerate(series.columns):
@@ -212,14 +232,38 @@ class OverprovisionerLoop:
             if bucket not in self.catalog.names:
                 continue  # a bucket recorded under an older config
             forecasts[(bucket, group or "")] = BucketForecast(
-                float(point[index]), float(upper[index]), float(last[index])
+                point=float(point[index]),
+                quantile=float(adjusted.planned[index]),
+                in_use=float(last[index]),
+                raw_quantile=float(ahead[horizon - 1, index]),
+                reactive=adjusted.reactive[index],
             )
         return forecasts
 
+    def _predict(self, history: np.ndarray, first_tick: int) -> Forecast:
+        """The forecast for horizon + tau steps (for stabilization), or just the horizon
+        when the model was fitted for fewer steps."""
+        assert self.model.forecaster is not None
+        quantiles = (self.config.forecast.quantile,)
+        try:
+            return self.model.forecaster.predict(history, self.adjuster.steps, quantiles,
+                                                 first_tick=first_tick)
+        except NotEnoughHistory:
+            raise
+        except InputError:
+            return self.model.forecaster.predict(history, self.config.horizon_ticks, quantiles,
+                                                 first_tick=first_tick)
+
     # --------------------------------------------------------------------- tick
     def observations(
-        self, forecasts: Mapping[Bucket, BucketForecast], view: ClusterView | None
+        self, forecasts: Mapping[Bucket, BucketForecast], view: ClusterView | None,
+        existing: Mapping[Bucket, int] | None = None,
     ) -> list[BucketObservation]:
+        """One observation per bucket: configured groups, forecast columns, nodes seen.
+
+        placeholders: the replicas headstart's objects ask for now (running or pending,
+        which the planner keeps in their groups), else the placeholder pods on nodes."""
+        existing = existing or {}
         buckets: set[Bucket] = set(forecasts)
         for name in self.config.instance_types:
             for group in self.plan_config.groups(name):
@@ -235,8 +279,10 @@ class OverprovisionerLoop:
                 forecast=forecast.quantile if forecast else 0.0,
                 in_use=math.ceil(forecast.in_use - 1e-9) if forecast else 0,
                 free=view.free_nodes.get((instance_type, group), 0) if view else 0,
-                placeholders=view.placeholders_running.get((instance_type, group), 0)
-                if view else 0,
+                placeholders=existing.get(
+                    (instance_type, group),
+                    view.placeholders_running.get((instance_type, group), 0) if view else 0,
+                ),
             ))
         return observations
 
@@ -278,11 +324,24 @@ class OverprovisionerLoop:
             except HeadstartError as error:
                 return self._failed(now_s, leader, model_name, mode, forecasts,
                                     [*errors, f"observe: {error}"])
+        observed, existing = None, {}
+        if self.applier is not None:
+            try:  # read-only: followers and dry-run observe too
+                observed = self.applier.observe()
+                existing = observed.replicas()
+            except HeadstartError as error:
+                return self._failed(now_s, leader, model_name, mode, forecasts,
+                                    [*errors, f"observe: {error}"])
         ladder = {name: self.config.forecast.cold_start_placeholders
                   for name in self.config.instance_types}
+        # A type whose forecast misses badly in any of its series acts reactively.
+        bucket_modes: dict[str, Mode] = {
+            instance_type: "fallback"
+            for (instance_type, _), forecast in forecasts.items() if forecast.reactive
+        }
         try:
-            plan = make_plan(self.observations(forecasts, view), self.plan_config, self.catalog,
-                             mode=mode, ladder=ladder)
+            plan = make_plan(self.observations(forecasts, view, existing), self.plan_config,
+                             self.catalog, mode=mode, ladder=ladder, bucket_modes=bucket_modes)
         except HeadstartError as error:
             return self._failed(now_s, leader, model_name, mode, forecasts,
                                 [*errors, f"plan: {error}"])
@@ -293,7 +352,7 @@ class OverprovisionerLoop:
             try:
                 applied, observed = apply_plan(
                     self.applier, lambda backend: self._desired(plan, backend),
-                    priority_class(self.config),
+                    priority_class(self.config), observed,
                 )
                 if view is None or applied.backend == "capacitybuffer":
                     # CapacityBuffer placeholders are simulated by CA, not pods: use status.

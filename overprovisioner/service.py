@@ -115,6 +115,8 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
             entry = asdict(bucket)
             forecast = report.forecasts.get((bucket.instance_type, bucket.placement_group))
             entry["forecast_point"] = forecast.point if forecast else None
+            entry["forecast_raw"] = forecast.raw_quantile if forecast else None
+            entry["reactive"] = forecast.reactive if forecast else False
             buckets.append(entry)
     applied = None
     if report.applied is not None:
