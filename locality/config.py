@@ -38,6 +38,25 @@ DEFAULT_PLACEMENT_GROUP_LABELS: tuple[str, ...] = (
     "cloud.google.com/gce-topology-block",
 )
 
+# Taints that keep every ordinary pod off a node: the node lifecycle controller's
+# (not ready, unreachable, cordoned, pressure), the cloud provider's, and the scale-down
+# taints of cluster-autoscaler and Karpenter (the node is about to be deleted, and
+# looks idle, so without this a draining group would attract a job's first pod).
+DEFAULT_UNAVAILABLE_NODE_TAINTS: tuple[str, ...] = (
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/network-unavailable",
+    "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/pid-pressure",
+    "node.cloudprovider.kubernetes.io/uninitialized",
+    "node.cloudprovider.kubernetes.io/shutdown",
+    "ToBeDeletedByClusterAutoscaler",
+    "karpenter.sh/disrupted",
+    "karpenter.sh/disruption",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class LocalityConfig:
@@ -80,6 +99,10 @@ class LocalityConfig:
     placeholder_group_label: str = "headstart.io/placement-group"
     """Placeholder pod label naming the placement group it holds capacity in."""
 
+    unavailable_node_taints: tuple[str, ...] = DEFAULT_UNAVAILABLE_NODE_TAINTS
+    """Taint keys (effect NoSchedule or NoExecute) that mean a node takes no new pods:
+    its capacity does not count when sizing placement groups for a job's first pod."""
+
     gpu_resource: str = DEFAULT_GPU_RESOURCE
     """Extended-resource name of a GPU, in pod requests, node allocatable and NRT zones."""
 
@@ -108,7 +131,7 @@ class LocalityConfig:
             where = f"{source}: {name}"
             if name == "job_labels":
                 values[name] = _job_labels(raw, where)
-            elif name == "placement_group_labels":
+            elif name in ("placement_group_labels", "unavailable_node_taints"):
                 values[name] = _string_tuple(raw, where)
             elif name == "default_packing":
                 values[name] = _enum(Packing, raw, where)

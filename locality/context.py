@@ -206,7 +206,8 @@ def fit_job_into_groups(
     dimension a shape does not request is not checked. max_pods_per_node: 1 for
     `spread` jobs (a node takes one pod of the job). Greedy packing can miss a packing
     a search would find (it is conservative), never the reverse. Nodes without a group
-    and unschedulable nodes hold nothing. `NodeTable.fit_job_into_groups` computes the
+    and nodes that take no new pods (`Node.takes_new_pods`: cordoned, not Ready,
+    tainted away) hold nothing. `NodeTable.fit_job_into_groups` computes the
     same with numpy. Cost: O(nodes x request shapes).
     """
     needed = sum(count for _, count in remaining)
@@ -217,7 +218,7 @@ def fit_job_into_groups(
         if group is None:
             continue
         rows = rows_by_group.setdefault(group, [])
-        if state.node.unschedulable:
+        if not state.node.takes_new_pods:
             continue
         row = [state.free_gpu_milli, state.free_cpu_milli, state.free_memory_bytes, room_per_node]
         extra = extra_requested.get(state.name)

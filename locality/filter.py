@@ -15,6 +15,10 @@ Rules, in this order (the first that fails gives the reason):
    placements; capacity held by headstart placeholders counts as free (a real pod
    preempts them). Failing it is resolvable (preemption may free room).
 
+Cordons, readiness, taints and affinity are not checked: kube-scheduler's filter
+plugins run before the extender and every candidate has passed them. (Group
+capacity in rule 2 is summed over all nodes, so there `Node.takes_new_pods` counts.)
+
 Reasons carry no per-node numbers (kube-scheduler counts nodes per distinct reason).
 `locality.table.filter_table` applies the same rules to numpy columns.
 

@@ -116,6 +116,11 @@ class Node:
     """A node: its allocatable resources and the labels the decisions read.
 
     placement_group: from the first configured node label present (None if none is).
+    unschedulable: `spec.unschedulable` (cordoned).
+    ready: the node's Ready condition is True (True when the node reports none).
+    blocking_taints: keys of its NoSchedule/NoExecute taints that mean the node is
+    going away or not usable (`LocalityConfig.unavailable_node_taints`: not-ready,
+    unreachable, pressure, scale-down by cluster-autoscaler or Karpenter).
     """
 
     name: str
@@ -124,6 +129,14 @@ class Node:
     placement_group: str | None = None
     instance_type: str | None = None
     unschedulable: bool = False
+    ready: bool = True
+    blocking_taints: tuple[str, ...] = ()
+
+    @property
+    def takes_new_pods(self) -> bool:
+        """False when no pod of a job can land here now: cordoned, not Ready, or tainted
+        away. Such a node's free capacity must not make its group look big enough."""
+        return not self.unschedulable and self.ready and not self.blocking_taints
 
 
 @dataclass(frozen=True, slots=True)

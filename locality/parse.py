@@ -101,7 +101,44 @@ def parse_node(obj: Any, config: LocalityConfig, where: str = "node") -> Node:
         placement_group=group,
         instance_type=labels.get(config.instance_type_label) or None,
         unschedulable=unschedulable,
+        ready=_ready(status.get("conditions"), f"{where}.status.conditions"),
+        blocking_taints=_blocking_taints(
+            spec.get("taints"), config.unavailable_node_taints, f"{where}.spec.taints"
+        ),
     )
+
+
+def _ready(conditions: Any, where: str) -> bool:
+    """The Ready condition's status is "True"; a node reporting no Ready condition counts
+    as ready (objects built by hand, simulators)."""
+    for index, condition in enumerate(_list(conditions, where)):
+        condition = _object(condition, f"{where}[{index}]", required=True)
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return True
+
+
+_HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+def _blocking_taints(taints: Any, keys: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """Keys of the node's NoSchedule/NoExecute taints among `keys` (PreferNoSchedule
+    only steers, so it never blocks)."""
+    found: list[str] = []
+    for index, taint in enumerate(_list(taints, where)):
+        taint = _object(taint, f"{where}[{index}]", required=True)
+        key = taint.get("key")
+        if key in keys and taint.get("effect") in _HARD_EFFECTS and key not in found:
+            found.append(key)
+    return tuple(found)
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"{where}: expected a list, got {type(value).__name__}")
+    return value
 
 
 def parse_node_topology(

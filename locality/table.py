@@ -50,7 +50,7 @@ class NodeTable(Mapping[str, NodeState]):
     __slots__ = (
         "states", "names", "index", "groups", "group_codes", "free_gpu", "free_cpu",
         "free_memory", "allocatable_gpu", "allocatable_cpu", "allocatable_memory",
-        "holds_placeholders", "unschedulable", "topology_rows", "_numa_memo", "_group_order",
+        "holds_placeholders", "closed", "topology_rows", "_numa_memo", "_group_order",
     )
 
     def __init__(self, states: Iterable[NodeState]) -> None:
@@ -78,7 +78,8 @@ class NodeTable(Mapping[str, NodeState]):
             [s.allocatable_memory_bytes for s in self.states], dtype=np.int64)
         self.holds_placeholders = np.array(
             [s.holds_placeholders for s in self.states], dtype=bool)
-        self.unschedulable = np.array([s.node.unschedulable for s in self.states], dtype=bool)
+        # Nodes that take no new pods (cordoned, not Ready, tainted away): no group room.
+        self.closed = np.array([not s.node.takes_new_pods for s in self.states], dtype=bool)
         self.topology_rows: tuple[int, ...] = tuple(
             row for row, s in enumerate(self.states) if s.topology is not None
         )
@@ -132,7 +133,7 @@ class NodeTable(Mapping[str, NodeState]):
         table.allocatable_cpu = self.allocatable_cpu.copy()
         table.allocatable_memory = self.allocatable_memory.copy()
         table.holds_placeholders = self.holds_placeholders.copy()
-        table.unschedulable = self.unschedulable.copy()
+        table.closed = self.closed.copy()
         code_of = {group: code for code, group in enumerate(self.groups)}
         topology_rows = set(self.topology_rows)
         for row, s in zip(rows, changed, strict=True):
@@ -144,7 +145,7 @@ class NodeTable(Mapping[str, NodeState]):
             table.allocatable_cpu[row] = s.allocatable_cpu_milli
             table.allocatable_memory[row] = s.allocatable_memory_bytes
             table.holds_placeholders[row] = s.holds_placeholders
-            table.unschedulable[row] = s.node.unschedulable
+            table.closed[row] = not s.node.takes_new_pods
             if s.topology is not None:
                 topology_rows.add(row)
             else:
@@ -220,7 +221,7 @@ class NodeTable(Mapping[str, NodeState]):
         gpu, cpu, memory = gpu[order], cpu[order], memory[order]
         room = np.full(len(order), max_pods_per_node if max_pods_per_node else needed,
                        dtype=np.int64)
-        room[self.unschedulable[order]] = 0
+        room[self.closed[order]] = 0
         starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
         row_group = np.cumsum(np.r_[False, codes[1:] != codes[:-1]])
         fitted = np.zeros(len(starts), dtype=np.int64)

@@ -19,6 +19,7 @@ def test_defaults_match_the_docs():
         "training.kubeflow.org/job-name", "training.kubeflow.org/replica-type"
     )
     assert (config.gpu_resource, config.assumed_ttl_seconds) == ("nvidia.com/gpu", 30.0)
+    assert "ToBeDeletedByClusterAutoscaler" in config.unavailable_node_taints
 
 
 def test_from_mapping_reads_every_kind_of_field():
@@ -30,6 +31,7 @@ def test_from_mapping_reads_every_kind_of_field():
             "default_placement_group": "required",
             "assumed_ttl_seconds": 20,
             "gpu_resource": "amd.com/gpu",
+            "unavailable_node_taints": ["example.com/draining"],
         },
         "extender.yaml: locality",
     )
@@ -39,6 +41,7 @@ def test_from_mapping_reads_every_kind_of_field():
     assert config.default_placement_group is Locality.REQUIRED
     assert config.assumed_ttl_seconds == 20.0
     assert config.gpu_resource == "amd.com/gpu"
+    assert config.unavailable_node_taints == ("example.com/draining",)
 
 
 @pytest.mark.parametrize(
@@ -62,6 +65,9 @@ def test_from_mapping_reads_every_kind_of_field():
         pytest.param({"placement_group_labels": ["ok", 3]},
                      "f.yaml: placement_group_labels[1]: expected a non-empty string",
                      id="group-label-not-string"),
+        pytest.param({"unavailable_node_taints": "ToBeDeletedByClusterAutoscaler"},
+                     "f.yaml: unavailable_node_taints: expected a non-empty list of strings",
+                     id="taints-not-a-list"),
         pytest.param({"gpu_resource": None},
                      "f.yaml: gpu_resource: expected a non-empty string", id="gpu-none"),
     ],

@@ -218,3 +218,41 @@ def test_a_pod_scheduled_again_does_not_compete_with_its_own_stale_assumption(co
     else:
         result = filter_nodes(context, [state])
     assert (result.passed, result.failed) == (("only",), {})
+
+
+@pytest.mark.parametrize(
+    "closed",
+    [
+        pytest.param({"unschedulable": True}, id="cordoned"),
+        pytest.param({"ready": False}, id="not-ready"),
+        pytest.param({"blocking_taints": ("ToBeDeletedByClusterAutoscaler",)},
+                     id="scaled-down-by-cluster-autoscaler"),
+    ],
+)
+@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+def test_nodes_that_take_no_new_pods_do_not_make_a_group_big_enough(closed, columnar):
+    # The job: this worker + 9 pending one-GPU workers = 10 GPUs. pg-a has 2 empty 8-GPU
+    # nodes but a-2 takes no new pods (and looks idle), so pg-a holds 8 < 10; pg-b holds 16.
+    # Counting a-2 would put the first pod in pg-a and strand 2 workers.
+    from locality.score import score_totals
+    from locality.table import NodeTable, filter_table, score_table
+
+    a2 = make_state("a-2", group="pg-a")
+    states = [make_state("a-1", group="pg-a"), a2.with_node(replace(a2.node, **closed)),
+              make_state("b-1", group="pg-b"), make_state("b-2", group="pg-b")]
+    pending = [make_pod(f"w{i}", cpu=4, gpus=1, job="j", role="worker") for i in range(9)]
+    pod = replace(WORKER, annotations={"headstart.io/placement-group": "required"})
+    cluster = NodeTable(states) if columnar else {s.name: s for s in states}
+    context = context_for(pod, cluster, pending)
+    names = [s.name for s in states]
+    result = (filter_table(context, cluster, names) if columnar
+              else filter_nodes(context, states))
+    assert result.passed == ("b-1", "b-2")
+    assert result.unresolvable["a-1"] == (
+        "placement group pg-a can hold 8 of the job's 10 remaining pods (policy required)")
+    # Under `preferred` the group term (3) goes to pg-b only: a-1 scores idle 3 + 0.
+    context = context_for(WORKER, cluster, pending)
+    totals = (score_table(context, cluster, names) if columnar
+              else [total for _, total in score_totals(context, states)])
+    assert dict(zip(names, totals, strict=True))["a-1"] == 3
+    assert dict(zip(names, totals, strict=True))["b-1"] == 6

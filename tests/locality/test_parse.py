@@ -64,6 +64,48 @@ def test_placement_group_first_label_wins(labels, expected):
     assert parse_node(node, CONFIG).placement_group == expected
 
 
+def _node_with(spec: dict, conditions: list) -> dict:
+    return {"metadata": {"name": "n"}, "spec": spec,
+            "status": {"allocatable": {"cpu": "1"}, "conditions": conditions}}
+
+
+READY = {"type": "Ready", "status": "True"}
+PRESSURE_OK = {"type": "MemoryPressure", "status": "False"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "conditions", "expected"),
+    [
+        pytest.param({}, [PRESSURE_OK, READY], (True, (), True), id="ready-untainted"),
+        pytest.param({}, [], (True, (), True), id="no-conditions-counts-as-ready"),
+        pytest.param({}, [{"type": "Ready", "status": "False"}], (False, (), False),
+                     id="not-ready"),
+        pytest.param({}, [{"type": "Ready", "status": "Unknown"}], (False, (), False),
+                     id="ready-unknown"),
+        pytest.param({"unschedulable": True}, [READY], (True, (), False), id="cordoned"),
+        pytest.param({"taints": [{"key": "ToBeDeletedByClusterAutoscaler",
+                                  "value": "1700000000", "effect": "NoSchedule"}]},
+                     [READY], (True, ("ToBeDeletedByClusterAutoscaler",), False),
+                     id="cluster-autoscaler-scale-down"),
+        pytest.param({"taints": [{"key": "node.kubernetes.io/unreachable",
+                                  "effect": "NoExecute"}]},
+                     [READY], (True, ("node.kubernetes.io/unreachable",), False),
+                     id="unreachable-noexecute"),
+        # The CA's soft candidate taint only steers; job pods tolerate the GPU taint.
+        pytest.param({"taints": [{"key": "DeletionCandidateOfClusterAutoscaler",
+                                  "effect": "PreferNoSchedule"},
+                                 {"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
+                     [READY], (True, (), True), id="soft-and-gpu-taints-do-not-block"),
+        pytest.param({"taints": [{"key": "node.kubernetes.io/not-ready",
+                                  "effect": "PreferNoSchedule"}]},
+                     [READY], (True, (), True), id="prefer-no-schedule-never-blocks"),
+    ],
+)
+def test_node_readiness_and_taints(spec, conditions, expected):
+    node = parse_node(_node_with(spec, conditions), CONFIG)
+    assert (node.ready, node.blocking_taints, node.takes_new_pods) == expected
+
+
 def test_placeholder_pod():
     pod = {
         "metadata": {
@@ -155,6 +197,10 @@ POD = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}}
         pytest.param(parse_node, {"metadata": {"name": "n"},
                                   "status": {"allocatable": {"memory": "-1Gi"}}},
                      "node.status.allocatable.memory: '-1Gi' is negative", id="node-negative"),
+        pytest.param(parse_node, _node_with({"taints": {"key": "k"}}, []),
+                     "node.spec.taints: expected a list", id="node-taints-object"),
+        pytest.param(parse_node, _node_with({}, ["Ready"]),
+                     "node.status.conditions[0]: expected an object", id="node-condition-str"),
         pytest.param(parse_node_topology, _broken(["zones"], {}),
                      "nodeResourceTopology.zones: expected a list", id="nrt-zones-object"),
         pytest.param(parse_node_topology,

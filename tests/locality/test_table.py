@@ -44,8 +44,12 @@ def clusters(draw):
             zones = [(draw(st.integers(0, 4)), draw(st.integers(0, 48))) for _ in range(2)]
         state = make_state(name, gpus=gpus, cpu=cpu, memory_gib=memory,
                            group=draw(st.sampled_from(GROUPS)), pods=used, zones=zones)
-        if draw(st.integers(0, 9)) == 0:
-            state = state.with_node(replace(state.node, unschedulable=True))
+        closed = draw(st.sampled_from([{}] * 7 + [
+            {"unschedulable": True}, {"ready": False},
+            {"blocking_taints": ("ToBeDeletedByClusterAutoscaler",)},
+        ]))
+        if closed:
+            state = state.with_node(replace(state.node, **closed))
         states.append(state)
     names = [state.name for state in states]
     annotations = {
@@ -105,14 +109,19 @@ def test_with_states_equals_a_rebuild(case, data):
     changed = []
     for state in data.draw(st.lists(st.sampled_from(states), max_size=4)):
         extra = make_pod("new", gpus=data.draw(st.integers(0, 2)), cpu=2)
-        changed.append(state.with_pod(extra) if data.draw(st.booleans())
-                       else state.with_topology(None))
+        change = data.draw(st.sampled_from(["pod", "topology", "not-ready"]))
+        if change == "pod":
+            changed.append(state.with_pod(extra))
+        elif change == "topology":
+            changed.append(state.with_topology(None))
+        else:
+            changed.append(state.with_node(replace(state.node, ready=False)))
     updated = table.with_states(changed)
     by_name = {state.name: state for state in states}
     by_name.update((state.name, state) for state in changed)
     rebuilt = NodeTable(by_name.values())
     for column in ("group_codes", "free_gpu", "free_cpu", "free_memory", "allocatable_gpu",
-                   "holds_placeholders", "unschedulable"):
+                   "holds_placeholders", "closed"):
         assert np.array_equal(getattr(updated, column), getattr(rebuilt, column)), column
     assert updated.topology_rows == rebuilt.topology_rows
     assert list(updated.values()) == list(rebuilt.values())
