@@ -163,7 +163,8 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     elector = None
     if config.leader_election.enabled and not config.dry_run:
         elector = LeaderElector(api_client, config.placeholders.namespace,
-                                config.leader_election)
+                                config.leader_election,
+                                on_change=lambda leading: leading and loop.wake())
     loop = OverprovisionerLoop(
         config, catalog, demand, metrics, reader, applier,
         is_leader=elector.is_leader if elector is not None else (lambda: True),

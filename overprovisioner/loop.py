@@ -146,7 +146,10 @@ class OverprovisionerLoop:
         self.latest: TickReport | None = None
         self._events_seen: dict[str, int] = {}
         self._model_loaded = False  # model_path is read once, on the first tick
+        self._wake: asyncio.Event | None = None
+        self._event_loop: asyncio.AbstractEventLoop | None = None
         metrics.dry_run.set(1 if config.dry_run else 0)
+        metrics.leader.set_function(lambda: 1.0 if self.is_leader() else 0.0)
 
     # -------------------------------------------------------------------- model
     def _initial_model(self, columns: Sequence[str]) -> ModelState:
@@ -290,7 +293,6 @@ class OverprovisionerLoop:
         """Run one tick at time `now_s`; never raises for API or data faults."""
         errors: list[str] = []
         leader = bool(self.is_leader())
-        self.metrics.leader.set(1 if leader else 0)
         try:
             self.demand.record(now_s)
         except Exception as error:  # the tick goes on with the history it has
@@ -298,21 +300,32 @@ class OverprovisionerLoop:
             log.warning("recording demand failed: %s", error)
 
         mode, forecasts = "forecast", {}
+        series = None
         try:
             series = self.demand.series(now_s)
-            forecasts = self.forecast(series, now_s)
-        except NotEnoughHistory as error:
+        except InputError as error:  # nothing recorded yet: a cold start, not a fault
             mode = "ladder"
-            log.info("cold start (%s): using the ladder", error)
-        except InputError as error:
+            log.info("no usable history yet (%s): using the ladder", error)
+        except Exception as error:  # an unreadable store must not stop the placeholders
             mode = "ladder"
-            errors.append(f"forecast: {error}")
-            log.warning("no forecast (%s): using the ladder", error)
-        except Exception as error:  # a broken model or store must not stop the placeholders
-            mode = "ladder"
-            errors.append(f"forecast: {type(error).__name__}: {error}")
-            log.exception("forecast failed: using the ladder")
+            errors.append(f"history: {type(error).__name__}: {error}")
+            log.exception("reading the history failed: using the ladder")
             self.metrics.model_fallbacks.labels("forecast_error").inc()
+        if series is not None:
+            try:
+                forecasts = self.forecast(series, now_s)
+            except NotEnoughHistory as error:
+                mode = "ladder"
+                log.info("cold start (%s): using the ladder", error)
+            except InputError as error:
+                mode = "ladder"
+                errors.append(f"forecast: {error}")
+                log.warning("no forecast (%s): using the ladder", error)
+            except Exception as error:  # a broken model must not stop the placeholders
+                mode = "ladder"
+                errors.append(f"forecast: {type(error).__name__}: {error}")
+                log.exception("forecast failed: using the ladder")
+                self.metrics.model_fallbacks.labels("forecast_error").inc()
         model_name = self.model.name or self.config.forecast.model
         self.metrics.set_model(model_name, mode)
 
@@ -428,7 +441,10 @@ class OverprovisionerLoop:
     ) -> None:
         """Tick on the tick grid (multiples of tick_s) until `stop` is set."""
         tick_s = self.config.tick_s
+        self._wake = asyncio.Event()
+        self._event_loop = asyncio.get_running_loop()
         while not stop.is_set():
+            self._wake.clear()
             now = clock()
             tick_time = math.floor(now / tick_s) * tick_s
             try:
@@ -438,11 +454,17 @@ class OverprovisionerLoop:
                 self.metrics.ticks.labels("failed").inc()
             wait = tick_time + tick_s - clock()
             if wait > 0:
-                sleeper = asyncio.ensure_future(sleep(wait))
-                stopper = asyncio.ensure_future(stop.wait())
-                await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                for task in (sleeper, stopper):
+                waits = [asyncio.ensure_future(sleep(wait)), asyncio.ensure_future(stop.wait()),
+                         asyncio.ensure_future(self._wake.wait())]
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                for task in waits:
                     task.cancel()
+
+    def wake(self) -> None:
+        """Run the next tick now (thread-safe): e.g. this replica just became the leader,
+        so it applies the current plan instead of waiting up to a tick."""
+        if self._event_loop is not None and self._wake is not None:
+            self._event_loop.call_soon_threadsafe(self._wake.set)
 
 
 def _last_observed(history: np.ndarray) -> np.ndarray:
