@@ -29,6 +29,9 @@ GIB = 1024**3
 
 # Ticks per chunked mask: a (chunk x candidate pods) boolean block stays a few MB.
 _TICKS_PER_CHUNK = 256
+# A year at 5 s ticks is 6.3 million; beyond this a time in the trace is surely wrong
+# (one corrupt end time would otherwise ask for terabytes of tick arrays).
+MAX_TICKS = 10_000_000
 
 
 def resource_matrix(table: JobTable) -> np.ndarray:
@@ -84,13 +87,22 @@ class DemandSnapshots:
         return np.diff(self.pending_offsets)
 
 
-def tick_times(start_s: float, end_s: float, tick_s: float) -> np.ndarray:
-    """Tick times start_s, start_s + tick_s, ... strictly before end_s (at least one tick)."""
+def tick_times(start_s: float, end_s: float, tick_s: float, source: str = "") -> np.ndarray:
+    """Tick times start_s, start_s + tick_s, ... strictly before end_s (at least one tick).
+
+    source: the trace's name, to start error messages with."""
     if not (tick_s > 0 and math.isfinite(tick_s)):
         raise InputError(f"tick must be a positive number of seconds, got {tick_s}")
     if not (math.isfinite(start_s) and math.isfinite(end_s)):
         raise InputError(f"snapshot window must be finite, got {start_s}..{end_s}")
     count = max(1, math.ceil((end_s - start_s) / tick_s))
+    if count > MAX_TICKS:
+        prefix = f"{source}: " if source else ""
+        raise InputError(
+            f"{prefix}the window {start_s:g}..{end_s:g} s at a {tick_s:g} s tick is "
+            f"{count:,} ticks (at most {MAX_TICKS:,}): a time in the trace is likely wrong, "
+            "or use a longer tick"
+        )
     return start_s + tick_s * np.arange(count, dtype=np.float64)
 
 
@@ -142,7 +154,7 @@ def snapshots(
     """
     start = table.trace_start_s if start_s is None else float(start_s)
     end = table.trace_end_s if end_s is None else float(end_s)
-    times = tick_times(start, end, float(tick_s))
+    times = tick_times(start, end, float(tick_s), table.source)
     frame = table.frame
     submit = frame["submit_s"].to_numpy(dtype=np.float64)
     begin = frame["start_s"].to_numpy(dtype=np.float64)

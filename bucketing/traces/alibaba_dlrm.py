@@ -61,7 +61,7 @@ def parse(csv: CsvFile) -> JobTable:
     roles = np.array([ROLES.get(role, role.lower()) for role in raw_roles], dtype=object)
     cpus = numbers(csv, "cpu_request")
     gpus = numbers(csv, "gpu_request")
-    memory_gib = numbers(csv, "memory_request")
+    memory_gib = numbers(csv, "memory_request", largest=1e9)  # x 2**30 stays in int64
     creation = numbers(csv, "creation_time", blank_ok=True)
     scheduled = numbers(csv, "scheduled_time", blank_ok=True)
     deletion = numbers(csv, "deletion_time", blank_ok=True)

@@ -74,7 +74,7 @@ def parse(csv: CsvFile) -> JobTable:
     unique_names(csv, "name")
     names = strings(csv, "name", blank_ok=False)
     cpu_milli = numbers(csv, "cpu_milli")
-    memory_mib = numbers(csv, "memory_mib")
+    memory_mib = numbers(csv, "memory_mib", largest=1e12)  # x 2**20 stays in int64
     num_gpu = _whole(csv, "num_gpu", numbers(csv, "num_gpu"))
     share = numbers(csv, "gpu_milli")
     too_big = np.flatnonzero(share > 1000)

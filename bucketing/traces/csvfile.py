@@ -21,6 +21,11 @@ import pandas as pd
 from bucketing.errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
+# Larger than any real request or trace time, small enough that a column scaled to
+# the job table's integer units (x 1000, or MiB x 2**20 under the per-column limits
+# the formats pass) stays far inside int64. A larger cell is corrupt data; cast
+# as is it would wrap to a negative integer and be reported as "negative".
+LARGEST = 1e15
 
 
 def is_gzip(path: Path) -> bool:
@@ -117,14 +122,17 @@ def numbers(
     *,
     blank_ok: bool = False,
     negative_ok: bool = False,
+    largest: float = LARGEST,
 ) -> np.ndarray:
-    """Column `column` as float64; blank -> NaN when blank_ok, else InputError at its line."""
+    """Column `column` as float64; blank -> NaN when blank_ok, else InputError at its line.
+
+    Values above `largest` (in the column's own unit) are InputErrors too."""
     raw = csv.frame[column].str.strip()
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
     blank = (raw == "").to_numpy()
-    bad_text = np.isnan(values) & ~blank
-    # "nan"/"NaN" parse as a float; a resource or time written as NaN is still bad input.
-    bad_text |= raw.str.lower().isin(["nan", "inf", "-inf", "+inf", "infinity"]).to_numpy()
+    # "nan", "inf" and overflowing literals ("1e400") parse as floats; a resource or a
+    # time written that way is still bad input.
+    bad_text = ~np.isfinite(values) & ~blank
     if bad_text.any():
         row = int(np.flatnonzero(bad_text)[0])
         raise InputError(
@@ -134,6 +142,13 @@ def numbers(
     if blank.any() and not blank_ok:
         row = int(np.flatnonzero(blank)[0])
         raise InputError(f"{csv.path}:{csv.line_of_row(row)}: column {column}: value is blank")
+    too_large = np.flatnonzero(np.abs(values) > largest)
+    if too_large.size:
+        row = int(too_large[0])
+        raise InputError(
+            f"{csv.path}:{csv.line_of_row(row)}: column {column}: "
+            f"{raw.iloc[row]} is implausibly large (more than {largest:g})"
+        )
     if not negative_ok:
         negative = np.flatnonzero(values < 0)
         if negative.size:

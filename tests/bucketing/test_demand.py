@@ -139,3 +139,10 @@ def test_resource_matrix_is_cost_order():
 def test_bad_tick_is_an_input_error(tick):
     with pytest.raises(InputError, match="tick"):
         snapshots(TABLE, tick)
+
+
+def test_a_window_of_too_many_ticks_is_an_input_error_not_a_memory_error():
+    # One corrupt end time: 0..1e12 s at 300 s ticks = 3,333,333,334 ticks > 10,000,000.
+    table = make_table([{"submit": 0.0, "start": 0.0, "end": 1e12}], end=1e12)
+    with pytest.raises(InputError, match=r"^test: the window 0\.\.1e\+12 s .* 3,333,333,334 ticks"):
+        snapshots(table, 300.0)

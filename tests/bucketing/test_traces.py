@@ -203,6 +203,15 @@ BAD_INPUT = [
      "trace.csv:2: column gpu_request: 'x' is not a number", "dlrm-gpu"),
     (dlrm(dlrm_row("i0", "HN", "a", 1, 1, 1, -5, "", "")),
      "trace.csv:2: column creation_time: -5 is negative", "dlrm-negative-time"),
+    # Cast to int64 as is, these would wrap to a negative number ("is negative").
+    (openb("p-x,1000,1e20,1,1000,,LS,Running,1000,,1000"),
+     "trace.csv:2: column memory_mib: 1e20 is implausibly large", "memory-overflows-int64"),
+    (openb("p-x,1e300,1,1,1000,,LS,Running,1000,,1000"),
+     "trace.csv:2: column cpu_milli: 1e300 is implausibly large", "cpu-overflows-int64"),
+    (dlrm(dlrm_row("i0", "HN", "a", 1, 1, "2e9", "", "", "")),
+     "trace.csv:2: column memory_request: 2e9 is implausibly large", "dlrm-memory-overflow"),
+    (openb("p-x,1000,1,1,1000,,LS,Running,1000,,1e400"),
+     "trace.csv:2: column scheduled_time: '1e400' is not a number", "overflowing-literal"),
     (openb(OK) + "\np-y,1,1,1,1,,LS,Running,1,,1,extra,fields",
      "trace.csv: malformed CSV", "too-many-fields"),
 ]
