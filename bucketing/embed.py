@@ -89,17 +89,31 @@ def assign(vectors: np.ndarray, buckets: np.ndarray) -> np.ndarray:
     """(N,) bucket index (caller's order) of each vector, -1 for a vector that fits none."""
     vectors, buckets = _checked(vectors, buckets)
     order = lexicographic_order(buckets)
+    # Contiguous columns and in-place boolean ops: this loop is the whole cost of
+    # embedding a million pods.
+    columns = [np.ascontiguousarray(vectors[:, d]) for d in range(vectors.shape[1])]
     first_strict = np.full(len(vectors), -1, dtype=np.int64)
     last_fitting = np.full(len(vectors), -1, dtype=np.int64)
+    fits = np.empty(len(vectors), dtype=bool)
+    less = np.empty(len(vectors), dtype=bool)
+    scratch = np.empty(len(vectors), dtype=bool)
     # Walk the sorted buckets from the largest down, so the last write is the first
     # (smallest) bucket the vector is strictly smaller than and fits.
     for position in reversed(range(len(order))):
-        bucket_index = order[position]
+        bucket_index = int(order[position])
         bucket = buckets[bucket_index]
-        fits = np.all(vectors <= bucket, axis=1)
-        first_strict[fits & lexicographically_less(vectors, bucket)] = bucket_index
+        np.less_equal(columns[0], bucket[0], out=fits)
+        for d in range(1, len(columns)):
+            fits &= np.less_equal(columns[d], bucket[d], out=scratch)
+        # less = c0 < b0 | (c0 == b0 & (c1 < b1 | (c1 == b1 & c2 < b2))), built inside out
+        np.less(columns[-1], bucket[-1], out=less)
+        for d in reversed(range(len(columns) - 1)):
+            less &= np.equal(columns[d], bucket[d], out=scratch)
+            less |= np.less(columns[d], bucket[d], out=scratch)
         # The first write from the top is the largest fitting bucket: keep it.
-        last_fitting[fits & (last_fitting < 0)] = bucket_index
+        np.copyto(last_fitting, bucket_index, where=fits & (last_fitting < 0))
+        less &= fits
+        np.copyto(first_strict, bucket_index, where=less)
     return np.where(first_strict >= 0, first_strict, last_fitting)
 
 
