@@ -9,6 +9,7 @@ Must not: fetch prices, or guess a missing field.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources as package_files
@@ -130,8 +131,18 @@ def parse_catalog(document: Any, source: str) -> Catalog:
         seen.add(name)
         gpus = reader.number(raw, "gpus", path, integer=True)
         allocatable = reader.resources(raw.get("allocatable"), f"{path}.allocatable")
+        vcpu = int(reader.number(raw, "vcpu", path, integer=True, positive=True))
+        memory_gib = float(reader.number(raw, "memory_gib", path, positive=True))
         if allocatable.gpu_milli > gpus * 1000:
             raise ConfigError(f"{source}: {path}.allocatable.gpus exceeds gpus ({gpus})")
+        # Allocatable is capacity less reservations; more than the capacity is a unit slip
+        # (GB for GiB, cores for millicores) that would make every node look bigger.
+        if allocatable.cpu_milli > vcpu * 1000:
+            raise ConfigError(f"{source}: {path}.allocatable.cpu exceeds vcpu ({vcpu})")
+        if allocatable.memory_bytes > round(memory_gib * 2**30):
+            raise ConfigError(
+                f"{source}: {path}.allocatable.memory exceeds memory_gib ({memory_gib:g} GiB)"
+            )
         placeholder = allocatable - overhead
         if min(placeholder.cpu_milli, placeholder.memory_bytes) <= 0:
             raise ConfigError(
@@ -145,8 +156,8 @@ def parse_catalog(document: Any, source: str) -> Catalog:
         types.append(
             InstanceType(
                 name=name,
-                vcpu=int(reader.number(raw, "vcpu", path, integer=True, positive=True)),
-                memory_gib=float(reader.number(raw, "memory_gib", path, positive=True)),
+                vcpu=vcpu,
+                memory_gib=memory_gib,
                 gpus=int(gpus),
                 gpu_model=raw.get("gpu_model"),
                 price_per_hour=float(reader.number(raw, "price_per_hour", path, positive=True)),
@@ -181,7 +192,9 @@ class _FieldReader:
         value = raw.get(key)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(path, f"expected a number, got {value!r}")
-        if value != value or value < 0 or (positive and value == 0):
+        if not math.isfinite(value):
+            raise self.fail(path, f"must be a finite number, got {value!r}")
+        if value < 0 or (positive and value == 0):
             raise self.fail(path, f"must be {'positive' if positive else 'non-negative'}")
         if integer and int(value) != value:
             raise self.fail(path, "must be a whole number")

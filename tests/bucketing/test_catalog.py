@@ -107,6 +107,17 @@ MALFORMED = [
         "unknown-resource",
     ),
     (("instance_types", 0, "labels"), {"a": 1}, "instance_types[0].labels", "label-not-string"),
+    # inf used to pass the checks and crash int() with an OverflowError traceback.
+    (("instance_types", 0, "vcpu"), float("inf"), "instance_types[0].vcpu: must be a finite",
+     "vcpu-infinite"),
+    (("instance_types", 0, "price_per_hour"), float("inf"),
+     "instance_types[0].price_per_hour: must be a finite", "price-infinite"),
+    # 4 vCPUs = 4000m < 4100m; 16 GiB < 17Gi: allocatable above capacity is a unit slip.
+    (("instance_types", 0, "allocatable", "cpu"), "4100m",
+     "instance_types[0].allocatable.cpu exceeds vcpu (4)", "allocatable-cpu-over-capacity"),
+    (("instance_types", 0, "allocatable", "memory"), "17Gi",
+     "instance_types[0].allocatable.memory exceeds memory_gib (16 GiB)",
+     "allocatable-memory-over-capacity"),
     (
         ("daemonset_overhead", "cpu"),
         "8",
