@@ -51,6 +51,17 @@ def make_history(n_ticks: int = 120, n_series: int = 2, seed: int = 0,
     return np.maximum(np.round(wave + rng.normal(0, 1.5, (n_ticks, n_series))), 0.0)
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Tiny Transformers run faster on one thread, and the 2 cores here are shared."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(params=list(MODELS), ids=list(MODELS))
 def model_key(request) -> str:
     return request.param
