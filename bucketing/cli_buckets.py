@@ -60,6 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="draw the scale each candidate needs over time")
     tune.add_argument("--out", metavar="buckets.yaml",
                       help="write the recommended list as the overprovisioner's config snippet")
+    tune.add_argument("--series", metavar="FILE.csv",
+                      help="write the recommended list's per-tick bucket counts and packed "
+                      "nodes as CSV")
     tune.set_defaults(func=run_tune)
 
 
@@ -146,6 +149,13 @@ def run_tune(args: argparse.Namespace) -> int:
             Path(args.out).write_text(snippet(report, args.catalog))
         except OSError as error:
             raise InputError(f"--out {args.out}: cannot write ({error.strerror})") from None
+    if args.series:
+        from bucketing.tune import recommended_series
+
+        try:
+            recommended_series(report).to_csv(args.series)
+        except OSError as error:
+            raise InputError(f"--series {args.series}: cannot write ({error.strerror})") from None
     if args.plot:
         from bucketing.tune_plot import plot_report
 
@@ -155,8 +165,7 @@ def run_tune(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(table_text(report))
-        if args.out:
-            print(f"wrote {args.out}")
-        if args.plot:
-            print(f"wrote {args.plot}")
+        for written in (args.out, args.series, args.plot):
+            if written:
+                print(f"wrote {written}")
     return 0

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from bucketing.base_instance import (
     ScaleResult,
@@ -157,6 +158,8 @@ class Candidate:
     *_waste_fraction: 1 - requested / allocated over the packed node-hours.
     scale_series: (T,) $/hour of the embedded counts per tick (what --plot draws).
     nodes_series: (T,) packed nodes per tick.
+    bucket_counts: (T, B) embedded counts per tick and type (instance_types order).
+    bucket_nodes: (T, B) packed nodes per tick and type.
     """
 
     label: str
@@ -175,6 +178,8 @@ class Candidate:
     per_type: tuple[TypeUsage, ...]
     scale_series: np.ndarray = field(repr=False)
     nodes_series: np.ndarray = field(repr=False)
+    bucket_counts: np.ndarray = field(repr=False)
+    bucket_nodes: np.ndarray = field(repr=False)
 
     def to_json(self) -> dict:
         return {
@@ -258,6 +263,8 @@ def evaluate(
         per_type=per_type,
         scale_series=scale_series,
         nodes_series=nodes.sum(axis=1),
+        bucket_counts=embed_counts.astype(np.int32),
+        bucket_nodes=nodes.astype(np.int32),
     )
 
 
@@ -308,6 +315,20 @@ class TuneReport:
                 for model, (scale, pods) in self.family_scales.items()
             },
         }
+
+
+def recommended_series(report: TuneReport) -> pd.DataFrame:
+    """Per tick (index `time_s`), the recommended list's embedded count (`<type>`) and
+    packed nodes (`<type>_nodes`) of each type."""
+    chosen = next(
+        c for c in reversed(report.candidates) if c.instance_types == report.recommended
+    )
+    columns: dict[str, np.ndarray] = {}
+    for b, name in enumerate(chosen.instance_types):
+        columns[name] = chosen.bucket_counts[:, b]
+    for b, name in enumerate(chosen.instance_types):
+        columns[f"{name}_nodes"] = chosen.bucket_nodes[:, b]
+    return pd.DataFrame(columns, index=pd.Index(report.times, name="time_s"))
 
 
 def _family_scale(

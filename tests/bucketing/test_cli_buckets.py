@@ -43,11 +43,12 @@ def test_json_report(files, capsys):
     assert report["tick_s"] == 1800.0 and report["ticks"] == 2
 
 
-def test_table_out_snippet_and_plot(files, tmp_path, capsys):
+def test_table_out_snippet_series_and_plot(files, tmp_path, capsys):
     trace, catalog = files
-    out, plot = tmp_path / "buckets.yaml", tmp_path / "scale.png"
+    out, plot, series = tmp_path / "buckets.yaml", tmp_path / "scale.png", tmp_path / "s.csv"
     code = main(["buckets", "tune", "--trace", str(trace), "--catalog", str(catalog),
-                 "--tick", "30m", "--gpu-model", "T4", "--out", str(out), "--plot", str(plot)])
+                 "--tick", "30m", "--gpu-model", "T4", "--out", str(out), "--plot", str(plot),
+                 "--series", str(series)])
     assert code == 0
     text = capsys.readouterr().out
     assert "recommended: g.one, g.four" in text
@@ -57,6 +58,22 @@ def test_table_out_snippet_and_plot(files, tmp_path, capsys):
     assert yaml.safe_load(snippet) == {
         "buckets": {"catalog": str(catalog), "instance_types": ["g.one", "g.four"]}}
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # recommended (g.one, g.four): tick 0 p0+p1+p2 (2,10,40)/(1,8,32) -> 2 g.one, packed
+    # 2 (p0 shares a node); tick 1 p0+p2 -> 1 g.one, p3 -> 1 g.four
+    assert series.read_text().splitlines() == [
+        "time_s,g.one,g.four,g.one_nodes,g.four_nodes",
+        "0.0,2,0,2,0",
+        "1800.0,1,1,1,1",
+    ]
+
+
+def test_synthetic_workload(capsys):
+    assert main(["buckets", "tune", "--synthetic", "--catalog", "gcp", "--tick", "1h",
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["source"].startswith("synthetic")
+    assert report["recommended"]
+    assert report["hours"] == 14 * 24  # SyntheticWorkload default: 14 days
 
 
 @pytest.mark.parametrize(
