@@ -18,6 +18,7 @@ files, or read the clock. The same config always gives the same table.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from numbers import Real
 
@@ -31,6 +32,9 @@ DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S
 HOUR_S = 3_600.0
 GIB = 2**30
+# Far above any useful trace (the default is ~800 jobs); beyond it numpy's Poisson
+# draw fails and the table would not fit in memory.
+MAX_EXPECTED_JOBS = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -161,21 +165,46 @@ def _validate(config: SyntheticWorkload) -> None:
         _fail("duration_min_h", "needs 0 < duration_min_h <= duration_max_h")
     if config.duration_median_h <= 0 or config.duration_sigma < 0:
         _fail("duration_median_h", "median must be positive and sigma >= 0")
+    span_days = config.days + config.warmup_h / 24.0
+    # The trend's largest factor, in logs so that a long trace cannot overflow here.
+    log_growth = max(0.0, math.log1p(config.weekly_trend_pct / 100.0)) * config.days / 7.0
+    expected = span_days * (
+        config.bursts_per_day * config.burst_jobs_mean
+        + config.jobs_per_day * (1.0 + config.daily_amplitude)
+        * math.exp(min(log_growth, math.log(MAX_EXPECTED_JOBS) + 1.0))
+    )
+    if expected > MAX_EXPECTED_JOBS:
+        _fail(
+            "days",
+            f"with jobs_per_day, warmup_h, weekly_trend_pct and bursts, about {expected:.3g} "
+            f"jobs would arrive (at most {MAX_EXPECTED_JOBS:,})",
+        )
 
 
 def arrival_rate_per_s(config: SyntheticWorkload, t: np.ndarray) -> np.ndarray:
     """Job arrivals per second at trace time t (seconds), bursts excluded."""
     hour = (t % DAY_S) / HOUR_S
     daily = 1.0 + config.daily_amplitude * np.cos(2 * np.pi * (hour - config.peak_hour) / 24)
-    trend = (1.0 + config.weekly_trend_pct / 100.0) ** (t / WEEK_S)
-    return config.jobs_per_day / DAY_S * daily * trend
+    return config.jobs_per_day / DAY_S * daily * _trend(config, t)
+
+
+def _trend(config: SyntheticWorkload, t: np.ndarray) -> np.ndarray:
+    """The weekly trend's factor at trace time t (1 at time 0, monotonic in t)."""
+    return (1.0 + config.weekly_trend_pct / 100.0) ** (t / WEEK_S)
 
 
 def _arrivals(config: SyntheticWorkload, rng: np.random.Generator) -> np.ndarray:
     """Sorted job submit times over [-warmup, end): thinned Poisson plus bursts."""
     begin, end = -config.warmup_h * HOUR_S, config.days * DAY_S
     grid = np.linspace(begin, end, 1024)
-    peak = float(arrival_rate_per_s(config, grid).max()) * 1.01
+    # Thinning needs peak >= the rate everywhere. The grid finds it on short traces; on
+    # long ones its points can fall between daily peaks, so never go below the bound
+    # (1 + amplitude) x the trend at either end (the trend is monotonic).
+    bound = (
+        config.jobs_per_day / DAY_S * (1.0 + config.daily_amplitude)
+        * float(_trend(config, np.array([begin, end])).max())
+    )
+    peak = max(float(arrival_rate_per_s(config, grid).max()) * 1.01, bound)
     candidates = rng.uniform(begin, end, rng.poisson(peak * (end - begin)))
     accept = rng.uniform(0.0, peak, candidates.size) < arrival_rate_per_s(config, candidates)
     burst_count = rng.poisson(config.bursts_per_day * (end - begin) / DAY_S)

@@ -100,6 +100,12 @@ BAD_CONFIGS = [
     ({"worker_counts": (0, 1, 2, 4)}, "worker_counts", "zero-workers"),
     ({"ps_cpus": (8.0, 4.0)}, "ps_cpus", "range-reversed"),
     ({"jobs_per_day": float("nan")}, "jobs_per_day", "nan"),
+    # 1e9 days x 45 jobs/day: numpy's Poisson draw used to fail with a traceback.
+    ({"days": 1e9}, "days", "days-too-long"),
+    # 1e6 jobs/day x (14 + 3 warm-up days) x 1.6 daily peak > 5,000,000 jobs.
+    ({"jobs_per_day": 1e6}, "days", "too-many-jobs"),
+    # 1000 %/week over 3 years: 11**156 overflows a float; checked in logs.
+    ({"days": 1000, "weekly_trend_pct": 1000}, "days", "trend-explodes"),
 ]
 
 
