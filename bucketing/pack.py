@@ -145,7 +145,7 @@ def pack_histogram(
         per_start = np.empty(len(starts), dtype=np.int64)
         for k, tick in enumerate(starts):
             row = mine[tick]
-            key = prefix + row.tobytes()
+            key = (prefix, row.tobytes())  # the tuple shares one prefix object
             if key not in memo:
                 memo[key] = pack_shapes(shapes[columns], row, buckets[b])
             per_start[k] = memo[key]

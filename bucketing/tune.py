@@ -37,7 +37,7 @@ from bucketing.base_instance import (
 )
 from bucketing.catalog import Catalog, InstanceType
 from bucketing.demand import DemandSnapshots, resource_matrix
-from bucketing.embed import assign, counts_from_sums, lexicographic_order
+from bucketing.embed import assign, counts_from_sums, lexicographic_order, round_up
 from bucketing.errors import ConfigError
 from bucketing.jobtable import JobTable
 from bucketing.pack import pack_histogram
@@ -227,7 +227,7 @@ def evaluate(
     sums = per_bucket_sums(
         demand.shapes, demand.histogram.astype(np.float64), shape_bucket, len(types)
     )
-    embed_counts = np.ceil(counts_from_sums(sums, buckets) - 1e-9).clip(min=0)
+    embed_counts = round_up(counts_from_sums(sums, buckets))
     nodes = pack_histogram(demand.shapes, demand.histogram, shape_bucket, buckets, memo)
     requested = sums.sum(axis=(0, 1)) * tick_hours
     allocated = (nodes.sum(axis=0) @ buckets) * tick_hours
@@ -381,7 +381,8 @@ def tune(
     unplaced_rows = np.flatnonzero(np.isin(demand.shape_of_row, chosen_shapes))
     pod_names = table.frame["pod"].to_numpy()
     examples = tuple(
-        (str(pod_names[row]), tuple(float(x) for x in vectors[row]))
+        (str(pod_names[row]), (float(vectors[row, 0]), float(vectors[row, 1]),
+                               float(vectors[row, 2])))
         for row in unplaced_rows[:EXAMPLES]
     )
     return TuneReport(
@@ -395,6 +396,6 @@ def tune(
         candidates=tuple(candidates),
         recommended=recommended,
         unbucketable_pods=int(unplaced_rows.size),
-        unbucketable_examples=examples,  # type: ignore[arg-type]
+        unbucketable_examples=examples,
         family_scales=family_scales,
     )
