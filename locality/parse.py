@@ -31,13 +31,6 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
     status = _object(obj.get("status"), f"{where}.status", required=False)
     labels = _string_map(metadata.get("labels"), f"{where}.metadata.labels")
     annotations = _string_map(metadata.get("annotations"), f"{where}.metadata.annotations")
-    for key in ("containers", "initContainers"):
-        # pod_effective_request assumes each entry is an object; say so here instead.
-        items = spec.get(key)
-        if isinstance(items, list):
-            for index, item in enumerate(items):
-                if not isinstance(item, Mapping):
-                    raise InputError(f"{where}.spec.{key}[{index}]: expected an object")
     try:
         request = pod_effective_request(obj, config.gpu_resource)
     except InputError as error:

@@ -190,6 +190,8 @@ POD = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}}
         pytest.param(parse_pod, {**POD, "spec": {"containers": [
             {"resources": {"requests": {"cpu": "lots"}}}]}},
             "pod.spec.containers[0].resources.requests.cpu", id="pod-bad-quantity"),
+        pytest.param(parse_pod, {**POD, "spec": {"initContainers": ["busybox"]}},
+                     "pod.spec.initContainers[0]: expected an object", id="pod-container-str"),
         pytest.param(parse_pod, {**POD, "spec": {"containers": [], "priority": "high"}},
                      "pod.spec.priority: expected an integer", id="pod-priority-string"),
         pytest.param(parse_node, {"metadata": {"name": "n"}, "status": {"allocatable": []}},
