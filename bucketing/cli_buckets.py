@@ -95,7 +95,7 @@ def table_text(report) -> str:
             f"{m} {s:,.0f}/{p}" for m, (s, p) in report.family_scales.items()
         ))
     header = (
-        f"{'candidate':<9} {'kept':<5} {'types':>5} {'base instances':<27} {'scale $':>10} "
+        f"{'candidate':<9} {'kept':<5} {'types':>5} {'base instances':<32} {'scale $':>10} "
         f"{'embed node-h':>13} {'node-h':>12} {'cost $':>12} {'GPU w':>6} {'CPU w':>6} "
         f"{'mem w':>6} {'unbkt':>6}"
     )
@@ -105,7 +105,7 @@ def table_text(report) -> str:
         mark = " *" if c.instance_types == report.recommended else ""
         lines.append(
             f"{c.label:<9} {kept:<5} {len(c.instance_types):>5} "
-            f"{' + '.join(c.base_instances):<27} {c.scale_usd:>10,.0f} "
+            f"{' + '.join(c.base_instances):<32} {c.scale_usd:>10,.0f} "
             f"{c.embed_node_hours:>13,.1f} {c.node_hours:>12,.1f} {c.cost_usd:>12,.0f} "
             f"{c.gpu_waste_fraction:>6.1%} {c.cpu_waste_fraction:>6.1%} "
             f"{c.memory_waste_fraction:>6.1%} {c.unbucketable_pods:>6}{mark}"
