@@ -85,6 +85,28 @@ def kube_client(kubeconfig: str | None) -> Any:
         ) from None
 
 
+def model_files(tick_seconds: int) -> tuple[Any, Any]:
+    """The loop's model loader and saver over `predictor.persist` (torch is imported only
+    when a model file is used). load: None when no file exists yet, ModelFileError for a
+    corrupt file, ConfigError for a model of other buckets or another tick."""
+
+    def load_model(path: str, columns: Any) -> Any:
+        from pathlib import Path
+
+        if not Path(path).exists():
+            return None  # first start: nothing saved yet, fit from the history
+        from predictor import persist
+
+        return persist.load(path, columns, tick_seconds).model
+
+    def save_model(model: Any, path: str, columns: Any) -> None:
+        from predictor import persist
+
+        persist.save(model, path, columns, tick_seconds)
+
+    return load_model, save_model
+
+
 class RecorderDemand:
     """DemandSource over the predictor's live recorder and its SQLite history."""
 
@@ -165,10 +187,11 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
         elector = LeaderElector(api_client, config.placeholders.namespace,
                                 config.leader_election,
                                 on_change=lambda leading: leading and loop.wake())
+    load_model, save_model = model_files(int(config.tick_s))
     loop = OverprovisionerLoop(
         config, catalog, demand, metrics, reader, applier,
         is_leader=elector.is_leader if elector is not None else (lambda: True),
-        load_model=None,  # predictor model files are not wired yet: models fit from history
+        load_model=load_model, save_model=save_model,
     )
     return create_app(loop, elector=elector, background=demand.start, clock=clock,
                       sleep=sleep or asyncio.sleep)

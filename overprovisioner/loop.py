@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from bucketing.catalog import Catalog
-from bucketing.errors import HeadstartError, InputError
+from bucketing.errors import ConfigError, HeadstartError, InputError
 from overprovisioner.adjust import ForecastAdjuster
 from overprovisioner.apply import Applier, ApplyResult, apply_plan
 from overprovisioner.config import OverprovisionerConfig, make_plan_config
@@ -65,9 +65,11 @@ class DemandSource(Protocol):
         ...
 
 
-# (model_path, series columns) -> a fitted forecaster; raises when the file is unusable
-# or was trained for other columns (predictor's persistence checks the bucket list).
-ModelLoader = Callable[[str, Sequence[str]], Forecaster]
+# (model_path, series columns) -> a fitted forecaster, or None when no file exists yet;
+# raises when the file is unusable or was trained for other columns.
+ModelLoader = Callable[[str, Sequence[str]], Forecaster | None]
+# (fitted forecaster, model_path, series columns) -> None; saves after each refit.
+ModelSaver = Callable[[Forecaster, str, Sequence[str]], None]
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ class OverprovisionerLoop:
         applier: Applier | None = None,
         is_leader: Callable[[], bool] = lambda: True,
         load_model: ModelLoader | None = None,
+        save_model: ModelSaver | None = None,
     ) -> None:
         self.config = config
         self.catalog = catalog
@@ -132,6 +135,7 @@ class OverprovisionerLoop:
         self.applier = applier
         self.is_leader = is_leader
         self.load_model = load_model
+        self.save_model = save_model
         self.plan_config = make_plan_config(config)
         forecast = config.forecast
         self.adjuster = ForecastAdjuster(
@@ -159,6 +163,11 @@ class OverprovisionerLoop:
         if forecast.model_path and self.load_model is not None:
             try:
                 return ModelState(self.load_model(forecast.model_path, columns), forecast.model)
+            except ConfigError as error:  # trained for other buckets or another tick
+                log.warning("model %s does not match this config (%s); fitting %s from the "
+                            "history", forecast.model_path, error, forecast.model)
+                self.metrics.model_fallbacks.labels("model_mismatch").inc()
+                return ModelState(None, forecast.model)
             except (HeadstartError, OSError, ValueError) as error:
                 log.warning("model %s unusable (%s); falling back to seasonal naive",
                             forecast.model_path, error)
@@ -197,6 +206,14 @@ class OverprovisionerLoop:
             name, forecaster = "last", self._fresh("last")
             forecaster.fit(history, first_tick=first_tick)
         self.model = ModelState(forecaster, name, now_s, columns)
+        if self.save_model is not None and self.config.forecast.model_path and (
+            name == self.config.forecast.model
+        ):
+            try:
+                self.save_model(forecaster, self.config.forecast.model_path, columns)
+            except (HeadstartError, OSError) as error:
+                log.warning("could not save the model to %s: %s",
+                            self.config.forecast.model_path, error)
 
     def _first_tick(self, series: DemandSeries) -> int:
         return int(round(series.times[0] / series.tick_s)) if len(series) else 0

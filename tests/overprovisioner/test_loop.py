@@ -7,7 +7,6 @@ import asyncio
 import numpy as np
 import pytest
 
-from bucketing.errors import ConfigError
 from overprovisioner.apply import Applier, KubeApi
 from overprovisioner.config import parse_config, resolve_catalog
 from overprovisioner.errors import RetryPolicy
@@ -51,14 +50,16 @@ def make_config(**extra):
     return parse_config(document, "test.yaml")
 
 
-def make_loop(fake_kube, config, demand, leader=True, load_model=None, metrics=None):
+def make_loop(fake_kube, config, demand, leader=True, load_model=None, metrics=None,
+              save_model=None):
     catalog = resolve_catalog(config)
     api = KubeApi(fake_kube.api_client(), 5.0)
     rng = np.random.default_rng(0)
     reader = ClusterReader(api, RetryPolicy(2, 0.001, 0.002), rng, lambda s: None)
     applier = Applier(api, config, rng, lambda s: None)
     return OverprovisionerLoop(config, catalog, demand, metrics or Metrics(), reader, applier,
-                               is_leader=lambda: leader, load_model=load_model)
+                               is_leader=lambda: leader, load_model=load_model,
+                               save_model=save_model)
 
 
 # Rising demand on g5.xlarge: 0, 1, ..., 29 nodes. Last value forecasts 29; every
@@ -161,18 +162,60 @@ def test_failed_observation_fails_the_tick_and_keeps_the_plan(fake_kube) -> None
         "headstart_overprovisioner_ticks_total", {"result": "failed"}) == 1
 
 
-def test_corrupt_model_falls_back_to_seasonal_naive_with_a_metric(fake_kube) -> None:
-    def corrupt(path: str, columns):
-        raise ConfigError(f"{path}: not a headstart model")
+def test_corrupt_model_falls_back_to_seasonal_naive_with_a_metric(fake_kube, tmp_path) -> None:
+    from overprovisioner.cli import model_files
 
+    path = tmp_path / "model.pt"
+    path.write_bytes(b"not a torch archive")
+    load, save = model_files(int(TICK))
     demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
-    config = make_config(forecast={"model": "last", "model_path": "/models/m.pt"})
-    loop = make_loop(fake_kube, config, demand, load_model=corrupt)
+    config = make_config(forecast={"model": "last", "model_path": str(path)})
+    loop = make_loop(fake_kube, config, demand, load_model=load)
     report = loop.tick(at_tick(29))
     # Seasonal naive needs a day of history (288 ticks): 30 ticks -> cold-start ladder.
     assert report.model == "seasonal" and report.mode == "ladder"
     assert loop.metrics.registry.get_sample_value(
         "headstart_overprovisioner_model_fallbacks_total", {"reason": "corrupt_model"}) == 1
+
+
+def test_model_is_saved_after_a_fit_and_loaded_at_start(fake_kube, tmp_path) -> None:
+    from overprovisioner.cli import model_files
+
+    path = tmp_path / "model.pt"
+    load, save = model_files(int(TICK))
+    config = make_config(forecast={"model": "last", "model_path": str(path)})
+    columns = ["g5.xlarge", "p4d.24xlarge"]
+    first = make_loop(fake_kube, config, MemoryDemand(columns, RISING), load_model=load,
+                      save_model=save)
+    first.tick(at_tick(29))
+    assert path.exists()
+    loaded = []
+
+    def spy(p, c):
+        loaded.append(list(c))
+        return load(p, c)
+
+    again = make_loop(fake_kube, config, MemoryDemand(columns, RISING), load_model=spy)
+    report = again.tick(at_tick(29))
+    assert loaded == [columns] and report.mode == "forecast"
+    assert report.plan.wanted("g5.xlarge") == 2
+
+
+def test_a_model_for_other_buckets_is_refitted_not_replaced(fake_kube, tmp_path) -> None:
+    from overprovisioner.cli import model_files
+    from predictor import persist
+    from predictor.baselines import LastValue
+
+    path = tmp_path / "model.pt"
+    persist.save(LastValue().fit(np.ones((20, 1))), path, ["m5.large"], int(TICK))
+    load, _ = model_files(int(TICK))
+    config = make_config(forecast={"model": "last", "model_path": str(path)})
+    loop = make_loop(fake_kube, config, MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING),
+                     load_model=load)
+    report = loop.tick(at_tick(29))
+    assert report.model == "last" and report.mode == "forecast"
+    assert loop.metrics.registry.get_sample_value(
+        "headstart_overprovisioner_model_fallbacks_total", {"reason": "model_mismatch"}) == 1
 
 
 def test_hits_are_counted_once_per_event(fake_kube) -> None:
