@@ -4,7 +4,9 @@ Decides: what a pod asks the scheduler for (cpu, memory, GPUs), computed the way
 kube-scheduler does (noderesources `computePodResourceRequest`): the app containers
 summed, then the max with each init container, where restartable init containers
 (native sidecars, `restartPolicy: Always`) keep running and add to what follows
-them, plus `spec.overhead`. This is the one place that sum is written.
+them; pod-level `spec.resources` (PodLevelResources, beta and on by default since
+Kubernetes 1.34) replaces that for the cpu and memory it sets; plus `spec.overhead`.
+This is the one place that sum is written.
 
 Must not: log, read the clock, or touch the API. Quantities are parsed with the
 official kubernetes client's `parse_quantity`.
@@ -185,6 +187,21 @@ def pod_effective_request(
         else:
             init_peak = init_peak.max(sidecars + request)
     effective = (total + sidecars).max(init_peak)
+
+    pod_level = spec.get("resources")
+    if pod_level:
+        # kube-scheduler takes the pod-level value for each supported resource it sets
+        # (cpu, memory; never extended resources such as GPUs), containers otherwise.
+        wanted = container_request({"resources": pod_level}, gpu_resource, "pod.spec")
+        requests = pod_level.get("requests") or {}
+        limits = pod_level.get("limits") or {}
+        effective = Resources(
+            effective.gpu_milli,
+            wanted.cpu_milli if "cpu" in requests or "cpu" in limits else effective.cpu_milli,
+            wanted.memory_bytes
+            if "memory" in requests or "memory" in limits
+            else effective.memory_bytes,
+        )
 
     overhead = spec.get("overhead")
     if overhead:

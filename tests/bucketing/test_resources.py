@@ -25,8 +25,10 @@ def container(cpu=None, memory=None, gpu=None, limits=None, restart_policy=None)
     return spec
 
 
-def make_pod(containers=(), init_containers=(), overhead=None) -> dict:
+def make_pod(containers=(), init_containers=(), overhead=None, pod_level=None) -> dict:
     spec: dict = {"containers": list(containers)}
+    if pod_level is not None:
+        spec["resources"] = pod_level
     if init_containers:
         spec["initContainers"] = list(init_containers)
     if overhead is not None:
@@ -91,6 +93,27 @@ CASES = [
         Resources(0, 1000, 2 * GIB),
         "limit-fills-only-missing-request",
     ),
+    (
+        # pod-level requests 8 CPU / 16Gi replace the containers' 1 + 2 = 3 CPU / 2Gi; the
+        # GPU (1) still comes from the containers; overhead 250m on top: 8250m
+        make_pod(
+            [container("1", "1Gi", 1), container("2", "1Gi")],
+            overhead={"cpu": "250m"},
+            pod_level={"requests": {"cpu": "8", "memory": "16Gi"}},
+        ),
+        Resources(1000, 8250, 16 * GIB),
+        "pod-level-resources-replace-containers",
+    ),
+    (
+        # pod-level sets only a memory limit (4Gi, which defaults the request): CPU stays
+        # the containers' 1 + 2 = 3
+        make_pod(
+            [container("1", "1Gi"), container("2", "1Gi")],
+            pod_level={"limits": {"memory": "4Gi"}},
+        ),
+        Resources(0, 3000, 4 * GIB),
+        "pod-level-memory-only",
+    ),
     (make_pod([{"name": "c"}]), Resources(0, 0, 0), "no-resources-is-zero"),
     (
         # 0.1 CPU = 100m; 1G = 10**9 bytes (decimal suffix)
@@ -136,6 +159,9 @@ BAD = [
         "bad-limit",
     ),
     ({"spec": {"containers": ["nginx"]}}, "pod.spec.containers[0]", "container-not-an-object"),
+    (make_pod([container("1")], pod_level={"requests": {"cpu": "x"}}),
+     "pod.spec.resources.requests.cpu", "bad-pod-level"),
+    (make_pod([container("1")], pod_level=["cpu"]), "pod.spec.resources", "pod-level-list"),
     ({"metadata": {}}, "pod.spec", "no-spec"),
     ("not a pod", "pod", "not-an-object"),
 ]
