@@ -38,7 +38,7 @@ import numpy as np
 from bucketing.catalog import Catalog
 from bucketing.errors import ConfigError, HeadstartError, InputError
 from overprovisioner.adjust import ForecastAdjuster
-from overprovisioner.apply import Applier, ApplyResult, apply_plan
+from overprovisioner.apply import Applier, ApplyResult, Observed, apply_plan
 from overprovisioner.config import OverprovisionerConfig, make_plan_config
 from overprovisioner.metrics import Metrics
 from overprovisioner.objects import desired_objects, placeholder_name, priority_class
@@ -315,85 +315,27 @@ class OverprovisionerLoop:
         except Exception as error:  # the tick goes on with the history it has
             errors.append(f"record: {type(error).__name__}: {error}")
             log.warning("recording demand failed: %s", error)
-
-        mode, forecasts = "forecast", {}
-        series = None
-        try:
-            series = self.demand.series(now_s)
-        except InputError as error:  # nothing recorded yet: a cold start, not a fault
-            mode = "ladder"
-            log.info("no usable history yet (%s): using the ladder", error)
-        except Exception as error:  # an unreadable store must not stop the placeholders
-            mode = "ladder"
-            errors.append(f"history: {type(error).__name__}: {error}")
-            log.exception("reading the history failed: using the ladder")
-            self.metrics.model_fallbacks.labels("forecast_error").inc()
-        if series is not None:
-            try:
-                forecasts = self.forecast(series, now_s)
-            except NotEnoughHistory as error:
-                mode = "ladder"
-                log.info("cold start (%s): using the ladder", error)
-            except InputError as error:
-                mode = "ladder"
-                errors.append(f"forecast: {error}")
-                log.warning("no forecast (%s): using the ladder", error)
-            except Exception as error:  # a broken model must not stop the placeholders
-                mode = "ladder"
-                errors.append(f"forecast: {type(error).__name__}: {error}")
-                log.exception("forecast failed: using the ladder")
-                self.metrics.model_fallbacks.labels("forecast_error").inc()
+        mode, forecasts = self._forecast_step(now_s, errors)
         model_name = self.model.name or self.config.forecast.model
         self.metrics.set_model(model_name, mode)
-
-        view = None
-        if self.reader is not None:
-            try:
-                view = self.reader.view(self.config.instance_types,
-                                        self.config.placeholders.placement_group_label)
-            except HeadstartError as error:
-                return self._failed(now_s, leader, model_name, mode, forecasts,
-                                    [*errors, f"observe: {error}"])
-        observed, existing = None, {}
-        if self.applier is not None:
-            try:  # read-only: followers and dry-run observe too
-                observed = self.applier.observe()
-                existing = observed.replicas()
-            except HeadstartError as error:
-                return self._failed(now_s, leader, model_name, mode, forecasts,
-                                    [*errors, f"observe: {error}"])
-        ladder = {name: self.config.forecast.cold_start_placeholders
-                  for name in self.config.instance_types}
-        # A type whose forecast misses badly in any of its series acts reactively.
-        bucket_modes: dict[str, Mode] = {
-            instance_type: "fallback"
-            for (instance_type, _), forecast in forecasts.items() if forecast.reactive
-        }
         try:
-            plan = make_plan(self.observations(forecasts, view, existing), self.plan_config,
-                             self.catalog, mode=mode, ladder=ladder, bucket_modes=bucket_modes)
+            view, observed = self._observe_step()
+            plan = make_plan(
+                self.observations(forecasts, view, observed.replicas() if observed else {}),
+                self.plan_config, self.catalog, mode=mode,
+                ladder={name: self.config.forecast.cold_start_placeholders
+                        for name in self.config.instance_types},
+                # A type whose forecast misses badly in any of its series acts reactively.
+                bucket_modes={instance_type: "fallback"
+                              for (instance_type, _), f in forecasts.items() if f.reactive},
+            )
         except HeadstartError as error:
             return self._failed(now_s, leader, model_name, mode, forecasts,
-                                [*errors, f"plan: {error}"])
+                                [*errors, f"observe/plan: {error}"])
         self._export_plan(plan, forecasts, view)
-
         applied = None
         if leader and not self.config.dry_run and self.applier is not None:
-            try:
-                applied, observed = apply_plan(
-                    self.applier, lambda backend: self._desired(plan, backend),
-                    priority_class(self.config), observed,
-                )
-                if view is None or applied.backend == "capacitybuffer":
-                    # CapacityBuffer placeholders are simulated by CA, not pods: use status.
-                    self.metrics.set_buckets(self.metrics.running, observed.running())
-                errors.extend(str(e) for e in applied.errors)
-                for error in applied.errors:
-                    log.error("apply: %s", error)
-                self._count_hits(plan)
-            except HeadstartError as error:
-                log.error("apply failed, previous placeholders left in place: %s", error)
-                errors.append(f"apply: {error}")
+            applied = self._apply_step(plan, observed, view, errors)
         ok = not errors
         report = TickReport(now_s, ok, leader, self.config.dry_run, model_name, mode, plan,
                             forecasts, applied, tuple(errors))
@@ -402,6 +344,64 @@ class OverprovisionerLoop:
             self.metrics.last_success.set(now_s)
         self.latest = report
         return report
+
+    def _forecast_step(
+        self, now_s: float, errors: list[str]
+    ) -> tuple[Mode, dict[Bucket, BucketForecast]]:
+        """("forecast", per-bucket forecasts), or ("ladder", {}) when there is none."""
+        try:
+            series = self.demand.series(now_s)
+        except InputError as error:  # nothing recorded yet: a cold start, not a fault
+            log.info("no usable history yet (%s): using the ladder", error)
+            return "ladder", {}
+        except Exception as error:  # an unreadable store must not stop the placeholders
+            errors.append(f"history: {type(error).__name__}: {error}")
+            log.exception("reading the history failed: using the ladder")
+            self.metrics.model_fallbacks.labels("forecast_error").inc()
+            return "ladder", {}
+        try:
+            return "forecast", self.forecast(series, now_s)
+        except NotEnoughHistory as error:
+            log.info("cold start (%s): using the ladder", error)
+        except InputError as error:
+            errors.append(f"forecast: {error}")
+            log.warning("no forecast (%s): using the ladder", error)
+        except Exception as error:  # a broken model must not stop the placeholders
+            errors.append(f"forecast: {type(error).__name__}: {error}")
+            log.exception("forecast failed: using the ladder")
+            self.metrics.model_fallbacks.labels("forecast_error").inc()
+        return "ladder", {}
+
+    def _observe_step(self) -> tuple[ClusterView | None, Observed | None]:
+        """Nodes, pods and headstart's placeholder objects (read-only: followers and
+        dry-run observe too). Raises ApiCallError when the cluster cannot be read."""
+        view = None
+        if self.reader is not None:
+            view = self.reader.view(self.config.instance_types,
+                                    self.config.placeholders.placement_group_label)
+        observed = self.applier.observe() if self.applier is not None else None
+        return view, observed
+
+    def _apply_step(self, plan: Plan, observed: Observed | None, view: ClusterView | None,
+                    errors: list[str]) -> ApplyResult | None:
+        assert self.applier is not None
+        try:
+            applied, observed = apply_plan(
+                self.applier, lambda backend: self._desired(plan, backend),
+                priority_class(self.config), observed,
+            )
+        except HeadstartError as error:
+            log.error("apply failed, previous placeholders left in place: %s", error)
+            errors.append(f"apply: {error}")
+            return None
+        if view is None or applied.backend == "capacitybuffer":
+            # CapacityBuffer placeholders are simulated by CA, not pods: use their status.
+            self.metrics.set_buckets(self.metrics.running, observed.running())
+        for error in applied.errors:
+            log.error("apply: %s", error)
+            errors.append(str(error))
+        self._count_hits(plan)
+        return applied
 
     def _failed(self, now_s: float, leader: bool, model: str, mode: str,
                 forecasts: Mapping[Bucket, BucketForecast], errors: list[str]) -> TickReport:
