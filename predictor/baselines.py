@@ -4,6 +4,13 @@ Decides: the point forecast of each baseline and its quantiles, which are the
 point plus empirical quantiles of in-sample h-step residuals (per series, per
 step), computed in `fit` from the training history.
 
+With `recent_residual_ticks` > 0 the quantiles come instead from the residuals
+of the most recent ticks of the history given to `predict` (the last day by
+default for `last_adaptive`), so the margin widens in volatile hours and
+narrows in calm ones; a (step, series) with fewer than MIN_RECENT_RESIDUALS
+recent residuals uses the fit-time quantiles. On the real traces this beat a
+constant margin tuned in hindsight (docs/forecasters.md).
+
 Gaps (NaN): the value copied is the last observed one at or before the tick the
 baseline looks at (so "last value" = last non-NaN tick); residuals are only
 taken where the target tick was observed. Must not: read files or log.
@@ -30,15 +37,18 @@ from predictor.forecast import (
 )
 from predictor.quantiles import offsets_at, residual_quantile_grid
 
+MIN_RECENT_RESIDUALS = 30
+
 
 class _CopyPastValue:
     """Shared machinery: forecast for step h = the (forward-filled) value lag(h) ticks
-    before the target; quantiles from in-sample residuals of that same rule."""
+    before the target; quantiles from residuals of that same rule."""
 
     name = "copy"
 
-    def __init__(self, max_horizon: int = 12) -> None:
+    def __init__(self, max_horizon: int = 12, recent_residual_ticks: int = 0) -> None:
         self.max_horizon = max_horizon
+        self.recent_residual_ticks = recent_residual_ticks
 
     def _lag(self, step: int) -> int:
         raise NotImplementedError
@@ -96,15 +106,38 @@ class _CopyPastValue:
             series = int(np.argwhere(np.isnan(point))[0][1])
             raise NotEnoughHistory(self.name, self.min_history_, n_ticks, "predict",
                                    f"series {series} has no observed tick to copy")
-        return make_forecast(
-            point, {q: point + offsets_at(self.residual_grid_, q, horizon) for q in levels}
-        )
+        offsets = {q: offsets_at(self.residual_grid_, q, horizon) for q in levels}
+        if self.recent_residual_ticks > 0:
+            offsets = self._recent_offsets(observed, filled, horizon, levels, offsets)
+        return make_forecast(point, {q: point + offsets[q] for q in levels})
+
+    def _recent_offsets(self, observed: np.ndarray, filled: np.ndarray, horizon: int,
+                        levels: tuple[float, ...], fitted: dict[float, np.ndarray],
+                        ) -> dict[float, np.ndarray]:
+        """Residual quantiles over the last recent_residual_ticks targets of this history."""
+        window = self.recent_residual_ticks
+        offsets = {q: fitted[q].copy() for q in levels}
+        for step in range(1, horizon + 1):
+            lag = self._lag(step)
+            if observed.shape[0] <= lag:
+                continue
+            residuals = (observed[lag:] - filled[:-lag])[-window:]
+            counts = np.sum(~np.isnan(residuals), axis=0)
+            enough = counts >= MIN_RECENT_RESIDUALS
+            if not enough.any():
+                continue
+            recent = np.nanquantile(residuals[:, enough], levels, axis=0)
+            for i, q in enumerate(levels):
+                offsets[q][step - 1, enough] = recent[i]
+        return offsets
 
 
 class LastValue(_CopyPastValue):
     """Forecast every step as the last observed value (the hard baseline on real traces).
 
     max_horizon: longest horizon in ticks that residual quantiles are kept for.
+    recent_residual_ticks: 0 = quantiles from the fit-time residuals; N > 0 = from the
+        residuals of the last N ticks of the history given to predict.
     """
 
     name = "last"
@@ -125,8 +158,9 @@ class SeasonalNaive(_CopyPastValue):
 
     name = "seasonal"
 
-    def __init__(self, period_ticks: int = 288, max_horizon: int = 12) -> None:
-        super().__init__(max_horizon=max_horizon)
+    def __init__(self, period_ticks: int = 288, max_horizon: int = 12,
+                 recent_residual_ticks: int = 0) -> None:
+        super().__init__(max_horizon=max_horizon, recent_residual_ticks=recent_residual_ticks)
         self.period_ticks = period_ticks
 
     def _lag(self, step: int) -> int:
@@ -142,5 +176,19 @@ class SeasonalWeekNaive(SeasonalNaive):
 
     name = "seasonal_week"
 
-    def __init__(self, period_ticks: int = 2016, max_horizon: int = 12) -> None:
-        super().__init__(period_ticks=period_ticks, max_horizon=max_horizon)
+    def __init__(self, period_ticks: int = 2016, max_horizon: int = 12,
+                 recent_residual_ticks: int = 0) -> None:
+        super().__init__(period_ticks=period_ticks, max_horizon=max_horizon,
+                         recent_residual_ticks=recent_residual_ticks)
+
+
+class AdaptiveLastValue(LastValue):
+    """Last value with quantiles from the most recent residuals (default: the last day).
+
+    recent_residual_ticks: ticks of recent residuals (288 = one day at 5 minutes).
+    """
+
+    name = "last_adaptive"
+
+    def __init__(self, max_horizon: int = 12, recent_residual_ticks: int = 288) -> None:
+        super().__init__(max_horizon=max_horizon, recent_residual_ticks=recent_residual_ticks)

@@ -51,12 +51,17 @@ class LoadedModel:
 
 
 def _classes() -> dict[str, type]:
-    from predictor.baselines import LastValue, SeasonalNaive, SeasonalWeekNaive
+    from predictor.baselines import (
+        AdaptiveLastValue,
+        LastValue,
+        SeasonalNaive,
+        SeasonalWeekNaive,
+    )
     from predictor.holt_winters import HoltWinters
     from predictor.transformer import TransformerForecaster
 
-    return {cls.name: cls for cls in (LastValue, SeasonalNaive, SeasonalWeekNaive, HoltWinters,
-                                      TransformerForecaster)}
+    return {cls.name: cls for cls in (LastValue, AdaptiveLastValue, SeasonalNaive,
+                                      SeasonalWeekNaive, HoltWinters, TransformerForecaster)}
 
 
 def _headstart_version() -> str:

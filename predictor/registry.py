@@ -31,6 +31,13 @@ def _last(tick_seconds: int, **params: Any) -> Forecaster:
     return LastValue(**params)
 
 
+def _last_adaptive(tick_seconds: int, **params: Any) -> Forecaster:
+    from predictor.baselines import AdaptiveLastValue
+
+    params.setdefault("recent_residual_ticks", period_ticks(DAY_SECONDS, tick_seconds))
+    return AdaptiveLastValue(**params)
+
+
 def _seasonal(tick_seconds: int, **params: Any) -> Forecaster:
     from predictor.baselines import SeasonalNaive
 
@@ -64,6 +71,7 @@ def _transformer(tick_seconds: int, **params: Any) -> Forecaster:
 
 FACTORIES: dict[str, Callable[..., Forecaster]] = {
     "last": _last,
+    "last_adaptive": _last_adaptive,
     "seasonal": _seasonal,
     "seasonal_week": _seasonal_week,
     "hw": _hw,

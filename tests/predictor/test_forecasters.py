@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bucketing.errors import InputError
-from predictor.baselines import LastValue, SeasonalNaive
+from predictor.baselines import AdaptiveLastValue, LastValue, SeasonalNaive
 from predictor.forecast import (
     Forecast,
     Forecaster,
@@ -30,6 +30,7 @@ TINY_TRANSFORMER = dict(periods_ticks=(24, 48), context_ticks=24, patch_ticks=6,
 # name -> (registry name, params) small enough for a contract test.
 MODELS = {
     "last": ("last", dict(max_horizon=3)),
+    "last_adaptive": ("last_adaptive", dict(max_horizon=3, recent_residual_ticks=48)),
     "seasonal": ("seasonal", dict(max_horizon=3, period_ticks=24)),
     "seasonal_week": ("seasonal_week", dict(max_horizon=3, period_ticks=48)),
     "hw": ("hw", dict(max_horizon=3, period_ticks=24, window_ticks=48)),
@@ -210,6 +211,28 @@ def test_baseline_table(model, history, expected_point, expected_q50, expected_q
     assert forecast.at(0.9)[0] == pytest.approx(expected_q90)
 
 
+def test_adaptive_margin_follows_recent_volatility():
+    # Fit on a calm series (steps of +-1), then predict after a volatile day (steps of
+    # +-10): the fixed model keeps the calm margin, the adaptive one widens it.
+    calm = 50.0 + np.tile([0.0, 1.0], 100)
+    volatile = 50.0 + np.tile([0.0, 10.0], 50)
+    history = np.concatenate([calm, volatile])
+    fixed = LastValue(max_horizon=1).fit(calm).predict(history, 1, quantiles=(0.9,))
+    adaptive = AdaptiveLastValue(max_horizon=1, recent_residual_ticks=60).fit(calm)
+    widened = adaptive.predict(history, 1, quantiles=(0.9,))
+    # calm residuals are +1/-1: q0.9 = +1 -> 60 + 1 = 61 (last value 60)
+    assert fixed.at(0.9)[0] == pytest.approx(61.0)
+    # recent residuals +10/-10: q0.9 = +10 -> 70
+    assert widened.at(0.9)[0] == pytest.approx(70.0)
+
+
+def test_adaptive_uses_fit_quantiles_when_recent_residuals_are_few():
+    calm = 50.0 + np.tile([0.0, 1.0], 100)
+    model = AdaptiveLastValue(max_horizon=1, recent_residual_ticks=288).fit(calm)
+    # 10 ticks give 9 residuals < 30: the fit-time q0.9 (+1) applies -> 51 + 1 = 52
+    assert model.predict(calm[:10], 1, quantiles=(0.9,)).at(0.9)[0] == pytest.approx(52.0)
+
+
 def test_seasonal_beyond_one_period_goes_back_two_seasons():
     # period 2, steps 1..3 from T=4: rows 4-1+1-2=2, 4-1+2-2=3, 4-1+3-4=2 -> [30, 40, 30]
     history = np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0])
@@ -262,7 +285,8 @@ def test_registry_periods_follow_the_tick(name, tick_seconds, attribute, expecte
 
 
 def test_registry_unknown_name_lists_valid_ones():
-    with pytest.raises(InputError, match="last, seasonal, seasonal_week, hw, transformer"):
+    with pytest.raises(InputError,
+                       match="last, last_adaptive, seasonal, seasonal_week, hw, transformer"):
         make_forecaster("arima")
     with pytest.raises(InputError, match="bad parameter"):
         make_forecaster("last", window=3)
