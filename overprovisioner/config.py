@@ -28,14 +28,13 @@ from typing import Any
 import yaml
 
 from bucketing.catalog import Catalog, load_catalog
-from bucketing.errors import ConfigError, InputError
-from bucketing.resources import Resources, parse_resource_quantity
+from bucketing.errors import ConfigError
+from bucketing.resources import Resources
 from overprovisioner import plan_config as plan_config_module
+from overprovisioner.config_fields import FieldReader, parse_duration
 from predictor.registry import FORECASTER_NAMES
 
 BACKENDS = ("auto", "deployment", "capacitybuffer")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 @dataclass(frozen=True)
@@ -234,7 +233,7 @@ def load_config(path: str | Path) -> OverprovisionerConfig:
 
 def parse_config(document: Any, source: str) -> OverprovisionerConfig:
     """Validate a parsed YAML document (without reading `buckets_file` or the catalog)."""
-    reader = _Reader(source)
+    reader = FieldReader(source)
     top = reader.mapping(document, "")
     reader.known(top, "", {
         "catalog", "instance_types", "buckets_file", "tick", "horizon", "forecast", "limits",
@@ -340,7 +339,7 @@ def _with_buckets_file(config: OverprovisionerConfig, path: Path) -> Overprovisi
         ) from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: not valid YAML ({error})") from None
-    reader = _Reader(str(path))
+    reader = FieldReader(str(path))
     top = reader.mapping(document, "")
     buckets = reader.mapping(top.get("buckets"), "buckets")
     reader.known(buckets, "buckets", {"catalog", "instance_types"})
@@ -354,7 +353,7 @@ def _with_buckets_file(config: OverprovisionerConfig, path: Path) -> Overprovisi
     )
 
 
-def _forecast(reader: _Reader, raw: Mapping) -> ForecastConfig:
+def _forecast(reader: FieldReader, raw: Mapping) -> ForecastConfig:
     path = "forecast"
     reader.known(raw, path, {
         "quantile", "model", "model_path", "retrain_every", "history_path", "retention",
@@ -400,7 +399,7 @@ def _forecast(reader: _Reader, raw: Mapping) -> ForecastConfig:
     )
 
 
-def _bucket_limits(reader: _Reader, raw: Any, path: str, default: BucketLimits) -> BucketLimits:
+def _bucket_limits(reader: FieldReader, raw: Any, path: str, default: BucketLimits) -> BucketLimits:
     body = reader.mapping(raw, path)
     reader.known(body, path, {"min", "max"})
     low = reader.integer(body, "min", path, default.min, low=0)
@@ -410,7 +409,7 @@ def _bucket_limits(reader: _Reader, raw: Any, path: str, default: BucketLimits) 
     return BucketLimits(low, high)
 
 
-def _limits(reader: _Reader, raw: Mapping) -> LimitsConfig:
+def _limits(reader: FieldReader, raw: Mapping) -> LimitsConfig:
     path = "limits"
     reader.known(raw, path, {
         "default", "per_bucket", "cost_cap_per_hour", "placement_groups", "virtual_instance_nodes",
@@ -437,7 +436,7 @@ def _limits(reader: _Reader, raw: Mapping) -> LimitsConfig:
     return LimitsConfig(default, per_bucket, cap, groups, nodes)
 
 
-def _placeholders(reader: _Reader, raw: Mapping) -> PlaceholderConfig:
+def _placeholders(reader: FieldReader, raw: Mapping) -> PlaceholderConfig:
     path = "placeholders"
     reader.known(raw, path, {
         "namespace", "backend", "priority_class_name", "priority_class_value",
@@ -506,7 +505,7 @@ def _placeholders(reader: _Reader, raw: Mapping) -> PlaceholderConfig:
     )
 
 
-def _tolerations(reader: _Reader, raw: Any, path: str) -> tuple[Toleration, ...]:
+def _tolerations(reader: FieldReader, raw: Any, path: str) -> tuple[Toleration, ...]:
     if not isinstance(raw, list):
         raise reader.fail(path, "expected a list of tolerations")
     result = []
@@ -531,7 +530,7 @@ def _tolerations(reader: _Reader, raw: Any, path: str) -> tuple[Toleration, ...]
     return tuple(result)
 
 
-def _leader(reader: _Reader, raw: Mapping) -> LeaderElectionConfig:
+def _leader(reader: FieldReader, raw: Mapping) -> LeaderElectionConfig:
     path = "leader_election"
     reader.known(raw, path, {
         "enabled", "lease_name", "lease_duration", "renew_deadline", "retry_period",
@@ -560,7 +559,7 @@ def _leader(reader: _Reader, raw: Mapping) -> LeaderElectionConfig:
     )
 
 
-def _api(reader: _Reader, raw: Mapping) -> ApiConfig:
+def _api(reader: FieldReader, raw: Mapping) -> ApiConfig:
     path = "api"
     reader.known(raw, path, {"timeout", "max_attempts", "backoff_base", "backoff_max"})
     d = ApiConfig()
@@ -570,119 +569,6 @@ def _api(reader: _Reader, raw: Mapping) -> ApiConfig:
         backoff_base_s=reader.duration(raw, "backoff_base", path, d.backoff_base_s),
         backoff_max_s=reader.duration(raw, "backoff_max", path, d.backoff_max_s),
     )
-
-
-def parse_duration(value: Any) -> float:
-    """Seconds from a number or a Go-style duration: `90s`, `5m`, `6m30s`, `24h`, `35d`."""
-    if isinstance(value, bool):
-        raise ValueError("expected a duration, got a boolean")
-    if isinstance(value, (int, float)):
-        if value != value or value < 0:
-            raise ValueError(f"{value!r} is not a non-negative duration")
-        return float(value)
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{value!r} is not a duration (like 90s, 5m, 6m30s, 24h)")
-    text = value.strip()
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        raise ValueError(f"{value!r} is not a duration (like 90s, 5m, 6m30s, 24h)")
-    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
-
-
-@dataclass(frozen=True)
-class _Reader:
-    source: str
-
-    def fail(self, path: str, message: str) -> ConfigError:
-        return ConfigError(f"{self.source}: {path or '(top level)'}: {message}")
-
-    def mapping(self, raw: Any, path: str) -> Mapping:
-        if raw is None:
-            return {}
-        if not isinstance(raw, Mapping):
-            raise self.fail(path, f"expected a mapping, got {type(raw).__name__}")
-        return raw
-
-    def known(self, raw: Mapping, path: str, allowed: set[str]) -> None:
-        unknown = sorted(str(key) for key in raw if key not in allowed)
-        if unknown:
-            where = ", ".join(f"{path}.{key}" if path else key for key in unknown)
-            raise self.fail(
-                where, f"unknown field (known here: {', '.join(sorted(allowed))})"
-            )
-
-    def _path(self, parent: str, key: str) -> str:
-        return f"{parent}.{key}" if parent else key
-
-    def string(
-        self, raw: Mapping, key: str, parent: str, default: str | None, allow_empty: bool = False
-    ) -> str:
-        path = self._path(parent, key)
-        value = raw.get(key, default)
-        if value is None:
-            raise self.fail(path, "required")
-        if not isinstance(value, str) or (not value and not allow_empty):
-            raise self.fail(path, f"expected a non-empty string, got {value!r}")
-        return value
-
-    def string_list(self, raw: Mapping, key: str, parent: str) -> tuple[str, ...]:
-        path = self._path(parent, key)
-        value = raw.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise self.fail(path, "expected a list of names")
-        return tuple(value)
-
-    def boolean(self, raw: Mapping, key: str, parent: str, default: bool) -> bool:
-        value = raw.get(key, default)
-        if not isinstance(value, bool):
-            raise self.fail(self._path(parent, key), f"expected true or false, got {value!r}")
-        return value
-
-    def number(self, raw: Mapping, key: str, parent: str, default: float) -> float:
-        path = self._path(parent, key)
-        value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            raise self.fail(path, f"expected a number, got {value!r}")
-        if value < 0:
-            raise self.fail(path, f"must not be negative, got {value}")
-        return float(value)
-
-    def integer(
-        self, raw: Mapping, key: str, parent: str, default: int,
-        low: int | None = None, high: int | None = None,
-    ) -> int:
-        path = self._path(parent, key)
-        value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(path, f"expected a whole number, got {value!r}")
-        if low is not None and value < low:
-            raise self.fail(path, f"must be at least {low}, got {value}")
-        if high is not None and value > high:
-            raise self.fail(path, f"must be at most {high}, got {value}")
-        return value
-
-    def duration(
-        self, raw: Mapping, key: str, parent: str, default: float, positive: bool = False
-    ) -> float:
-        path = self._path(parent, key)
-        try:
-            seconds = parse_duration(raw.get(key, default))
-        except ValueError as error:
-            raise self.fail(path, str(error)) from None
-        if positive and seconds <= 0:
-            raise self.fail(path, "must be longer than zero")
-        return seconds
-
-    def resources(self, raw: Any, path: str) -> Resources:
-        body = self.mapping(raw, path)
-        self.known(body, path, {"cpu", "memory", "gpus"})
-        try:
-            cpu = parse_resource_quantity(body.get("cpu", 0), f"{path}.cpu")
-            memory = parse_resource_quantity(body.get("memory", 0), f"{path}.memory")
-            gpus = parse_resource_quantity(body.get("gpus", 0), f"{path}.gpus")
-        except InputError as error:
-            raise ConfigError(f"{self.source}: {error}") from None
-        return Resources(int(gpus * 1000), int(cpu * 1000), int(memory))
 
 
 __all__ = [
