@@ -116,7 +116,12 @@ class KubeApi:
         if not 200 <= response.status <= 299:
             raise ApiException(status=response.status, reason=response.reason,
                                body=data.decode("utf-8", "replace") if data else "")
-        return json.loads(data) if data else {}
+        try:
+            return json.loads(data) if data else {}
+        except ValueError:
+            # Something in front of the API server (a proxy's HTML page): retry later.
+            raise ApiException(status=502, reason="the answer is not JSON",
+                               body=data[:200].decode("utf-8", "replace")) from None
 
 
 @dataclass(frozen=True)
