@@ -1,0 +1,197 @@
+"""The shipped RBAC rules are exactly what the code calls: nothing missing, nothing extra.
+
+Each component runs for real (its own CLI, in a subprocess) against the fake API
+server; every request it makes is turned into the (API group, resource, verb) that
+RBAC authorizes, and compared with the rules bound to the component's
+ServiceAccount in the rendered manifests. A call with no rule fails in a real
+cluster with 403; a rule with no call is privilege the component does not need.
+Discovery (`/api`, `/apis/...` without a resource) needs no RBAC rule.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterable
+
+import pytest
+
+from tests.manifests import checks
+
+Call = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
+
+
+def rbac_call(method: str, path: str, query: str) -> Call | None:
+    """The RBAC attributes of one API request, or None for discovery."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    if not rest:
+        return None
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        rest = rest[2:]
+    resource = rest[0]
+    name = rest[1] if len(rest) > 1 else ""
+    if len(rest) > 2:
+        resource = f"{resource}/{rest[2]}"
+    watching = "watch=true" in query or "watch=1" in query
+    verb = {
+        "GET": "get" if name else ("watch" if watching else "list"),
+        "POST": "create", "PUT": "update", "PATCH": "patch",
+        "DELETE": "delete" if name else "deletecollection",
+    }[method]
+    if resource == "bindings":  # the legacy collection form of pods/binding
+        resource = "pods/binding"
+    return group, resource, verb
+
+
+def granted(rendered: checks.Rendered, account: str) -> set[Call]:
+    """Every (group, resource, verb) the rules bound to `account` allow (wildcards unused)."""
+    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
+             for o in rendered.of_kind("Role") + rendered.of_kind("ClusterRole")}
+    calls: set[Call] = set()
+    for binding in rendered.of_kind("RoleBinding") + rendered.of_kind("ClusterRoleBinding"):
+        if not any(s.get("kind") == "ServiceAccount" and s["name"] == account
+                   for s in binding.get("subjects", [])):
+            continue
+        ref = binding["roleRef"]
+        namespace = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
+        role = roles.get((ref["kind"], namespace, ref["name"]))
+        if role is None:
+            continue  # a built-in role (system:...), not ours to check
+        for rule in role.get("rules", []):
+            for group in rule.get("apiGroups", []):
+                for resource in rule.get("resources", []):
+                    for verb in rule.get("verbs", []):
+                        calls.add((group, resource, verb))
+    return calls
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(url: str, seconds: float) -> int:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                return response.status
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer 200 within {seconds} s")
+
+
+def run_component(
+    argv: list[str], ready_url: str, then: Iterable = ()
+) -> subprocess.CompletedProcess:
+    """Start `headstart ARGV`, wait until ready, run the `then` callables, SIGTERM it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "headstart", *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        wait_for(ready_url, 30)
+        for step in then:
+            step()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            stdout, stderr = process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+            raise AssertionError(f"headstart {argv[0]} ignored SIGTERM for 20 s") from None
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> checks.Rendered:
+    return checks.render("eks", checks.MANIFESTS, tmp_path_factory.mktemp("rbac"))
+
+
+def seed_cluster(fake_kube) -> None:
+    fake_kube.create({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "gpu-1", "labels": {"headstart.io/placement-group": "pg-a"}},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1",
+                                   "pods": "110"}},
+    })
+    fake_kube.create({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "job-ps-0", "namespace": "default",
+                     "labels": {"headstart.io/job": "job", "headstart.io/role": "ps"}},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+    })
+
+
+def post_filter(port: int) -> None:
+    body = json.dumps({
+        "Pod": {"metadata": {"name": "job-worker-0", "namespace": "default",
+                             "labels": {"headstart.io/job": "job", "headstart.io/role": "worker"}},
+                "spec": {"containers": [{"name": "c", "resources": {
+                    "requests": {"cpu": "1", "nvidia.com/gpu": "1"}}}]}},
+        "Nodes": None, "NodeNames": ["gpu-1"],
+    }).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/filter", body, {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        answer = json.loads(response.read())
+    assert answer["NodeNames"] == ["gpu-1"], answer
+
+
+def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
+    seed_cluster(fake_kube)
+    port = free_port()
+    kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
+    result = run_component(
+        ["extender", "--kubeconfig", kubeconfig, "--port", str(port)],
+        f"http://127.0.0.1:{port}/readyz",
+        then=[lambda: post_filter(port)],
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    calls = {c for c in (rbac_call(*r) for r in fake_kube.requests) if c}
+    rules = granted(rendered, "headstart-extender")
+    assert calls - rules == set(), f"calls without an RBAC rule (403 in a cluster): {calls - rules}"
+    assert rules - calls == set(), f"RBAC rules the extender never uses: {rules - calls}"
+
+
+@pytest.mark.parametrize(
+    "request_line, expected",
+    [
+        (("GET", "/api/v1/pods", "watch=true&resourceVersion=5"), ("", "pods", "watch")),
+        (("GET", "/api/v1/namespaces/headstart/pods/p", ""), ("", "pods", "get")),
+        (("POST", "/api/v1/namespaces/default/pods/p/binding", ""),
+         ("", "pods/binding", "create")),
+        (("PATCH", "/apis/apps/v1/namespaces/headstart/deployments/d", "fieldManager=m"),
+         ("apps", "deployments", "patch")),
+        (("GET", "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies", ""),
+         ("topology.node.k8s.io", "noderesourcetopologies", "list")),
+        (("GET", "/apis/autoscaling.x-k8s.io/v1alpha1", ""), None),
+    ],
+    ids=["watch", "get", "binding", "apply", "crd-list", "discovery"],
+)
+def test_requests_map_to_rbac_attributes(request_line, expected):
+    assert rbac_call(*request_line) == expected
+
+
+def test_granted_reads_the_rules_bound_to_an_account(rendered):
+    assert ("", "nodes", "watch") in granted(rendered, "headstart-extender")
+    assert ("apps", "deployments", "patch") not in granted(rendered, "headstart-extender")
+    assert ("apps", "deployments", "patch") in granted(rendered, "headstart-overprovisioner")
+
+
