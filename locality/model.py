@@ -92,6 +92,8 @@ class Pod:
     placement_group: for placeholders, the group they hold capacity in (label
     `headstart.io/placement-group`), else None.
     terminal: phase Succeeded or Failed (holds no resources any more).
+    succeeded: phase Succeeded: the pod's work is done and nothing will replace it
+    (a Failed pod is usually replaced by its operator, under a new uid).
     """
 
     namespace: str
@@ -105,6 +107,7 @@ class Pod:
     is_placeholder: bool = False
     placement_group: str | None = None
     terminal: bool = False
+    succeeded: bool = False
 
     @property
     def full_name(self) -> str:

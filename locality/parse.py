@@ -64,6 +64,7 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         is_placeholder=is_placeholder,
         placement_group=group or None,
         terminal=phase in _TERMINAL_PHASES,
+        succeeded=phase == "Succeeded",
     )
 
 

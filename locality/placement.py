@@ -165,7 +165,8 @@ def job_placement(
     be among them). A bound pod counts where the cache says, even if an assumption
     disagrees. The pod being scheduled is never counted as placed (an earlier
     assumption for it is stale: it is being scheduled again). When the policy gives a
-    job size larger than the pods known, the missing pods are assumed to request what
+    job size larger than the pods known (Succeeded pods count as known, Failed ones do
+    not: their replacements will be), the missing pods are assumed to request what
     `pod` requests.
     """
     placed: list[PlacedPod] = []
@@ -173,7 +174,13 @@ def job_placement(
     seen: set[str] = {pod.uid}
     live = {a.uid: a for a in assumed.for_job(job, now)}
     for other in job_pods:
-        if other.uid in seen or other.terminal:
+        if other.uid in seen:
+            continue
+        if other.terminal:
+            if other.succeeded:
+                # Done, and one of the job's declared pods: it must not come back as
+                # an unseen pod below. A Failed pod is replaced under a new uid.
+                seen.add(other.uid)
             continue
         seen.add(other.uid)
         if other.node_name is not None:

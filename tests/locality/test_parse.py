@@ -124,6 +124,21 @@ def test_placeholder_pod():
     )
 
 
+@pytest.mark.parametrize(
+    ("status", "terminal", "succeeded"),
+    [
+        pytest.param({"phase": "Pending"}, False, False, id="pending"),
+        pytest.param({"phase": "Running"}, False, False, id="running"),
+        pytest.param({"phase": "Succeeded"}, True, True, id="succeeded"),
+        pytest.param({"phase": "Failed"}, True, False, id="failed"),
+        pytest.param({}, False, False, id="no-phase-yet"),
+    ],
+)
+def test_pod_phase(status, terminal, succeeded):
+    parsed = parse_pod({**POD, "status": status}, CONFIG)
+    assert (parsed.terminal, parsed.succeeded) == (terminal, succeeded)
+
+
 # A realistic object as NFD's topology updater publishes it (two NUMA nodes, GPUs
 # per zone from the device plugin, a memory resource and costs we do not use).
 NRT = {

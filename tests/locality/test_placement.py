@@ -120,3 +120,22 @@ def test_finished_pods_are_neither_placed_nor_remaining():
     done = replace(W[0], node_name="n1", terminal=True)
     placement = job_placement(W[1], JOB, JobPolicy(), [done], AssumedPlacements(), 0.0, CONFIG)
     assert (placement.placed, placement.remaining_pods) == ((), 1)
+
+
+@pytest.mark.parametrize(
+    ("phase_flags", "remaining"),
+    [
+        # Size 4; known: W0 (pending), W2 (the pod) and W1, which succeeded and is one
+        # of the 4. Unseen: 4 - 3 = 1. Remaining: W0 + W2 + 1 unseen = 3.
+        pytest.param({"terminal": True, "succeeded": True}, 3, id="succeeded-counts-as-known"),
+        # Failed: its replacement is still to come. Unseen: 4 - 2 = 2; remaining 2 + 2 = 4.
+        pytest.param({"terminal": True}, 4, id="failed-is-replaced"),
+    ],
+)
+def test_job_size_and_finished_pods(phase_flags, remaining):
+    done = replace(W[1], node_name="n1", **phase_flags)
+    placement = job_placement(
+        W[2], JOB, JobPolicy(job_size=4), [W[0], done, W[2]], AssumedPlacements(), 0.0, CONFIG
+    )
+    assert placement.placed == ()
+    assert placement.remaining_pods == remaining
