@@ -193,10 +193,10 @@ def live(fake_kube, tmp_path, monkeypatch):
     stop = threading.Event()
     started: list = []
 
-    def start():
+    def start(run_informers=True):
         recorder = make_recorder(config, fake_kube.api_client(), clock)
         threads = [threading.Thread(target=i.run, args=(stop,), daemon=True)
-                   for i in (recorder.pods, recorder.nodes)]
+                   for i in (recorder.pods, recorder.nodes) if run_informers]
         for thread in threads:
             thread.start()
         started.append((recorder, threads))
@@ -316,3 +316,26 @@ def test_store_with_another_tick_is_refused(tmp_path):
     config = RecorderConfig(tick_s=60)
     with HistoryStore(tmp_path / "h.sqlite", TICK) as store, pytest.raises(ConfigError):
         Recorder(config, store, TYPES, None, None)
+
+
+def test_run_loop_writes_one_tick_per_boundary(live):
+    kube, start, clock, _, _ = live
+    kube.create(make_pod("a", cpu="2", memory="2Gi", node="n1"))
+    recorder = start(run_informers=False)  # run() starts them itself
+    stop = threading.Event()
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> bool:
+        # the loop asks to sleep until the next tick boundary; jump the clock there
+        waits.append(seconds)
+        clock.now += seconds
+        if len(waits) == 3:
+            stop.set()
+        return stop.is_set()
+
+    clock.now = T0 + 100  # 100 s into tick T0 -> first wait is 200 s
+    recorder.run(stop, sleep=sleep)
+    assert waits == [200.0, 300.0, 300.0]
+    series = recorder.store.read_series()
+    assert series.times.tolist() == [T0, T0 + TICK, T0 + 2 * TICK]
+    assert series.counts["cpu4"].tolist() == [1.0, 1.0, 1.0]
