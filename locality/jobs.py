@@ -36,14 +36,8 @@ def parse_role(value: str | None) -> Role:
 
 def job_key_of(pod: Pod, config: LocalityConfig) -> JobKey | None:
     """The pod's job, None when no configured job label is on it (or it is a placeholder)."""
-    if pod.is_placeholder:
-        return None
-    labels = pod.labels
-    for keys in config.job_labels:
-        name = labels.get(keys.job)
-        if name:
-            return JobKey(pod.namespace, name)
-    return None
+    identity = identify(pod, config)
+    return identity.key if identity is not None else None
 
 
 def identify(pod: Pod, config: LocalityConfig) -> JobIdentity | None:

@@ -39,6 +39,7 @@ from bucketing.traces.csvfile import (
     require_columns,
     strings,
     unique_names,
+    whole_numbers,
 )
 
 FORMAT = "alibaba-openb"
@@ -57,17 +58,6 @@ SIGNATURE = ("name", "num_gpu", "memory_mib", "creation_time")
 MIB = 2**20
 
 
-def _whole(csv: CsvFile, column: str, values: np.ndarray) -> np.ndarray:
-    fractional = np.flatnonzero(values != np.round(values))
-    if fractional.size:
-        row = int(fractional[0])
-        raise InputError(
-            f"{csv.path}:{csv.line_of_row(row)}: column {column}: "
-            f"{values[row]:g} is not a whole number"
-        )
-    return values.astype(np.int64)
-
-
 def parse(csv: CsvFile) -> JobTable:
     """The job table of an openb pod list already read as strings."""
     require_columns(csv, REQUIRED, FORMAT)
@@ -75,7 +65,7 @@ def parse(csv: CsvFile) -> JobTable:
     names = strings(csv, "name", blank_ok=False)
     cpu_milli = numbers(csv, "cpu_milli")
     memory_mib = numbers(csv, "memory_mib", largest=1e12)  # x 2**20 stays in int64
-    num_gpu = _whole(csv, "num_gpu", numbers(csv, "num_gpu"))
+    num_gpu = whole_numbers(csv, "num_gpu", numbers(csv, "num_gpu"))
     share = numbers(csv, "gpu_milli")
     too_big = np.flatnonzero(share > 1000)
     if too_big.size:

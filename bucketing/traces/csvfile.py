@@ -160,6 +160,19 @@ def numbers(
     return values
 
 
+def whole_numbers(csv: CsvFile, column: str, values: np.ndarray) -> np.ndarray:
+    """`values` (column `column`, already parsed) as int64; InputError at the first
+    fractional one."""
+    fractional = np.flatnonzero(values != np.round(values))
+    if fractional.size:
+        row = int(fractional[0])
+        raise InputError(
+            f"{csv.path}:{csv.line_of_row(row)}: column {column}: "
+            f"{values[row]:g} is not a whole number"
+        )
+    return values.astype(np.int64)
+
+
 def strings(csv: CsvFile, column: str, *, blank_ok: bool = True) -> np.ndarray:
     """Column `column` as an object array of stripped strings."""
     values = csv.frame[column].str.strip()

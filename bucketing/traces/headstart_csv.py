@@ -21,7 +21,14 @@ import numpy as np
 from bucketing.errors import InputError
 from bucketing.jobtable import COLUMNS, JobTable
 from bucketing.traces.assemble import assemble
-from bucketing.traces.csvfile import CsvFile, numbers, require_columns, strings, unique_names
+from bucketing.traces.csvfile import (
+    CsvFile,
+    numbers,
+    require_columns,
+    strings,
+    unique_names,
+    whole_numbers,
+)
 
 FORMAT = "headstart"
 REQUIRED = tuple(COLUMNS)
@@ -68,15 +75,7 @@ def parse(csv: CsvFile) -> JobTable:
     for name in ("start_s", "end_s"):
         columns[name] = numbers(csv, name, blank_ok=True, negative_ok=True)
     for name in INTEGER_COLUMNS:
-        values = numbers(csv, name)
-        fractional = np.flatnonzero(values != np.round(values))
-        if fractional.size:
-            row = int(fractional[0])
-            raise InputError(
-                f"{csv.path}:{csv.line_of_row(row)}: column {name}: "
-                f"{values[row]:g} is not a whole number"
-            )
-        columns[name] = values.astype(np.int64)
+        columns[name] = whole_numbers(csv, name, numbers(csv, name))
 
     trace_start = metadata.get("trace_start_s", float(np.min(columns["submit_s"])))
     started_before = np.zeros(len(columns["pod"]), dtype=bool)

@@ -190,6 +190,8 @@ BAD_INPUT = [
      "trace.csv:2: column num_gpu: -1 is negative", "negative"),
     (openb("p-x,,1,1,1000,,LS,Running,1000,,1000"),
      "trace.csv:2: column cpu_milli: value is blank", "blank-resource"),
+    (openb("p-x,1000,1,1.5,1000,,LS,Running,1000,,1000"),
+     "trace.csv:2: column num_gpu: 1.5 is not a whole number", "fractional-gpu-count"),
     (openb("p-x,1000,1,1,1200,,LS,Running,1000,,1000"),
      "trace.csv:2: column gpu_milli: 1200 is more than one GPU", "share-over-1000"),
     (openb(OK, OK), "trace.csv:3: column name: 'p-ok' appears twice", "duplicate-pod"),
