@@ -114,7 +114,9 @@ def _milli(value: Any, where: str) -> int:
     return int((parse_resource_quantity(value, where) * 1000).to_integral_value("ROUND_CEILING"))
 
 
-def _resources_from_list(resource_list: Any, gpu_resource: str, where: str) -> Resources:
+def resources_from_list(resource_list: Any, gpu_resource: str, where: str) -> Resources:
+    """A ResourceList (`requests`, `limits`, `overhead`, a node's `allocatable`) in integer
+    units, rounded up as the scheduler's MilliValue/Value do; absent names are 0."""
     if resource_list is None:
         return ZERO
     if not isinstance(resource_list, Mapping):
@@ -142,11 +144,11 @@ def container_request(
     resources = container.get("resources") or {}
     if not isinstance(resources, Mapping):
         raise InputError(f"{where}.resources: expected an object")
-    limits = _resources_from_list(
+    limits = resources_from_list(
         resources.get("limits"), gpu_resource, f"{where}.resources.limits"
     )
     requests_raw = resources.get("requests") or {}
-    requests = _resources_from_list(requests_raw, gpu_resource, f"{where}.resources.requests")
+    requests = resources_from_list(requests_raw, gpu_resource, f"{where}.resources.requests")
     # The API server defaults a missing request to the limit; do the same for objects
     # that never went through defaulting (traces, tests, dry-run manifests).
     if isinstance(requests_raw, Mapping):
@@ -205,5 +207,5 @@ def pod_effective_request(
 
     overhead = spec.get("overhead")
     if overhead:
-        effective = effective + _resources_from_list(overhead, gpu_resource, "pod.spec.overhead")
+        effective = effective + resources_from_list(overhead, gpu_resource, "pod.spec.overhead")
     return effective

@@ -14,7 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from bucketing.errors import InputError
-from bucketing.resources import Resources, parse_resource_quantity, pod_effective_request
+from bucketing.resources import (
+    parse_resource_quantity,
+    pod_effective_request,
+    resources_from_list,
+)
 from locality.config import LocalityConfig
 from locality.model import Node, NodeTopology, NumaZone, Pod
 
@@ -76,7 +80,7 @@ def parse_node(obj: Any, config: LocalityConfig, where: str = "node") -> Node:
     spec = _object(obj.get("spec"), f"{where}.spec", required=False)
     status = _object(obj.get("status"), f"{where}.status", required=False)
     labels = _string_map(metadata.get("labels"), f"{where}.metadata.labels")
-    allocatable = _resource_list(
+    allocatable = resources_from_list(
         status.get("allocatable"), config.gpu_resource, f"{where}.status.allocatable"
     )
     group = None
@@ -214,21 +218,3 @@ def _string_map(value: Any, where: str) -> dict[str, str]:
             raise InputError(f"{where}.{key}: expected a string value, got {item!r}")
     return dict(value)
 
-
-def _resource_list(value: Any, gpu_resource: str, where: str) -> Resources:
-    if value is None:
-        return Resources()
-    if not isinstance(value, Mapping):
-        raise InputError(f"{where}: expected a map of resource names to quantities")
-
-    def amount(key: str, scale: int) -> int:
-        raw = value.get(key)
-        if raw is None:
-            return 0
-        return int(parse_resource_quantity(raw, f"{where}.{key}") * scale)
-
-    return Resources(
-        gpu_milli=amount(gpu_resource, 1000),
-        cpu_milli=amount("cpu", 1000),
-        memory_bytes=amount("memory", 1),
-    )
