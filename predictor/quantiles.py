@@ -64,3 +64,32 @@ def pinball_loss(actual: np.ndarray, forecast: np.ndarray, q: float) -> float:
     error = actual - np.asarray(forecast, dtype=np.float64)
     loss = np.maximum(q * error, (q - 1.0) * error)
     return float(np.nanmean(loss))
+
+
+def spread_factors(delta: np.ndarray, target: np.ndarray, levels: tuple[float, ...],
+                   median_index: int, low: float = 0.0, high: float = 10.0) -> np.ndarray:
+    """Per step and level, the factor f that makes median + f * (level - median) cover
+    `level` of held-out targets (split-conformal scaling of a quantile head's spread).
+
+    delta: (N, H, K, L) a model's outputs at N held-out origins; target: (N, H, K) the
+    truth in the same units (NaN = missing). Returns (H, L); 1 where fewer than 20
+    usable targets. Upper level q: f = q-quantile of (target - median) / spread;
+    lower level q (spread < 0): f = (1 - q)-quantile of that ratio. Clipped to
+    [low, high]. Example: spread 1 everywhere, errors 0.00, 0.01, ..., 0.99 ->
+    f(0.9) = 0.891.
+    """
+    n_steps, n_levels = delta.shape[1], len(levels)
+    factors = np.ones((n_steps, n_levels))
+    median = delta[..., median_index]
+    error = target - median
+    for j, q in enumerate(levels):
+        if j == median_index:
+            continue
+        spread = delta[..., j] - median
+        for step in range(n_steps):
+            usable = ~np.isnan(error[:, step]) & (np.abs(spread[:, step]) > 1e-9)
+            if usable.sum() < 20:
+                continue
+            ratio = error[:, step][usable] / spread[:, step][usable]
+            factors[step, j] = np.clip(np.quantile(ratio, q if q > 0.5 else 1.0 - q), low, high)
+    return factors

@@ -13,6 +13,7 @@ import torch
 
 from bucketing.errors import InputError
 from predictor.baselines import LastValue
+from predictor.quantiles import spread_factors
 from predictor.transformer import TransformerForecaster, resolve_device
 from predictor.transformer_model import (
     DemandTransformer,
@@ -155,3 +156,23 @@ def test_training_learns_a_clean_daily_wave():
         errors["last"].append(abs(last.predict(wave[:origin], 3).at()[0] - actual))
     # last value misses by up to 2 pi 10 3 / 24 ~ 7.9 nodes on the slopes
     assert np.mean(errors["transformer"]) < 0.5 * np.mean(errors["last"])
+
+
+def test_spread_factors_table():
+    # median 0, level-0.9 output 1 (spread 1); held-out errors 0.00 .. 0.99:
+    # the 0.9-quantile of error / spread = 0.891; the 0.1 level (spread -1) gets the
+    # 0.9-quantile of -error = -0.099 -> clipped to 0.
+    errors = np.arange(100) / 100.0
+    delta = np.zeros((100, 1, 1, 3))
+    delta[..., 0] = -1.0
+    delta[..., 2] = 1.0
+    factors = spread_factors(delta, errors[:, None, None], (0.1, 0.5, 0.9), 1)
+    np.testing.assert_allclose(factors, [[0.0, 1.0, 0.891]])
+
+
+def test_calibration_holds_out_the_end_of_the_history():
+    model = tiny(calibration_fraction=0.25).fit(make_history(n_ticks=400))
+    assert model.held_out_ticks_ == 100  # 400 * 0.25 >= 3 + 50
+    assert model.calibration_.shape == (3, 6)
+    assert not np.allclose(model.calibration_, 1.0)
+    assert tiny().fit(make_history(n_ticks=120)).held_out_ticks_ == 0  # 12 < 3 + 50
