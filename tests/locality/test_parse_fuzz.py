@@ -25,13 +25,16 @@ POD = {
         "initContainers": [{"name": "i", "restartPolicy": "Always",
                             "resources": {"requests": {"cpu": "500m"}}}],
         "overhead": {"cpu": "100m"},
+        "resources": {"requests": {"cpu": "2"}, "limits": {"memory": "2Gi"}},
     },
     "status": {"phase": "Running"},
 }
 NODE = {
     "metadata": {"name": "n1", "labels": {"headstart.io/placement-group": "pg-a"}},
-    "spec": {"unschedulable": False},
-    "status": {"allocatable": {"cpu": "96", "memory": "768Gi", "nvidia.com/gpu": "8"}},
+    "spec": {"unschedulable": False,
+             "taints": [{"key": "ToBeDeletedByClusterAutoscaler", "effect": "NoSchedule"}]},
+    "status": {"allocatable": {"cpu": "96", "memory": "768Gi", "nvidia.com/gpu": "8"},
+               "conditions": [{"type": "Ready", "status": "True"}]},
 }
 
 JSON = st.recursive(
