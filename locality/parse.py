@@ -125,8 +125,10 @@ def _blocking_taints(taints: Any, keys: tuple[str, ...], where: str) -> tuple[st
     found: list[str] = []
     for index, taint in enumerate(_list(taints, where)):
         taint = _object(taint, f"{where}[{index}]", required=True)
-        key = taint.get("key")
-        if key in keys and taint.get("effect") in _HARD_EFFECTS and key not in found:
+        key, effect = taint.get("key"), taint.get("effect")
+        # isinstance first: a malformed effect (a list) is not hashable for the set.
+        hard = isinstance(effect, str) and effect in _HARD_EFFECTS
+        if hard and isinstance(key, str) and key in keys and key not in found:
             found.append(key)
     return tuple(found)
 

@@ -99,6 +99,10 @@ PRESSURE_OK = {"type": "MemoryPressure", "status": "False"}
         pytest.param({"taints": [{"key": "node.kubernetes.io/not-ready",
                                   "effect": "PreferNoSchedule"}]},
                      [READY], (True, (), True), id="prefer-no-schedule-never-blocks"),
+        # A malformed (unhashable) effect is no hard effect; it once raised TypeError.
+        pytest.param({"taints": [{"key": "ToBeDeletedByClusterAutoscaler",
+                                  "effect": ["NoSchedule"]}]},
+                     [READY], (True, (), True), id="malformed-effect-ignored"),
     ],
 )
 def test_node_readiness_and_taints(spec, conditions, expected):
