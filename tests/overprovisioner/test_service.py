@@ -164,3 +164,32 @@ EXPECTED_CALLS = {
     ("GET", "v1 nodes"),
     ("GET", "v1 events"),
 }
+
+
+async def test_cli_dry_run_never_writes_not_even_a_lease(aiohttp_client, fake_kube,
+                                                          tmp_path) -> None:
+    from dataclasses import replace
+
+    from kubernetes import config as kube_config
+
+    from overprovisioner.cli import build_app
+
+    config = replace(make_config(forecast={"history_path": str(tmp_path / "h.sqlite")}),
+                     dry_run=True)
+    api_client = kube_config.new_client_from_config(
+        config_file=fake_kube.write_kubeconfig(tmp_path / "kubeconfig"))
+    app = build_app(config, api_client, clock=lambda: at_tick(29),
+                    sleep=lambda s: asyncio.sleep(3600))
+    client = await aiohttp_client(app)
+    try:
+        for _ in range(250):
+            response = await client.get("/plan")
+            if response.status == 200:
+                break
+            await asyncio.sleep(0.02)
+        body = await response.json()
+        assert body["dry_run"] and body["applied"] is None
+        assert any(b["wanted"] == 1 for b in body["buckets"])  # the ladder, planned only
+    finally:
+        await client.close()
+    assert {method for method, _, _ in fake_kube.requests} == {"GET"}
