@@ -74,6 +74,11 @@ BAD = [
     (["trace", "synth", "--days", "-1", "--out", "{tmp}/s.csv"], "days: must be positive",
      "bad-days"),
     (["trace", "synth", "--out", "{tmp}/no/dir/s.csv"], "cannot write", "unwritable"),
+    # These two used to end in a numpy traceback (Poisson lam too large; a
+    # terabyte tick array for one corrupt end time 1e14 s).
+    (["trace", "synth", "--days", "1e9", "--out", "{tmp}/s.csv"], "jobs would arrive",
+     "too-many-jobs"),
+    (["trace", "inspect", "{tmp}/far.csv"], "ticks (at most 10,000,000)", "window-too-long"),
 ]
 
 
@@ -82,6 +87,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, message):
     (tmp_path / "openb.csv").write_text(OPENB)
     (tmp_path / "bad.csv").write_text(OPENB.replace("p0,4000", "p0,many"))
     (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "far.csv").write_text(OPENB.replace("1000,1600,1000", "1000,1e14,1000"))
     argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
     assert main(argv) == 2
     captured = capsys.readouterr()
