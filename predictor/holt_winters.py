@@ -146,7 +146,9 @@ class HoltWinters:
                         seasonal_periods=period, initialization_method="heuristic")
                 else:
                     model = ExponentialSmoothing(column, initialization_method="estimated")
-                result = model.fit()
+                # The brute-force start grid took 40x longer (74 s vs 1.9 s on 10k ticks)
+                # for the same parameters on the Philly trace.
+                result = model.fit(use_brute=False)
             warnings_seen += len(caught)
             get = result.params.get
             params[:, k] = [get("smoothing_level") or 0.0,
