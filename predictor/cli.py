@@ -61,11 +61,13 @@ def register(subparsers: Any) -> None:
                         "`time` column (datetimes or seconds), e.g. helios-earth-gpu-5min.csv.gz")
     parser.add_argument("--column", metavar="NAME", help="with --series: the value column")
     parser.add_argument("--format", metavar="F", help="with --trace: force the trace format")
-    parser.add_argument("--catalog", default="aws", metavar="NAME|PATH",
-                        help="instance catalog for the buckets (default: aws)")
-    parser.add_argument("--buckets", metavar="FILE.yaml", help="instance types to bucket into: a "
-                        "YAML list of names, or a mapping with a `buckets` list (default: every "
-                        "type in the catalog; buckets that never get demand are left out)")
+    parser.add_argument("--catalog", default=None, metavar="NAME|PATH",
+                        help="instance catalog for the buckets (default: the one the "
+                        "--buckets file names, else aws)")
+    parser.add_argument("--buckets", metavar="FILE.yaml", help="instance types to bucket into: the "
+                        "file `headstart buckets tune --out` writes, or a YAML list of names "
+                        "(default: every type in the catalog; buckets that never get demand "
+                        "are left out)")
     parser.add_argument("--tick", default=None, metavar="DURATION",
                         help="tick (default: 5m for traces, the file's spacing for series)")
     parser.add_argument("--horizon", required=True, metavar="DURATION",
@@ -154,10 +156,10 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
     from predictor.series import series_from_jobtable
 
     tick = parse_duration(args.tick or "5m", "--tick")
-    catalog = load_catalog(args.catalog)
-    types = catalog.instance_types
-    if args.buckets:
-        types = catalog.subset(read_bucket_names(Path(args.buckets))).instance_types
+    names, file_catalog = (read_bucket_names(Path(args.buckets)) if args.buckets
+                           else (None, None))
+    catalog = load_catalog(args.catalog or file_catalog or "aws")
+    types = catalog.subset(names).instance_types if names else catalog.instance_types
     table = load_trace(args.trace, args.format)
     series = series_from_jobtable(table, list(types), tick)
     counts = series.counts
@@ -170,8 +172,12 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
     return series, targets
 
 
-def read_bucket_names(path: Path) -> list[str]:
-    """Bucket names from YAML: a list of names (or of {name: ...}), or {buckets: that list}."""
+def read_bucket_names(path: Path) -> tuple[list[str], str | None]:
+    """Bucket names (and the catalog, when the file names one) from YAML.
+
+    Accepted: what `headstart buckets tune --out` writes ({buckets: {catalog, instance_types:
+    [names]}}), a list of names (or of {name: ...}), or {buckets: that list}.
+    """
     import yaml
 
     try:
@@ -180,18 +186,27 @@ def read_bucket_names(path: Path) -> list[str]:
         raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    catalog = None
+    field_path = "buckets"
     if isinstance(document, dict):
         document = document.get("buckets")
+        if isinstance(document, dict):
+            catalog = document.get("catalog")
+            document = document.get("instance_types")
+            field_path = "buckets.instance_types"
     if not isinstance(document, list) or not document:
-        raise ConfigError(f"{path}: expected a non-empty list of instance type names, or a "
-                          "mapping with a `buckets` list")
+        raise ConfigError(f"{path}: expected a non-empty list of instance type names, or "
+                          "`buckets: {catalog, instance_types: [...]}` as `headstart buckets "
+                          "tune --out` writes")
     names = []
     for index, entry in enumerate(document):
         name = entry.get("name") if isinstance(entry, dict) else entry
         if not isinstance(name, str) or not name:
-            raise ConfigError(f"{path}: buckets[{index}]: expected an instance type name")
+            raise ConfigError(f"{path}: {field_path}[{index}]: expected an instance type name")
         names.append(name)
-    return names
+    if catalog is not None and not isinstance(catalog, str):
+        raise ConfigError(f"{path}: buckets.catalog: expected a catalog name or path")
+    return names, catalog
 
 
 def format_table(rows: Any, source: str, tick_s: float) -> str:

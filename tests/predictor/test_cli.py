@@ -137,3 +137,31 @@ def test_real_helios_backtest_last_beats_seasonal(run, traces_dir):
     rows = {r["model"]: r for r in json.loads(out)}
     assert rows["last"]["mae"] * 3 < rows["seasonal"]["mae"]
     assert rows["last+margin"]["shortfall_rate"] <= 0.1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what `headstart buckets tune --out` writes
+        "buckets:\n  catalog: aws\n  instance_types:\n  - m5.large\n  - g4dn.xlarge\n",
+        "- m5.large\n- g4dn.xlarge\n",
+        "buckets:\n- name: m5.large\n- name: g4dn.xlarge\n",
+    ],
+    ids=["tune-out", "list", "list-of-names"],
+)
+def test_buckets_file_limits_the_series(run, tmp_path, text):
+    buckets = tmp_path / "buckets.yaml"
+    buckets.write_text(text)
+    trace = write_job_table(generate(SyntheticWorkload(days=2.0, seed=2)), tmp_path / "t.csv")
+    code, out, err = run("backtest", "--trace", trace, "--buckets", buckets, "--horizon",
+                         "10m", "--tick", "10m", "--models", "last", "--json")
+    assert code == 0, err
+    assert {r["series"] for r in json.loads(out)} <= {"m5.large", "g4dn.xlarge", "total_gpus"}
+
+
+def test_buckets_file_with_an_unknown_type_exit_2(run, tmp_path):
+    buckets = tmp_path / "buckets.yaml"
+    buckets.write_text("- m5.large\n- q9.huge\n")
+    trace = write_job_table(generate(SyntheticWorkload(days=1.0, seed=2)), tmp_path / "t.csv")
+    code, _, err = run("backtest", "--trace", trace, "--buckets", buckets, "--horizon", "10m")
+    assert code == 2 and "unknown instance type 'q9.huge'" in err
