@@ -32,7 +32,7 @@ class SimNode:
     __slots__ = (
         "index", "name", "type_index", "group", "alloc_gpu", "alloc_cpu", "alloc_mem",
         "free_gpu", "free_cpu", "free_mem", "placeholder", "real_pods", "status",
-        "launched_at", "ready_at", "removed_at", "empty_since", "initial", "pods",
+        "launched_at", "ready_at", "removed_at", "empty_since", "initial", "pods", "served",
         "_node", "_state",
     )
 
@@ -58,6 +58,7 @@ class SimNode:
         self.empty_since = float("nan")
         self.initial = initial
         self.pods: set[int] = set()
+        self.served = False  # ever held a real pod
         self._node = Node(
             self.name, {}, alloc, placement_group=group or None, instance_type=kind.name
         )
@@ -143,6 +144,7 @@ class Cluster:
         node.free_cpu -= cpu
         node.free_mem -= mem
         node.real_pods += 1
+        node.served = True
         node.pods.add(pod)
         self.refresh(node, now)
 

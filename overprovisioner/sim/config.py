@@ -40,6 +40,11 @@ class SimConfig:
     placeholder_priority / expendable_cutoff: CA ignores pods below the cutoff; the
         placeholders must sit at or above it (and below 0) or they would do nothing.
     seed: the random generator's seed (CA's random tie-break between node groups).
+    replan_on_preemption_s: the service re-plans this long after a placeholder is
+        preempted (it watches pods); None = only on its tick.
+    hold_s: the predictive policy plans for the largest forecast of the last hold_s
+        (online stabilization: a dip shorter than this neither removes placeholders
+        nor relaunches them; DESIGN "Stabilization", tau); 0 = no hold.
     """
 
     gpu_startup_s: float = 300.0
@@ -60,6 +65,8 @@ class SimConfig:
     placeholder_priority: int = PLACEHOLDER_PRIORITY
     expendable_cutoff: int = EXPENDABLE_CUTOFF
     seed: int = 0
+    replan_on_preemption_s: float | None = 1.0
+    hold_s: float = 600.0
 
     def validate(self) -> SimConfig:
         for name in ("gpu_startup_s", "cpu_startup_s", "scan_s", "unneeded_s",
@@ -67,6 +74,10 @@ class SimConfig:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise InputError(f"simulate: {name} must be a positive duration, got {value}")
+        if self.replan_on_preemption_s is not None and not self.replan_on_preemption_s >= 0:
+            raise InputError("simulate: replan_on_preemption_s must not be negative")
+        if not self.hold_s >= 0:
+            raise InputError("simulate: hold_s must not be negative")
         if not 0.0 < self.quantile < 1.0:
             raise InputError(f"simulate: quantile must lie strictly between 0 and 1, "
                              f"got {self.quantile}")

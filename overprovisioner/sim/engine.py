@@ -10,7 +10,11 @@ Decides the order of events and what each does:
   unneeded_s are removed (a placeholder's node is not empty: CA keeps it);
 - policy tick (every policy_tick_s): demand is recorded, the policy plans, and the
   placeholder count of each (type, group) moves to the plan: new placeholders are
-  pending until a node takes them, removed ones free their node.
+  pending until a node takes them, removed ones free their node;
+- re-plan (replan_on_preemption_s after a placeholder is preempted): the ReplicaSet has
+  recreated the preempted placeholder (pending, so CA may launch a node for it at its
+  next scan); the service, watching pods, re-plans with the last forecast and the
+  new observation, which cancels the replacement when the plan no longer wants it.
 Events at one instant run finishes, then node-readies, then arrivals, then scans,
 then policy ticks, so freed capacity is visible to what arrives at the same second.
 
@@ -55,7 +59,7 @@ from overprovisioner.sim.scheduler import (
 )
 from overprovisioner.sim.workload import Workload, bucket_vectors, true_demand
 
-FINISH, READY_EVENT, SCAN, TICK, EMPTY_CHECK = 0, 1, 3, 4, 5
+FINISH, READY_EVENT, SCAN, TICK, EMPTY_CHECK, REPLAN = 0, 1, 3, 4, 5, 6
 ARRIVAL_ORDER = 2  # arrivals run after finishes and readies at the same instant
 
 
@@ -79,6 +83,7 @@ class RunResult:
     node_ready: np.ndarray
     node_removed: np.ndarray
     node_initial: np.ndarray
+    node_served: np.ndarray
     times: np.ndarray
     demand: np.ndarray
     capacity: np.ndarray
@@ -132,6 +137,7 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
         refit_ticks=round(config.refit_s / config.policy_tick_s),
         train_ticks=round(config.train_s / config.policy_tick_s),
         cold_start_placeholders=config.cold_start_placeholders,
+        hold_ticks=round(config.hold_s / config.policy_tick_s),
     )
 
 
@@ -190,6 +196,8 @@ class _Run:
         # Bumped on every change a policy could see; a tick with an unchanged version
         # reuses the previous tick's observation instead of recomputing it.
         self.version = 0
+        self.replan_pending = False
+        self.last_tick = 0
         self.seen_version = -1
         self.cached_view: tuple = ()
 
@@ -245,6 +253,8 @@ class _Run:
                     self._tick(arg, time)
                 elif kind == EMPTY_CHECK:
                     self._empty_check(arg, time)
+                elif kind == REPLAN:
+                    self._replan(time)
             else:
                 if next_arrival >= end:
                     break
@@ -289,9 +299,14 @@ class _Run:
             pod, candidates, request)
         if preempt:
             self.cluster.set_placeholder(node, False, now)
+            # The ReplicaSet recreates the preempted placeholder at once (pending); the
+            # service sees the preemption on its pod watch and re-plans shortly after.
             self.pending_placeholders[(b, node.group)] += 1
             self.preemptions += 1
             self.want_scan(now, b)
+            if self.config.replan_on_preemption_s is not None and not self.replan_pending:
+                self.replan_pending = True
+                self.push(now + self.config.replan_on_preemption_s, REPLAN, 0)
         self._bind(pod, node, now)
         return True
 
@@ -380,6 +395,7 @@ class _Run:
             self.cluster.remove_node(node, now)
 
     def _tick(self, tick: int, now: float) -> None:
+        self.last_tick = tick
         if self.version != self.seen_version:
             self.cached_view = self._observe()
             self.seen_version = self.version
@@ -400,6 +416,19 @@ class _Run:
         self.placeholder_rows.append(placeholders)
         self.forecast_rows.append(forecast)
         self.push(now + self.config.policy_tick_s, TICK, tick + 1)
+
+    def _replan(self, now: float) -> None:
+        """The policy's plan again at the last tick's forecast, on the current cluster."""
+        self.replan_pending = False
+        if self.version != self.seen_version:
+            self.cached_view = self._observe()
+            self.seen_version = self.version
+        in_use, pending, free, held, _, _ = self.cached_view
+        tick = self.last_tick
+        view = TickView(now, tick, self.history[: tick + 1], in_use, pending, free, held)
+        plan, _ = self.policy.decide(view)
+        if plan is not None:
+            self._apply(plan, now)
 
     def _observe(self) -> tuple:
         n_types = len(self.w.types)
@@ -458,6 +487,7 @@ class _Run:
             node_ready=np.array([n.ready_at for n in nodes]),
             node_removed=np.array([n.removed_at for n in nodes]),
             node_initial=np.array([n.initial for n in nodes], dtype=bool),
+            node_served=np.array([n.served for n in nodes], dtype=bool),
             times=np.array(self.ticks),
             demand=np.array(self.demand_rows).reshape(len(self.ticks), -1),
             capacity=np.array(self.capacity_rows).reshape(len(self.ticks), -1),

@@ -11,7 +11,8 @@ that ships:
 - `predictive`: the predictor's forecaster (default `last`: last value plus empirical
   quantiles of its h-step residuals) refitted every `refit_s` on the trailing
   `train_s` of recorded demand, as the service would, the quantile at the node
-  start-up horizon fed to the plan; before the first fit succeeds (cold start) the
+  start-up horizon fed to the plan, held at its largest value of the last `hold_s`
+  (online stabilization); before the first fit succeeds (cold start) the
   plan's ladder mode keeps `cold_start_placeholders` per type;
 - `oracle`: the plan fed with the true future demand (the most nodes demand occupies
   at any tick within the start-up horizon, from the job table): the limit to measure
@@ -127,7 +128,8 @@ class Static:
 
 class Predictive:
     def __init__(self, context: PlanContext, make_model: Callable[[], object], model_name: str,
-                 refit_ticks: int, train_ticks: int, cold_start_placeholders: int = 1) -> None:
+                 refit_ticks: int, train_ticks: int, cold_start_placeholders: int = 1,
+                 hold_ticks: int = 0) -> None:
         self.context = context
         self.make_model = make_model
         self.name = "predictive"
@@ -141,6 +143,8 @@ class Predictive:
         self.cold_ticks = 0
         self.cache_key: tuple = ()
         self.cache_value = np.zeros(0)
+        self.hold_ticks = hold_ticks
+        self.recent: dict[int, np.ndarray] = {}
 
     def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
         from predictor.forecast import NotEnoughHistory
@@ -164,7 +168,17 @@ class Predictive:
             ladder = {kind.name: self.cold_start for kind in self.context.types}
             zeros = np.zeros(len(self.context.types))
             return self.context.plan(view, zeros, mode="ladder", ladder=ladder), None
+        forecast = self._held(view.tick, forecast)
         return self.context.plan(view, forecast), forecast
+
+    def _held(self, tick: int, forecast: np.ndarray) -> np.ndarray:
+        """The largest forecast of the last hold_ticks ticks (this one included)."""
+        if self.hold_ticks <= 1:
+            return forecast
+        self.recent[tick] = forecast
+        for old in [t for t in self.recent if t <= tick - self.hold_ticks]:
+            del self.recent[old]
+        return np.max(np.stack(list(self.recent.values())), axis=0)
 
     def _forecast(self, history: np.ndarray) -> np.ndarray:
         horizons = self.context.horizon_ticks

@@ -22,20 +22,20 @@ def obs(kind=G4, group="", forecast=0.0, in_use=0, free=0, placeholders=0, pendi
 @pytest.mark.parametrize(
     "observation, expected",
     [
-        # 10 forecast - (6 in use + 1 free + 0 pending) = 3
-        (obs(forecast=10, in_use=6, free=1), 3),
+        # 10 forecast - (6 in use + 0 pending) = 4; the free node takes one of them
+        (obs(forecast=10, in_use=6, free=1), 4),
         # 9.2 - 6 = 3.2 -> ceil 4
         (obs(forecast=9.2, in_use=6), 4),
         # 3.0000000001 is float noise: 3 - 3 = 0
         (obs(forecast=3.0000000001, in_use=3), 0),
-        # forecast below capacity: 5 - (6 + 2) = -3 -> never negative: 0
+        # forecast below capacity: 5 - 6 = -1 -> never negative: 0 (the free nodes drain)
         (obs(forecast=5, in_use=6, free=2), 0),
-        # pending pods' nodes are coming anyway: 10 - (6 + 0 + 3) = 1
+        # pending pods' nodes are coming anyway: 10 - (6 + 3) = 1
         (obs(forecast=10, in_use=6, pending=3), 1),
         # existing placeholders do not count as capacity: still 10 - 6 = 4 (the apply diffs)
         (obs(forecast=10, in_use=6, placeholders=7), 4),
     ],
-    ids=["delta", "round-up", "float-noise", "never-negative", "pending-counts",
+    ids=["free-absorbs", "round-up", "float-noise", "never-negative", "pending-counts",
          "existing-ignored"],
 )
 def test_delta(observation, expected):
@@ -161,10 +161,14 @@ def test_bucket_modes_mix():
 
 
 def test_inputs_not_mutated_and_reason_says_why():
-    observed = (obs(forecast=10, in_use=6, free=1),)
-    plan = make_plan(observed, PlanConfig(buckets={G4: BucketLimits(max=2)}), CATALOG)
-    assert observed == (obs(forecast=10, in_use=6, free=1),)
-    assert "forecast 10.00" in plan.buckets[0].reason and "max 2" in plan.buckets[0].reason
+    observed = (obs(forecast=10, in_use=6, free=1, placeholders=1),)
+    plan = make_plan(observed, PlanConfig(), CATALOG)
+    assert observed == (obs(forecast=10, in_use=6, free=1, placeholders=1),)
+    # wanted 4; 1 free node and 1 existing placeholder -> 4 - 1 - 1 = 2 launches
+    assert "forecast 10.00" in plan.buckets[0].reason
+    assert "2 to launch" in plan.buckets[0].reason
+    capped = make_plan(observed, PlanConfig(buckets={G4: BucketLimits(max=2)}), CATALOG)
+    assert "max 2" in capped.buckets[0].reason
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,129 @@
+"""The event loop on tiny traces whose waits, node lifetimes and costs can be worked by hand.
+
+Defaults: GPU node start-up 300 s, CA scan every 10 s from t0, scale-down after 600 s
+empty, policy tick 60 s; g4dn.xlarge = 1 GPU at 0.526 $/h.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from overprovisioner.sim.config import SimConfig
+from overprovisioner.sim.engine import run
+from overprovisioner.sim.metrics import measure
+from overprovisioner.sim.workload import build_workload
+from tests.overprovisioner.simbuild import CATALOG, pod, table, types
+
+G4 = types("g4dn.xlarge")
+NO_GROUPS = SimConfig(groups_per_gpu_type=1)
+
+
+def simulate(rows, policy="reactive", config=NO_GROUPS, kinds=G4, end=7200.0):
+    workload = build_workload(table(rows, end=end), kinds)
+    return run(workload, CATALOG, policy, config)
+
+
+@pytest.mark.parametrize(
+    "submit, expected_wait",
+    [
+        # on the scan grid: scan at 100 launches, ready at 100 + 300 = 400 -> 300 s
+        (100.0, 300.0),
+        # between scans: next scan at 110, ready 410 -> 305 s
+        (105.0, 305.0),
+    ],
+    ids=["on-scan", "between-scans"],
+)
+def test_reactive_pod_waits_for_scan_and_startup(submit, expected_wait):
+    result = simulate([pod("p", submit, 600)])
+    assert result.placed_at[0] - submit == pytest.approx(expected_wait)
+
+
+def test_reactive_costs_by_hand():
+    # pod 1 GPU, submit 10, runs 3600 s. Node launched 10, ready 310, pod 310..3910,
+    # node empty from 3910, removed at 3910 + 600 = 4510. GPU-hours 4500/3600 = 1.25,
+    # used 1.0, idle 0.25, cost 1.25 x 0.526 = 0.6575; wait 300 s -> 5 GPU-minutes.
+    metrics = measure(simulate([pod("p", 10, 3600)]))
+    assert metrics.gpu_hours == pytest.approx(1.25)
+    assert metrics.used_gpu_hours == pytest.approx(1.0)
+    assert metrics.idle_gpu_hours == pytest.approx(0.25)
+    assert metrics.cost_usd == pytest.approx(1.25 * 0.526)
+    assert metrics.pending_gpu_minutes == pytest.approx(5.0)
+    assert metrics.node_launches == 1
+
+
+def test_static_placeholder_is_preempted_at_once_and_replaced():
+    # static:1: placeholder's node ready at 300. Pod at 1000 preempts it: wait 0.
+    # The placeholder is pending again; CA launches its replacement at 1000.
+    result = simulate([pod("p", 1000, 600)], policy="static:1")
+    assert result.placed_at[0] == pytest.approx(1000.0)
+    assert result.preemptions == 1
+    assert result.node_launched.tolist() == [0.0, 1000.0]
+    # Placeholder nodes are not unneeded: the replacement is never removed; the pod's
+    # node empties at 1600 and goes at 1600 + 600 = 2200.
+    assert math.isnan(result.node_removed[1])
+    assert result.node_removed[0] == pytest.approx(2200.0)
+
+
+def test_pod_prefers_a_free_node_over_preempting():
+    # static:1 launches n0 for the placeholder at scan 0; pod a (at 10) makes CA launch
+    # n1 at scan 10. At 300 n0 is ready: real pods go first, a takes it (no preemption);
+    # at 310 the placeholder takes n1. a ends at 400: n0 is empty until its removal at
+    # 1000. b at 700 fits the empty n0 and must not preempt the placeholder on n1.
+    rows = [pod("a", 10, 100), pod("b", 700, 100)]
+    result = simulate(rows, policy="static:1")
+    assert result.placed_at.tolist() == [300.0, 700.0]
+    assert result.preemptions == 0
+
+
+def test_oracle_has_capacity_ready_before_the_pod():
+    # oracle sees the pod 6 ticks (360 s >= 300 + 10) ahead: wait 0
+    result = simulate([pod("p", 1800, 600)], policy="oracle")
+    assert result.placed_at[0] == pytest.approx(1800.0)
+
+
+def test_predictive_runs_and_covers_a_steady_trickle():
+    # A pod every 10 minutes, each running 30 min: demand climbs 0 -> 3 and stays.
+    rows = [pod(f"p{i}", 600 * i, 1800) for i in range(20)]
+    reactive = measure(simulate(rows, end=14_400))
+    predictive = measure(simulate(rows, policy="predictive", end=14_400))
+    assert predictive.pending_gpu_minutes < reactive.pending_gpu_minutes
+    assert predictive.gpu_hours >= reactive.gpu_hours - 1e-9
+
+
+def test_pods_running_at_t0_have_nodes_without_launches():
+    rows = [pod("old", -100, 1000, start=-50), pod("new", 2000, 100)]
+    tbl = table(rows, start=0.0)
+    workload = build_workload(tbl, G4)
+    result = run(workload, CATALOG, "reactive", NO_GROUPS)
+    # "old" runs from 0 for its remaining 950 s on an initial node
+    assert bool(workload.initial[0]) and workload.duration_s[0] == pytest.approx(950.0)
+    assert result.placed_at[0] == 0.0
+    assert measure(result).node_launches == 1  # only for "new"
+
+
+def test_runs_do_not_share_state():
+    rows = [pod("p", 100, 600)]
+    workload = build_workload(table(rows), G4)
+    first = run(workload, CATALOG, "static:2", NO_GROUPS)
+    second = run(workload, CATALOG, "static:2", NO_GROUPS)
+    assert np.array_equal(first.placed_at, second.placed_at)
+    assert workload.submit_s.tolist() == [100.0]
+
+
+def test_locality_headstart_packs_a_job_default_spreads():
+    # Two 4-GPU nodes exist at t0 (pods x, y end at 50, their nodes stay 600 s empty).
+    # Worker w1 (1 GPU) at 100 takes n0 (tie -> lowest index); w2 at 110: headstart
+    # scores n0 (holds the job) highest, least-allocated prefers the emptier n1.
+    kinds = types("g4dn.12xlarge")
+    rows = [
+        pod("x", 0, 50, gpus=3, cpu=4), pod("y", 0, 50, gpus=3, cpu=4),
+        pod("w1", 100, 600, job="j", role="worker"), pod("w2", 110, 600, job="j", role="worker"),
+    ]
+    spans = {}
+    for scoring in ("headstart", "default"):
+        config = SimConfig(groups_per_gpu_type=1, scoring=scoring)
+        spans[scoring] = measure(simulate(rows, config=config, kinds=kinds)).mean_nodes_per_job
+    assert spans == {"headstart": 1.0, "default": 2.0}
