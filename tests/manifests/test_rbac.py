@@ -19,6 +19,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
 
@@ -168,6 +169,80 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     rules = granted(rendered, "headstart-extender")
     assert calls - rules == set(), f"calls without an RBAC rule (403 in a cluster): {calls - rules}"
     assert rules - calls == set(), f"RBAC rules the extender never uses: {rules - calls}"
+
+
+def overprovisioner_config(path: Path, instance_types: list[str], backend: str,
+                           port: int) -> str:
+    path.write_text(
+        "catalog: aws\n"
+        f"instance_types: [{', '.join(instance_types)}]\n"
+        "tick: 5m\n"
+        f"forecast: {{history_path: {path.parent / 'history.sqlite'}}}\n"
+        f"placeholders: {{backend: {backend}}}\n"
+        f"host: 127.0.0.1\nport: {port}\n"
+    )
+    return str(path)
+
+
+def wait_until(predicate, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+
+
+def owned(fake_kube, api_version: str, kind: str) -> list[str]:
+    return sorted(
+        o["metadata"]["name"] for o in fake_kube.list(api_version, kind, "headstart")
+        if o["metadata"].get("labels", {}).get("app.kubernetes.io/managed-by") == "headstart"
+    )
+
+
+def exercise_overprovisioner(tmp_path: Path, backend: str, api_version: str,
+                             kind: str) -> set[Call]:
+    """On a fresh fake cluster with no history (cold start): the first run recreates the
+    missing PriorityClass and applies one placeholder per type; a second run with one
+    type fewer prunes the other. Returns the RBAC attributes of every call made."""
+    from tests.fakekube import FakeKube
+
+    kube = FakeKube().start()
+    try:
+        if backend == "capacitybuffer":
+            kube.serve("autoscaling.x-k8s.io/v1alpha1")
+        seed_cluster(kube)
+        kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+        for run, types in enumerate((["g5.xlarge", "g5.12xlarge"], ["g5.xlarge"])):
+            port = free_port()
+            config = overprovisioner_config(tmp_path / f"config-{run}.yaml", types, backend, port)
+
+            def applied(types=types) -> bool:
+                return len(owned(kube, api_version, kind)) == len(types)
+
+            result = run_component(
+                ["overprovisioner", "--config", config, "--kubeconfig", kubeconfig],
+                f"http://127.0.0.1:{port}/readyz",
+                then=[lambda applied=applied: wait_until(applied, 30, f"{kind} placeholders")],
+            )
+            assert result.returncode == 0, result.stderr[-2000:]
+        assert kube.get("scheduling.k8s.io/v1", "PriorityClass", "headstart-placeholder")
+        return {c for c in (rbac_call(*r) for r in kube.requests) if c}
+    finally:
+        kube.stop()
+
+
+def test_overprovisioner_rbac_matches_its_api_calls(rendered, tmp_path):
+    calls = set()
+    for backend, api_version, kind in [
+        ("deployment", "apps/v1", "Deployment"),
+        ("capacitybuffer", "autoscaling.x-k8s.io/v1alpha1", "CapacityBuffer"),
+    ]:
+        (tmp_path / backend).mkdir()
+        calls |= exercise_overprovisioner(tmp_path / backend, backend, api_version, kind)
+    rules = granted(rendered, "headstart-overprovisioner")
+    assert calls - rules == set(), f"calls without an RBAC rule (403 in a cluster): {calls - rules}"
+    assert rules - calls == set(), f"RBAC rules the overprovisioner never uses: {rules - calls}"
 
 
 @pytest.mark.parametrize(
