@@ -222,6 +222,24 @@ def consistency_problems(rendered: Rendered) -> list[str]:
             add(rendered.where(obj, "spec.template.spec.containers.ports")
                 + f": the component listens on {port}, the pod declares {declared}")
 
+    # Every headstart container runs a real subcommand with arguments the CLI accepts.
+    import contextlib
+    import io
+
+    from headstart.cli import build_parser
+
+    for obj in rendered.of_kind("Deployment"):
+        for container in containers(obj):
+            if not container.get("image", "").startswith("ghcr.io/headstart-project/headstart"):
+                continue
+            args = container.get("args") or []
+            try:
+                with contextlib.redirect_stderr(io.StringIO()):
+                    build_parser().parse_args(args)
+            except SystemExit:
+                add(rendered.where(obj, f"containers({container['name']}).args")
+                    + f": `headstart {' '.join(args)}` is not a valid command line")
+
     # The scheduler name and its lease.
     profiles = sched.get("profiles") or []
     if [p.get("schedulerName") for p in profiles] != ["headstart-scheduler"]:
