@@ -1,0 +1,93 @@
+"""`headstart simulate` and `headstart demo` through the real entry point and real files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from headstart.cli import main
+from tests.overprovisioner.simbuild import pod, table
+
+REQUIRED = {"policy", "pods", "pending_seconds_mean", "pending_seconds_p95", "gpu_hours",
+            "idle_gpu_hours", "cost_usd", "node_launches"}
+
+
+@pytest.fixture
+def trace_file(tmp_path):
+    from bucketing.traces.write import write_job_table
+
+    # A 60-s pod every 1000 s: each pod's node is gone (600 s after it empties) before the
+    # next pod arrives, so under reactive each waits scan + start-up = 300 s.
+    rows = [pod(f"p{i}", 1000 * i + 10, 60) for i in range(7)]
+    return write_job_table(table(rows, end=7200.0), tmp_path / "trace.csv")
+
+
+def test_simulate_json_has_every_policy(trace_file, capsys):
+    code = main(["simulate", "--trace", str(trace_file), "--json", "--policy", "reactive",
+                 "static:1", "static:2", "static:4", "static:8", "predictive", "oracle"])
+    assert code == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["policy"] for r in rows] == ["reactive", "static:1", "static:2", "static:4",
+                                           "static:8", "predictive", "oracle"]
+    assert all(REQUIRED <= set(r) for r in rows)
+    assert rows[0]["pending_seconds_mean"] == pytest.approx(300.0)
+    assert rows[4]["pending_seconds_mean"] < rows[0]["pending_seconds_mean"]
+
+
+def test_simulate_plot_writes_files(trace_file, tmp_path, capsys):
+    out = tmp_path / "plots"
+    code = main(["simulate", "--trace", str(trace_file), "--policy", "reactive", "static:1",
+                 "--plot", str(out)])
+    assert code == 0
+    assert (out / "tradeoff.png").stat().st_size > 0
+    assert (out / "timeline-static-1-headstart.png").exists()
+    assert "reactive" in capsys.readouterr().out
+
+
+def test_demo_writes_report(tmp_path, capsys):
+    out = tmp_path / "demo"
+    code = main(["demo", "--out", str(out), "--days", "1"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert f"report: {out / 'index.html'}" in printed
+    page = (out / "index.html").read_text()
+    assert "predictive" in page and "tradeoff.png" in page
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--policy", "clairvoyant"], "unknown policy"),
+        (["--policy", "static:-1"], "static:N"),
+        (["--node-startup", "5x"], "not a duration"),
+        (["--node-startup=-5m"], "positive"),
+        (["--quantile", "1.5"], "quantile"),
+        (["--cost-cap", "-1"], "cost cap"),
+        (["--days", "0"], "--days"),
+    ],
+    ids=["unknown-policy", "negative-static", "bad-duration", "negative-duration",
+         "quantile", "negative-cost-cap", "zero-days"],
+)
+def test_bad_input_is_one_line_exit_2(trace_file, extra, message, capsys):
+    code = main(["simulate", "--trace", str(trace_file), *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and message in err[0]
+
+
+def test_unknown_instance_type_in_bucket_file(trace_file, tmp_path, capsys):
+    buckets = tmp_path / "buckets.yaml"
+    buckets.write_text("instance_types: [g4dn.xlarge, x9.huge]\n")
+    code = main(["simulate", "--trace", str(trace_file), "--buckets", str(buckets)])
+    err = capsys.readouterr().err
+    assert code == 2 and "instance_types[1]" in err and "x9.huge" in err
+
+
+def test_tuner_bucket_file_is_accepted(trace_file, tmp_path, capsys):
+    buckets = tmp_path / "buckets.yaml"
+    buckets.write_text("buckets:\n  catalog: aws\n  instance_types: [g4dn.xlarge]\n")
+    code = main(["simulate", "--trace", str(trace_file), "--buckets", str(buckets),
+                 "--policy", "reactive", "--json"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)[0]["pods"] == 7
