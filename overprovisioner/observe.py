@@ -17,21 +17,18 @@ Must not: decide how many placeholders to keep, or write to the cluster.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from locality.config import DEFAULT_PLACEMENT_GROUP_LABELS, LocalityConfig
+from locality.parse import parse_node as parse_locality_node
 from overprovisioner.errors import ErrorClass, RetryPolicy, call_with_retry
 from overprovisioner.objects import NAME_PREFIX, NODE_INSTANCE_TYPE, PLACEHOLDER
 
-PLACEMENT_GROUP_KEYS = (
-    "headstart.io/placement-group",
-    "cloud.google.com/gke-placement-group",
-    "topology.k8s.aws/network-node-layer-3",
-    "cloud.google.com/gce-topology-block",
-)
 TERMINAL_PHASES = ("Succeeded", "Failed")
 Bucket = tuple[str, str]  # (instance type, placement group or "")
 
@@ -63,19 +60,23 @@ class ClusterView:
     placeholders_pending: int
 
 
+@functools.lru_cache(maxsize=8)
+def _node_reading(group_label: str) -> LocalityConfig:
+    """The extender's node reading, with the configured group label tried first."""
+    labels = tuple(dict.fromkeys((group_label, *DEFAULT_PLACEMENT_GROUP_LABELS)))
+    return LocalityConfig(placement_group_labels=labels, instance_type_label=NODE_INSTANCE_TYPE)
+
+
 def parse_node(node: Mapping[str, Any], group_label: str) -> NodeView:
-    metadata = node.get("metadata") or {}
-    labels = metadata.get("labels") or {}
-    group = ""
-    for key in (group_label, *PLACEMENT_GROUP_KEYS):
-        if labels.get(key):
-            group = labels[key]
-            break
-    conditions = (node.get("status") or {}).get("conditions") or []
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-    schedulable = not (node.get("spec") or {}).get("unschedulable", False)
-    return NodeView(metadata.get("name", ""), labels.get(NODE_INSTANCE_TYPE, ""), group,
-                    ready and schedulable)
+    """Read a node the way the extender does (one parser): a node is usable when it is
+    Ready, not cordoned and carries no taint saying it is going away (cluster-autoscaler's
+    and Karpenter's scale-down taints included), so a draining node never counts as free
+    capacity that the plan would then not replace."""
+    parsed = parse_locality_node(node, _node_reading(group_label))
+    return NodeView(
+        parsed.name, parsed.instance_type or "", parsed.placement_group or "",
+        parsed.takes_new_pods,
+    )
 
 
 def parse_pod(pod: Mapping[str, Any]) -> PodView:

@@ -8,12 +8,13 @@ from overprovisioner.observe import cluster_view, new_preemptions, parse_node, p
 
 
 def node(name, instance_type="g5.xlarge", group=None, ready=True, cordoned=False,
-         group_key="headstart.io/placement-group"):
+         group_key="headstart.io/placement-group", taints=()):
     labels = {"node.kubernetes.io/instance-type": instance_type}
     if group:
         labels[group_key] = group
     return {"metadata": {"name": name, "labels": labels},
-            "spec": {"unschedulable": cordoned},
+            "spec": {"unschedulable": cordoned,
+                     "taints": [{"key": k, "effect": e} for k, e in taints]},
             "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
@@ -46,6 +47,11 @@ def test_free_nodes_hold_only_daemonset_pods() -> None:
         node("held", group="pg-a"),             # a placeholder
         node("notready", group="pg-a", ready=False),
         node("cordoned", group="pg-a", cordoned=True),
+        # cluster-autoscaler is deleting it: idle, but not capacity to plan with
+        node("draining", group="pg-a", taints=[("ToBeDeletedByClusterAutoscaler", "NoSchedule")]),
+        # a soft scale-down candidate still takes pods
+        node("candidate", group="pg-a",
+             taints=[("DeletionCandidateOfClusterAutoscaler", "PreferNoSchedule")]),
         node("other-type", instance_type="m5.large"),
     )]
     pods = [parse_pod(p) for p in (
@@ -55,9 +61,10 @@ def test_free_nodes_hold_only_daemonset_pods() -> None:
         pod("headstart-placeholder-g5-xlarge-pg-a-abc-2", "", placeholder=True),
     )]
     view = cluster_view(nodes, pods, ["g5.xlarge"])
-    # 5 g5 nodes in pg-a; free = idle only (notready and cordoned do not count).
-    assert view.nodes == {("g5.xlarge", "pg-a"): 5}
-    assert view.free_nodes == {("g5.xlarge", "pg-a"): 1}
+    # 7 g5 nodes in pg-a; free = idle and candidate (notready, cordoned and draining
+    # do not count; busy and held run pods).
+    assert view.nodes == {("g5.xlarge", "pg-a"): 7}
+    assert view.free_nodes == {("g5.xlarge", "pg-a"): 2}
     assert view.placeholders_running == {("g5.xlarge", "pg-a"): 1}
     assert view.placeholders_pending == 1
 
