@@ -105,6 +105,10 @@ def run_backtest(args: argparse.Namespace) -> int:
         raise InputError(f"--quantile must be inside (0, 1), got {args.quantile}")
     if args.column and not args.series:
         raise InputError("--column goes with --series")
+    for option, value in (("--format", args.format), ("--buckets", args.buckets),
+                          ("--catalog", args.catalog)):
+        if value and args.series:
+            raise InputError(f"{option} goes with --trace (a --series CSV has no pods)")
 
     series, targets = _load_targets(args, Target)
     tick_s = series.tick_s

@@ -97,9 +97,12 @@ def test_trace_gives_buckets_and_total_gpus(run, tmp_path):
         (["--quantile", "1.5"], None, "quantile"),
         ([], [1, 2, -3, 4], "line 4: gpus is -3"),
         (["--column", "nope"], None, "no column 'nope'"),
+        (["--format", "alibaba-dlrm"], None, "--format goes with --trace"),
+        (["--test-fraction", "1.5"], None, "test fraction"),
+        (["--refit-every", "-1d"], None, "not a duration"),
     ],
     ids=["unknown-model", "horizon-off-tick", "horizon-garbage", "quantile", "negative",
-         "unknown-column"],
+         "unknown-column", "format-with-series", "test-fraction", "refit"],
 )
 def test_bad_input_is_one_line_and_exit_2(run, tmp_path, extra, values, message):
     path = write_series(tmp_path, wave(50) if values is None else values)
