@@ -112,3 +112,14 @@ def test_a_relist_replaces_everything_and_keeps_ready():
     assert sorted(cache.table().names) == ["b"]
     assert cache.nodes["b"].free_gpu_milli == 8 * GPU
     assert cache.pod_count() == 0
+
+
+def test_status_only_updates_change_nothing_the_decisions_read():
+    cache = rebuilt([node("a", group="g1")], [pod("p", gpus=2, node="a", phase="Running")], [])
+    table, version = cache.table(), cache.version
+    cache.apply_node(node("a", group="g1"))  # a heartbeat: same labels and allocatable
+    cache.apply_pod(pod("p", gpus=2, node="a", phase="Running"))  # a status update
+    assert cache.version == version and cache.table() is table
+    cache.apply_node(node("a", group="g2"))  # a label the decisions read
+    assert cache.version == version + 1
+    assert cache.table().states[0].placement_group == "g2"
