@@ -99,7 +99,7 @@ def test_trace_gives_buckets_and_total_gpus(run, tmp_path):
         (["--column", "nope"], None, "no column 'nope'"),
         (["--format", "alibaba-dlrm"], None, "--format goes with --trace"),
         (["--test-fraction", "1.5"], None, "test fraction"),
-        (["--refit-every", "-1d"], None, "not a duration"),
+        (["--refit-every", "weekly"], None, "not a duration"),
     ],
     ids=["unknown-model", "horizon-off-tick", "horizon-garbage", "quantile", "negative",
          "unknown-column", "format-with-series", "test-fraction", "refit"],
