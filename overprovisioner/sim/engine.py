@@ -94,6 +94,12 @@ class RunResult:
     notes: dict[str, object] = field(default_factory=dict)
 
 
+def _add(total: list[int], request: tuple[int, int, int], sign: int) -> None:
+    total[0] += sign * request[0]
+    total[1] += sign * request[1]
+    total[2] += sign * request[2]
+
+
 def placement_groups(workload: Workload, config: SimConfig) -> dict[int, tuple[str, ...]]:
     """The placement groups of each type's node groups ("" = none)."""
     names = tuple(f"pg-{chr(ord('a') + i)}" for i in range(config.groups_per_gpu_type))
@@ -179,8 +185,10 @@ class _Run:
         self.pending_placeholders = {
             (b, g): 0 for b, names in self.groups.items() for g in names
         }
-        self.running_sum = np.zeros((n_types, 3))
-        self.pending_sum = np.zeros((n_types, 3))
+        # Requests summed per type in integer units (Python ints: exact and fast here).
+        self.running_sum = [[0, 0, 0] for _ in range(n_types)]
+        self.pending_sum = [[0, 0, 0] for _ in range(n_types)]
+        self.vector_list = [[float(v) for v in row] for row in self.vectors]
         self.dirty = [False] * n_types
         self.heap: list[tuple[float, int, int, int, int]] = []
         self.seq = 0
@@ -284,7 +292,7 @@ class _Run:
         b = self.bucket[pod]
         self.version += 1
         self.pending[b][pod] = None
-        self.pending_sum[b] += self.requests[pod]
+        _add(self.pending_sum[b], self.requests[pod], 1)
         self.want_scan(now, b)
 
     def _try_schedule(self, pod: int, now: float) -> bool:
@@ -317,7 +325,7 @@ class _Run:
         self.placed_at[pod] = now
         self.node_of[pod] = node.index
         self.jobs.bound(pod, node.index)
-        self.running_sum[self.bucket[pod]] += self.requests[pod]
+        _add(self.running_sum[self.bucket[pod]], self.requests[pod], 1)
         self.push(now + float(self.w.duration_s[pod]), FINISH, pod)
 
     def _finish(self, pod: int, now: float) -> None:
@@ -325,7 +333,7 @@ class _Run:
         node = self.cluster.nodes[self.node_of[pod]]
         gpu, cpu, mem = self.requests[pod]
         self.cluster.unbind_real(node, pod, gpu, cpu, mem, now)
-        self.running_sum[self.bucket[pod]] -= self.requests[pod]
+        _add(self.running_sum[self.bucket[pod]], self.requests[pod], -1)
         self.jobs.finished(pod)
         self._retry(node.type_index, now)
         self.check_empty(node, now)
@@ -354,7 +362,7 @@ class _Run:
                     continue
                 if self._try_schedule(pod, now):
                     del queue[pod]
-                    self.pending_sum[b] -= request
+                    _add(self.pending_sum[b], request, -1)
                 else:
                     failed_shapes.add(request)
         for group in self.groups[b]:
@@ -442,11 +450,16 @@ class _Run:
         placeholders = [sum(held[(b, g)] for g in self.groups[b]) for b in range(n_types)]
         return in_use, pending, free, held, list(self.cluster.live_count), placeholders
 
-    def _embedded(self, sums: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = np.where(self.vectors > 0, sums / np.where(self.vectors > 0, self.vectors, 1),
-                              0.0)
-        return np.ceil(ratios.max(axis=1) - 1e-9).clip(min=0)
+    def _embedded(self, sums: list[list[int]]) -> np.ndarray:
+        """Per type, the embedding's count: the largest per-dimension ratio, rounded up."""
+        counts = []
+        for row, vector in zip(sums, self.vector_list, strict=True):
+            ratio = 0.0
+            for value, size in zip(row, vector, strict=True):
+                if size > 0 and value / size > ratio:
+                    ratio = value / size
+            counts.append(math.ceil(ratio - 1e-9) if ratio > 0 else 0)
+        return np.array(counts, dtype=np.float64)
 
     def _apply(self, plan: Plan, now: float) -> None:
         for b, kind in enumerate(self.w.types):

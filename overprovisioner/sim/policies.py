@@ -144,7 +144,7 @@ class Predictive:
         self.cache_key: tuple = ()
         self.cache_value = np.zeros(0)
         self.hold_ticks = hold_ticks
-        self.recent: dict[int, np.ndarray] = {}
+        self.ring: np.ndarray | None = None
 
     def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
         from predictor.forecast import NotEnoughHistory
@@ -175,10 +175,10 @@ class Predictive:
         """The largest forecast of the last hold_ticks ticks (this one included)."""
         if self.hold_ticks <= 1:
             return forecast
-        self.recent[tick] = forecast
-        for old in [t for t in self.recent if t <= tick - self.hold_ticks]:
-            del self.recent[old]
-        return np.max(np.stack(list(self.recent.values())), axis=0)
+        if self.ring is None:
+            self.ring = np.zeros((self.hold_ticks, len(forecast)))
+        self.ring[tick % self.hold_ticks] = forecast
+        return self.ring.max(axis=0)
 
     def _forecast(self, history: np.ndarray) -> np.ndarray:
         horizons = self.context.horizon_ticks

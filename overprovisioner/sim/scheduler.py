@@ -53,7 +53,7 @@ class JobBook:
         self.role_of = [parse_role(r) for r in role_of]
         self.request_of = request_of
         self.job_names = job_names
-        self.placed: dict[int, dict[int, int]] = {}
+        self.placed: dict[int, dict[int, PlacedPod]] = {}
         self.waiting: dict[int, set[int]] = {}
         self.nodes_used: dict[int, set[int]] = {}
 
@@ -66,7 +66,9 @@ class JobBook:
         job = self.job_of[pod]
         if job >= 0:
             self.waiting.get(job, set()).discard(pod)
-            self.placed.setdefault(job, {})[pod] = node
+            self.placed.setdefault(job, {})[pod] = PlacedPod(
+                str(pod), self.role_of[pod], f"n{node}", Resources(*self.request_of[pod]), False
+            )
             self.nodes_used.setdefault(job, set()).add(node)
 
     def finished(self, pod: int) -> None:
@@ -79,11 +81,7 @@ class JobBook:
         if job < 0:
             return None
         key = JobKey(NAMESPACE, self.job_names[job])
-        placed = tuple(
-            PlacedPod(str(other), self.role_of[other], f"n{node}",
-                      Resources(*self.request_of[other]), False)
-            for other, node in self.placed.get(job, {}).items()
-        )
+        placed = tuple(self.placed.get(job, {}).values())
         remaining: Counter[Resources] = Counter()
         for other in self.waiting.get(job, ()):
             remaining[Resources(*self.request_of[other])] += 1
@@ -185,19 +183,29 @@ def candidates_for(
     cluster: Cluster, type_index: int, request: tuple[int, int, int], job_nodes: set[int]
 ) -> tuple[list[SimNode], bool]:
     """(nodes the pod fits on, whether that needs preemption): nodes that fit without
-    evicting anyone if any, else nodes where evicting the placeholder makes room."""
+    evicting anyone if any, else nodes where evicting the placeholder makes room.
+
+    Like kube-scheduler (percentageOfNodesToScore), the search stops once SAMPLE_NODES
+    feasible nodes are found; the nodes holding the pod's job are always considered."""
     gpu, cpu, mem = request
     free_fit: list[SimNode] = []
     preempt_fit: list[SimNode] = []
     nodes = cluster.nodes
     for index in cluster.open_nodes[type_index]:
         node = nodes[index]
-        if node.fits(gpu, cpu, mem):
-            (preempt_fit if node.placeholder else free_fit).append(node)
+        if node.free_gpu >= gpu and node.free_cpu >= cpu and node.free_mem >= mem:
+            if not node.placeholder:
+                free_fit.append(node)
+                if len(free_fit) >= SAMPLE_NODES:
+                    break
+            elif not free_fit and len(preempt_fit) < SAMPLE_NODES:
+                preempt_fit.append(node)
     chosen, preempt = (free_fit, False) if free_fit else (preempt_fit, True)
-    if len(chosen) > SAMPLE_NODES:
-        chosen.sort(key=lambda n: n.index)
-        keep = chosen[:SAMPLE_NODES]
-        keep.extend(n for n in chosen[SAMPLE_NODES:] if n.index in job_nodes)
-        chosen = keep
+    if job_nodes and len(chosen) >= SAMPLE_NODES:
+        seen = {n.index for n in chosen}
+        for index in job_nodes:
+            node = nodes[index]
+            if (index not in seen and node.status == READY and node.type_index == type_index
+                    and node.placeholder == preempt and node.fits(gpu, cpu, mem)):
+                chosen.append(node)
     return chosen, preempt

@@ -1,0 +1,135 @@
+"""The simulator's pieces: CA's scale-up estimate, policy names, config checks, comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bucketing.errors import InputError
+from overprovisioner.sim.autoscaler import scale_up
+from overprovisioner.sim.cluster import Cluster
+from overprovisioner.sim.compare import assess, interpolate_extra
+from overprovisioner.sim.config import SimConfig, parse_duration
+from overprovisioner.sim.metrics import Metrics
+from overprovisioner.sim.policies import parse_policy_name
+from tests.overprovisioner.simbuild import GIB, types
+
+G4_12 = types("g4dn.12xlarge")  # 4 GPUs, 48 vCPU
+
+
+def cluster(groups=("",), launching=0):
+    built = Cluster(G4_12, {0: groups}, [(1000, 1000, GIB)])
+    for index in range(launching):
+        built.add_node(0, groups[index % len(groups)], 0.0, initial=False)
+    return built
+
+
+ONE_GPU = (1000, 4000, 8 * GIB)
+
+
+@pytest.mark.parametrize(
+    "launching, pods, placeholders, expected",
+    [
+        # 6 one-GPU pods, no node coming: ceil(6 / 4 GPUs) = 2 nodes
+        (0, 6, {}, {"": 2}),
+        # one node already starting holds 4 of them: 1 more
+        (1, 6, {}, {"": 1}),
+        # two placeholders need two whole nodes; the starting node is taken by pods
+        (1, 2, {"": 2}, {"": 2}),
+        # a starting node no pod needs takes a placeholder: 2 - 1 = 1 more
+        (1, 0, {"": 2}, {"": 1}),
+    ],
+    ids=["pack-new", "upcoming-absorbs", "pods-first", "placeholder-takes-upcoming"],
+)
+def test_scale_up_estimate(launching, pods, placeholders, expected):
+    built = cluster(launching=launching)
+    launch = scale_up(built, 0, [ONE_GPU] * pods, placeholders, np.random.default_rng(0))
+    assert launch == expected
+
+
+def test_scale_up_respects_group_of_placeholders_and_max():
+    built = cluster(groups=("pg-a", "pg-b"))
+    launch = scale_up(built, 0, [], {"pg-b": 3}, np.random.default_rng(0),
+                      max_nodes_per_group=2)
+    # 3 wanted in pg-b, the group holds at most 2 nodes
+    assert launch == {"pg-b": 2}
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [("reactive", ("reactive", 0)), ("static:4", ("static", 4)), ("static:0", ("static", 0)),
+     ("oracle", ("oracle", 0)), ("predictive", ("predictive", 0))],
+    ids=["reactive", "static-4", "static-0", "oracle", "predictive"],
+)
+def test_policy_names(name, expected):
+    assert parse_policy_name(name) == expected
+
+
+@pytest.mark.parametrize("name", ["static", "static:x", "static:-2", "magic"],
+                         ids=["no-count", "not-int", "negative", "unknown"])
+def test_bad_policy_names(name):
+    with pytest.raises(InputError):
+        parse_policy_name(name)
+
+
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("300", 300.0), ("90s", 90.0), ("5m", 300.0), ("1.5h", 5400.0), ("2d", 172_800.0)],
+    ids=["bare", "s", "m", "h", "d"],
+)
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (SimConfig(placeholder_priority=-11), "expendable cutoff"),
+        (SimConfig(placeholder_priority=0), "below 0"),
+        (SimConfig(gpu_startup_s=0), "gpu_startup_s"),
+        (SimConfig(scoring="random"), "scoring"),
+    ],
+    ids=["below-cutoff", "not-below-zero", "zero-startup", "scoring"],
+)
+def test_config_checks(config, message):
+    with pytest.raises(InputError, match=message):
+        config.validate()
+
+
+@pytest.mark.parametrize(
+    "target, expected",
+    [
+        # curve (reduction, extra): (0,0) (0.5,100) (0.9,300): 0.7 -> 100 + 200 x 0.5 = 200
+        (0.7, 200.0),
+        (0.5, 100.0),
+        (0.95, None),  # beyond the last static level
+    ],
+    ids=["between", "on-a-level", "beyond"],
+)
+def test_interpolate_extra(target, expected):
+    got = interpolate_extra([(0.0, 0.0), (0.5, 100.0), (0.9, 300.0)], target)
+    assert got == (None if expected is None else pytest.approx(expected))
+
+
+def metrics(policy, pending, gpu_hours):
+    return Metrics(policy, "headstart", 10, 10, 0, 0.0, 0.0, 0.0, pending, gpu_hours, 0.0, 0.0,
+                   0.0, 0.0, 0, 0, 0, 0.0, 0.0)
+
+
+def test_assess_by_hand():
+    runs = [
+        metrics("reactive", 1000.0, 100.0),
+        metrics("static:1", 500.0, 110.0),  # 50% for +10
+        metrics("static:2", 100.0, 130.0),  # 90% for +30
+        metrics("predictive", 80.0, 112.0),  # 92% for +12
+        metrics("oracle", 0.0, 101.0),
+    ]
+    result = assess(runs)
+    assert result.reduction == pytest.approx(0.92)
+    assert result.extra_gpu_hours == pytest.approx(12.0)
+    # 92% is past static:2 (90%): no static level in the run reaches it
+    assert result.static_extra_for_same is None
+    runs[3] = metrics("predictive", 300.0, 112.0)  # 70%: static 10 + 20 x 0.5 = 20
+    result = assess(runs)
+    assert result.static_extra_for_same == pytest.approx(20.0)
+    assert result.extra_ratio_to_static == pytest.approx(0.6)
