@@ -319,3 +319,51 @@ async def test_one_ps_and_sixteen_workers_back_to_back_land_together(serve):
     assert max(workers.count(name) for name in set(workers)) == 8
     # Only assumptions changed the cache's version: 17 pods, one assumption each.
     assert len(cache.assumed) == 17 and cache.version > version_before
+
+
+# ---- mutated requests through HTTP: never a 500, never a traceback ---------------------
+
+
+def mutations(seed: int, count: int):
+    """Requests derived from a valid one: keys dropped, values retyped, bytes cut."""
+    import random
+
+    rng = random.Random(seed)
+    base = json.loads(args_body(make_pod("w", gpus=1, job="j", role="worker"),
+                                names=["n1", "ghost"]))
+    junk = [None, 0, -1, 1.5, "", "x", [], {}, [1], {"a": 1}, True, "9Zi", ["n1"]]
+    for _ in range(count):
+        document = copy.deepcopy(base)
+        for _ in range(rng.randint(1, 3)):
+            # Walk to a random container, then drop or retype one of its entries.
+            node = document
+            path = []
+            while isinstance(node, dict | list) and node and rng.random() < 0.7:
+                key = rng.choice(list(node)) if isinstance(node, dict) else rng.randrange(
+                    len(node))
+                path.append((node, key))
+                node = node[key]
+            if not path:
+                continue
+            parent, key = path[-1]
+            if isinstance(parent, dict) and rng.random() < 0.3:
+                del parent[key]
+            else:
+                parent[key] = rng.choice(junk)
+        body = json.dumps(document).encode()
+        if rng.random() < 0.1:
+            body = body[: rng.randrange(len(body))]
+        yield body
+
+
+async def test_mutated_requests_never_get_a_500_and_the_service_keeps_serving(serve):
+    client = await serve(build_cache([make_node("n1")]))
+    for index, body in enumerate(mutations(seed=11, count=300)):
+        verb = "filter" if index % 2 else "prioritize"
+        status, text = await post(client, verb, body)
+        assert status in (200, 400), (status, text)
+        assert "Traceback" not in text
+        if status == 200 and verb == "filter":
+            assert set(json.loads(text)) >= {"FailedNodes", "FailedAndUnresolvableNodes",
+                                              "Error"}
+    assert (await post(client, "filter", GOOD))[0] == 200
