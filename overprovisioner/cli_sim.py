@@ -78,6 +78,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="forecast quantile the predictive policy plans for (default 0.9)")
     parser.add_argument("--model", default="last",
                         help="forecaster of the predictive policy (default last)")
+    parser.add_argument("--hold", default="0s",
+                        help="predictive: plan for the largest forecast of this long "
+                        "(online stabilization; default 0s = none)")
     parser.add_argument("--days", type=float, default=None,
                         help="simulate only the first N days of the window")
     parser.add_argument("--from-day", type=float, default=0.0,
@@ -101,6 +104,7 @@ def _config(args: argparse.Namespace) -> Any:
         cpu_startup_s=parse_duration(args.cpu_node_startup, "--cpu-node-startup"),
         quantile=args.quantile,
         model=args.model,
+        hold_s=0.0 if args.hold.strip() in ("0", "0s") else parse_duration(args.hold, "--hold"),
         groups_per_gpu_type=args.groups,
         cost_cap_per_hour=args.cost_cap,
         scoring=args.scoring,

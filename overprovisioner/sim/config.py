@@ -43,8 +43,9 @@ class SimConfig:
     replan_on_preemption_s: the service re-plans this long after a placeholder is
         preempted (it watches pods); None = only on its tick.
     hold_s: the predictive policy plans for the largest forecast of the last hold_s
-        (online stabilization: a dip shorter than this neither removes placeholders
-        nor relaunches them; DESIGN "Stabilization", tau); 0 = no hold.
+        (online stabilization, DESIGN "Stabilization" tau); 0 = no hold, the default:
+        on openb a 600 s hold raised launches from 977 to 1774 and extra GPU-hours from
+        +497 to +1216 for 72% -> 88% less pending, no better than a higher quantile.
     """
 
     gpu_startup_s: float = 300.0
@@ -66,7 +67,7 @@ class SimConfig:
     expendable_cutoff: int = EXPENDABLE_CUTOFF
     seed: int = 0
     replan_on_preemption_s: float | None = 1.0
-    hold_s: float = 600.0
+    hold_s: float = 0.0
 
     def validate(self) -> SimConfig:
         for name in ("gpu_startup_s", "cpu_startup_s", "scan_s", "unneeded_s",

@@ -10,8 +10,9 @@ Decides the definitions:
 - GPU-hours provisioned: per node, GPUs x (removal or window end - launch request),
   since a cloud bills a node from its launch; idle = provisioned - requested by real pods.
 - cost: the same node-hours at catalog on-demand prices.
-- locality, over jobs with more than one pod: distinct nodes and placement groups
-  that ever held one of the job's pods, averaged over jobs.
+- locality, over jobs with more than one pod: distinct nodes and distinct placement
+  groups (nodes without a group, e.g. GPU-less types, count none) that ever held one of
+  the job's pods, averaged over jobs.
 
 Must not: run the simulation or mutate the result.
 """
@@ -81,7 +82,7 @@ def measure(result: RunResult) -> Metrics:
     groups_of_node = result.node_group
     many = _multi_pod_jobs(result)
     spans = [
-        (len(nodes), len({groups_of_node[n] for n in nodes}))
+        (len(nodes), len({groups_of_node[n] for n in nodes} - {""}))
         for job, nodes in result.job_nodes.items()
         if job in many and nodes
     ]
