@@ -88,9 +88,12 @@ def test_predictive_runs_and_covers_a_steady_trickle():
     # A pod every 10 minutes, each running 30 min: demand climbs 0 -> 3 and stays.
     rows = [pod(f"p{i}", 600 * i, 1800) for i in range(20)]
     reactive = measure(simulate(rows, end=14_400))
-    predictive = measure(simulate(rows, policy="predictive", end=14_400))
+    run_result = simulate(rows, policy="predictive", end=14_400)
+    predictive = measure(run_result)
     assert predictive.pending_gpu_minutes < reactive.pending_gpu_minutes
-    assert predictive.gpu_hours >= reactive.gpu_hours - 1e-9
+    # the forecaster was fitted (13 ticks of history suffice for `last`), not the ladder only
+    assert run_result.notes["fits"] >= 1
+    assert run_result.notes["cold_start_ticks"] < len(run_result.times)
 
 
 def test_pods_running_at_t0_have_nodes_without_launches():
