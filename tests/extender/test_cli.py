@@ -4,8 +4,10 @@ against the fake API server: ready after the first sync, serving, gone on SIGTER
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -44,12 +46,38 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def get(url: str) -> tuple[int, dict]:
+def start_extender(kubeconfig: str, port: int, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "headstart", "extender", "--kubeconfig", kubeconfig,
+         "--port", str(port), *extra],
+        stderr=subprocess.PIPE, text=True,
+    )
+
+
+def wait_ready(process: subprocess.Popen, url: str, context=None) -> dict:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5, context=context) as reply:
+                if reply.status == 200:
+                    return json.loads(reply.read())
+        except urllib.error.HTTPError:
+            pass  # 503 until the first sync
+        except OSError:
+            pass  # not listening yet
+        assert time.monotonic() < deadline, "extender never became ready"
+        assert process.poll() is None, process.stderr.read()
+        time.sleep(0.1)
+
+
+def stop(process: subprocess.Popen) -> tuple[int, str]:
+    process.send_signal(signal.SIGTERM)
     try:
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            return reply.status, json.loads(reply.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+        code = process.wait(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return code, process.stderr.read()
 
 
 def test_the_process_syncs_serves_and_stops_on_sigterm(fake_kube, tmp_path):
@@ -57,24 +85,10 @@ def test_the_process_syncs_serves_and_stops_on_sigterm(fake_kube, tmp_path):
     fake_kube.create(make_node("n2", gpus=1))
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "headstart", "extender", "--kubeconfig", kubeconfig,
-         "--port", str(port)],
-        stderr=subprocess.PIPE, text=True,
-    )
+    process = start_extender(kubeconfig, port)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                status, body = get(f"{base}/readyz")
-                if status == 200:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "extender never became ready"
-            assert process.poll() is None, process.stderr.read()
-            time.sleep(0.1)
+        body = wait_ready(process, f"{base}/readyz")
         assert body["nodes"] == 2
 
         pod = make_pod("w-0", gpus=4, job="j", role="worker")
@@ -87,13 +101,34 @@ def test_the_process_syncs_serves_and_stops_on_sigterm(fake_kube, tmp_path):
         assert answer["NodeNames"] == ["n1"]  # n2 has 1 GPU
         assert "insufficient GPU" in answer["FailedNodes"]["n2"]
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            code = process.wait(timeout=20)
-        finally:
-            if process.poll() is None:
-                process.kill()
-    logs = process.stderr.read()
+        code, logs = stop(process)
     assert code == 0, logs
     first = json.loads(logs.splitlines()[0])  # structured logs: one JSON object per line
     assert first["message"] == "starting" and first["port"] == port
+
+
+def test_tls_serves_https_with_the_configured_certificate(fake_kube, tmp_path):
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=headstart-extender", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )
+    config = tmp_path / "extender.yaml"
+    config.write_text(f"tls_cert_file: {cert}\ntls_key_file: {key}\n")
+    fake_kube.create(make_node("n1"))
+    kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
+    port = free_port()
+    process = start_extender(kubeconfig, port, "--config", str(config))
+    try:
+        context = ssl.create_default_context(cafile=str(cert))
+        body = wait_ready(process, f"https://127.0.0.1:{port}/readyz", context)
+        assert body["ready"] is True
+        with pytest.raises(OSError):  # plain HTTP is not served (the TLS side hangs up)
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5)
+    finally:
+        code, logs = stop(process)
+    assert code == 0, logs
