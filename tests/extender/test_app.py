@@ -367,3 +367,16 @@ async def test_mutated_requests_never_get_a_500_and_the_service_keeps_serving(se
             assert set(json.loads(text)) >= {"FailedNodes", "FailedAndUnresolvableNodes",
                                               "Error"}
     assert (await post(client, "filter", GOOD))[0] == 200
+
+
+async def test_without_node_cache_known_nodes_keep_their_cached_pods(serve):
+    nodes = [make_node("busy", gpus=8), make_node("fresh", gpus=8)]
+    # The cache knows "busy" with 6 of its 8 GPUs taken; "fresh" is new to it.
+    cache = build_cache([nodes[0]], [make_pod("other", gpus=6, node="busy", phase="Running")])
+    client = await serve(cache, ExtenderConfig(node_cache_capable=False))
+    pod = make_pod("w", gpus=4, job="j", role="worker")
+    _, text = await post(client, "filter", args_body(pod, nodes=nodes))
+    answer = json.loads(text)
+    # busy: 8 - 6 = 2 GPUs free < 4; fresh: parsed from the request, 8 free.
+    assert [node["metadata"]["name"] for node in answer["Nodes"]["items"]] == ["fresh"]
+    assert "insufficient GPU" in answer["FailedNodes"]["busy"]

@@ -227,7 +227,7 @@ _ARGS = st.dictionaries(
 _CONFIG = LocalityConfig()
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=_ARGS)
 def test_fuzzed_documents_parse_or_raise_input_error(document):
     body = json.dumps(document).encode()
