@@ -152,9 +152,13 @@ class ResourceWatch:
                 # A watch that ends or breaks resumes from the last version it saw; only
                 # 410 Gone (history compacted) needs a relist.
                 self._resource_version = resource_version
+                started, events = time.monotonic(), self.status.events_total
                 self._watch()
                 self._succeeded()
                 backoff = self._settings.backoff_initial_seconds
+                if events == self.status.events_total and time.monotonic() - started < 1.0:
+                    # A server that ends watches at once must not get a hot reconnect loop.
+                    self._stop.wait(backoff)
             except _Gone:
                 resource_version = None
                 self.status.relists_total += 1
