@@ -12,8 +12,9 @@ Faults never become a traceback in an answer, and the service keeps serving:
   that does not parse): /filter answers 200 with the protocol's `Error` field, because
   kube-scheduler discards the body of a non-200 answer, so the field is the only way
   the message reaches its log and the pod's events (the cycle fails either way);
-  /prioritize has no error field (its answer is a list, and kube-scheduler ignores
-  prioritize errors), so it answers 400 with a JSON message;
+  /bind does the same with its `Error` field; /prioritize has no error field (its
+  answer is a list, and kube-scheduler ignores prioritize errors), so it answers 400
+  with a JSON message;
 - names in `NodeNames` the cache does not know fail in `FailedNodes` with a reason;
 - a bug (any other exception) is logged with its traceback; /filter answers with the
   `Error` field, other routes with a JSON 500 that carries no traceback.
@@ -233,6 +234,9 @@ async def fault_middleware(
         if verb == "filter":
             outcome = "error"
             response = _json_bytes(encode_filter_error(str(error), _cache_mode(request)))
+        elif verb == "bind":  # ExtenderBindingResult has an Error field too
+            outcome = "error"
+            response = _json_bytes(encode_binding_result(str(error)))
         else:
             outcome = "rejected"
             response = _error_response(400, str(error))

@@ -264,6 +264,15 @@ async def test_bind_failure_is_reported_in_the_error_field(serve):
     assert (await response.json())["Error"].endswith("409 Conflict")
 
 
+async def test_a_malformed_bind_request_is_answered_in_the_error_field(serve):
+    binder = RecordingBinder()
+    client = await serve(build_cache([make_node("a")]), ExtenderConfig(bind_enabled=True), binder)
+    response = await client.post("/bind", json={"PodName": "w-0", "Node": "a"})
+    assert response.status == 200
+    assert "PodNamespace must be a non-empty string" in (await response.json())["Error"]
+    assert binder.calls == []
+
+
 async def test_bind_route_is_absent_unless_enabled(serve):
     client = await serve(build_cache([make_node("a")]))
     response = await client.post("/bind", json={"PodName": "p"})
