@@ -18,8 +18,8 @@ from bucketing.errors import ConfigError, InputError
 
 POLICY_HELP = (
     "policies to compare: reactive, static:N (N placeholder nodes per instance type), "
-    "predictive, oracle (default: reactive static:1 static:2 static:4 static:8 predictive "
-    "oracle)"
+    "predictive, predictive:Q (at forecast quantile Q), oracle (default: reactive static:1 "
+    "static:2 static:4 static:8 predictive oracle)"
 )
 
 
@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo = subparsers.add_parser(
         "demo",
         help="run every policy on the synthetic workload and write an HTML report",
-        description="Run reactive, static:1/2/4/8, predictive and oracle on the synthetic "
+        description="Run reactive, static:1/2/4/8, predictive (quantile 0.9, 0.97, 0.99) "
+        "and oracle on the synthetic "
         "workload (or --trace), write an HTML report with plots and the summary table "
         "into a new folder (named on stdout), and print the table.",
     )
@@ -197,7 +198,7 @@ def simulate_command(args: argparse.Namespace) -> int:
 
 def demo_command(args: argparse.Namespace) -> int:
     from overprovisioner.report import write_report
-    from overprovisioner.sim.compare import DEFAULT_POLICIES, assess, run_policies
+    from overprovisioner.sim.compare import DEMO_POLICIES, assess, run_policies
     from overprovisioner.sim.config import SimConfig
 
     args.buckets = None
@@ -207,7 +208,7 @@ def demo_command(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(f"headstart-demo-{time.strftime('%Y%m%d-%H%M%S')}")
     config = SimConfig().validate()
     started = time.perf_counter()
-    results = run_policies(workload, catalog, DEFAULT_POLICIES, config, progress=_progress)
+    results = run_policies(workload, catalog, DEMO_POLICIES, config, progress=_progress)
     metrics = [m for _, m in results]
     index = write_report(results, out, title=f"headstart demo: {table.source}",
                          workload_text=describe_workload(table, workload))

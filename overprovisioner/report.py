@@ -89,11 +89,18 @@ def plot_tradeoff(metrics: Sequence, path: Path) -> Path:
         for m in main:
             axis.annotate(m.policy, (getattr(m, attr) - base, m.pending_gpu_minutes),
                           fontsize=8, xytext=(4, 4), textcoords="offset points")
+        predictive = sorted((m for m in main if m.policy.startswith("predictive")),
+                            key=lambda m: m.gpu_hours)
+        if len(predictive) > 1:
+            axis.plot([getattr(m, attr) - base for m in predictive],
+                      [m.pending_gpu_minutes for m in predictive], "--", color="tab:orange",
+                      linewidth=0.8, label="predictive at quantiles")
         for name, color in (("predictive", "tab:orange"), ("oracle", "tab:green")):
             for m in main:
-                if m.policy == name:
+                if m.policy == name or (name == "predictive" and m.policy.startswith(name)):
                     axis.plot(getattr(m, attr) - base, m.pending_gpu_minutes, "*",
-                              markersize=13, color=color, label=name)
+                              markersize=13, color=color,
+                              label=name if m.policy == name else None)
         axis.set_xlabel(f"{label} over reactive")
         axis.set_ylabel("pending GPU-minutes (capacity-caused)")
         axis.grid(alpha=0.3)

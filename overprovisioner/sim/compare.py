@@ -25,6 +25,8 @@ from overprovisioner.sim.workload import Workload
 
 DEFAULT_POLICIES = ("reactive", "static:1", "static:2", "static:4", "static:8", "predictive",
                     "oracle")
+# The demo also draws predictive's own trade-off curve, at higher quantiles.
+DEMO_POLICIES = DEFAULT_POLICIES + ("predictive:0.97", "predictive:0.99")
 
 
 @dataclass(frozen=True)

@@ -111,9 +111,13 @@ def placement_groups(workload: Workload, config: SimConfig) -> dict[int, tuple[s
 
 def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConfig,
                 groups: dict[int, tuple[str, ...]]) -> Policy:
-    kind, count = parse_policy_name(name)
+    kind, parameter = parse_policy_name(name)
     if kind == "reactive":
         return Reactive()
+    if kind == "predictive" and parameter:
+        from dataclasses import replace
+
+        config = replace(config, quantile=float(parameter))
     startups = [config.gpu_startup_s if t.gpus > 0 else config.cpu_startup_s
                 for t in workload.types]
     horizons = np.array(
@@ -128,7 +132,7 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
     ).validate(catalog, "simulate")
     context = PlanContext(workload.types, groups, catalog, plan_config, horizons)
     if kind == "static":
-        return Static(context, count)
+        return Static(context, int(parameter))
     if kind == "oracle":
         return Oracle(context, true_demand(workload, config.policy_tick_s))
     from predictor.registry import make_forecaster
@@ -144,6 +148,7 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
         train_ticks=round(config.train_s / config.policy_tick_s),
         cold_start_placeholders=config.cold_start_placeholders,
         hold_ticks=round(config.hold_s / config.policy_tick_s),
+        name=name,
     )
 
 

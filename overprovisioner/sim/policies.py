@@ -35,7 +35,8 @@ from bucketing.errors import InputError
 from overprovisioner.plan import BucketObservation, Plan, make_plan
 from overprovisioner.plan_config import PlanConfig
 
-POLICY_HELP = "reactive, static:N (N >= 0 placeholder nodes per type), predictive, oracle"
+POLICY_HELP = ("reactive, static:N (N >= 0 placeholder nodes per type), predictive, "
+               "predictive:Q (at quantile Q), oracle")
 
 
 @dataclass(frozen=True)
@@ -129,10 +130,10 @@ class Static:
 class Predictive:
     def __init__(self, context: PlanContext, make_model: Callable[[], object], model_name: str,
                  refit_ticks: int, train_ticks: int, cold_start_placeholders: int = 1,
-                 hold_ticks: int = 0) -> None:
+                 hold_ticks: int = 0, name: str = "predictive") -> None:
         self.context = context
         self.make_model = make_model
-        self.name = "predictive"
+        self.name = name
         self.model_name = model_name
         self.refit_ticks = max(1, refit_ticks)
         self.train_ticks = max(1, train_ticks)
@@ -223,19 +224,28 @@ class Oracle:
         return self.context.plan(view, forecast), forecast
 
 
-def parse_policy_name(name: str) -> tuple[str, int]:
-    """("static", N) for "static:N", (name, 0) for the others; InputError when unknown."""
+def parse_policy_name(name: str) -> tuple[str, float]:
+    """("static", N) for "static:N", ("predictive", q) for "predictive:q" (a quantile
+    overriding the configured one), (name, 0) otherwise; InputError when unknown."""
     if name in ("reactive", "predictive", "oracle"):
         return name, 0
-    kind, sep, count = name.partition(":")
+    kind, sep, value = name.partition(":")
     if kind == "static" and sep:
         try:
-            value = int(count)
+            count = int(value)
         except ValueError:
-            value = -1
-        if value >= 0:
-            return "static", value
+            count = -1
+        if count >= 0:
+            return "static", count
         raise InputError(f"policy {name!r}: static:N needs a whole number N >= 0")
+    if kind == "predictive" and sep:
+        try:
+            quantile = float(value)
+        except ValueError:
+            quantile = -1.0
+        if 0.0 < quantile < 1.0:
+            return "predictive", quantile
+        raise InputError(f"policy {name!r}: predictive:Q needs a quantile 0 < Q < 1")
     raise InputError(f"unknown policy {name!r} (known: {POLICY_HELP})")
 
 

@@ -58,15 +58,16 @@ def test_scale_up_respects_group_of_placeholders_and_max():
 @pytest.mark.parametrize(
     "name, expected",
     [("reactive", ("reactive", 0)), ("static:4", ("static", 4)), ("static:0", ("static", 0)),
-     ("oracle", ("oracle", 0)), ("predictive", ("predictive", 0))],
-    ids=["reactive", "static-4", "static-0", "oracle", "predictive"],
+     ("oracle", ("oracle", 0)), ("predictive", ("predictive", 0)),
+     ("predictive:0.99", ("predictive", 0.99))],
+    ids=["reactive", "static-4", "static-0", "oracle", "predictive", "predictive-quantile"],
 )
 def test_policy_names(name, expected):
     assert parse_policy_name(name) == expected
 
 
-@pytest.mark.parametrize("name", ["static", "static:x", "static:-2", "magic"],
-                         ids=["no-count", "not-int", "negative", "unknown"])
+@pytest.mark.parametrize("name", ["static", "static:x", "static:-2", "magic", "predictive:1.5"],
+                         ids=["no-count", "not-int", "negative", "unknown", "bad-quantile"])
 def test_bad_policy_names(name):
     with pytest.raises(InputError):
         parse_policy_name(name)
