@@ -48,11 +48,13 @@ class Decider:
         self.config = config
         # (pod uid, cache version) -> context; one entry is enough for filter->prioritize.
         self._memo: tuple[str, int, DecisionContext] | None = None
+        # (uid, resourceVersion) -> Pod: the same object version parses the same.
+        self._pod_memo: tuple[str, str, Pod] | None = None
 
     # ---- the verbs ---------------------------------------------------------------
 
     def filter(self, args: ExtenderArgs, now: float) -> FilterResult:
-        pod = parse_pod(args.pod, self.config, where="Pod")
+        pod = self.parse_pod(args.pod)
         context = self.context(pod, now)
         if args.node_names is not None:
             result = filter_table(context, self.cache.table(), args.node_names)
@@ -65,7 +67,7 @@ class Decider:
 
     def prioritize(self, args: ExtenderArgs, now: float) -> tuple[Sequence[str], Sequence[int]]:
         """(hosts, scores 0..10) in request order; unknown nodes score 0."""
-        pod = parse_pod(args.pod, self.config, where="Pod")
+        pod = self.parse_pod(args.pod)
         context = self.context(pod, now)
         if args.node_names is not None:
             hosts: Sequence[str] = args.node_names
@@ -78,8 +80,24 @@ class Decider:
             # The best score, ties to the smallest name (locality.score.best_node's rule,
             # in C-level builtins: this runs once per pod over every candidate).
             top = max(scores)
-            self._assume(pod, min(compress(hosts, [score == top for score in scores])), now)
+            if scores.count(top) == 1:
+                best = hosts[scores.index(top)]
+            else:
+                best = min(compress(hosts, [score == top for score in scores]))
+            self._assume(pod, best, now)
         return hosts, scores
+
+    def parse_pod(self, raw: Mapping[str, Any]) -> Pod:
+        """The request's Pod; filter and prioritize of one pod send the same version."""
+        metadata = raw["metadata"]
+        uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+        memo = self._pod_memo
+        if memo is not None and uid and version and memo[0] == uid and memo[1] == version:
+            return memo[2]
+        pod = parse_pod(raw, self.config, where="Pod")
+        if isinstance(uid, str) and isinstance(version, str):
+            self._pod_memo = (uid, version, pod)
+        return pod
 
     def explain(self, pod: Pod, now: float) -> Explanation:
         """Every cached node's verdict and score terms for `pod` (records nothing)."""
