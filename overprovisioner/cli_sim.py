@@ -82,6 +82,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hold", default="0s",
                         help="predictive: plan for the largest forecast of this long "
                         "(online stabilization; default 0s = none)")
+    parser.add_argument("--service-adjust", action="store_true",
+                        help="predictive: pass the forecast through the service's reactive "
+                        "fallback and stabilization (overprovisioner.adjust) first")
     parser.add_argument("--days", type=float, default=None,
                         help="simulate only the first N days of the window")
     parser.add_argument("--from-day", type=float, default=0.0,
@@ -105,6 +108,7 @@ def _config(args: argparse.Namespace) -> Any:
         cpu_startup_s=parse_duration(args.cpu_node_startup, "--cpu-node-startup"),
         quantile=args.quantile,
         model=args.model,
+        adjust=args.service_adjust,
         hold_s=0.0 if args.hold.strip() in ("0", "0s") else parse_duration(args.hold, "--hold"),
         groups_per_gpu_type=args.groups,
         cost_cap_per_hour=args.cost_cap,

@@ -40,6 +40,8 @@ class SimConfig:
     placeholder_priority / expendable_cutoff: CA ignores pods below the cutoff; the
         placeholders must sit at or above it (and below 0) or they would do nothing.
     seed: the random generator's seed (CA's random tie-break between node groups).
+    adjust: run the predictive forecast through the service's reactive fallback and
+        stabilization (`overprovisioner.adjust.ForecastAdjuster`, service defaults).
     replan_on_preemption_s: the service re-plans this long after a placeholder is
         preempted (it watches pods); None = only on its tick.
     hold_s: the predictive policy plans for the largest forecast of the last hold_s
@@ -67,6 +69,7 @@ class SimConfig:
     expendable_cutoff: int = EXPENDABLE_CUTOFF
     seed: int = 0
     replan_on_preemption_s: float | None = 1.0
+    adjust: bool = False
     hold_s: float = 0.0
 
     def validate(self) -> SimConfig:

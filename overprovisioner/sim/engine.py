@@ -140,6 +140,20 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
     tick = int(config.policy_tick_s)
     max_horizon = int(horizons.max())
     make_forecaster(config.model, tick, max_horizon=max_horizon)  # validates the name
+    adjuster = None
+    if config.adjust:
+        from overprovisioner.adjust import ForecastAdjuster
+        from predictor.fallback import FallbackConfig
+
+        # The service's defaults (overprovisioner.config: tau 600 s, rho 1, a 30-minute
+        # fallback window of 6 five-minute ticks), converted to this tick.
+        adjuster = ForecastAdjuster(
+            horizon_ticks=max_horizon,
+            tau_ticks=max(0, math.ceil(600.0 / config.policy_tick_s - 1e-9)),
+            rho=1.0,
+            fallback=FallbackConfig(max(1, round(1800.0 / config.policy_tick_s)), 1.0, 0.25),
+        )
+    max_horizon = max_horizon + (adjuster.tau_ticks if adjuster else 0)
     return Predictive(
         context,
         lambda: make_forecaster(config.model, tick, max_horizon=max_horizon),
@@ -149,6 +163,7 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
         cold_start_placeholders=config.cold_start_placeholders,
         hold_ticks=round(config.hold_s / config.policy_tick_s),
         name=name,
+        adjuster=adjuster,
     )
 
 
@@ -526,4 +541,5 @@ class _Run:
             notes["model"] = policy.model_name
             notes["fits"] = policy.fits
             notes["cold_start_ticks"] = policy.cold_ticks
+            notes["fallback_ticks"] = policy.fallback_ticks
         return notes

@@ -11,9 +11,10 @@ that ships:
 - `predictive`: the predictor's forecaster (default `last`: last value plus empirical
   quantiles of its h-step residuals) refitted every `refit_s` on the trailing
   `train_s` of recorded demand, as the service would, the quantile at the node
-  start-up horizon fed to the plan, held at its largest value of the last `hold_s`
-  (online stabilization); before the first fit succeeds (cold start) the
-  plan's ladder mode keeps `cold_start_placeholders` per type;
+  start-up horizon (optionally through the service's own fallback and stabilization,
+  `overprovisioner.adjust.ForecastAdjuster`, when `adjust` is on) fed to the plan;
+  before the first fit succeeds (cold start) the plan's ladder mode keeps
+  `cold_start_placeholders` per type;
 - `oracle`: the plan fed with the true future demand (the most nodes demand occupies
   at any tick within the start-up horizon, from the job table): the limit to measure
   against, not something a cluster can run.
@@ -130,7 +131,7 @@ class Static:
 class Predictive:
     def __init__(self, context: PlanContext, make_model: Callable[[], object], model_name: str,
                  refit_ticks: int, train_ticks: int, cold_start_placeholders: int = 1,
-                 hold_ticks: int = 0, name: str = "predictive") -> None:
+                 hold_ticks: int = 0, name: str = "predictive", adjuster=None) -> None:
         self.context = context
         self.make_model = make_model
         self.name = name
@@ -144,8 +145,15 @@ class Predictive:
         self.cold_ticks = 0
         self.cache_key: tuple = ()
         self.cache_value = np.zeros(0)
+        self.cache_ahead = np.zeros((0, 0))
+        self.ahead = np.zeros((0, 0))
         self.hold_ticks = hold_ticks
         self.ring: np.ndarray | None = None
+        # The service's fallback + stabilization (overprovisioner.adjust), None = off.
+        self.adjuster = adjuster
+        self.fallback_ticks = 0
+        self.adjusted_tick = -1
+        self.adjusted_value = np.zeros(0)
 
     def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
         from predictor.forecast import NotEnoughHistory
@@ -169,6 +177,18 @@ class Predictive:
             ladder = {kind.name: self.cold_start for kind in self.context.types}
             zeros = np.zeros(len(self.context.types))
             return self.context.plan(view, zeros, mode="ladder", ladder=ladder), None
+        if self.adjuster is not None:
+            # A re-plan within the tick reuses the tick's adjustment (the adjuster's
+            # state advances once per tick, as in the service).
+            if view.tick != self.adjusted_tick:
+                adjusted = self.adjuster.adjust(
+                    [kind.name for kind in self.context.types], view.tick, history[-1],
+                    self.ahead,
+                )
+                self.fallback_ticks += any(adjusted.reactive)
+                self.adjusted_tick = view.tick
+                self.adjusted_value = np.maximum(adjusted.planned, 0.0)
+            forecast = self.adjusted_value
         forecast = self._held(view.tick, forecast)
         return self.context.plan(view, forecast), forecast
 
@@ -193,15 +213,19 @@ class Predictive:
         # window gives the same forecast, which quiet stretches of a trace hit every tick.
         key = (self.fitted_at, window.tobytes(), first_tick % period if period else 0)
         if key == self.cache_key:
+            self.ahead = self.cache_ahead
             return self.cache_value
-        result = model.predict(window, int(horizons.max()), quantiles=(q,),  # type: ignore
+        steps = int(horizons.max()) + (self.adjuster.tau_ticks if self.adjuster else 0)
+        steps = min(steps, int(getattr(model, "max_horizon_", steps)))
+        result = model.predict(window, steps, quantiles=(q,),  # type: ignore
                                first_tick=first_tick)
         levels = result.quantiles[min(result.quantiles, key=lambda level: abs(level - q))]
+        self.ahead = levels
         forecast = np.empty(len(horizons))
         for b, steps in enumerate(horizons):
             # The most any tick up to the type's start-up horizon needs.
             forecast[b] = levels[: int(steps), b].max()
-        self.cache_key, self.cache_value = key, forecast
+        self.cache_key, self.cache_value, self.cache_ahead = key, forecast, self.ahead
         return forecast
 
 

@@ -130,3 +130,13 @@ def test_locality_headstart_packs_a_job_default_spreads():
         config = SimConfig(groups_per_gpu_type=1, scoring=scoring)
         spans[scoring] = measure(simulate(rows, config=config, kinds=kinds)).mean_nodes_per_job
     assert spans == {"headstart": 1.0, "default": 2.0}
+
+
+def test_predictive_with_the_service_adjuster_runs():
+    # The service's fallback + stabilization on top of the same forecaster.
+    rows = [pod(f"p{i}", 600 * i, 1800) for i in range(20)]
+    config = SimConfig(groups_per_gpu_type=1, adjust=True)
+    result = simulate(rows, policy="predictive", config=config, end=14_400)
+    reactive = measure(simulate(rows, end=14_400))
+    assert "fallback_ticks" in result.notes
+    assert measure(result).pending_gpu_minutes < reactive.pending_gpu_minutes
