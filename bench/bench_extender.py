@@ -91,6 +91,7 @@ def build_cluster(size: int, seed: int = 7):
                              node=f"node-{worker // 4 + 1:05d}", phase="Running"))
     pod = make_pod("worker-32", namespace="train", gpus=1, cpu="4", memory="32Gi",
                    job="bert", role="Worker")
+    pod["metadata"]["resourceVersion"] = "4242"  # as kube-scheduler's informer sends it
     pods.append(pod)
     nrts = [make_nrt(f"node-{index:05d}", [(48, 4), (48, 4)]) for index in range(0, size, 10)]
     return nodes, pods, nrts, pod
@@ -272,7 +273,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
     args = parser.parse_args()
     runs = 1 if args.quick else 3
-    requests = {100: 300, 1000: 250, 5000: 100}
+    requests = {100: 300, 1000: 300, 5000: 100}
     nocache_requests = {100: 20, 1000: 5, 5000: 2}
     if args.quick:
         requests = {size: max(count // 10, 10) for size, count in requests.items()}
