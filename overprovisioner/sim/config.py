@@ -40,6 +40,7 @@ class SimConfig:
     placeholder_priority / expendable_cutoff: CA ignores pods below the cutoff; the
         placeholders must sit at or above it (and below 0) or they would do nothing.
     seed: the random generator's seed (CA's random tie-break between node groups).
+    model_params: extra hyper-parameters of the forecaster, as (name, value) pairs.
     adjust: run the predictive forecast through the service's reactive fallback and
         stabilization (`overprovisioner.adjust.ForecastAdjuster`, service defaults).
     replan_on_preemption_s: the service re-plans this long after a placeholder is
@@ -70,6 +71,7 @@ class SimConfig:
     seed: int = 0
     replan_on_preemption_s: float | None = 1.0
     adjust: bool = False
+    model_params: tuple[tuple[str, float], ...] = ()
     hold_s: float = 0.0
 
     def validate(self) -> SimConfig:

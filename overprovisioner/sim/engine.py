@@ -139,7 +139,8 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
 
     tick = int(config.policy_tick_s)
     max_horizon = int(horizons.max())
-    make_forecaster(config.model, tick, max_horizon=max_horizon)  # validates the name
+    params = dict(config.model_params)
+    make_forecaster(config.model, tick, max_horizon=max_horizon, **params)  # validates
     adjuster = None
     if config.adjust:
         from overprovisioner.adjust import ForecastAdjuster
@@ -156,7 +157,7 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
     max_horizon = max_horizon + (adjuster.tau_ticks if adjuster else 0)
     return Predictive(
         context,
-        lambda: make_forecaster(config.model, tick, max_horizon=max_horizon),
+        lambda: make_forecaster(config.model, tick, max_horizon=max_horizon, **params),
         config.model,
         refit_ticks=round(config.refit_s / config.policy_tick_s),
         train_ticks=round(config.train_s / config.policy_tick_s),
