@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import subprocess
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -384,4 +385,31 @@ def secret_problems(rendered: Rendered) -> list[str]:
                 if "value" in env and SECRET_WORDS.search(env["name"]):
                     problems.append(rendered.where(obj, f"env.{env['name']}")
                                     + ": looks like a secret in plain text")
+    return problems
+
+
+def docs_problems(rendered: Rendered) -> list[str]:
+    """The KubeSchedulerConfiguration users paste from docs/extender.md and
+    docs/self-managed.md registers the extender exactly as the shipped one does."""
+    cm, shipped = config_file(rendered, "headstart-scheduler-config")
+    problems = []
+    for doc in ("docs/extender.md", "docs/self-managed.md"):
+        text = (REPO / doc).read_text()
+        # Blocks may be indented inside a list item; dedent each as a whole.
+        blocks = [yaml.safe_load(textwrap.dedent(block))
+                  for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S)]
+        configs = [b for b in blocks
+                   if isinstance(b, dict) and b.get("kind") == "KubeSchedulerConfiguration"]
+        if not configs:
+            problems.append(f"{doc}: no KubeSchedulerConfiguration block")
+            continue
+        for key in ("urlPrefix", "filterVerb", "prioritizeVerb", "weight", "nodeCacheCapable",
+                    "httpTimeout", "managedResources"):
+            documented = configs[0]["extenders"][0].get(key)
+            if documented != shipped["extenders"][0].get(key):
+                problems.append(
+                    f"{doc}: extenders[0].{key} is {documented!r}, but "
+                    + rendered.where(cm, f"config.yaml extenders[0].{key}")
+                    + f" is {shipped['extenders'][0].get(key)!r}"
+                )
     return problems

@@ -41,6 +41,7 @@ def test_overlay_renders_the_whole_install(rendered):
         checks.security_problems,
         checks.image_problems,
         checks.secret_problems,
+        checks.docs_problems,
     ],
     ids=lambda check: check.__name__,
 )
