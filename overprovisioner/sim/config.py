@@ -90,6 +90,10 @@ class SimConfig:
         for name in ("cold_start_placeholders", "groups_per_gpu_type", "virtual_instance_nodes"):
             if getattr(self, name) < (1 if name != "cold_start_placeholders" else 0):
                 raise InputError(f"simulate: {name} must not be negative or zero")
+        if self.seed < 0:
+            raise InputError(f"simulate: seed must not be negative, got {self.seed}")
+        if self.groups_per_gpu_type > 26:
+            raise InputError("simulate: at most 26 placement groups per type (pg-a .. pg-z)")
         if self.max_nodes_per_group is not None and self.max_nodes_per_group < 1:
             raise InputError("simulate: max_nodes_per_group must be at least 1")
         if self.cost_cap_per_hour is not None and not self.cost_cap_per_hour >= 0:

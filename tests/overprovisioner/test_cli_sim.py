@@ -65,9 +65,13 @@ def test_demo_writes_report(tmp_path, capsys):
         (["--quantile", "1.5"], "quantile"),
         (["--cost-cap", "-1"], "cost cap"),
         (["--days", "0"], "--days"),
+        (["--seed", "-1"], "seed"),
+        (["--groups", "0"], "groups_per_gpu_type"),
+        (["--catalog", "nowhere.yaml"], "nowhere.yaml"),
     ],
     ids=["unknown-policy", "negative-static", "bad-duration", "negative-duration",
-         "quantile", "negative-cost-cap", "zero-days"],
+         "quantile", "negative-cost-cap", "zero-days", "negative-seed", "zero-groups",
+         "missing-catalog"],
 )
 def test_bad_input_is_one_line_exit_2(trace_file, extra, message, capsys):
     code = main(["simulate", "--trace", str(trace_file), *extra])
