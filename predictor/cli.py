@@ -59,6 +59,8 @@ def register(subparsers: Any) -> None:
                         "alibaba-dlrm or headstart CSV); embedded into buckets per tick")
     source.add_argument("--series", metavar="PATH", help="an aggregate series CSV with a "
                         "`time` column (datetimes or seconds), e.g. helios-earth-gpu-5min.csv.gz")
+    source.add_argument("--history", metavar="FILE.sqlite", help="the live recorder's SQLite "
+                        "history (every recorded bucket column, plus total GPUs)")
     parser.add_argument("--column", metavar="NAME", help="with --series: the value column")
     parser.add_argument("--format", metavar="F", help="with --trace: force the trace format")
     parser.add_argument("--catalog", default=None, metavar="NAME|PATH",
@@ -105,10 +107,12 @@ def run_backtest(args: argparse.Namespace) -> int:
         raise InputError(f"--quantile must be inside (0, 1), got {args.quantile}")
     if args.column and not args.series:
         raise InputError("--column goes with --series")
+    if args.tick and args.history:
+        raise InputError("--tick: a history file keeps the tick it was recorded at")
     for option, value in (("--format", args.format), ("--buckets", args.buckets),
                           ("--catalog", args.catalog)):
-        if value and args.series:
-            raise InputError(f"{option} goes with --trace (a --series CSV has no pods)")
+        if value and not args.trace:
+            raise InputError(f"{option} goes with --trace (a series has no pods to bucket)")
 
     series, targets = _load_targets(args, Target)
     tick_s = series.tick_s
@@ -154,6 +158,16 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
         series = read_series_csv(args.series, args.column, tick)
         column = series.columns[0]
         return series, [target_type(column, (column,), series.history())]
+
+    if args.history:
+        from predictor.store import read_history
+
+        series = read_history(args.history)
+        total = series.total_gpus()
+        targets = [target_type("buckets", tuple(series.columns), series.history())]
+        if total is not None:
+            targets.append(target_type("total_gpus", ("total_gpus",), total[:, None]))
+        return series, targets
 
     from bucketing.catalog import load_catalog
     from bucketing.traces import load_trace

@@ -85,7 +85,7 @@ class DemandSeries:
 
     def total_gpus(self) -> np.ndarray | None:
         """(T,) GPUs requested by running plus pending pods, or None without totals."""
-        if self.totals is None:
+        if self.totals is None or not {"gpus_running", "gpus_pending"} <= set(self.totals):
             return None
         return (self.totals["gpus_running"] + self.totals["gpus_pending"]).to_numpy(
             dtype=np.float64

@@ -214,6 +214,33 @@ class HistoryStore:
                            totals, str(self.path))
 
 
+def read_history(path: str | Path) -> DemandSeries:
+    """The whole history of an existing store file, at the tick it was recorded with.
+
+    Opens the file read-only: a file that is missing, not SQLite, of a newer schema or
+    without a recorded tick is an error naming the file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such history file")
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            version = db.execute("SELECT version FROM schema_version").fetchone()
+            tick = db.execute("SELECT value FROM meta WHERE key = 'tick_s'").fetchone()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as error:
+        raise InputError(f"{path}: not a headstart history ({error})") from None
+    if version is None or tick is None:
+        raise InputError(f"{path}: not a headstart history (no schema version or tick)")
+    if version[0] > SCHEMA_VERSION:
+        raise InputError(f"{path}: history schema version {version[0]} was written by a newer "
+                         f"headstart; this one reads up to version {SCHEMA_VERSION}")
+    with HistoryStore(path, float(tick[0])) as store:
+        return store.read_series()
+
+
 class _Transaction:
     """BEGIN IMMEDIATE .. COMMIT, rolled back on any exception."""
 

@@ -168,3 +168,50 @@ def test_buckets_file_with_an_unknown_type_exit_2(run, tmp_path):
     trace = write_job_table(generate(SyntheticWorkload(days=1.0, seed=2)), tmp_path / "t.csv")
     code, _, err = run("backtest", "--trace", trace, "--buckets", buckets, "--horizon", "10m")
     assert code == 2 and "unknown instance type 'q9.huge'" in err
+
+
+def write_history(path, ticks=400):
+    from predictor.store import HistoryStore
+
+    t0 = 1_700_000_100.0
+    counts = wave(ticks)
+    with HistoryStore(path, 300) as store:
+        for i, count in enumerate(counts):
+            if i == 100:
+                store.write_gaps(t0 + i * 300, t0 + (i + 1) * 300)  # recorder was down
+                continue
+            store.write_tick(t0 + i * 300, {"g5.xlarge": float(count),
+                                            "p4d.24xlarge@pg-a": float(count // 10),
+                                            "total:gpus_running": float(count),
+                                            "total:gpus_pending": 1.0})
+    return path
+
+
+def test_history_file_from_the_recorder(run, tmp_path):
+    history = write_history(tmp_path / "history.sqlite")
+    code, out, err = run("backtest", "--history", history, "--horizon", "10m", "--models",
+                         "last", "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert {r["series"] for r in rows} == {"g5.xlarge", "p4d.24xlarge@pg-a", "total_gpus"}
+    assert all(r["ticks"] == 80 for r in rows)  # last 20% of 400 ticks, gap well before
+
+
+@pytest.mark.parametrize(
+    "content, extra, message",
+    [
+        (None, [], "no such history file"),
+        (b"not sqlite at all" * 64, [], "not a headstart history"),
+        ("history", ["--tick", "5m"], "keeps the tick it was recorded at"),
+        ("history", ["--catalog", "aws"], "--catalog goes with --trace"),
+    ],
+    ids=["missing", "not-sqlite", "tick", "catalog"],
+)
+def test_bad_history_exit_2(run, tmp_path, content, extra, message):
+    path = tmp_path / "history.sqlite"
+    if content == "history":
+        write_history(path, ticks=20)
+    elif content is not None:
+        path.write_bytes(content)
+    code, _, err = run("backtest", "--history", path, "--horizon", "10m", *extra)
+    assert code == 2 and message in err
