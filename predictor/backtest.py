@@ -315,3 +315,22 @@ def _model_row(
         predict_seconds=run.predict_seconds,
         fair_overprovision=fair,
     )
+
+
+def choose_model(
+    rows: Sequence[BacktestRow], series: str, shortfall_tolerance: float = 0.02
+) -> BacktestRow | None:
+    """The model to run for `series`: among forecasters (not the last+margin yardstick) whose
+    shortfall rate is at most 1 - quantile + tolerance, the one that over-provides least;
+    when none meets the rate, the one that falls short least. None when all were skipped.
+    """
+    candidates = [r for r in rows if r.series == series and r.model != LAST_MARGIN
+                  and r.metrics is not None and not math.isnan(r.metrics.shortfall_rate)]
+    if not candidates:
+        return None
+    meeting = [r for r in candidates
+               if r.metrics.shortfall_rate <= 1.0 - r.quantile + shortfall_tolerance]
+    if meeting:
+        return min(meeting, key=lambda r: r.metrics.mean_overprovision)
+    return min(candidates, key=lambda r: (r.metrics.shortfall_rate,
+                                          r.metrics.mean_overprovision))

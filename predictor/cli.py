@@ -251,6 +251,16 @@ def format_table(rows: Any, source: str, tick_s: float) -> str:
         )
     lines.append("fairOver = mean over-provision of last value + a margin tuned to the same "
                  "shortfall rate (lower overProv than fairOver beats it)")
+    from predictor.backtest import choose_model
+
+    for series in dict.fromkeys(row.series for row in rows):
+        chosen = choose_model(rows, series)
+        if chosen is not None:
+            lines.append(
+                f"choice for {series}: {chosen.model} (short "
+                f"{100 * chosen.metrics.shortfall_rate:.1f}%, over-provision "
+                f"{chosen.metrics.mean_overprovision:.3f}; fair {_num(chosen.fair_overprovision)})"
+            )
     return "\n".join(lines) + "\n"
 
 

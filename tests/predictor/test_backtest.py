@@ -174,3 +174,33 @@ def test_as_dict_turns_nan_into_null():
     margin_row = next(r for r in result.rows if r.model == LAST_MARGIN).as_dict()
     assert margin_row["fair_overprovision"] is None
     assert not any(isinstance(v, float) and math.isnan(v) for v in margin_row.values())
+
+
+def row(model, shortfall, over, series="s", quantile=0.9):
+    from predictor.backtest import BacktestRow
+    from predictor.metrics import ErrorMetrics
+
+    metrics = ErrorMetrics(10, 0, 1.0, 1.0, 1.0, 0.0, shortfall, 0.0, 0.0, 0.0, over)
+    return BacktestRow(series, model, 2, quantile, metrics)
+
+
+@pytest.mark.parametrize(
+    "rows, chosen",
+    [
+        # both within 10% + 2%: the one over-providing less wins
+        ([row("last", 0.09, 15.0), row("hw", 0.11, 14.0)], "hw"),
+        # hw falls short too often (0.13 > 0.12): last wins despite more headroom
+        ([row("last", 0.09, 15.0), row("hw", 0.13, 9.0)], "last"),
+        # none meets the rate: the least short wins
+        ([row("last", 0.20, 1.0), row("hw", 0.15, 9.0)], "hw"),
+        # the last+margin yardstick is never chosen
+        ([row(LAST_MARGIN, 0.05, 0.1), row("last", 0.09, 15.0)], "last"),
+        ([row(LAST_MARGIN, 0.05, 0.1)], None),
+    ],
+    ids=["both-meet", "one-meets", "none-meets", "not-the-yardstick", "only-yardstick"],
+)
+def test_choose_model(rows, chosen):
+    from predictor.backtest import choose_model
+
+    picked = choose_model(rows, "s")
+    assert (picked.model if picked else None) == chosen
