@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
         "backtest",
         help="score forecasters on a demand trace or series (rolling origin, last 20%%)",
         description=(
-            "Rolling-origin backtest on the last 20%% of a demand series: every test tick is "
+            "Rolling-origin backtest on the last 20% of a demand series: every test tick is "
             "forecast from the history up to `horizon` before it, at a quantile, and scored on "
             "MAE, RMSE, PMSE, shortfall rate and size, and over-provisioning. A trace gives one "
             "series per instance-type bucket plus the total GPUs; a CSV gives one column. The "
