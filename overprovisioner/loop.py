@@ -12,7 +12,8 @@ lifecycle:
 - plan: `plan.make_plan` (pure) on per-bucket observations: forecast (quantile), in use
   (the last recorded count: running plus pending pods, embedded), free whole nodes and
   placeholders from the cluster view;
-- apply: only when this replica leads and not in dry-run. Any failure to observe or
+- apply: only when this replica leads (asked again right before writing) and not in
+  dry-run. Any failure to observe or
   write leaves the previous placeholders as they are; the tick is reported failed and
   the loop goes on at the next tick (never a crash loop).
 
@@ -335,7 +336,11 @@ class OverprovisionerLoop:
         self._export_plan(plan, forecasts, view)
         applied = None
         if leader and not self.config.dry_run and self.applier is not None:
-            applied = self._apply_step(plan, observed, view, errors)
+            # Ask again: recording and forecasting (a refit) can outlast the Lease, and a
+            # replica that lost it must not write over its successor's placeholders.
+            leader = bool(self.is_leader())
+            if leader:
+                applied = self._apply_step(plan, observed, view, errors)
         ok = not errors
         report = TickReport(now_s, ok, leader, self.config.dry_run, model_name, mode, plan,
                             forecasts, applied, tuple(errors))

@@ -360,3 +360,24 @@ def test_wake_runs_the_next_tick_at_once(fake_kube) -> None:
 
     asyncio.run(asyncio.wait_for(main(), 10))
     assert demand.recorded == [at_tick(29), at_tick(29)]
+
+
+def test_a_leader_that_loses_the_lease_mid_tick_does_not_write(fake_kube) -> None:
+    # Leading when the tick starts; the Lease is lost while the tick records and
+    # forecasts (a Transformer refit can take minutes). The apply must ask again.
+    answers = iter([True])
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    config = make_config()
+    catalog = resolve_catalog(config)
+    api = KubeApi(fake_kube.api_client(), 5.0)
+    rng = np.random.default_rng(0)
+    loop = OverprovisionerLoop(
+        config, catalog, demand, Metrics(),
+        ClusterReader(api, RetryPolicy(2, 0.001, 0.002), rng, lambda s: None),
+        Applier(api, config, rng, lambda s: None),
+        is_leader=lambda: next(answers, False),
+    )
+    report = loop.tick(at_tick(29))
+    assert report.plan.wanted("g5.xlarge") == 2
+    assert writes(fake_kube) == []
+    assert report.applied is None and not report.leader
