@@ -10,7 +10,8 @@ What this module adds around the library:
   here they wait on a `threading.Event`, so SIGTERM ends them promptly;
 - `is_leader()` is true only between winning and losing, and only while the last
   successful renewal is younger than `renew_deadline`: a leader cut off from the API
-  stops writing before a follower may take over (`lease_duration` > `renew_deadline`);
+  stops writing before a follower may take over (`lease_duration` > `renew_deadline`),
+  and a leader that sees another holder on the Lease stops at once;
 - release on stop: the holder identity is cleared so a successor takes over at once
   instead of after `lease_duration`;
 - after losing the lease the replica goes back to being a candidate (the library's
@@ -112,9 +113,15 @@ class LeaderElector:
                 self.on_change(leading)
 
     def is_leader(self) -> bool:
-        if not self._leading.is_set() or self._election is None:
+        election = self._election
+        if not self._leading.is_set() or election is None:
             return False
-        last_renew_ms = self._election.observed_time_milliseconds
+        # The library keeps "leading" until its renew deadline even after it has seen
+        # another holder on the Lease; that holder may already be writing.
+        record = election.observed_record
+        if record is None or record.holder_identity != self.identity:
+            return False
+        last_renew_ms = election.observed_time_milliseconds
         return time.time() * 1000 - last_renew_ms < self.config.renew_deadline_s * 1000
 
     def start(self) -> None:

@@ -80,3 +80,26 @@ def test_a_leader_cut_off_from_the_api_stops_leading_before_the_lease_expires(fa
         assert wait_for(lambda: not elector.is_leader(), 3.5)
     finally:
         elector.stop(release=False)
+
+
+def test_a_leader_that_sees_another_holder_stops_writing_at_once(fake_kube) -> None:
+    # Someone else holds the Lease now (a takeover after a partition, or an operator's
+    # edit). The library keeps its own renew loop going until the renew deadline; the
+    # loop must stop writing as soon as the other holder is seen, not 2 s later.
+    elector = LeaderElector(fake_kube.api_client(), "headstart", FAST, identity="old")
+    elector.start()
+    try:
+        assert wait_for(elector.is_leader, 5)
+        lease = fake_kube.get("coordination.k8s.io/v1", "Lease", "headstart-overprovisioner",
+                              "headstart")
+        lease["spec"]["holderIdentity"] = "usurper"
+        fake_kube.replace(lease)
+
+        def seen() -> bool:
+            record = elector._election.observed_record
+            return record is not None and record.holder_identity == "usurper"
+
+        assert wait_for(seen, 3)
+        assert not elector.is_leader()
+    finally:
+        elector.stop(release=False)
