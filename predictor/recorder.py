@@ -344,6 +344,7 @@ class Informer:
                 self.failing_since = None
                 backoff = self._config.backoff_initial_s
                 watcher = watch.Watch()
+                events = 0
                 for event in watcher.stream(
                     self._list_call, resource_version=self._resource_version,
                     timeout_seconds=self._config.watch_timeout_s, **self._list_kwargs,
@@ -354,6 +355,11 @@ class Informer:
                     # raw_object is the JSON as served (deserialize=False would drop it and
                     # break the client's own handling of ERROR events).
                     self._apply({"type": event["type"], "object": event["raw_object"]})
+                    events += 1
+                if not events and not stop.is_set():
+                    # A watch that ended without an event (a proxy cutting streams, or a
+                    # quiet server timeout) is re-opened after a pause, never in a hot loop.
+                    stop.wait(self._config.backoff_initial_s)
             except ApiException as error:
                 if error.status == 410:  # our resourceVersion was compacted away
                     need_list = True

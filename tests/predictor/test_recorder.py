@@ -339,3 +339,58 @@ def test_run_loop_writes_one_tick_per_boundary(live):
     series = recorder.store.read_series()
     assert series.times.tolist() == [T0, T0 + TICK, T0 + 2 * TICK]
     assert series.counts["cpu4"].tolist() == [1.0, 1.0, 1.0]
+
+
+class _EmptyStream:
+    """A watch response that ends at once without an event (a proxy cutting streams)."""
+
+    status = 200
+
+    def stream(self, amt=None, decode_content=False):
+        return iter(())
+
+    def close(self):
+        pass
+
+    def release_conn(self):
+        pass
+
+
+class _ListResponse:
+    data = b'{"metadata": {"resourceVersion": "7"}, "items": []}'
+
+
+class _CountingStop(threading.Event):
+    """Stops the informer after `limit` waits; records what it was asked to wait."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+        self.limit = limit
+
+    def wait(self, timeout=None):
+        self.waits.append(timeout)
+        if len(self.waits) >= self.limit:
+            self.set()
+        return self.is_set()
+
+
+def test_a_watch_that_ends_at_once_is_not_reopened_in_a_hot_loop():
+    calls = {"watch": 0}
+
+    def list_call(**kwargs):
+        if kwargs.get("watch"):
+            calls["watch"] += 1
+            if calls["watch"] >= 200:
+                stop.set()  # without a pause the loop only ends here
+            return _EmptyStream()
+        return _ListResponse()
+
+    config = RecorderConfig(backoff_initial_s=0.5, backoff_max_s=4.0)
+    informer = Informer("pods", list_call, lambda obj: None, config, Clock(T0))
+    stop = _CountingStop(limit=3)
+    informer.run(stop)
+    # Each empty watch is followed by a pause of the initial backoff: 3 watches, 3 waits.
+    assert calls["watch"] == 3
+    assert stop.waits == [0.5, 0.5, 0.5]
+    assert informer.errors == 0 and informer.relists == 1
