@@ -57,11 +57,13 @@ def _classes() -> dict[str, type]:
         SeasonalNaive,
         SeasonalWeekNaive,
     )
+    from predictor.conditional import ConditionalIncrease
     from predictor.holt_winters import HoltWinters
     from predictor.transformer import TransformerForecaster
 
     return {cls.name: cls for cls in (LastValue, AdaptiveLastValue, SeasonalNaive,
-                                      SeasonalWeekNaive, HoltWinters, TransformerForecaster)}
+                                      SeasonalWeekNaive, HoltWinters, TransformerForecaster,
+                                      ConditionalIncrease)}
 
 
 def _headstart_version() -> str:

@@ -35,6 +35,7 @@ MODELS = {
     "seasonal_week": ("seasonal_week", dict(max_horizon=3, period_ticks=48)),
     "hw": ("hw", dict(max_horizon=3, period_ticks=24, window_ticks=48)),
     "transformer": ("transformer", dict(max_horizon=3, **TINY_TRANSFORMER)),
+    "conditional": ("conditional", dict(max_horizon=3, period_ticks=24, activity_ticks=4)),
 }
 
 
