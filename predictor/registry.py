@@ -76,6 +76,7 @@ FACTORIES: dict[str, Callable[..., Forecaster]] = {
     "seasonal_week": _seasonal_week,
     "hw": _hw,
     "transformer": _transformer,
+    "conditional": lambda t, **p: __import__("predictor.conditional").conditional.build(t, **p),
 }
 FORECASTER_NAMES: tuple[str, ...] = tuple(FACTORIES)
 
