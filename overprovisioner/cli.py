@@ -110,11 +110,21 @@ def model_files(tick_seconds: int) -> tuple[Any, Any]:
 class RecorderDemand:
     """DemandSource over the predictor's live recorder and its SQLite history."""
 
-    def __init__(self, recorder: Any, window_s: float) -> None:
+    def __init__(self, recorder: Any, window_s: float, first_list_timeout_s: float = 30.0
+                 ) -> None:
         self.recorder = recorder
         self.window_s = window_s
+        self.first_list_timeout_s = first_list_timeout_s
+        self._waited_for_first_list = False
 
     def record(self, now_s: float) -> None:
+        if not self._waited_for_first_list:
+            # The first tick starts with the service, before the informers' first list
+            # has landed: wait for it (once, bounded) so that a restart records the
+            # current tick instead of a needless gap.
+            self._waited_for_first_list = True
+            for informer in (self.recorder.pods, self.recorder.nodes):
+                informer.synced.wait(self.first_list_timeout_s)
         self.recorder.record(now_s)
 
     def series(self, now_s: float) -> Any:

@@ -193,3 +193,29 @@ async def test_cli_dry_run_never_writes_not_even_a_lease(aiohttp_client, fake_ku
     finally:
         await client.close()
     assert {method for method, _, _ in fake_kube.requests} == {"GET"}
+
+
+def test_the_first_tick_waits_for_the_first_list_instead_of_recording_a_gap(tmp_path) -> None:
+    import threading
+
+    from bucketing.catalog import load_catalog
+    from overprovisioner.cli import RecorderDemand
+    from predictor.recorder import Informer, Recorder, RecorderConfig
+    from predictor.store import HistoryStore
+
+    class EmptyList:
+        data = b'{"metadata": {"resourceVersion": "1"}, "items": []}'
+
+    config = RecorderConfig(tick_s=300.0)
+    pods = Informer("pods", lambda **kw: EmptyList(), lambda obj: None, config)
+    nodes = Informer("nodes", lambda **kw: EmptyList(), lambda obj: None, config)
+    store = HistoryStore(tmp_path / "h.sqlite", 300.0)
+    types = load_catalog("aws").subset(["g5.xlarge"]).instance_types
+    demand = RecorderDemand(Recorder(config, store, types, pods, nodes), 86400.0)
+    # The informers' first lists land a moment after the service's first tick starts.
+    timers = [threading.Timer(0.2, informer._relist) for informer in (pods, nodes)]
+    for timer in timers:
+        timer.start()
+    demand.record(at_tick(29))
+    assert store.tick_count() == (1, 0)  # one observed tick, no gap
+    store.close()
