@@ -9,33 +9,19 @@ Must not: know which fields exist (config.py does), read files or log.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bucketing.durations import duration_seconds
 from bucketing.errors import ConfigError, InputError
 from bucketing.resources import Resources, parse_resource_quantity
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
 
 def parse_duration(value: Any) -> float:
-    """Seconds from a number or a Go-style duration: `90s`, `5m`, `6m30s`, `24h`, `35d`."""
-    if isinstance(value, bool):
-        raise ValueError("expected a duration, got a boolean")
-    if isinstance(value, (int, float)):
-        if value != value or value < 0:
-            raise ValueError(f"{value!r} is not a non-negative duration")
-        return float(value)
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{value!r} is not a duration (like 90s, 5m, 6m30s, 24h)")
-    text = value.strip()
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        raise ValueError(f"{value!r} is not a duration (like 90s, 5m, 6m30s, 24h)")
-    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+    """Seconds from a number or a Go-style duration: `90s`, `5m`, `6m30s`, `24h`, `35d`
+    (`bucketing.durations`, the one syntax every headstart command reads)."""
+    return duration_seconds(value)
 
 
 @dataclass(frozen=True)

@@ -10,24 +10,22 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from bucketing.durations import duration_seconds
 from bucketing.errors import ConfigError, InputError
 
 DEFAULT_MODELS = "last,seasonal,hw"
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800, None: 1}
 
 
 def parse_duration(text: str, option: str) -> float:
-    """'10m', '1d', '300s' or '300' (seconds) -> seconds."""
-    match = _DURATION.match(str(text))
-    if not match:
-        raise InputError(f"{option}: {text!r} is not a duration like 300s, 5m, 1h, 1d")
-    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    """'10m', '1d', '300s', '1h30m' or '300' (seconds) -> seconds (`bucketing.durations`)."""
+    try:
+        seconds = duration_seconds(text)
+    except ValueError as error:
+        raise InputError(f"{option}: {error}") from None
     if seconds <= 0:
         raise InputError(f"{option}: must be positive, got {text!r}")
     return seconds
