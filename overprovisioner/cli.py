@@ -154,6 +154,22 @@ class RecorderDemand:
         return stop_informers
 
 
+def recorder_config(config: Any) -> Any:
+    """The recorder's settings from the overprovisioner's config: its tick, buckets and
+    history file, and its placement-group label first, so demand is recorded in the
+    same groups the placeholders are planned in."""
+    from bucketing.labels import placement_group_labels
+    from predictor.recorder import RecorderConfig
+    from predictor.store import StoreConfig
+
+    return RecorderConfig(
+        tick_s=config.tick_s, catalog=config.catalog, buckets=config.instance_types,
+        store=StoreConfig(path=config.forecast.history_path,
+                          retention_days=config.forecast.retention_s / 86400.0),
+        placement_group_labels=placement_group_labels(config.placeholders.placement_group_label),
+    )
+
+
 def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any = None) -> Any:
     """Wire config + ApiClient into the aiohttp app (the tests call this with the fake)."""
     import asyncio
@@ -168,18 +184,10 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     from overprovisioner.metrics import Metrics
     from overprovisioner.observe import ClusterReader
     from overprovisioner.service import create_app
-    from predictor.recorder import RecorderConfig, make_recorder
-    from predictor.store import StoreConfig
+    from predictor.recorder import make_recorder
 
     catalog = resolve_catalog(config)
-    recorder = make_recorder(
-        RecorderConfig(
-            tick_s=config.tick_s, catalog=config.catalog, buckets=config.instance_types,
-            store=StoreConfig(path=config.forecast.history_path,
-                              retention_days=config.forecast.retention_s / 86400.0),
-        ),
-        api_client, clock,
-    )
+    recorder = make_recorder(recorder_config(config), api_client, clock)
     demand = RecorderDemand(recorder, config.forecast.retention_s)
     api = KubeApi(api_client, config.api.timeout_s)
     rng = np.random.default_rng()

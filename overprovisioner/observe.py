@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from locality.config import DEFAULT_PLACEMENT_GROUP_LABELS, LocalityConfig
+from bucketing.labels import placement_group_labels
+from locality.config import LocalityConfig
 from locality.parse import parse_node as parse_locality_node
 from overprovisioner.errors import ErrorClass, RetryPolicy, call_with_retry
 from overprovisioner.objects import NAME_PREFIX, NODE_INSTANCE_TYPE, PLACEHOLDER
@@ -63,8 +64,8 @@ class ClusterView:
 @functools.lru_cache(maxsize=8)
 def _node_reading(group_label: str) -> LocalityConfig:
     """The extender's node reading, with the configured group label tried first."""
-    labels = tuple(dict.fromkeys((group_label, *DEFAULT_PLACEMENT_GROUP_LABELS)))
-    return LocalityConfig(placement_group_labels=labels, instance_type_label=NODE_INSTANCE_TYPE)
+    return LocalityConfig(placement_group_labels=placement_group_labels(group_label),
+                          instance_type_label=NODE_INSTANCE_TYPE)
 
 
 def parse_node(node: Mapping[str, Any], group_label: str) -> NodeView:

@@ -42,17 +42,12 @@ import numpy as np
 from bucketing.catalog import InstanceType
 from bucketing.embed import embed
 from bucketing.errors import ConfigError, InputError
+from bucketing.labels import PLACEMENT_GROUP_LABELS
 from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, pod_effective_request
 from predictor.series import bucket_vectors, series_column
 from predictor.store import TOTAL_PREFIX, HistoryStore, StoreConfig
 
 PLACEHOLDER_LABEL = "headstart.io/placeholder"
-PLACEMENT_GROUP_LABELS = (
-    "headstart.io/placement-group",
-    "cloud.google.com/gke-placement-group",
-    "topology.k8s.aws/network-node-layer-3",
-    "cloud.google.com/gce-topology-block",
-)
 DEMAND_PHASES = frozenset({"Pending", "Running"})
 
 
@@ -91,11 +86,12 @@ def pod_demand(pod: Mapping[str, Any], gpu_resource: str = DEFAULT_GPU_RESOURCE
     return PodDemand(key, request, node)
 
 
-def node_group(node: Mapping[str, Any]) -> tuple[str, str | None]:
-    """(node name, its placement group from the first matching label, or None)."""
+def node_group(node: Mapping[str, Any], keys: Sequence[str] = PLACEMENT_GROUP_LABELS
+               ) -> tuple[str, str | None]:
+    """(node name, its placement group from the first of `keys` it carries, or None)."""
     metadata = node.get("metadata") or {}
     labels = metadata.get("labels") or {}
-    for key in PLACEMENT_GROUP_LABELS:
+    for key in keys:
         if labels.get(key):
             return metadata.get("name", ""), labels[key]
     return metadata.get("name", ""), None
@@ -193,6 +189,10 @@ class RecorderConfig:
     backoff_max_s: float = 60.0
     """Longest wait between retries after API errors."""
 
+    placement_group_labels: tuple[str, ...] = PLACEMENT_GROUP_LABELS
+    """Node label keys naming a node's placement group, first match wins (the
+    overprovisioner puts its `placeholders.placement_group_label` first)."""
+
 
 def recorder_config_from_mapping(raw: Any, source: str) -> RecorderConfig:
     """Validate a parsed YAML mapping into a RecorderConfig; errors name source and field."""
@@ -219,6 +219,13 @@ def recorder_config_from_mapping(raw: Any, source: str) -> RecorderConfig:
             if not isinstance(raw[name], str):
                 raise ConfigError(f"{source}: recorder.{name}: expected a string")
             values[name] = raw[name]
+    if "placement_group_labels" in raw:
+        keys = raw["placement_group_labels"]
+        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k
+                                                             for k in keys):
+            raise ConfigError(f"{source}: recorder.placement_group_labels: expected a list of "
+                              "node label keys")
+        values["placement_group_labels"] = tuple(keys)
     if "buckets" in raw:
         buckets = raw["buckets"]
         if not isinstance(buckets, list) or not all(isinstance(b, str) and b for b in buckets):
@@ -469,7 +476,7 @@ def make_recorder(config: RecorderConfig, api_client: Any, clock: Callable[[], f
         return pod_demand(obj, gpu_resource)
 
     def parse_node(obj: Mapping[str, Any]) -> str | None:
-        return node_group(obj)[1] or ""
+        return node_group(obj, config.placement_group_labels)[1] or ""
 
     pods = Informer("pods", list_pods, parse_pod, config, clock, pod_kwargs)
     nodes = _NodeGroups("nodes", core.list_node, parse_node, config, clock)

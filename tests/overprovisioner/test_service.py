@@ -219,3 +219,20 @@ def test_the_first_tick_waits_for_the_first_list_instead_of_recording_a_gap(tmp_
     demand.record(at_tick(29))
     assert store.tick_count() == (1, 0)  # one observed tick, no gap
     store.close()
+
+
+def test_the_recorder_reads_groups_with_the_configured_label_first(tmp_path) -> None:
+    # Placeholders select their group with example.com/rack; demand must be recorded in
+    # the same groups, or every grouped bucket is forecast as 0.
+    from overprovisioner.cli import recorder_config
+    from predictor.recorder import node_group
+
+    config = make_config(placeholders={"backend": "deployment",
+                                       "placement_group_label": "example.com/rack"},
+                         forecast={"history_path": str(tmp_path / "h.sqlite")})
+    keys = recorder_config(config).placement_group_labels
+    node = {"metadata": {"name": "n1", "labels": {"example.com/rack": "rack-9"}}}
+    assert node_group(node, keys)[1] == "rack-9"
+    assert keys[1:] == ("headstart.io/placement-group", "cloud.google.com/gke-placement-group",
+                        "topology.k8s.aws/network-node-layer-3",
+                        "cloud.google.com/gce-topology-block")

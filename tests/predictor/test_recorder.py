@@ -94,6 +94,13 @@ def test_node_group(node, group):
     assert node_group(node)[1] == group
 
 
+def test_node_group_tries_a_configured_key_first():
+    node = make_node("n4", "rack-9", "example.com/rack")
+    node["metadata"]["labels"]["headstart.io/placement-group"] = "pg-a"
+    assert node_group(node)[1] == "pg-a"
+    assert node_group(node, ("example.com/rack", "headstart.io/placement-group"))[1] == "rack-9"
+
+
 def demand(key, gpus=0.0, cpu=1.0, memory_gib=1.0, node=None):
     return PodDemand(key, Resources.of(gpus, cpu, memory_gib), node)
 
@@ -145,8 +152,9 @@ def test_plan_tick(last, now, tick_time, gap_from, gap_to):
         ({"buckets": "p4d"}, "recorder.buckets: expected a list"),
         ({"store": {"path": ""}}, "recorder.store.path"),
         ({"store": {"retention_days": -1}}, "recorder.store.retention_days"),
+        ({"placement_group_labels": []}, "recorder.placement_group_labels"),
     ],
-    ids=["tick", "unknown", "buckets", "path", "retention"],
+    ids=["tick", "unknown", "buckets", "path", "retention", "group-labels"],
 )
 def test_config_errors_name_the_field(raw, message):
     with pytest.raises(ConfigError, match=message):
