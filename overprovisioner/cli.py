@@ -156,9 +156,8 @@ class RecorderDemand:
 
 def recorder_config(config: Any) -> Any:
     """The recorder's settings from the overprovisioner's config: its tick, buckets and
-    history file, and its placement-group label first, so demand is recorded in the
-    same groups the placeholders are planned in."""
-    from bucketing.labels import placement_group_labels
+    history file, and its placement-group label (only that one, as observe reads nodes),
+    so demand is recorded in the same groups the placeholders are planned in."""
     from predictor.recorder import RecorderConfig
     from predictor.store import StoreConfig
 
@@ -166,7 +165,7 @@ def recorder_config(config: Any) -> Any:
         tick_s=config.tick_s, catalog=config.catalog, buckets=config.instance_types,
         store=StoreConfig(path=config.forecast.history_path,
                           retention_days=config.forecast.retention_s / 86400.0),
-        placement_group_labels=placement_group_labels(config.placeholders.placement_group_label),
+        placement_group_labels=(config.placeholders.placement_group_label,),
     )
 
 

@@ -2,7 +2,7 @@
 
 Decides, from nodes, pods and events as the API returns them:
 - a node's bucket: its `node.kubernetes.io/instance-type` and its placement group (the
-  configured placement-group label first, then the conventional keys, first match wins);
+  configured `placeholders.placement_group_label` only: the key placeholders select on);
 - a *free* node: Ready, schedulable, and running nothing but DaemonSet and static
   (mirror) pods: no real pod and no placeholder. The plan counts these as capacity
   already free;
@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from bucketing.labels import placement_group_labels
 from locality.config import LocalityConfig
 from locality.parse import parse_node as parse_locality_node
 from overprovisioner.errors import ErrorClass, RetryPolicy, call_with_retry
@@ -63,8 +62,10 @@ class ClusterView:
 
 @functools.lru_cache(maxsize=8)
 def _node_reading(group_label: str) -> LocalityConfig:
-    """The extender's node reading, with the configured group label tried first."""
-    return LocalityConfig(placement_group_labels=placement_group_labels(group_label),
+    """The extender's node reading, with the configured group label only: placeholders
+    select their group with that key, so a group read from any other key (say GKE's,
+    with headstart's key configured) would give placeholders that match no node."""
+    return LocalityConfig(placement_group_labels=(group_label,),
                           instance_type_label=NODE_INSTANCE_TYPE)
 
 

@@ -28,15 +28,19 @@ def pod(name, node_name="", placeholder=False, daemonset=False):
 
 
 @pytest.mark.parametrize(
-    "labels_group_key, expected",
-    [("headstart.io/placement-group", "pg-a"),
-     ("cloud.google.com/gke-placement-group", "pg-a"),
-     ("topology.k8s.aws/network-node-layer-3", "pg-a")],
-    ids=["headstart", "gke", "aws-topology"],
+    "labels_group_key, configured, expected",
+    [("headstart.io/placement-group", "headstart.io/placement-group", "pg-a"),
+     ("cloud.google.com/gke-placement-group", "cloud.google.com/gke-placement-group", "pg-a"),
+     # A group under another key than the configured one is no group here: a placeholder
+     # selects its group with the configured key, and `headstart.io/placement-group: pg-a`
+     # would match no node (pending forever, and CA has no template with that label).
+     ("cloud.google.com/gke-placement-group", "headstart.io/placement-group", ""),
+     ("topology.k8s.aws/network-node-layer-3", "headstart.io/placement-group", "")],
+    ids=["headstart", "gke-configured", "gke-not-configured", "aws-topology-not-configured"],
 )
-def test_node_group_from_conventional_keys(labels_group_key, expected) -> None:
-    parsed = parse_node(node("n", group="pg-a", group_key=labels_group_key),
-                        "headstart.io/placement-group")
+def test_node_group_only_from_the_key_placeholders_select_on(labels_group_key, configured,
+                                                             expected) -> None:
+    parsed = parse_node(node("n", group="pg-a", group_key=labels_group_key), configured)
     assert parsed.placement_group == expected
 
 
