@@ -79,6 +79,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="forecast quantile the predictive policy plans for (default 0.9)")
     parser.add_argument("--model", default="last",
                         help="forecaster of the predictive policy (default last)")
+    parser.add_argument("--model-param", action="append", default=[], metavar="NAME=VALUE",
+                        help="a hyper-parameter of the forecaster (numeric; repeatable), e.g. "
+                        "--model-param day_bins=12")
     parser.add_argument("--hold", default="0s",
                         help="predictive: plan for the largest forecast of this long "
                         "(online stabilization; default 0s = none)")
@@ -108,6 +111,7 @@ def _config(args: argparse.Namespace) -> Any:
         cpu_startup_s=parse_duration(args.cpu_node_startup, "--cpu-node-startup"),
         quantile=args.quantile,
         model=args.model,
+        model_params=_model_params(args.model_param),
         adjust=args.service_adjust,
         hold_s=0.0 if args.hold.strip() in ("0", "0s") else parse_duration(args.hold, "--hold"),
         groups_per_gpu_type=args.groups,
@@ -115,6 +119,23 @@ def _config(args: argparse.Namespace) -> Any:
         scoring=args.scoring,
         seed=args.seed,
     ).validate()
+
+
+def _model_params(items: list[str]) -> tuple[tuple[str, float], ...]:
+    """("day_bins", 12) pairs from "day_bins=12" strings; InputError when malformed."""
+    from bucketing.errors import InputError
+
+    params = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not sep or not name.strip() or number != number:
+            raise InputError(f"--model-param {item!r}: expected NAME=NUMBER, e.g. day_bins=12")
+        params.append((name.strip(), int(number) if number.is_integer() else number))
+    return tuple(params)
 
 
 def load_bucket_types(path: str, catalog: Any) -> tuple:

@@ -161,7 +161,11 @@ class Predictive:
         history = view.history
         if self.model is None or view.tick - self.fitted_at >= self.refit_ticks:
             try:
-                self.model = self.make_model().fit(history[-self.train_ticks:])  # type: ignore
+                window = history[-self.train_ticks:]
+                # Ticks count from the simulation start in fit and predict alike, so
+                # seasonal and time-of-day models see one phase.
+                self.model = self.make_model().fit(  # type: ignore
+                    window, first_tick=len(history) - len(window))
                 self.fitted_at = view.tick
                 self.fits += 1
             except NotEnoughHistory:

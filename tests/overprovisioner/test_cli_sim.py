@@ -68,10 +68,12 @@ def test_demo_writes_report(tmp_path, capsys):
         (["--seed", "-1"], "seed"),
         (["--groups", "0"], "groups_per_gpu_type"),
         (["--catalog", "nowhere.yaml"], "nowhere.yaml"),
+        (["--model-param", "day_bins"], "NAME=NUMBER"),
+        (["--model-param", "day_bins=six"], "NAME=NUMBER"),
     ],
     ids=["unknown-policy", "negative-static", "bad-duration", "negative-duration",
          "quantile", "negative-cost-cap", "zero-days", "negative-seed", "zero-groups",
-         "missing-catalog"],
+         "missing-catalog", "model-param-no-value", "model-param-not-number"],
 )
 def test_bad_input_is_one_line_exit_2(trace_file, extra, message, capsys):
     code = main(["simulate", "--trace", str(trace_file), *extra])
@@ -95,3 +97,19 @@ def test_tuner_bucket_file_is_accepted(trace_file, tmp_path, capsys):
                  "--policy", "reactive", "--json"])
     assert code == 0
     assert json.loads(capsys.readouterr().out)[0]["pods"] == 7
+
+
+def test_conditional_model_with_params_runs(trace_file, capsys):
+    code = main(["simulate", "--trace", str(trace_file), "--json", "--policy", "predictive",
+                 "--model", "conditional", "--model-param", "day_bins=6",
+                 "--model-param", "activity_bins=2"])
+    assert code == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["policy"] for r in rows] == ["predictive"]
+
+
+def test_unknown_model_param_is_a_clear_error(trace_file, capsys):
+    code = main(["simulate", "--trace", str(trace_file), "--policy", "predictive",
+                 "--model", "conditional", "--model-param", "colour=1"])
+    assert code == 2
+    assert "bad parameter" in capsys.readouterr().err.strip().splitlines()[-1]
