@@ -18,6 +18,17 @@ MAX_PANELS = 6
 TOTAL_FIRST = "total_gpus"
 
 
+def check_plot_path(path: Path) -> None:
+    """Refuse, before the backtest runs, a file name whose format matplotlib cannot write."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise InputError(f"--plot: {path}: cannot draw a {suffix or 'suffix-less'} file "
+                         f"(use one of: {', '.join(sorted(formats))})")
+
+
 def plot_backtest(
     result: BacktestResult, times: np.ndarray, tick_s: float, path: Path, title: str = ""
 ) -> None:

@@ -112,6 +112,10 @@ def run_backtest(args: argparse.Namespace) -> int:
         if value and not args.trace:
             raise InputError(f"{option} goes with --trace (a series has no pods to bucket)")
 
+    if args.plot:
+        from predictor.backtest_plot import check_plot_path
+
+        check_plot_path(Path(args.plot))
     series, targets = _load_targets(args, Target)
     tick_s = series.tick_s
     horizon = whole_ticks(parse_duration(args.horizon, "--horizon"), tick_s, "--horizon")
