@@ -40,8 +40,8 @@ import pandas as pd
 from bucketing.catalog import InstanceType
 from bucketing.errors import HeadstartError, InputError
 from bucketing.resources import Resources
-from predictor.recorder import PodDemand, snapshot_values
 from predictor.series import DemandSeries, make_series
+from predictor.snapshot import PodDemand, snapshot_values
 from predictor.store import TOTAL_PREFIX
 
 # Prometheus refuses a range query over 11,000 points per series.

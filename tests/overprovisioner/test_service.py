@@ -225,7 +225,7 @@ def test_the_recorder_reads_groups_with_the_configured_label_first(tmp_path) -> 
     # Placeholders select their group with example.com/rack; demand must be recorded in
     # the same groups, or every grouped bucket is forecast as 0.
     from overprovisioner.cli import recorder_config
-    from predictor.recorder import node_group
+    from predictor.snapshot import node_group
 
     config = make_config(placeholders={"backend": "deployment",
                                        "placement_group_label": "example.com/rack"},

@@ -1,4 +1,4 @@
-"""Live recorder (predictor.recorder): the pure pods -> counts core, and the adapter
+"""Live recorder: the pure pods -> counts core (predictor.snapshot), and the adapter
 against the fake API server over real HTTP with a real SQLite file."""
 
 from __future__ import annotations
@@ -14,16 +14,12 @@ from bucketing.errors import ConfigError
 from bucketing.resources import Resources
 from predictor.recorder import (
     Informer,
-    PodDemand,
     Recorder,
     RecorderConfig,
     make_recorder,
-    node_group,
-    plan_tick,
-    pod_demand,
     recorder_config_from_mapping,
-    snapshot_values,
 )
+from predictor.snapshot import PodDemand, node_group, plan_tick, pod_demand, snapshot_values
 from predictor.store import HistoryStore, StoreConfig
 
 CATALOG = parse_catalog(
