@@ -292,6 +292,8 @@ def resolve_catalog(config: OverprovisionerConfig) -> Catalog:
                 )
     subset = catalog.subset(config.instance_types)
     make_plan_config(config).validate(subset, f"{config.source}: limits")
+    for name in config.instance_types:  # an overhead too large: refuse now, not every tick
+        placeholder_request(config, subset, name)
     return subset
 
 

@@ -199,3 +199,13 @@ def test_the_tuners_snippet_loads_as_buckets_file(tmp_path: Path) -> None:
     (tmp_path / "buckets.yaml").write_text(snippet(report, "aws"))
     config = load_config(write(tmp_path, {"buckets_file": "buckets.yaml"}))
     assert config.instance_types == ("g4dn.xlarge", "p4d.24xlarge")
+
+
+def test_an_overhead_larger_than_a_type_is_refused_at_start_up() -> None:
+    # g5.xlarge has 3920m allocatable CPU: an 8-CPU overhead leaves nothing, so the
+    # service must refuse to start rather than fail every tick's apply.
+    config = parse_config({"instance_types": ["g5.xlarge"],
+                           "placeholders": {"daemonset_overhead": {"cpu": "8", "memory": "1Gi"}}},
+                          "x.yaml")
+    with pytest.raises(ConfigError, match=r"x.yaml: placeholders.daemonset_overhead: .*g5.xlarge"):
+        resolve_catalog(config)
