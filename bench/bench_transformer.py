@@ -8,8 +8,12 @@ noise, whole nodes, never negative), because the real aggregate traces are one
 series each. Baselines measured in the same run: last value and Holt-Winters
 (fit and predict), so the ratios stay meaningful on a loaded machine.
 
-Run: python bench/bench_transformer.py [--runs 1] [--threads 2] [--predicts 50]
+Run: python bench/bench_transformer.py [--runs 1] [--threads 1] [--predicts 50]
 Prints medians. The machine is shared: run it once, not in a loop.
+
+Threads default to 1: with 2 torch threads on the 2 shared, busy cores here,
+training took 372-724 s against 56-160 s with 1 thread (oversubscribed intra-op
+threads wait on each other); `--threads 2` measures that case.
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def time_model(name: str, history: np.ndarray, runs: int, predicts: int) -> dict
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1, help="training runs (median), default 1")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads, default 2")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads, default 1")
     parser.add_argument("--predicts", type=int, default=50, help="predict calls, default 50")
     args = parser.parse_args()
     import torch
