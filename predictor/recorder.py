@@ -36,6 +36,10 @@ from predictor.snapshot import (
 )
 from predictor.store import HistoryStore, StoreConfig
 
+LIST_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 10.0
+WATCH_READ_SLACK_S = 30.0  # past the server's own watch timeout before giving up a read
+
 # ------------------------------------------------------------------------------- config
 
 
@@ -185,7 +189,8 @@ class Informer:
             return None
 
     def _relist(self) -> None:
-        response = self._list_call(_preload_content=False, **self._list_kwargs)
+        response = self._list_call(_preload_content=False, _request_timeout=LIST_TIMEOUT_S,
+                                   **self._list_kwargs)
         body = json.loads(response.data)
         items: dict[str, Any] = {}
         for obj in body.get("items") or []:
@@ -235,7 +240,11 @@ class Informer:
                 events = 0
                 for event in watcher.stream(
                     self._list_call, resource_version=self._resource_version,
-                    timeout_seconds=self._config.watch_timeout_s, **self._list_kwargs,
+                    timeout_seconds=self._config.watch_timeout_s,
+                    # A half-open connection never ends by itself: bound every read.
+                    _request_timeout=(CONNECT_TIMEOUT_S,
+                                      self._config.watch_timeout_s + WATCH_READ_SLACK_S),
+                    **self._list_kwargs,
                 ):
                     if stop.is_set():
                         watcher.stop()

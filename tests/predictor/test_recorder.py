@@ -398,3 +398,22 @@ def test_a_watch_that_ends_at_once_is_not_reopened_in_a_hot_loop():
     assert calls["watch"] == 3
     assert stop.waits == [0.5, 0.5, 0.5]
     assert informer.errors == 0 and informer.relists == 1
+
+
+def test_list_and_watch_calls_carry_a_read_timeout():
+    # A half-open connection (a load balancer dropping an idle stream) never ends a
+    # watch by itself: without a client-side read timeout the cache would go stale while
+    # looking fresh, and stale snapshots would be recorded as observed ticks.
+    seen = []
+
+    def list_call(**kwargs):
+        seen.append(kwargs)
+        return _EmptyStream() if kwargs.get("watch") else _ListResponse()
+
+    config = RecorderConfig(watch_timeout_s=300)
+    informer = Informer("pods", list_call, lambda obj: None, config, Clock(T0))
+    informer.run(_CountingStop(limit=1))
+    listed, watched = seen[0], seen[1]
+    assert listed["_request_timeout"] == 60.0
+    # connect 10 s; read the server's 300 s watch timeout plus 30 s of slack.
+    assert watched["_request_timeout"] == (10.0, 330.0)
