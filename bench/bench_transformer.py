@@ -47,11 +47,13 @@ def synthetic_demand(seed: int = 0) -> np.ndarray:
     return np.maximum(np.round(level + rng.normal(0, 1, (TICKS, BUCKETS))), 0)
 
 
-def time_model(name: str, history: np.ndarray, runs: int, predicts: int) -> dict[str, float]:
+def time_model(name: str, history: np.ndarray, runs: int, predicts: int,
+               threads: int) -> dict[str, float]:
+    params = {"threads": threads} if name == "transformer" else {}
     fit_seconds = []
     model = None
     for _ in range(runs):
-        model = make_forecaster(name, max_horizon=12)
+        model = make_forecaster(name, max_horizon=12, **params)
         start = time.perf_counter()
         model.fit(history)
         fit_seconds.append(time.perf_counter() - start)
@@ -79,7 +81,7 @@ def main() -> int:
           f"ticks; torch {torch.__version__}, {args.threads} threads; "
           f"{args.runs} training run(s), {args.predicts} predicts")
     results = {name: time_model(name, history, args.runs if name == "transformer" else 1,
-                                args.predicts)
+                                args.predicts, args.threads)
                for name in ("last", "hw", "transformer")}
     for name, r in results.items():
         print(f"{name:12s} fit {r['fit_s']:8.2f} s   predict median {r['predict_ms']:8.2f} ms")

@@ -176,3 +176,17 @@ def test_calibration_holds_out_the_end_of_the_history():
     assert model.calibration_.shape == (3, 6)
     assert not np.allclose(model.calibration_, 1.0)
     assert tiny().fit(make_history(n_ticks=120)).held_out_ticks_ == 0  # 12 < 3 + 50
+
+
+def test_threads_are_set_during_fit_and_restored():
+    seen = []
+
+    class Spy(TransformerForecaster):
+        def _fit(self, history, first_tick):
+            seen.append(torch.get_num_threads())
+            return super()._fit(history, first_tick)
+
+    torch.set_num_threads(2)
+    Spy(**{**TINY_TRANSFORMER, "max_horizon": 3, "threads": 1}).fit(make_history())
+    assert seen == [1]
+    assert torch.get_num_threads() == 2
