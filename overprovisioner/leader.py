@@ -77,6 +77,28 @@ class _StoppableElection(LeaderElection):
             self.stop.wait(retry)
 
 
+class _TimedLeaseApi(client.CoordinationV1Api):
+    """The Lease calls the library makes, each with a client-side timeout: a half-open
+    connection would otherwise hang the election thread for good (and with one replica,
+    nobody would write placeholders)."""
+
+    def __init__(self, api_client: Any, timeout_s: float) -> None:
+        super().__init__(api_client)
+        self._timeout_s = timeout_s
+
+    def read_namespaced_lease(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("_request_timeout", self._timeout_s)
+        return super().read_namespaced_lease(*args, **kwargs)
+
+    def create_namespaced_lease(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("_request_timeout", self._timeout_s)
+        return super().create_namespaced_lease(*args, **kwargs)
+
+    def replace_namespaced_lease(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("_request_timeout", self._timeout_s)
+        return super().replace_namespaced_lease(*args, **kwargs)
+
+
 class LeaderElector:
     """Runs the election in a daemon thread; `is_leader()` is what the loop asks."""
 
@@ -100,8 +122,9 @@ class LeaderElector:
         self._leading = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = LeaseLock(config.lease_name, namespace, self.identity)
-        # LeaseLock builds its API on the default client; point it at ours.
-        self._lock.api_instance = client.CoordinationV1Api(api_client)
+        # LeaseLock builds its API on the default client; point it at ours, with every
+        # call bounded by the renew deadline (as client-go does).
+        self._lock.api_instance = _TimedLeaseApi(api_client, float(config.renew_deadline_s))
         self._election: _StoppableElection | None = None
 
     def _set(self, leading: bool) -> None:
@@ -141,8 +164,9 @@ class LeaderElector:
             self._election = _StoppableElection(election_config, self._stop)
             try:
                 self._election.run()
-            except Exception:  # the library logs and raises on odd API answers; keep trying
-                log.exception("leader election round failed")
+            except Exception as error:  # timeouts, odd API answers: keep trying
+                log.warning("leader election round failed: %s: %s", type(error).__name__,
+                            error)
                 self._set(False)
             self._stop.wait(self.config.retry_period_s)
 

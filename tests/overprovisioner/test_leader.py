@@ -103,3 +103,18 @@ def test_a_leader_that_sees_another_holder_stops_writing_at_once(fake_kube) -> N
         assert not elector.is_leader()
     finally:
         elector.stop(release=False)
+
+
+def test_a_hung_lease_call_times_out_and_the_replica_leads_again(fake_kube) -> None:
+    # One Lease call hangs (a half-open connection). Without a client-side timeout the
+    # election thread would wait for it for good: with one replica, nobody would write.
+    elector = LeaderElector(fake_kube.api_client(), "headstart", FAST, identity="solo")
+    elector.start()
+    try:
+        assert wait_for(elector.is_leader, 5)
+        fake_kube.fail_next("*", "/leases/", "timeout", count=1, delay_s=20)
+        assert wait_for(lambda: not elector.is_leader(), 5)
+        # The call gives up after the 2 s renew deadline; the next round wins the Lease back.
+        assert wait_for(elector.is_leader, 10)
+    finally:
+        elector.stop(release=False)
