@@ -117,3 +117,22 @@ def test_short_history_and_unfitted_model_are_clear_errors():
         ConditionalIncrease(max_horizon=3, activity_ticks=12).fit(np.ones((10, 1)))
     with pytest.raises(NotFittedError):
         ConditionalIncrease().predict(np.ones((20, 1)), 1)
+
+
+@pytest.mark.parametrize(
+    "gross, expected",
+    [
+        # every day: +1 at tick 10, -1 at tick 11; origin tick 9, 2 steps ahead:
+        # net increase 10 -> 11 is +1 - 1 = 0; gross (arrivals only) is +1
+        (0, 0.0),
+        (1, 1.0),
+    ],
+    ids=["net", "gross"],
+)
+def test_gross_counts_arrivals_not_netted_by_departures(gross, expected):
+    day = [5.0] * 10 + [6.0] + [5.0] * 13
+    history = np.array(day * 6)[:, None]
+    model = ConditionalIncrease(max_horizon=2, period_ticks=24, activity_ticks=2,
+                                activity_bins=1, min_samples=3, gross=gross).fit(history)
+    window = history[: 5 * 24 + 10]  # last row is tick 9 of day 6
+    assert model.predict(window, 2, (0.9,)).at(0.9, step=2)[0] == pytest.approx(5 + expected)
