@@ -1,21 +1,18 @@
 """One loop per tick: record demand, forecast, plan, apply (when leading and not in dry-run).
 
-Decides: the order of a tick, what a failure of each step does, and the model's
-lifecycle:
+Decides: the order of a tick and what a failure of each step does:
 - record: the demand source writes this tick's snapshot; a failure is logged and the
   tick goes on with the history it has (a gap is recorded as a gap by the store);
-- forecast: the configured model, refitted every `forecast.retrain_every`; a model
-  file that cannot be loaded (corrupt, other buckets) falls back to seasonal naive with
-  a warning and a metric; history shorter than the model needs -> the cold-start
-  ladder (`forecast.cold_start_placeholders` per type) through the planner's "ladder"
-  mode;
+- forecast: `ServiceForecaster` (forecasting.py: the model's lifecycle); history
+  shorter than the model needs -> the cold-start ladder
+  (`forecast.cold_start_placeholders` per type) through the planner's "ladder" mode;
 - plan: `plan.make_plan` (pure) on per-bucket observations: forecast (quantile), in use
   (the last recorded count: running plus pending pods, embedded), free whole nodes and
   placeholders from the cluster view;
 - apply: only when this replica leads (asked again right before writing) and not in
-  dry-run. Any failure to observe or
-  write leaves the previous placeholders as they are; the tick is reported failed and
-  the loop goes on at the next tick (never a crash loop).
+  dry-run. Any failure to observe or write leaves the previous placeholders as they
+  are; the tick is reported failed and the loop goes on at the next tick (never a
+  crash loop).
 
 Time: `tick(now_s)` is synchronous and takes the time as an argument; `run()` is the
 async driver, with the clock and sleep injected, running `tick` in a worker thread
@@ -34,21 +31,22 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
-
 from bucketing.catalog import Catalog
-from bucketing.errors import ConfigError, HeadstartError, InputError
-from overprovisioner.adjust import ForecastAdjuster
+from bucketing.errors import HeadstartError, InputError
 from overprovisioner.apply import Applier, ApplyResult, Observed, apply_plan
 from overprovisioner.config import OverprovisionerConfig, make_plan_config
+from overprovisioner.forecasting import (
+    BucketForecast,
+    ModelLoader,
+    ModelSaver,
+    ServiceForecaster,
+)
 from overprovisioner.metrics import Metrics
 from overprovisioner.objects import desired_objects, placeholder_name, priority_class
 from overprovisioner.observe import ClusterReader, ClusterView, new_preemptions
 from overprovisioner.plan import BucketObservation, Mode, Plan, make_plan
-from predictor.fallback import FallbackConfig
-from predictor.forecast import Forecast, Forecaster, NotEnoughHistory
-from predictor.registry import make_forecaster
-from predictor.series import DemandSeries, split_column
+from predictor.forecast import NotEnoughHistory
+from predictor.series import DemandSeries
 
 log = logging.getLogger("headstart.overprovisioner")
 Bucket = tuple[str, str]
@@ -66,27 +64,6 @@ class DemandSource(Protocol):
         ...
 
 
-# (model_path, series columns) -> a fitted forecaster, or None when no file exists yet;
-# raises when the file is unusable or was trained for other columns.
-ModelLoader = Callable[[str, Sequence[str]], Forecaster | None]
-# (fitted forecaster, model_path, series columns) -> None; saves after each refit.
-ModelSaver = Callable[[Forecaster, str, Sequence[str]], None]
-
-
-@dataclass(frozen=True)
-class BucketForecast:
-    """point: point forecast at the horizon; quantile: what the plan uses (the forecast
-    quantile after fallback and stabilization); in_use: the last recorded value (nodes
-    running + pending pods occupy now); raw_quantile: the quantile before adjustment;
-    reactive: the fallback has this series planning reactively."""
-
-    point: float
-    quantile: float
-    in_use: float
-    raw_quantile: float = 0.0
-    reactive: bool = False
-
-
 @dataclass(frozen=True)
 class TickReport:
     """What one tick did; `/plan` serves the latest."""
@@ -101,16 +78,6 @@ class TickReport:
     forecasts: Mapping[Bucket, BucketForecast] = field(default_factory=dict)
     applied: ApplyResult | None = None
     errors: tuple[str, ...] = ()
-
-
-@dataclass
-class ModelState:
-    """The forecaster in use, when it was fitted, and on which columns."""
-
-    forecaster: Forecaster | None = None
-    name: str = ""
-    fitted_at: float = -math.inf
-    columns: tuple[str, ...] = ()
 
 
 class OverprovisionerLoop:
@@ -135,145 +102,14 @@ class OverprovisionerLoop:
         self.reader = reader
         self.applier = applier
         self.is_leader = is_leader
-        self.load_model = load_model
-        self.save_model = save_model
         self.plan_config = make_plan_config(config)
-        forecast = config.forecast
-        self.adjuster = ForecastAdjuster(
-            horizon_ticks=config.horizon_ticks,
-            tau_ticks=max(0, math.ceil(forecast.stabilize_tau_s / config.tick_s - 1e-9)),
-            rho=forecast.stabilize_rho,
-            fallback=FallbackConfig(forecast.fallback_window_ticks,
-                                    forecast.fallback_enter_mean_shortfall,
-                                    forecast.fallback_exit_mean_shortfall),
-        )
-        self.model = ModelState()
+        self.forecaster = ServiceForecaster(config, catalog, metrics, load_model, save_model)
         self.latest: TickReport | None = None
         self._events_seen: dict[str, int] = {}
-        self._model_loaded = False  # model_path is read once, on the first tick
         self._wake: asyncio.Event | None = None
         self._event_loop: asyncio.AbstractEventLoop | None = None
         metrics.dry_run.set(1 if config.dry_run else 0)
         metrics.leader.set_function(lambda: 1.0 if self.is_leader() else 0.0)
-
-    # -------------------------------------------------------------------- model
-    def _initial_model(self, columns: Sequence[str]) -> ModelState:
-        """The configured model, loaded from model_path when one is set (fitted), else
-        unfitted. A file that cannot be used falls back to seasonal naive."""
-        forecast = self.config.forecast
-        if forecast.model_path and self.load_model is not None:
-            try:
-                return ModelState(self.load_model(forecast.model_path, columns), forecast.model)
-            except ConfigError as error:  # trained for other buckets or another tick
-                log.warning("model %s does not match this config (%s); fitting %s from the "
-                            "history", forecast.model_path, error, forecast.model)
-                self.metrics.model_fallbacks.labels("model_mismatch").inc()
-                return ModelState(None, forecast.model)
-            except (HeadstartError, OSError, ValueError) as error:
-                log.warning("model %s unusable (%s); falling back to seasonal naive",
-                            forecast.model_path, error)
-                self.metrics.model_fallbacks.labels("corrupt_model").inc()
-                return ModelState(None, "seasonal")
-        return ModelState(None, forecast.model)
-
-    def _fresh(self, name: str) -> Forecaster:
-        if name in ("last", "seasonal", "seasonal_week"):
-            # Residual quantiles are kept up to max_horizon steps: cover the horizon.
-            return make_forecaster(name, int(self.config.tick_s),
-                                   max_horizon=max(12, self.config.horizon_ticks))
-        return make_forecaster(name, int(self.config.tick_s))
-
-    def _ensure_model(self, series: DemandSeries, now_s: float) -> None:
-        """Load once, then (re)fit when never fitted, due, or the columns changed."""
-        columns = tuple(series.columns)
-        if not self._model_loaded:
-            self._model_loaded = True
-            self.model = self._initial_model(columns)
-            if self.model.forecaster is not None:  # a loaded model counts as fitted now
-                self.model = ModelState(self.model.forecaster, self.model.name, now_s, columns)
-        due = now_s - self.model.fitted_at >= self.config.forecast.retrain_every_s
-        if self.model.forecaster is not None and not due and self.model.columns == columns:
-            return
-        name = self.model.name
-        forecaster = self._fresh(name)
-        history, first_tick = series.history(), self._first_tick(series)
-        try:
-            forecaster.fit(history, first_tick=first_tick)
-        except NotEnoughHistory:
-            raise
-        except InputError as error:
-            log.warning("fitting %s failed (%s); using last value", name, error)
-            self.metrics.model_fallbacks.labels("fit_failed").inc()
-            name, forecaster = "last", self._fresh("last")
-            forecaster.fit(history, first_tick=first_tick)
-        self.model = ModelState(forecaster, name, now_s, columns)
-        if self.save_model is not None and self.config.forecast.model_path and (
-            name == self.config.forecast.model
-        ):
-            try:
-                self.save_model(forecaster, self.config.forecast.model_path, columns)
-            except (HeadstartError, OSError) as error:
-                log.warning("could not save the model to %s: %s",
-                            self.config.forecast.model_path, error)
-
-    def _first_tick(self, series: DemandSeries) -> int:
-        return int(round(series.times[0] / series.tick_s)) if len(series) else 0
-
-    def forecast(self, series: DemandSeries, now_s: float) -> dict[Bucket, BucketForecast]:
-        """Per bucket (type, group): point and quantile forecast at the horizon.
-
-        Raises NotEnoughHistory when the model cannot forecast yet (cold start).
-        """
-        self._ensure_model(series, now_s)
-        assert self.model.forecaster is not None
-        history = series.history()
-        quantile = self.config.forecast.quantile
-        first_tick = self._first_tick(series)
-        try:
-            result = self._predict(history, first_tick)
-        except NotEnoughHistory:
-            raise
-        except InputError as error:
-            # E.g. a loaded model that does not fit this history: refit once, then retry.
-            log.warning("%s cannot forecast this history (%s); refitting", self.model.name,
-                        error)
-            self.model = ModelState(None, self.model.name)
-            self._ensure_model(series, now_s)
-            result = self._predict(history, first_tick)
-        horizon = self.config.horizon_ticks
-        steps = result.horizon_ticks
-        ahead = np.stack([result.at(quantile, s) for s in range(1, steps + 1)])
-        tick = int(round(now_s / self.config.tick_s))
-        adjusted = self.adjuster.adjust(series.columns, tick, history[-1], ahead)
-        point = result.at(None, horizon)
-        last = _last_observed(history)
-        forecasts: dict[Bucket, BucketForecast] = {}
-        for index, column in enumerate(series.columns):
-            bucket, group = split_column(column)
-            if bucket not in self.catalog.names:
-                continue  # a bucket recorded under an older config
-            forecasts[(bucket, group or "")] = BucketForecast(
-                point=float(point[index]),
-                quantile=float(adjusted.planned[index]),
-                in_use=float(last[index]),
-                raw_quantile=float(ahead[horizon - 1, index]),
-                reactive=adjusted.reactive[index],
-            )
-        return forecasts
-
-    def _predict(self, history: np.ndarray, first_tick: int) -> Forecast:
-        """The forecast for horizon + tau steps (for stabilization), or just the horizon
-        when the model was fitted for fewer steps."""
-        assert self.model.forecaster is not None
-        quantiles = (self.config.forecast.quantile,)
-        try:
-            return self.model.forecaster.predict(history, self.adjuster.steps, quantiles,
-                                                 first_tick=first_tick)
-        except NotEnoughHistory:
-            raise
-        except InputError:
-            return self.model.forecaster.predict(history, self.config.horizon_ticks, quantiles,
-                                                 first_tick=first_tick)
 
     # --------------------------------------------------------------------- tick
     def observations(
@@ -317,7 +153,7 @@ class OverprovisionerLoop:
             errors.append(f"record: {type(error).__name__}: {error}")
             log.warning("recording demand failed: %s", error)
         mode, forecasts = self._forecast_step(now_s, errors)
-        model_name = self.model.name or self.config.forecast.model
+        model_name = self.forecaster.model.name or self.config.forecast.model
         self.metrics.set_model(model_name, mode)
         try:
             view, observed = self._observe_step()
@@ -365,7 +201,7 @@ class OverprovisionerLoop:
             self.metrics.model_fallbacks.labels("forecast_error").inc()
             return "ladder", {}
         try:
-            return "forecast", self.forecast(series, now_s)
+            return "forecast", self.forecaster.forecast(series, now_s)
         except NotEnoughHistory as error:
             log.info("cold start (%s): using the ladder", error)
         except InputError as error:
@@ -487,14 +323,3 @@ class OverprovisionerLoop:
         so it applies the current plan instead of waiting up to a tick."""
         if self._event_loop is not None and self._wake is not None:
             self._event_loop.call_soon_threadsafe(self._wake.set)
-
-
-def _last_observed(history: np.ndarray) -> np.ndarray:
-    """Per column, the last non-NaN value (0 when a column was never observed)."""
-    last = np.zeros(history.shape[1])
-    for column in range(history.shape[1]):
-        values = history[:, column]
-        observed = values[~np.isnan(values)]
-        if len(observed):
-            last[column] = observed[-1]
-    return last

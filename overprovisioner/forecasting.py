@@ -1,0 +1,221 @@
+"""The service's forecaster: which model, when to (re)fit it, and its forecast per bucket.
+
+Decides the model's lifecycle for the tick loop: the configured model, refitted every
+`forecast.retrain_every`; a model file that cannot be loaded (corrupt, other buckets)
+falls back to seasonal naive (or a refit) with a warning and a metric; a fit that fails
+on the data falls back to the last value; history shorter than the model needs raises
+NotEnoughHistory (the loop then plans with the cold-start ladder). Each forecast goes
+through the `ForecastAdjuster` (fallback, stabilization) and comes out per bucket.
+
+Must not: record demand, plan, or call the API (loop.py ties those together).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bucketing.catalog import Catalog
+from bucketing.errors import ConfigError, HeadstartError, InputError
+from overprovisioner.adjust import ForecastAdjuster
+from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.metrics import Metrics
+from predictor.fallback import FallbackConfig
+from predictor.forecast import Forecast, Forecaster, NotEnoughHistory
+from predictor.registry import make_forecaster
+from predictor.series import DemandSeries, split_column
+
+log = logging.getLogger("headstart.overprovisioner")
+Bucket = tuple[str, str]
+
+# (model_path, series columns) -> a fitted forecaster, or None when no file exists yet;
+# raises when the file is unusable or was trained for other columns.
+ModelLoader = Callable[[str, Sequence[str]], Forecaster | None]
+# (fitted forecaster, model_path, series columns) -> None; saves after each refit.
+ModelSaver = Callable[[Forecaster, str, Sequence[str]], None]
+
+
+@dataclass(frozen=True)
+class BucketForecast:
+    """point: point forecast at the horizon; quantile: what the plan uses (the forecast
+    quantile after fallback and stabilization); in_use: the last recorded value (nodes
+    running + pending pods occupy now); raw_quantile: the quantile before adjustment;
+    reactive: the fallback has this series planning reactively."""
+
+    point: float
+    quantile: float
+    in_use: float
+    raw_quantile: float = 0.0
+    reactive: bool = False
+
+
+@dataclass
+class ModelState:
+    """The forecaster in use, when it was fitted, and on which columns."""
+
+    forecaster: Forecaster | None = None
+    name: str = ""
+    fitted_at: float = -math.inf
+    columns: tuple[str, ...] = ()
+
+
+class ServiceForecaster:
+    """The model in use across ticks, and the adjuster's state; one per service."""
+
+    def __init__(
+        self,
+        config: OverprovisionerConfig,
+        catalog: Catalog,
+        metrics: Metrics,
+        load_model: ModelLoader | None = None,
+        save_model: ModelSaver | None = None,
+    ) -> None:
+        self.config = config
+        self.catalog = catalog
+        self.metrics = metrics
+        self.load_model = load_model
+        self.save_model = save_model
+        forecast = config.forecast
+        self.adjuster = ForecastAdjuster(
+            horizon_ticks=config.horizon_ticks,
+            tau_ticks=max(0, math.ceil(forecast.stabilize_tau_s / config.tick_s - 1e-9)),
+            rho=forecast.stabilize_rho,
+            fallback=FallbackConfig(forecast.fallback_window_ticks,
+                                    forecast.fallback_enter_mean_shortfall,
+                                    forecast.fallback_exit_mean_shortfall),
+        )
+        self.model = ModelState()
+        self._model_loaded = False  # model_path is read once, on the first tick
+
+    def _initial_model(self, columns: Sequence[str]) -> ModelState:
+        """The configured model, loaded from model_path when one is set (fitted), else
+        unfitted. A file that cannot be used falls back to seasonal naive."""
+        forecast = self.config.forecast
+        if forecast.model_path and self.load_model is not None:
+            try:
+                return ModelState(self.load_model(forecast.model_path, columns), forecast.model)
+            except ConfigError as error:  # trained for other buckets or another tick
+                log.warning("model %s does not match this config (%s); fitting %s from the "
+                            "history", forecast.model_path, error, forecast.model)
+                self.metrics.model_fallbacks.labels("model_mismatch").inc()
+                return ModelState(None, forecast.model)
+            except (HeadstartError, OSError, ValueError) as error:
+                log.warning("model %s unusable (%s); falling back to seasonal naive",
+                            forecast.model_path, error)
+                self.metrics.model_fallbacks.labels("corrupt_model").inc()
+                return ModelState(None, "seasonal")
+        return ModelState(None, forecast.model)
+
+    def _fresh(self, name: str) -> Forecaster:
+        if name in ("last", "seasonal", "seasonal_week"):
+            # Residual quantiles are kept up to max_horizon steps: cover the horizon.
+            return make_forecaster(name, int(self.config.tick_s),
+                                   max_horizon=max(12, self.config.horizon_ticks))
+        return make_forecaster(name, int(self.config.tick_s))
+
+    def _ensure_model(self, series: DemandSeries, now_s: float) -> None:
+        """Load once, then (re)fit when never fitted, due, or the columns changed."""
+        columns = tuple(series.columns)
+        if not self._model_loaded:
+            self._model_loaded = True
+            self.model = self._initial_model(columns)
+            if self.model.forecaster is not None:  # a loaded model counts as fitted now
+                self.model = ModelState(self.model.forecaster, self.model.name, now_s, columns)
+        due = now_s - self.model.fitted_at >= self.config.forecast.retrain_every_s
+        if self.model.forecaster is not None and not due and self.model.columns == columns:
+            return
+        name = self.model.name
+        forecaster = self._fresh(name)
+        history, first_tick = series.history(), self._first_tick(series)
+        try:
+            forecaster.fit(history, first_tick=first_tick)
+        except NotEnoughHistory:
+            raise
+        except InputError as error:
+            log.warning("fitting %s failed (%s); using last value", name, error)
+            self.metrics.model_fallbacks.labels("fit_failed").inc()
+            name, forecaster = "last", self._fresh("last")
+            forecaster.fit(history, first_tick=first_tick)
+        self.model = ModelState(forecaster, name, now_s, columns)
+        if self.save_model is not None and self.config.forecast.model_path and (
+            name == self.config.forecast.model
+        ):
+            try:
+                self.save_model(forecaster, self.config.forecast.model_path, columns)
+            except (HeadstartError, OSError) as error:
+                log.warning("could not save the model to %s: %s",
+                            self.config.forecast.model_path, error)
+
+    def _first_tick(self, series: DemandSeries) -> int:
+        return int(round(series.times[0] / series.tick_s)) if len(series) else 0
+
+    def forecast(self, series: DemandSeries, now_s: float) -> dict[Bucket, BucketForecast]:
+        """Per bucket (type, group): point and quantile forecast at the horizon.
+
+        Raises NotEnoughHistory when the model cannot forecast yet (cold start).
+        """
+        self._ensure_model(series, now_s)
+        assert self.model.forecaster is not None
+        history = series.history()
+        quantile = self.config.forecast.quantile
+        first_tick = self._first_tick(series)
+        try:
+            result = self._predict(history, first_tick)
+        except NotEnoughHistory:
+            raise
+        except InputError as error:
+            # E.g. a loaded model that does not fit this history: refit once, then retry.
+            log.warning("%s cannot forecast this history (%s); refitting", self.model.name,
+                        error)
+            self.model = ModelState(None, self.model.name)
+            self._ensure_model(series, now_s)
+            result = self._predict(history, first_tick)
+        horizon = self.config.horizon_ticks
+        steps = result.horizon_ticks
+        ahead = np.stack([result.at(quantile, s) for s in range(1, steps + 1)])
+        tick = int(round(now_s / self.config.tick_s))
+        adjusted = self.adjuster.adjust(series.columns, tick, history[-1], ahead)
+        point = result.at(None, horizon)
+        last = _last_observed(history)
+        forecasts: dict[Bucket, BucketForecast] = {}
+        for index, column in enumerate(series.columns):
+            bucket, group = split_column(column)
+            if bucket not in self.catalog.names:
+                continue  # a bucket recorded under an older config
+            forecasts[(bucket, group or "")] = BucketForecast(
+                point=float(point[index]),
+                quantile=float(adjusted.planned[index]),
+                in_use=float(last[index]),
+                raw_quantile=float(ahead[horizon - 1, index]),
+                reactive=adjusted.reactive[index],
+            )
+        return forecasts
+
+    def _predict(self, history: np.ndarray, first_tick: int) -> Forecast:
+        """The forecast for horizon + tau steps (for stabilization), or just the horizon
+        when the model was fitted for fewer steps."""
+        assert self.model.forecaster is not None
+        quantiles = (self.config.forecast.quantile,)
+        try:
+            return self.model.forecaster.predict(history, self.adjuster.steps, quantiles,
+                                                 first_tick=first_tick)
+        except NotEnoughHistory:
+            raise
+        except InputError:
+            return self.model.forecaster.predict(history, self.config.horizon_ticks, quantiles,
+                                                 first_tick=first_tick)
+
+
+def _last_observed(history: np.ndarray) -> np.ndarray:
+    """Per column, the last non-NaN value (0 when a column was never observed)."""
+    last = np.zeros(history.shape[1])
+    for column in range(history.shape[1]):
+        values = history[:, column]
+        observed = values[~np.isnan(values)]
+        if len(observed):
+            last[column] = observed[-1]
+    return last
