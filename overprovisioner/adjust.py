@@ -12,7 +12,8 @@ Decides, per series (bucket column) and tick, with state carried between ticks:
    or down) does not make cluster-autoscaler launch or drain nodes.
 
 Targets are absolute tick numbers (time / tick seconds), so restarts and gaps do not
-misalign anything; a change of the column list resets the state.
+misalign anything; a change of the column list resets the state; the same tick adjusted
+twice in a row replaces its first step.
 
 Must not: read the clock, log, or call the API.
 """
@@ -50,6 +51,13 @@ class ForecastAdjuster:
     state: FallbackState | None = None
     predicted: dict[int, np.ndarray] = field(default_factory=dict)  # target tick -> (K,)
     planned: dict[int, np.ndarray] = field(default_factory=dict)  # target tick -> (K,)
+    # The last tick adjusted and the state before it, so that the same tick run again
+    # (the loop re-runs a tick when leadership arrives mid-tick) replaces that step
+    # instead of being scored a second time.
+    _last_tick: int | None = field(default=None, init=False, repr=False)
+    _before_last: tuple[FallbackState | None, dict[int, np.ndarray],
+                        dict[int, np.ndarray]] | None = field(default=None, init=False,
+                                                               repr=False)
 
     @property
     def steps(self) -> int:
@@ -61,10 +69,15 @@ class ForecastAdjuster:
     ) -> Adjusted:
         """ahead: (S, K) quantile forecast for steps 1..S (S >= horizon); actual_now: (K,)."""
         columns = tuple(columns)
+        if tick == self._last_tick and columns == self.columns and self._before_last:
+            self.state, predicted, planned = self._before_last
+            self.predicted, self.planned = dict(predicted), dict(planned)
         if columns != self.columns or self.state is None:
             self.columns = columns
             self.state = initial_state(len(columns))
             self.predicted, self.planned = {}, {}
+        self._last_tick = tick
+        self._before_last = (self.state, dict(self.predicted), dict(self.planned))
         ahead = np.asarray(ahead, dtype=np.float64)
         horizon = self.horizon_ticks
         at_horizon = ahead[horizon - 1]

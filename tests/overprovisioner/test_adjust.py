@@ -68,3 +68,19 @@ def test_a_new_column_list_resets_the_state() -> None:
                              np.array([[0, 0], [2, 1], [5, 1], [5, 1]], dtype=float))
     # No past plans any more: series [2, 5, 5] keeps its first value.
     assert result.planned.tolist() == [2.0, 1.0]
+
+
+def test_the_same_tick_twice_counts_once() -> None:
+    # The loop re-runs a tick when this replica becomes the leader mid-tick. Window 2:
+    # forecast 2 for tick 2 (made at tick 0), actual 5 -> shortfall 3 >= enter 1:
+    # reactive, plan the actual 5. Run again, tick 2 must be scored the same way, not
+    # as a second tick whose forecast is missing (a NaN pushing real shortfalls out).
+    once, twice = make(), make()
+    ticks = [(0, 2, (2, 2, 2)), (1, 2, (2, 2, 2)), (2, 5, (5, 5, 5))]
+    expected = run(once, ticks)
+    assert run(twice, ticks[:2]) + run(twice, ticks[2:]) == expected
+    assert run(twice, ticks[2:]) == expected[2:]  # again, as on a wake
+    assert twice.state.reactive == once.state.reactive == (True,)
+    np.testing.assert_array_equal(np.array(twice.state.shortfalls),
+                                  np.array(once.state.shortfalls))  # [[nan], [3]]
+    assert expected[2] == 5.0
