@@ -274,6 +274,15 @@ def backtest(
                 rows.append(_model_row(column, run, k, actual[:, k], base[:, k], config))
                 if run.skipped is None:
                     forecasts[(column, run.model)] = (run.point[:, k], run.upper[:, k])
+            if start - config.horizon_ticks < 0 or len(actual) == 0:
+                # As run_model does: no tested tick has an origin, so no margin to tune.
+                rows.append(BacktestRow(
+                    series=column, model=LAST_MARGIN, horizon_ticks=config.horizon_ticks,
+                    quantile=config.quantile, metrics=None,
+                    skipped=f"series of {len(values)} ticks is too short to test at a "
+                            f"{config.horizon_ticks}-tick horizon",
+                ))
+                continue
             margin = tune_margin(base[:, k], actual[:, k], 1.0 - config.quantile)
             baseline = base[:, k] + margin
             forecasts[(column, LAST_MARGIN)] = (base[:, k], baseline)

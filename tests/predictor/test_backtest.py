@@ -110,6 +110,9 @@ def test_series_too_short_for_the_horizon_is_skipped():
     config = BacktestConfig(horizon_ticks=6)
     result = backtest(single(range(5)), {"rec": Recorder}, config, fake_clock())
     assert "too short" in next(r for r in result.rows if r.model == "rec").skipped
+    # ... and so is the last+margin baseline, rather than a row of NaN.
+    margin_row = next(r for r in result.rows if r.model == LAST_MARGIN)
+    assert margin_row.metrics is None and "too short" in margin_row.skipped
 
 
 def test_last_value_carries_over_gaps():
