@@ -112,13 +112,18 @@ def serve(config, api_client) -> None:
                            "node_cache_capable": config.node_cache_capable,
                            "bind_enabled": config.bind_enabled},
     )
-    web.run_app(
-        app,
-        host=config.host,
-        port=config.port,
-        ssl_context=ssl_context,
-        shutdown_timeout=config.shutdown_timeout_seconds,
-        access_log=None,  # one line per scheduler call is noise; /metrics counts them
-        print=None,
-        handle_signals=True,
-    )
+    try:
+        web.run_app(
+            app,
+            host=config.host,
+            port=config.port,
+            ssl_context=ssl_context,
+            shutdown_timeout=config.shutdown_timeout_seconds,
+            access_log=None,  # one line per scheduler call is noise; /metrics counts them
+            print=None,
+            handle_signals=True,
+        )
+    except OSError as error:  # the port is taken, or the host is not an address here
+        raise ConfigError(
+            f"port: cannot listen on {config.host}:{config.port} ({error.strerror or error})"
+        ) from None

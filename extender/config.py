@@ -82,8 +82,12 @@ class ExtenderConfig:
     """Job labels, policy annotations and defaults; see docs/locality.md."""
 
     def with_overrides(self, port: int | None = None) -> ExtenderConfig:
-        """This config with command-line overrides applied."""
-        return self if port is None else replace(self, port=port)
+        """This config with command-line overrides applied (validated like the file's)."""
+        if port is None:
+            return self
+        if not 1 <= port <= 65535:
+            raise ConfigError(f"--port: expected an integer from 1 to 65535, got {port}")
+        return replace(self, port=port)
 
 
 _LOG_FORMATS = ("json", "text")

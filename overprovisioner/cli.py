@@ -60,7 +60,11 @@ def run(args: argparse.Namespace) -> int:
     resolve_catalog(config)  # config errors before any cluster access
     api_client = kube_client(args.kubeconfig)
     app = build_app(config, api_client)
-    web.run_app(app, host=config.host, port=config.port, print=None, shutdown_timeout=5.0)
+    try:
+        web.run_app(app, host=config.host, port=config.port, print=None, shutdown_timeout=5.0)
+    except OSError as error:  # the port is taken, or the host is not an address here
+        raise ConfigError(f"{config.source}: port: cannot listen on {config.host}:{config.port} "
+                          f"({error.strerror or error})") from None
     return 0
 
 

@@ -132,3 +132,21 @@ def test_tls_serves_https_with_the_configured_certificate(fake_kube, tmp_path):
     finally:
         code, logs = stop(process)
     assert code == 0, logs
+
+
+
+def test_a_port_out_of_range_or_taken_is_one_line(fake_kube, tmp_path, capsys):
+    kubeconfig = str(fake_kube.write_kubeconfig(tmp_path / "kubeconfig"))
+    assert main(["extender", "--kubeconfig", kubeconfig, "--port", "70000"]) == 2
+    err = capsys.readouterr().err
+    assert "--port: expected an integer from 1 to 65535, got 70000" in err
+    assert "Traceback" not in err
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = start_extender(kubeconfig, port)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 2
+    assert f"port: cannot listen on 0.0.0.0:{port}" in err
+    assert "Traceback" not in err

@@ -236,3 +236,31 @@ def test_the_recorder_reads_groups_with_the_configured_label_first(tmp_path) -> 
     # Any other key is no group for the overprovisioner (observe reads nodes the same way).
     other = {"metadata": {"name": "n2", "labels": {"headstart.io/placement-group": "pg-a"}}}
     assert node_group(other, keys)[1] is None
+
+
+
+def test_a_taken_port_is_a_one_line_error(fake_kube, tmp_path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    import yaml
+
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = tmp_path / "op.yaml"
+        config.write_text(yaml.safe_dump({
+            "port": port, "instance_types": ["g5.xlarge"],
+            "forecast": {"history_path": str(tmp_path / "h.sqlite")},
+        }))
+        kubeconfig = str(fake_kube.write_kubeconfig(tmp_path / "kubeconfig"))
+        process = subprocess.run(
+            [sys.executable, "-m", "headstart", "overprovisioner", "--config", str(config),
+             "--kubeconfig", kubeconfig, "--dry-run"],
+            capture_output=True, text=True, timeout=60,
+        )
+    assert process.returncode == 2, process.stderr
+    assert f"{config}: port: cannot listen on 0.0.0.0:{port}" in process.stderr
+    assert "Traceback" not in process.stderr
