@@ -132,7 +132,8 @@ def new_preemptions(
     """Preemptions of placeholder pods not counted before, per bucket; and the new `seen`.
 
     bucket_names: placeholder object name -> bucket; a pod `NAME-<rs hash>-<suffix>`
-    belongs to the longest name it starts with. `seen` maps event uid -> count counted.
+    (its base cut to 58 characters by the API server) belongs to the longest name whose
+    base it starts with. `seen` maps event uid -> count counted.
     """
     hits: dict[Bucket, int] = {}
     now_seen: dict[str, int] = {}
@@ -153,11 +154,21 @@ def new_preemptions(
         if fresh <= 0:
             continue
         for name in names:
-            if pod_name.startswith(name + "-"):
+            if pod_name.startswith(_pod_name_base(name)):
                 bucket = bucket_names[name]
                 hits[bucket] = hits.get(bucket, 0) + fresh
                 break
     return hits, now_seen
+
+
+# The API server cuts a generated name's base (here `<replicaset>-`) to this length
+# before appending 5 random characters (apiserver/pkg/storage/names/generate.go).
+MAX_GENERATED_NAME_BASE = 58
+
+
+def _pod_name_base(deployment: str) -> str:
+    """What every pod of the Deployment's ReplicaSets starts with."""
+    return f"{deployment}-"[:MAX_GENERATED_NAME_BASE]
 
 
 @dataclass

@@ -97,3 +97,24 @@ def test_hits_by_longest_name_and_counted_once() -> None:
     events[1] = event("e2", "headstart-placeholder-g5-xlarge-7d9f-fghij", count=3)
     hits, _ = new_preemptions(events, seen, NAMES)
     assert hits == {("g5.xlarge", ""): 1}
+
+
+
+@pytest.mark.parametrize(
+    "group, length",
+    [("compact-placement-group-7", 60),  # "headstart-placeholder-" 22 + 12 + 1 + 25
+     ("gke-training-pool-compact-placement-7", 63)],  # over 63: cut to 54 + "-" + 8 hex
+    ids=["60-chars", "hashed-63-chars"],
+)
+def test_hits_on_pods_of_a_long_deployment_name(group, length) -> None:
+    # Its ReplicaSet is NAME-<hash>, and the API server cuts a generated pod name's base
+    # to 58 characters before the 5 random ones: the pod name holds only NAME[:58].
+    from overprovisioner.objects import placeholder_name
+
+    name = placeholder_name("p4d.24xlarge", group)
+    assert len(name) == length
+    pod_name = f"{name}-5f6d7c8b9a-"[:58] + "x7k2p"
+    names = {name: ("p4d.24xlarge", group),
+             "headstart-placeholder-p4d-24xlarge": ("p4d.24xlarge", "")}
+    hits, _ = new_preemptions([event("e1", pod_name)], {}, names)
+    assert hits == {("p4d.24xlarge", group): 1}
