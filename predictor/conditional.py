@@ -39,11 +39,8 @@ from predictor.forecast import (
     DEFAULT_QUANTILES,
     Forecast,
     NotEnoughHistory,
-    NotFittedError,
     as_history,
-    check_horizon,
-    check_quantiles,
-    check_series_count,
+    check_predict_call,
     forward_fill,
     make_forecast,
 )
@@ -183,15 +180,10 @@ class ConditionalIncrease:
         quantiles: Sequence[float] = DEFAULT_QUANTILES,
         first_tick: int = 0,
     ) -> Forecast:
-        if not hasattr(self, "grid_"):
-            raise NotFittedError(self.name)
-        observed = as_history(history, f"{self.name} history")
-        check_series_count(observed, self.n_series_, self.name)
-        horizon = check_horizon(horizon_ticks, self.max_horizon_, self.name)
-        levels = check_quantiles(quantiles)
+        observed, horizon, levels = check_predict_call(
+            self, "grid_", history, horizon_ticks, quantiles, needs_min_history=True
+        )
         n_ticks = observed.shape[0]
-        if n_ticks < self.min_history_:
-            raise NotEnoughHistory(self.name, self.min_history_, n_ticks)
         filled = forward_fill(observed[-self.min_history_:])
         last = filled[-1]
         if np.isnan(last).any():

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 
@@ -167,6 +167,31 @@ def check_series_count(history: np.ndarray, n_series: int, model: str) -> None:
         raise InputError(
             f"{model}: fitted on {n_series} series, got a history with {history.shape[1]}"
         )
+
+
+def check_predict_call(
+    model: Any,
+    fitted_attribute: str,
+    history: object,
+    horizon_ticks: int,
+    quantiles: Sequence[float],
+    needs_min_history: bool = False,
+) -> tuple[np.ndarray, int, tuple[float, ...]]:
+    """The checks every forecaster's `predict` runs first, in one place: fitted (has
+    `fitted_attribute`), the history's shape and values, its series count, the horizon,
+    the quantile levels and, with needs_min_history, at least `model.min_history_` ticks.
+
+    Returns (history as float64 (T, K), horizon, sorted levels).
+    """
+    if not hasattr(model, fitted_attribute):
+        raise NotFittedError(model.name)
+    observed = as_history(history, f"{model.name} history")
+    check_series_count(observed, model.n_series_, model.name)
+    horizon = check_horizon(horizon_ticks, model.max_horizon_, model.name)
+    levels = check_quantiles(quantiles)
+    if needs_min_history and observed.shape[0] < model.min_history_:
+        raise NotEnoughHistory(model.name, model.min_history_, observed.shape[0])
+    return observed, horizon, levels
 
 
 def forward_fill(history: np.ndarray) -> np.ndarray:

@@ -27,11 +27,8 @@ from predictor.forecast import (
     DEFAULT_QUANTILES,
     Forecast,
     NotEnoughHistory,
-    NotFittedError,
     as_history,
-    check_horizon,
-    check_quantiles,
-    check_series_count,
+    check_predict_call,
     forward_fill,
     make_forecast,
 )
@@ -209,12 +206,9 @@ class HoltWinters:
         quantiles: Sequence[float] = DEFAULT_QUANTILES,
         first_tick: int = 0,
     ) -> Forecast:
-        if not hasattr(self, "params_"):
-            raise NotFittedError(self.name)
-        observed = as_history(history, "hw history")
-        check_series_count(observed, self.n_series_, self.name)
-        horizon = check_horizon(horizon_ticks, self.max_horizon_, self.name)
-        levels = check_quantiles(quantiles)
+        observed, horizon, levels = check_predict_call(
+            self, "params_", history, horizon_ticks, quantiles
+        )
         window = observed[-self.window_ticks:]
         start_tick = first_tick + observed.shape[0] - window.shape[0]
         filled = forward_fill(window)

@@ -42,11 +42,8 @@ from predictor.forecast import (
     DEFAULT_QUANTILES,
     Forecast,
     NotEnoughHistory,
-    NotFittedError,
     as_history,
-    check_horizon,
-    check_quantiles,
-    check_series_count,
+    check_predict_call,
     forward_fill,
     make_forecast,
 )
@@ -272,12 +269,9 @@ class TransformerForecaster:
 
     def _predict(self, history: np.ndarray, horizon_ticks: int, quantiles: Sequence[float],
                  first_tick: int) -> Forecast:
-        if not hasattr(self, "module_"):
-            raise NotFittedError(self.name)
-        observed = as_history(history, "transformer history")
-        check_series_count(observed, self.n_series_, self.name)
-        horizon = check_horizon(horizon_ticks, self.max_horizon_, self.name)
-        requested = check_quantiles(quantiles)
+        observed, horizon, requested = check_predict_call(
+            self, "module_", history, horizon_ticks, quantiles
+        )
         low, high = self.levels_[0], self.levels_[-1]
         for q in requested:
             if not low <= q <= high:
