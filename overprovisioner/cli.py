@@ -15,10 +15,13 @@ import argparse
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from bucketing.errors import ConfigError
+from bucketing.errors import ConfigError, HeadstartError
+
+log = logging.getLogger("headstart.overprovisioner")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -114,22 +117,32 @@ def model_files(tick_seconds: int) -> tuple[Any, Any]:
 class RecorderDemand:
     """DemandSource over the predictor's live recorder and its SQLite history."""
 
-    def __init__(self, recorder: Any, window_s: float, first_list_timeout_s: float = 30.0
-                 ) -> None:
+    def __init__(self, recorder: Any, window_s: float, first_list_timeout_s: float = 30.0,
+                 backfill: Callable[[float], None] | None = None) -> None:
         self.recorder = recorder
         self.window_s = window_s
         self.first_list_timeout_s = first_list_timeout_s
-        self._waited_for_first_list = False
+        self.backfill = backfill
+        self._first_tick_done = False
 
     def record(self, now_s: float) -> None:
-        if not self._waited_for_first_list:
+        if not self._first_tick_done:
+            self._first_tick_done = True
+            if self.backfill is not None and self.recorder.store.last_time() is None:
+                self._backfill(now_s)
             # The first tick starts with the service, before the informers' first list
             # has landed: wait for it (once, bounded) so that a restart records the
             # current tick instead of a needless gap.
-            self._waited_for_first_list = True
             for informer in (self.recorder.pods, self.recorder.nodes):
                 informer.synced.wait(self.first_list_timeout_s)
         self.recorder.record(now_s)
+
+    def _backfill(self, now_s: float) -> None:
+        assert self.backfill is not None
+        try:
+            self.backfill(now_s)
+        except HeadstartError as error:  # no history then: the cold-start ladder runs
+            log.warning("backfilling the history from Prometheus failed: %s", error)
 
     def series(self, now_s: float) -> Any:
         tick = self.recorder.config.tick_s
@@ -173,6 +186,34 @@ def recorder_config(config: Any) -> Any:
     )
 
 
+def prometheus_backfill(config: Any, catalog: Any, recorder: Any) -> Callable[[float], None]:
+    """Fills an empty history with the `forecast.backfill` before the current tick, read
+    from kube-state-metrics in Prometheus (`predictor.prometheus`). Runs in the tick's
+    worker thread (no event loop there), so it drives its own with `asyncio.run`."""
+    import asyncio
+    import math
+    import re
+
+    from predictor.prometheus import PrometheusConfig, load_series
+
+    tick_s = config.tick_s
+    prometheus = PrometheusConfig(
+        url=config.forecast.prometheus_url,
+        # kube-state-metrics writes nvidia.com/gpu as nvidia_com_gpu.
+        gpu_resource=re.sub(r"[^a-zA-Z0-9_]", "_", catalog.gpu_resource),
+        exclude_namespaces=(config.placeholders.namespace,),
+    )
+
+    def backfill(now_s: float) -> None:
+        end_s = math.floor(now_s / tick_s) * tick_s - tick_s  # the tick before this one
+        series = asyncio.run(load_series(prometheus, end_s - config.forecast.backfill_s,
+                                         end_s, tick_s, recorder.bucket_types))
+        observed, gaps = recorder.store.write_series(series)
+        log.info("backfilled %d ticks (%d gaps) from %s", observed, gaps, prometheus.url)
+
+    return backfill
+
+
 def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any = None) -> Any:
     """Wire config + ApiClient into the aiohttp app (the tests call this with the fake)."""
     import asyncio
@@ -191,7 +232,9 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
 
     catalog = resolve_catalog(config)
     recorder = make_recorder(recorder_config(config), api_client, clock)
-    demand = RecorderDemand(recorder, config.forecast.retention_s)
+    backfill = (prometheus_backfill(config, catalog, recorder)
+                if config.forecast.prometheus_url else None)
+    demand = RecorderDemand(recorder, config.forecast.retention_s, backfill=backfill)
     api = KubeApi(api_client, config.api.timeout_s)
     rng = np.random.default_rng()
     metrics = Metrics()

@@ -99,6 +99,13 @@ class ForecastConfig:
     """A bucket turns reactive (no placeholders) when its mean shortfall exceeds this."""
     fallback_exit_mean_shortfall: float = 0.25
     """...and follows the forecast again once it is at or below this."""
+    prometheus_url: str = ""
+    """Prometheus with kube-state-metrics (e.g. `http://prometheus-server.monitoring.svc`):
+    when set and the history file is empty at start-up, the last `backfill` of demand is
+    read from it (`predictor.prometheus`), so a new install forecasts from day one.
+    "" = no backfill (the cold-start ladder runs until enough ticks are recorded)."""
+    backfill_s: float = 7 * 86400.0
+    """How much history to read from Prometheus at start-up (YAML: `backfill: 7d`)."""
 
 
 @dataclass(frozen=True)
@@ -360,7 +367,8 @@ def _forecast(reader: FieldReader, raw: Mapping) -> ForecastConfig:
     reader.known(raw, path, {
         "quantile", "model", "model_path", "retrain_every", "history_path", "retention",
         "cold_start_placeholders", "stabilize_rho", "stabilize_tau", "fallback_window_ticks",
-        "fallback_enter_mean_shortfall", "fallback_exit_mean_shortfall",
+        "fallback_enter_mean_shortfall", "fallback_exit_mean_shortfall", "prometheus_url",
+        "backfill",
     })
     d = ForecastConfig()
     quantile = reader.number(raw, "quantile", path, d.quantile)
@@ -377,6 +385,11 @@ def _forecast(reader: FieldReader, raw: Mapping) -> ForecastConfig:
         raise reader.fail(f"{path}.fallback_exit_mean_shortfall",
                           f"{leave} exceeds fallback_enter_mean_shortfall ({enter}); the mode "
                           "would flap")
+    prometheus_url = reader.string(raw, "prometheus_url", path, d.prometheus_url,
+                                   allow_empty=True)
+    if prometheus_url and not prometheus_url.startswith(("http://", "https://")):
+        raise reader.fail(f"{path}.prometheus_url",
+                          f"expected an http:// or https:// URL, got {prometheus_url!r}")
     model = reader.string(raw, "model", path, d.model)
     if model not in FORECASTER_NAMES:
         raise reader.fail(f"{path}.model", f"{model!r} is not one of {', '.join(FORECASTER_NAMES)}")
@@ -398,6 +411,8 @@ def _forecast(reader: FieldReader, raw: Mapping) -> ForecastConfig:
         ),
         fallback_enter_mean_shortfall=enter,
         fallback_exit_mean_shortfall=leave,
+        prometheus_url=prometheus_url,
+        backfill_s=reader.duration(raw, "backfill", path, d.backfill_s, positive=True),
     )
 
 

@@ -158,6 +158,39 @@ class HistoryStore:
             )
         return cursor.rowcount
 
+    def write_series(self, series: DemandSeries) -> tuple[int, int]:
+        """Write a whole series (a backfill) into ticks not recorded yet; returns (observed
+        ticks, gap ticks) written. A row with no value at all is a gap; an observed row's
+        NaN cells are left out (read back as 0, as for any series absent at a tick)."""
+        if series.tick_s != self.tick_s:
+            raise InputError(f"{self.path}: cannot write a {series.tick_s:g} s series into "
+                             f"a {self.tick_s:g} s history")
+        counts = series.counts.to_numpy(dtype=np.float64)
+        names = list(series.columns)
+        values = counts
+        if series.totals is not None:
+            names += [TOTAL_PREFIX + str(c) for c in series.totals.columns]
+            values = np.hstack([counts, series.totals.to_numpy(dtype=np.float64)])
+        bad = ~np.isnan(values) & ~(np.isfinite(values) & (values >= 0))
+        if bad.any():
+            row, column = np.argwhere(bad)[0]
+            raise InputError(f"{self.path}: {names[column]} = {values[row, column]} at "
+                             f"{series.times[row]} is not a finite count >= 0")
+        observed_rows = ~np.isnan(counts).all(axis=1)
+        with self._transaction():
+            recorded = {tick for (tick,) in self._db.execute("SELECT tick FROM ticks")}
+            ticks = [self.tick_of(time_s) for time_s in series.times]
+            fresh = [i for i, tick in enumerate(ticks) if tick not in recorded]
+            self._db.executemany("INSERT INTO ticks VALUES (?, ?)",
+                                 [(ticks[i], int(observed_rows[i])) for i in fresh])
+            self._db.executemany(
+                "INSERT INTO samples VALUES (?, ?, ?)",
+                [(ticks[i], name, float(values[i, j])) for i in fresh if observed_rows[i]
+                 for j, name in enumerate(names) if not np.isnan(values[i, j])],
+            )
+        observed = sum(1 for i in fresh if observed_rows[i])
+        return observed, len(fresh) - observed
+
     def last_time(self) -> float | None:
         """Time of the newest recorded tick (observed or gap), None when empty."""
         row = self._db.execute("SELECT MAX(tick) FROM ticks").fetchone()

@@ -209,3 +209,13 @@ def test_an_overhead_larger_than_a_type_is_refused_at_start_up() -> None:
                           "x.yaml")
     with pytest.raises(ConfigError, match=r"x.yaml: placeholders.daemonset_overhead: .*g5.xlarge"):
         resolve_catalog(config)
+
+
+def test_a_prometheus_url_must_be_http() -> None:
+    with pytest.raises(ConfigError, match=r"x.yaml: forecast.prometheus_url: expected an http"):
+        parse_config({"instance_types": ["g5.xlarge"],
+                      "forecast": {"prometheus_url": "prometheus:9090"}}, "x.yaml")
+    config = parse_config({"instance_types": ["g5.xlarge"],
+                           "forecast": {"prometheus_url": "http://prom:9090", "backfill": "2d"}},
+                          "x.yaml")
+    assert config.forecast.backfill_s == 2 * 86400  # 2 x 86,400 s

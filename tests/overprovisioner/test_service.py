@@ -264,3 +264,61 @@ def test_a_taken_port_is_a_one_line_error(fake_kube, tmp_path) -> None:
     assert process.returncode == 2, process.stderr
     assert f"{config}: port: cannot listen on 0.0.0.0:{port}" in process.stderr
     assert "Traceback" not in process.stderr
+
+
+async def test_an_empty_history_is_backfilled_from_prometheus_once(aiohttp_server,
+                                                                   tmp_path) -> None:
+    from bucketing.catalog import load_catalog
+    from overprovisioner.cli import RecorderDemand, prometheus_backfill
+    from overprovisioner.config import resolve_catalog
+    from predictor.recorder import Informer, Recorder, RecorderConfig
+    from predictor.store import HistoryStore
+    from tests.predictor.test_prometheus import matrix, prometheus_app
+
+    tick = 300.0
+    now = at_tick(29) + 10.0
+    # One g5.xlarge-sized pod (1 GPU, 3 cores, 12 GiB) running at ticks 26..28.
+    def samples(metric, value):
+        return {"metric": metric, "values": [[at_tick(i), str(value)] for i in (26, 27, 28)]}
+
+    pod = {"namespace": "team", "pod": "train"}
+    answers = {
+        "kube_pod_init_container_resource_requests": matrix([]),
+        "kube_pod_container_resource_requests": matrix([
+            samples({**pod, "resource": "nvidia_com_gpu"}, 1),
+            samples({**pod, "resource": "cpu"}, 3),
+            samples({**pod, "resource": "memory"}, 12 * 2**30)]),
+        "kube_pod_status_phase": matrix([samples({**pod, "phase": "Running"}, 1)]),
+    }
+    calls: list = []
+    server = await aiohttp_server(prometheus_app(answers, calls))
+    config = make_config(forecast={"history_path": str(tmp_path / "h.sqlite"),
+                                   "prometheus_url": str(server.make_url("/")),
+                                   "backfill": "1h"})
+    catalog = resolve_catalog(config)
+
+    class Listed:
+        data = b'{"metadata": {"resourceVersion": "1"}, "items": []}'
+
+    recorder_config = RecorderConfig(tick_s=tick)
+    pods = Informer("pods", lambda **kw: Listed(), lambda obj: None, recorder_config)
+    nodes = Informer("nodes", lambda **kw: Listed(), lambda obj: None, recorder_config)
+    for informer in (pods, nodes):
+        informer._relist()
+    store = HistoryStore(tmp_path / "h.sqlite", tick)
+    types = load_catalog("aws").subset(list(config.instance_types)).instance_types
+    recorder = Recorder(recorder_config, store, types, pods, nodes)
+    demand = RecorderDemand(recorder, 86400.0,
+                            backfill=prometheus_backfill(config, catalog, recorder))
+    await asyncio.to_thread(demand.record, now)
+    # 1 h before tick 28 (the tick before this one): ticks 16..28, observed 26..28 only.
+    assert calls and calls[0]["start"] == f"{at_tick(16):.3f}"
+    assert calls[0]["end"] == f"{at_tick(28):.3f}"
+    series = store.read_series()
+    assert series.counts["g5.xlarge"].tolist()[-4:] == [1.0, 1.0, 1.0, 0.0]  # + tick 29 live
+    assert store.tick_count() == (4, 10)  # ticks 26-29 observed; 16-25 gaps
+    queries = len(calls)
+    await asyncio.to_thread(demand.record, now + tick)
+    assert len(calls) == queries  # once, at start-up, into an empty history only
+    store.close()
+

@@ -118,3 +118,24 @@ def test_bad_writes_are_refused_and_leave_nothing(store, time_s, values, message
 def test_empty_history_is_an_input_error(store):
     with pytest.raises(InputError, match="empty"):
         store.read_series()
+
+
+def test_a_backfilled_series_fills_only_ticks_not_recorded(store):
+    import pandas as pd
+
+    from predictor.series import make_series
+
+    store.write_tick(T0 + 2 * TICK, {"g5.xlarge": 9})  # recorded live: never overwritten
+    times = T0 + TICK * np.arange(4)
+    totals = pd.DataFrame({"gpus_running": [1.0, np.nan, 5.0, 6.0]})
+    backfill = make_series(times, ["g5.xlarge"], np.array([[1.0], [np.nan], [5.0], [6.0]]),
+                           TICK, totals)
+    # ticks 0 and 3 observed, tick 1 a gap, tick 2 already recorded
+    assert store.write_series(backfill) == (2, 1)
+    series = store.read_series()
+    np.testing.assert_array_equal(series.history(), [[1], [np.nan], [9], [6]])
+    assert series.totals["gpus_running"].tolist()[3] == 6.0
+    assert store.tick_count() == (3, 1)
+    with pytest.raises(InputError, match="60 s series into a 300 s history"):
+        store.write_series(make_series(T0 + 60.0 * np.arange(4), ["g5.xlarge"],
+                                       np.ones((4, 1)), 60.0))
