@@ -73,6 +73,12 @@ class _CopyPastValue:
             residuals[step - 1, lag:] = observed[lag:] - filled[:-lag]
         self.n_series_ = n_series
         self.min_history_ = self.min_history()
+        # with recent residuals, predict reads recent_residual_ticks targets, each
+        # compared with the value up to the longest lag before it
+        longest_lag = max(self._lag(step) for step in range(1, self.max_horizon + 1))
+        self.lookback_ticks_ = self.min_history_ + (
+            self.recent_residual_ticks + longest_lag if self.recent_residual_ticks else 0
+        )
         self.max_horizon_ = self.max_horizon
         self.fit_first_tick_ = int(first_tick)
         self.fit_n_ticks_ = int(n_ticks)

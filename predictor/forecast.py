@@ -86,7 +86,9 @@ class Forecaster(Protocol):
     """What the backtest, the overprovisioner and the simulator call.
 
     Every implementation also sets, in `fit`: `n_series_` (K), `min_history_`
-    (ticks `predict` needs) and its residual/quantile state.
+    (ticks `predict` needs) and its residual/quantile state; and `lookback_ticks_`
+    when `predict` reads more of the recent history than it needs (see
+    `lookback_ticks`).
     """
 
     name: str
@@ -192,6 +194,17 @@ def check_predict_call(
     if needs_min_history and observed.shape[0] < model.min_history_:
         raise NotEnoughHistory(model.name, model.min_history_, observed.shape[0])
     return observed, horizon, levels
+
+
+def lookback_ticks(model: Any) -> int:
+    """How many of the most recent ticks `model.predict` reads; older rows change nothing.
+
+    Callers that pass a window instead of the whole history (the simulator, for speed)
+    must pass at least this many ticks: `min_history_` is only what predict *needs*, and
+    a model that adapts to recent behaviour (last_adaptive's recent residuals) quietly
+    falls back to its fit-time state when given less.
+    """
+    return int(getattr(model, "lookback_ticks_", model.min_history_))
 
 
 def forward_fill(history: np.ndarray) -> np.ndarray:

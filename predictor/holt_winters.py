@@ -168,6 +168,8 @@ class HoltWinters:
         self.n_series_ = n_series
         self.max_horizon_ = self.max_horizon
         self.min_history_ = self.min_history()
+        # predict runs the recursion over the last window_ticks it is given
+        self.lookback_ticks_ = max(self.min_history_, self.window_ticks)
         self.fit_first_tick_ = int(first_tick)
         self.fit_n_ticks_ = int(n_ticks)
         self.residual_grid_ = residual_quantile_grid(

@@ -35,6 +35,7 @@ from bucketing.catalog import Catalog, InstanceType
 from bucketing.errors import InputError
 from overprovisioner.plan import BucketObservation, Plan, make_plan
 from overprovisioner.plan_config import PlanConfig
+from predictor.forecast import lookback_ticks
 
 POLICY_HELP = ("reactive, static:N (N >= 0 placeholder nodes per type), predictive, "
                "predictive:Q (at quantile Q), oracle")
@@ -209,7 +210,9 @@ class Predictive:
         horizons = self.context.horizon_ticks
         q = self.context.config.quantile
         model = self.model
-        length = max(int(model.min_history_), 1) + 1  # type: ignore[union-attr]
+        # Pass what predict reads, not only what it needs: last_adaptive's recent
+        # residuals need the last day, and got fit-time quantiles when given less.
+        length = max(lookback_ticks(model), 1) + 1
         window = history[-length:]
         first_tick = len(history) - len(window)
         period = getattr(model, "period_ticks", None)

@@ -297,3 +297,21 @@ def test_forward_fill_keeps_leading_gaps():
     history = as_history([[np.nan, 1.0], [2.0, np.nan], [np.nan, np.nan]])
     np.testing.assert_array_equal(
         forward_fill(history), [[np.nan, 1.0], [2.0, 1.0], [2.0, 1.0]])
+
+
+def test_predict_reads_no_more_than_its_lookback(model_key):
+    """A window of the last lookback_ticks(model) ticks forecasts exactly as the whole
+    history does, so callers that pass windows (the simulator) lose nothing."""
+    from predictor.forecast import lookback_ticks
+
+    history = make_history(n_ticks=200, seed=7)
+    history[150:, 0] += np.arange(50) % 5  # recent behaviour unlike the fit period
+    model = make_model(model_key).fit(history[:120])
+    length = lookback_ticks(model)
+    assert model.min_history_ <= length <= len(history)
+    whole = model.predict(history, 3, quantiles=(0.5, 0.9))
+    window = model.predict(history[-length:], 3, quantiles=(0.5, 0.9),
+                           first_tick=len(history) - length)
+    np.testing.assert_allclose(window.point, whole.point)
+    for q in (0.5, 0.9):
+        np.testing.assert_allclose(window.quantiles[q], whole.quantiles[q])
