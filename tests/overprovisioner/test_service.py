@@ -12,7 +12,8 @@ from tests.overprovisioner.test_loop import RISING, MemoryDemand, at_tick, make_
 
 async def test_endpoints_before_and_after_the_first_tick(aiohttp_client, fake_kube) -> None:
     demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
-    loop = make_loop(fake_kube, make_config(), demand)
+    # The model is pinned: the numbers below are the last value's (the default may change).
+    loop = make_loop(fake_kube, make_config(forecast={"model": "last"}), demand)
     gate = asyncio.Event()
     now = [at_tick(29)]
 
@@ -119,7 +120,12 @@ async def test_cli_wiring_against_the_fake_cluster(aiohttp_client, fake_kube, tm
         assert created is not None, (await (await client.get("/plan")).json())
         # Cold start: one placeholder per type from the ladder (an empty history).
         assert created["spec"]["replicas"] == 1
-        body = await (await client.get("/plan")).json()
+        for _ in range(300):  # the tick writes before it publishes its report
+            response = await client.get("/plan")
+            if response.status == 200:
+                break
+            await asyncio.sleep(0.02)
+        body = await response.json()
         assert body["mode"] == "ladder"
     finally:
         await client.close()
