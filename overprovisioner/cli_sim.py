@@ -77,8 +77,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="GPU-less node start-up (default 2m)")
     parser.add_argument("--quantile", type=float, default=0.9,
                         help="forecast quantile the predictive policy plans for (default 0.9)")
-    parser.add_argument("--model", default="last",
-                        help="forecaster of the predictive policy (default last)")
+    parser.add_argument("--model", default="last_adaptive",
+                        help="forecaster of the predictive policy (default last_adaptive, "
+                        "as the overprovisioner service)")
     parser.add_argument("--model-param", action="append", default=[], metavar="NAME=VALUE",
                         help="a hyper-parameter of the forecaster (numeric; repeatable), e.g. "
                         "--model-param day_bins=12")

@@ -75,8 +75,11 @@ class ForecastConfig:
 
     quantile: float = 0.9
     """Forecast quantile placeholders are sized to: 0.9 covers 9 ticks in 10."""
-    model: str = "last"
-    """Forecaster name from `predictor.registry` (`last`, `seasonal`, `hw`, `transformer`)."""
+    model: str = "last_adaptive"
+    """Forecaster name from `predictor.registry` (`last_adaptive`, `last`, `conditional`,
+    `seasonal`, `hw`, `transformer`). The default, last value with quantiles from the
+    last day's errors, keeps the asked quantile's shortfall rate closest to target in
+    `headstart backtest` on the public traces (docs/predictor.md); pick yours by backtest."""
     model_path: str = ""
     """A persisted model to load at start-up and save after each retrain; "" = none."""
     retrain_every_s: float = 86400.0

@@ -57,7 +57,7 @@ class SimConfig:
     unneeded_s: float = 600.0
     policy_tick_s: float = 60.0
     quantile: float = 0.9
-    model: str = "last"
+    model: str = "last_adaptive"
     refit_s: float = 12 * 3600.0
     train_s: float = 7 * 86_400.0
     cold_start_placeholders: int = 1

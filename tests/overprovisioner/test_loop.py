@@ -78,7 +78,7 @@ def writes(fake_kube):
 
 def test_forecast_plan_apply(fake_kube) -> None:
     demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
-    loop = make_loop(fake_kube, make_config(), demand)
+    loop = make_loop(fake_kube, make_config(forecast={"model": "last"}), demand)
     report = loop.tick(at_tick(29))
     assert report.ok, report.errors
     assert report.mode == "forecast" and report.model == "last"
