@@ -124,8 +124,8 @@ def table_text(report) -> str:
 
 def run_tune(args: argparse.Namespace) -> int:
     from bucketing.catalog import load_catalog
-    from bucketing.cli_trace import parse_duration
     from bucketing.demand import snapshots
+    from bucketing.durations import parse_duration
     from bucketing.tune import tune
 
     tick_s = parse_duration(args.tick, "--tick")

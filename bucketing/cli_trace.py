@@ -9,23 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from typing import Any
 
-from bucketing.errors import InputError
+from bucketing.durations import parse_duration
 
 FORMATS_HELP = "alibaba-openb, alibaba-dlrm or headstart"
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
-_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str, what: str = "duration") -> float:
-    """'300', '300s', '5m', '1.5h', '1d' -> seconds; InputError otherwise."""
-    match = _DURATION.match(str(text))
-    if not match or float(match.group(1)) <= 0:
-        raise InputError(f"{what}: {text!r} is not a positive duration like 30s, 5m, 1h")
-    return float(match.group(1)) * _UNIT_S[match.group(2) or "s"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -15,6 +15,8 @@ import math
 import re
 from typing import Any
 
+from bucketing.errors import InputError
+
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0, "w": 604_800.0}
@@ -38,3 +40,15 @@ def duration_seconds(value: Any) -> float:
     if not parts or "".join(number + unit for number, unit in parts) != text:
         raise ValueError(f"{value!r} is not a duration ({EXAMPLES})")
     return sum(float(number) * UNIT_SECONDS[unit] for number, unit in parts)
+
+
+def parse_duration(text: Any, what: str = "duration") -> float:
+    """A positive duration for a command-line option or a field: seconds, or InputError
+    naming `what` (the option, e.g. `--horizon`)."""
+    try:
+        seconds = duration_seconds(text)
+    except ValueError as error:
+        raise InputError(f"{what}: {error}") from None
+    if seconds <= 0:
+        raise InputError(f"{what}: must be positive, got {text!r}")
+    return seconds

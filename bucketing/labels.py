@@ -1,7 +1,7 @@
 """Node label keys every headstart component reads the same way (DESIGN.md conventions).
 
 Decides: which node labels name a placement group, in which order (first match wins).
-One copy for every package (locality's DEFAULT_PLACEMENT_GROUP_LABELS should import it);
+One copy for every package (locality.config.DEFAULT_PLACEMENT_GROUP_LABELS is this tuple);
 the overprovisioner reads only its configured key (placeholders must select on it).
 """
 

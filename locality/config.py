@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from bucketing.errors import ConfigError
+from bucketing.labels import PLACEMENT_GROUP_LABELS
 from bucketing.resources import DEFAULT_GPU_RESOURCE
 from locality.model import Locality, Packing
 
@@ -31,12 +32,7 @@ DEFAULT_JOB_LABELS: tuple[JobLabelKeys, ...] = (
     JobLabelKeys("headstart.io/job", "headstart.io/role"),
 )
 
-DEFAULT_PLACEMENT_GROUP_LABELS: tuple[str, ...] = (
-    "headstart.io/placement-group",
-    "cloud.google.com/gke-placement-group",
-    "topology.k8s.aws/network-node-layer-3",
-    "cloud.google.com/gce-topology-block",
-)
+DEFAULT_PLACEMENT_GROUP_LABELS: tuple[str, ...] = PLACEMENT_GROUP_LABELS
 
 # Taints that keep every ordinary pod off a node: the node lifecycle controller's
 # (not ready, unreachable, cordoned, pressure), the cloud provider's, and the scale-down

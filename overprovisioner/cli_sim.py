@@ -105,7 +105,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace) -> Any:
-    from overprovisioner.sim.config import SimConfig, parse_duration
+    from bucketing.durations import parse_duration
+    from overprovisioner.sim.config import SimConfig
 
     return SimConfig(
         gpu_startup_s=parse_duration(args.node_startup, "--node-startup"),

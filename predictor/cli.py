@@ -14,21 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bucketing.durations import duration_seconds
+from bucketing.durations import parse_duration
 from bucketing.errors import ConfigError, InputError
 
 DEFAULT_MODELS = "last,seasonal,hw"
-
-
-def parse_duration(text: str, option: str) -> float:
-    """'10m', '1d', '300s', '1h30m' or '300' (seconds) -> seconds (`bucketing.durations`)."""
-    try:
-        seconds = duration_seconds(text)
-    except ValueError as error:
-        raise InputError(f"{option}: {error}") from None
-    if seconds <= 0:
-        raise InputError(f"{option}: must be positive, got {text!r}")
-    return seconds
 
 
 def whole_ticks(seconds: float, tick_s: float, option: str) -> int:

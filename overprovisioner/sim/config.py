@@ -110,18 +110,3 @@ class SimConfig:
         return self
 
 
-def parse_duration(text: str, what: str = "duration") -> float:
-    """Seconds from "300", "300s", "5m", "1.5h", "2d"; InputError otherwise."""
-    raw = str(text).strip().lower()
-    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
-    scale = 1.0
-    if raw and raw[-1] in units:
-        scale = units[raw[-1]]
-        raw = raw[:-1]
-    try:
-        value = float(raw) * scale
-    except ValueError:
-        raise InputError(f"{what}: {text!r} is not a duration (e.g. 300s, 5m, 1h)") from None
-    if not (math.isfinite(value) and value > 0):
-        raise InputError(f"{what}: {text!r} must be a positive duration")
-    return value

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bucketing.cli_trace import parse_duration
+from bucketing.durations import parse_duration
 from bucketing.errors import InputError
 from bucketing.traces import load_trace
 from headstart.cli import main

@@ -61,7 +61,7 @@ def test_demo_writes_report(tmp_path, capsys):
         (["--policy", "clairvoyant"], "unknown policy"),
         (["--policy", "static:-1"], "static:N"),
         (["--node-startup", "5x"], "not a duration"),
-        (["--node-startup=-5m"], "positive"),
+        (["--node-startup=-5m"], "is not a duration"),
         (["--quantile", "1.5"], "quantile"),
         (["--cost-cap", "-1"], "cost cap"),
         (["--days", "0"], "--days"),

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bucketing.durations import parse_duration
 from bucketing.errors import InputError
 from overprovisioner.sim.autoscaler import scale_up
 from overprovisioner.sim.cluster import Cluster
 from overprovisioner.sim.compare import assess, interpolate_extra
-from overprovisioner.sim.config import SimConfig, parse_duration
+from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.metrics import Metrics
 from overprovisioner.sim.policies import parse_policy_name
 from tests.overprovisioner.simbuild import GIB, types
