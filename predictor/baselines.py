@@ -115,6 +115,17 @@ class _CopyPastValue:
         """Residual quantiles over the last recent_residual_ticks targets of this history."""
         window = self.recent_residual_ticks
         offsets = {q: fitted[q].copy() for q in levels}
+        lags = [self._lag(step) for step in range(1, horizon + 1)]
+        if observed.shape[0] >= window + max(lags) and not np.isnan(observed[-window:]).any():
+            # The common case (a full window without gaps, every tick of the simulator):
+            # every step's residuals in one (steps, window, series) array, one quantile
+            # call. The loop below gives the same values; it handles gaps and short
+            # histories.
+            residuals = np.stack([observed[-window:] - filled[-window - lag:-lag]
+                                  for lag in lags])
+            if window >= MIN_RECENT_RESIDUALS and not np.isnan(residuals).any():
+                recent = np.quantile(residuals, levels, axis=1)  # (levels, steps, series)
+                return {q: recent[i] for i, q in enumerate(levels)}
         for step in range(1, horizon + 1):
             lag = self._lag(step)
             if observed.shape[0] <= lag:
@@ -124,7 +135,11 @@ class _CopyPastValue:
             enough = counts >= MIN_RECENT_RESIDUALS
             if not enough.any():
                 continue
-            recent = np.nanquantile(residuals[:, enough], levels, axis=0)
+            block = residuals[:, enough]
+            # np.nanquantile loops in Python per column; without gaps np.quantile gives
+            # the same values vectorised (the simulator calls this every policy tick).
+            quantile = np.nanquantile if np.isnan(block).any() else np.quantile
+            recent = quantile(block, levels, axis=0)
             for i, q in enumerate(levels):
                 offsets[q][step - 1, enough] = recent[i]
         return offsets

@@ -315,3 +315,17 @@ def test_predict_reads_no_more_than_its_lookback(model_key):
     np.testing.assert_allclose(window.point, whole.point)
     for q in (0.5, 0.9):
         np.testing.assert_allclose(window.quantiles[q], whole.quantiles[q])
+
+
+def test_adaptive_quantiles_are_those_of_the_recent_residuals():
+    """Without gaps (the vectorised path): the q-quantile offset at step s is the
+    q-quantile of the last `window` s-step changes, computed here independently."""
+    window, horizon = 48, 3
+    history = make_history(n_ticks=200, seed=11)
+    model = AdaptiveLastValue(max_horizon=horizon, recent_residual_ticks=window).fit(history)
+    forecast = model.predict(history, horizon, quantiles=(0.5, 0.9))
+    for step in range(1, horizon + 1):
+        changes = (history[step:] - history[:-step])[-window:]
+        for q in (0.5, 0.9):
+            expected = np.maximum(history[-1] + np.quantile(changes, q, axis=0), 0.0)
+            np.testing.assert_allclose(forecast.quantiles[q][step - 1], expected)
