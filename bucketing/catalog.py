@@ -16,10 +16,9 @@ from importlib import resources as package_files
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bucketing.errors import ConfigError, InputError
 from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, parse_resource_quantity
+from bucketing.yamlfile import load_yaml_file, parse_yaml_text
 
 BUILTIN_CATALOGS = ("aws", "gcp")
 
@@ -86,23 +85,14 @@ def load_catalog(ref: str | Path) -> Catalog:
     ref_text = str(ref)
     if ref_text in BUILTIN_CATALOGS:
         text = package_files.files("bucketing.catalogs").joinpath(f"{ref_text}.yaml").read_text()
-        return parse_catalog(yaml.safe_load(text), ref_text)
+        return parse_catalog(parse_yaml_text(text, ref_text), ref_text)
     path = Path(ref_text)
     if not path.exists():
         raise ConfigError(
             f"catalog {ref_text!r}: no such file, and not a built-in catalog "
             f"({', '.join(BUILTIN_CATALOGS)})"
         )
-    try:
-        document = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or "syntax error"
-        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
-    return parse_catalog(document, str(path))
+    return parse_catalog(load_yaml_file(path), str(path))
 
 
 def parse_catalog(document: Any, source: str) -> Catalog:

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bucketing.errors import ConfigError
+from bucketing.yamlfile import load_yaml_file
 from locality.config import LocalityConfig
 
 MIB = 1024 * 1024
@@ -98,16 +97,7 @@ def load_config(path: str | Path | None) -> ExtenderConfig:
     """Read and validate a YAML file; None gives the documented defaults."""
     if path is None:
         return ExtenderConfig()
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
-    return config_from_mapping(data, str(path))
+    return config_from_mapping(load_yaml_file(path), str(path))
 
 
 def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:

@@ -141,27 +141,12 @@ def _model_params(items: list[str]) -> tuple[tuple[str, float], ...]:
 
 
 def load_bucket_types(path: str, catalog: Any) -> tuple:
-    """Instance types from a bucket file (`buckets: {instance_types: [...]}` as the tuner
-    writes it, or a top-level `instance_types` list); unknown types are ConfigErrors."""
-    import yaml
+    """Instance types from a bucket file (`bucketing.bucket_file`); unknown types are
+    ConfigErrors naming the entry."""
+    from bucketing.bucket_file import read_bucket_file
 
-    try:
-        document = yaml.safe_load(Path(path).read_text())
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
-    if isinstance(document, dict) and isinstance(document.get("buckets"), dict):
-        document = document["buckets"]
-    names = document.get("instance_types") if isinstance(document, dict) else document
-    if not isinstance(names, list) or not names:
-        raise ConfigError(f"{path}: instance_types: expected a non-empty list of type names")
     types = []
-    for index, name in enumerate(names):
-        if isinstance(name, dict):
-            name = name.get("name")
-        if not isinstance(name, str):
-            raise ConfigError(f"{path}: instance_types[{index}]: expected a type name")
+    for index, name in enumerate(read_bucket_file(path).names):
         try:
             types.append(catalog.get(name))
         except ConfigError as error:

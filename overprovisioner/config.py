@@ -25,11 +25,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from bucketing.bucket_file import read_bucket_file
 from bucketing.catalog import Catalog, load_catalog
 from bucketing.errors import ConfigError
 from bucketing.resources import Resources
+from bucketing.yamlfile import load_yaml_file
 from overprovisioner import plan_config as plan_config_module
 from overprovisioner.config_fields import FieldReader, parse_duration
 from predictor.registry import FORECASTER_NAMES
@@ -226,12 +226,7 @@ class OverprovisionerConfig:
 def load_config(path: str | Path) -> OverprovisionerConfig:
     """Read and validate a YAML config file; raises ConfigError naming file and field."""
     path = Path(path)
-    try:
-        document = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    document = load_yaml_file(path)
     config = parse_config(document if document is not None else {}, str(path))
     if config.buckets_file:
         bucket_path = Path(config.buckets_file)
@@ -343,26 +338,9 @@ def placeholder_request(config: OverprovisionerConfig, catalog: Catalog, name: s
 
 
 def _with_buckets_file(config: OverprovisionerConfig, path: Path) -> OverprovisionerConfig:
-    try:
-        document = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise ConfigError(
-            f"{config.source}: buckets_file: {path}: cannot read ({error.strerror})"
-        ) from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
-    reader = FieldReader(str(path))
-    top = reader.mapping(document, "")
-    buckets = reader.mapping(top.get("buckets"), "buckets")
-    reader.known(buckets, "buckets", {"catalog", "instance_types"})
-    names = reader.string_list(buckets, "instance_types", "buckets")
-    if not names:
-        raise reader.fail("buckets.instance_types", "expected a non-empty list")
-    return replace(
-        config,
-        catalog=reader.string(buckets, "catalog", "buckets", config.catalog),
-        instance_types=names,
-    )
+    buckets = read_bucket_file(path, f"{config.source}: buckets_file: ")
+    return replace(config, catalog=buckets.catalog or config.catalog,
+                   instance_types=buckets.names)
 
 
 def _forecast(reader: FieldReader, raw: Mapping) -> ForecastConfig:

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bucketing.bucket_file import read_bucket_file
 from bucketing.durations import parse_duration
-from bucketing.errors import ConfigError, InputError
+from bucketing.errors import InputError
 
 DEFAULT_MODELS = "last,seasonal,hw"
 
@@ -182,40 +183,9 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
 
 
 def read_bucket_names(path: Path) -> tuple[list[str], str | None]:
-    """Bucket names (and the catalog, when the file names one) from YAML.
-
-    Accepted: what `headstart buckets tune --out` writes ({buckets: {catalog, instance_types:
-    [names]}}), a list of names (or of {name: ...}), or {buckets: that list}.
-    """
-    import yaml
-
-    try:
-        document = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
-    catalog = None
-    field_path = "buckets"
-    if isinstance(document, dict):
-        document = document.get("buckets")
-        if isinstance(document, dict):
-            catalog = document.get("catalog")
-            document = document.get("instance_types")
-            field_path = "buckets.instance_types"
-    if not isinstance(document, list) or not document:
-        raise ConfigError(f"{path}: expected a non-empty list of instance type names, or "
-                          "`buckets: {catalog, instance_types: [...]}` as `headstart buckets "
-                          "tune --out` writes")
-    names = []
-    for index, entry in enumerate(document):
-        name = entry.get("name") if isinstance(entry, dict) else entry
-        if not isinstance(name, str) or not name:
-            raise ConfigError(f"{path}: {field_path}[{index}]: expected an instance type name")
-        names.append(name)
-    if catalog is not None and not isinstance(catalog, str):
-        raise ConfigError(f"{path}: buckets.catalog: expected a catalog name or path")
-    return names, catalog
+    """Bucket names (and the catalog, when the file names one): `bucketing.bucket_file`."""
+    buckets = read_bucket_file(path)
+    return list(buckets.names), buckets.catalog
 
 
 def format_table(rows: Any, source: str, tick_s: float) -> str:
