@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from bucketing.catalog import parse_catalog
 from bucketing.resources import Resources
 from predictor.prometheus import (
     PrometheusConfig,
@@ -17,19 +16,8 @@ from predictor.prometheus import (
     matrix_of,
     queries,
 )
+from tests.predictor.builders import CATALOG
 
-CATALOG = parse_catalog(
-    {
-        "provider": "test",
-        "instance_types": [
-            {"name": "cpu4", "vcpu": 4, "memory_gib": 16, "gpus": 0, "price_per_hour": 1,
-             "allocatable": {"cpu": 4, "memory": "16Gi"}},
-            {"name": "gpu1", "vcpu": 8, "memory_gib": 32, "gpus": 1, "price_per_hour": 2,
-             "allocatable": {"cpu": 8, "memory": "32Gi", "gpus": 1}},
-        ],
-    },
-    "test-catalog",
-)
 TYPES = list(CATALOG.instance_types)
 TICK = 300.0
 T0 = 1_700_000_100.0

@@ -9,7 +9,6 @@ import time
 import numpy as np
 import pytest
 
-from bucketing.catalog import parse_catalog
 from bucketing.errors import ConfigError
 from bucketing.resources import Resources
 from predictor.recorder import (
@@ -21,19 +20,8 @@ from predictor.recorder import (
 )
 from predictor.snapshot import PodDemand, node_group, plan_tick, pod_demand, snapshot_values
 from predictor.store import HistoryStore, StoreConfig
+from tests.predictor.builders import CATALOG
 
-CATALOG = parse_catalog(
-    {
-        "provider": "test",
-        "instance_types": [
-            {"name": "cpu4", "vcpu": 4, "memory_gib": 16, "gpus": 0, "price_per_hour": 1,
-             "allocatable": {"cpu": 4, "memory": "16Gi"}},
-            {"name": "gpu1", "vcpu": 8, "memory_gib": 32, "gpus": 1, "price_per_hour": 2,
-             "allocatable": {"cpu": 8, "memory": "32Gi", "gpus": 1}},
-        ],
-    },
-    "test-catalog",
-)
 TYPES = list(CATALOG.instance_types)
 TICK = 300.0
 T0 = 1_700_000_100.0  # on the 300-s grid

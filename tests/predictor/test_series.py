@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bucketing.catalog import parse_catalog
 from bucketing.demand import resource_matrix, snapshots
 from bucketing.embed import embed
 from bucketing.errors import InputError
@@ -24,23 +23,11 @@ from predictor.series import (
     split_column,
 )
 from predictor.series_io import read_series_csv
+from tests.predictor.builders import CATALOG
 
 GIB = 2**30
 NAN = np.nan
 
-# Two bucket types with no daemonset overhead, so a bucket holds exactly its allocatable.
-CATALOG = parse_catalog(
-    {
-        "provider": "test",
-        "instance_types": [
-            {"name": "cpu4", "vcpu": 4, "memory_gib": 16, "gpus": 0, "price_per_hour": 1,
-             "allocatable": {"cpu": 4, "memory": "16Gi"}},
-            {"name": "gpu1", "vcpu": 8, "memory_gib": 32, "gpus": 1, "price_per_hour": 2,
-             "allocatable": {"cpu": 8, "memory": "32Gi", "gpus": 1}},
-        ],
-    },
-    "test-catalog",
-)
 
 
 def make_pod(name, submit, start=NAN, end=NAN, cpu=1.0, memory_gib=1.0, gpus=0):
