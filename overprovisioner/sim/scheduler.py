@@ -5,9 +5,12 @@ node where it fits without evicting anyone (NodeResourcesFit counts a placeholde
 request as used); only when no node fits does preemption evict a placeholder (priority
 -5 < 0) from a node where that makes room. Among candidates, one of two scorers chooses:
 
-- `headstart`: the locality core (`locality.context.build_context` +
-  `locality.score.score_node`), i.e. what the extender ships, the extender weight taken
-  as dominant; kube-scheduler's least-allocated score breaks ties.
+- `headstart`: what the manifests install: the locality core
+  (`locality.context.build_context` + `locality.score.score_node`, the extender), its
+  weight taken as dominant, then the headstart-scheduler profile's NodeResourcesFit
+  MostAllocated score on GPUs, CPU and memory (the fullest node that fits wins), which
+  keeps empty nodes and placeholders' nodes whole for pods that need a whole node and
+  lets cluster-autoscaler remove nodes sooner.
 - `default`: kube-scheduler's default NodeResourcesFit LeastAllocated score on CPU and
   memory (the most idle node wins), no knowledge of jobs.
 
@@ -42,6 +45,20 @@ def least_allocated(node: SimNode, cpu: int, mem: int) -> float:
     cpu_score = (node.free_cpu - cpu) / node.alloc_cpu if node.alloc_cpu > 0 else 0.0
     mem_score = (node.free_mem - mem) / node.alloc_mem if node.alloc_mem > 0 else 0.0
     return (cpu_score + mem_score) / 2
+
+
+def most_allocated(node: SimNode, gpu: int, cpu: int, mem: int) -> float:
+    """NodeResourcesFit MostAllocated on nvidia.com/gpu, CPU and memory (weights 1, as
+    the shipped profile): mean used fraction after the pod. Like kube-scheduler, a
+    resource the node does not have (GPUs on a CPU node) is left out of the mean."""
+    total, count = 0.0, 0
+    for alloc, free, asked in ((node.alloc_gpu, node.free_gpu, gpu),
+                               (node.alloc_cpu, node.free_cpu, cpu),
+                               (node.alloc_mem, node.free_mem, mem)):
+        if alloc > 0:
+            total += (alloc - free + asked) / alloc
+            count += 1
+    return total / count if count else 0.0
 
 
 class JobBook:
@@ -149,7 +166,8 @@ class DefaultScorer:
 
 
 class HeadstartScorer:
-    """The locality core's score (what the extender ships), least-allocated breaking ties."""
+    """The locality core's score (the extender), most-allocated (the shipped profile)
+    breaking ties."""
 
     name = "headstart"
 
@@ -161,10 +179,10 @@ class HeadstartScorer:
 
     def choose(self, pod: int, candidates: list[SimNode], request: tuple[int, int, int]
                ) -> SimNode:
-        _, cpu, mem = request
+        gpu, cpu, mem = request
         found = self.jobs.placement(pod)
         if found is None:
-            return max(candidates, key=lambda n: (least_allocated(n, cpu, mem), -n.index))
+            return max(candidates, key=lambda n: (most_allocated(n, gpu, cpu, mem), -n.index))
         identity, placement = found
         job = self.jobs.job_of[pod]
         types = {self.bucket_of[p] for p in self.jobs.waiting.get(job, ())}
@@ -175,7 +193,7 @@ class HeadstartScorer:
         return max(
             candidates,
             key=lambda n: (score_node(context, n.state()).total,
-                           least_allocated(n, cpu, mem), -n.index),
+                           most_allocated(n, gpu, cpu, mem), -n.index),
         )
 
 

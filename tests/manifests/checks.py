@@ -390,7 +390,8 @@ def secret_problems(rendered: Rendered) -> list[str]:
 
 def docs_problems(rendered: Rendered) -> list[str]:
     """The KubeSchedulerConfiguration users paste from docs/extender.md and
-    docs/self-managed.md registers the extender exactly as the shipped one does."""
+    docs/self-managed.md registers the extender exactly as the shipped one does, and
+    docs/extender.md's has the shipped profiles (the packing plugin config)."""
     cm, shipped = config_file(rendered, "headstart-scheduler-config")
     problems = []
     for doc in ("docs/extender.md", "docs/self-managed.md"):
@@ -412,4 +413,7 @@ def docs_problems(rendered: Rendered) -> list[str]:
                     + rendered.where(cm, f"config.yaml extenders[0].{key}")
                     + f" is {shipped['extenders'][0].get(key)!r}"
                 )
+        if doc == "docs/extender.md" and configs[0].get("profiles") != shipped.get("profiles"):
+            problems.append(f"{doc}: profiles differ from "
+                            + rendered.where(cm, "config.yaml profiles"))
     return problems

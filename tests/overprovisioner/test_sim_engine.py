@@ -132,6 +132,23 @@ def test_locality_headstart_packs_a_job_default_spreads():
     assert spans == {"headstart": 1.0, "default": 2.0}
 
 
+def test_headstart_profile_packs_single_pods_default_spreads():
+    # Two 4-GPU nodes run at t0: n0 with 3 GPUs busy past the end, n1 with 2 busy until
+    # 50, then empty. A 1-GPU pod at 100 (for 3000 s) fits both: the shipped profile's
+    # MostAllocated puts it on the fuller n0, and n1 is removed at 50 + 600 (CA's
+    # unneeded time, on the scan grid); the default scheduler's LeastAllocated puts it on
+    # the emptier n1, which is removed only at 3100 + 600.
+    kinds = types("g4dn.12xlarge")
+    rows = [pod("x", 0, 7000, gpus=3, cpu=4), pod("y", 0, 50, gpus=2, cpu=4),
+            pod("single", 100, 3000)]
+    removed = {}
+    for scoring in ("headstart", "default"):
+        config = SimConfig(groups_per_gpu_type=1, scoring=scoring)
+        result = simulate(rows, config=config, kinds=kinds)
+        removed[scoring] = result.node_removed[~np.isnan(result.node_removed)].tolist()
+    assert removed == {"headstart": [650.0], "default": [3700.0]}
+
+
 def test_predictive_with_the_service_adjuster_runs():
     # The service's fallback + stabilization on top of the same forecaster.
     rows = [pod(f"p{i}", 600 * i, 1800) for i in range(20)]
