@@ -18,8 +18,9 @@ from bucketing.errors import ConfigError, InputError
 
 POLICY_HELP = (
     "policies to compare: reactive, static:N (N placeholder nodes per instance type), "
-    "predictive, predictive:Q (at forecast quantile Q), oracle (default: reactive static:1 "
-    "static:2 static:4 static:8 predictive oracle)"
+    "predictive, predictive:Q (at forecast quantile Q), oracle, rate-oracle[:Q] (the "
+    "limit of any demand forecaster: the true hour's increases, not their times) "
+    "(default: reactive static:1 static:2 static:4 static:8 predictive oracle)"
 )
 
 

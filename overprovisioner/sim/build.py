@@ -1,7 +1,7 @@
 """Building one run's pieces from the config: node groups per type and the policy object.
 
 Decides which placement groups each instance type's node groups span, and how a policy
-name (`reactive`, `static:N`, `predictive[:Q]`, `oracle`) becomes a policy wired to the
+name (`reactive`, `static:N`, `predictive[:Q]`, `oracle`, `rate-oracle[:Q]`) becomes a policy wired to the
 plan, the forecaster and (optionally) the service's forecast adjuster.
 
 Must not: run the simulation or touch files.
@@ -21,6 +21,7 @@ from overprovisioner.sim.policies import (
     PlanContext,
     Policy,
     Predictive,
+    RateOracle,
     Reactive,
     Static,
     horizon_in_ticks,
@@ -43,7 +44,7 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
     kind, parameter = parse_policy_name(name)
     if kind == "reactive":
         return Reactive()
-    if kind == "predictive" and parameter:
+    if kind in ("predictive", "rate-oracle") and parameter:
         from dataclasses import replace
 
         config = replace(config, quantile=float(parameter))
@@ -64,6 +65,10 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
         return Static(context, int(parameter))
     if kind == "oracle":
         return Oracle(context, true_demand(workload, config.policy_tick_s))
+    if kind == "rate-oracle":
+        window = max(1, round(config.rate_window_s / config.policy_tick_s))
+        return RateOracle(context, true_demand(workload, config.policy_tick_s),
+                          config.quantile, window, name=name)
     from predictor.registry import make_forecaster
 
     tick = int(config.policy_tick_s)

@@ -45,6 +45,10 @@ class SimConfig:
         stabilization (`overprovisioner.adjust.ForecastAdjuster`, service defaults).
     replan_on_preemption_s: the service re-plans this long after a placeholder is
         preempted (it watches pods); None = only on its tick.
+    rate_window_s: the window around each tick over which `rate-oracle` takes the true
+        increases' quantile (1 h: long enough for a quantile, short enough to follow
+        the day; the increases within it are the ones a perfect forecaster of the
+        demand's rhythm, not of the arrival times, would expect).
     hold_s: the predictive policy plans for the largest forecast of the last hold_s
         (online stabilization, DESIGN "Stabilization" tau); 0 = no hold, the default:
         on openb a 600 s hold raised launches from 977 to 1774 and extra GPU-hours from
@@ -73,10 +77,11 @@ class SimConfig:
     adjust: bool = False
     model_params: tuple[tuple[str, float], ...] = ()
     hold_s: float = 0.0
+    rate_window_s: float = 3600.0
 
     def validate(self) -> SimConfig:
         for name in ("gpu_startup_s", "cpu_startup_s", "scan_s", "unneeded_s",
-                     "policy_tick_s", "refit_s", "train_s"):
+                     "policy_tick_s", "refit_s", "train_s", "rate_window_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise InputError(f"simulate: {name} must be a positive duration, got {value}")

@@ -18,6 +18,9 @@ that ships:
 - `oracle`: the plan fed with the true future demand (the most nodes demand occupies
   at any tick within the start-up horizon, from the job table): the limit to measure
   against, not something a cluster can run.
+- `rate-oracle`: demand now plus the quantile of the true increases around now (the
+  surrounding hour, future included): the limit of any forecaster of demand, which
+  can learn how demand rises but not when. Not runnable either.
 
 Must not: touch the cluster (it reads a `TickView` and returns counts).
 """
@@ -38,7 +41,7 @@ from overprovisioner.plan_config import PlanConfig
 from predictor.forecast import lookback_ticks
 
 POLICY_HELP = ("reactive, static:N (N >= 0 placeholder nodes per type), predictive, "
-               "predictive:Q (at quantile Q), oracle")
+               "predictive:Q (at quantile Q), oracle, rate-oracle, rate-oracle:Q")
 
 
 @dataclass(frozen=True)
@@ -236,29 +239,72 @@ class Predictive:
         return forecast
 
 
+def future_most(true_demand: np.ndarray, horizon_ticks: np.ndarray) -> np.ndarray:
+    """(T, B): [t, b] = the most nodes demand occupies at ticks t+1 .. t+horizon_b
+    (the last row repeated past the end)."""
+    ticks, types = true_demand.shape
+    padded = np.vstack([true_demand, np.repeat(true_demand[-1:], int(horizon_ticks.max()) + 1,
+                                               axis=0)])
+    most = np.zeros((ticks, types))
+    for b, steps in enumerate(horizon_ticks):
+        windows = np.lib.stride_tricks.sliding_window_view(padded[1:, b], int(steps))
+        most[:, b] = windows[:ticks].max(axis=1)
+    return most
+
+
 class Oracle:
     name = "oracle"
 
     def __init__(self, context: PlanContext, true_demand: np.ndarray) -> None:
         self.context = context
-        # forecast[t, b] = the most nodes demand occupies at ticks t+1 .. t+horizon_b.
-        ticks, types = true_demand.shape
-        padded = np.vstack([true_demand, np.repeat(true_demand[-1:], int(
-            context.horizon_ticks.max()) + 1, axis=0)])
-        self.forecast = np.zeros((ticks, types))
-        for b, steps in enumerate(context.horizon_ticks):
-            windows = np.lib.stride_tricks.sliding_window_view(padded[1:, b], int(steps))
-            self.forecast[:, b] = windows[:ticks].max(axis=1)
+        self.forecast = future_most(true_demand, context.horizon_ticks)
 
     def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
         forecast = self.forecast[min(view.tick, len(self.forecast) - 1)]
         return self.context.plan(view, forecast), forecast
 
 
+class RateOracle:
+    """The best a forecaster of demand could do: it knows how demand rises around now,
+    not when.
+
+    Headroom at tick t = the q-quantile of the true increases `most demand over the next
+    horizon - demand now` over the origins within `window_ticks` around t (half before,
+    half after) but more than one horizon away from t, added to the demand observed now; the plan then takes the delta, as
+    for `predictive` (whose `last` forecaster takes the same quantile over past origins
+    only). It needs the future, so no cluster can run it: it separates what a better
+    forecast of the demand's level and rhythm could buy (up to this policy) from what
+    only knowing the arrival times could (up to `oracle`).
+    """
+
+    def __init__(self, context: PlanContext, true_demand: np.ndarray, quantile: float,
+                 window_ticks: int, name: str = "rate-oracle") -> None:
+        self.context = context
+        self.name = name
+        increase = np.maximum(future_most(true_demand, context.horizon_ticks) - true_demand,
+                              0.0)
+        # The origins whose horizon overlaps t's own are left out: their increases are
+        # largely t's own arrivals, which would make this the oracle again.
+        guard = int(context.horizon_ticks.max())
+        half = max(guard + 1, window_ticks // 2)
+        padded = np.full((len(increase) + 2 * half, increase.shape[1]), np.nan)
+        padded[half:half + len(increase)] = increase
+        windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1, axis=0)
+        keep = np.ones(2 * half + 1, dtype=bool)
+        keep[half - guard:half + guard + 1] = False
+        self.headroom = np.nan_to_num(np.nanquantile(windows[:, :, keep], quantile, axis=2))
+
+    def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
+        headroom = self.headroom[min(view.tick, len(self.headroom) - 1)]
+        forecast = view.in_use + view.pending + headroom
+        return self.context.plan(view, forecast), forecast
+
+
 def parse_policy_name(name: str) -> tuple[str, float]:
-    """("static", N) for "static:N", ("predictive", q) for "predictive:q" (a quantile
-    overriding the configured one), (name, 0) otherwise; InputError when unknown."""
-    if name in ("reactive", "predictive", "oracle"):
+    """("static", N) for "static:N", ("predictive", q) for "predictive:q" and
+    ("rate-oracle", q) for "rate-oracle:q" (a quantile overriding the configured one),
+    (name, 0) otherwise; InputError when unknown."""
+    if name in ("reactive", "predictive", "oracle", "rate-oracle"):
         return name, 0
     kind, sep, value = name.partition(":")
     if kind == "static" and sep:
@@ -269,14 +315,14 @@ def parse_policy_name(name: str) -> tuple[str, float]:
         if count >= 0:
             return "static", count
         raise InputError(f"policy {name!r}: static:N needs a whole number N >= 0")
-    if kind == "predictive" and sep:
+    if kind in ("predictive", "rate-oracle") and sep:
         try:
             quantile = float(value)
         except ValueError:
             quantile = -1.0
         if 0.0 < quantile < 1.0:
-            return "predictive", quantile
-        raise InputError(f"policy {name!r}: predictive:Q needs a quantile 0 < Q < 1")
+            return kind, quantile
+        raise InputError(f"policy {name!r}: {kind}:Q needs a quantile 0 < Q < 1")
     raise InputError(f"unknown policy {name!r} (known: {POLICY_HELP})")
 
 

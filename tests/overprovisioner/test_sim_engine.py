@@ -84,6 +84,16 @@ def test_oracle_has_capacity_ready_before_the_pod():
     assert result.placed_at[0] == pytest.approx(1800.0)
 
 
+def test_rate_oracle_covers_a_steady_trickle_without_knowing_each_arrival():
+    # A pod every 10 minutes: every origin within an hour sees a rise of 1 within its
+    # 6-tick horizon at least 60% of the time, so q 0.9 keeps one node ready.
+    rows = [pod(f"p{i}", 600 * i, 1800) for i in range(20)]
+    reactive = measure(simulate(rows, end=14_400))
+    result = simulate(rows, policy="rate-oracle:0.9", end=14_400)
+    assert measure(result).pending_gpu_minutes < reactive.pending_gpu_minutes / 2
+    assert result.preemptions > 0
+
+
 def test_predictive_runs_and_covers_a_steady_trickle():
     # A pod every 10 minutes, each running 30 min: demand climbs 0 -> 3 and stays.
     rows = [pod(f"p{i}", 600 * i, 1800) for i in range(20)]

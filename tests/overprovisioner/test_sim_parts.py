@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,7 @@ from overprovisioner.sim.cluster import Cluster
 from overprovisioner.sim.compare import assess, interpolate_extra
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.metrics import Metrics
-from overprovisioner.sim.policies import parse_policy_name
+from overprovisioner.sim.policies import RateOracle, parse_policy_name
 from tests.overprovisioner.simbuild import GIB, types
 
 G4_12 = types("g4dn.12xlarge")  # 4 GPUs, 48 vCPU
@@ -60,15 +62,19 @@ def test_scale_up_respects_group_of_placeholders_and_max():
     "name, expected",
     [("reactive", ("reactive", 0)), ("static:4", ("static", 4)), ("static:0", ("static", 0)),
      ("oracle", ("oracle", 0)), ("predictive", ("predictive", 0)),
-     ("predictive:0.99", ("predictive", 0.99))],
-    ids=["reactive", "static-4", "static-0", "oracle", "predictive", "predictive-quantile"],
+     ("predictive:0.99", ("predictive", 0.99)), ("rate-oracle", ("rate-oracle", 0)),
+     ("rate-oracle:0.97", ("rate-oracle", 0.97))],
+    ids=["reactive", "static-4", "static-0", "oracle", "predictive", "predictive-quantile",
+         "rate-oracle", "rate-oracle-quantile"],
 )
 def test_policy_names(name, expected):
     assert parse_policy_name(name) == expected
 
 
-@pytest.mark.parametrize("name", ["static", "static:x", "static:-2", "magic", "predictive:1.5"],
-                         ids=["no-count", "not-int", "negative", "unknown", "bad-quantile"])
+@pytest.mark.parametrize("name", ["static", "static:x", "static:-2", "magic", "predictive:1.5",
+                                  "rate-oracle:0"],
+                         ids=["no-count", "not-int", "negative", "unknown", "bad-quantile",
+                              "rate-oracle-zero"])
 def test_bad_policy_names(name):
     with pytest.raises(InputError):
         parse_policy_name(name)
@@ -135,3 +141,16 @@ def test_assess_by_hand():
     result = assess(runs)
     assert result.static_extra_for_same == pytest.approx(20.0)
     assert result.extra_ratio_to_static == pytest.approx(0.6)
+
+
+def test_rate_oracle_knows_the_rhythm_around_a_tick_not_its_own_arrival():
+    # Demand steps 0 -> 1 at tick 10; horizon 2 ticks, so the true increase is 1 at
+    # origins 8 and 9 only. The window (10 ticks) keeps origins 3..5 ticks away.
+    demand = np.zeros((30, 1))
+    demand[10:] = 1
+    context = SimpleNamespace(horizon_ticks=np.array([2]))
+    headroom = RateOracle(context, demand, 0.9, window_ticks=10).headroom[:, 0]
+    assert headroom[4] == 1.0   # origins 7, 8, 9 lie ahead of it: the rise is near
+    assert headroom[9] == 0.0   # its own rise (origins 7..11) is what it must not see
+    assert headroom[20] == 0.0  # quiet around
+    assert RateOracle(context, demand, 0.5, window_ticks=10).headroom[4, 0] == 0.0
