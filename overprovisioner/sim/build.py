@@ -1,8 +1,9 @@
 """Building one run's pieces from the config: node groups per type and the policy object.
 
 Decides which placement groups each instance type's node groups span, and how a policy
-name (`reactive`, `static:N`, `predictive[:Q]`, `oracle`, `rate-oracle[:Q]`) becomes a policy wired to the
-plan, the forecaster and (optionally) the service's forecast adjuster.
+name (`reactive`, `static:N`, `predictive[:Q]`, `oracle`, `rate-oracle[:Q]`) becomes a
+policy wired to the plan, the forecaster and (optionally) the service's forecast
+adjuster.
 
 Must not: run the simulation or touch files.
 """
