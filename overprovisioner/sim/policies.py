@@ -272,9 +272,10 @@ class RateOracle:
     horizon - demand now` over the origins within `window_ticks` around t (half before,
     half after) but more than one horizon away from t, added to the demand observed
     now; the plan then takes the delta, as for `predictive` (whose `last` forecaster
-    takes the same quantile over past origins only). It needs the future, so no cluster can run it: it separates what a better
-    forecast of the demand's level and rhythm could buy (up to this policy) from what
-    only knowing the arrival times could (up to `oracle`).
+    takes the same quantile over past origins only). It needs the future, so no
+    cluster can run it: it separates what a better forecast of the demand's level and
+    rhythm could buy (up to this policy) from what only knowing the arrival times
+    could (up to `oracle`).
     """
 
     def __init__(self, context: PlanContext, true_demand: np.ndarray, quantile: float,
