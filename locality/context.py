@@ -22,10 +22,20 @@ from functools import cached_property
 from bucketing.resources import Resources
 from locality.config import LocalityConfig
 from locality.jobs import identify, job_policy
-from locality.model import JobIdentity, JobPolicy, Locality, NodeState, Packing, Pod, Role
+from locality.model import (
+    JobIdentity,
+    JobPolicy,
+    Locality,
+    NodeState,
+    NodeTopology,
+    Packing,
+    Pod,
+    Role,
+)
 from locality.placement import AssumedPlacements, JobPlacement, job_placement
 
 _NO_EXTRA: Mapping[str, Resources] = {}
+_NO_TOPOLOGIES: Mapping[str, NodeTopology] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +67,10 @@ class DecisionContext:
     favours while there is no home group: those that hold the job, and for `spread`
     jobs, among them the ones with a free node per pod when any has.
     idle_dims: (gpu, cpu, memory) flags of the dimensions the job requests.
+    assumed_topologies: for nodes with NUMA data and live assumptions of GPU pods (all
+    jobs), the node's zones after those pods took theirs (`NodeTopology.charged`, the
+    zone `NodeTopology.zone_for` picks, oldest assumption first); the NUMA rule and
+    term read these instead of `NodeState.topology`. See `numa_topology`.
     """
 
     pod: Pod
@@ -70,6 +84,12 @@ class DecisionContext:
     group_fits: Mapping[str, GroupFit] = field(default_factory=dict)
     preferred_groups: frozenset[str] = frozenset()
     idle_dims: tuple[bool, bool, bool] = (True, True, True)
+    assumed_topologies: Mapping[str, NodeTopology] = field(default_factory=dict)
+
+    def numa_topology(self, state: NodeState) -> NodeTopology | None:
+        """The node's NUMA zones as the pod would find them: assumed placements charged."""
+        charged = self.assumed_topologies.get(state.name)
+        return charged if charged is not None else state.topology
 
     @cached_property
     def node_scorer(self) -> Callable[[NodeState], tuple[int, int, int, int]]:
@@ -101,8 +121,34 @@ def decision_context(
     if identity is None:
         return DecisionContext(pod, None, policy, None)
     placement = job_placement(pod, identity.key, policy, job_pods, assumed, now, config)
-    extra = assumed.requested_by_node(now, excluding=pod.uid) if len(assumed) else _NO_EXTRA
-    return build_context(pod, identity, policy, placement, cluster, extra)
+    if not len(assumed):
+        return build_context(pod, identity, policy, placement, cluster)
+    extra = assumed.requested_by_node(now, excluding=pod.uid)
+    topologies = topologies_after_assumed(
+        assumed.gpu_requests_by_node(now, excluding=pod.uid), cluster
+    )
+    return build_context(pod, identity, policy, placement, cluster, extra, topologies)
+
+
+def topologies_after_assumed(
+    gpu_requests_by_node: Mapping[str, list[Resources]], cluster: Mapping[str, NodeState]
+) -> dict[str, NodeTopology]:
+    """Per node with NUMA data, its zones after the assumed GPU pods took theirs.
+
+    Why: the NodeResourceTopology object shows a zone free until NFD's topology
+    updater republishes it (60 s by default), so without this two GPU pods steered
+    back to back would both be judged to fit the same zone, while kubelet's
+    single-numa-node policy admits only one of them there. Cost: O(live assumptions
+    x zones).
+    """
+    charged: dict[str, NodeTopology] = {}
+    for name, requests in gpu_requests_by_node.items():
+        state = cluster.get(name)
+        if state is not None and state.topology is not None:
+            topology = state.topology.charged(requests)
+            if topology is not state.topology:
+                charged[name] = topology
+    return charged
 
 
 def build_context(
@@ -112,6 +158,7 @@ def build_context(
     placement: JobPlacement | None,
     cluster: Mapping[str, NodeState],
     extra_requested: Mapping[str, Resources] = _NO_EXTRA,
+    assumed_topologies: Mapping[str, NodeTopology] = _NO_TOPOLOGIES,
 ) -> DecisionContext:
     """The lower-level constructor, for callers (the simulator) that track placement
     themselves. Cost: O(job pods), plus O(nodes in `cluster`) when the job has no home
@@ -166,7 +213,7 @@ def build_context(
     return DecisionContext(
         pod, identity, policy, placement, extra_requested,
         frozenset(counterpart), frozenset(job_nodes), home_group, group_fits,
-        preferred_groups, idle_dims,
+        preferred_groups, idle_dims, assumed_topologies,
     )
 
 

@@ -10,7 +10,9 @@ Rules, in this order (the first that fails gives the reason):
    must not preempt there.
 3. Single-NUMA fit, policy `required`, pods requesting GPUs, nodes publishing NUMA
    zones: no zone holds the pod's GPUs and CPUs together -> unresolvable. Nodes without
-   NodeResourceTopology data are not NUMA-filtered.
+   NodeResourceTopology data are not NUMA-filtered. The zones are the published ones
+   less the GPU pods assumed on the node, each charged to the zone kubelet would admit
+   it to (`DecisionContext.numa_topology`, `NodeTopology.zone_for`).
 4. Resource fit: the request against allocatable minus bound real pods minus assumed
    placements; capacity held by headstart placeholders counts as free (a real pod
    preempts them). Failing it is resolvable (preemption may free room).
@@ -81,13 +83,11 @@ def node_verdict(context: DecisionContext, state: NodeState) -> tuple[str | None
             if fit is None or not fit.holds_job:
                 return group_too_small_reason(context, group), False
 
-    topology = state.topology
-    if (
-        topology is not None
-        and request.gpu_milli > 0
-        and policy.numa is Locality.REQUIRED
-        and topology.best_zone_for(request.gpu_milli, request.cpu_milli) is None
-    ):
+    if request.gpu_milli > 0 and policy.numa is Locality.REQUIRED:
+        topology = context.numa_topology(state)  # zones less assumed GPU pods
+    else:
+        topology = None
+    if topology is not None and topology.zone_for(request.gpu_milli, request.cpu_milli) is None:
         return numa_reason(context), False
 
     free_gpu = state.free_gpu_milli

@@ -15,7 +15,7 @@ Must not: parse JSON, log, read the clock.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from bucketing.resources import ZERO, Resources
@@ -150,22 +150,60 @@ class NumaZone:
     cpu_free_milli: int
     gpu_free_milli: int
 
+    def holds(self, gpu_milli: int, cpu_milli: int) -> bool:
+        return self.gpu_free_milli >= gpu_milli and self.cpu_free_milli >= cpu_milli
+
 
 @dataclass(frozen=True, slots=True)
 class NodeTopology:
-    """The NUMA zones of a node, from its NodeResourceTopology object."""
+    """The NUMA zones of a node, from its NodeResourceTopology object.
+
+    zones: in NUMA-id order (`locality.parse` sorts NFD's `node-N` zone names by N),
+    because that order is how kubelet breaks ties between zones.
+    """
 
     node_name: str
     zones: tuple[NumaZone, ...]
 
-    def best_zone_for(self, gpu_milli: int, cpu_milli: int) -> NumaZone | None:
-        """The zone that holds both amounts with the least GPU left over, None if none can."""
-        best: NumaZone | None = None
+    def zone_for(self, gpu_milli: int, cpu_milli: int) -> NumaZone | None:
+        """The zone kubelet's single-numa-node topology manager admits such a pod to:
+        the lowest-numbered zone that holds both amounts; None if none can.
+
+        Why the lowest: every single-zone hint that fits is "preferred" and equally
+        narrow, and kubelet's merge keeps the narrower mask, breaking equal widths
+        towards the lower-numbered NUMA node (topologymanager bitmask
+        `IsNarrowerThan`). The fit check, the score and the charge for assumed
+        placements (`charged`) all use this one rule.
+        """
         for zone in self.zones:
             if zone.gpu_free_milli >= gpu_milli and zone.cpu_free_milli >= cpu_milli:
-                if best is None or zone.gpu_free_milli < best.gpu_free_milli:
-                    best = zone
-        return best
+                return zone
+        return None
+
+    def charged(self, requests: Iterable[Resources]) -> NodeTopology:
+        """The topology after pods with these requests are admitted, in this order.
+
+        Each request with GPUs takes its GPUs and CPUs from `zone_for`'s zone at that
+        moment. A request without GPUs takes nothing (the NUMA rules concern GPU pods,
+        and a CPU-only pod is pinned to a zone only in the Guaranteed QoS class with
+        integer CPUs, which the request alone does not tell). A request no zone holds
+        takes nothing either: kubelet with single-numa-node would reject that pod.
+        Returns self when nothing is charged.
+        """
+        zones = list(self.zones)
+        changed = False
+        for request in requests:
+            gpu, cpu = request.gpu_milli, request.cpu_milli
+            if gpu <= 0:
+                continue
+            for index, zone in enumerate(zones):
+                if zone.holds(gpu, cpu):
+                    zones[index] = NumaZone(
+                        zone.name, zone.cpu_free_milli - cpu, zone.gpu_free_milli - gpu
+                    )
+                    changed = True
+                    break
+        return NodeTopology(self.node_name, tuple(zones)) if changed else self
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -149,7 +149,9 @@ def parse_node_topology(
     Zones of type `Node` (NUMA nodes; a zone without a type counts as one) become
     `NumaZone`s with `available` CPU and GPUs (falling back to `allocatable` when a
     resource has no `available`). Other zone types are ignored. The object is named
-    after its node.
+    after its node. Zones come out in NUMA-id order (NFD names them `node-<id>`; other
+    names keep their place after those), the order kubelet breaks ties in
+    (`NodeTopology.zone_for`).
     """
     if not isinstance(obj, Mapping):
         raise InputError(f"{where}: expected a JSON object")
@@ -191,7 +193,15 @@ def parse_node_topology(
             else:
                 gpu_milli = milli
         zones.append(NumaZone(zone_name, cpu_milli, gpu_milli))
+    zones.sort(key=_numa_id)
     return NodeTopology(name, tuple(zones))
+
+
+def _numa_id(zone: NumaZone) -> int:
+    prefix, _, number = zone.name.rpartition("-")
+    if prefix == "node" and number.isdigit():
+        return int(number)
+    return 1 << 30  # unknown naming: after the numbered zones, in listed order (stable)
 
 
 def _object(value: Any, where: str, required: bool) -> Mapping[str, Any]:

@@ -108,6 +108,23 @@ class AssumedPlacements:
                 totals[a.node_name] = a.request if current is None else current + a.request
         return totals
 
+    def gpu_requests_by_node(
+        self, now: float, excluding: str | None = None
+    ) -> dict[str, list[Resources]]:
+        """Requests of live assumptions that ask for GPUs, per node, oldest first.
+
+        The order is the order the pods were steered (a re-steered pod moves to the
+        end), the likeliest order of their bindings and kubelet admissions: the NUMA
+        zone each one takes depends on the zones the earlier ones took
+        (`NodeTopology.charged`).
+        excluding: as in `requested_by_node`.
+        """
+        by_node: dict[str, list[Resources]] = {}
+        for a in self.by_uid.values():
+            if a.request.gpu_milli > 0 and a.expires_at > now and a.uid != excluding:
+                by_node.setdefault(a.node_name, []).append(a.request)
+        return by_node
+
 
 def assumption_for(
     pod: Pod, node_name: str, now: float, config: LocalityConfig

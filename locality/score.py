@@ -18,7 +18,8 @@ group (policy `required` or `preferred`; `none` gives 0):
        group that can hold all of the job's remaining pods (for `spread`, with a free
        node per pod, when some group has that); 0 otherwise.
 numa (pods requesting GPUs, NUMA policy not `none`):
-    1  the node publishes NUMA zones and one holds the pod's GPUs and CPUs together;
+    1  the node publishes NUMA zones and one holds the pod's GPUs and CPUs together,
+       after the GPU pods assumed on the node took their zones;
     0  otherwise (no zone fits, or no NodeResourceTopology data).
 placeholder:
     1  the node holds headstart placeholders (capacity already paid for) and is in the
@@ -105,6 +106,7 @@ def node_scorer(context: DecisionContext) -> Callable[[NodeState], tuple[int, in
     counterpart_nodes = context.counterpart_nodes
     job_nodes = context.job_nodes
     extra_requested = context.extra_requested
+    assumed_topologies = context.assumed_topologies  # NUMA zones less assumed GPU pods
     group_policy_none = policy.placement_group is Locality.NONE
     home_group = context.home_group
     # For a job with no home group: the groups that can hold all of its remaining pods.
@@ -165,8 +167,10 @@ def node_scorer(context: DecisionContext) -> Callable[[NodeState], tuple[int, in
 
         numa_term = 0
         if numa_wanted:
-            topology = state.topology
-            if topology is not None and topology.best_zone_for(gpu, cpu) is not None:
+            topology = assumed_topologies.get(name)
+            if topology is None:
+                topology = state.topology
+            if topology is not None and topology.zone_for(gpu, cpu) is not None:
                 numa_term = NUMA
 
         placeholder_term = 0

@@ -13,6 +13,8 @@ passed as the `cluster` of `decision_context`.
 
 One cache inside: single-NUMA fit per (GPUs, CPUs) request, memoised per table. The
 table never changes, so the memo is a pure function's result kept next to its input.
+Assumed GPU pods' NUMA charges are per request (they depend on the pod being
+scheduled), so they are applied on a copy of the memo's row, for their nodes only.
 
 Must not: read the clock, log, or change after construction (apart from that memo).
 """
@@ -38,7 +40,7 @@ from locality.filter import (
     numa_reason,
     outside_group_reason,
 )
-from locality.model import Locality, NodeState, Packing
+from locality.model import Locality, NodeState, NodeTopology, Packing
 from locality.score import GROUP, NODE_COUNTERPART, NODE_IDLE_MAX, NODE_JOB, NUMA, PLACEHOLDER
 
 UNKNOWN_NODE_REASON = "node not (yet) in the extender's node cache"
@@ -182,9 +184,24 @@ class NodeTable(Mapping[str, NodeState]):
             fit = np.zeros(len(self.names), dtype=bool)
             for row in self.topology_rows:
                 topology = self.states[row].topology
-                if topology is not None and topology.best_zone_for(gpu_milli, cpu_milli):
+                if topology is not None and topology.zone_for(gpu_milli, cpu_milli):
                     fit[row] = True
             self._numa_memo[key] = fit
+        return fit
+
+    def numa_fit_after_assumed(
+        self, gpu_milli: int, cpu_milli: int, assumed_topologies: Mapping[str, NodeTopology]
+    ) -> np.ndarray:
+        """`numa_fit` with the rows of nodes holding assumed GPU pods judged on their
+        charged zones (`DecisionContext.assumed_topologies`); copies only if needed."""
+        fit = self.numa_fit(gpu_milli, cpu_milli)
+        if not assumed_topologies:
+            return fit
+        fit = fit.copy()
+        for name, topology in assumed_topologies.items():
+            row = self.index.get(name)
+            if row is not None:
+                fit[row] = topology.zone_for(gpu_milli, cpu_milli) is not None
         return fit
 
     def free_after_assumed(
@@ -283,7 +300,8 @@ def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str
     ):
         has_topology = np.zeros(size + 1, dtype=bool)
         has_topology[list(table.topology_rows)] = True
-        fit = np.r_[table.numa_fit(request.gpu_milli, request.cpu_milli), False]
+        fit = np.r_[table.numa_fit_after_assumed(
+            request.gpu_milli, request.cpu_milli, context.assumed_topologies), False]
         verdict[unresolved & has_topology & ~fit] = 5
         unresolved = verdict == 0
     gpu, cpu, memory = table.free_after_assumed(context.extra_requested)
@@ -404,7 +422,8 @@ def score_columns(context: DecisionContext, table: NodeTable) -> np.ndarray:
         group = np.where(holds[codes], GROUP, 0)  # code -1 reads the trailing False
 
     if gpu_request > 0 and policy.numa is not Locality.NONE:
-        numa = table.numa_fit(gpu_request, cpu_request).astype(np.int64) * NUMA
+        numa = table.numa_fit_after_assumed(
+            gpu_request, cpu_request, context.assumed_topologies).astype(np.int64) * NUMA
     else:
         numa = np.zeros(size, dtype=np.int64)
 

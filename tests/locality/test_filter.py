@@ -256,3 +256,98 @@ def test_nodes_that_take_no_new_pods_do_not_make_a_group_big_enough(closed, colu
               else [total for _, total in score_totals(context, states)])
     assert dict(zip(names, totals, strict=True))["a-1"] == 3
     assert dict(zip(names, totals, strict=True))["b-1"] == 6
+
+
+# ---- NUMA zones charged with assumed GPU pods -----------------------------------------
+
+NUMA_NODE = "n"  # 8 GPUs, 96 CPUs: two NUMA zones of 4 GPUs and 48 CPUs each
+NO_ZONE_4 = "no NUMA zone holds 4 GPU and 8 CPU together (policy required)"
+NO_ZONE_2 = "no NUMA zone holds 2 GPU and 4 CPU together (policy required)"
+
+
+def gpu_pod(name, gpus, cpu, numa="required"):
+    return make_pod(name, cpu=cpu, gpus=gpus, job="j", role="worker", numa=numa)
+
+
+def steered(*pods_and_times, node=NUMA_NODE):
+    """Assumptions, oldest first, as prioritize records them (ttl 30 s)."""
+    assumed = AssumedPlacements()
+    for pod, at in pods_and_times:
+        assumed = assumed.assume(
+            Assumption(JobKey("ns", "j"), pod.uid, pod.name, Role.WORKER, node, pod.request,
+                       expires_at=at + 30.0))
+    return assumed
+
+
+FOUR = [gpu_pod(f"four-{i}", 4, 8) for i in range(3)]
+THREE = [gpu_pod(f"three-{i}", 3, 8) for i in range(2)]
+TWO = gpu_pod("two", 2, 4)
+
+
+@pytest.mark.parametrize(
+    ("pod", "assumed", "now", "zones_after", "verdict"),
+    [
+        # Charged zones are (free GPUs, free CPUs) per zone after the assumed pods; the
+        # verdict is the pod's on node n.
+        pytest.param(FOUR[1], steered((FOUR[0], 0.0)), 1.0,
+                     [(0, 40), (4, 48)], ("passed", None),
+                     id="second-4gpu-pod-fits-the-other-zone"),
+        # Both zones taken: 8 - 8 = 0 GPUs left; the zone rule fails first (unresolvable).
+        pytest.param(FOUR[2], steered((FOUR[0], 0.0), (FOUR[1], 0.5)), 1.0,
+                     [(0, 40), (0, 40)], ("unresolvable", NO_ZONE_4),
+                     id="third-4gpu-pod-fits-no-zone"),
+        # 3 + 3 GPUs assumed leave 1 per zone: the node has 8 - 6 = 2 GPUs free, so only
+        # the zone charge (not the node total) tells that 2 GPUs cannot stay on one zone.
+        pytest.param(TWO, steered((THREE[0], 0.0), (THREE[1], 0.0)), 1.0,
+                     [(1, 40), (1, 40)], ("unresolvable", NO_ZONE_2),
+                     id="node-total-fits-but-no-single-zone-does"),
+        # Steered at 0 s, ttl 30 s: at 30 s both assumptions are gone and the zones free.
+        pytest.param(TWO, steered((THREE[0], 0.0), (THREE[1], 0.0)), 30.0,
+                     [(4, 48), (4, 48)], ("passed", None),
+                     id="expired-assumptions-free-the-zones"),
+        # Scheduled again after a failed bind: its own stale assumption takes nothing.
+        pytest.param(FOUR[1], steered((FOUR[0], 0.0), (FOUR[1], 0.5)), 1.0,
+                     [(0, 40), (4, 48)], ("passed", None),
+                     id="own-stale-assumption-not-charged"),
+        pytest.param(FOUR[2], steered((FOUR[0], 0.0), (FOUR[1], 0.5), node="elsewhere"), 1.0,
+                     [(4, 48), (4, 48)], ("passed", None),
+                     id="assumptions-on-another-node-not-charged"),
+        # CPUs count too: 1 GPU + 44 CPUs takes zone 0 down to 3 GPUs and 4 CPUs, so a
+        # 3-GPU, 8-CPU pod fits only zone 1.
+        pytest.param(THREE[0], steered((gpu_pod("cpu-heavy", 1, 44), 0.0)), 1.0,
+                     [(3, 4), (4, 48)], ("passed", None),
+                     id="cpu-charge-moves-the-next-pod-to-zone-1"),
+        pytest.param(THREE[0], steered((gpu_pod("cpu-heavy", 1, 44), 0.0),
+                                       (gpu_pod("cpu-heavy-2", 1, 44), 0.0)), 1.0,
+                     [(3, 4), (3, 4)], ("unresolvable",
+                                        "no NUMA zone holds 3 GPU and 8 CPU together "
+                                        "(policy required)"),
+                     id="cpu-charges-leave-no-zone"),
+    ],
+)
+@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+def test_assumed_gpu_pods_take_their_numa_zone(pod, assumed, now, zones_after, verdict,
+                                               columnar):
+    from locality.score import score_nodes
+    from locality.table import NodeTable, filter_table, score_columns
+
+    state = make_state(NUMA_NODE, zones=[(4, 48), (4, 48)])
+    cluster = NodeTable([state]) if columnar else {state.name: state}
+    context = context_for(pod, cluster, job_pods=[pod], assumed=assumed, now=now)
+    zones = context.numa_topology(state).zones
+    assert [(z.gpu_free_milli // 1000, z.cpu_free_milli // 1000) for z in zones] == zones_after
+    if columnar:
+        result = filter_table(context, cluster, [NUMA_NODE])
+        numa_term = int(score_columns(context, cluster)[2][0])
+    else:
+        result = filter_nodes(context, [state])
+        numa_term = score_nodes(context, [state])[NUMA_NODE].numa
+    assert verdicts(result)[NUMA_NODE] == verdict
+    # Under `preferred` the same zones decide the score's NUMA term (1 fits, 0 not).
+    preferred = replace(pod, annotations={"headstart.io/numa": "preferred"})
+    context = context_for(preferred, cluster, job_pods=[preferred], assumed=assumed, now=now)
+    if columnar:
+        preferred_term = int(score_columns(context, cluster)[2][0])
+    else:
+        preferred_term = score_nodes(context, [state])[NUMA_NODE].numa
+    assert preferred_term == numa_term == (1 if verdict[0] == "passed" else 0)

@@ -38,14 +38,47 @@ def test_with_pod_and_without_pod_are_inverse(pod):
 @pytest.mark.parametrize(
     ("gpus", "cpus", "expected"),
     [
-        pytest.param(1, 4, "node-1", id="tightest-gpu-fit"),  # node-1 leaves 1 GPU, node-0 3
-        pytest.param(2, 4, "node-1", id="exact"),
+        # kubelet's single-numa-node merge keeps the lower-numbered of equally narrow
+        # zones, so the first zone that fits wins, not the tightest one.
+        pytest.param(1, 4, "node-0", id="lowest-zone-not-tightest"),  # node-1 fits too
+        pytest.param(2, 4, "node-0", id="both-fit-lowest-wins"),
         pytest.param(3, 4, "node-0", id="only-big-zone"),
+        pytest.param(1, 10, "node-1", id="node-0-short-of-cpus"),  # node-0 has 8 CPUs
         pytest.param(3, 40, None, id="cpus-and-gpus-never-together"),
         pytest.param(0, 40, "node-1", id="cpu-only"),
     ],
 )
-def test_best_zone(gpus, cpus, expected):
+def test_zone_for(gpus, cpus, expected):
     topology = NodeTopology("n", (NumaZone("node-0", 8000, 4000), NumaZone("node-1", 48000, 2000)))
-    zone = topology.best_zone_for(gpus * 1000, cpus * 1000)
+    zone = topology.zone_for(gpus * 1000, cpus * 1000)
     assert (zone.name if zone else None) == expected
+
+
+TWO_4GPU_ZONES = NodeTopology(
+    "n", (NumaZone("node-0", 48000, 4000), NumaZone("node-1", 48000, 4000))
+)
+
+
+@pytest.mark.parametrize(
+    ("requests", "expected"),
+    [
+        # (GPUs, CPUs) per admitted pod -> (GPUs, CPUs) free per zone afterwards.
+        pytest.param([(4, 8)], [(0, 40), (4, 48)], id="first-4gpu-pod-takes-node-0"),
+        pytest.param([(4, 8), (4, 8)], [(0, 40), (0, 40)], id="second-takes-node-1"),
+        pytest.param([(4, 8), (4, 8), (4, 8)], [(0, 40), (0, 40)],
+                     id="third-fits-no-zone-charges-nothing"),
+        pytest.param([(1, 8), (4, 8)], [(3, 40), (0, 40)], id="small-then-big"),
+        # 2 GPUs on node-0 (4 -> 2), 3 GPUs only node-1 holds (4 -> 1), 2 GPUs node-0 again.
+        pytest.param([(2, 4), (3, 4), (2, 4)], [(0, 40), (1, 44)], id="order-matters"),
+        pytest.param([(0, 16)], [(4, 48), (4, 48)], id="cpu-only-pod-not-charged"),
+        pytest.param([(1, 46)], [(3, 2), (4, 48)], id="cpus-charged-too"),  # 48 - 46 = 2
+    ],
+)
+def test_charged(requests, expected):
+    charged = TWO_4GPU_ZONES.charged(Resources.of(gpus, cpus, 0) for gpus, cpus in requests)
+    assert [(z.gpu_free_milli / 1000, z.cpu_free_milli / 1000) for z in charged.zones] == expected
+    assert TWO_4GPU_ZONES.zones[0].gpu_free_milli == 4000  # the input is unchanged
+
+
+def test_charged_returns_itself_when_nothing_is_charged():
+    assert TWO_4GPU_ZONES.charged([Resources.of(0, 4, 1)]) is TWO_4GPU_ZONES

@@ -185,6 +185,23 @@ def test_node_resource_topology_v1alpha2():
     )
 
 
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        pytest.param(["node-1", "node-0"], ["node-0", "node-1"], id="numa-id-order"),
+        pytest.param(["node-10", "node-2"], ["node-2", "node-10"], id="numeric-not-text"),
+        pytest.param(["zone-b", "node-1", "zone-a"], ["node-1", "zone-b", "zone-a"],
+                     id="other-names-after-in-listed-order"),
+    ],
+)
+def test_zones_come_out_in_numa_id_order(names, expected):
+    # kubelet breaks ties between fitting zones towards the lower NUMA id, and
+    # NodeTopology.zone_for takes the first zone that fits, so the order is the rule.
+    obj = copy.deepcopy(NRT)
+    obj["zones"] = [{"name": name, "type": "Node", "resources": []} for name in names]
+    assert [zone.name for zone in parse_node_topology(obj, CONFIG).zones] == expected
+
+
 def _broken(path: list, value):
     obj = copy.deepcopy(NRT)
     target = obj
