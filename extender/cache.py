@@ -8,6 +8,17 @@ one dict lookup per candidate node plus the pods of one job.
 Also holds the `AssumedPlacements` (pods steered but not yet seen bound) and drops an
 assumption as soon as a watch event shows the pod bound, finished or deleted.
 
+NUMA zones lag behind bindings: NFD's topology updater republishes a node's
+NodeResourceTopology on its own interval (60 s by default), so for a while after a
+GPU pod is bound its zone still looks free. The cache therefore keeps charging the
+node's zones with the GPU pods it saw bound since that node's NRT object last
+changed (each to the zone `NodeTopology.zone_for` picks, in bind order), and drops
+those charges when the NRT object next changes (the updater has counted them), or a
+pod's own charge when the pod finishes, moves or is deleted. `NodeState.topology` is
+the published zones less those charges; live assumptions are charged on top per
+request (`locality.context`). Pods seen already bound in the first full list are
+taken as counted by the NRT list that comes with it.
+
 Threading: every method runs on the event-loop thread. The watch threads
 (`extender.watch`) only parse JSON and hand the parsed objects over with
 `loop.call_soon_threadsafe`, so the handlers read a consistent view without locks.
@@ -20,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from bucketing.resources import Resources
 from locality.config import LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Node, NodeState, NodeTopology, Pod
@@ -53,6 +65,9 @@ class ClusterCache:
         self._pods_on_node: dict[str, set[str]] = {}
         self._pods_of_job: dict[JobKey, set[str]] = {}
         self._topologies: dict[str, NodeTopology] = {}
+        # Node -> {pod key: request}, bind order: GPU pods seen bound since the node's
+        # NRT object last changed, i.e. not yet counted in its published zones.
+        self._unreflected: dict[str, dict[str, Resources]] = {}
         self._node_objects: dict[str, Node] = {}
         # The columnar snapshot for the numpy filter/score, brought up to date lazily:
         # a burst of watch events costs one column copy at the next request.
@@ -139,7 +154,7 @@ class ClusterCache:
 
     def _build_state(self, node: Node) -> NodeState:
         pods = self._pods
-        state = NodeState(node, topology=self._topologies.get(node.name))
+        state = NodeState(node, topology=self._topology_of(node.name))
         for key in self._pods_on_node.get(node.name, ()):
             state = state.with_pod(pods[key])
         return state
@@ -147,12 +162,31 @@ class ClusterCache:
     # ---- pods --------------------------------------------------------------------
 
     def replace_pods(self, pods: Iterable[Pod]) -> None:
-        """A full pod list: re-index and rebuild every node state."""
+        """A full pod list: re-index and rebuild every node state.
+
+        On a relist (not the first list) a GPU pod bound since the last view starts a
+        NUMA charge as a watch event would; charges of pods gone, finished or moved end.
+        """
+        before = self._pods
+        relist = self.synced[PODS]
         self._pods = {}
         self._pods_on_node = {}
         self._pods_of_job = {}
         for pod in pods:
             self._index(pod_key(pod.namespace, pod.name), pod)
+        unreflected: dict[str, dict[str, Resources]] = {}
+        for key, pod in self._pods.items():
+            if not _charges_zone(pod):
+                continue
+            old = before.get(key)
+            kept = self._unreflected.get(pod.node_name or "", {}).get(key)
+            if kept is not None and old is not None and old.uid == pod.uid:
+                unreflected.setdefault(pod.node_name or "", {})[key] = pod.request
+            elif relist and (old is None or old.node_name is None):
+                unreflected.setdefault(pod.node_name or "", {})[key] = pod.request
+        self._unreflected = {
+            name: charges for name, charges in unreflected.items() if name in self._topologies
+        }
         self.nodes = {name: self._build_state(node) for name, node in self._node_objects.items()}
         self._table = None
         assumed = self.assumed
@@ -172,10 +206,15 @@ class ClusterCache:
         if old is not None:
             self._unindex(key, old)
         self._index(key, pod)
+        newly_bound = old is None or old.node_name is None or old.uid != pod.uid
         if old is not None and old.node_name is not None:
             self._update_node(old.node_name, old, remove=True)
+            if newly_bound or pod.node_name != old.node_name or not _charges_zone(pod):
+                self._uncharge_zone(old.node_name, key)  # moved, finished or replaced
         if pod.node_name is not None:
             self._update_node(pod.node_name, pod, remove=False)
+            if newly_bound and self.synced[PODS] and _charges_zone(pod):
+                self._charge_zone(pod.node_name, key, pod.request)
         self.assumed = self.assumed.observe(pod)
         self.version += 1
 
@@ -186,6 +225,7 @@ class ClusterCache:
             self._unindex(key, old)
             if old.node_name is not None:
                 self._update_node(old.node_name, old, remove=True)
+                self._uncharge_zone(old.node_name, key)
         self.assumed = self.assumed.observe(pod, deleted=True)
         self.version += 1
 
@@ -214,9 +254,13 @@ class ClusterCache:
     # ---- NUMA topology -----------------------------------------------------------
 
     def replace_topologies(self, topologies: Iterable[NodeTopology]) -> None:
+        before = self._topologies
         self._topologies = {topology.node_name: topology for topology in topologies}
+        for name in list(self._unreflected):
+            if self._topologies.get(name) != before.get(name):
+                del self._unreflected[name]  # republished since: it counts those pods
         for name, state in self.nodes.items():
-            topology = self._topologies.get(name)
+            topology = self._topology_of(name)
             if topology is not state.topology:
                 self.nodes[name] = state.with_topology(topology)
         self._table = None
@@ -224,20 +268,55 @@ class ClusterCache:
         self.version += 1
 
     def apply_topology(self, topology: NodeTopology) -> None:
-        self._topologies[topology.node_name] = topology
-        state = self.nodes.get(topology.node_name)
-        if state is not None:
-            self.nodes[topology.node_name] = state.with_topology(topology)
-            self._dirty.add(topology.node_name)
+        name = topology.node_name
+        if self._topologies.get(name) != topology:
+            # The updater republished different zones: they count every pod bound
+            # before (see the module docstring for the race this leaves).
+            self._unreflected.pop(name, None)
+        self._topologies[name] = topology
+        self._refresh_topology(name)
         self.version += 1
 
     def delete_topology(self, node_name: str) -> None:
         self._topologies.pop(node_name, None)
+        self._unreflected.pop(node_name, None)
         state = self.nodes.get(node_name)
         if state is not None:
             self.nodes[node_name] = state.with_topology(None)
             self._dirty.add(node_name)
         self.version += 1
+
+    def unreflected_pods(self, node_name: str) -> tuple[str, ...]:
+        """Keys (namespace/name) of the GPU pods charged to the node's NUMA zones because
+        its NRT object has not changed since they were bound (bind order)."""
+        return tuple(self._unreflected.get(node_name, ()))
+
+    def _topology_of(self, node_name: str) -> NodeTopology | None:
+        """The published zones less the GPU pods bound since they were published."""
+        topology = self._topologies.get(node_name)
+        charges = self._unreflected.get(node_name)
+        if topology is None or not charges:
+            return topology
+        return topology.charged(charges.values())
+
+    def _refresh_topology(self, node_name: str) -> None:
+        state = self.nodes.get(node_name)
+        if state is not None:
+            self.nodes[node_name] = state.with_topology(self._topology_of(node_name))
+            self._dirty.add(node_name)
+
+    def _charge_zone(self, node_name: str, key: str, request: Resources) -> None:
+        if node_name in self._topologies:
+            self._unreflected.setdefault(node_name, {})[key] = request
+            self._refresh_topology(node_name)
+
+    def _uncharge_zone(self, node_name: str, key: str) -> None:
+        charges = self._unreflected.get(node_name)
+        if charges is not None and key in charges:
+            del charges[key]
+            if not charges:
+                del self._unreflected[node_name]
+            self._refresh_topology(node_name)
 
     # ---- assumptions -------------------------------------------------------------
 
@@ -270,6 +349,17 @@ def _same_pod(old: Pod, new: Pod) -> bool:
         and old.priority == new.priority
         and old.labels == new.labels
         and old.annotations == new.annotations
+    )
+
+
+def _charges_zone(pod: Pod) -> bool:
+    """A bound, running GPU pod: kubelet gave it a NUMA zone (placeholders are left out:
+    real pods preempt them, as everywhere else in the decisions)."""
+    return (
+        pod.node_name is not None
+        and not pod.terminal
+        and not pod.is_placeholder
+        and pod.request.gpu_milli > 0
     )
 
 

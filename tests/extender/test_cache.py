@@ -123,3 +123,72 @@ def test_status_only_updates_change_nothing_the_decisions_read():
     cache.apply_node(node("a", group="g2"))  # a label the decisions read
     assert cache.version == version + 1
     assert cache.table().states[0].placement_group == "g2"
+
+
+# ---- NUMA zones: bound GPU pods stay charged until the node's NRT object changes -------
+
+TWO_ZONES = [(48, 4), (48, 4)]  # (CPUs, GPUs) per zone, as NFD published it
+
+
+def nrt(zones=TWO_ZONES, name="a"):
+    return parse_node_topology(make_nrt(name, zones), LOCALITY)
+
+
+def w(name, gpus=4, phase="Running", on="a", **kwargs):
+    return pod(name, gpus=gpus, cpu="8", node=on, phase=phase, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("listed", "events", "zone_gpus", "charged"),
+    [
+        # zone_gpus: free GPUs per zone in the cache's view of node a afterwards.
+        pytest.param([], [("pod", w("w0"))], [0, 4], ["team/w0"], id="bind-takes-node-0"),
+        pytest.param([], [("pod", w("w0")), ("pod", w("w1"))], [0, 0],
+                     ["team/w0", "team/w1"], id="second-bind-takes-node-1"),
+        # The updater republished the same zones (it has not counted w0 yet): keep it.
+        pytest.param([], [("pod", w("w0")), ("nrt", nrt())], [0, 4], ["team/w0"],
+                     id="unchanged-nrt-keeps-the-charge"),
+        # New zones count w0 (node-0 at 0 GPUs): charging it again would take node-1 too.
+        pytest.param([], [("pod", w("w0")), ("nrt", nrt([(40, 0), (48, 4)]))], [0, 4], [],
+                     id="changed-nrt-ends-the-charge"),
+        pytest.param([], [("pod", w("w0")), ("pod", w("w0", phase="Succeeded"))], [4, 4], [],
+                     id="finished-pod-uncharged"),
+        pytest.param([], [("pod", w("w0")), ("delete", w("w0"))], [4, 4], [],
+                     id="deleted-pod-uncharged"),
+        pytest.param([], [("pod", w("w0")), ("pod", w("w0", labels={"x": "y"}))], [0, 4],
+                     ["team/w0"], id="relabelled-pod-keeps-its-charge"),
+        pytest.param([], [("pod", w("w0")), ("nrt-deleted", "a")], [], [],
+                     id="nrt-deleted-no-zones"),
+        # Pods bound before the first list: the NRT listed with them counts them.
+        pytest.param([w("w0")], [], [4, 4], [], id="first-list-not-charged"),
+        pytest.param([w("w0", phase="Pending", on=None)], [("relist", [w("w0")])], [0, 4],
+                     ["team/w0"], id="relist-shows-a-new-binding"),
+        pytest.param([w("w0", phase="Pending", on=None)],
+                     [("pod", w("w0")), ("relist", [w("w0")])], [0, 4], ["team/w0"],
+                     id="relist-keeps-a-charge"),
+        pytest.param([], [("pod", w("cpu", gpus=0))], [4, 4], [], id="cpu-only-not-charged"),
+        pytest.param([], [("pod", w("ph", labels={"headstart.io/placeholder": "true"}))],
+                     [4, 4], [], id="placeholder-not-charged"),
+    ],
+)
+def test_bound_gpu_pods_hold_their_zone_until_the_nrt_changes(listed, events, zone_gpus,
+                                                               charged):
+    cache = rebuilt([node("a")], listed, [nrt()])
+    cache.table()  # a first snapshot, so the table below is the incremental one
+    for kind, item in events:
+        if kind == "pod":
+            cache.apply_pod(item)
+        elif kind == "delete":
+            cache.delete_pod(item)
+        elif kind == "nrt":
+            cache.apply_topology(item)
+        elif kind == "nrt-deleted":
+            cache.delete_topology(item)
+        else:
+            cache.replace_pods(item)
+    topology = cache.nodes["a"].topology
+    assert ([z.gpu_free_milli // GPU for z in topology.zones] if topology else []) == zone_gpus
+    assert list(cache.unreflected_pods("a")) == charged
+    # The numpy table sees the same zones: a 4-GPU pod fits a zone iff one has 4 free.
+    table = cache.table()
+    assert bool(table.numa_fit(4 * GPU, 8_000)[table.index["a"]]) == (4 in zone_gpus)
