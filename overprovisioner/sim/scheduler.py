@@ -19,7 +19,9 @@ equals; the order here is the node's creation order, which keeps runs reproducib
 
 Bounds: at most `SAMPLE_NODES` candidates are scored plus the nodes holding the pod's
 job (kube-scheduler samples nodes above 100 too); no affinity, taints beyond GPU vs CPU
-types, or NUMA topology (nodes publish none here, so the NUMA term is 0 everywhere).
+types, or NUMA topology (nodes publish none here, so the NUMA term is 0 everywhere); none
+of kube-scheduler's other score plugins is modelled (in a cluster, BalancedAllocation,
+weight 1 and 0..100 on CPU and memory, can outweigh a few points of MostAllocated).
 """
 
 from __future__ import annotations
@@ -47,18 +49,24 @@ def least_allocated(node: SimNode, cpu: int, mem: int) -> float:
     return (cpu_score + mem_score) / 2
 
 
-def most_allocated(node: SimNode, gpu: int, cpu: int, mem: int) -> float:
-    """NodeResourcesFit MostAllocated on nvidia.com/gpu, CPU and memory (weights 1, as
-    the shipped profile): mean used fraction after the pod. Like kube-scheduler, a
-    resource the node does not have (GPUs on a CPU node) is left out of the mean."""
-    total, count = 0.0, 0
-    for alloc, free, asked in ((node.alloc_gpu, node.free_gpu, gpu),
-                               (node.alloc_cpu, node.free_cpu, cpu),
-                               (node.alloc_mem, node.free_mem, mem)):
-        if alloc > 0:
-            total += (alloc - free + asked) / alloc
-            count += 1
-    return total / count if count else 0.0
+def most_allocated(node: SimNode, gpu: int, cpu: int, mem: int) -> int:
+    """NodeResourcesFit MostAllocated as the shipped profile configures it (nvidia.com/gpu,
+    cpu, memory; weight 1 each), in kube-scheduler's integer arithmetic: per resource
+    100 x (requested after the pod) // allocatable, then the weighted sum // the weights.
+
+    As kube-scheduler does, GPUs count only for a pod that asks for some (an extended
+    resource the pod does not request is skipped on every node, so a CPU pod is scored on
+    CPU and memory alone) and a resource the node lacks is left out (most_allocated.go,
+    resource_allocation.go in pkg/scheduler/framework/plugins/noderesources)."""
+    total, weights = 0, 0
+    for alloc, free, asked, extended in ((node.alloc_gpu, node.free_gpu, gpu, True),
+                                         (node.alloc_cpu, node.free_cpu, cpu, False),
+                                         (node.alloc_mem, node.free_mem, mem, False)):
+        if alloc <= 0 or (extended and asked == 0):
+            continue
+        total += min(alloc - free + asked, alloc) * 100 // alloc
+        weights += 1
+    return total // weights if weights else 0
 
 
 class JobBook:

@@ -1,4 +1,5 @@
-"""The simulator's pieces: CA's scale-up estimate, policy names, config checks, comparison."""
+"""The simulator's pieces: CA's scale-up estimate, MostAllocated, policy names, config checks,
+comparison, rate-oracle's headroom."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import pytest
 from bucketing.durations import parse_duration
 from bucketing.errors import InputError
 from overprovisioner.sim.autoscaler import scale_up
-from overprovisioner.sim.cluster import Cluster
+from overprovisioner.sim.cluster import Cluster, SimNode
 from overprovisioner.sim.compare import assess, interpolate_extra
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.metrics import Metrics
 from overprovisioner.sim.policies import RateOracle, parse_policy_name
+from overprovisioner.sim.scheduler import most_allocated
 from tests.overprovisioner.simbuild import GIB, types
 
 G4_12 = types("g4dn.12xlarge")  # 4 GPUs, 48 vCPU
@@ -57,6 +59,38 @@ def test_scale_up_respects_group_of_placeholders_and_max():
     # 3 wanted in pg-b, the group holds at most 2 nodes
     assert launch == {"pg-b": 2}
 
+
+
+def sim_node(alloc, used):
+    """A ready node with allocatable `alloc` and `used` taken, both (gpu_milli, cpu_milli, GiB)."""
+    node = SimNode(0, 0, "", G4_12[0], 0.0, initial=True)
+    node.alloc_gpu, node.alloc_cpu, node.alloc_mem = alloc[0], alloc[1], alloc[2] * GIB
+    node.free_gpu = alloc[0] - used[0]
+    node.free_cpu = alloc[1] - used[1]
+    node.free_mem = (alloc[2] - used[2]) * GIB
+    return node
+
+
+@pytest.mark.parametrize(
+    "alloc, used, pod, expected",
+    [
+        # GPU 3000*100//4000 = 75, CPU 12000*100//40000 = 30, memory 30*100//100 = 30:
+        # (75 + 30 + 30) // 3 = 45
+        ((4000, 40000, 100), (2000, 10000, 25), (1000, 2000, 5), 45),
+        # the same node for a pod asking no GPU: kube-scheduler skips the extended
+        # resource, (30 + 30) // 2 = 30 (counting GPUs would give (50 + 30 + 30) / 3)
+        ((4000, 40000, 100), (2000, 10000, 25), (0, 2000, 5), 30),
+        # a node without GPUs: CPU 2000*100//4000 = 50, memory 6*100//16 = 37 (37.5
+        # floored): (50 + 37) // 2 = 43 (43.5 floored)
+        ((0, 4000, 16), (0, 1000, 4), (0, 1000, 2), 43),
+        # 1% apart is no difference: CPU 12100*100//40000 = 30 as for 12000 above
+        ((4000, 40000, 100), (2000, 10100, 25), (1000, 2000, 5), 45),
+    ],
+    ids=["gpu-pod", "cpu-pod-skips-gpus", "cpu-node", "integer-rounding"],
+)
+def test_most_allocated_scores_as_kube_scheduler(alloc, used, pod, expected):
+    node = sim_node(alloc, used)
+    assert most_allocated(node, pod[0], pod[1], pod[2] * GIB) == expected
 
 @pytest.mark.parametrize(
     "name, expected",
