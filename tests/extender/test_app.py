@@ -389,3 +389,46 @@ async def test_without_node_cache_known_nodes_keep_their_cached_pods(serve):
     # busy: 8 - 6 = 2 GPUs free < 4; fresh: parsed from the request, 8 free.
     assert [node["metadata"]["name"] for node in answer["Nodes"]["items"]] == ["fresh"]
     assert "insufficient GPU" in answer["FailedNodes"]["busy"]
+
+
+# ---- NUMA zones: steered and freshly bound GPU pods take their zone -------------------
+
+
+async def test_gpu_pods_back_to_back_do_not_share_a_numa_zone_before_the_nrt_catches_up(serve):
+    # Nodes a and b: 8 GPUs in two NUMA zones of 4 GPUs and 48 CPUs. Two 3-GPU workers
+    # land on a (pack): node-0 and node-1 keep 1 GPU each, the node 8 - 6 = 2. A 2-GPU
+    # chief fits a's GPU total but no zone of a, so kubelet (single-numa-node) would
+    # reject it there: a must be unresolvable even though no NRT has changed yet.
+    numa = {"headstart.io/numa": "required"}
+    workers = [make_pod(f"w{i}", gpus=3, cpu="8", job="nj", role="worker", annotations=numa)
+               for i in range(2)]
+    chief = make_pod("chief", gpus=2, cpu="4", job="nj", role="chief", annotations=numa)
+    cache = build_cache([make_node("a"), make_node("b")], [*workers, chief],
+                        [make_nrt("a", [(48, 4), (48, 4)]), make_nrt("b", [(48, 4), (48, 4)])])
+    client = await serve(cache)
+    assert [await schedule(client, pod, ["a", "b"]) for pod in workers] == ["a", "a"]
+    no_zone = "no NUMA zone holds 2 GPU and 4 CPU together (policy required)"
+
+    async def chief_on_a():
+        _, text = await post(client, "filter", args_body(chief, names=["a", "b"]))
+        answer = json.loads(text)
+        return "passed" if "a" in answer["NodeNames"] else answer[
+            "FailedAndUnresolvableNodes"]["a"]
+
+    assert await chief_on_a() == no_zone  # the two assumptions hold node-0 and node-1
+    # The watch shows both workers bound: the assumptions go, the bound pods keep
+    # their zones while a's NRT object is the one published before they came.
+    for worker in workers:
+        bound = copy.deepcopy(worker)
+        bound["spec"]["nodeName"], bound["status"]["phase"] = "a", "Running"
+        cache.apply_pod(parse_pod(bound, LOCALITY))
+    assert [a.pod_name for a in cache.assumed.by_uid.values()] == ["chief"]
+    assert cache.unreflected_pods("a") == ("team/w0", "team/w1")
+    assert await chief_on_a() == no_zone
+    # The topology updater republishes: its zones count the workers now (1 GPU left each).
+    cache.apply_topology(parse_node_topology(make_nrt("a", [(40, 1), (40, 1)]), LOCALITY))
+    assert cache.unreflected_pods("a") == ()
+    assert await chief_on_a() == no_zone
+    # w1 finished and the updater republished node-1 with its 4 GPUs: the chief fits.
+    cache.apply_topology(parse_node_topology(make_nrt("a", [(40, 1), (48, 4)]), LOCALITY))
+    assert await chief_on_a() == "passed"
