@@ -41,6 +41,9 @@ CASES = [
      checks.scheduler_config_problems, ["scoringStrategy.type", "MostAlocated"]),
     ("base/scheduler/scheduler-config.yaml", "type: MostAllocated", "type: LeastAllocated",
      checks.docs_problems, ["docs/extender.md", "profiles differ", "config.yaml profiles"]),
+    # kube-scheduler defaults the strategy's type only when scoringStrategy is absent
+    ("base/scheduler/scheduler-config.yaml", "type: MostAllocated", "# type: MostAllocated",
+     checks.scheduler_config_problems, ["scoringStrategy", "'type' is a required property"]),
     ("base/extender/deployment.yaml", "readOnlyRootFilesystem: true",
      "readOnlyRootFilesystem: false", checks.security_problems,
      ["base/extender/deployment.yaml", "Deployment/headstart-extender", "readOnlyRootFilesystem"]),
