@@ -124,9 +124,12 @@ def decision_context(
     if not len(assumed):
         return build_context(pod, identity, policy, placement, cluster)
     extra = assumed.requested_by_node(now, excluding=pod.uid)
-    topologies = topologies_after_assumed(
-        assumed.gpu_requests_by_node(now, excluding=pod.uid), cluster
-    )
+    topologies: Mapping[str, NodeTopology] = _NO_TOPOLOGIES
+    if pod.request.gpu_milli > 0 and policy.numa is not Locality.NONE:
+        # Only GPU pods under a NUMA policy read zones (filter rule 3, score term).
+        topologies = topologies_after_assumed(
+            assumed.gpu_requests_by_node(now, excluding=pod.uid), cluster
+        )
     return build_context(pod, identity, policy, placement, cluster, extra, topologies)
 
 
