@@ -182,7 +182,7 @@ class ClusterCache:
             kept = self._unreflected.get(pod.node_name or "", {}).get(key)
             if kept is not None and old is not None and old.uid == pod.uid:
                 unreflected.setdefault(pod.node_name or "", {})[key] = pod.request
-            elif relist and (old is None or old.node_name is None):
+            elif relist and (old is None or old.node_name is None or old.uid != pod.uid):
                 unreflected.setdefault(pod.node_name or "", {})[key] = pod.request
         self._unreflected = {
             name: charges for name, charges in unreflected.items() if name in self._topologies

@@ -166,6 +166,9 @@ def w(name, gpus=4, phase="Running", on="a", **kwargs):
         pytest.param([w("w0", phase="Pending", on=None)],
                      [("pod", w("w0")), ("relist", [w("w0")])], [0, 4], ["team/w0"],
                      id="relist-keeps-a-charge"),
+        # Re-created under the same name (new uid) while the pod watch was down.
+        pytest.param([w("w0", on="b")], [("relist", [w("w0", uid="new-uid")])], [0, 4],
+                     ["team/w0"], id="relist-shows-a-re-created-pod-bound"),
         pytest.param([], [("pod", w("cpu", gpus=0))], [4, 4], [], id="cpu-only-not-charged"),
         pytest.param([], [("pod", w("ph", labels={"headstart.io/placeholder": "true"}))],
                      [4, 4], [], id="placeholder-not-charged"),
@@ -173,7 +176,7 @@ def w(name, gpus=4, phase="Running", on="a", **kwargs):
 )
 def test_bound_gpu_pods_hold_their_zone_until_the_nrt_changes(listed, events, zone_gpus,
                                                                charged):
-    cache = rebuilt([node("a")], listed, [nrt()])
+    cache = rebuilt([node("a"), node("b")], listed, [nrt()])
     cache.table()  # a first snapshot, so the table below is the incremental one
     for kind, item in events:
         if kind == "pod":
