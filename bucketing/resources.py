@@ -104,6 +104,8 @@ def parse_resource_quantity(value: Any, where: str) -> Decimal:
         quantity = parse_quantity(value)
     except (ValueError, TypeError, InvalidOperation) as error:
         raise InputError(f"{where}: {value!r} is not a Kubernetes quantity ({error})") from None
+    if not quantity.is_finite():
+        raise InputError(f"{where}: {value!r} is not a finite quantity")
     if quantity < 0:
         raise InputError(f"{where}: {value!r} is negative")
     return quantity

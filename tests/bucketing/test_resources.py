@@ -162,6 +162,10 @@ BAD = [
     (make_pod([container("1")], pod_level={"requests": {"cpu": "x"}}),
      "pod.spec.resources.requests.cpu", "bad-pod-level"),
     (make_pod([container("1")], pod_level=["cpu"]), "pod.spec.resources", "pod-level-list"),
+    (make_pod([container(float("inf"))]), "pod.spec.containers[0].resources.requests.cpu",
+     "infinite-cpu"),
+    (make_pod([container("1", memory=float("nan"))]),
+     "pod.spec.containers[0].resources.requests.memory", "nan-memory"),
     ({"metadata": {}}, "pod.spec", "no-spec"),
     ("not a pod", "pod", "not-an-object"),
 ]
