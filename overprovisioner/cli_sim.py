@@ -178,7 +178,7 @@ def _load(args: argparse.Namespace, synthetic: bool) -> tuple[Any, Any, Any]:
 
 
 def simulate_command(args: argparse.Namespace) -> int:
-    from overprovisioner.sim.compare import DEFAULT_POLICIES, assess, run_policies
+    from overprovisioner.sim.compare import DEFAULT_POLICIES, assess_all, run_policies
     from overprovisioner.sim.policies import parse_policy_name
 
     policies = tuple(args.policy or DEFAULT_POLICIES)
@@ -203,15 +203,16 @@ def simulate_command(args: argparse.Namespace) -> int:
         return 0
     print(describe_workload(table, workload))
     print(format_table(metrics))
-    for line in assess(metrics).lines():
-        print(line)
+    for assessment in assess_all(metrics):
+        for line in assessment.lines():
+            print(line)
     print(f"({len(results)} runs in {elapsed:.1f} s)")
     return 0
 
 
 def demo_command(args: argparse.Namespace) -> int:
     from overprovisioner.report import write_report
-    from overprovisioner.sim.compare import DEMO_POLICIES, assess, run_policies
+    from overprovisioner.sim.compare import DEMO_POLICIES, assess_all, run_policies
     from overprovisioner.sim.config import SimConfig
 
     args.buckets = None
@@ -227,8 +228,9 @@ def demo_command(args: argparse.Namespace) -> int:
                          workload_text=describe_workload(table, workload))
     print(describe_workload(table, workload))
     print(format_table(metrics))
-    for line in assess(metrics).lines():
-        print(line)
+    for assessment in assess_all(metrics):
+        for line in assessment.lines():
+            print(line)
     print(f"({len(results)} runs in {time.perf_counter() - started:.1f} s)")
     print(f"report: {index}")
     return 0

@@ -115,7 +115,7 @@ def plot_tradeoff(metrics: Sequence, path: Path) -> Path:
 def write_report(results: Sequence, folder: Path, title: str, workload_text: str) -> Path:
     """Write plots and index.html into `folder`; return the page's path."""
     from overprovisioner.cli_sim import COLUMNS, table_rows
-    from overprovisioner.sim.compare import assess
+    from overprovisioner.sim.compare import assess_all
 
     paths = write_plots(results, folder)
     metrics = [m for _, m in results]
@@ -124,7 +124,8 @@ def write_report(results: Sequence, folder: Path, title: str, workload_text: str
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
         for row in table_rows(metrics)
     )
-    assessment = "".join(f"<li>{html.escape(line)}</li>" for line in assess(metrics).lines())
+    assessment = "".join(f"<li>{html.escape(line)}</li>" for judged in assess_all(metrics)
+                         for line in judged.lines())
     images = "".join(
         f'<figure><img src="{p.name}" alt="{html.escape(p.stem)}"></figure>'
         for p in [paths[-1], *paths[:-1]]

@@ -4,7 +4,9 @@ Decides the comparison the project's targets are stated in: each policy's reduct
 capacity-caused pending GPU-minutes against `reactive`, its extra GPU-hours over
 `reactive`, and, for the predictive policy, the extra GPU-hours static headroom needs
 for the same reduction, interpolated linearly between static levels (static:0 =
-reactive is the origin). Also how far predictive is from the oracle on both axes.
+reactive is the origin). Also how far predictive is from the oracle on both axes. Every
+run named `predictive*` (each quantile) and `rate-oracle*` (the yardstick of a perfect
+forecast of demand) is judged the same way.
 
 Must not: read files or print (the CLI does); runs work on their own state.
 """
@@ -26,15 +28,18 @@ from overprovisioner.sim.workload import Workload
 DEFAULT_POLICIES = ("reactive", "static:1", "static:2", "static:4", "static:8", "predictive",
                     "oracle")
 # The demo also draws predictive's own trade-off curve, at higher quantiles.
-DEMO_POLICIES = DEFAULT_POLICIES + ("predictive:0.97", "predictive:0.99")
+DEMO_POLICIES = DEFAULT_POLICIES + ("predictive:0.97", "predictive:0.99", "rate-oracle:0.97")
+JUDGED_PREFIXES = ("predictive", "rate-oracle")
 
 
 @dataclass(frozen=True)
 class Assessment:
-    """Predictive against reactive, static and the oracle (None where a run is missing).
+    """One policy (predictive by default) against reactive, static and the oracle (None
+    where a run is missing).
 
-    reduction: 1 - pending GPU-minutes / reactive's; extra_gpu_hours: over reactive's.
-    static_extra_for_same: extra GPU-hours static needs for predictive's reduction
+    policy: the judged run's name. reduction: 1 - pending GPU-minutes / reactive's;
+    extra_gpu_hours: over reactive's.
+    static_extra_for_same: extra GPU-hours static needs for the judged run's reduction
         (interpolated; None when no static level reaches it).
     """
 
@@ -43,6 +48,7 @@ class Assessment:
     static_extra_for_same: float | None
     oracle_reduction: float | None
     oracle_extra_gpu_hours: float | None
+    policy: str = "predictive"
 
     @property
     def meets_reduction_target(self) -> bool:
@@ -58,9 +64,10 @@ class Assessment:
 
     def lines(self) -> list[str]:
         if self.reduction is None:
-            return ["(assessment needs the reactive and predictive runs)"]
+            return [f"(assessment needs the reactive and {self.policy} runs)"]
+        name = self.policy
         out = [
-            f"predictive cuts pending GPU-minutes by {self.reduction:.1%} vs reactive "
+            f"{name} cuts pending GPU-minutes by {self.reduction:.1%} vs reactive "
             f"(target >= 90%: {'met' if self.meets_reduction_target else 'NOT met'}) for "
             f"{self.extra_gpu_hours:+.1f} GPU-hours",
         ]
@@ -68,18 +75,18 @@ class Assessment:
             ratio = self.extra_ratio_to_static
             out.append(
                 f"static headroom needs {self.static_extra_for_same:+.1f} GPU-hours for the same "
-                f"reduction; predictive spends {ratio:.2f}x that (target <= 0.5x: "
+                f"reduction; {name} spends {ratio:.2f}x that (target <= 0.5x: "
                 f"{'met' if ratio is not None and ratio <= 0.5 else 'NOT met'})"
                 if ratio is not None else
                 f"static headroom needs {self.static_extra_for_same:+.1f} GPU-hours for the same "
                 "reduction"
             )
         else:
-            out.append("no static level in this run reaches predictive's reduction")
+            out.append(f"no static level in this run reaches {name}'s reduction")
         if self.oracle_reduction is not None:
             out.append(
                 f"oracle: {self.oracle_reduction:.1%} reduction for "
-                f"{self.oracle_extra_gpu_hours:+.1f} GPU-hours; predictive is "
+                f"{self.oracle_extra_gpu_hours:+.1f} GPU-hours; {name} is "
                 f"{(self.oracle_reduction - self.reduction) * 100:.1f} points of reduction and "
                 f"{self.extra_gpu_hours - self.oracle_extra_gpu_hours:+.1f} GPU-hours away"
             )
@@ -121,13 +128,23 @@ def _with_scoring(config: SimConfig, scoring: str) -> SimConfig:
     return replace(config, scoring=scoring)
 
 
-def assess(metrics: Sequence[Metrics]) -> Assessment:
+def assess_all(metrics: Sequence[Metrics]) -> list[Assessment]:
+    """An assessment per judged run (`predictive*`, `rate-oracle*`), in run order;
+    the plain `predictive` one (possibly empty) when there is none."""
+    names = [m.policy for m in metrics if m.scoring == metrics[0].scoring
+             and m.policy.split(":")[0] in JUDGED_PREFIXES] if metrics else []
+    return [assess(metrics, name) for name in names] or [assess(metrics)]
+
+
+def assess(metrics: Sequence[Metrics], policy: str = "predictive") -> Assessment:
+    if not metrics:
+        return Assessment(None, None, None, None, None, policy)
     by_name = {m.policy: m for m in metrics if m.scoring == metrics[0].scoring}
     reactive = by_name.get("reactive")
-    predictive = by_name.get("predictive")
+    predictive = by_name.get(policy)
     oracle = by_name.get("oracle")
     if reactive is None or predictive is None:
-        return Assessment(None, None, None, None, None)
+        return Assessment(None, None, None, None, None, policy)
     base = reactive.pending_gpu_minutes
 
     def reduction(m: Metrics) -> float:
@@ -146,6 +163,7 @@ def assess(metrics: Sequence[Metrics]) -> Assessment:
         static_extra_for_same=static_extra,
         oracle_reduction=reduction(oracle) if oracle else None,
         oracle_extra_gpu_hours=(oracle.gpu_hours - reactive.gpu_hours) if oracle else None,
+        policy=policy,
     )
 
 
