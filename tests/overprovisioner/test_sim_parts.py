@@ -3,6 +3,7 @@ comparison, rate-oracle's headroom."""
 
 from __future__ import annotations
 
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,7 +16,7 @@ from overprovisioner.sim.cluster import Cluster, SimNode
 from overprovisioner.sim.compare import assess, interpolate_extra
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.metrics import Metrics
-from overprovisioner.sim.policies import RateOracle, parse_policy_name
+from overprovisioner.sim.policies import RateOracle, parse_policy_name, rate_headroom
 from overprovisioner.sim.scheduler import most_allocated
 from tests.overprovisioner.simbuild import GIB, types
 
@@ -188,3 +189,41 @@ def test_rate_oracle_knows_the_rhythm_around_a_tick_not_its_own_arrival():
     assert headroom[9] == 0.0   # its own rise (origins 7..11) is what it must not see
     assert headroom[20] == 0.0  # quiet around
     assert RateOracle(context, demand, 0.5, window_ticks=10).headroom[4, 0] == 0.0
+
+
+def test_rate_headroom_guards_each_type_by_its_own_horizon():
+    # Type 1 (horizon 1 tick, e.g. CPU nodes) rises at origin 9 only; type 0 has horizon
+    # 4. Window 6: type 1 keeps offsets 2 and 3 on either side. At t = 7 that is
+    # origins 4, 5, 9, 10 -> [0, 0, 0, 1] sorted, q 0.9 at position 0.9 x 3 = 2.7:
+    # 0 + 0.7 x (1 - 0) = 0.7. Guarding type 1 by type 0's horizon (4) would keep only
+    # origins 2 and 12 and see nothing. At t = 8 origin 9 is within its horizon: 0.
+    increase = np.zeros((30, 2))
+    increase[9, 1] = 1.0
+    headroom = rate_headroom(increase, np.array([4, 1]), 0.9, window_ticks=6)
+    assert headroom[7, 1] == pytest.approx(0.7)
+    assert headroom[8, 1] == 0.0
+    assert not headroom[:, 0].any()
+
+
+def test_rate_headroom_of_a_run_shorter_than_a_horizon_is_zero_and_quiet():
+    # 3 ticks, horizon 6: no origin lies more than 6 ticks from any tick.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # np.nanquantile warns on all-NaN rows
+        headroom = rate_headroom(np.ones((3, 1)), np.array([6]), 0.9, window_ticks=60)
+    assert headroom.tolist() == [[0.0], [0.0], [0.0]]
+
+
+def test_rate_headroom_matches_the_definition_at_the_edges_too():
+    # The vectorised windows against the definition, origin by origin, on random
+    # increases: two horizons, a window the run's ends cut into.
+    rng = np.random.default_rng(3)
+    increase = rng.integers(0, 4, size=(120, 2)).astype(float)
+    horizons, window = np.array([6, 3]), 20
+    expected = np.zeros_like(increase)
+    for b, horizon in enumerate(horizons):
+        half = max(horizon + 1, window // 2)
+        for t in range(len(increase)):
+            origins = [s for s in range(t - half, t + half + 1)
+                       if 0 <= s < len(increase) and abs(s - t) > horizon]
+            expected[t, b] = np.quantile(increase[origins, b], 0.8)
+    assert np.allclose(rate_headroom(increase, horizons, 0.8, window), expected)
