@@ -16,7 +16,12 @@ from overprovisioner.sim.cluster import Cluster, SimNode
 from overprovisioner.sim.compare import assess, interpolate_extra
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.metrics import Metrics
-from overprovisioner.sim.policies import RateOracle, parse_policy_name, rate_headroom
+from overprovisioner.sim.policies import (
+    RateOracle,
+    future_most,
+    parse_policy_name,
+    rate_headroom,
+)
 from overprovisioner.sim.scheduler import most_allocated
 from tests.overprovisioner.simbuild import GIB, types
 
@@ -227,3 +232,29 @@ def test_rate_headroom_matches_the_definition_at_the_edges_too():
                        if 0 <= s < len(increase) and abs(s - t) > horizon]
             expected[t, b] = np.quantile(increase[origins, b], 0.8)
     assert np.allclose(rate_headroom(increase, horizons, 0.8, window), expected)
+
+
+@pytest.mark.parametrize(
+    "name, config, quantile, window",
+    [
+        # the name's quantile wins over the configured one; 3600 s / 60 s = 60 ticks
+        ("rate-oracle:0.5", SimConfig(quantile=0.9), 0.5, 60),
+        # without one, the configured quantile; 1800 s / 60 s = 30 ticks
+        ("rate-oracle", SimConfig(quantile=0.8, rate_window_s=1800.0), 0.8, 30),
+    ],
+    ids=["quantile-from-name", "quantile-and-window-from-config"],
+)
+def test_make_policy_wires_rate_oracle(name, config, quantile, window):
+    from overprovisioner.sim.build import make_policy, placement_groups
+    from overprovisioner.sim.workload import build_workload, true_demand
+    from tests.overprovisioner.simbuild import CATALOG, pod, table
+
+    rows = [pod(f"p{i}", 600 * i, 1800 + 300 * (i % 3)) for i in range(12)]
+    workload = build_workload(table(rows, end=9000.0), types("g4dn.xlarge"))
+    policy = make_policy(name, workload, CATALOG, config, placement_groups(workload, config))
+    increase = np.maximum(
+        future_most(true_demand(workload, 60.0), policy.context.horizon_ticks)
+        - true_demand(workload, 60.0), 0.0)
+    expected = rate_headroom(increase, policy.context.horizon_ticks, quantile, window)
+    assert policy.name == name
+    assert np.array_equal(policy.headroom, expected)
