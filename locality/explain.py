@@ -60,7 +60,7 @@ def explain(context: DecisionContext, nodes: Sequence[NodeState]) -> Explanation
     rows = []
     terms = node_scorer(context) if context.identity is not None else None
     for state in nodes:
-        reason, resolvable = node_verdict(context, state)
+        reason, _, resolvable = node_verdict(context, state)
         score = ScoreBreakdown(*terms(state)) if terms is not None else NEUTRAL
         rows.append(NodeExplanation(state.name, reason is None, reason, resolvable, score))
     rows.sort(key=lambda row: (not row.passed, -row.score.total, row.name))

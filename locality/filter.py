@@ -22,6 +22,8 @@ plugins run before the extender and every candidate has passed them. (Group
 capacity in rule 2 is summed over all nodes, so there `Node.takes_new_pods` counts.)
 
 Reasons carry no per-node numbers (kube-scheduler counts nodes per distinct reason).
+Each excluded node also gets a `ReasonCode`, the stable name of the rule that failed:
+metrics and dashboards key on it, so rewording a reason never changes a label.
 `locality.table.filter_table` applies the same rules to numpy columns.
 
 Must not: mutate the nodes or the context; do more than O(1) work per node.
@@ -31,18 +33,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from locality.context import DecisionContext
 from locality.model import Locality, NodeState
 
 
+class ReasonCode(StrEnum):
+    """Which rule excluded a node; the value is the metrics' `reason` label."""
+
+    INSUFFICIENT_GPU = "insufficient_gpu"
+    INSUFFICIENT_CPU = "insufficient_cpu"
+    INSUFFICIENT_MEMORY = "insufficient_memory"
+    PLACEMENT_GROUP = "placement_group"  # outside the home group, no group, group too small
+    NUMA = "numa"
+    UNKNOWN_NODE = "unknown_node"  # only the numpy path: a name its table does not know
+    # No rule yields OTHER today; it keeps the documented label set stable for a future rule
+    # that does not deserve its own label.
+    OTHER = "other"
+
+
 @dataclass(frozen=True)
 class FilterResult:
-    """Passed node names (input order), failed (resolvable) and unresolvable, with reasons."""
+    """Passed node names (input order), failed (resolvable) and unresolvable, with reasons,
+    and `codes`: the ReasonCode of every failed and unresolvable node."""
 
     passed: tuple[str, ...]
     failed: dict[str, str] = field(default_factory=dict)
     unresolvable: dict[str, str] = field(default_factory=dict)
+    codes: dict[str, ReasonCode] = field(default_factory=dict)
 
 
 def filter_nodes(context: DecisionContext, nodes: Sequence[NodeState]) -> FilterResult:
@@ -52,21 +71,26 @@ def filter_nodes(context: DecisionContext, nodes: Sequence[NodeState]) -> Filter
     passed: list[str] = []
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
+    codes: dict[str, ReasonCode] = {}
     for state in nodes:
-        reason, resolvable = node_verdict(context, state)
-        if reason is None:
+        reason, code, resolvable = node_verdict(context, state)
+        if reason is None or code is None:
             passed.append(state.name)
-        elif resolvable:
+            continue
+        codes[state.name] = code
+        if resolvable:
             failed[state.name] = reason
         else:
             unresolvable[state.name] = reason
-    return FilterResult(tuple(passed), failed, unresolvable)
+    return FilterResult(tuple(passed), failed, unresolvable, codes)
 
 
-def node_verdict(context: DecisionContext, state: NodeState) -> tuple[str | None, bool]:
-    """(None, True) when the node passes, else (reason, resolvable)."""
+def node_verdict(
+    context: DecisionContext, state: NodeState
+) -> tuple[str | None, ReasonCode | None, bool]:
+    """(None, None, True) when the node passes, else (reason, code, resolvable)."""
     if context.identity is None:
-        return None, True
+        return None, None, True
     policy = context.policy
     request = context.pod.request
     group = state.placement_group
@@ -75,20 +99,20 @@ def node_verdict(context: DecisionContext, state: NodeState) -> tuple[str | None
         home = context.home_group
         if home is not None:
             if group != home:
-                return outside_group_reason(context, group), False
+                return outside_group_reason(context, group), ReasonCode.PLACEMENT_GROUP, False
         elif group is None:
-            return NO_GROUP_REASON, False
+            return NO_GROUP_REASON, ReasonCode.PLACEMENT_GROUP, False
         else:
             fit = context.group_fits.get(group)
             if fit is None or not fit.holds_job:
-                return group_too_small_reason(context, group), False
+                return group_too_small_reason(context, group), ReasonCode.PLACEMENT_GROUP, False
 
     if request.gpu_milli > 0 and policy.numa is Locality.REQUIRED:
         topology = context.numa_topology(state)  # zones less assumed GPU pods
     else:
         topology = None
     if topology is not None and topology.zone_for(request.gpu_milli, request.cpu_milli) is None:
-        return numa_reason(context), False
+        return numa_reason(context), ReasonCode.NUMA, False
 
     free_gpu = state.free_gpu_milli
     free_cpu = state.free_cpu_milli
@@ -100,12 +124,15 @@ def node_verdict(context: DecisionContext, state: NodeState) -> tuple[str | None
         free_memory -= extra.memory_bytes
     # Like kube-scheduler's fit, a dimension the pod does not request is not checked.
     if request.gpu_milli and request.gpu_milli > free_gpu:
-        return insufficient_reason("GPU", gpus_text(request.gpu_milli)), True
+        return (insufficient_reason("GPU", gpus_text(request.gpu_milli)),
+                ReasonCode.INSUFFICIENT_GPU, True)
     if request.cpu_milli and request.cpu_milli > free_cpu:
-        return insufficient_reason("CPU", cpus_text(request.cpu_milli)), True
+        return (insufficient_reason("CPU", cpus_text(request.cpu_milli)),
+                ReasonCode.INSUFFICIENT_CPU, True)
     if request.memory_bytes and request.memory_bytes > free_memory:
-        return insufficient_reason("memory", gib_text(request.memory_bytes)), True
-    return None, True
+        return (insufficient_reason("memory", gib_text(request.memory_bytes)),
+                ReasonCode.INSUFFICIENT_MEMORY, True)
+    return None, None, True
 
 
 def insufficient_reason(resource: str, requested: str) -> str:

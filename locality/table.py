@@ -32,6 +32,7 @@ from locality.context import DecisionContext, GroupFit
 from locality.filter import (
     NO_GROUP_REASON,
     FilterResult,
+    ReasonCode,
     cpus_text,
     gib_text,
     gpus_text,
@@ -44,6 +45,18 @@ from locality.model import Locality, NodeState, NodeTopology, Packing
 from locality.score import GROUP, NODE_COUNTERPART, NODE_IDLE_MAX, NODE_JOB, NUMA, PLACEHOLDER
 
 UNKNOWN_NODE_REASON = "node not (yet) in the extender's node cache"
+
+# filter_table's verdict numbers -> the ReasonCode node_verdict gives for the same rule.
+_REASON_CODES: dict[int, ReasonCode] = {
+    1: ReasonCode.UNKNOWN_NODE,
+    2: ReasonCode.PLACEMENT_GROUP,  # outside the home group
+    3: ReasonCode.PLACEMENT_GROUP,  # no group
+    4: ReasonCode.PLACEMENT_GROUP,  # group too small
+    5: ReasonCode.NUMA,
+    6: ReasonCode.INSUFFICIENT_GPU,
+    7: ReasonCode.INSUFFICIENT_CPU,
+    8: ReasonCode.INSUFFICIENT_MEMORY,
+}
 
 
 class NodeTable(Mapping[str, NodeState]):
@@ -321,6 +334,7 @@ def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str
     passed = tuple(compress(names, map(not_, picked)))
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
+    codes: dict[str, ReasonCode] = {}
     fit_reasons = {
         6: insufficient_reason("GPU", gpus_text(request.gpu_milli)),
         7: insufficient_reason("CPU", cpus_text(request.cpu_milli)),
@@ -331,6 +345,7 @@ def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str
             continue
         name = names[position]
         row = rows[position]
+        codes[name] = _REASON_CODES[code]
         if code == 1:
             failed[name] = UNKNOWN_NODE_REASON
         elif code >= 6:
@@ -345,7 +360,7 @@ def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str
                 unresolvable[name] = NO_GROUP_REASON
             else:
                 unresolvable[name] = group_too_small_reason(context, group or "")
-    return FilterResult(passed, failed, unresolvable)
+    return FilterResult(passed, failed, unresolvable, codes)
 
 
 def score_table(context: DecisionContext, table: NodeTable, names: Sequence[str]) -> list[int]:
