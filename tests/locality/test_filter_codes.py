@@ -1,0 +1,130 @@
+"""Every failure kind yields its ReasonCode (the metrics' `reason` label), its text and
+its resolvability, identically on the per-node path (filter_nodes) and the numpy path
+(filter_table). Kept apart from test_filter.py, which pins the rules' texts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from locality.filter import FilterResult, ReasonCode, filter_nodes
+from locality.table import UNKNOWN_NODE_REASON, NodeTable, filter_table
+from tests.locality.builders import context_for, make_pod, make_state
+
+WORKER = make_pod("w", cpu=4, gpus=1, job="j", role="worker")
+REQUIRED_GROUP = {"headstart.io/placement-group": "required"}
+PENDING_9 = [make_pod(f"w{i}", cpu=4, gpus=1, job="j", role="worker") for i in range(9)]
+
+
+def placed(pod, node):
+    return replace(pod, node_name=node)
+
+
+# (pod, node states, other job pods, the node judged) -> (where, text, label)
+KINDS = [
+    pytest.param(
+        WORKER, [make_state("x", pods=[make_pod("bg", cpu=1, gpus=8)])], [], "x",
+        # 8 GPUs - 8 used = 0 < 1
+        ("failed", "insufficient GPU (pod requests 1)", "insufficient_gpu"),
+        id="insufficient-gpu",
+    ),
+    pytest.param(
+        WORKER, [make_state("x", pods=[make_pod("bg", cpu=93)])], [], "x",
+        # 96 CPUs - 93 used = 3 < 4
+        ("failed", "insufficient CPU (pod requests 4)", "insufficient_cpu"),
+        id="insufficient-cpu",
+    ),
+    pytest.param(
+        WORKER, [make_state("x", memory_gib=16, pods=[make_pod("bg", memory_gib=15.5)])], [],
+        "x",
+        # 16 GiB - 15.5 = 0.5 GiB < 1 GiB
+        ("failed", "insufficient memory (pod requests 1Gi)", "insufficient_memory"),
+        id="insufficient-memory",
+    ),
+    pytest.param(
+        replace(WORKER, annotations=REQUIRED_GROUP),
+        [make_state("a", group="pg-a"), make_state("x", group="pg-b")],
+        [placed(make_pod("ps", cpu=4, job="j", role="ps"), "a")], "x",
+        ("unresolvable", "job ns/j is in placement group pg-a (policy required); "
+         "node is in placement group pg-b", "placement_group"),
+        id="outside-home-group",
+    ),
+    pytest.param(
+        replace(WORKER, annotations=REQUIRED_GROUP),
+        [make_state("a", group="pg-a"), make_state("x")],
+        [placed(make_pod("ps", cpu=4, job="j", role="ps"), "a")], "x",
+        ("unresolvable", "job ns/j is in placement group pg-a (policy required); "
+         "node is in no placement group", "placement_group"),
+        id="outside-home-group-no-label",
+    ),
+    pytest.param(
+        replace(WORKER, annotations=REQUIRED_GROUP),
+        [make_state("big-1", group="pg-big"), make_state("x")], [], "x",
+        ("unresolvable", "node has no placement-group label (placement-group policy required)",
+         "placement_group"),
+        id="first-pod-no-group-label",
+    ),
+    pytest.param(
+        replace(WORKER, annotations=REQUIRED_GROUP),
+        [make_state("x", group="pg-small")], PENDING_9, "x",
+        # this worker + 9 pending = 10 one-GPU pods; one 8-GPU node holds 8
+        ("unresolvable", "placement group pg-small can hold 8 of the job's 10 remaining pods "
+         "(policy required)", "placement_group"),
+        id="first-pod-group-too-small",
+    ),
+    pytest.param(
+        make_pod("w2", cpu=8, gpus=2, job="j", role="worker", numa="required"),
+        [make_state("x", zones=[(1, 32), (1, 32)])], [], "x",
+        # 2 GPUs on the node, but 1 per zone
+        ("unresolvable", "no NUMA zone holds 2 GPU and 8 CPU together (policy required)",
+         "numa"),
+        id="numa",
+    ),
+]
+
+
+def judge(pod, states, job_pods, candidates, columnar) -> FilterResult:
+    if columnar:
+        table = NodeTable(states)
+        return filter_table(context_for(pod, table, job_pods), table, candidates)
+    by_name = {state.name: state for state in states}
+    return filter_nodes(context_for(pod, by_name, job_pods), [by_name[n] for n in candidates])
+
+
+def where(result: FilterResult, name: str) -> tuple[str, str | None, ReasonCode | None]:
+    if name in result.failed:
+        return "failed", result.failed[name], result.codes.get(name)
+    if name in result.unresolvable:
+        return "unresolvable", result.unresolvable[name], result.codes.get(name)
+    return "passed", None, result.codes.get(name)
+
+
+@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+@pytest.mark.parametrize(("pod", "states", "job_pods", "node", "expected"), KINDS)
+def test_every_failure_kind_yields_its_code_and_label(pod, states, job_pods, node, expected,
+                                                      columnar):
+    result = judge(pod, states, job_pods, [state.name for state in states], columnar)
+    bucket, text, code = where(result, node)
+    assert (bucket, text, code) == expected  # a StrEnum equals its label string
+    assert isinstance(code, ReasonCode)
+    # Exactly the excluded nodes carry a code.
+    assert result.codes.keys() == result.failed.keys() | result.unresolvable.keys()
+
+
+def test_unknown_node_code_on_the_numpy_path():
+    table = NodeTable([make_state("a")])
+    result = filter_table(context_for(WORKER, table, []), table, ["a", "ghost"])
+    assert where(result, "ghost") == ("failed", UNKNOWN_NODE_REASON, "unknown_node")
+    assert result.codes == {"ghost": ReasonCode.UNKNOWN_NODE}
+
+
+@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+def test_passing_nodes_and_pods_of_no_job_carry_no_code(columnar):
+    states = [make_state("roomy"), make_state("full", pods=[make_pod("bg", cpu=1, gpus=8)])]
+    names = [state.name for state in states]
+    assert judge(WORKER, states, [], names, columnar).codes == {
+        "full": ReasonCode.INSUFFICIENT_GPU}
+    plain = make_pod("plain", cpu=4, gpus=1)  # no job: passes everywhere
+    assert judge(plain, states, [], names, columnar).codes == {}
+
