@@ -272,9 +272,9 @@ def rate_headroom(increase: np.ndarray, horizon_ticks: np.ndarray, quantile: flo
     linearly interpolated as `np.quantile`; origins outside 0 .. T-1 are left out, and
     a tick with no origin at all (a run shorter than a horizon) gets 0.
 
-    Type by type, so memory is T x window floats (10 MB for 27,000 ticks and a 1 h
-    window), not T x B x window; np.quantile on full windows and np.nanquantile (a
-    Python loop per row, 20x slower) only on the few rows at either end.
+    Type by type, so memory is one T x window copy (10 MB for 27,000 ticks and a 1 h
+    window), not T x B x window; np.quantile inside the run and np.nanquantile (a
+    Python loop per row, 20x slower) only on the rows within half a window of its ends.
     """
     ticks, types = increase.shape
     headroom = np.zeros((ticks, types))
@@ -287,14 +287,17 @@ def rate_headroom(increase: np.ndarray, horizon_ticks: np.ndarray, quantile: flo
         padded[half:half + ticks] = increase[:, b]
         keep = np.ones(2 * half + 1, dtype=bool)
         keep[half - guard:half + guard + 1] = False
-        origins = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)[:, keep]
-        missing = np.isnan(origins)
-        full = ~missing.any(axis=1)
-        if full.any():
-            headroom[full, b] = np.quantile(origins[full], quantile, axis=1)
-        partial = ~full & ~missing.all(axis=1)
-        if partial.any():
-            headroom[partial, b] = np.nanquantile(origins[partial], quantile, axis=1)
+        windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)
+        # Rows half .. T-half-1 see only real origins; selecting their kept columns
+        # copies once, the only T x window array (np.quantile may sort it in place).
+        if ticks > 2 * half:
+            headroom[half:ticks - half, b] = np.quantile(
+                windows[half:ticks - half, keep], quantile, axis=1, overwrite_input=True)
+        ends = np.setdiff1d(np.arange(ticks), np.arange(half, ticks - half))
+        origins = windows[ends][:, keep]
+        some = ~np.isnan(origins).all(axis=1)
+        if some.any():
+            headroom[ends[some], b] = np.nanquantile(origins[some], quantile, axis=1)
     return headroom
 
 
