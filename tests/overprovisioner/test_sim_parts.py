@@ -136,8 +136,9 @@ def test_parse_duration(text, seconds):
         (SimConfig(placeholder_priority=0), "below 0"),
         (SimConfig(gpu_startup_s=0), "gpu_startup_s"),
         (SimConfig(scoring="random"), "scoring"),
+        (SimConfig(rate_window_s=float("nan")), "rate_window_s"),
     ],
-    ids=["below-cutoff", "not-below-zero", "zero-startup", "scoring"],
+    ids=["below-cutoff", "not-below-zero", "zero-startup", "scoring", "nan-rate-window"],
 )
 def test_config_checks(config, message):
     with pytest.raises(InputError, match=message):
