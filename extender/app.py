@@ -109,7 +109,7 @@ async def filter_handler(request: web.Request) -> web.Response:
     args = await _read_args(request)
     result = app[DECIDER].filter(args, time.monotonic())
     if result.failed or result.unresolvable:
-        app[METRICS].count_filtered(result.failed, result.unresolvable)
+        app[METRICS].count_filtered(result)
     body = encode_filter_result(
         result.passed, result.failed, result.unresolvable, args.node_names is not None, args.nodes
     )

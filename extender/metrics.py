@@ -1,16 +1,17 @@
 """The extender's Prometheus metrics, in a registry of its own per app instance.
 
-Decides: metric names, labels and buckets, and how a free-text filter reason maps to a
-low-cardinality `reason` label (reasons carry numbers and group names; a label per
-distinct text would explode the series count). Cache sizes, ages and watch errors are
-read from the cache and the watch statuses at scrape time, so the request path pays
-nothing for them.
+Decides: metric names, labels and buckets. The filter's `reason` label is the
+`ReasonCode` the core gives each excluded node, never derived from the reason text
+(the text carries numbers and group names, and rewording it must not move a series).
+Cache sizes, ages and watch errors are read from the cache and the watch statuses at
+scrape time, so the request path pays nothing for them.
 
 Metrics:
 - headstart_extender_requests_total{verb, outcome}: outcome ok | error (protocol
   `Error` field) | rejected (HTTP 4xx)
 - headstart_extender_request_duration_seconds{verb}: histogram, handler time
-- headstart_extender_filtered_nodes_total{reason, resolvable}: nodes failed by filter
+- headstart_extender_filtered_nodes_total{reason, resolvable}: nodes failed by filter,
+  reason = a `locality.filter.ReasonCode` value
 - headstart_extender_cache_objects{kind}: nodes, pods, noderesourcetopologies,
   assumed_placements
 - headstart_extender_cache_synced{kind}, headstart_extender_watch_streaming{kind}
@@ -24,7 +25,8 @@ Must not: decide anything; hold a global registry (two apps in one process must 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter as Tally  # prometheus_client's Counter is the metric
+from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -32,31 +34,11 @@ from prometheus_client.registry import Collector
 
 from extender.cache import NODES, PODS, TOPOLOGIES, ClusterCache
 from extender.watch import WatchStatus
-from locality.table import UNKNOWN_NODE_REASON
+from locality.filter import FilterResult, ReasonCode
 
 _LATENCY_BUCKETS = (
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 )
-
-# First matching keyword wins; order matters ("placement group" reasons may mention CPU).
-_REASON_CATEGORIES = (
-    (UNKNOWN_NODE_REASON, "unknown_node"),
-    ("placement group", "placement_group"),
-    ("placement-group", "placement_group"),
-    ("NUMA", "numa"),
-    ("insufficient GPU", "insufficient_gpu"),
-    ("insufficient CPU", "insufficient_cpu"),
-    ("insufficient memory", "insufficient_memory"),
-    ("unschedulable", "unschedulable"),
-)
-
-
-def reason_category(reason: str) -> str:
-    """A filter reason's category for the `reason` label (`other` when none matches)."""
-    for keyword, category in _REASON_CATEGORIES:
-        if keyword in reason:
-            return category
-    return "other"
 
 
 class ExtenderMetrics:
@@ -87,6 +69,7 @@ class ExtenderMetrics:
         # Label children are cached: .labels() per request costs a dict lookup and a lock.
         self._latency_children: dict[str, object] = {}
         self._request_children: dict[tuple[str, str], object] = {}
+        self._filtered_children: dict[tuple[ReasonCode, str], object] = {}
 
     def observe(self, verb: str, outcome: str, seconds: float) -> None:
         child = self._request_children.get((verb, outcome))
@@ -98,16 +81,19 @@ class ExtenderMetrics:
             histogram = self._latency_children[verb] = self.latency.labels(verb)
         histogram.observe(seconds)  # type: ignore[attr-defined]
 
-    def count_filtered(self, failed: Mapping[str, str], unresolvable: Mapping[str, str]) -> None:
-        for reasons, resolvable in ((failed, "true"), (unresolvable, "false")):
-            if not reasons:
+    def count_filtered(self, result: FilterResult) -> None:
+        """Count the excluded nodes by their reason code and resolvability."""
+        code_of = result.codes.__getitem__  # every failed/unresolvable node has a code
+        for nodes, resolvable in ((result.failed, "true"), (result.unresolvable, "false")):
+            if not nodes:
                 continue
-            counts: dict[str, int] = {}
-            for reason in reasons.values():
-                category = reason_category(reason)
-                counts[category] = counts.get(category, 0) + 1
-            for category, count in counts.items():
-                self.filtered.labels(category, resolvable).inc(count)
+            for code, count in Tally(map(code_of, nodes)).items():
+                key = (code, resolvable)
+                child = self._filtered_children.get(key)
+                if child is None:
+                    child = self._filtered_children[key] = self.filtered.labels(
+                        code.value, resolvable)
+                child.inc(count)  # type: ignore[attr-defined]
 
     def watch_cache(
         self, cache: ClusterCache, statuses: Callable[[], Iterable[WatchStatus]]
