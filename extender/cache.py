@@ -65,7 +65,7 @@ class ClusterCache:
         self._pods_on_node: dict[str, set[str]] = {}
         self._pods_of_job: dict[JobKey, set[str]] = {}
         self._topologies: dict[str, NodeTopology] = {}
-        # Node -> {pod key: request}, bind order: GPU pods seen bound since the node's
+        # Node -> {pod key: NUMA request}, bind order: GPU pods seen bound since the node's
         # NRT object last changed, i.e. not yet counted in its published zones.
         self._unreflected: dict[str, dict[str, Resources]] = {}
         self._node_objects: dict[str, Node] = {}
@@ -181,9 +181,9 @@ class ClusterCache:
             old = before.get(key)
             kept = self._unreflected.get(pod.node_name or "", {}).get(key)
             if kept is not None and old is not None and old.uid == pod.uid:
-                unreflected.setdefault(pod.node_name or "", {})[key] = pod.request
+                unreflected.setdefault(pod.node_name or "", {})[key] = pod.numa_request
             elif relist and (old is None or old.node_name is None or old.uid != pod.uid):
-                unreflected.setdefault(pod.node_name or "", {})[key] = pod.request
+                unreflected.setdefault(pod.node_name or "", {})[key] = pod.numa_request
         self._unreflected = {
             name: charges for name, charges in unreflected.items() if name in self._topologies
         }
@@ -214,7 +214,7 @@ class ClusterCache:
         if pod.node_name is not None:
             self._update_node(pod.node_name, pod, remove=False)
             if newly_bound and self.synced[PODS] and _charges_zone(pod):
-                self._charge_zone(pod.node_name, key, pod.request)
+                self._charge_zone(pod.node_name, key, pod.numa_request)
         self.assumed = self.assumed.observe(pod)
         self.version += 1
 

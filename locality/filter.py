@@ -9,7 +9,8 @@ Rules, in this order (the first that fails gives the reason):
    because evicting pods on that node could never make it acceptable, so kube-scheduler
    must not preempt there.
 3. Single-NUMA fit, policy `required`, pods requesting GPUs, nodes publishing NUMA
-   zones: no zone holds the pod's GPUs and CPUs together -> unresolvable. Nodes without
+   zones: no zone holds the pod's GPUs and pinned CPUs together (`Pod.numa_request`;
+   only a Guaranteed pod's whole CPUs are pinned) -> unresolvable. Nodes without
    NodeResourceTopology data are not NUMA-filtered. The zones are the published ones
    less the GPU pods assumed on the node, each charged to the zone kubelet would admit
    it to (`DecisionContext.numa_topology`, `NodeTopology.zone_for`).
@@ -111,7 +112,9 @@ def node_verdict(
         topology = context.numa_topology(state)  # zones less assumed GPU pods
     else:
         topology = None
-    if topology is not None and topology.zone_for(request.gpu_milli, request.cpu_milli) is None:
+    if topology is not None and topology.zone_for(
+        request.gpu_milli, context.pod.pinned_cpu_milli
+    ) is None:
         return numa_reason(context), ReasonCode.NUMA, False
 
     free_gpu = state.free_gpu_milli
@@ -164,10 +167,13 @@ NO_GROUP_REASON = "node has no placement-group label (placement-group policy req
 
 
 def numa_reason(context: DecisionContext) -> str:
-    request = context.pod.request
+    pod = context.pod
+    gpus = gpus_text(pod.request.gpu_milli)
+    if not pod.pinned_cpu_milli:  # kubelet aligns only this pod's GPUs
+        return f"no NUMA zone holds {gpus} GPU (policy required)"
     return (
-        f"no NUMA zone holds {gpus_text(request.gpu_milli)} GPU and "
-        f"{cpus_text(request.cpu_milli)} CPU together (policy required)"
+        f"no NUMA zone holds {gpus} GPU and {cpus_text(pod.pinned_cpu_milli)} pinned CPU "
+        "together (policy required)"
     )
 
 

@@ -94,6 +94,10 @@ class Pod:
     terminal: phase Succeeded or Failed (holds no resources any more).
     succeeded: phase Succeeded: the pod's work is done and nothing will replace it
     (a Failed pod is usually replaced by its operator, under a new uid).
+    pinned_cpu_milli: the CPUs kubelet's static CPU manager gives the pod exclusively
+    (Guaranteed QoS, whole CPUs; `locality.parse`), 0 otherwise. Only these CPUs are
+    NUMA-aligned by the topology manager and counted in NodeResourceTopology zones, so
+    the NUMA rules ask a zone for these, not for `request.cpu_milli`.
     """
 
     namespace: str
@@ -108,10 +112,17 @@ class Pod:
     placement_group: str | None = None
     terminal: bool = False
     succeeded: bool = False
+    pinned_cpu_milli: int = 0
 
     @property
     def full_name(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def numa_request(self) -> Resources:
+        """What one NUMA zone must hold for kubelet's single-numa-node policy: the GPUs,
+        and the CPUs only when they are pinned (`pinned_cpu_milli`)."""
+        return Resources(self.request.gpu_milli, self.pinned_cpu_milli, 0)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -169,6 +180,11 @@ class NodeTopology:
         """The zone kubelet's single-numa-node topology manager admits such a pod to:
         the lowest-numbered zone that holds both amounts; None if none can.
 
+        cpu_milli: the pod's pinned CPUs (`Pod.numa_request`), not its CPU request: the
+        CPU manager gives a topology hint only for a Guaranteed pod's whole CPUs, so for
+        any other pod kubelet picks the zone by its GPUs alone, and NFD counts only
+        those pinned CPUs in a zone's `available`.
+
         Why the lowest: every single-zone hint that fits is "preferred" and equally
         narrow, and kubelet's merge keeps the narrower mask, breaking equal widths
         towards the lower-numbered NUMA node (topologymanager bitmask
@@ -181,14 +197,14 @@ class NodeTopology:
         return None
 
     def charged(self, requests: Iterable[Resources]) -> NodeTopology:
-        """The topology after pods with these requests are admitted, in this order.
+        """The topology after pods with these NUMA requests (`Pod.numa_request`: GPUs
+        and pinned CPUs) are admitted, in this order.
 
-        Each request with GPUs takes its GPUs and CPUs from `zone_for`'s zone at that
-        moment. A request without GPUs takes nothing (the NUMA rules concern GPU pods,
-        and a CPU-only pod is pinned to a zone only in the Guaranteed QoS class with
-        integer CPUs, which the request alone does not tell). A request no zone holds
-        takes nothing either: kubelet with single-numa-node would reject that pod.
-        Returns self when nothing is charged.
+        Each request with GPUs takes its GPUs and pinned CPUs from `zone_for`'s zone at
+        that moment. A request without GPUs takes nothing (the NUMA rules concern GPU
+        pods; the pinned CPUs of CPU-only pods are not charged, a known gap). A request
+        no zone holds takes nothing either: kubelet with single-numa-node would reject
+        that pod. Returns self when nothing is charged.
         """
         zones = list(self.zones)
         changed = False

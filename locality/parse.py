@@ -69,7 +69,40 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         placement_group=group or None,
         terminal=phase in _TERMINAL_PHASES,
         succeeded=phase == "Succeeded",
+        pinned_cpu_milli=_pinned_cpu_milli(spec, config.gpu_resource),
     )
+
+
+def _pinned_cpu_milli(spec: Mapping[str, Any], gpu_resource: str) -> int:
+    """The CPUs kubelet's static CPU manager pins for the pod, in thousandths.
+
+    Only a Guaranteed pod (every container, init containers included, with cpu and
+    memory limits equal to its requests) gets exclusive CPUs, and of its containers
+    only those asking for a whole number of CPUs (cpumanager `guaranteedCPUs`). Pod
+    scope: the app containers summed, max with each init container. Burstable and
+    BestEffort pods, and pods with pod-level resources, count 0: kubelet aligns only
+    their devices. The quantities were already validated by `pod_effective_request`.
+    """
+    if spec.get("resources"):
+        return 0
+    containers = spec.get("containers") or []
+    init_containers = spec.get("initContainers") or []
+    whole_cpus: list[int] = []
+    for container in [*init_containers, *containers]:
+        resources = container.get("resources") or {}
+        limits_raw = resources.get("limits") or {}
+        requests_raw = resources.get("requests") or {}
+        if "cpu" not in limits_raw or "memory" not in limits_raw:
+            return 0  # not Guaranteed
+        limits = resources_from_list(limits_raw, gpu_resource, "limits")
+        requests = resources_from_list(requests_raw, gpu_resource, "requests")
+        cpu = requests.cpu_milli if "cpu" in requests_raw else limits.cpu_milli
+        memory = requests.memory_bytes if "memory" in requests_raw else limits.memory_bytes
+        if cpu != limits.cpu_milli or memory != limits.memory_bytes:
+            return 0  # not Guaranteed
+        whole_cpus.append(cpu if cpu % 1000 == 0 else 0)
+    init_count = len(init_containers)
+    return max([sum(whole_cpus[init_count:]), *whole_cpus[:init_count]])
 
 
 def parse_node(obj: Any, config: LocalityConfig, where: str = "node") -> Node:

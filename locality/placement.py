@@ -30,7 +30,10 @@ from locality.model import JobKey, JobPolicy, Pod, Role
 
 @dataclass(frozen=True, slots=True)
 class Assumption:
-    """The extender steered pod `uid` of `job` to `node_name`; trusted until `expires_at`."""
+    """The extender steered pod `uid` of `job` to `node_name`; trusted until `expires_at`.
+
+    pinned_cpu_milli: the pod's `Pod.pinned_cpu_milli` (what its NUMA zone is charged).
+    """
 
     job: JobKey
     uid: str
@@ -39,6 +42,7 @@ class Assumption:
     node_name: str
     request: Resources
     expires_at: float
+    pinned_cpu_milli: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,7 +115,8 @@ class AssumedPlacements:
     def gpu_requests_by_node(
         self, now: float, excluding: str | None = None
     ) -> dict[str, list[Resources]]:
-        """Requests of live assumptions that ask for GPUs, per node, oldest first.
+        """NUMA requests (`Pod.numa_request`: GPUs and pinned CPUs) of live assumptions
+        that ask for GPUs, per node, oldest first.
 
         The order is the order the pods were steered (a re-steered pod moves to the
         end), the likeliest order of their bindings and kubelet admissions: the NUMA
@@ -122,7 +127,9 @@ class AssumedPlacements:
         by_node: dict[str, list[Resources]] = {}
         for a in self.by_uid.values():
             if a.request.gpu_milli > 0 and a.expires_at > now and a.uid != excluding:
-                by_node.setdefault(a.node_name, []).append(a.request)
+                by_node.setdefault(a.node_name, []).append(
+                    Resources(a.request.gpu_milli, a.pinned_cpu_milli, 0)
+                )
         return by_node
 
 
@@ -135,7 +142,7 @@ def assumption_for(
         return None
     return Assumption(
         identity.key, pod.uid, pod.name, identity.role, node_name, pod.request,
-        now + config.assumed_ttl_seconds,
+        now + config.assumed_ttl_seconds, pod.pinned_cpu_milli,
     )
 
 

@@ -18,7 +18,7 @@ group (policy `required` or `preferred`; `none` gives 0):
        group that can hold all of the job's remaining pods (for `spread`, with a free
        node per pod, when some group has that); 0 otherwise.
 numa (pods requesting GPUs, NUMA policy not `none`):
-    1  the node publishes NUMA zones and one holds the pod's GPUs and CPUs together,
+    1  the node publishes NUMA zones and one holds the pod's GPUs and pinned CPUs,
        after the GPU pods assumed on the node took their zones;
     0  otherwise (no zone fits, or no NodeResourceTopology data).
 placeholder:
@@ -114,6 +114,7 @@ def node_scorer(context: DecisionContext) -> Callable[[NodeState], tuple[int, in
     request = context.pod.request
     gpu, cpu, memory = request.gpu_milli, request.cpu_milli, request.memory_bytes
     numa_wanted = gpu > 0 and policy.numa is not Locality.NONE
+    pinned_cpu = context.pod.pinned_cpu_milli  # a zone must hold only pinned CPUs
     use_gpu, use_cpu, use_memory = context.idle_dims
     dims = use_gpu + use_cpu + use_memory
     idle_scale = NODE_IDLE_MAX / dims if dims else 0.0
@@ -170,7 +171,7 @@ def node_scorer(context: DecisionContext) -> Callable[[NodeState], tuple[int, in
             topology = assumed_topologies.get(name)
             if topology is None:
                 topology = state.topology
-            if topology is not None and topology.zone_for(gpu, cpu) is not None:
+            if topology is not None and topology.zone_for(gpu, pinned_cpu) is not None:
                 numa_term = NUMA
 
         placeholder_term = 0

@@ -190,7 +190,8 @@ class NodeTable(Mapping[str, NodeState]):
         return (found,) if len(names) == 1 else found
 
     def numa_fit(self, gpu_milli: int, cpu_milli: int) -> np.ndarray:
-        """Per row: the node publishes NUMA zones and one holds both amounts."""
+        """Per row: the node publishes NUMA zones and one holds both amounts (the GPUs and
+        the pinned CPUs, `Pod.numa_request`)."""
         key = (gpu_milli, cpu_milli)
         fit = self._numa_memo.get(key)
         if fit is None:
@@ -314,7 +315,7 @@ def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str
         has_topology = np.zeros(size + 1, dtype=bool)
         has_topology[list(table.topology_rows)] = True
         fit = np.r_[table.numa_fit_after_assumed(
-            request.gpu_milli, request.cpu_milli, context.assumed_topologies), False]
+            request.gpu_milli, context.pod.pinned_cpu_milli, context.assumed_topologies), False]
         verdict[unresolved & has_topology & ~fit] = 5
         unresolved = verdict == 0
     gpu, cpu, memory = table.free_after_assumed(context.extra_requested)
@@ -438,7 +439,8 @@ def score_columns(context: DecisionContext, table: NodeTable) -> np.ndarray:
 
     if gpu_request > 0 and policy.numa is not Locality.NONE:
         numa = table.numa_fit_after_assumed(
-            gpu_request, cpu_request, context.assumed_topologies).astype(np.int64) * NUMA
+            gpu_request, context.pod.pinned_cpu_milli, context.assumed_topologies,
+        ).astype(np.int64) * NUMA
     else:
         numa = np.zeros(size, dtype=np.int64)
 

@@ -46,7 +46,10 @@ def make_pod(
     labels: dict[str, str] | None = None,
     phase: str = "Pending",
     uid: str | None = None,
+    guaranteed: bool = False,
 ) -> dict[str, Any]:
+    """A pod JSON; `guaranteed` sets limits equal to requests (Guaranteed QoS, so kubelet's
+    static CPU manager pins whole CPUs), otherwise only the GPUs have limits (Burstable)."""
     all_labels = dict(labels or {})
     if job is not None:
         all_labels[JOB_LABEL] = job
@@ -57,6 +60,8 @@ def make_pod(
     if gpus:
         requests["nvidia.com/gpu"] = str(gpus)
         limits["nvidia.com/gpu"] = str(gpus)
+    if guaranteed:
+        limits = dict(requests)
     spec: dict[str, Any] = {
         "containers": [{"name": "main", "image": "x", "resources": {"requests": requests,
                                                                     "limits": limits}}],

@@ -399,15 +399,18 @@ async def test_gpu_pods_back_to_back_do_not_share_a_numa_zone_before_the_nrt_cat
     # land on a (pack): node-0 and node-1 keep 1 GPU each, the node 8 - 6 = 2. A 2-GPU
     # chief fits a's GPU total but no zone of a, so kubelet (single-numa-node) would
     # reject it there: a must be unresolvable even though no NRT has changed yet.
+    # All Guaranteed with whole CPUs, so their CPUs are pinned to their zone too.
     numa = {"headstart.io/numa": "required"}
-    workers = [make_pod(f"w{i}", gpus=3, cpu="8", job="nj", role="worker", annotations=numa)
+    workers = [make_pod(f"w{i}", gpus=3, cpu="8", job="nj", role="worker", annotations=numa,
+                        guaranteed=True)
                for i in range(2)]
-    chief = make_pod("chief", gpus=2, cpu="4", job="nj", role="chief", annotations=numa)
+    chief = make_pod("chief", gpus=2, cpu="4", job="nj", role="chief", annotations=numa,
+                     guaranteed=True)
     cache = build_cache([make_node("a"), make_node("b")], [*workers, chief],
                         [make_nrt("a", [(48, 4), (48, 4)]), make_nrt("b", [(48, 4), (48, 4)])])
     client = await serve(cache)
     assert [await schedule(client, pod, ["a", "b"]) for pod in workers] == ["a", "a"]
-    no_zone = "no NUMA zone holds 2 GPU and 4 CPU together (policy required)"
+    no_zone = "no NUMA zone holds 2 GPU and 4 pinned CPU together (policy required)"
 
     async def chief_on_a():
         _, text = await post(client, "filter", args_body(chief, names=["a", "b"]))

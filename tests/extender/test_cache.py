@@ -195,3 +195,20 @@ def test_bound_gpu_pods_hold_their_zone_until_the_nrt_changes(listed, events, zo
     # The numpy table sees the same zones: a 4-GPU pod fits a zone iff one has 4 free.
     table = cache.table()
     assert bool(table.numa_fit(4 * GPU, 8_000)[table.index["a"]]) == (4 in zone_gpus)
+
+
+@pytest.mark.parametrize(
+    ("guaranteed", "zones"),
+    [
+        # (free CPUs, free GPUs) per zone of node a after w0 (4 GPUs, 8 CPUs) is bound.
+        # Guaranteed with whole CPUs: its 8 CPUs are pinned in node-0 too (48 - 8 = 40).
+        pytest.param(True, [(40, 0), (48, 4)], id="guaranteed-charges-gpus-and-cpus"),
+        # Burstable: kubelet pins no CPUs and NFD never counts them: GPUs only.
+        pytest.param(False, [(48, 0), (48, 4)], id="burstable-charges-gpus-only"),
+    ],
+)
+def test_bound_pod_charges_only_the_cpus_kubelet_pins(guaranteed, zones):
+    cache = rebuilt([node("a")], [], [nrt()])
+    cache.apply_pod(w("w0", guaranteed=guaranteed))
+    topology = cache.nodes["a"].topology
+    assert [(z.cpu_free_milli // 1000, z.gpu_free_milli // GPU) for z in topology.zones] == zones

@@ -32,8 +32,13 @@ def make_pod(
     placeholder_group: str | None = None,
     terminal: bool = False,
     uid: str | None = None,
+    pinned: bool = False,
 ) -> Pod:
-    """A pod; `job`/`role` use the headstart labels, policy goes in annotations."""
+    """A pod; `job`/`role` use the headstart labels, policy goes in annotations.
+
+    pinned: Guaranteed with whole CPUs, so kubelet pins its CPUs to its NUMA zone
+    (`Pod.pinned_cpu_milli` = the CPU request); otherwise only its GPUs are aligned.
+    """
     cores = int(cpu[:-1]) / 1000 if isinstance(cpu, str) and cpu.endswith("m") else float(cpu)
     labels: dict[str, str] = {}
     if job is not None:
@@ -63,6 +68,7 @@ def make_pod(
         is_placeholder=placeholder,
         placement_group=placeholder_group,
         terminal=terminal,
+        pinned_cpu_milli=round(cores * 1000) if pinned else 0,
     )
 
 

@@ -140,7 +140,8 @@ CASES = [
         id="required-spread-needs-capacity-not-a-node-per-pod",
     ),
     pytest.param(
-        replace(WORKER_2GPU, annotations={"headstart.io/numa": "required"}),
+        replace(WORKER_2GPU, annotations={"headstart.io/numa": "required"},
+                pinned_cpu_milli=8000),
         [
             make_state("split", zones=[(1, 32), (1, 32)]),
             make_state("few-cpus", zones=[(2, 4), (0, 40)]),
@@ -150,13 +151,29 @@ CASES = [
         [],
         {
             "split": ("unresolvable",
-                      "no NUMA zone holds 2 GPU and 8 CPU together (policy required)"),
+                      "no NUMA zone holds 2 GPU and 8 pinned CPU together (policy required)"),
             "few-cpus": ("unresolvable",
-                         "no NUMA zone holds 2 GPU and 8 CPU together (policy required)"),
+                         "no NUMA zone holds 2 GPU and 8 pinned CPU together "
+                         "(policy required)"),
             "fits": ("passed", None),
             "no-nrt": ("passed", None),
         },
-        id="numa-required-needs-one-zone-for-gpus-and-cpus",
+        id="numa-required-needs-one-zone-for-gpus-and-pinned-cpus",
+    ),
+    pytest.param(
+        # Burstable (no pinned CPUs): kubelet aligns only the GPUs, so a zone with the 2
+        # GPUs and 4 CPUs is enough.
+        replace(WORKER_2GPU, annotations={"headstart.io/numa": "required"}),
+        [
+            make_state("split", zones=[(1, 32), (1, 32)]),
+            make_state("few-cpus", zones=[(2, 4), (0, 40)]),
+        ],
+        [],
+        {
+            "split": ("unresolvable", "no NUMA zone holds 2 GPU (policy required)"),
+            "few-cpus": ("passed", None),
+        },
+        id="numa-required-burstable-needs-one-zone-for-gpus-only",
     ),
     pytest.param(
         WORKER_2GPU,
@@ -261,12 +278,14 @@ def test_nodes_that_take_no_new_pods_do_not_make_a_group_big_enough(closed, colu
 # ---- NUMA zones charged with assumed GPU pods -----------------------------------------
 
 NUMA_NODE = "n"  # 8 GPUs, 96 CPUs: two NUMA zones of 4 GPUs and 48 CPUs each
-NO_ZONE_4 = "no NUMA zone holds 4 GPU and 8 CPU together (policy required)"
-NO_ZONE_2 = "no NUMA zone holds 2 GPU and 4 CPU together (policy required)"
+NO_ZONE_4 = "no NUMA zone holds 4 GPU and 8 pinned CPU together (policy required)"
+NO_ZONE_2 = "no NUMA zone holds 2 GPU and 4 pinned CPU together (policy required)"
 
 
-def gpu_pod(name, gpus, cpu, numa="required"):
-    return make_pod(name, cpu=cpu, gpus=gpus, job="j", role="worker", numa=numa)
+def gpu_pod(name, gpus, cpu, numa="required", pinned=True):
+    """Pinned by default: Guaranteed, whole CPUs, so kubelet puts its CPUs in its zone."""
+    return make_pod(name, cpu=cpu, gpus=gpus, job="j", role="worker", numa=numa,
+                    pinned=pinned)
 
 
 def steered(*pods_and_times, node=NUMA_NODE):
@@ -275,7 +294,7 @@ def steered(*pods_and_times, node=NUMA_NODE):
     for pod, at in pods_and_times:
         assumed = assumed.assume(
             Assumption(JobKey("ns", "j"), pod.uid, pod.name, Role.WORKER, node, pod.request,
-                       expires_at=at + 30.0))
+                       expires_at=at + 30.0, pinned_cpu_milli=pod.pinned_cpu_milli))
     return assumed
 
 
@@ -320,9 +339,22 @@ TWO = gpu_pod("two", 2, 4)
         pytest.param(THREE[0], steered((gpu_pod("cpu-heavy", 1, 44), 0.0),
                                        (gpu_pod("cpu-heavy-2", 1, 44), 0.0)), 1.0,
                      [(3, 4), (3, 4)], ("unresolvable",
-                                        "no NUMA zone holds 3 GPU and 8 CPU together "
+                                        "no NUMA zone holds 3 GPU and 8 pinned CPU together "
                                         "(policy required)"),
                      id="cpu-charges-leave-no-zone"),
+        # Burstable pods get no pinned CPUs (kubelet's CPU manager gives no hint for them;
+        # NFD does not count their CPUs): the same two 1-GPU, 44-CPU pods both take zone 0
+        # (4 - 1 - 1 = 2 GPUs, CPUs untouched), and a 3-GPU Burstable pod fits zone 1.
+        pytest.param(gpu_pod("three-burstable", 3, 8, pinned=False),
+                     steered((gpu_pod("cpu-heavy", 1, 44, pinned=False), 0.0),
+                             (gpu_pod("cpu-heavy-2", 1, 44, pinned=False), 0.0)), 1.0,
+                     [(2, 48), (4, 48)], ("passed", None),
+                     id="burstable-pods-charge-and-need-gpus-only"),
+        # A Burstable 1-GPU pod takes zone 0 (GPUs alone decide), so the pinned 3-GPU pod
+        # still finds 3 GPUs there: 4 - 1 = 3.
+        pytest.param(THREE[0], steered((gpu_pod("gpu-only", 1, 47, pinned=False), 0.0)), 1.0,
+                     [(3, 48), (4, 48)], ("passed", None),
+                     id="burstable-pod-takes-no-zone-cpus"),
     ],
 )
 @pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])

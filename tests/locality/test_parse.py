@@ -211,6 +211,45 @@ def _broken(path: list, value):
     return obj
 
 
+def container(requests=None, limits=None):
+    return {"name": "c", "resources": {"requests": requests or {}, "limits": limits or {}}}
+
+
+WHOLE = {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "2"}
+HALF = {"cpu": "1500m", "memory": "1Gi"}
+
+
+@pytest.mark.parametrize(
+    ("containers", "init_containers", "pinned"),
+    [
+        # Guaranteed (limits = requests for cpu and memory), 8 whole CPUs: pinned.
+        pytest.param([container(WHOLE, WHOLE)], [], 8000, id="guaranteed-whole-cpus"),
+        # Limits only: the API server defaults requests to them, still Guaranteed.
+        pytest.param([container(None, WHOLE)], [], 8000, id="limits-only"),
+        # Requests without cpu/memory limits: Burstable, kubelet pins nothing.
+        pytest.param([container(WHOLE, {"nvidia.com/gpu": "2"})], [], 0, id="burstable"),
+        pytest.param([container(WHOLE, {**WHOLE, "memory": "32Gi"})], [], 0,
+                     id="memory-limit-above-request-burstable"),
+        # Guaranteed, but 1.5 CPUs is not whole: that container gets shared CPUs (8 + 0).
+        pytest.param([container(WHOLE, WHOLE), container(HALF, HALF)], [], 8000,
+                     id="fractional-container-not-pinned"),
+        # Pod scope: app containers summed (8 + 8 = 16), max with an init container's 20.
+        pytest.param([container(WHOLE, WHOLE)] * 2,
+                     [container({"cpu": "20", "memory": "1Gi"}, {"cpu": "20", "memory": "1Gi"})],
+                     20000, id="init-container-peak"),
+        # One init container without limits makes the whole pod Burstable.
+        pytest.param([container(WHOLE, WHOLE)], [container({"cpu": "1"}, None)], 0,
+                     id="burstable-init-container"),
+    ],
+)
+def test_pinned_cpus_only_for_guaranteed_whole_cpus(containers, init_containers, pinned):
+    obj = {"metadata": {"name": "p", "namespace": "ns"},
+           "spec": {"containers": containers, "initContainers": init_containers}}
+    pod = parse_pod(obj, CONFIG)
+    assert pod.pinned_cpu_milli == pinned
+    assert pod.numa_request == Resources(pod.request.gpu_milli, pinned, 0)
+
+
 POD = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}}
 
 

@@ -13,7 +13,9 @@ from tests.locality.builders import context_for, make_pod, make_state
 # pg-a (the home group); the pod scored is worker w2: 1 GPU, 4 CPUs, 1 GiB.
 PS = make_pod("ps", cpu=4, job="j", role="ps", node="a-ps")
 W1 = make_pod("w1", cpu=4, gpus=1, job="j", role="worker", node="a-w")
-W2 = make_pod("w2", cpu=4, gpus=1, job="j", role="worker")
+# Pinned (Guaranteed, whole CPUs): its 4 CPUs must share its GPU's zone, so a-numa-split
+# (zone 0: 1 GPU but 2 CPUs; zone 1: no GPU) has no zone for it.
+W2 = make_pod("w2", cpu=4, gpus=1, job="j", role="worker", pinned=True)
 HALF = make_pod("other", cpu=48, gpus=4, memory_gib=384)
 PLACEHOLDER = make_pod("ph", cpu=90, gpus=8, memory_gib=700, placeholder=True)
 
