@@ -49,23 +49,33 @@ def least_allocated(node: SimNode, cpu: int, mem: int) -> float:
     return (cpu_score + mem_score) / 2
 
 
+# The headstart-scheduler profile's NodeResourcesFit scoring as
+# manifests/base/scheduler/scheduler-config.yaml ships it (tests/manifests checks that
+# the two agree): MostAllocated on these resources, with these weights.
+PACKING_STRATEGY = "MostAllocated"
+PACKING_WEIGHTS = (("nvidia.com/gpu", 1), ("cpu", 1), ("memory", 1))
+
+
 def most_allocated(node: SimNode, gpu: int, cpu: int, mem: int) -> int:
-    """NodeResourcesFit MostAllocated as the shipped profile configures it (nvidia.com/gpu,
-    cpu, memory; weight 1 each), in kube-scheduler's integer arithmetic: per resource
+    """NodeResourcesFit MostAllocated as the shipped profile configures it
+    (`PACKING_WEIGHTS`), in kube-scheduler's integer arithmetic: per resource
     100 x (requested after the pod) // allocatable, then the weighted sum // the weights.
 
     As kube-scheduler does, GPUs count only for a pod that asks for some (an extended
     resource the pod does not request is skipped on every node, so a CPU pod is scored on
     CPU and memory alone) and a resource the node lacks is left out (most_allocated.go,
     resource_allocation.go in pkg/scheduler/framework/plugins/noderesources)."""
+    (_, gpu_weight), (_, cpu_weight), (_, mem_weight) = PACKING_WEIGHTS
     total, weights = 0, 0
-    for alloc, free, asked, extended in ((node.alloc_gpu, node.free_gpu, gpu, True),
-                                         (node.alloc_cpu, node.free_cpu, cpu, False),
-                                         (node.alloc_mem, node.free_mem, mem, False)):
+    for alloc, free, asked, weight, extended in (
+        (node.alloc_gpu, node.free_gpu, gpu, gpu_weight, True),
+        (node.alloc_cpu, node.free_cpu, cpu, cpu_weight, False),
+        (node.alloc_mem, node.free_mem, mem, mem_weight, False),
+    ):
         if alloc <= 0 or (extended and asked == 0):
             continue
-        total += min(alloc - free + asked, alloc) * 100 // alloc
-        weights += 1
+        total += min(alloc - free + asked, alloc) * 100 // alloc * weight
+        weights += weight
     return total // weights if weights else 0
 
 

@@ -134,7 +134,8 @@ def headstart_config_problems(rendered: Rendered) -> list[str]:
     """The configs the components will load, loaded by the components' own loaders."""
     from bucketing.errors import HeadstartError
     from extender.config import config_from_mapping
-    from overprovisioner.config import parse_config, resolve_catalog
+    from overprovisioner.config_catalog import resolve_catalog
+    from overprovisioner.config_parse import parse_config
 
     problems = []
     cm, data = config_file(rendered, "headstart-extender-config")
@@ -320,6 +321,22 @@ def consistency_problems(rendered: Rendered) -> list[str]:
                 "ServiceAccount", subject["name"]
             ) is None:
                 add(rendered.where(obj, "subjects") + f": no ServiceAccount {subject['name']}")
+    # The simulator's `headstart` scoring models this profile's packing.
+    from overprovisioner.sim.scheduler import PACKING_STRATEGY, PACKING_WEIGHTS
+
+    for index, profile in enumerate(sched.get("profiles") or []):
+        if profile.get("schedulerName") != "headstart-scheduler":
+            continue
+        fit = next((c.get("args") or {} for c in profile.get("pluginConfig") or []
+                    if c.get("name") == "NodeResourcesFit"), {})
+        strategy = fit.get("scoringStrategy") or {}
+        resources = strategy.get("resources") or ()
+        shipped = (strategy.get("type"),
+                   tuple((r.get("name"), r.get("weight", 1)) for r in resources))
+        if shipped != (PACKING_STRATEGY, PACKING_WEIGHTS):
+            add(rendered.where(sched_cm, f"config.yaml profiles[{index}] NodeResourcesFit")
+                + f": scoringStrategy {shipped} is not what the simulator models "
+                + f"(overprovisioner/sim/scheduler.py: {(PACKING_STRATEGY, PACKING_WEIGHTS)})")
     return problems
 
 

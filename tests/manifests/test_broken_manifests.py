@@ -41,6 +41,9 @@ CASES = [
      checks.scheduler_config_problems, ["scoringStrategy.type", "MostAlocated"]),
     ("base/scheduler/scheduler-config.yaml", "type: MostAllocated", "type: LeastAllocated",
      checks.docs_problems, ["docs/extender.md", "profiles differ", "config.yaml profiles"]),
+    ("base/scheduler/scheduler-config.yaml", "- name: cpu\n                weight: 1",
+     "- name: cpu\n                weight: 2", checks.consistency_problems,
+     ["headstart-scheduler-config", "NodeResourcesFit", "overprovisioner/sim/scheduler.py"]),
     # kube-scheduler defaults the strategy's type only when scoringStrategy is absent
     ("base/scheduler/scheduler-config.yaml", "type: MostAllocated", "# type: MostAllocated",
      checks.scheduler_config_problems, ["scoringStrategy", "'type' is a required property"]),
