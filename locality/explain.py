@@ -12,18 +12,20 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from locality.context import DecisionContext
-from locality.filter import node_verdict
+from locality.filter import ReasonCode, node_verdict
 from locality.model import NodeState
 from locality.score import NEUTRAL, ScoreBreakdown, node_scorer
 
 
 @dataclass(frozen=True, slots=True)
 class NodeExplanation:
-    """One node: passed, or the reason and whether preemption could resolve it; the score."""
+    """One node: passed, or the reason, its code (the metrics' `reason` label) and whether
+    preemption could resolve it; the score."""
 
     name: str
     passed: bool
     reason: str | None
+    code: ReasonCode | None
     resolvable: bool
     score: ScoreBreakdown
 
@@ -60,9 +62,9 @@ def explain(context: DecisionContext, nodes: Sequence[NodeState]) -> Explanation
     rows = []
     terms = node_scorer(context) if context.identity is not None else None
     for state in nodes:
-        reason, _, resolvable = node_verdict(context, state)
+        reason, code, resolvable = node_verdict(context, state)
         score = ScoreBreakdown(*terms(state)) if terms is not None else NEUTRAL
-        rows.append(NodeExplanation(state.name, reason is None, reason, resolvable, score))
+        rows.append(NodeExplanation(state.name, reason is None, reason, code, resolvable, score))
     rows.sort(key=lambda row: (not row.passed, -row.score.total, row.name))
     placement = context.placement
     identity = context.identity

@@ -29,9 +29,12 @@ def test_explain_agrees_with_filter_and_score():
     for row in explanation.nodes:
         assert row.passed == (row.name in result.passed)
         assert row.reason == {**result.failed, **result.unresolvable}.get(row.name)
+        assert row.code == result.codes.get(row.name)
         assert row.score == scores[row.name]
     assert not explanation.nodes[-1].resolvable  # b-1: outside the required group
+    assert explanation.nodes[-1].code == "placement_group"
     assert explanation.nodes[-2].resolvable  # a-full: only out of GPUs
+    assert explanation.nodes[-2].code == "insufficient_gpu"
     assert (explanation.job, explanation.role, explanation.home_group) == ("ns/j", "worker", "pg-a")
     assert (explanation.placed_pods, explanation.remaining_pods) == (1, 1)
     assert explanation.policy_problems == (
@@ -46,6 +49,9 @@ def test_as_json_is_serialisable_with_totals():
     # a-ps: node 5 (the PS) + group 3 = 8
     assert first["name"] == "a-ps"
     assert first["score"] == {"node": 5, "group": 3, "numa": 0, "placeholder": 0, "total": 8}
+    assert (first["reason"], first["code"]) == (None, None)
+    # a-full: out of GPUs; the code serialises as the metrics' label string
+    assert data["nodes"][2]["code"] == "insufficient_gpu"
 
 
 def test_pod_of_no_job():
