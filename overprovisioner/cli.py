@@ -51,7 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from aiohttp import web
 
-    from overprovisioner.config import load_config, resolve_catalog
+    from overprovisioner.config_catalog import resolve_catalog
+    from overprovisioner.config_load import load_config
 
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -221,7 +222,7 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     import numpy as np
 
     from overprovisioner.apply import Applier, KubeApi
-    from overprovisioner.config import resolve_catalog
+    from overprovisioner.config_catalog import resolve_catalog
     from overprovisioner.errors import RetryPolicy
     from overprovisioner.leader import LeaderElector
     from overprovisioner.loop import OverprovisionerLoop

@@ -2,9 +2,9 @@
 
 Decides: how a YAML value becomes a string, number, duration, list or resource vector,
 and the wording of the errors (`op.yaml: limits.default.max: must be at least 0, got -1`).
-Unknown fields are errors too (`known`). Used by config.py.
+Unknown fields are errors too (`known`). Used by config_parse.py.
 
-Must not: know which fields exist (config.py does), read files or log.
+Must not: know which fields exist (config_parse.py does), read files or log.
 """
 
 from __future__ import annotations

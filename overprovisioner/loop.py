@@ -34,7 +34,8 @@ from typing import Any, Protocol
 from bucketing.catalog import Catalog
 from bucketing.errors import HeadstartError, InputError
 from overprovisioner.apply import Applier, ApplyResult, Observed, apply_plan
-from overprovisioner.config import OverprovisionerConfig, make_plan_config
+from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.config_catalog import make_plan_config
 from overprovisioner.forecasting import (
     BucketForecast,
     ModelLoader,

@@ -31,7 +31,8 @@ from typing import Any, Protocol
 from bucketing.catalog import Catalog
 from bucketing.errors import InputError
 from bucketing.resources import Resources
-from overprovisioner.config import OverprovisionerConfig, placeholder_request
+from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.config_catalog import placeholder_request
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 PART_OF = "app.kubernetes.io/part-of"

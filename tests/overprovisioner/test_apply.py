@@ -11,7 +11,8 @@ from overprovisioner.apply import (
     KubeApi,
     apply_plan,
 )
-from overprovisioner.config import parse_config, resolve_catalog
+from overprovisioner.config_catalog import resolve_catalog
+from overprovisioner.config_parse import parse_config
 from overprovisioner.errors import ApiCallError, NotOwnedError
 from overprovisioner.objects import desired_objects, priority_class
 from overprovisioner.plan import PlannedBucket

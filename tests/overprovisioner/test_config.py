@@ -9,15 +9,11 @@ import yaml
 
 from bucketing.errors import ConfigError
 from bucketing.resources import Resources
-from overprovisioner.config import (
-    OverprovisionerConfig,
-    load_config,
-    make_plan_config,
-    parse_config,
-    parse_duration,
-    placeholder_request,
-    resolve_catalog,
-)
+from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.config_catalog import make_plan_config, placeholder_request, resolve_catalog
+from overprovisioner.config_fields import parse_duration
+from overprovisioner.config_load import load_config
+from overprovisioner.config_parse import parse_config
 
 EXAMPLE = Path(__file__).parents[2] / "overprovisioner" / "example-config.yaml"
 

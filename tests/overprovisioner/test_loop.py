@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from overprovisioner.apply import Applier, KubeApi
-from overprovisioner.config import parse_config, resolve_catalog
+from overprovisioner.config_catalog import resolve_catalog
+from overprovisioner.config_parse import parse_config
 from overprovisioner.errors import RetryPolicy
 from overprovisioner.loop import OverprovisionerLoop
 from overprovisioner.metrics import Metrics

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from bucketing.errors import InputError
-from overprovisioner.config import parse_config, resolve_catalog
+from overprovisioner.config_catalog import resolve_catalog
+from overprovisioner.config_parse import parse_config
 from overprovisioner.objects import (
     SPEC_HASH,
     desired_objects,

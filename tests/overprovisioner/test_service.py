@@ -276,7 +276,7 @@ async def test_an_empty_history_is_backfilled_from_prometheus_once(aiohttp_serve
                                                                    tmp_path) -> None:
     from bucketing.catalog import load_catalog
     from overprovisioner.cli import RecorderDemand, prometheus_backfill
-    from overprovisioner.config import resolve_catalog
+    from overprovisioner.config_catalog import resolve_catalog
     from predictor.recorder import Informer, Recorder, RecorderConfig
     from predictor.store import HistoryStore
     from tests.predictor.test_prometheus import matrix, prometheus_app
