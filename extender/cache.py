@@ -17,7 +17,9 @@ those charges when the NRT object next changes (the updater has counted them), o
 pod's own charge when the pod finishes, moves or is deleted. `NodeState.topology` is
 the published zones less those charges; live assumptions are charged on top per
 request (`locality.context`). Pods seen already bound in the first full list are
-taken as counted by the NRT list that comes with it.
+taken as counted by the NRT list that comes with it; a relist after a pod watch gap
+charges the bindings it newly shows, except on nodes whose NRT zones changed during
+the gap (that change most likely counts them). An identical republish changes nothing.
 
 Threading: every method runs on the event-loop thread. The watch threads
 (`extender.watch`) only parse JSON and hand the parsed objects over with
@@ -68,6 +70,9 @@ class ClusterCache:
         # Node -> {pod key: NUMA request}, bind order: GPU pods seen bound since the node's
         # NRT object last changed, i.e. not yet counted in its published zones.
         self._unreflected: dict[str, dict[str, Resources]] = {}
+        # Nodes whose NRT zones changed since the last pod event or list: after a pod
+        # watch gap, a binding the relist shows on such a node is likely already counted.
+        self._nrt_changed_since_pods: set[str] = set()
         self._node_objects: dict[str, Node] = {}
         # The columnar snapshot for the numpy filter/score, brought up to date lazily:
         # a burst of watch events costs one column copy at the next request.
@@ -165,7 +170,10 @@ class ClusterCache:
         """A full pod list: re-index and rebuild every node state.
 
         On a relist (not the first list) a GPU pod bound since the last view starts a
-        NUMA charge as a watch event would; charges of pods gone, finished or moved end.
+        NUMA charge as a watch event would, unless its node's NRT zones changed during
+        the watch gap (the change most likely counts that binding; charging it again
+        would hold a second zone until the next change); charges of pods gone, finished
+        or moved end.
         """
         before = self._pods
         relist = self.synced[PODS]
@@ -182,7 +190,11 @@ class ClusterCache:
             kept = self._unreflected.get(pod.node_name or "", {}).get(key)
             if kept is not None and old is not None and old.uid == pod.uid:
                 unreflected.setdefault(pod.node_name or "", {})[key] = pod.numa_request
-            elif relist and (old is None or old.node_name is None or old.uid != pod.uid):
+            elif (
+                relist
+                and (old is None or old.node_name is None or old.uid != pod.uid)
+                and pod.node_name not in self._nrt_changed_since_pods
+            ):
                 unreflected.setdefault(pod.node_name or "", {})[key] = pod.numa_request
         self._unreflected = {
             name: charges for name, charges in unreflected.items() if name in self._topologies
@@ -194,12 +206,14 @@ class ClusterCache:
             assumed = assumed.observe(pod)
         self.assumed = assumed
         self.synced[PODS] = True
+        self._nrt_changed_since_pods.clear()
         self.version += 1
 
     def apply_pod(self, pod: Pod) -> None:
         """An ADDED or MODIFIED pod: move its request between node states as needed."""
         key = pod_key(pod.namespace, pod.name)
         old = self._pods.get(key)
+        self._nrt_changed_since_pods.clear()  # the pod watch is live up to here
         if old is not None and _same_pod(old, pod):
             self._pods[key] = pod  # a status update the decisions do not read
             return
@@ -221,6 +235,7 @@ class ClusterCache:
     def delete_pod(self, pod: Pod) -> None:
         key = pod_key(pod.namespace, pod.name)
         old = self._pods.get(key)
+        self._nrt_changed_since_pods.clear()
         if old is not None:
             self._unindex(key, old)
             if old.node_name is not None:
@@ -256,6 +271,10 @@ class ClusterCache:
     def replace_topologies(self, topologies: Iterable[NodeTopology]) -> None:
         before = self._topologies
         self._topologies = {topology.node_name: topology for topology in topologies}
+        if self.synced[TOPOLOGIES]:  # a relist; the first list changes nothing seen
+            for name, topology in self._topologies.items():
+                if topology != before.get(name):
+                    self._nrt_changed_since_pods.add(name)
         for name in list(self._unreflected):
             if self._topologies.get(name) != before.get(name):
                 del self._unreflected[name]  # republished since: it counts those pods
@@ -269,10 +288,12 @@ class ClusterCache:
 
     def apply_topology(self, topology: NodeTopology) -> None:
         name = topology.node_name
-        if self._topologies.get(name) != topology:
-            # The updater republished different zones: they count every pod bound
-            # before (see the module docstring for the race this leaves).
-            self._unreflected.pop(name, None)
+        if self._topologies.get(name) == topology:
+            return  # an identical republish: zones and charges stand, no table copy
+        # The updater republished different zones: they count every pod bound before
+        # (see the module docstring for the race this leaves).
+        self._unreflected.pop(name, None)
+        self._nrt_changed_since_pods.add(name)
         self._topologies[name] = topology
         self._refresh_topology(name)
         self.version += 1

@@ -169,6 +169,23 @@ def w(name, gpus=4, phase="Running", on="a", **kwargs):
         # Re-created under the same name (new uid) while the pod watch was down.
         pytest.param([w("w0", on="b")], [("relist", [w("w0", uid="new-uid")])], [0, 4],
                      ["team/w0"], id="relist-shows-a-re-created-pod-bound"),
+        # A relisted NRT: changed zones end the charge, identical ones keep it.
+        pytest.param([], [("pod", w("w0")), ("nrt-relist", [nrt([(40, 0), (48, 4)])])],
+                     [0, 4], [], id="changed-nrt-relist-ends-the-charge"),
+        pytest.param([], [("pod", w("w0")), ("nrt-relist", [nrt()])], [0, 4], ["team/w0"],
+                     id="unchanged-nrt-relist-keeps-the-charge"),
+        # The pod watch was down while w0 was bound and node a's NRT changed: that change
+        # most likely counts w0 (node-0 at 0 GPUs), so the relist does not charge w0 again
+        # (which would take node-1 too).
+        pytest.param([w("w0", phase="Pending", on=None)],
+                     [("nrt", nrt([(40, 0), (48, 4)])), ("relist", [w("w0")])], [0, 4], [],
+                     id="relist-after-nrt-change-in-the-gap-not-charged"),
+        # A pod event after the NRT change shows the watch was live then: the binding
+        # the relist shows came later, so it is charged (to node-1, the only zone left).
+        pytest.param([w("w0", phase="Pending", on=None)],
+                     [("nrt", nrt([(40, 0), (48, 4)])), ("pod", w("x", gpus=0, on=None)),
+                      ("relist", [w("w0", on="a"), w("x", gpus=0, on=None)])],
+                     [0, 0], ["team/w0"], id="relist-after-live-pod-event-charged"),
         pytest.param([], [("pod", w("cpu", gpus=0))], [4, 4], [], id="cpu-only-not-charged"),
         pytest.param([], [("pod", w("ph", labels={"headstart.io/placeholder": "true"}))],
                      [4, 4], [], id="placeholder-not-charged"),
@@ -187,6 +204,8 @@ def test_bound_gpu_pods_hold_their_zone_until_the_nrt_changes(listed, events, zo
             cache.apply_topology(item)
         elif kind == "nrt-deleted":
             cache.delete_topology(item)
+        elif kind == "nrt-relist":
+            cache.replace_topologies(item)
         else:
             cache.replace_pods(item)
     topology = cache.nodes["a"].topology
@@ -212,3 +231,13 @@ def test_bound_pod_charges_only_the_cpus_kubelet_pins(guaranteed, zones):
     cache.apply_pod(w("w0", guaranteed=guaranteed))
     topology = cache.nodes["a"].topology
     assert [(z.cpu_free_milli // 1000, z.gpu_free_milli // GPU) for z in topology.zones] == zones
+
+
+def test_identical_nrt_republish_changes_nothing():
+    # NFD republishes every 60 s per node: an identical object must not dirty the table
+    # (a column copy and a cold NUMA memo at the next request) nor bump the version.
+    cache = rebuilt([node("a")], [], [nrt()])
+    table, version = cache.table(), cache.version
+    cache.apply_topology(nrt())
+    assert cache.version == version
+    assert cache.table() is table
