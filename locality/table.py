@@ -11,8 +11,10 @@ memcpy, and the changed rows set), so a request reads a consistent snapshot whil
 watch task builds the next. It is also a `Mapping[str, NodeState]`, so it can be
 passed as the `cluster` of `decision_context`.
 
-One cache inside: single-NUMA fit per (GPUs, CPUs) request, memoised per table. The
-table never changes, so the memo is a pure function's result kept next to its input.
+One cache inside: single-NUMA fit per (GPUs, pinned CPUs) request, memoised per table.
+The table never changes, so the memo is a pure function's result kept next to its
+input; `with_states` carries it over for the newest request shapes, recomputing only
+the changed rows.
 Assumed GPU pods' NUMA charges are per request (they depend on the pod being
 scheduled), so they are applied on a copy of the memo's row, for their nodes only.
 
@@ -45,6 +47,7 @@ from locality.model import Locality, NodeState, NodeTopology, Packing
 from locality.score import GROUP, NODE_COUNTERPART, NODE_IDLE_MAX, NODE_JOB, NUMA, PLACEHOLDER
 
 UNKNOWN_NODE_REASON = "node not (yet) in the extender's node cache"
+_NUMA_MEMO_CARRIED = 16  # request shapes whose NUMA fit `with_states` carries over
 
 # filter_table's verdict numbers -> the ReasonCode node_verdict gives for the same rule.
 _REASON_CODES: dict[int, ReasonCode] = {
@@ -166,7 +169,16 @@ class NodeTable(Mapping[str, NodeState]):
             else:
                 topology_rows.discard(row)
         table.topology_rows = tuple(sorted(topology_rows))
+        # Carry the NUMA memo over, judging only the changed rows again: rebuilding it
+        # costs a Python zone_for per NRT node (milliseconds at 5,000), and bindings and
+        # NRT republishes change a few rows between most requests. The newest shapes
+        # only, so a long-running extender's memo stays small.
         table._numa_memo = {}
+        for key in list(self._numa_memo)[-_NUMA_MEMO_CARRIED:]:
+            fit = self._numa_memo[key].copy()
+            for row, s in zip(rows, changed, strict=True):
+                fit[row] = s.topology is not None and s.topology.zone_for(*key) is not None
+            table._numa_memo[key] = fit
         table._group_order = None
         return table
 

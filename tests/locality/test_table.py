@@ -106,14 +106,21 @@ def test_table_matches_the_reference(case):
 def test_with_states_equals_a_rebuild(case, data):
     states, _, _, _, _ = case
     table = NodeTable(states)
+    # Warm the NUMA memo: with_states carries it over, recomputing the changed rows.
+    numa_shapes = [(1000, 0), (2000, 8000), (4000, 0)]
+    for shape in numa_shapes:
+        table.numa_fit(*shape)
     changed = []
     for state in data.draw(st.lists(st.sampled_from(states), max_size=4)):
         extra = make_pod("new", gpus=data.draw(st.integers(0, 2)), cpu=2)
-        change = data.draw(st.sampled_from(["pod", "topology", "not-ready"]))
+        change = data.draw(st.sampled_from(["pod", "topology", "zones", "not-ready"]))
         if change == "pod":
             changed.append(state.with_pod(extra))
         elif change == "topology":
             changed.append(state.with_topology(None))
+        elif change == "zones":
+            zones = data.draw(st.sampled_from([[(0, 48), (2, 8)], [(4, 48), (4, 48)]]))
+            changed.append(state.with_topology(make_state(state.name, zones=zones).topology))
         else:
             changed.append(state.with_node(replace(state.node, ready=False)))
     updated = table.with_states(changed)
@@ -125,6 +132,8 @@ def test_with_states_equals_a_rebuild(case, data):
         assert np.array_equal(getattr(updated, column), getattr(rebuilt, column)), column
     assert updated.topology_rows == rebuilt.topology_rows
     assert list(updated.values()) == list(rebuilt.values())
+    for shape in numa_shapes:
+        assert np.array_equal(updated.numa_fit(*shape), rebuilt.numa_fit(*shape)), shape
 
 
 def test_with_states_leaves_the_old_table_alone():
