@@ -10,7 +10,9 @@ Rules, in this order (the first that fails gives the reason):
    must not preempt there.
 3. Single-NUMA fit, policy `required`, pods requesting GPUs, nodes publishing NUMA
    zones: no zone holds the pod's GPUs and pinned CPUs together (`Pod.numa_request`;
-   only a Guaranteed pod's whole CPUs are pinned) -> unresolvable. Nodes without
+   only a Guaranteed pod's whole CPUs are pinned) -> unresolvable, except on a node
+   holding headstart placeholders: NFD's zones count their devices too, and preempting
+   them can free a zone, so there it is resolvable. Nodes without
    NodeResourceTopology data are not NUMA-filtered. The zones are the published ones
    less the GPU pods assumed on the node, each charged to the zone kubelet would admit
    it to (`DecisionContext.numa_topology`, `NodeTopology.zone_for`).
@@ -115,7 +117,9 @@ def node_verdict(
     if topology is not None and topology.zone_for(
         request.gpu_milli, context.pod.pinned_cpu_milli
     ) is None:
-        return numa_reason(context), ReasonCode.NUMA, False
+        # The NRT counts the devices of headstart placeholders too, and a real pod
+        # preempts them: on their nodes eviction can free a zone, so resolvable there.
+        return numa_reason(context), ReasonCode.NUMA, state.holds_placeholders
 
     free_gpu = state.free_gpu_milli
     free_cpu = state.free_cpu_milli

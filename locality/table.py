@@ -364,7 +364,9 @@ def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str
         elif code >= 6:
             failed[name] = fit_reasons[code]
         elif code == 5:
-            unresolvable[name] = numa_reason(context)
+            # Resolvable where placeholders sit: preempting them frees their zone.
+            (failed if table.holds_placeholders[row] else unresolvable)[name] = (
+                numa_reason(context))
         else:
             group = table.states[row].placement_group
             if code == 2:

@@ -383,3 +383,28 @@ def test_assumed_gpu_pods_take_their_numa_zone(pod, assumed, now, zones_after, v
     else:
         preferred_term = score_nodes(context, [state])[NUMA_NODE].numa
     assert preferred_term == numa_term == (1 if verdict[0] == "passed" else 0)
+
+
+@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+@pytest.mark.parametrize(
+    ("placeholders", "verdict"),
+    [
+        # A 4-GPU placeholder fills the node's one zone, and NFD counts its GPUs: the zone
+        # shows 0 free. A real pod preempts placeholders, so the NUMA failure there is
+        # resolvable (kube-scheduler may preempt), as scheduler-plugins' NRT filter's is.
+        pytest.param(True, "failed", id="placeholder-node-resolvable"),
+        # The same zones held by real pods: eviction is not ours to suggest.
+        pytest.param(False, "unresolvable", id="real-pods-unresolvable"),
+    ],
+)
+def test_numa_failure_is_resolvable_where_placeholders_sit(placeholders, verdict, columnar):
+    from locality.table import NodeTable, filter_table
+
+    holder = make_pod("holder", cpu=40, gpus=4, node="one", placeholder=placeholders)
+    state = make_state("one", gpus=4, cpu=48, pods=[holder], zones=[(0, 8)])
+    pod = gpu_pod("w", 2, 4, pinned=False)
+    table = NodeTable([state])
+    context = context_for(pod, table if columnar else [state], job_pods=[pod])
+    result = filter_table(context, table, ["one"]) if columnar else filter_nodes(context, [state])
+    # 4 - 4 = 0 free GPUs in real pods' case: the NUMA rule comes first, so the same text.
+    assert verdicts(result)["one"] == (verdict, "no NUMA zone holds 2 GPU (policy required)")
