@@ -11,8 +11,9 @@ assumption as soon as a watch event shows the pod bound, finished or deleted.
 NUMA zones lag behind bindings: NFD's topology updater republishes a node's
 NodeResourceTopology on its own interval (60 s by default), so for a while after a
 GPU pod is bound its zone still looks free. The cache therefore keeps charging the
-node's zones with the GPU pods it saw bound since that node's NRT object last
-changed (each to the zone `NodeTopology.zone_for` picks, in bind order), and drops
+node's zones with the pods taking a zone (GPUs or pinned CPUs, `Pod.numa_request`) it
+saw bound since that node's NRT object last changed (each to the zone
+`NodeTopology.zone_for` picks, in bind order), and drops
 those charges when the NRT object next changes (the updater has counted them), or a
 pod's own charge when the pod finishes, moves or is deleted. `NodeState.topology` is
 the published zones less those charges; live assumptions are charged on top per
@@ -67,7 +68,8 @@ class ClusterCache:
         self._pods_on_node: dict[str, set[str]] = {}
         self._pods_of_job: dict[JobKey, set[str]] = {}
         self._topologies: dict[str, NodeTopology] = {}
-        # Node -> {pod key: NUMA request}, bind order: GPU pods seen bound since the node's
+        # Node -> {pod key: NUMA request}, bind order: pods taking a zone seen bound since
+        # the node's
         # NRT object last changed, i.e. not yet counted in its published zones.
         self._unreflected: dict[str, dict[str, Resources]] = {}
         # Nodes whose NRT zones changed since the last pod event or list: after a pod
@@ -169,11 +171,11 @@ class ClusterCache:
     def replace_pods(self, pods: Iterable[Pod]) -> None:
         """A full pod list: re-index and rebuild every node state.
 
-        On a relist (not the first list) a GPU pod bound since the last view starts a
-        NUMA charge as a watch event would, unless its node's NRT zones changed during
-        the watch gap (the change most likely counts that binding; charging it again
-        would hold a second zone until the next change); charges of pods gone, finished
-        or moved end.
+        On a relist (not the first list) a zone-taking pod (GPUs or pinned CPUs) bound
+        since the last view starts a NUMA charge as a watch event would, unless its
+        node's NRT zones changed during the watch gap (the change most likely counts that
+        binding; charging it again would hold a second zone until the next change);
+        charges of pods gone, finished or moved end.
         """
         before = self._pods
         relist = self.synced[PODS]
@@ -308,12 +310,12 @@ class ClusterCache:
         self.version += 1
 
     def unreflected_pods(self, node_name: str) -> tuple[str, ...]:
-        """Keys (namespace/name) of the GPU pods charged to the node's NUMA zones because
+        """Keys (namespace/name) of the pods charged to the node's NUMA zones because
         its NRT object has not changed since they were bound (bind order)."""
         return tuple(self._unreflected.get(node_name, ()))
 
     def _topology_of(self, node_name: str) -> NodeTopology | None:
-        """The published zones less the GPU pods bound since they were published."""
+        """The published zones less the pods bound since they were published."""
         topology = self._topologies.get(node_name)
         charges = self._unreflected.get(node_name)
         if topology is None or not charges:
@@ -374,13 +376,13 @@ def _same_pod(old: Pod, new: Pod) -> bool:
 
 
 def _charges_zone(pod: Pod) -> bool:
-    """A bound, running GPU pod: kubelet gave it a NUMA zone (placeholders are left out:
-    real pods preempt them, as everywhere else in the decisions)."""
+    """A bound, running pod with GPUs or pinned CPUs: kubelet gave it a NUMA zone
+    (placeholders are left out: real pods preempt them, as everywhere else)."""
     return (
         pod.node_name is not None
         and not pod.terminal
         and not pod.is_placeholder
-        and pod.request.gpu_milli > 0
+        and (pod.request.gpu_milli > 0 or pod.pinned_cpu_milli > 0)
     )
 
 

@@ -67,10 +67,11 @@ class DecisionContext:
     favours while there is no home group: those that hold the job, and for `spread`
     jobs, among them the ones with a free node per pod when any has.
     idle_dims: (gpu, cpu, memory) flags of the dimensions the job requests.
-    assumed_topologies: for nodes with NUMA data and live assumptions of GPU pods (all
-    jobs), the node's zones after those pods took theirs (`NodeTopology.charged`, the
-    zone `NodeTopology.zone_for` picks, oldest assumption first); the NUMA rule and
-    term read these instead of `NodeState.topology`. See `numa_topology`.
+    assumed_topologies: for nodes with NUMA data and live assumptions of pods taking a
+    zone (GPUs or pinned CPUs; all jobs), the node's zones after those pods took theirs
+    (`NodeTopology.charged`, the zone `NodeTopology.zone_for` picks, oldest assumption
+    first); the NUMA rule and term read these instead of `NodeState.topology`. See
+    `numa_topology`.
     """
 
     pod: Pod
@@ -128,13 +129,13 @@ def decision_context(
     if pod.request.gpu_milli > 0 and policy.numa is not Locality.NONE:
         # Only GPU pods under a NUMA policy read zones (filter rule 3, score term).
         topologies = topologies_after_assumed(
-            assumed.gpu_requests_by_node(now, excluding=pod.uid), cluster
+            assumed.numa_requests_by_node(now, excluding=pod.uid), cluster
         )
     return build_context(pod, identity, policy, placement, cluster, extra, topologies)
 
 
 def topologies_after_assumed(
-    gpu_requests_by_node: Mapping[str, list[Resources]], cluster: Mapping[str, NodeState]
+    numa_requests_by_node: Mapping[str, list[Resources]], cluster: Mapping[str, NodeState]
 ) -> dict[str, NodeTopology]:
     """Per node with NUMA data, its zones after the assumed GPU pods took theirs.
 
@@ -145,7 +146,7 @@ def topologies_after_assumed(
     x zones).
     """
     charged: dict[str, NodeTopology] = {}
-    for name, requests in gpu_requests_by_node.items():
+    for name, requests in numa_requests_by_node.items():
         state = cluster.get(name)
         if state is not None and state.topology is not None:
             topology = state.topology.charged(requests)

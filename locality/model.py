@@ -200,17 +200,17 @@ class NodeTopology:
         """The topology after pods with these NUMA requests (`Pod.numa_request`: GPUs
         and pinned CPUs) are admitted, in this order.
 
-        Each request with GPUs takes its GPUs and pinned CPUs from `zone_for`'s zone at
-        that moment. A request without GPUs takes nothing (the NUMA rules concern GPU
-        pods; the pinned CPUs of CPU-only pods are not charged, a known gap). A request
-        no zone holds takes nothing either: kubelet with single-numa-node would reject
-        that pod. Returns self when nothing is charged.
+        Each request takes its GPUs and pinned CPUs from `zone_for`'s zone at that
+        moment; that includes a CPU-only Guaranteed pod's pinned CPUs (the CPU manager's
+        hints follow the same lowest-fitting-zone rule). A request with neither takes
+        nothing, and so does one no zone holds: kubelet with single-numa-node would
+        reject that pod. Returns self when nothing is charged.
         """
         zones = list(self.zones)
         changed = False
         for request in requests:
             gpu, cpu = request.gpu_milli, request.cpu_milli
-            if gpu <= 0:
+            if gpu <= 0 and cpu <= 0:
                 continue
             for index, zone in enumerate(zones):
                 if zone.holds(gpu, cpu):

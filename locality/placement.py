@@ -112,11 +112,11 @@ class AssumedPlacements:
                 totals[a.node_name] = a.request if current is None else current + a.request
         return totals
 
-    def gpu_requests_by_node(
+    def numa_requests_by_node(
         self, now: float, excluding: str | None = None
     ) -> dict[str, list[Resources]]:
         """NUMA requests (`Pod.numa_request`: GPUs and pinned CPUs) of live assumptions
-        that ask for GPUs, per node, oldest first.
+        that take a zone (GPUs or pinned CPUs), per node, oldest first.
 
         The order is the order the pods were steered (a re-steered pod moves to the
         end), the likeliest order of their bindings and kubelet admissions: the NUMA
@@ -126,7 +126,8 @@ class AssumedPlacements:
         """
         by_node: dict[str, list[Resources]] = {}
         for a in self.by_uid.values():
-            if a.request.gpu_milli > 0 and a.expires_at > now and a.uid != excluding:
+            takes_zone = a.request.gpu_milli > 0 or a.pinned_cpu_milli > 0
+            if takes_zone and a.expires_at > now and a.uid != excluding:
                 by_node.setdefault(a.node_name, []).append(
                     Resources(a.request.gpu_milli, a.pinned_cpu_milli, 0)
                 )

@@ -187,6 +187,9 @@ def w(name, gpus=4, phase="Running", on="a", **kwargs):
                       ("relist", [w("w0", on="a"), w("x", gpus=0, on=None)])],
                      [0, 0], ["team/w0"], id="relist-after-live-pod-event-charged"),
         pytest.param([], [("pod", w("cpu", gpus=0))], [4, 4], [], id="cpu-only-not-charged"),
+        # Guaranteed with 8 whole CPUs: pinned in node-0, so charged though it has no GPU.
+        pytest.param([], [("pod", w("ps", gpus=0, guaranteed=True))], [4, 4], ["team/ps"],
+                     id="pinned-cpu-only-charged"),
         pytest.param([], [("pod", w("ph", labels={"headstart.io/placeholder": "true"}))],
                      [4, 4], [], id="placeholder-not-charged"),
     ],

@@ -350,6 +350,14 @@ TWO = gpu_pod("two", 2, 4)
                              (gpu_pod("cpu-heavy-2", 1, 44, pinned=False), 0.0)), 1.0,
                      [(2, 48), (4, 48)], ("passed", None),
                      id="burstable-pods-charge-and-need-gpus-only"),
+        # A CPU-only Guaranteed PS pins 44 CPUs in zone 0 (the lowest zone with them):
+        # 48 - 44 = 4 CPUs left there, so the pinned 3-GPU, 8-CPU pod fits zone 1 only.
+        pytest.param(THREE[0], steered((make_pod("ps", cpu=44, job="j", role="ps",
+                                                 pinned=True), 0.0)), 1.0,
+                     [(4, 4), (4, 48)], ("passed", None), id="pinned-cpu-only-pod-charged"),
+        pytest.param(THREE[0], steered((make_pod("ps", cpu=44, job="j", role="ps"), 0.0)),
+                     1.0, [(4, 48), (4, 48)], ("passed", None),
+                     id="burstable-cpu-only-pod-not-charged"),
         # A Burstable 1-GPU pod takes zone 0 (GPUs alone decide), so the pinned 3-GPU pod
         # still finds 3 GPUs there: 4 - 1 = 3.
         pytest.param(THREE[0], steered((gpu_pod("gpu-only", 1, 47, pinned=False), 0.0)), 1.0,

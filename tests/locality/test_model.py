@@ -70,7 +70,9 @@ TWO_4GPU_ZONES = NodeTopology(
         pytest.param([(1, 8), (4, 8)], [(3, 40), (0, 40)], id="small-then-big"),
         # 2 GPUs on node-0 (4 -> 2), 3 GPUs only node-1 holds (4 -> 1), 2 GPUs node-0 again.
         pytest.param([(2, 4), (3, 4), (2, 4)], [(0, 40), (1, 44)], id="order-matters"),
-        pytest.param([(0, 16)], [(4, 48), (4, 48)], id="cpu-only-pod-not-charged"),
+        # A CPU-only Guaranteed pod's 16 pinned CPUs: the lowest zone with them (48 - 16).
+        pytest.param([(0, 16)], [(4, 32), (4, 48)], id="cpu-only-pinned-takes-node-0"),
+        pytest.param([(0, 50)], [(4, 48), (4, 48)], id="pinned-cpus-no-zone-holds"),
         pytest.param([(1, 46)], [(3, 2), (4, 48)], id="cpus-charged-too"),  # 48 - 46 = 2
     ],
 )
@@ -81,4 +83,6 @@ def test_charged(requests, expected):
 
 
 def test_charged_returns_itself_when_nothing_is_charged():
-    assert TWO_4GPU_ZONES.charged([Resources.of(0, 4, 1)]) is TWO_4GPU_ZONES
+    # Neither GPUs nor pinned CPUs (a Burstable CPU pod), and a pod no zone holds.
+    nothing = [Resources.of(0, 0, 1), Resources.of(5, 0, 0)]
+    assert TWO_4GPU_ZONES.charged(nothing) is TWO_4GPU_ZONES
