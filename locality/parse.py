@@ -80,8 +80,10 @@ def _pinned_cpu_milli(spec: Mapping[str, Any], gpu_resource: str) -> int:
     memory limits equal to its requests) gets exclusive CPUs, and of its containers
     only those asking for a whole number of CPUs (cpumanager `guaranteedCPUs`). Pod
     scope: the app containers summed, max with each init container. Burstable and
-    BestEffort pods, and pods with pod-level resources, count 0: kubelet aligns only
-    their devices. The quantities were already validated by `pod_effective_request`.
+    BestEffort pods count 0: kubelet aligns only their devices. Pods with pod-level
+    resources (`spec.resources`) count 0 too: how kubelet pins CPUs for them is not
+    modelled. Restartable init containers (sidecars) are taken as init containers.
+    The quantities were already validated by `pod_effective_request`.
     """
     if spec.get("resources"):
         return 0
