@@ -78,38 +78,46 @@ def plot_tradeoff(metrics: Sequence, path: Path) -> Path:
     base_hours = reactive.gpu_hours if reactive else 0.0
     base_cost = reactive.cost_usd if reactive else 0.0
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for axis, attr, base, label in ((left, "gpu_hours", base_hours, "extra GPU-hours"),
-                                    (right, "cost_usd", base_cost, "extra dollars")):
-        statics = sorted((m for m in main if m.policy.startswith("static:")),
-                         key=lambda m: int(m.policy.split(":")[1]))
-        line = ([reactive] if reactive else []) + statics
-        axis.plot([getattr(m, attr) - base for m in line],
-                  [m.pending_gpu_minutes for m in line], "-o", color="tab:gray",
-                  label="reactive + static:N", markersize=4)
-        for m in main:
-            axis.annotate(m.policy, (getattr(m, attr) - base, m.pending_gpu_minutes),
-                          fontsize=8, xytext=(4, 4), textcoords="offset points")
-        predictive = sorted((m for m in main if m.policy.startswith("predictive")),
-                            key=lambda m: m.gpu_hours)
-        if len(predictive) > 1:
-            axis.plot([getattr(m, attr) - base for m in predictive],
-                      [m.pending_gpu_minutes for m in predictive], "--", color="tab:orange",
-                      linewidth=0.8, label="predictive at quantiles")
-        for name, color in (("predictive", "tab:orange"), ("oracle", "tab:green")):
-            for m in main:
-                if m.policy == name or (name == "predictive" and m.policy.startswith(name)):
-                    axis.plot(getattr(m, attr) - base, m.pending_gpu_minutes, "*",
-                              markersize=13, color=color,
-                              label=name if m.policy == name else None)
-        axis.set_xlabel(f"{label} over reactive")
-        axis.set_ylabel("pending GPU-minutes (capacity-caused)")
-        axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)
+    draw_tradeoff(left, main, "gpu_hours", base_hours, "extra GPU-hours")
+    draw_tradeoff(right, main, "cost_usd", base_cost, "extra dollars")
     fig.suptitle("pending time vs cost, all policies")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def draw_tradeoff(axis, main: Sequence, attr: str, base: float, label: str) -> None:
+    """Pending GPU-minutes against `attr` over reactive's on one axis: reactive + the
+    static levels as a line, every run annotated, predictive, oracle and rate-oracle
+    (each with its `:Q` variants) as stars, one legend entry per family."""
+    reactive = [m for m in main if m.policy == "reactive"]
+    statics = sorted((m for m in main if m.policy.startswith("static:")),
+                     key=lambda m: int(m.policy.split(":")[1]))
+    line = reactive + statics
+    axis.plot([getattr(m, attr) - base for m in line],
+              [m.pending_gpu_minutes for m in line], "-o", color="tab:gray",
+              label="reactive + static:N", markersize=4)
+    for m in main:
+        axis.annotate(m.policy, (getattr(m, attr) - base, m.pending_gpu_minutes),
+                      fontsize=8, xytext=(4, 4), textcoords="offset points")
+    predictive = sorted((m for m in main if m.policy.startswith("predictive")),
+                        key=lambda m: m.gpu_hours)
+    if len(predictive) > 1:
+        axis.plot([getattr(m, attr) - base for m in predictive],
+                  [m.pending_gpu_minutes for m in predictive], "--", color="tab:orange",
+                  linewidth=0.8, label="predictive at quantiles")
+    for name, color in (("predictive", "tab:orange"), ("oracle", "tab:green"),
+                        ("rate-oracle", "tab:purple")):
+        # `name` or `name:Q`; one legend entry per family.
+        family = [m for m in main if m.policy == name or m.policy.startswith(name + ":")]
+        for index, m in enumerate(family):
+            axis.plot(getattr(m, attr) - base, m.pending_gpu_minutes, "*",
+                      markersize=13, color=color, label=name if index == 0 else None)
+    axis.set_xlabel(f"{label} over reactive")
+    axis.set_ylabel("pending GPU-minutes (capacity-caused)")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
 
 
 def write_report(results: Sequence, folder: Path, title: str, workload_text: str) -> Path:
