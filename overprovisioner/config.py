@@ -138,6 +138,16 @@ class PlaceholderConfig:
     """Tolerations put on placeholders of GPU instance types."""
     pause_image: str = "registry.k8s.io/pause:3.10"
     """Container image of a placeholder pod, pinned by tag or digest."""
+    request_gpus: bool = True
+    """Whether a placeholder of a GPU type requests the node's GPUs (requests and limits).
+    Set false when a GPU node group's kubelet runs the Topology Manager with policy
+    `single-numa-node` and its GPUs span several NUMA nodes (p4d, p5: 8 GPUs over 2):
+    kubelet's device manager then has no single-NUMA hint for an all-GPU request and
+    rejects the placeholder at admission (TopologyAffinityError), and its ReplicaSet
+    re-creates it on the same node over and over. With false the placeholder asks for no
+    GPUs, keeps its CPU and memory request (so a real pod must still preempt it, and
+    cluster-autoscaler still launches a node of the type for it through the nodeSelector)
+    and its GPU tolerations (the node still has the taint)."""
 
 
 @dataclass(frozen=True)

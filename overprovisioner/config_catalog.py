@@ -63,17 +63,26 @@ def make_plan_config(config: OverprovisionerConfig) -> plan_config_module.PlanCo
 
 
 def placeholder_request(config: OverprovisionerConfig, catalog: Catalog, name: str) -> Resources:
-    """What one placeholder of `name` requests: allocatable less the daemonset overhead."""
+    """What one placeholder of `name` requests: allocatable less the daemonset overhead.
+
+    With `placeholders.request_gpus` false the GPUs are 0 and CPU and memory unchanged:
+    the CPU and memory still fill the node, so a real pod must preempt the placeholder,
+    while kubelet's Topology Manager gets no device request to align (docs/overprovisioner.md,
+    "Topology Manager").
+    """
     instance_type = catalog.get(name)
     overhead = config.placeholders.daemonset_overhead
     if overhead is None:
-        return instance_type.placeholder_request
-    request = instance_type.allocatable - overhead
-    if min(request.cpu_milli, request.memory_bytes, request.gpu_milli) < 0 or (
-        request.cpu_milli == 0 or request.memory_bytes == 0
-    ):
-        raise ConfigError(
-            f"{config.source}: placeholders.daemonset_overhead: leaves nothing of {name}'s "
-            f"allocatable for a placeholder"
-        )
+        request = instance_type.placeholder_request
+    else:
+        request = instance_type.allocatable - overhead
+        if min(request.cpu_milli, request.memory_bytes, request.gpu_milli) < 0 or (
+            request.cpu_milli == 0 or request.memory_bytes == 0
+        ):
+            raise ConfigError(
+                f"{config.source}: placeholders.daemonset_overhead: leaves nothing of {name}'s "
+                f"allocatable for a placeholder"
+            )
+    if not config.placeholders.request_gpus:
+        return Resources(0, request.cpu_milli, request.memory_bytes)
     return request

@@ -173,7 +173,7 @@ def _placeholders(reader: FieldReader, raw: Mapping) -> PlaceholderConfig:
     reader.known(raw, path, {
         "namespace", "backend", "priority_class_name", "priority_class_value",
         "expendable_pods_priority_cutoff", "daemonset_overhead", "placement_group_label",
-        "gpu_tolerations", "pause_image",
+        "gpu_tolerations", "pause_image", "request_gpus",
     })
     d = PlaceholderConfig()
     backend = reader.string(raw, "backend", path, d.backend)
@@ -234,6 +234,7 @@ def _placeholders(reader: FieldReader, raw: Mapping) -> PlaceholderConfig:
         ),
         gpu_tolerations=tolerations,
         pause_image=image,
+        request_gpus=reader.boolean(raw, "request_gpus", path, d.request_gpus),
     )
 
 

@@ -2,9 +2,10 @@
 
 Decides: names, labels and specs of what the overprovisioner writes:
 - one balloon Deployment per (instance type, placement group): pause containers whose
-  requests fill one node of the type (allocatable less daemonset overhead), selecting
-  the type by `node.kubernetes.io/instance-type` and the group by the configured
-  placement-group label, tolerating the GPU taint, at the headstart PriorityClass,
+  requests fill one node of the type (allocatable less daemonset overhead; no GPUs with
+  `placeholders.request_gpus` false), selecting the type by
+  `node.kubernetes.io/instance-type` and the group by the configured placement-group
+  label, tolerating the GPU taint on GPU types either way, at the headstart PriorityClass,
   `terminationGracePeriodSeconds: 0` (a preempted placeholder frees its node at once),
   `strategy: Recreate` (a rolling update would surge one extra placeholder, i.e. one
   extra GPU node, every time the template changes);
@@ -211,6 +212,10 @@ def priority_class(config: OverprovisionerConfig) -> DesiredObject:
 
 
 def _resource_requirements(request: Resources, gpu_resource: str) -> dict[str, Any]:
+    # CPU and memory are requests only, never limits: the placeholder stays Burstable, so
+    # kubelet's static CPU manager pins no CPUs for it and the static memory manager
+    # reserves no NUMA memory (both act on Guaranteed pods only). Its only NUMA-aligned
+    # resource is then its GPUs, and with `request_gpus` false it has none.
     requests = {"cpu": f"{request.cpu_milli}m", "memory": str(request.memory_bytes)}
     result: dict[str, Any] = {"requests": requests}
     if request.gpu_milli:

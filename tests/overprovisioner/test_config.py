@@ -36,6 +36,7 @@ def test_defaults_follow_the_conventions(tmp_path: Path) -> None:
     # 6m30s at 5-minute ticks: 390 / 300 = 1.3 -> rounded up to 2 ticks.
     assert config.horizon_ticks == 2
     assert config.placeholders.pause_image == "registry.k8s.io/pause:3.10"
+    assert config.placeholders.request_gpus is True
 
 
 def test_example_config_loads() -> None:
@@ -92,6 +93,10 @@ BAD = [
     ({}, "instance_types", "list the bucket instance types"),
     ({"instance_types": ["g5.xlarge", "g5.xlarge"]}, "instance_types", "twice"),
     ({"instance_types": ["g5.xlarge"], "port": 70000}, "port", "at most 65535"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"request_gpus": "no"}},
+     "placeholders.request_gpus", "expected true or false, got 'no'"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"request_gpus": 0}},
+     "placeholders.request_gpus", "expected true or false, got 0"),
 ]
 
 
@@ -100,7 +105,7 @@ BAD = [
     ids=["below-cutoff", "not-negative", "far-below-cutoff", "unknown-top", "unknown-nested",
          "negative-max", "min-over-max", "backend", "untagged-image", "latest-image",
          "quantile", "duration", "lease-order", "toleration-operator", "no-types",
-         "duplicate-type", "port"],
+         "duplicate-type", "port", "request-gpus-string", "request-gpus-zero"],
 )
 def test_bad_config_names_file_field_and_why(tmp_path, document, field_path, explanation) -> None:
     path = write(tmp_path, document)
@@ -166,6 +171,27 @@ def test_daemonset_overhead_override_sizes_the_placeholder() -> None:
     assert placeholder_request(config, catalog, "g5.xlarge") == Resources(
         1000, 2920, (14819 - 1024) * 1024**2
     )
+
+
+@pytest.mark.parametrize(
+    "placeholders, expected",
+    [
+        # p4d.24xlarge allocatable 8 GPUs, 95690m CPU, 1178083Mi; less the aws catalog's
+        # daemonset overhead 300m / 512Mi: 95390m and 1177571Mi.
+        ({}, Resources(8000, 95390, 1177571 * 1024**2)),
+        ({"request_gpus": True}, Resources(8000, 95390, 1177571 * 1024**2)),
+        # GPUs 0, CPU and memory as above, so a real pod must still preempt it.
+        ({"request_gpus": False}, Resources(0, 95390, 1177571 * 1024**2)),
+        # An overhead override applies first: 95690m - 1000m, 1178083Mi - 1024Mi.
+        ({"request_gpus": False, "daemonset_overhead": {"cpu": "1", "memory": "1Gi"}},
+         Resources(0, 94690, (1178083 - 1024) * 1024**2)),
+    ],
+    ids=["default", "true", "false", "false-with-overhead"],
+)
+def test_request_gpus_sets_only_the_placeholders_gpus(placeholders, expected) -> None:
+    config = parse_config({"instance_types": ["p4d.24xlarge"], "placeholders": placeholders},
+                          "x.yaml")
+    assert placeholder_request(config, resolve_catalog(config), "p4d.24xlarge") == expected
 
 
 def test_defaults_object_is_frozen() -> None:

@@ -158,3 +158,66 @@ def test_inputs_are_not_mutated() -> None:
     before = repr(planned)
     desired_objects(planned, config, resolve_catalog(config), "deployment")
     assert repr(planned) == before
+
+
+def all_resources(body):
+    """Every `resources` block anywhere in an object body (containers of any template)."""
+    if isinstance(body, dict):
+        for key, value in body.items():
+            if key == "resources":
+                yield value
+            else:
+                yield from all_resources(value)
+    elif isinstance(body, list):
+        for item in body:
+            yield from all_resources(item)
+
+
+@pytest.mark.parametrize("backend", ["deployment", "capacitybuffer"])
+def test_request_gpus_false_drops_every_gpu_request_and_keeps_the_rest(backend) -> None:
+    config = make_config(request_gpus=False)
+    objects = desired_objects([bucket("p4d.24xlarge", "pg-a", 2)], config,
+                              resolve_catalog(config), backend)
+    templates = [obj.body["spec"]["template"] if obj.kind == "Deployment"
+                 else obj.body["template"] for obj in objects if obj.kind != "CapacityBuffer"]
+    assert len(templates) == 1
+    blocks = [block for obj in objects for block in all_resources(obj.body)]
+    # p4d.24xlarge allocatable 95690m CPU / 1178083Mi, less the aws catalog's daemonset
+    # overhead 300m / 512Mi: 95390m and 1177571Mi; no GPUs, no limits at all.
+    assert blocks == [{"requests": {"cpu": "95390m", "memory": str(1177571 * 1024**2)}}]
+    spec = templates[0]["spec"]
+    # The node still carries the GPU taint, so the toleration stays.
+    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    assert spec["nodeSelector"]["node.kubernetes.io/instance-type"] == "p4d.24xlarge"
+
+
+@pytest.mark.parametrize("request_gpus", [True, False], ids=["gpus", "no-gpus"])
+@pytest.mark.parametrize("instance_type", ["m5.large", "g5.xlarge", "p4d.24xlarge"])
+def test_placeholders_set_no_cpu_or_memory_limits(instance_type, request_gpus) -> None:
+    # Requests without CPU/memory limits keep the pod Burstable: kubelet's static CPU and
+    # memory managers (Guaranteed pods only) then give it no NUMA hint to align.
+    config = make_config(request_gpus=request_gpus)
+    (deployment,) = desired_objects([bucket(instance_type)], config, resolve_catalog(config),
+                                    "deployment")
+    (container,) = deployment.body["spec"]["template"]["spec"]["containers"]
+    limits = container["resources"].get("limits", {})
+    assert not {"cpu", "memory"} & limits.keys()
+    assert set(container["resources"]["requests"]) >= {"cpu", "memory"}
+
+
+def test_flipping_request_gpus_changes_the_spec_hash() -> None:
+    # So the applier rewrites existing placeholder objects when the setting changes.
+    with_gpus, without = (
+        desired_objects([bucket("p4d.24xlarge")], config, resolve_catalog(config), "deployment")[0]
+        for config in (make_config(), make_config(request_gpus=False))
+    )
+    assert with_gpus.spec_hash != without.spec_hash
+
+
+def test_request_gpus_true_keeps_gpu_requests_and_limits() -> None:
+    config = make_config(request_gpus=True)
+    (deployment,) = desired_objects([bucket("p4d.24xlarge")], config, resolve_catalog(config),
+                                    "deployment")
+    (container,) = deployment.body["spec"]["template"]["spec"]["containers"]
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == "8"
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "8"}
