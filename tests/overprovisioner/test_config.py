@@ -194,6 +194,12 @@ def test_request_gpus_sets_only_the_placeholders_gpus(placeholders, expected) ->
     assert placeholder_request(config, resolve_catalog(config), "p4d.24xlarge") == expected
 
 
+def test_request_gpus_false_loads_from_a_file(tmp_path: Path) -> None:
+    path = write(tmp_path, {"instance_types": ["p5.48xlarge"],
+                            "placeholders": {"request_gpus": False}})
+    assert load_config(path).placeholders.request_gpus is False
+
+
 def test_defaults_object_is_frozen() -> None:
     config = OverprovisionerConfig()
     with pytest.raises(AttributeError):
