@@ -30,7 +30,7 @@ raise PrometheusError with Prometheus' own message.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,12 +69,17 @@ class PrometheusConfig:
     """Per-request timeout in seconds."""
 
 
+def namespace_matcher(config: PrometheusConfig) -> str:
+    """The label matcher (with a leading comma) that leaves out the excluded namespaces."""
+    if not config.exclude_namespaces:
+        return ""
+    return ',namespace!~"' + "|".join(config.exclude_namespaces) + '"'
+
+
 def queries(config: PrometheusConfig) -> dict[str, str]:
     """The PromQL expressions asked, by role."""
     resources = f'resource=~"{config.gpu_resource}|cpu|memory"'
-    exclude = ""
-    if config.exclude_namespaces:
-        exclude = ',namespace!~"' + "|".join(config.exclude_namespaces) + '"'
+    exclude = namespace_matcher(config)
     return {
         "requests": "sum by (namespace, pod, resource) "
         f"(kube_pod_container_resource_requests{{{resources}{exclude}}})",
@@ -104,8 +109,8 @@ def matrix_of(body: Any, query: str) -> list[Mapping[str, Any]]:
     return result
 
 
-def _samples(series: Mapping[str, Any], times: np.ndarray, tick_s: float, what: str
-             ) -> tuple[np.ndarray, np.ndarray]:
+def samples(series: Mapping[str, Any], times: np.ndarray, tick_s: float, what: str
+            ) -> tuple[np.ndarray, np.ndarray]:
     """(tick indices, values) of one matrix series on the grid `times`."""
     values = series.get("values")
     if not isinstance(values, list):
@@ -121,6 +126,49 @@ def _samples(series: Mapping[str, Any], times: np.ndarray, tick_s: float, what: 
     return ticks[keep], numbers[keep]
 
 
+REQUEST_ROLES = ("requests", "init_requests")
+
+
+def request_samples(
+    results: Mapping[str, Sequence[Mapping[str, Any]]],
+    times: np.ndarray,
+    tick_s: float,
+    gpu_resource: str = "nvidia_com_gpu",
+) -> Iterator[tuple[str, int, np.ndarray, np.ndarray]]:
+    """(pod key "namespace/pod", dimension 0=GPUs 1=cores 2=bytes, tick indices, values) of
+    every request series in the "requests" and "init_requests" results.
+
+    The pod's request at a tick is the per-dimension max over what this yields for that tick
+    (the containers' sum, or the largest init container); negative requests are refused.
+    """
+    dims = {gpu_resource: 0, "cpu": 1, "memory": 2}
+    for role in REQUEST_ROLES:
+        for series in results.get(role, ()):
+            metric = series.get("metric") or {}
+            dim = dims.get(metric.get("resource", ""))
+            if dim is None:
+                continue
+            key = f"{metric.get('namespace', '')}/{metric.get('pod', '')}"
+            ticks, values = samples(series, times, tick_s, role)
+            if (values < 0).any():
+                raise PrometheusError(f"prometheus: {role}: pod {key} has a negative "
+                                      f"{metric.get('resource')} request")
+            yield key, dim, ticks, values
+
+
+def request_resources(vector: Sequence[float] | np.ndarray) -> Resources:
+    """(GPUs, cores, bytes) as kube-state-metrics reports them -> integer Resources.
+
+    CPU and memory round up (a 0.1-core request is 100 millicores even when the float
+    reads 0.1000000001 or 0.0999999999); GPUs round to the nearest thousandth.
+    """
+    return Resources(
+        gpu_milli=round(vector[0] * 1000),
+        cpu_milli=math.ceil(vector[1] * 1000 - 1e-6),
+        memory_bytes=math.ceil(vector[2] - 1e-6),
+    )
+
+
 def demand_from_results(
     results: Mapping[str, Sequence[Mapping[str, Any]]],
     times: np.ndarray,
@@ -129,36 +177,20 @@ def demand_from_results(
 ) -> list[list[PodDemand] | None]:
     """Per tick, the pods wanting capacity (None = no phase sample at all: a gap)."""
     tick_count = len(times)
-    dims = {gpu_resource: 0, "cpu": 1, "memory": 2}
     requests: dict[str, np.ndarray] = {}
-    for role in ("requests", "init_requests"):
-        for series in results.get(role, ()):
-            metric = series.get("metric") or {}
-            dim = dims.get(metric.get("resource", ""))
-            if dim is None:
-                continue
-            key = f"{metric.get('namespace', '')}/{metric.get('pod', '')}"
-            ticks, values = _samples(series, times, tick_s, role)
-            if (values < 0).any():
-                raise PrometheusError(f"prometheus: {role}: pod {key} has a negative "
-                                      f"{metric.get('resource')} request")
-            table = requests.setdefault(key, np.zeros((tick_count, 3)))
-            # Containers are summed by the query; an init container only raises the floor.
-            table[ticks, dim] = np.maximum(table[ticks, dim], values)
+    for key, dim, ticks, values in request_samples(results, times, tick_s, gpu_resource):
+        table = requests.setdefault(key, np.zeros((tick_count, 3)))
+        # Containers are summed by the query; an init container only raises the floor.
+        table[ticks, dim] = np.maximum(table[ticks, dim], values)
     per_tick: list[list[PodDemand] | None] = [None] * tick_count
     for series in results.get("phase", ()):
         metric = series.get("metric") or {}
         key = f"{metric.get('namespace', '')}/{metric.get('pod', '')}"
         phase = metric.get("phase")
-        ticks, values = _samples(series, times, tick_s, "phase")
+        ticks, values = samples(series, times, tick_s, "phase")
         table = requests.get(key)
         for tick in ticks[values > 0]:
-            vector = table[tick] if table is not None else np.zeros(3)
-            request = Resources(
-                gpu_milli=round(vector[0] * 1000),
-                cpu_milli=math.ceil(vector[1] * 1000 - 1e-6),
-                memory_bytes=math.ceil(vector[2] - 1e-6),
-            )
+            request = request_resources(table[tick] if table is not None else np.zeros(3))
             pods = per_tick[tick]
             if pods is None:
                 pods = per_tick[tick] = []
