@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "bucketing.cli_trace",
     "bucketing.cli_buckets",
     "predictor.cli",
+    "predictor.cli_trace_export",  # adds `trace export`: after bucketing.cli_trace
     "extender.cli",
     "overprovisioner.cli",
     "overprovisioner.cli_sim",
