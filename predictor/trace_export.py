@@ -89,17 +89,21 @@ class ExportStats:
 def export_queries(config: PrometheusConfig) -> dict[str, str]:
     """The PromQL expressions `headstart trace export` asks, by role."""
     exclude = namespace_matcher(config)
+
+    def select(metric: str) -> str:
+        return f"{metric}{{{exclude.lstrip(',')}}}" if exclude else metric
+
     pod = "namespace, pod, uid"
     shared = queries(config)
     return {
-        "created": f"max by ({pod}) (kube_pod_created{{{exclude.lstrip(',')}}})",
-        "scheduled": f"max by ({pod}) (kube_pod_status_scheduled_time{{{exclude.lstrip(',')}}})",
-        "completed": f"max by ({pod}) (kube_pod_completion_time{{{exclude.lstrip(',')}}})",
+        "created": f"max by ({pod}) ({select('kube_pod_created')})",
+        "scheduled": f"max by ({pod}) ({select('kube_pod_status_scheduled_time')})",
+        "completed": f"max by ({pod}) ({select('kube_pod_completion_time')})",
         "phase": f"max by ({pod}, phase) "
         f'(kube_pod_status_phase{{phase=~"Running|Succeeded|Failed"{exclude}}} == 1)',
         "owner": f"max by ({pod}, owner_kind, owner_name, owner_is_controller) "
-        f"(kube_pod_owner{{{exclude.lstrip(',')}}})",
-        "info": f"max by ({pod}, priority_class) (kube_pod_info{{{exclude.lstrip(',')}}})",
+        f"({select('kube_pod_owner')})",
+        "info": f"max by ({pod}, priority_class) ({select('kube_pod_info')})",
         "requests": shared["requests"],
         "init_requests": shared["init_requests"],
     }
