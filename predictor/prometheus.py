@@ -21,10 +21,11 @@ down) is a gap (NaN), never zero demand (a live cluster always runs some pod, if
 kube-state-metrics itself, so "no pod at all" means "no data"). Placement groups are
 not read here: every count is in the plain `bucket` column.
 
-The pure part (`demand_from_results`, `series_from_demand`) takes decoded JSON; the
-adapter (`fetch_range`, `load_series`) talks HTTP with aiohttp. Errors from Prometheus
-(an `"status": "error"` body, a non-200 status, a body that is not the expected JSON)
-raise PrometheusError with Prometheus' own message.
+The pure part (`demand_from_results`, `series_from_demand`, and the request rules
+`request_samples` / `request_resources` that `predictor.trace_export` shares) takes
+decoded JSON; the adapter (`fetch_range`, `load_series`) talks HTTP with aiohttp.
+Errors from Prometheus (an `"status": "error"` body, a non-200 status, a body that is
+not the expected JSON) raise PrometheusError with Prometheus' own message.
 """
 
 from __future__ import annotations

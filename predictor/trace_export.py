@@ -34,7 +34,8 @@ is a new row, named `namespace/pod@<uid prefix>`; otherwise the row is `namespac
   end_s     kube_pod_completion_time, else the first tick the phase was Succeeded or
             Failed, else the last tick the pod's kube_pod_created series was present
             (the pod was deleted within one step after it); blank = still there at the
-            window end. A pod that ended before the window is dropped and counted
+            last tick any pod was seen (the window end, unless the data stops early).
+            A pod that ended before the window is dropped and counted
             (`censoring.dropped["ended before the trace"]`)
   requests  the per-dimension largest request seen while the incarnation existed
   job       the controlling owner (`namespace/Kind/name`, job_name = owner name, e.g. the
@@ -212,7 +213,9 @@ def job_table_from_results(
 
     rows: list[dict[str, Any]] = []
     without_requests = 0
-    last_tick = len(times) - 1
+    # The last tick with any pod: when Prometheus or kube-state-metrics stopped before
+    # --until, the pods still listed then were running, not all deleted at once.
+    last_tick = max((present[pod][1] for pod in pods), default=len(times) - 1)
     for pod in pods:
         namespace, name, uid = pod
         first, last = present[pod]

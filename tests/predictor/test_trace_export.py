@@ -236,3 +236,18 @@ def test_queries_exclude_namespaces_and_use_the_gpu_resource():
                                '"headstart|infra"})'
     bare = export_queries(PrometheusConfig(exclude_namespaces=()))
     assert bare["created"] == "max by (namespace, pod, uid) (kube_pod_created)"
+
+
+def test_data_stopping_before_the_window_end_is_not_a_mass_deletion():
+    # Prometheus saw nothing after tick 6: "a" (ticks 2-6) was still running then, "b"
+    # (ticks 1-3) really was deleted after tick 3.
+    results = {
+        "created": [stamp("a", at(2), range(2, 7)), stamp("b", at(1), range(1, 4))],
+        "scheduled": [stamp("a", at(2), range(2, 7)), stamp("b", at(1), range(1, 4))],
+        "requests": [request("a", "cpu", 1, range(2, 7)), request("b", "cpu", 1, range(1, 4))],
+    }
+    table, _ = job_table_from_results(results, grid(SINCE, UNTIL, STEP), STEP, SINCE, UNTIL,
+                                      CONFIG)
+    ends = table.frame.set_index("pod")["end_s"]
+    np.testing.assert_equal([ends["team/a"], ends["team/b"]], [NAN, at(3)])
+    assert table.censoring.running_at_end == 1
