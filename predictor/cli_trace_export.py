@@ -103,12 +103,16 @@ def ksm_resource(name: str) -> str:
 def run_export(args: argparse.Namespace) -> int:
     import asyncio
     import time
+    from pathlib import Path
 
     from bucketing.traces import write_job_table
     from predictor.prometheus import PrometheusConfig
     from predictor.trace_export_fetch import fetch_job_table
 
     since_s, until_s = window(args.since, args.until, time.time())
+    if not Path(args.out).parent.is_dir():
+        # Say so before minutes of queries, not after.
+        raise InputError(f"--out: {Path(args.out).parent} is not a directory")
     step_s = parse_duration(args.step, "--step")
     timeout_s = parse_duration(args.timeout, "--timeout")
     config = PrometheusConfig(

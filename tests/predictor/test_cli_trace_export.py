@@ -160,15 +160,18 @@ async def test_excluded_namespaces_and_gpu_resource_reach_the_queries(aiohttp_se
         (("--since", "2023-11-14T22:34:00Z"), "--since: the window is empty"),
         (("--until", "yesterday"), "--until: 'yesterday' is not a duration or an ISO-8601"),
         (("--step", "fast"), "--step:"),
+        (("--out", "no-such-dir/x.csv"), "is not a directory"),
     ],
-    ids=["zero-since", "since-after-until", "bad-until", "bad-step"],
+    ids=["zero-since", "since-after-until", "bad-until", "bad-step", "missing-out-dir"],
 )
 async def test_bad_options_exit_2(run, tmp_path, argv, message):
-    base = dict(zip(("--since", "--until", "--step"), ("10m", UNTIL_TEXT, "1m"), strict=True))
+    base = {"--since": "10m", "--until": UNTIL_TEXT, "--step": "1m",
+            "--out": str(tmp_path / "x.csv")}
     base.update(dict(zip(argv[::2], argv[1::2], strict=True)))
+    if base["--out"].startswith("no-such-dir"):
+        base["--out"] = str(tmp_path / base["--out"])
     flat = [part for pair in base.items() for part in pair]
-    code, _, stderr = await run("trace", "export", "--prometheus", "http://127.0.0.1:9",
-                                *flat, "--out", tmp_path / "x.csv")
+    code, _, stderr = await run("trace", "export", "--prometheus", "http://127.0.0.1:9", *flat)
     assert code == 2 and message in stderr, stderr
 
 
