@@ -32,7 +32,7 @@ Must not: do I/O, or decide placements (that is `locality`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from bucketing.resources import Resources
 from locality.config import LocalityConfig
@@ -350,29 +350,26 @@ class ClusterCache:
 
 
 def _same_node(old: Node, new: Node) -> bool:
-    """Equal in everything the decisions read (Node compares by identity)."""
-    return (
-        old.allocatable == new.allocatable
-        and old.unschedulable == new.unschedulable
-        and old.placement_group == new.placement_group
-        and old.instance_type == new.instance_type
-        and old.labels == new.labels
-    )
+    """Equal in every field (Node compares by identity): a heartbeat that changes only
+    what `parse_node` drops (status timestamps, images) is skipped."""
+    return _same_fields(old, new, _NODE_FIELDS)
 
 
 def _same_pod(old: Pod, new: Pod) -> bool:
-    """Equal in everything the cache and the decisions read (Pod compares by identity)."""
-    return (
-        old.uid == new.uid
-        and old.node_name == new.node_name
-        and old.terminal == new.terminal
-        and old.request == new.request
-        and old.is_placeholder == new.is_placeholder
-        and old.placement_group == new.placement_group
-        and old.priority == new.priority
-        and old.labels == new.labels
-        and old.annotations == new.annotations
-    )
+    """Equal in every field (Pod compares by identity): a status update that changes only
+    what `parse_pod` drops (conditions, container statuses) is skipped."""
+    return _same_fields(old, new, _POD_FIELDS)
+
+
+# Every field, not a hand-kept list: the list missed Node.ready and blocking_taints
+# (a node going NotReady or draining kept taking pods in the cache) and
+# Pod.pinned_cpu_milli, and a field added later would be missed the same way.
+_NODE_FIELDS = tuple(f.name for f in fields(Node))
+_POD_FIELDS = tuple(f.name for f in fields(Pod))
+
+
+def _same_fields(old: object, new: object, names: tuple[str, ...]) -> bool:
+    return all(getattr(old, name) == getattr(new, name) for name in names)
 
 
 def _charges_zone(pod: Pod) -> bool:

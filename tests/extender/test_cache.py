@@ -125,6 +125,27 @@ def test_status_only_updates_change_nothing_the_decisions_read():
     assert cache.table().states[0].placement_group == "g2"
 
 
+def _draining(obj):
+    obj["spec"]["taints"] = [{"key": "ToBeDeletedByClusterAutoscaler", "effect": "NoSchedule"}]
+    return obj
+
+
+def _not_ready(obj):
+    obj["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    return obj
+
+
+@pytest.mark.parametrize("change", [_draining, _not_ready], ids=["draining", "not-ready"])
+def test_a_node_that_stops_taking_pods_is_seen_by_the_watch(change):
+    # Only the taint or the Ready condition changes: labels and allocatable stay.
+    cache = rebuilt([node("a")], [], [])
+    version = cache.version
+    cache.apply_node(parse_node(change(make_node("a")), LOCALITY))
+    assert cache.version == version + 1
+    assert not cache.nodes["a"].node.takes_new_pods
+    assert not cache.table().states[0].node.takes_new_pods
+
+
 # ---- NUMA zones: bound GPU pods stay charged until the node's NRT object changes -------
 
 TWO_ZONES = [(48, 4), (48, 4)]  # (CPUs, GPUs) per zone, as NFD published it
