@@ -69,8 +69,7 @@ class ClusterCache:
         self._pods_of_job: dict[JobKey, set[str]] = {}
         self._topologies: dict[str, NodeTopology] = {}
         # Node -> {pod key: NUMA request}, bind order: pods taking a zone seen bound since
-        # the node's
-        # NRT object last changed, i.e. not yet counted in its published zones.
+        # the node's NRT object last changed, i.e. not yet counted in its published zones.
         self._unreflected: dict[str, dict[str, Resources]] = {}
         # Nodes whose NRT zones changed since the last pod event or list: after a pod
         # watch gap, a binding the relist shows on such a node is likely already counted.
@@ -189,14 +188,16 @@ class ClusterCache:
             if not _charges_zone(pod):
                 continue
             old = before.get(key)
-            kept = self._unreflected.get(pod.node_name or "", {}).get(key)
-            if kept is not None and old is not None and old.uid == pod.uid:
-                unreflected.setdefault(pod.node_name or "", {})[key] = pod.numa_request
-            elif (
+            still_charged = (
+                old is not None and old.uid == pod.uid
+                and key in self._unreflected.get(pod.node_name or "", {})
+            )
+            newly_bound = (
                 relist
                 and (old is None or old.node_name is None or old.uid != pod.uid)
                 and pod.node_name not in self._nrt_changed_since_pods
-            ):
+            )
+            if still_charged or newly_bound:
                 unreflected.setdefault(pod.node_name or "", {})[key] = pod.numa_request
         self._unreflected = {
             name: charges for name, charges in unreflected.items() if name in self._topologies
@@ -379,7 +380,7 @@ def _charges_zone(pod: Pod) -> bool:
         pod.node_name is not None
         and not pod.terminal
         and not pod.is_placeholder
-        and (pod.request.gpu_milli > 0 or pod.pinned_cpu_milli > 0)
+        and pod.takes_numa_zone
     )
 
 

@@ -15,7 +15,7 @@ Must not: parse JSON, log, read the clock.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bucketing.resources import ZERO, Resources
@@ -124,6 +124,11 @@ class Pod:
         and the CPUs only when they are pinned (`pinned_cpu_milli`)."""
         return Resources(self.request.gpu_milli, self.pinned_cpu_milli, 0)
 
+    @property
+    def takes_numa_zone(self) -> bool:
+        """Kubelet aligns it to a zone: it asks for GPUs or has pinned CPUs."""
+        return self.request.gpu_milli > 0 or self.pinned_cpu_milli > 0
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Node:
@@ -191,10 +196,8 @@ class NodeTopology:
         `IsNarrowerThan`). The fit check, the score and the charge for assumed
         placements (`charged`) all use this one rule.
         """
-        for zone in self.zones:
-            if zone.gpu_free_milli >= gpu_milli and zone.cpu_free_milli >= cpu_milli:
-                return zone
-        return None
+        index = _first_holding(self.zones, gpu_milli, cpu_milli)
+        return None if index is None else self.zones[index]
 
     def charged(self, requests: Iterable[Resources]) -> NodeTopology:
         """The topology after pods with these NUMA requests (`Pod.numa_request`: GPUs
@@ -212,14 +215,22 @@ class NodeTopology:
             gpu, cpu = request.gpu_milli, request.cpu_milli
             if gpu <= 0 and cpu <= 0:
                 continue
-            for index, zone in enumerate(zones):
-                if zone.holds(gpu, cpu):
-                    zones[index] = NumaZone(
-                        zone.name, zone.cpu_free_milli - cpu, zone.gpu_free_milli - gpu
-                    )
-                    changed = True
-                    break
+            index = _first_holding(zones, gpu, cpu)
+            if index is not None:
+                zone = zones[index]
+                zones[index] = NumaZone(
+                    zone.name, zone.cpu_free_milli - cpu, zone.gpu_free_milli - gpu
+                )
+                changed = True
         return NodeTopology(self.node_name, tuple(zones)) if changed else self
+
+
+def _first_holding(zones: Sequence[NumaZone], gpu_milli: int, cpu_milli: int) -> int | None:
+    """The index of the lowest-numbered zone holding both amounts (`zone_for`'s rule)."""
+    for index, zone in enumerate(zones):
+        if zone.holds(gpu_milli, cpu_milli):
+            return index
+    return None
 
 
 @dataclass(frozen=True, slots=True, eq=False)

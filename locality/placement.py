@@ -44,6 +44,11 @@ class Assumption:
     expires_at: float
     pinned_cpu_milli: int = 0
 
+    @property
+    def numa_request(self) -> Resources:
+        """What the pod takes from its NUMA zone (`Pod.numa_request`)."""
+        return Resources(self.request.gpu_milli, self.pinned_cpu_milli, 0)
+
 
 @dataclass(frozen=True, eq=False)
 class AssumedPlacements:
@@ -126,11 +131,10 @@ class AssumedPlacements:
         """
         by_node: dict[str, list[Resources]] = {}
         for a in self.by_uid.values():
-            takes_zone = a.request.gpu_milli > 0 or a.pinned_cpu_milli > 0
+            numa = a.numa_request
+            takes_zone = numa.gpu_milli > 0 or numa.cpu_milli > 0
             if takes_zone and a.expires_at > now and a.uid != excluding:
-                by_node.setdefault(a.node_name, []).append(
-                    Resources(a.request.gpu_milli, a.pinned_cpu_milli, 0)
-                )
+                by_node.setdefault(a.node_name, []).append(numa)
         return by_node
 
 
