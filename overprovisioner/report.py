@@ -91,9 +91,12 @@ def draw_tradeoff(axis, main: Sequence, attr: str, base: float, label: str) -> N
     """Pending GPU-minutes against `attr` over reactive's on one axis: reactive + the
     static levels as a line, every run annotated, predictive, oracle and rate-oracle
     (each with its `:Q` variants) as stars, one legend entry per family."""
-    reactive = [m for m in main if m.policy == "reactive"]
-    statics = sorted((m for m in main if m.policy.startswith("static:")),
-                     key=lambda m: int(m.policy.split(":")[1]))
+    from overprovisioner.sim.policies import parse_policy_name
+
+    kinds = {m.policy: parse_policy_name(m.policy) for m in main}
+    reactive = [m for m in main if kinds[m.policy][0] == "reactive"]
+    statics = sorted((m for m in main if kinds[m.policy][0] == "static"),
+                     key=lambda m: kinds[m.policy][1])
     line = reactive + statics
     axis.plot([getattr(m, attr) - base for m in line],
               [m.pending_gpu_minutes for m in line], "-o", color="tab:gray",
@@ -101,7 +104,7 @@ def draw_tradeoff(axis, main: Sequence, attr: str, base: float, label: str) -> N
     for m in main:
         axis.annotate(m.policy, (getattr(m, attr) - base, m.pending_gpu_minutes),
                       fontsize=8, xytext=(4, 4), textcoords="offset points")
-    predictive = sorted((m for m in main if m.policy.startswith("predictive")),
+    predictive = sorted((m for m in main if kinds[m.policy][0] == "predictive"),
                         key=lambda m: m.gpu_hours)
     if len(predictive) > 1:
         axis.plot([getattr(m, attr) - base for m in predictive],
@@ -110,7 +113,7 @@ def draw_tradeoff(axis, main: Sequence, attr: str, base: float, label: str) -> N
     for name, color in (("predictive", "tab:orange"), ("oracle", "tab:green"),
                         ("rate-oracle", "tab:purple")):
         # `name` or `name:Q`; one legend entry per family.
-        family = [m for m in main if m.policy == name or m.policy.startswith(name + ":")]
+        family = [m for m in main if kinds[m.policy][0] == name]
         for index, m in enumerate(family):
             axis.plot(getattr(m, attr) - base, m.pending_gpu_minutes, "*",
                       markersize=13, color=color, label=name if index == 0 else None)

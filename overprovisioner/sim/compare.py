@@ -29,7 +29,7 @@ DEFAULT_POLICIES = ("reactive", "static:1", "static:2", "static:4", "static:8", 
                     "oracle")
 # The demo also draws predictive's own trade-off curve, at higher quantiles.
 DEMO_POLICIES = DEFAULT_POLICIES + ("predictive:0.97", "predictive:0.99", "rate-oracle:0.97")
-JUDGED_PREFIXES = ("predictive", "rate-oracle")
+JUDGED_KINDS = ("predictive", "rate-oracle")
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def assess_all(metrics: Sequence[Metrics]) -> list[Assessment]:
     """An assessment per judged run (`predictive*`, `rate-oracle*`), in run order;
     the plain `predictive` one (possibly empty) when there is none."""
     names = [m.policy for m in metrics if m.scoring == metrics[0].scoring
-             and m.policy.split(":")[0] in JUDGED_PREFIXES] if metrics else []
+             and parse_policy_name(m.policy)[0] in JUDGED_KINDS] if metrics else []
     return [assess(metrics, name) for name in names] or [assess(metrics)]
 
 
@@ -152,7 +152,8 @@ def assess(metrics: Sequence[Metrics], policy: str = "predictive") -> Assessment
 
     statics = sorted(
         (parse_policy_name(m.policy)[1], reduction(m), m.gpu_hours - reactive.gpu_hours)
-        for m in metrics if m.policy.startswith("static:") and m.scoring == reactive.scoring
+        for m in metrics
+        if parse_policy_name(m.policy)[0] == "static" and m.scoring == reactive.scoring
     )
     target = reduction(predictive)
     curve = [(0.0, 0.0)] + [(r, extra) for _, r, extra in statics]
