@@ -78,6 +78,8 @@ class ForecastConfig:
     stabilize_tau_s: float = 600.0
     """A forecast level lasting shorter than this is replaced by the larger neighbour, so
     CA is not asked to scale up and down for a blip (YAML `stabilize_tau: 10m`; 0 = off)."""
+    fallback: bool = True
+    """Whether the reactive fallback runs at all (the three settings below)."""
     fallback_window_ticks: int = 6
     """Reactive fallback: ticks of forecast shortfall averaged per bucket."""
     fallback_enter_mean_shortfall: float = 1.0

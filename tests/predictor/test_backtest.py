@@ -16,6 +16,7 @@ from predictor.backtest import (
     backtest,
     first_test_row,
     last_values,
+    most_within,
 )
 from predictor.forecast import NotEnoughHistory, make_forecast
 from predictor.registry import make_forecaster
@@ -49,7 +50,8 @@ class Recorder:
     def predict(self, history, horizon_ticks, quantiles=(0.9,), first_tick=0):
         self.log.append(("predict", len(history)))
         point = np.full((horizon_ticks, history.shape[1]), float(len(history)))
-        return make_forecast(point, {q: point + 1 for q in quantiles})
+        upper = {q: point + 1 for q in quantiles}
+        return make_forecast(point, upper, upper)
 
 
 def single(values) -> list[Target]:
@@ -113,6 +115,58 @@ def test_series_too_short_for_the_horizon_is_skipped():
     # ... and so is the last+margin baseline, rather than a row of NaN.
     margin_row = next(r for r in result.rows if r.model == LAST_MARGIN)
     assert margin_row.metrics is None and "too short" in margin_row.skipped
+
+
+class Flat:
+    """Forecasts `level` at every step and for every statistic."""
+
+    name = "flat"
+
+    def __init__(self, level: float = 0.0) -> None:
+        self.level = level
+
+    def min_history(self, for_fit=False):
+        return 1
+
+    def fit(self, history, first_tick=0):
+        return self
+
+    def predict(self, history, horizon_ticks, quantiles=(0.9,), first_tick=0):
+        point = np.full((horizon_ticks, history.shape[1]), self.level)
+        return make_forecast(point, {q: point for q in quantiles},
+                             {q: point for q in quantiles})
+
+
+def test_the_most_demand_within_the_horizon_is_what_is_scored():
+    # 0, 5, 0, 5, ...: at horizon 2 every forecast's horizon holds a 5, though half the
+    # targets themselves are 0. A flat 0 falls short on all 4 test ticks (scored on the
+    # value at t it would fall short on 2), a flat 5 on none.
+    values = np.tile([0.0, 5.0], 10)
+    config = BacktestConfig(horizon_ticks=2, refit_every_ticks=None)
+    result = backtest(single(values), {"zero": lambda: Flat(0.0), "five": lambda: Flat(5.0)},
+                      config, fake_clock())
+    rates = {r.model: r.metrics.shortfall_rate for r in result.rows}
+    assert rates["zero"] == 1.0 and rates["five"] == 0.0
+    # the baseline's margin is tuned against the same statistic: last value (0 or 5) +
+    # 5 covers every horizon
+    assert next(r for r in result.rows if r.model == LAST_MARGIN).margin == 5.0
+
+
+@pytest.mark.parametrize(
+    "values, horizon, expected",
+    [
+        # targets 8, 9 (last 20% of 10): h 2 -> max(y7, y8), max(y8, y9)
+        ([0, 0, 0, 0, 0, 0, 0, 1, 4, 2], 2, [4.0, 4.0]),
+        # h 1: the values themselves
+        ([0, 0, 0, 0, 0, 0, 0, 1, 4, 2], 1, [4.0, 2.0]),
+        # a missing tick is left out; all missing -> NaN
+        ([0, 0, 0, 0, 0, 0, 0, np.nan, np.nan, 2], 2, [np.nan, 2.0]),
+    ],
+    ids=["h2", "h1", "gaps"],
+)
+def test_most_within(values, horizon, expected):
+    got = most_within(np.array(values, dtype=float)[:, None], BacktestConfig(horizon))
+    np.testing.assert_array_equal(got[:, 0], expected)
 
 
 def test_last_value_carries_over_gaps():
