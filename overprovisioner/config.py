@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
+from predictor.registry import DEFAULT_MODEL
 
 BACKENDS = ("auto", "deployment", "capacitybuffer")
 
@@ -57,7 +58,7 @@ class ForecastConfig:
 
     quantile: float = 0.9
     """Forecast quantile placeholders are sized to: 0.9 covers 9 ticks in 10."""
-    model: str = "last_adaptive"
+    model: str = DEFAULT_MODEL
     """Forecaster name from `predictor.registry` (`last_adaptive`, `last`, `conditional`,
     `seasonal`, `hw`, `transformer`). The default, last value with quantiles from the
     last day's errors, keeps the asked quantile's shortfall rate closest to target in

@@ -371,3 +371,58 @@ def choose_model(
         return min(meeting, key=lambda r: r.metrics.mean_overprovision)
     return min(candidates, key=lambda r: (r.metrics.shortfall_rate,
                                           r.metrics.mean_overprovision))
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The one model to run for every series (the service runs one `forecast.model`).
+
+    model: its name; quantile: the level it was judged at; series: how many series it
+    was judged on; short_on: on how many of them it falls short more often than
+    1 - quantile + tolerance; shortfall_rate: its mean shortfall rate over them;
+    over_vs_fair: its mean over-provision as a multiple of the fair baseline's (last
+    value + a margin tuned to the same shortfall rate; below 1 beats it), NaN when the
+    fair baseline over-provides nothing.
+    """
+
+    model: str
+    quantile: float
+    series: int
+    short_on: int
+    shortfall_rate: float
+    over_vs_fair: float
+
+    def snippet(self) -> str:
+        """The overprovisioner config lines that select it."""
+        return f"forecast: {{model: {self.model}, quantile: {self.quantile:g}}}"
+
+
+def recommend_model(rows: Sequence[BacktestRow], series: Sequence[str] | None = None,
+                    shortfall_tolerance: float = 0.02) -> Recommendation | None:
+    """The model to configure for the whole service: among forecasters scored on every one
+    of `series` (default: every series in the rows), the one falling short too often
+    (above 1 - quantile + tolerance) on the fewest series, then over-providing least
+    against the fair baseline on average. None when no model was scored on all of them.
+    """
+    names = list(series) if series is not None else list(dict.fromkeys(r.series for r in rows))
+    scored: dict[str, list[BacktestRow]] = {}
+    for row in rows:
+        if (row.series in names and row.model != LAST_MARGIN and row.metrics is not None
+                and not math.isnan(row.metrics.shortfall_rate)):
+            scored.setdefault(row.model, []).append(row)
+    candidates = []
+    for model, mine in scored.items():
+        if len({r.series for r in mine}) < len(names):
+            continue
+        short_on = sum(r.metrics.shortfall_rate > 1.0 - r.quantile + shortfall_tolerance
+                       for r in mine)
+        ratios = [r.metrics.mean_overprovision / r.fair_overprovision for r in mine
+                  if r.fair_overprovision > 0]
+        over = float(np.mean(ratios)) if ratios else math.nan
+        rate = float(np.mean([r.metrics.shortfall_rate for r in mine]))
+        candidates.append(Recommendation(model, mine[0].quantile, len(mine), short_on, rate,
+                                         over))
+    if not candidates:
+        return None
+    return min(candidates, key=lambda c: (c.short_on, math.inf if math.isnan(c.over_vs_fair)
+                                          else c.over_vs_fair, c.shortfall_rate))

@@ -261,3 +261,41 @@ def test_choose_model(rows, chosen):
 
     picked = choose_model(rows, "s")
     assert (picked.model if picked else None) == chosen
+
+
+def scored(model, series, shortfall, over, fair, quantile=0.9):
+    from dataclasses import replace
+
+    return replace(row(model, shortfall, over, series=series, quantile=quantile),
+                   fair_overprovision=fair)
+
+
+@pytest.mark.parametrize(
+    "rows, expected",
+    [
+        # both meet 10% + 2% on both series: the lower mean over/fair wins:
+        # last (10/10 + 4/5) / 2 = 0.9, hw (8/10 + 6/5) / 2 = 1.0
+        ([scored("last", "a", 0.09, 10, 10), scored("last", "b", 0.10, 4, 5),
+          scored("hw", "a", 0.08, 8, 10), scored("hw", "b", 0.11, 6, 5)], ("last", 0, 0.9)),
+        # hw falls short too often on b (0.15 > 0.12): last wins though it over-provides more
+        ([scored("last", "a", 0.09, 12, 10), scored("last", "b", 0.10, 6, 5),
+          scored("hw", "a", 0.08, 8, 10), scored("hw", "b", 0.15, 1, 5)], ("last", 0, 1.2)),
+        # a model not scored on every series is not a candidate
+        ([scored("last", "a", 0.09, 12, 10), scored("last", "b", 0.10, 6, 5),
+          scored("hw", "a", 0.08, 1, 10)], ("last", 0, 1.2)),
+        # the last+margin yardstick is never recommended
+        ([scored(LAST_MARGIN, "a", 0.1, 1, 10)], None),
+    ],
+    ids=["both-meet", "one-too-short", "partly-scored", "only-yardstick"],
+)
+def test_recommend_one_model_for_every_series(rows, expected):
+    from predictor.backtest import recommend_model
+
+    pick = recommend_model(rows)
+    if expected is None:
+        assert pick is None
+        return
+    model, short_on, over = expected
+    assert (pick.model, pick.short_on) == (model, short_on)
+    assert pick.over_vs_fair == pytest.approx(over)
+    assert pick.snippet() == f"forecast: {{model: {model}, quantile: 0.9}}"
