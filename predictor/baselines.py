@@ -152,16 +152,7 @@ class _CopyPastValue:
         for step in range(1, horizon + 1):
             # origins o with n_ticks - window <= o + step <= n_ticks - 1
             low = max(0, n_ticks - window - step - first)
-            block = excess[step - 1, low:n_ticks - step - first]
-            counts = np.sum(~np.isnan(block), axis=0)
-            enough = counts >= MIN_RECENT_RESIDUALS
-            if not enough.any():
-                continue
-            block = block[:, enough]
-            quantile = np.nanquantile if np.isnan(block).any() else np.quantile
-            recent = quantile(block, levels, axis=0)
-            for i, q in enumerate(levels):
-                offsets[q][step - 1, enough] = recent[i]
+            _write_recent(offsets, step, excess[step - 1, low:n_ticks - step - first], levels)
         return offsets
 
     def _recent_offsets(self, observed: np.ndarray, filled: np.ndarray, horizon: int,
@@ -185,19 +176,24 @@ class _CopyPastValue:
             lag = self._lag(step)
             if observed.shape[0] <= lag:
                 continue
-            residuals = (observed[lag:] - filled[:-lag])[-window:]
-            counts = np.sum(~np.isnan(residuals), axis=0)
-            enough = counts >= MIN_RECENT_RESIDUALS
-            if not enough.any():
-                continue
-            block = residuals[:, enough]
-            # np.nanquantile loops in Python per column; without gaps np.quantile gives
-            # the same values vectorised (the simulator calls this every policy tick).
-            quantile = np.nanquantile if np.isnan(block).any() else np.quantile
-            recent = quantile(block, levels, axis=0)
-            for i, q in enumerate(levels):
-                offsets[q][step - 1, enough] = recent[i]
+            _write_recent(offsets, step, (observed[lag:] - filled[:-lag])[-window:], levels)
         return offsets
+
+
+def _write_recent(offsets: dict[float, np.ndarray], step: int, block: np.ndarray,
+                  levels: tuple[float, ...]) -> None:
+    """offsets[q][step - 1] = the q-quantile of `block` (n, K) per series, for the series
+    with at least MIN_RECENT_RESIDUALS observed values (the others keep theirs)."""
+    enough = np.sum(~np.isnan(block), axis=0) >= MIN_RECENT_RESIDUALS
+    if not enough.any():
+        return
+    block = block[:, enough]
+    # np.nanquantile loops in Python per column; without gaps np.quantile gives the same
+    # values vectorised (the simulator calls this every policy tick).
+    quantile = np.nanquantile if np.isnan(block).any() else np.quantile
+    recent = quantile(block, levels, axis=0)
+    for i, q in enumerate(levels):
+        offsets[q][step - 1, enough] = recent[i]
 
 
 class LastValue(_CopyPastValue):
