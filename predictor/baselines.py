@@ -95,16 +95,14 @@ class _CopyPastValue:
                steps: int) -> tuple[np.ndarray, np.ndarray]:
         """(H, N, K) targets and point forecasts for steps 1..H from each origin row
         (NaN where the target lies past the history or the copied row before it)."""
-        n_ticks, n_series = observed.shape
-        actual = np.full((steps, len(origins), n_series), np.nan)
-        point = np.full_like(actual, np.nan)
-        for step in range(1, steps + 1):
-            target = origins + step
-            inside = target < n_ticks
-            actual[step - 1, inside] = observed[target[inside]]
-            copied = target - self._lag(step)
-            valid = (copied >= 0) & (copied < n_ticks)
-            point[step - 1, valid] = filled[copied[valid]]
+        n_ticks = observed.shape[0]
+        step = np.arange(1, steps + 1)[:, None]
+        target = origins[None, :] + step  # (H, N)
+        copied = target - np.array([self._lag(int(s)) for s in step[:, 0]])[:, None]
+        inside = (target < n_ticks)[..., None]
+        valid = ((copied >= 0) & (copied < n_ticks))[..., None]
+        actual = np.where(inside, observed[np.clip(target, 0, n_ticks - 1)], np.nan)
+        point = np.where(valid, filled[np.clip(copied, 0, n_ticks - 1)], np.nan)
         return actual, point
 
     def predict(
@@ -149,6 +147,16 @@ class _CopyPastValue:
             return fitted
         offsets = {q: fitted[q].copy() for q in levels}
         excess = peak_excess(*self._paths(observed, filled, origins, horizon))
+        if n_ticks >= window + horizon + 1 and window >= MIN_RECENT_RESIDUALS:
+            # The common case (the simulator, every tick): every step's window of origins
+            # in one (steps, window, series) array, one quantile call; the loop below
+            # gives the same values and handles gaps and short histories.
+            rows = (n_ticks - window - first - np.arange(1, horizon + 1))[:, None] \
+                + np.arange(window)[None, :]
+            block = excess[np.arange(horizon)[:, None], rows]
+            if not np.isnan(block).any():
+                recent = np.quantile(block, levels, axis=1)  # (levels, steps, series)
+                return {q: recent[i] for i, q in enumerate(levels)}
         for step in range(1, horizon + 1):
             # origins o with n_ticks - window <= o + step <= n_ticks - 1
             low = max(0, n_ticks - window - step - first)
