@@ -29,12 +29,14 @@ from overprovisioner.sim.policy_names import (
     peer_size,
     schedule_name,
 )
-from overprovisioner.sim.workload import Workload, busy_hours
+from overprovisioner.sim.workload import Workload, busy_hours, true_demand
 
-DEFAULT_POLICIES = ("reactive", "static:1", "static:2", "static:4", "static:8",
-                    "proportional:8", "proportional:4", "proportional:2", "predictive", "oracle")
+DEFAULT_POLICIES = ("reactive", "static:1", "static:2", "static:4", "static:8", "predictive",
+                    "oracle")
 # Schedules kept during the workload's busy hours / outside them (`scheduled_policies`).
 SCHEDULES = ((2, 0), (4, 1))
+# Placeholders `proportional_policies` aims at, on average, for the busiest type.
+PROPORTIONAL_TARGETS = (1, 2, 4)
 # The demo also draws predictive's own trade-off curve, at higher quantiles.
 DEMO_EXTRA = ("predictive:0.97", "predictive:0.99")
 
@@ -47,11 +49,24 @@ def scheduled_policies(workload: Workload) -> tuple[str, ...]:
     return tuple(name for name in names if name)
 
 
+def proportional_policies(workload: Workload) -> tuple[str, ...]:
+    """`proportional:R` peers sized to the workload as a user sizes nodesPerReplica to the
+    cluster: R = the busiest type's mean node count (true demand every 5 minutes over
+    the window) divided by 1, 2 and 4, so each keeps about that many placeholders on
+    average (R >= 1; equal ratios once)."""
+    demand = true_demand(workload, 300.0)[:-1]  # the last row is the window's end
+    mean_nodes = float(demand.mean(axis=0).max()) if demand.size else 0.0
+    ratios = dict.fromkeys(max(1, round(mean_nodes / target))
+                           for target in PROPORTIONAL_TARGETS)
+    return tuple(f"proportional:{ratio}" for ratio in ratios)
+
+
 def default_policies(workload: Workload, demo: bool = False) -> tuple[str, ...]:
     """What `simulate` runs without --policy (the demo adds predictive's higher quantiles):
     reactive, every peer family, predictive, the oracle."""
     head, tail = DEFAULT_POLICIES[:-2], DEFAULT_POLICIES[-2:]
-    return head + scheduled_policies(workload) + tail + (DEMO_EXTRA if demo else ())
+    return (head + proportional_policies(workload) + scheduled_policies(workload) + tail
+            + (DEMO_EXTRA if demo else ()))
 
 
 @dataclass(frozen=True)

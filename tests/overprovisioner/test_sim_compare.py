@@ -90,3 +90,16 @@ def test_default_policies_hold_every_peer_family():
     kinds = {name.partition(":")[0] for name in names}
     assert kinds == {"reactive", "static", "proportional", "scheduled", "predictive", "oracle"}
     assert default_policies(workload, demo=True)[-2:] == ("predictive:0.97", "predictive:0.99")
+
+
+def test_proportional_peers_are_sized_to_the_workload():
+    # 8 one-GPU pods running the whole 2 hours: the type's mean is 8 nodes, so R =
+    # 8 / 1, 8 / 2, 8 / 4 -> one, two and four placeholders.
+    from overprovisioner.sim.compare import proportional_policies
+    from overprovisioner.sim.workload import build_workload
+    from tests.overprovisioner.simbuild import pod, table, types
+
+    rows = [pod(f"p{i}", 0, 7200) for i in range(8)]
+    workload = build_workload(table(rows, end=7200.0), types("g4dn.xlarge"))
+    assert proportional_policies(workload) == ("proportional:8", "proportional:4",
+                                               "proportional:2")
