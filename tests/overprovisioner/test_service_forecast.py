@@ -39,8 +39,9 @@ def test_horizon_tau_and_model_steps(tick_s, tau_s, horizon, tau, model_steps):
 
 
 def test_fallback_off_builds_an_adjuster_without_one():
-    assert build_adjuster(config(fallback=False)).fallback is None
-    assert build_adjuster(config()).fallback is not None
+    assert build_adjuster(config()).fallback is None  # off by default
+    on = build_adjuster(config(fallback=True, fallback_window_ticks=3))
+    assert on.fallback is not None and on.fallback.window_ticks == 3
 
 
 def test_peak_path_is_the_peak_at_the_configured_quantile():

@@ -344,3 +344,23 @@ def test_oracle_sees_pods_shorter_than_a_tick():
     assert now[:, 0].tolist() == [0.0, 0.0, 0.0, 0.0]
     # from tick 0 the horizon is 0..600 (holds the pod), from 300 it is 300..900 too
     assert most[:, 0].tolist()[:2] == [1.0, 1.0] and most[2, 0] == 0.0
+
+
+def test_predictive_runs_the_services_defaults_without_a_config():
+    # One source of truth: the simulator's predictive settings are the service's.
+    from overprovisioner.config import ForecastConfig, LimitsConfig
+    from overprovisioner.sim.build import make_policy, placement_groups
+    from overprovisioner.sim.workload import build_workload
+    from tests.overprovisioner.simbuild import CATALOG, pod, table
+
+    workload = build_workload(table([pod("p", 100, 600)]), types("g4dn.xlarge"))
+    config = SimConfig()
+    policy = make_policy("predictive", workload, CATALOG, config,
+                         placement_groups(workload, config))
+    assert policy.service.forecast == ForecastConfig()
+    assert policy.tick_s == OverprovisionerConfig().tick_s
+    assert policy.service.limits.cost_cap_per_hour == LimitsConfig().cost_cap_per_hour
+    assert policy.adjuster.fallback is None and policy.adjuster.tau_ticks == 0
+    # the plan's limits are the service's: max 8 per type, its cost cap
+    assert policy.context.config.limits("g4dn.xlarge").max == LimitsConfig().default.max
+    assert policy.context.config.cost_cap_per_hour == LimitsConfig().cost_cap_per_hour
