@@ -34,7 +34,7 @@ from overprovisioner.sim.workload import Workload, busy_hours, true_demand
 DEFAULT_POLICIES = ("reactive", "static:1", "static:2", "static:4", "static:8", "predictive",
                     "oracle")
 # Schedules kept during the workload's busy hours / outside them (`scheduled_policies`).
-SCHEDULES = ((2, 0), (4, 1))
+SCHEDULES = ((1, 0), (2, 0), (4, 1))
 # Placeholders `proportional_policies` aims at, on average, for the busiest type.
 PROPORTIONAL_TARGETS = (1, 2, 4)
 # The demo also draws predictive's own trade-off curve, at higher quantiles.

@@ -43,7 +43,7 @@ from overprovisioner.sim.autoscaler import scale_up
 from overprovisioner.sim.build import make_policy, placement_groups
 from overprovisioner.sim.cluster import READY, REMOVED, Cluster
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.policies import TickView
+from overprovisioner.sim.policies import Peer, TickView
 from overprovisioner.sim.predictive import Predictive
 from overprovisioner.sim.scheduler import (
     DefaultScorer,
@@ -358,10 +358,16 @@ class _Run:
         """One policy tick; `again` = the service's tick run again after a preemption
         (same tick index: demand re-recorded, no timeline row, no next tick pushed)."""
         self.last_tick = tick
+        if not again and self._peer_steady(now):
+            # A peer whose count per type is what already runs would plan exactly what
+            # runs (the planner keeps placeholders where they are): nothing to do.
+            self._sample(now, None)
+            self.push(now + self.tick_s, TICK, tick + 1)
+            return
         if self.version != self.seen_version:
             self.cached_view = self._observe()
             self.seen_version = self.version
-        in_use, pending, free, held, capacity, placeholders = self.cached_view
+        in_use, pending, free, held, _, _ = self.cached_view
         if tick < len(self.history):
             self.history[tick] = in_use + pending
         view = TickView(now, tick, self.history[: tick + 1], in_use, pending, free, held,
@@ -369,20 +375,38 @@ class _Run:
         plan, forecast = self.policy.decide(view)
         if plan is not None:
             self._apply(plan, now)
-            if self.version != self.seen_version:
-                self.cached_view = self._observe()
-                self.seen_version = self.version
-                placeholders = self.cached_view[5]
         if again:
             return
-        if now >= self.next_sample:
-            self.next_sample = now + SAMPLE_S - 1e-6
-            self.ticks.append(now)
-            self.demand_rows.append(in_use + pending)
-            self.capacity_rows.append(capacity)
-            self.placeholder_rows.append(placeholders)
-            self.forecast_rows.append(forecast)
+        self._sample(now, forecast)
         self.push(now + self.tick_s, TICK, tick + 1)
+
+    def _peer_steady(self, now: float) -> bool:
+        """A peer policy wants, for every type, as many placeholders as exist (running or
+        pending): its plan would change nothing."""
+        if not isinstance(self.policy, Peer):
+            return False
+        wanted = self.policy.counts(now, tuple(self.cluster.ready_count))
+        for b, count in enumerate(wanted):
+            have = sum(len(self.cluster.with_placeholder[(b, g)])
+                       + self.pending_placeholders[(b, g)] for g in self.groups[b])
+            if have != count:
+                return False
+        return True
+
+    def _sample(self, now: float, forecast: np.ndarray | None) -> None:
+        """One timeline row, at most every SAMPLE_S seconds."""
+        if now < self.next_sample:
+            return
+        if self.version != self.seen_version:
+            self.cached_view = self._observe()
+            self.seen_version = self.version
+        in_use, pending, _, _, capacity, placeholders = self.cached_view
+        self.next_sample = now + SAMPLE_S - 1e-6
+        self.ticks.append(now)
+        self.demand_rows.append(in_use + pending)
+        self.capacity_rows.append(capacity)
+        self.placeholder_rows.append(placeholders)
+        self.forecast_rows.append(forecast)
 
     def _replan(self, now: float) -> None:
         """The service's tick again, on the current cluster (its pod watch woke it)."""

@@ -149,25 +149,26 @@ class Peer:
         self.name = spec.name
         self.tick_s = tick_s
 
-    def counts(self, view: TickView) -> list[int]:
+    def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
+        """Placeholders per type at trace time `now` with `nodes` ready per type."""
         raise NotImplementedError
 
     def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
-        return self.context.ladder(view, self.counts(view)), None
+        return self.context.ladder(view, self.counts(view.now, view.nodes)), None
 
 
 class Static(Peer):
-    def counts(self, view: TickView) -> list[int]:
+    def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
         return [self.spec.count] * len(self.context.types)
 
 
 class Proportional(Peer):
-    def counts(self, view: TickView) -> list[int]:
+    def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
         spec = self.spec
         out = []
-        for nodes in view.nodes:
+        for ready in nodes:
             # ceil(nodes / nodesPerReplica), at most max (0 = none), at least min
-            count = -(-int(nodes) // spec.nodes_per_placeholder)
+            count = -(-int(ready) // spec.nodes_per_placeholder)
             if spec.max_count:
                 count = min(count, spec.max_count)
             out.append(max(spec.min_count, count))
@@ -175,6 +176,6 @@ class Proportional(Peer):
 
 
 class Scheduled(Peer):
-    def counts(self, view: TickView) -> list[int]:
-        hour = int((view.now % 86_400) // 3600)
+    def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
+        hour = int((now % 86_400) // 3600)
         return [self.spec.count_at_hour(hour)] * len(self.context.types)
