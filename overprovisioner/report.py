@@ -2,8 +2,9 @@
 
 Draws, per policy, the demand, forecast, capacity (nodes launched or starting) and
 placeholders over time, per instance type; and the trade-off of all policies: pending
-GPU-minutes against extra GPU-hours and dollars over reactive. The HTML page holds the
-plots, the summary table and the assessment against the project's targets.
+GPU-minutes against extra GPU-hours and dollars over reactive, each peer family as a
+line. The HTML page holds the plots, the summary table and each predictive run's cost
+against the cheapest peer for the same reduction.
 """
 
 from __future__ import annotations
