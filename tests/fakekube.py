@@ -22,8 +22,9 @@ What it implements, as the real API server does:
   tracked per manager at leaf level, lists atomic; a change to a field another
   manager owns is a 409 Conflict unless `force=true`; fields the manager stops
   applying are removed);
-- the `pods/{name}/binding` subresource and the `bindings` collection (409 when
-  already bound), and `/status`.
+- the `pods/{name}/binding` subresource and the `bindings` collection (400 when the
+  Binding names another pod than the URL, 409 when already bound or when its UID
+  precondition does not match), and `/status`.
 
 What it does not do: run controllers (a Deployment makes no pods), admission,
 defaulting, validation against schemas, strategic-merge list semantics,
@@ -542,12 +543,23 @@ class FakeKube:
             return gone
 
     def _bind(self, ns: str, name: str, binding: dict) -> None:
+        # As the API server's BindingREST (pkg/registry/core/pod/storage/storage.go): the
+        # Binding names the pod of the URL, and a UID in it is a precondition.
+        metadata = binding.get("metadata") or {}
+        if metadata.get("name") != name:
+            raise ApiError(400, "name in URL does not match name in Binding object")
         with self._lock:
             key = ("v1", "pods", ns, name)
             old = self._existing("v1", "pods", ns, name)
             target = (binding.get("target") or {}).get("name")
             if not target:
                 raise ApiError(422, "Binding.target.name: Required value")
+            uid = metadata.get("uid")
+            if uid and uid != old["metadata"].get("uid"):
+                raise ApiError(
+                    409, f"Precondition failed: UID in precondition: {uid}, "
+                    f"UID in object meta: {old['metadata'].get('uid')}", "Conflict",
+                )
             if old.get("spec", {}).get("nodeName"):
                 raise ApiError(
                     409, f'pod {name} is already assigned to node "{old["spec"]["nodeName"]}"'

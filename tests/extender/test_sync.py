@@ -190,3 +190,15 @@ async def test_api_binder_creates_the_binding_and_reports_conflicts(fake_kube):
     assert fake_kube.get("v1", "Pod", "w-0", "team")["spec"]["nodeName"] == "n1"
     again = await binder.bind(BindingArgs("w-0", "team", args.pod_uid, "n2"))
     assert "409" in again
+    # The call is the pod's binding subresource, as kube-scheduler's DefaultBinder makes it.
+    assert ("POST", "/api/v1/namespaces/team/pods/w-0/binding", "") in fake_kube.requests
+
+
+async def test_api_binder_never_binds_a_pod_recreated_under_the_same_name(fake_kube):
+    fake_kube.create(make_node("n1"))
+    fake_kube.create(make_pod("w-0", gpus=1, job="j", role="worker"))
+    binder = ApiBinder(fake_kube.api_client())
+    # kube-scheduler decided for the pod it saw; this UID is not the live pod's.
+    error = await binder.bind(BindingArgs("w-0", "team", "uid-of-the-deleted-pod", "n1"))
+    assert "409" in error
+    assert "nodeName" not in fake_kube.get("v1", "Pod", "w-0", "team")["spec"]

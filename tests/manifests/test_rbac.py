@@ -51,8 +51,9 @@ def rbac_call(method: str, path: str, query: str) -> Call | None:
         "POST": "create", "PUT": "update", "PATCH": "patch",
         "DELETE": "delete" if name else "deletecollection",
     }[method]
-    if resource == "bindings":  # the legacy collection form of pods/binding
-        resource = "pods/binding"
+    # No aliasing: the `bindings` collection and the `pods/binding` subresource are
+    # different RBAC resources (system:kube-scheduler grants both; a rule for one does
+    # not authorize the other), so a call to one must never count as the other.
     return group, resource, verb
 
 
@@ -252,13 +253,15 @@ def test_overprovisioner_rbac_matches_its_api_calls(rendered, tmp_path):
         (("GET", "/api/v1/namespaces/headstart/pods/p", ""), ("", "pods", "get")),
         (("POST", "/api/v1/namespaces/default/pods/p/binding", ""),
          ("", "pods/binding", "create")),
+        (("POST", "/api/v1/namespaces/default/bindings", ""), ("", "bindings", "create")),
         (("PATCH", "/apis/apps/v1/namespaces/headstart/deployments/d", "fieldManager=m"),
          ("apps", "deployments", "patch")),
         (("GET", "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies", ""),
          ("topology.node.k8s.io", "noderesourcetopologies", "list")),
         (("GET", "/apis/autoscaling.x-k8s.io/v1alpha1", ""), None),
     ],
-    ids=["watch", "get", "binding", "apply", "crd-list", "discovery"],
+    ids=["watch", "get", "pod-binding", "bindings-collection", "apply", "crd-list",
+         "discovery"],
 )
 def test_requests_map_to_rbac_attributes(request_line, expected):
     assert rbac_call(*request_line) == expected
