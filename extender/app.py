@@ -3,6 +3,12 @@
 Routes (set in one place, `create_app`): POST /filter, POST /prioritize, POST /bind
 (only when `bind_enabled`), GET /healthz, /readyz, /metrics, /explain?pod=NS/NAME.
 
+Binds in flight: /bind records the node kube-scheduler chose the moment the call
+arrives (and wakes the requests waiting for it), then creates the Binding; if that
+fails the record is dropped. /filter and /prioritize for a pod of a job first wait,
+up to `bind_wait_seconds`, for the binds of the job's pods answered just before
+(`extender.inflight` says which and until when).
+
 Faults never become a traceback in an answer, and the service keeps serving:
 - transport faults, found before the body is an ExtenderArgs (a body over
   `max_body_bytes` -> 413; a Content-Type that is not JSON, invalid UTF-8 or JSON, a
@@ -39,6 +45,7 @@ from extender.binder import Binder
 from extender.cache import ClusterCache
 from extender.config import ExtenderConfig
 from extender.decide import Decider
+from extender.inflight import PendingBinds
 from extender.metrics import ExtenderMetrics
 from extender.sync import ClusterSync
 from extender.wire import (
@@ -60,6 +67,25 @@ DECIDER = web.AppKey("decider", Decider)
 METRICS = web.AppKey("metrics", ExtenderMetrics)
 SYNC: web.AppKey[ClusterSync | None] = web.AppKey("sync")
 BINDER: web.AppKey[Binder | None] = web.AppKey("binder")
+
+
+class BindSignal:
+    """Wakes every request waiting for a bind: an event set and replaced per bind."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    async def wait(self, seconds: float) -> None:
+        """Return when the next bind arrives, or after `seconds`."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._event.wait(), seconds)
+
+
+BIND_SIGNAL = web.AppKey("bind_signal", BindSignal)
 
 _VERBS = {"/filter": "filter", "/prioritize": "prioritize", "/bind": "bind"}
 ASSUMPTION_SWEEP_SECONDS = 5.0
@@ -83,7 +109,12 @@ def create_app(
     app = web.Application(client_max_size=config.max_body_bytes, middlewares=[fault_middleware])
     app[CONFIG] = config
     app[CACHE] = cache
-    app[DECIDER] = Decider(cache, config.locality)
+    pending = (
+        PendingBinds(config.bind_wait_seconds, config.locality.assumed_ttl_seconds)
+        if config.bind_enabled else None
+    )
+    app[DECIDER] = Decider(cache, config.locality, pending)
+    app[BIND_SIGNAL] = BindSignal()
     app[METRICS] = ExtenderMetrics()
     app[SYNC] = sync
     app[BINDER] = binder
@@ -107,6 +138,7 @@ def create_app(
 async def filter_handler(request: web.Request) -> web.Response:
     app = request.app
     args = await _read_args(request)
+    await _await_binds_in_flight(app, args)
     result = app[DECIDER].filter(args, time.monotonic())
     if result.failed or result.unresolvable:
         app[METRICS].count_filtered(result)
@@ -117,24 +149,51 @@ async def filter_handler(request: web.Request) -> web.Response:
 
 
 async def prioritize_handler(request: web.Request) -> web.Response:
+    app = request.app
     args = await _read_args(request)
-    hosts, scores = request.app[DECIDER].prioritize(args, time.monotonic())
+    await _await_binds_in_flight(app, args)
+    hosts, scores = app[DECIDER].prioritize(args, time.monotonic())
     return _json_bytes(encode_host_priorities(hosts, scores))
 
 
 async def bind_handler(request: web.Request) -> web.Response:
     app = request.app
     args = parse_binding_args(await _read_json(request))
+    decider = app[DECIDER]
+    # kube-scheduler has decided: the next pods of the job may be judged knowing it now,
+    # while the Binding is being created.
+    decider.bind_arrived(args, time.monotonic())
+    app[BIND_SIGNAL].notify()
     binder = app[BINDER]
     error = "bind verb enabled without an API client" if binder is None else await binder.bind(args)
-    if not error:
-        pod = app[CACHE].pod(args.pod_namespace, args.pod_name)
-        if pod is not None:
-            app[DECIDER].record_binding(pod, args.node, time.monotonic())
-    else:
+    if error:
+        decider.bind_failed(args)
         log.warning("bind failed", extra={"pod": f"{args.pod_namespace}/{args.pod_name}",
                                           "node": args.node, "error": error})
     return _json_bytes(encode_binding_result(error))
+
+
+async def _await_binds_in_flight(app: web.Application, args: ExtenderArgs) -> None:
+    """Wait (bounded) for the binds of pods of this pod's job answered just before."""
+    decider = app[DECIDER]
+    if decider.pending is None or not len(decider.pending):
+        return
+    pod = decider.parse_pod(args.pod)
+    started = time.monotonic()
+    deadline = decider.bind_wait_deadline(pod, started)
+    if deadline is None:
+        return
+    now = started
+    while True:
+        # Any bind wakes every waiter (cheap: binds come one per scheduled pod); each
+        # then asks again what is still pending for its own job.
+        await app[BIND_SIGNAL].wait(deadline - now)
+        now = time.monotonic()
+        timed_out = now >= deadline
+        deadline = decider.bind_wait_deadline(pod, now)
+        if deadline is None:
+            break
+    app[METRICS].observe_bind_wait(now - started, timed_out)
 
 
 async def healthz_handler(request: web.Request) -> web.Response:

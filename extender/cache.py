@@ -5,8 +5,9 @@ pod's request is added to (or removed from) its node's `NodeState` when it appea
 moves, finishes or goes away, so a request never re-sums pods: per request the work is
 one dict lookup per candidate node plus the pods of one job.
 
-Also holds the `AssumedPlacements` (pods steered but not yet seen bound) and drops an
-assumption as soon as a watch event shows the pod bound, finished or deleted.
+Also holds the `AssumedPlacements` (pods kube-scheduler asked the extender to bind, not
+yet seen bound) and drops an assumption as soon as a watch event shows the pod bound,
+finished or deleted.
 
 NUMA zones lag behind bindings: NFD's topology updater republishes a node's
 NodeResourceTopology on its own interval (60 s by default), so for a while after a
@@ -59,7 +60,8 @@ class ClusterCache:
         self.nodes: dict[str, NodeState] = {}
         """Node name -> state with the requests of its bound pods; read by the handlers."""
         self.assumed = AssumedPlacements()
-        """Placements steered by this extender and not yet visible as bindings."""
+        """Placements kube-scheduler bound through this extender, not yet visible as
+        bindings."""
         self.version = 0
         """Bumped on every change, so callers can tell whether their snapshot is current."""
         self.synced: dict[str, bool] = dict.fromkeys(KINDS, False)

@@ -1,8 +1,9 @@
 """The extender service's settings, loaded once from YAML and validated at start-up.
 
-Decides: the defaults (port 8888, `nodeCacheCapable` true, bind off, 64 MiB body
-limit, JSON logs) and the validation of every field, with errors naming the file and
-the field path. The `locality:` section is validated by `locality.config.LocalityConfig`.
+Decides: the defaults (port 8888, `nodeCacheCapable` true, bind on with a 0.25 s wait
+for a job's binds in flight, 64 MiB body limit, JSON logs) and the validation of every
+field, with errors naming the file and the field path. The `locality:` section is
+validated by `locality.config.LocalityConfig`.
 
 Must not: start anything, talk to the API, or read any file other than the one named.
 """
@@ -35,9 +36,22 @@ class ExtenderConfig:
     """Must equal `nodeCacheCapable` in the KubeSchedulerConfiguration: true answers
     `NodeNames` (and takes nodes from the cache), false answers `Nodes`."""
 
-    bind_enabled: bool = False
-    """Serve POST /bind: create the Binding ourselves and record the placement at once.
-    Register `bindVerb: bind` only when this is true (one extender per scheduler may bind)."""
+    bind_enabled: bool = True
+    """Serve POST /bind: kube-scheduler tells the extender the node it chose for each pod
+    (the extender creates the Binding, as the default binder would), so the next pods of
+    a job are placed knowing exactly where the earlier ones went. Register `bindVerb:
+    bind` exactly when this is true; only one extender of a scheduler may bind. False:
+    placements are learnt from the pod watch alone (a job's pods scheduled back to back
+    do not see each other until their bindings reach the watch)."""
+
+    bind_wait_seconds: float = 0.25
+    """With the bind verb: how long a filter or prioritize call for a pod may wait for
+    the bind of a pod of the same job that the extender answered for just before
+    (kube-scheduler binds asynchronously, so the next pod's filter can arrive first).
+    The wait ends as soon as the bind arrives; it reaches this bound only when the bind
+    is held (a Permit plugin waiting for a gang) or lost, and then once per job, not per
+    pod (docs/extender.md, "Binds in flight"). 0 never waits. At most 2: the call must
+    finish well inside the scheduler's `httpTimeout` (5 s in the shipped config)."""
 
     max_body_bytes: int = 64 * MIB
     """Largest request body accepted (413 above). With nodeCacheCapable false every
@@ -125,6 +139,10 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
             values[name] = _int(raw, where, 1024, 2**40)
         elif name == "watch_timeout_seconds":
             values[name] = _int(raw, where, 1, 3600)
+        elif name == "bind_wait_seconds":
+            if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 2:
+                raise ConfigError(f"{where}: expected a number of seconds from 0 to 2, got {raw!r}")
+            values[name] = float(raw)
         elif name in (
             "shutdown_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
             "stale_after_seconds",

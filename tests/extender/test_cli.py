@@ -28,8 +28,10 @@ from tests.extender.builders import args_body, make_node, make_pod
         ("locality:\n  default_packing: tight\n", "locality: default_packing: expected one of"),
         ("tls_cert_file: /x.pem\n", "tls_cert_file and tls_key_file must be set together"),
         ("port: [\n", "not valid YAML"),
+        ("bind_wait_seconds: 3\n",
+         "bind_wait_seconds: expected a number of seconds from 0 to 2, got 3"),
     ],
-    ids=["port-range", "typo", "locality-field", "tls-half", "yaml"],
+    ids=["port-range", "typo", "locality-field", "tls-half", "yaml", "bind-wait"],
 )
 def test_config_errors_are_one_line_naming_file_and_field(tmp_path, capsys, text, message):
     path = tmp_path / "extender.yaml"
