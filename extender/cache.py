@@ -7,7 +7,8 @@ one dict lookup per candidate node plus the pods of one job.
 
 Also holds the `AssumedPlacements` (pods kube-scheduler asked the extender to bind, not
 yet seen bound) and drops an assumption as soon as a watch event shows the pod bound,
-finished or deleted.
+finished or deleted; and indexes the jobs with pods waiting for a node (their claims,
+`locality.claims`).
 
 NUMA zones lag behind bindings: NFD's topology updater republishes a node's
 NodeResourceTopology on its own interval (60 s by default), so for a while after a
@@ -69,6 +70,8 @@ class ClusterCache:
         self._pods: dict[str, Pod] = {}
         self._pods_on_node: dict[str, set[str]] = {}
         self._pods_of_job: dict[JobKey, set[str]] = {}
+        # Job -> keys of its pods not bound and not finished: the jobs with pods to place.
+        self._waiting_of_job: dict[JobKey, set[str]] = {}
         self._topologies: dict[str, NodeTopology] = {}
         # Node -> {pod key: NUMA request}, bind order: pods taking a zone seen bound since
         # the node's NRT object last changed, i.e. not yet counted in its published zones.
@@ -96,6 +99,10 @@ class ClusterCache:
             return []
         pods = self._pods
         return [pods[key] for key in keys]
+
+    def jobs_with_waiting_pods(self) -> list[JobKey]:
+        """Jobs with pods neither bound nor finished (their claims are computed)."""
+        return list(self._waiting_of_job)
 
     def table(self) -> NodeTable:
         """The node states as a `NodeTable` (an immutable snapshot; cheap when unchanged)."""
@@ -183,6 +190,7 @@ class ClusterCache:
         self._pods = {}
         self._pods_on_node = {}
         self._pods_of_job = {}
+        self._waiting_of_job = {}
         for pod in pods:
             self._index(pod_key(pod.namespace, pod.name), pod)
         unreflected: dict[str, dict[str, Resources]] = {}
@@ -262,6 +270,8 @@ class ClusterCache:
         job = job_key_of(pod, self.config)
         if job is not None:
             self._pods_of_job.setdefault(job, set()).add(key)
+            if pod.node_name is None and not pod.terminal:
+                self._waiting_of_job.setdefault(job, set()).add(key)
 
     def _unindex(self, key: str, pod: Pod) -> None:
         del self._pods[key]
@@ -270,6 +280,7 @@ class ClusterCache:
         job = job_key_of(pod, self.config)
         if job is not None:
             _discard(self._pods_of_job, job, key)
+            _discard(self._waiting_of_job, job, key)
 
     # ---- NUMA topology -----------------------------------------------------------
 

@@ -139,6 +139,16 @@ class AssumedPlacements:
         return by_node
 
 
+def add_requests(*maps: Mapping[str, Resources]) -> dict[str, Resources]:
+    """Per-node sums of request mappings (assumptions, claims)."""
+    total: dict[str, Resources] = {}
+    for requests in maps:
+        for name, request in requests.items():
+            current = total.get(name)
+            total[name] = request if current is None else current + request
+    return total
+
+
 def assumption_for(
     pod: Pod, node_name: str, now: float, config: LocalityConfig
 ) -> Assumption | None:
