@@ -14,7 +14,10 @@ job's next pod can wait for it (the waiting itself is the HTTP handler's).
 With `nodeCacheCapable` (the recommended mode) the candidates are names and the
 numpy path of the core runs over the cache's `NodeTable` (`filter_table`,
 `score_table`): a request costs one dict lookup per name plus column arithmetic.
-Names the cache does not know fail with a reason. Without `nodeCacheCapable`, the
+A name the cache does not know yet (a node just added, its watch event still on the
+way) passes with the lowest score, unless the pod's placement-group policy is
+`required`: then it fails as unresolvable (its group cannot be checked, and
+preempting pods there would not change that). Without `nodeCacheCapable`, the
 request's Node objects are the candidates: a node the cache knows keeps its cached
 state (with its bound pods), an unknown one is parsed from the request with no pods,
 and the per-node path (`filter_nodes`, `score_totals`) runs over them.
@@ -43,13 +46,17 @@ from locality.claims import claims_of_job
 from locality.config import LocalityConfig
 from locality.context import DecisionContext, build_context, decision_context
 from locality.explain import Explanation, explain
-from locality.filter import FilterResult, filter_nodes
+from locality.filter import FilterResult, ReasonCode, filter_nodes
 from locality.jobs import identify, job_key_of, job_policy
 from locality.model import JobKey, Locality, NodeState, Packing, Pod, node_state
 from locality.parse import parse_node, parse_pod
 from locality.placement import add_requests, assumption_for, job_placement
 from locality.score import score_totals
-from locality.table import filter_table, score_table
+from locality.table import UNKNOWN_NODE_REASON, filter_table, score_table
+
+UNKNOWN_NODE_REQUIRED_REASON = (
+    f"{UNKNOWN_NODE_REASON}: its placement group cannot be checked (policy required)"
+)
 
 
 class Decider:
@@ -78,6 +85,9 @@ class Decider:
         context = self.context(pod, now)
         if args.node_names is not None:
             result = filter_table(context, self.cache.table(), args.node_names)
+            if ReasonCode.UNKNOWN_NODE in result.codes.values():
+                result = _unknown_nodes_judged(
+                    result, args.node_names, context.policy.placement_group)
         else:
             result = filter_nodes(context, self._states_from_objects(args.nodes or ()))
         if len(result.passed) == 1 and context.identity is not None:
@@ -256,3 +266,22 @@ class Decider:
         if self.pending is not None:
             self.pending.expire(now)
 
+
+def _unknown_nodes_judged(
+    result: FilterResult, names: Sequence[str], placement_group: Locality
+) -> FilterResult:
+    """Names the cache does not know yet: passed (kube-scheduler's own filters already
+    admitted them; failing them as resolvable would send it preempting pods elsewhere
+    for nothing), or unresolvable under a `required` placement-group policy."""
+    unknown = {name for name, code in result.codes.items() if code is ReasonCode.UNKNOWN_NODE}
+    failed = {name: reason for name, reason in result.failed.items() if name not in unknown}
+    codes = {name: code for name, code in result.codes.items() if name not in unknown}
+    if placement_group is Locality.REQUIRED:
+        unresolvable = dict(result.unresolvable)
+        for name in unknown:
+            unresolvable[name] = UNKNOWN_NODE_REQUIRED_REASON
+            codes[name] = ReasonCode.UNKNOWN_NODE
+        return FilterResult(result.passed, failed, unresolvable, codes)
+    keep = set(result.passed) | unknown
+    passed = tuple(name for name in names if name in keep)
+    return FilterResult(passed, failed, dict(result.unresolvable), codes)

@@ -137,16 +137,36 @@ async def test_a_body_over_the_limit_is_413_naming_the_setting(serve):
     assert (await post(client, "filter", GOOD))[0] == 200
 
 
-async def test_unknown_node_names_fail_with_a_reason_and_known_ones_are_judged(serve):
-    client = await serve(build_cache([make_node("n1")]))
-    pod = make_pod("w", gpus=1, job="j", role="worker")
-    status, text = await post(client, "filter", args_body(pod, names=["n1", "ghost"]))
+@pytest.mark.parametrize(
+    "policy, passed, unresolvable, known_score",
+    [
+        # kube-scheduler's own filters admitted the node the watch has not delivered yet
+        # (one cluster-autoscaler just added): failing it as resolvable would send the
+        # scheduler preempting pods elsewhere for nothing, so it passes.
+        ("preferred", ["n1", "new"], {}, 6),  # n1: idle 3 + group 3
+        ("none", ["n1", "new"], {}, 3),  # n1: idle 3, no group term
+        # Its placement group cannot be checked, and preemption would not change that.
+        ("required", ["n1"], {"new": "node not (yet) in the extender's node cache: its "
+                                     "placement group cannot be checked (policy required)"}, 6),
+    ],
+    ids=["preferred-passes", "none-passes", "required-unresolvable"],
+)
+async def test_a_node_the_cache_has_not_seen_never_fails_as_resolvable(
+    serve, policy, passed, unresolvable, known_score
+):
+    client = await serve(build_cache([make_node("n1", group="pg-a")]))
+    pod = make_pod("w", gpus=1, job="j", role="worker",
+                   annotations={"headstart.io/placement-group": policy})
+    status, text = await post(client, "filter", args_body(pod, names=["new", "n1"]))
     answer = json.loads(text)
     assert status == 200
-    assert answer["NodeNames"] == ["n1"]
-    assert "not (yet) in the extender's node cache" in answer["FailedNodes"]["ghost"]
-    status, text = await post(client, "prioritize", args_body(pod, names=["n1", "ghost"]))
-    assert {entry["Host"]: entry["Score"] for entry in json.loads(text)}["ghost"] == 0
+    assert sorted(answer["NodeNames"]) == passed
+    assert answer["FailedNodes"] == {}
+    assert answer["FailedAndUnresolvableNodes"] == unresolvable
+    status, text = await post(client, "prioritize", args_body(pod, names=["n1", "new"]))
+    scores = {entry["Host"]: entry["Score"] for entry in json.loads(text)}
+    # Unknown: the lowest score, never a pull toward it; n1 is known and empty.
+    assert scores == {"n1": known_score, "new": 0}
 
 
 async def test_a_bug_in_the_core_never_leaks_a_traceback(serve, monkeypatch):
