@@ -1,7 +1,15 @@
 """The extender's aiohttp application: routes, handlers, fault middleware, background tasks.
 
-Routes (set in one place, `create_app`): POST /filter, POST /prioritize, POST /bind
-(only when `bind_enabled`), GET /healthz, /readyz, /metrics, /explain?pod=NS/NAME.
+Two applications sharing one state, set up in one place (`create_app`):
+- kube-scheduler's, on `port`: POST /filter, POST /prioritize, POST /bind (only when
+  `bind_enabled`). /bind creates Bindings with the extender's permission, so only the
+  scheduler may reach this port (the shipped NetworkPolicy admits only its pods).
+- the ops app (`app[OPS_APP]`), on `ops_port`: GET /healthz, /readyz, /metrics,
+  /explain?pod=NS/NAME, for kubelet's probes, Prometheus and people.
+Both ports are one process and one event loop; a separate port, not a separate Service
+port of one app, because kube-scheduler sends all verbs of an extender to one
+`urlPrefix`, and a Service's ClientIP affinity is kept per port by kube-proxy: a bind
+on another port could reach another replica than the pod's filter and prioritize did.
 
 Binds in flight: /bind records the node kube-scheduler chose the moment the call
 arrives (and wakes the requests waiting for it), then creates the Binding; if that
@@ -34,13 +42,14 @@ import asyncio
 import contextlib
 import json
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from bucketing.errors import InputError
+from bucketing.errors import ConfigError, InputError
 from extender.binder import Binder
 from extender.cache import ClusterCache
 from extender.config import ExtenderConfig
@@ -86,6 +95,7 @@ class BindSignal:
 
 
 BIND_SIGNAL = web.AppKey("bind_signal", BindSignal)
+OPS_APP = web.AppKey("ops_app", web.Application)
 
 _VERBS = {"/filter": "filter", "/prioritize": "prioritize", "/bind": "bind"}
 ASSUMPTION_SWEEP_SECONDS = 5.0
@@ -105,31 +115,59 @@ def create_app(
     sync: ClusterSync | None = None,
     binder: Binder | None = None,
 ) -> web.Application:
-    """The application; `sync` keeps `cache` current (None in tests that fill it directly)."""
-    app = web.Application(client_max_size=config.max_body_bytes, middlewares=[fault_middleware])
-    app[CONFIG] = config
-    app[CACHE] = cache
+    """kube-scheduler's application, with the ops application as `app[OPS_APP]`; `sync`
+    keeps `cache` current (None in tests that fill it directly). The caller serves the
+    ops app (`serve_ops`); its state is the same objects."""
     pending = (
         PendingBinds(config.bind_wait_seconds, config.locality.assumed_ttl_seconds)
         if config.bind_enabled else None
     )
-    app[DECIDER] = Decider(cache, config.locality, pending)
-    app[BIND_SIGNAL] = BindSignal()
-    app[METRICS] = ExtenderMetrics()
-    app[SYNC] = sync
-    app[BINDER] = binder
-    app[METRICS].watch_cache(cache, sync.statuses if sync is not None else list)
+    metrics = ExtenderMetrics()
+    metrics.watch_cache(cache, sync.statuses if sync is not None else list)
+    state = {CONFIG: config, CACHE: cache, DECIDER: Decider(cache, config.locality, pending),
+             BIND_SIGNAL: BindSignal(), METRICS: metrics, SYNC: sync, BINDER: binder}
+    app = web.Application(client_max_size=config.max_body_bytes, middlewares=[fault_middleware])
+    ops = web.Application(middlewares=[fault_middleware])
+    for key, value in state.items():
+        app[key] = value  # type: ignore[index]
+        ops[key] = value  # type: ignore[index]
 
     app.router.add_post("/filter", filter_handler)
     app.router.add_post("/prioritize", prioritize_handler)
     if config.bind_enabled:
         app.router.add_post("/bind", bind_handler)
-    app.router.add_get("/healthz", healthz_handler)
-    app.router.add_get("/readyz", readyz_handler)
-    app.router.add_get("/metrics", metrics_handler)
-    app.router.add_get("/explain", explain_handler)
+    ops.router.add_get("/healthz", healthz_handler)
+    ops.router.add_get("/readyz", readyz_handler)
+    ops.router.add_get("/metrics", metrics_handler)
+    ops.router.add_get("/explain", explain_handler)
+    app[OPS_APP] = ops
     app.cleanup_ctx.append(_background)
     return app
+
+
+def serve_ops(
+    host: str, port: int, ssl_context: ssl.SSLContext | None, shutdown_timeout: float
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context for kube-scheduler's app that serves its ops app on `port`
+    while the app runs (put it first: its port is taken before the watches start, and
+    the probes answer until they have stopped)."""
+
+    async def serve(app: web.Application) -> AsyncIterator[None]:
+        runner = web.AppRunner(app[OPS_APP], access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context,
+                           shutdown_timeout=shutdown_timeout)
+        try:
+            await site.start()
+        except OSError as error:
+            await runner.cleanup()
+            raise ConfigError(
+                f"ops_port: cannot listen on {host}:{port} ({error.strerror or error})"
+            ) from None
+        yield
+        await runner.cleanup()
+
+    return serve
 
 
 # ---- handlers ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Serve kube-scheduler's extender calls: keep distributed-training jobs' "
         "PS and worker pods close (few nodes, one placement group, one NUMA node). "
         "Without --config the documented defaults apply (docs/extender.md): pack, "
-        "placement group preferred, nodeCacheCapable true, bind off.",
+        "placement group preferred, nodeCacheCapable true, bind on.",
     )
     parser.add_argument("--config", type=Path, help="YAML config file (docs/extender.md)")
     parser.add_argument(
@@ -33,7 +33,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="kubeconfig to use; default: in-cluster config when running in a pod, "
         "else $KUBECONFIG or ~/.kube/config",
     )
-    parser.add_argument("--port", type=int, help="TCP port (overrides the config; default 8888)")
+    parser.add_argument(
+        "--port", type=int,
+        help="TCP port for kube-scheduler's calls (overrides the config; default 8888)",
+    )
+    parser.add_argument(
+        "--ops-port", type=int,
+        help="TCP port for /healthz, /readyz, /metrics, /explain (overrides the config; "
+        "default 8889)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -41,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from extender.config import load_config
     from extender.logs import configure_logging
 
-    config = load_config(args.config).with_overrides(port=args.port)
+    config = load_config(args.config).with_overrides(port=args.port, ops_port=args.ops_port)
     configure_logging(config.log_format, config.log_level)
     serve(config, kube_api_client(args.kubeconfig))
     return 0
@@ -78,7 +86,7 @@ def serve(config, api_client) -> None:
     from aiohttp import web
 
     from bucketing.errors import ConfigError
-    from extender.app import create_app
+    from extender.app import create_app, serve_ops
     from extender.binder import ApiBinder
     from extender.cache import ClusterCache
     from extender.sync import ClusterSync
@@ -107,8 +115,12 @@ def serve(config, api_client) -> None:
     )
     binder = ApiBinder(api_client) if config.bind_enabled else None
     app = create_app(config, cache, sync, binder)
+    # First: a taken ops port must fail before the watch threads start.
+    app.cleanup_ctx.insert(
+        0, serve_ops(config.host, config.ops_port, ssl_context, config.shutdown_timeout_seconds))
     logging.getLogger("headstart.extender").info(
-        "starting", extra={"host": config.host, "port": config.port, "tls": ssl_context is not None,
+        "starting", extra={"host": config.host, "port": config.port, "ops_port": config.ops_port,
+                           "tls": ssl_context is not None,
                            "node_cache_capable": config.node_cache_capable,
                            "bind_enabled": config.bind_enabled},
     )

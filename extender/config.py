@@ -1,6 +1,7 @@
 """The extender service's settings, loaded once from YAML and validated at start-up.
 
-Decides: the defaults (port 8888, `nodeCacheCapable` true, bind on with a 0.25 s wait
+Decides: the defaults (port 8888 for kube-scheduler's calls, 8889 for probes, metrics
+and /explain, `nodeCacheCapable` true, bind on with a 0.25 s wait
 for a job's binds in flight, 64 MiB body limit, JSON logs) and the validation of every
 field, with errors naming the file and the field path. The `locality:` section is
 validated by `locality.config.LocalityConfig`.
@@ -30,7 +31,12 @@ class ExtenderConfig:
     """Address to listen on."""
 
     port: int = 8888
-    """TCP port for /filter, /prioritize, /bind and the probes."""
+    """TCP port for kube-scheduler's calls: /filter, /prioritize and /bind. Only the
+    scheduler should reach it (the shipped NetworkPolicy admits only its pods): /bind
+    creates Bindings with the extender's own permission."""
+
+    ops_port: int = 8889
+    """TCP port for /healthz, /readyz, /metrics and /explain (probes, Prometheus, you)."""
 
     node_cache_capable: bool = True
     """Must equal `nodeCacheCapable` in the KubeSchedulerConfiguration: true answers
@@ -94,13 +100,24 @@ class ExtenderConfig:
     locality: LocalityConfig = field(default_factory=LocalityConfig)
     """Job labels, policy annotations and defaults; see docs/locality.md."""
 
-    def with_overrides(self, port: int | None = None) -> ExtenderConfig:
+    def with_overrides(
+        self, port: int | None = None, ops_port: int | None = None
+    ) -> ExtenderConfig:
         """This config with command-line overrides applied (validated like the file's)."""
-        if port is None:
-            return self
-        if not 1 <= port <= 65535:
-            raise ConfigError(f"--port: expected an integer from 1 to 65535, got {port}")
-        return replace(self, port=port)
+        config = self
+        for flag, field_name, value in (("--port", "port", port),
+                                        ("--ops-port", "ops_port", ops_port)):
+            if value is None:
+                continue
+            if not 1 <= value <= 65535:
+                raise ConfigError(f"{flag}: expected an integer from 1 to 65535, got {value}")
+            config = replace(config, **{field_name: value})
+        if config.port == config.ops_port:
+            raise ConfigError(
+                f"--port/--ops-port: both are {config.port}; kube-scheduler's port and the "
+                "ops port must differ"
+            )
+        return config
 
 
 _LOG_FORMATS = ("json", "text")
@@ -133,7 +150,7 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
             values[name] = LocalityConfig.from_mapping(raw, f"{source}: locality")
         elif name in ("node_cache_capable", "bind_enabled", "watch_topology"):
             values[name] = _bool(raw, where)
-        elif name == "port":
+        elif name in ("port", "ops_port"):
             values[name] = _int(raw, where, 1, 65535)
         elif name == "max_body_bytes":
             values[name] = _int(raw, where, 1024, 2**40)
@@ -159,6 +176,11 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
     config = ExtenderConfig(**values)
     if (config.tls_cert_file is None) != (config.tls_key_file is None):
         raise ConfigError(f"{source}: tls_cert_file and tls_key_file must be set together")
+    if config.port == config.ops_port:
+        raise ConfigError(
+            f"{source}: port and ops_port are both {config.port}; kube-scheduler's port "
+            "(filter, prioritize, bind) and the ops port (probes, metrics) must differ"
+        )
     if config.backoff_max_seconds < config.backoff_initial_seconds:
         raise ConfigError(
             f"{source}: backoff_max_seconds must be at least backoff_initial_seconds"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from extender.app import create_app
+from extender.app import OPS_APP, create_app
 from extender.cache import ClusterCache
 from extender.config import ExtenderConfig
 from extender.decide import Decider
@@ -37,9 +37,19 @@ def build_cache(nodes=(), pods=(), nrts=(), synced=True) -> ClusterCache:
 
 @pytest.fixture
 def serve(aiohttp_client):
+    """A client of kube-scheduler's app (filter, prioritize, bind)."""
     async def start(cache: ClusterCache, config: ExtenderConfig | None = None, binder=None):
         app = create_app(config or ExtenderConfig(), cache, binder=binder)
         return await aiohttp_client(app)
+
+    return start
+
+
+@pytest.fixture
+def ops_of(aiohttp_client):
+    """A client of the ops app (probes, metrics, explain) that shares `client`'s state."""
+    async def start(client):
+        return await aiohttp_client(client.app[OPS_APP])
 
     return start
 
@@ -169,7 +179,7 @@ async def test_a_node_the_cache_has_not_seen_never_fails_as_resolvable(
     assert scores == {"n1": known_score, "new": 0}
 
 
-async def test_a_bug_in_the_core_never_leaks_a_traceback(serve, monkeypatch):
+async def test_a_bug_in_the_core_never_leaks_a_traceback(serve, ops_of, monkeypatch):
     def broken(self, args, now):
         raise RuntimeError("boom")
 
@@ -180,7 +190,7 @@ async def test_a_bug_in_the_core_never_leaks_a_traceback(serve, monkeypatch):
     assert status == 200 and "internal error" in json.loads(text)["Error"]
     status, text = await post(client, "prioritize", GOOD)
     assert status == 500 and "boom" not in text and "Traceback" not in text
-    assert (await client.get("/healthz")).status == 200
+    assert (await (await ops_of(client)).get("/healthz")).status == 200
 
 
 # ---- nodeCacheCapable false: full Node objects in, passing Node objects out ------------
@@ -201,9 +211,21 @@ async def test_without_node_cache_the_passing_nodes_come_back_as_objects(serve):
 # ---- probes, metrics, explain ----------------------------------------------------------
 
 
-async def test_readyz_waits_for_the_first_full_sync(serve):
+async def test_each_port_serves_only_its_own_routes(serve, ops_of):
+    # kube-scheduler's port: no metrics or explain there; the ops port: no bind there,
+    # so the NetworkPolicy can admit Prometheus to one and only the scheduler to the other.
+    client = await serve(build_cache([make_node("n1")]), binder=RecordingBinder())
+    ops = await ops_of(client)
+    for path in ("/metrics", "/healthz", "/readyz", "/explain"):
+        assert (await client.get(path)).status == 404, path
+    for path in ("/bind", "/filter", "/prioritize"):
+        assert (await ops.post(path, json={})).status == 404, path
+    assert (await ops.get("/healthz")).status == 200
+
+
+async def test_readyz_waits_for_the_first_full_sync(serve, ops_of):
     cache = build_cache(synced=False)
-    client = await serve(cache)
+    client = await ops_of(await serve(cache))
     assert (await client.get("/readyz")).status == 503
     assert (await client.get("/healthz")).status == 200
     cache.replace_nodes([])
@@ -212,13 +234,13 @@ async def test_readyz_waits_for_the_first_full_sync(serve):
     assert response.status == 200 and (await response.json())["ready"] is True
 
 
-async def test_metrics_count_requests_reasons_and_cache_size(serve):
+async def test_metrics_count_requests_reasons_and_cache_size(serve, ops_of):
     client = await serve(build_cache([make_node("n1", gpus=1), make_node("n2", gpus=8)]))
     pod = make_pod("w", gpus=4, job="j", role="worker")
     await post(client, "filter", args_body(pod, names=["n1", "n2"]))
     await post(client, "prioritize", args_body(pod, names=["n2"]))
     await post(client, "filter", b"{")
-    text = await (await client.get("/metrics")).text()
+    text = await (await (await ops_of(client)).get("/metrics")).text()
     assert 'headstart_extender_requests_total{outcome="ok",verb="filter"} 1.0' in text
     assert 'headstart_extender_requests_total{outcome="rejected",verb="filter"} 1.0' in text
     assert 'headstart_extender_request_duration_seconds_count{verb="prioritize"} 1.0' in text
@@ -229,7 +251,7 @@ async def test_metrics_count_requests_reasons_and_cache_size(serve):
     assert 'headstart_extender_cache_objects{kind="assumed_placements"} 0.0' in text
 
 
-async def test_explain_shows_each_node_verdict_and_score_terms(serve):
+async def test_explain_shows_each_node_verdict_and_score_terms(serve, ops_of):
     worker = make_pod("w-0", gpus=2, job="j", role="worker")
     ps = make_pod("ps-0", cpu="2", job="j", role="ps", node="a")
     cache = build_cache(
@@ -237,7 +259,7 @@ async def test_explain_shows_each_node_verdict_and_score_terms(serve):
         [worker, ps],
         [make_nrt("b", [(48, 4), (48, 4)])],
     )
-    client = await serve(cache)
+    client = await ops_of(await serve(cache))
     response = await client.get("/explain", params={"pod": "team/w-0"})
     data = await response.json()
     assert response.status == 200
@@ -317,7 +339,7 @@ async def test_a_request_waits_for_a_bind_in_flight_and_is_judged_with_it(serve)
     assert scores["b"] > scores["a"]  # b holds w-0 now: the job's node
 
 
-async def test_a_bind_that_does_not_come_costs_the_wait_once_per_job(serve):
+async def test_a_bind_that_does_not_come_costs_the_wait_once_per_job(serve, ops_of):
     # w-0 waits in a Permit plugin (a gang): its bind comes only when the gang is whole.
     pods = [make_pod(f"w-{i}", gpus=1, job="j", role="worker") for i in range(3)]
     cache = build_cache([make_node("a")], pods)
@@ -332,7 +354,7 @@ async def test_a_bind_that_does_not_come_costs_the_wait_once_per_job(serve):
     await post(client, "filter", args_body(pods[2], names=["a"]))
     await post(client, "prioritize", args_body(pods[2], names=["a"]))
     assert loop.time() - started < 0.25  # w-0 is overdue: job j's binds are held
-    text = await (await client.get("/metrics")).text()
+    text = await (await (await ops_of(client)).get("/metrics")).text()
     assert 'headstart_extender_bind_wait_seconds_count{outcome="timeout"} 1.0' in text
 
 

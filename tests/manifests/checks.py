@@ -168,6 +168,7 @@ def consistency_problems(rendered: Rendered) -> list[str]:
     ext_cm, ext = config_file(rendered, "headstart-extender-config")
     op_cm, op = config_file(rendered, "headstart-overprovisioner-config")
     ext_port = ext.get("port", ExtenderConfig().port)
+    ext_ops_port = ext.get("ops_port", ExtenderConfig().ops_port)
     op_port = op.get("port", OverprovisionerConfig().port)
 
     # The scheduler's extender URL reaches the extender Service and port.
@@ -194,35 +195,53 @@ def consistency_problems(rendered: Rendered) -> list[str]:
         elif port not in [p["port"] for p in service["spec"]["ports"]]:
             add(rendered.where(sched_cm, "config.yaml extenders[0].urlPrefix")
                 + f": port {port} is not a port of Service {name}")
+        elif deployment is not None and _service_target(service, deployment, port) != ext_port:
+            add(rendered.where(sched_cm, "config.yaml extenders[0].urlPrefix")
+                + f": port {port} reaches container port "
+                  f"{_service_target(service, deployment, port)}, not the extender's "
+                  f"port {ext_port} (filter, prioritize, bind)")
         if extender.get("nodeCacheCapable") != ext.get("node_cache_capable", True):
             add(rendered.where(ext_cm, "config.yaml node_cache_capable")
                 + ": differs from nodeCacheCapable in the scheduler config")
-        if bool(extender.get("bindVerb")) != bool(ext.get("bind_enabled", False)):
+        if bool(extender.get("bindVerb")) != bool(
+            ext.get("bind_enabled", ExtenderConfig().bind_enabled)
+        ):
             add(rendered.where(ext_cm, "config.yaml bind_enabled")
                 + ": bindVerb in the scheduler config must be set exactly when bind is enabled")
     if service and deployment:
         pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
         if not _labels_match(service["spec"]["selector"], pod_labels):
             add(rendered.where(service, "spec.selector") + ": selects no extender pod")
-        ports = {p.get("name"): p["containerPort"] for c in containers(deployment)
-                 for p in c.get("ports", [])}
         for port in service["spec"]["ports"]:
-            target = port.get("targetPort", port["port"])
-            resolved = ports.get(target) if isinstance(target, str) else target
-            if resolved != ext_port:
+            resolved = _service_target(service, deployment, port["port"])
+            if resolved not in (ext_port, ext_ops_port):
                 add(rendered.where(service, "spec.ports.targetPort")
-                    + f": reaches container port {resolved}, the extender listens on {ext_port}")
+                    + f": reaches container port {resolved}, the extender listens on "
+                      f"{ext_port} and {ext_ops_port}")
 
     # Every pod's config file, probes and ports agree with the component's config.
-    for name, port in (("headstart-extender", ext_port), ("headstart-overprovisioner", op_port)):
+    for name, ports, probe_port in (
+        ("headstart-extender", (ext_port, ext_ops_port), ext_ops_port),
+        ("headstart-overprovisioner", (op_port,), op_port),
+    ):
         obj = rendered.find("Deployment", name)
         if obj is None:
             add(f"overlays/{rendered.overlay}: Deployment {name} is missing")
             continue
         declared = [p["containerPort"] for c in containers(obj) for p in c.get("ports", [])]
-        if port not in declared:
-            add(rendered.where(obj, "spec.template.spec.containers.ports")
-                + f": the component listens on {port}, the pod declares {declared}")
+        for port in ports:
+            if port not in declared:
+                add(rendered.where(obj, "spec.template.spec.containers.ports")
+                    + f": the component listens on {port}, the pod declares {declared}")
+        named = {p.get("name"): p["containerPort"] for c in containers(obj)
+                 for p in c.get("ports", [])}
+        for container in containers(obj):
+            for probe in ("livenessProbe", "readinessProbe"):
+                target = (container.get(probe) or {}).get("httpGet", {}).get("port")
+                resolved = named.get(target) if isinstance(target, str) else target
+                if target is not None and resolved != probe_port:
+                    add(rendered.where(obj, f"containers({container['name']}).{probe}")
+                        + f": probes port {resolved}, the probes are served on {probe_port}")
 
     # Every headstart container runs a real subcommand with arguments the CLI accepts.
     import contextlib
@@ -338,6 +357,17 @@ def consistency_problems(rendered: Rendered) -> list[str]:
                 + f": scoringStrategy {shipped} is not what the simulator models "
                 + f"(overprovisioner/sim/scheduler.py: {(PACKING_STRATEGY, PACKING_WEIGHTS)})")
     return problems
+
+
+def _service_target(service: dict[str, Any], deployment: dict[str, Any], port: int) -> Any:
+    """The container port a Service port reaches in the Deployment's pods (None: none)."""
+    named = {p.get("name"): p["containerPort"] for c in containers(deployment)
+             for p in c.get("ports", [])}
+    for entry in service["spec"]["ports"]:
+        if entry["port"] == port:
+            target = entry.get("targetPort", port)
+            return named.get(target) if isinstance(target, str) else target
+    return None
 
 
 # --------------------------------------------------------------- pod security

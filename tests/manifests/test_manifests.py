@@ -51,12 +51,21 @@ def test_overlay_has_no_problems(rendered, check):
 
 
 def test_extender_is_reached_only_by_the_scheduler_and_monitoring(rendered):
+    from extender.config import ExtenderConfig
+
+    _, config = checks.config_file(rendered, "headstart-extender-config")
+    port = config.get("port", ExtenderConfig().port)
+    ops_port = config.get("ops_port", ExtenderConfig().ops_port)
     policy = rendered.find("NetworkPolicy", "headstart-extender")
-    sources = policy["spec"]["ingress"][0]["from"]
-    assert {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "headstart-scheduler"}}} in (
-        sources
-    )
-    assert len(sources) == 2  # the scheduler's pods and the monitoring namespace, nothing else
+    admitted = {}
+    for rule in policy["spec"]["ingress"]:
+        for entry in rule["ports"]:
+            admitted.setdefault(entry["port"], []).extend(rule["from"])
+    scheduler = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "headstart-scheduler"}}}
+    monitoring = {"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": "monitoring"}}}
+    # /bind creates Bindings: nothing but the scheduler may reach kube-scheduler's port.
+    assert admitted == {port: [scheduler], ops_port: [monitoring]}
 
 
 def test_cloud_overlays_differ_only_where_the_cloud_does(tmp_path_factory):

@@ -158,11 +158,12 @@ def post_filter(port: int) -> None:
 
 def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     seed_cluster(fake_kube)
-    port = free_port()
+    port, ops_port = free_port(), free_port()
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     result = run_component(
-        ["extender", "--kubeconfig", kubeconfig, "--port", str(port)],
-        f"http://127.0.0.1:{port}/readyz",
+        ["extender", "--kubeconfig", kubeconfig, "--port", str(port),
+         "--ops-port", str(ops_port)],
+        f"http://127.0.0.1:{ops_port}/readyz",
         then=[lambda: post_filter(port)],
     )
     assert result.returncode == 0, result.stderr[-2000:]
