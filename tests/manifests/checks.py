@@ -451,8 +451,8 @@ def docs_problems(rendered: Rendered) -> list[str]:
         if not configs:
             problems.append(f"{doc}: no KubeSchedulerConfiguration block")
             continue
-        for key in ("urlPrefix", "filterVerb", "prioritizeVerb", "weight", "nodeCacheCapable",
-                    "httpTimeout", "managedResources"):
+        for key in ("urlPrefix", "filterVerb", "prioritizeVerb", "bindVerb", "weight",
+                    "nodeCacheCapable", "httpTimeout", "managedResources"):
             documented = configs[0]["extenders"][0].get(key)
             if documented != shipped["extenders"][0].get(key):
                 problems.append(

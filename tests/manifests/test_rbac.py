@@ -156,6 +156,20 @@ def post_filter(port: int) -> None:
     assert answer["NodeNames"] == ["gpu-1"], answer
 
 
+def post_bind(port: int, fake_kube) -> None:
+    """kube-scheduler's bind call for the seeded PS pod, as it sends it."""
+    pod = fake_kube.get("v1", "Pod", "job-ps-0", "default")
+    body = json.dumps({"PodName": "job-ps-0", "PodNamespace": "default",
+                       "PodUID": pod["metadata"]["uid"], "Node": "gpu-1"}).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/bind", body, {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        answer = json.loads(response.read())
+    assert answer == {"Error": ""}, answer
+    assert fake_kube.get("v1", "Pod", "job-ps-0", "default")["spec"]["nodeName"] == "gpu-1"
+
+
 def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     seed_cluster(fake_kube)
     port, ops_port = free_port(), free_port()
@@ -164,7 +178,7 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
         ["extender", "--kubeconfig", kubeconfig, "--port", str(port),
          "--ops-port", str(ops_port)],
         f"http://127.0.0.1:{ops_port}/readyz",
-        then=[lambda: post_filter(port)],
+        then=[lambda: post_filter(port), lambda: post_bind(port, fake_kube)],
     )
     assert result.returncode == 0, result.stderr[-2000:]
     calls = {c for c in (rbac_call(*r) for r in fake_kube.requests) if c}
