@@ -72,6 +72,9 @@ class ClusterCache:
         self._pods_of_job: dict[JobKey, set[str]] = {}
         # Job -> keys of its pods not bound and not finished: the jobs with pods to place.
         self._waiting_of_job: dict[JobKey, set[str]] = {}
+        # Job -> a counter bumped whenever one of its pods changes (per pods generation).
+        self._job_versions: dict[JobKey, int] = {}
+        self._pods_generation = 0
         self._topologies: dict[str, NodeTopology] = {}
         # Node -> {pod key: NUMA request}, bind order: pods taking a zone seen bound since
         # the node's NRT object last changed, i.e. not yet counted in its published zones.
@@ -103,6 +106,10 @@ class ClusterCache:
     def jobs_with_waiting_pods(self) -> list[JobKey]:
         """Jobs with pods neither bound nor finished (their claims are computed)."""
         return list(self._waiting_of_job)
+
+    def job_version(self, job: JobKey) -> tuple[int, int]:
+        """Changes whenever a pod of `job` is added, changed or removed."""
+        return self._pods_generation, self._job_versions.get(job, 0)
 
     def table(self) -> NodeTable:
         """The node states as a `NodeTable` (an immutable snapshot; cheap when unchanged)."""
@@ -191,6 +198,8 @@ class ClusterCache:
         self._pods_on_node = {}
         self._pods_of_job = {}
         self._waiting_of_job = {}
+        self._job_versions = {}
+        self._pods_generation += 1
         for pod in pods:
             self._index(pod_key(pod.namespace, pod.name), pod)
         unreflected: dict[str, dict[str, Resources]] = {}
@@ -270,6 +279,7 @@ class ClusterCache:
         job = job_key_of(pod, self.config)
         if job is not None:
             self._pods_of_job.setdefault(job, set()).add(key)
+            self._job_versions[job] = self._job_versions.get(job, 0) + 1
             if pod.node_name is None and not pod.terminal:
                 self._waiting_of_job.setdefault(job, set()).add(key)
 
@@ -281,6 +291,7 @@ class ClusterCache:
         if job is not None:
             _discard(self._pods_of_job, job, key)
             _discard(self._waiting_of_job, job, key)
+            self._job_versions[job] = self._job_versions.get(job, 0) + 1
 
     # ---- NUMA topology -----------------------------------------------------------
 

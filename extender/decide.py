@@ -22,9 +22,9 @@ request's Node objects are the candidates: a node the cache knows keeps its cach
 state (with its bound pods), an unknown one is parsed from the request with no pods,
 and the per-node path (`filter_nodes`, `score_totals`) runs over them.
 
-Other jobs' pods still to place claim room on nodes (`locality.claims`): computed for
-every job with waiting pods once per cache version, and handed to the context of each
-request less the pod's own job's claims.
+Other jobs' pods still to place claim room on nodes (`locality.claims`): kept by
+`extender.claims.ClaimsBook`, and handed to the context of each request less the
+pod's own job's claims.
 
 A context is reused between the filter and the prioritize call of the same pod while
 the cache has not changed (the common case: the two calls come back to back).
@@ -35,22 +35,20 @@ Must not: decide placement itself (that is `locality`), or know about HTTP.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
-from bucketing.resources import Resources
 from extender.cache import ClusterCache
+from extender.claims import ClaimsBook
 from extender.inflight import PendingBinds
 from extender.wire import BindingArgs, ExtenderArgs
-from locality.claims import claims_of_job
 from locality.config import LocalityConfig
-from locality.context import DecisionContext, build_context, decision_context
+from locality.context import DecisionContext, decision_context
 from locality.explain import Explanation, explain
 from locality.filter import FilterResult, ReasonCode, filter_nodes
-from locality.jobs import identify, job_key_of, job_policy
-from locality.model import JobKey, Locality, NodeState, Packing, Pod, node_state
+from locality.jobs import job_key_of
+from locality.model import Locality, NodeState, Pod, node_state
 from locality.parse import parse_node, parse_pod
-from locality.placement import add_requests, assumption_for, job_placement
+from locality.placement import assumption_for
 from locality.score import score_totals
 from locality.table import UNKNOWN_NODE_REASON, filter_table, score_table
 
@@ -74,9 +72,7 @@ class Decider:
         self._memo: tuple[str, int, DecisionContext] | None = None
         # (uid, resourceVersion) -> Pod: the same object version parses the same.
         self._pod_memo: tuple[str, str, Pod] | None = None
-        # cache version -> (claims by job, all claims summed).
-        self._claims_memo: tuple[int, dict[JobKey, dict[str, Resources]],
-                                 dict[str, Resources]] | None = None
+        self.claims = ClaimsBook(cache, config)
 
     # ---- the verbs ---------------------------------------------------------------
 
@@ -167,59 +163,8 @@ class Decider:
             cluster=cache.table(),
             now=now,
             config=self.config,
-            claimed=self._claims_of_others(job, now) if job is not None else {},
+            claimed=self.claims.others(job, now) if job is not None else {},
         )
-
-    # ---- claims ------------------------------------------------------------------
-
-    def _claims_of_others(self, job: JobKey, now: float) -> Mapping[str, Resources]:
-        """Every other job's claims, summed per node."""
-        memo = self._claims_memo
-        if memo is None or memo[0] != self.cache.version:
-            by_job = self._claims_by_job(now)
-            memo = self._claims_memo = (self.cache.version, by_job, add_requests(*by_job.values()))
-        _, by_job, total = memo
-        own = by_job.get(job)
-        if not own:
-            return total
-        others = {}
-        for name, claimed in total.items():
-            rest = claimed - own[name] if name in own else claimed
-            if rest.gpu_milli or rest.cpu_milli or rest.memory_bytes:
-                others[name] = rest
-        return others
-
-    def _claims_by_job(self, now: float) -> dict[JobKey, dict[str, Resources]]:
-        """Claims of each job with waiting pods and a pod placed already (the others
-        have no home yet), jobs in name order, each one's room taken from the next."""
-        cache = self.cache
-        assumed = cache.assumed
-        table = cache.table()
-        taken = assumed.requested_by_node(now)
-        by_job: dict[JobKey, dict[str, Resources]] = {}
-        for job in sorted(cache.jobs_with_waiting_pods(), key=str):
-            pods = cache.pods_of_job(job)
-            waiting = next((p for p in pods if p.node_name is None and not p.terminal
-                            and p.uid not in assumed.by_uid), None)
-            identity = identify(waiting, self.config) if waiting is not None else None
-            if waiting is None or identity is None:
-                continue
-            policy = job_policy(waiting, self.config)
-            placement = job_placement(waiting, job, policy, pods, assumed, now, self.config)
-            if not placement.placed:
-                continue
-            # The home group and the nodes the job's pods are pulled to, as its own
-            # requests see them (no group sizing: the job has a home or none to size).
-            shape = build_context(waiting, identity, replace(policy, placement_group=Locality.NONE),
-                                  placement, table)
-            occupied = sorted(shape.counterpart_nodes) + sorted(
-                shape.job_nodes - shape.counterpart_nodes)
-            claims = claims_of_job(placement, occupied, shape.home_group, table, taken,
-                                   1 if policy.packing is Packing.SPREAD else None)
-            if claims:
-                by_job[job] = claims
-                taken = add_requests(taken, claims)
-        return by_job
 
     # ---- binds -------------------------------------------------------------------
 
