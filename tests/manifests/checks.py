@@ -340,6 +340,28 @@ def consistency_problems(rendered: Rendered) -> list[str]:
                 "ServiceAccount", subject["name"]
             ) is None:
                 add(rendered.where(obj, "subjects") + f": no ServiceAccount {subject['name']}")
+    # A critical PriorityClass outside kube-system needs a ResourceQuota for that class in
+    # the pod's namespace where the cluster limits them (GKE; the ResourceQuota
+    # admission's limitedResources elsewhere), or the pods are rejected.
+    for obj in rendered.of_kind("Deployment"):
+        klass = pod_spec(obj).get("priorityClassName")
+        namespace = obj["metadata"].get("namespace")
+        if klass not in ("system-cluster-critical", "system-node-critical") or (
+                namespace == "kube-system"):
+            continue
+        covering = [
+            quota for quota in rendered.of_kind("ResourceQuota")
+            if quota["metadata"].get("namespace") == namespace and any(
+                e.get("scopeName") == "PriorityClass" and e.get("operator") == "In"
+                and klass in e.get("values", [])
+                for e in (quota["spec"].get("scopeSelector") or {}).get("matchExpressions", []))
+        ]
+        replicas = obj["spec"].get("replicas", 1)
+        if not any(int(q["spec"].get("hard", {}).get("pods", 0)) > replicas for q in covering):
+            add(rendered.where(obj, "spec.template.spec.priorityClassName")
+                + f": {klass} in namespace {namespace} needs a ResourceQuota scoped to it "
+                  f"with room for more than {replicas} pods (rolling updates)")
+
     # The simulator's `headstart` scoring models this profile's packing.
     from overprovisioner.sim.scheduler import PACKING_STRATEGY, PACKING_WEIGHTS
 

@@ -26,6 +26,8 @@ def test_overlay_renders_the_whole_install(rendered):
         ("Deployment", "headstart-overprovisioner"),
         ("Service", "headstart-extender"),
         ("PodDisruptionBudget", "headstart-extender"),
+        ("PodDisruptionBudget", "headstart-scheduler"),
+        ("ResourceQuota", "headstart-critical-pods"),
         ("PersistentVolumeClaim", "headstart-overprovisioner-history"),
     ]:
         assert expected in kinds
@@ -74,7 +76,17 @@ def test_cloud_overlays_differ_only_where_the_cloud_does(tmp_path_factory):
     _, eks_config = checks.config_file(eks, "headstart-overprovisioner-config")
     _, gke_config = checks.config_file(gke, "headstart-overprovisioner-config")
     assert eks_config["catalog"] == "aws" and gke_config["catalog"] == "gcp"
+    # Neither cloud labels nodes with their placement: the node groups / pools set it.
     assert eks_config["placeholders"]["placement_group_label"] == "headstart.io/placement-group"
-    assert gke_config["placeholders"]["placement_group_label"] == (
-        "cloud.google.com/gke-placement-group"
-    )
+    assert gke_config["placeholders"]["placement_group_label"] == "headstart.io/placement-group"
+
+
+def test_gke_node_pools_with_compact_placement_set_the_placement_group_label():
+    script = (checks.MANIFESTS / "overlays" / "gke" / "examples" / "node-pools.sh").read_text()
+    commands = [c for c in script.replace("\\\n", " ").split("\n")
+                if c.startswith("gcloud container node-pools create")]
+    assert commands
+    for command in commands:
+        # A compact pool names its group in the label headstart reads; others have none.
+        assert ("--placement-type COMPACT" in command) == (
+            "--node-labels headstart.io/placement-group=" in command), command
