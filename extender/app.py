@@ -29,7 +29,8 @@ Faults never become a traceback in an answer, and the service keeps serving:
   /bind does the same with its `Error` field; /prioritize has no error field (its
   answer is a list, and kube-scheduler ignores prioritize errors), so it answers 400
   with a JSON message;
-- names in `NodeNames` the cache does not know fail in `FailedNodes` with a reason;
+- names in `NodeNames` the cache does not know pass (unresolvable under a `required`
+  placement-group policy; `extender.decide`);
 - a bug (any other exception) is logged with its traceback; /filter answers with the
   `Error` field, other routes with a JSON 500 that carries no traceback.
 
