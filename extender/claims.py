@@ -29,8 +29,6 @@ from locality.jobs import identify, job_policy
 from locality.model import JobKey, Locality, Packing
 from locality.placement import job_placement
 
-_NONE: Mapping[str, Resources] = {}
-
 
 class ClaimsBook:
     """Per-job claims with what they were computed from, and their per-node sum."""
@@ -49,14 +47,9 @@ class ClaimsBook:
         entry = self._by_job.get(job)
         if entry is None or not entry[1]:
             return self._total
-        own = entry[1]
         others = dict(self._total)
-        for name, claimed in own.items():
-            rest = others[name] - claimed
-            if rest.gpu_milli or rest.cpu_milli or rest.memory_bytes:
-                others[name] = rest
-            else:
-                del others[name]
+        for name, claimed in entry[1].items():
+            _take(others, name, claimed)
         return others
 
     def _update(self, now: float) -> None:
@@ -80,11 +73,7 @@ class ClaimsBook:
         total = self._total
         if old is not None:
             for name, claimed in old[1].items():
-                rest = total[name] - claimed
-                if rest.gpu_milli or rest.cpu_milli or rest.memory_bytes:
-                    total[name] = rest
-                else:
-                    del total[name]
+                _take(total, name, claimed)
         if entry is not None:
             self._by_job[job] = entry
             for name, claimed in entry[1].items():
@@ -114,3 +103,12 @@ class ClaimsBook:
         return claims_of_job(placement, occupied, shape.home_group, table,
                              assumed.requested_by_node(now),
                              1 if policy.packing is Packing.SPREAD else None)
+
+
+def _take(total: dict[str, Resources], name: str, claimed: Resources) -> None:
+    """Subtract `claimed` from `total[name]`, dropping the entry when nothing is left."""
+    rest = total[name] - claimed
+    if rest.gpu_milli or rest.cpu_milli or rest.memory_bytes:
+        total[name] = rest
+    else:
+        del total[name]
