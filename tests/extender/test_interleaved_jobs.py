@@ -71,7 +71,7 @@ def interleaved(jobs: list[list[dict]], rng: random.Random) -> list[dict]:
 
 async def schedule_jobs(
     aiohttp_client, seed: int, groups: int, nodes_per_group: int, strategy: str, *,
-    config: ExtenderConfig, extender_binds: bool = True,
+    config: ExtenderConfig, extender_binds: bool = True, extender_weight: int = 10,
     bind_delay: tuple[float, float] = (0.0, 0.004),
     watch_lag: tuple[float, float] | None = (0.0, 0.05),
 ) -> tuple[list[list[dict]], dict[str, str], dict[str, str]]:
@@ -93,7 +93,8 @@ async def schedule_jobs(
 
     scheduler = KubeSchedulerStandIn(
         client, nodes, [], rng, strategy=strategy, extender_binds=extender_binds,
-        bind_delay_seconds=bind_delay, default_binder=default_binder,
+        extender_weight=extender_weight, bind_delay_seconds=bind_delay,
+        default_binder=default_binder,
     )
     for pod in interleaved(jobs, rng):
         assert await scheduler.schedule(pod), f"{pod['metadata']['name']} found no node"
@@ -119,7 +120,7 @@ def spread_of(job: list[dict], placed: dict[str, str], group_of: dict[str, str])
     ],
     ids=["a-group-each", "two-share-a-group"],
 )
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_interleaved_jobs_each_land_on_their_fewest_nodes_in_one_group(
     aiohttp_client, seed, groups, nodes_per_group, strategy
 ):
@@ -153,4 +154,12 @@ async def test_without_the_bind_verb_jobs_split(aiohttp_client):
     jobs, placed, group_of = await schedule_jobs(
         aiohttp_client, 1, 3, 4, MOST_ALLOCATED, config=ExtenderConfig(bind_enabled=False),
         extender_binds=False, watch_lag=(0.005, 0.05))
+    assert worst_spread(jobs, placed, group_of) > (FEWEST_NODES, 1)
+
+
+async def test_with_too_small_an_extender_weight_resource_scoring_splits_jobs(aiohttp_client):
+    # Weight 3: the extender's 2-point lead for a job's own node is worth 60, less than
+    # LeastAllocated's pull toward an emptier node (docs/extender.md, weight).
+    jobs, placed, group_of = await schedule_jobs(
+        aiohttp_client, 1, 3, 4, LEAST_ALLOCATED, config=ExtenderConfig(), extender_weight=3)
     assert worst_spread(jobs, placed, group_of) > (FEWEST_NODES, 1)
