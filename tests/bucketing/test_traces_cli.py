@@ -38,7 +38,7 @@ def test_synth_same_seed_same_bytes(tmp_path):
 def test_inspect_json(tmp_path, capsys):
     path = tmp_path / "openb.csv"
     path.write_text(OPENB)
-    assert main(["trace", "inspect", str(path), "--json", "--tick", "100"]) == 0
+    assert main(["trace", "inspect", str(path), "--json", "--tick", "100s"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["pods"] == 3 and summary["jobs"] == 3
     assert (summary["trace_start_s"], summary["trace_end_s"]) == (1000, 1600)
@@ -100,14 +100,14 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, message):
 
 @pytest.mark.parametrize(
     "text, seconds",
-    [("300", 300), ("45s", 45), ("5m", 300), ("1.5h", 5400), ("1d", 86400)],
-    ids=["bare", "s", "m", "h", "d"],
+    [("300s", 300), ("45s", 45), ("5m", 300), ("1.5h", 5400), ("1d", 86400)],
+    ids=["300s", "s", "m", "h", "d"],
 )
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "0", "-5m", "5x", "m"], ids=repr)
+@pytest.mark.parametrize("text", ["", "0", "300", "-5m", "5x", "m"], ids=repr)
 def test_parse_duration_rejects(text):
     with pytest.raises(InputError):
         parse_duration(text)
