@@ -23,7 +23,7 @@ def resolve_catalog(config: OverprovisionerConfig) -> Catalog:
 
     An unknown type is a ConfigError naming the config file, the type and the catalog.
     """
-    catalog = load_catalog(config.catalog)
+    catalog = load_catalog(config.catalog, f"{config.source}: catalog")
     for index, name in enumerate(config.instance_types):
         if name not in catalog.names:
             raise ConfigError(

@@ -247,3 +247,37 @@ def test_a_prometheus_url_must_be_http() -> None:
                            "forecast": {"prometheus_url": "http://prom:9090", "backfill": "2d"}},
                           "x.yaml")
     assert config.forecast.backfill_s == 2 * 86400  # 2 x 86,400 s
+
+
+@pytest.mark.parametrize(
+    "catalog, message",
+    [
+        ("awz", "catalog: 'awz' is neither a built-in catalog (aws, gcp) nor a file"),
+        ("catalogs/mine.yaml", "catalog: 'catalogs/mine.yaml' is neither a built-in catalog"),
+    ],
+    ids=["typo", "missing-file"],
+)
+def test_a_catalog_typo_names_the_config_file(tmp_path: Path, capsys, catalog, message) -> None:
+    from headstart.cli import main
+
+    path = write(tmp_path, {"catalog": catalog, "instance_types": ["g5.xlarge"]})
+    assert main(["overprovisioner", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{path}: {message}" in err
+
+
+def test_a_catalog_typo_in_a_buckets_file_names_that_file(tmp_path: Path, capsys) -> None:
+    from headstart.cli import main
+
+    buckets = tmp_path / "buckets.yaml"
+    buckets.write_text("buckets: {catalog: gcpp, instance_types: [g2-standard-4]}\n")
+    trace = tmp_path / "t.csv"
+    trace.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+                     "creation_time,deletion_time,scheduled_time\np0,4000,1024,1,1000,,LS,"
+                     "Running,0,,0\n")
+    assert main(["backtest", "--trace", str(trace), "--buckets", str(buckets),
+                 "--horizon", "10m"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{buckets}: catalog: 'gcpp' is neither a built-in catalog" in err
