@@ -199,8 +199,11 @@ BAD_INPUT = [
      "trace.csv:1: missing column(s) num_gpu", "missing-column"),
     (OPENB_HEADER, "trace.csv: the trace has no rows", "header-only"),
     ("", "trace.csv: the file is empty", "empty-file"),
-    ("time,gpus_running\n0,1", "trace.csv:1: header (gpus_running, time) is not a known trace "
+    ("when,gpus_running\n0,1", "trace.csv:1: header (gpus_running, when) is not a known trace "
      "format; pass --format", "unknown-header"),
+    ("time,gpus_running\n0,1", "trace.csv:1: a demand series ('time' column, then gpus_running "
+     "per tick), not a job table of pods; forecast it with `headstart backtest --series",
+     "aggregate-series"),
     (dlrm(dlrm_row("i0", "HN", "a", 1, "x", 1, "", "", "")),
      "trace.csv:2: column gpu_request: 'x' is not a number", "dlrm-gpu"),
     (dlrm(dlrm_row("i0", "HN", "a", 1, 1, 1, -5, "", "")),

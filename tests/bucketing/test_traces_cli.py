@@ -79,6 +79,11 @@ BAD = [
     (["trace", "synth", "--days", "1e9", "--out", "{tmp}/s.csv"], "jobs would arrive",
      "too-many-jobs"),
     (["trace", "inspect", "{tmp}/far.csv"], "ticks (at most 10,000,000)", "window-too-long"),
+    # The Helios series' header: a demand series, read by backtest --series.
+    (["trace", "inspect", "{tmp}/series.csv"],
+     "series.csv:1: a demand series ('time' column, then gpus_pending, gpus_running per "
+     "tick), not a job table of pods; forecast it with `headstart backtest --series "
+     "{tmp}/series.csv --column gpus_pending`", "aggregate-series"),
 ]
 
 
@@ -88,7 +93,10 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, message):
     (tmp_path / "bad.csv").write_text(OPENB.replace("p0,4000", "p0,many"))
     (tmp_path / "empty.csv").write_text("")
     (tmp_path / "far.csv").write_text(OPENB.replace("1000,1600,1000", "1000,1e14,1000"))
+    (tmp_path / "series.csv").write_text("time,gpus_running,gpus_pending\n"
+                                         "2020-05-01 00:00:00,564,32\n")
     argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
+    message = message.replace("{tmp}", str(tmp_path))
     assert main(argv) == 2
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
