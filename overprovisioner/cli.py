@@ -1,10 +1,10 @@
 """`headstart overprovisioner --config FILE [--kubeconfig FILE] [--dry-run]`: run the service.
 
 Decides: how the command line, the config file and the cluster credentials become a
-running service: the Kubernetes client (in-cluster service account, else
-`--kubeconfig`, else the default kubeconfig), the demand recorder and its SQLite store
-(predictor.recorder), the leader elector (skipped in dry-run, which never writes), the
-placeholder applier and the HTTP server on `host:port`.
+running service: the Kubernetes client (bucketing.kube_client: `--kubeconfig`, else the
+in-cluster service account in a pod, else the default kubeconfig), the demand recorder
+and its SQLite store (predictor.recorder), the leader elector (skipped in dry-run, which
+never writes), the placeholder applier and the HTTP server on `host:port`.
 
 Must not: contain service logic; everything here is wiring.
 """
@@ -20,9 +20,9 @@ from dataclasses import replace
 from typing import Any
 
 from bucketing.errors import ConfigError, HeadstartError
+from bucketing.logs import LOG_FORMATS
 
 log = logging.getLogger("headstart.overprovisioner")
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -45,52 +45,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "cluster (overrides dry_run in the config)")
     parser.add_argument("--log-level", default="INFO",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="log verbosity")
+    parser.add_argument("--log-format", default="json", choices=LOG_FORMATS,
+                        help="json: one object per line on stderr (default, for log "
+                             "pipelines); text: for a human at a terminal")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from aiohttp import web
 
+    from bucketing.api_reachability import monitor_reachability
+    from bucketing.kube_client import load_api_client
+    from bucketing.logs import configure_logging
     from overprovisioner.config_catalog import resolve_catalog
     from overprovisioner.config_load import load_config
+    from overprovisioner.service import HTTP_SHUTDOWN_S
 
-    logging.basicConfig(level=args.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_format, args.log_level)
     # The client library's election logs every retry at INFO.
     logging.getLogger("leaderelection").setLevel(logging.WARNING)
     config = load_config(args.config)
     if args.dry_run:
         config = replace(config, dry_run=True)
     resolve_catalog(config)  # config errors before any cluster access
-    api_client = kube_client(args.kubeconfig)
-    app = build_app(config, api_client)
+    api_client = load_api_client(args.kubeconfig)
+    app = build_app(config, api_client, reachability=monitor_reachability(api_client))
+    log.info("starting", extra={"host": config.host, "port": config.port,
+                                "dry_run": config.dry_run, "config": str(config.source),
+                                "kubernetes": api_client.configuration.host})
     try:
-        web.run_app(app, host=config.host, port=config.port, print=None, shutdown_timeout=5.0)
+        # No access log: the kubelet's probes would write a line every few seconds.
+        web.run_app(app, host=config.host, port=config.port, print=None,
+                    shutdown_timeout=HTTP_SHUTDOWN_S, access_log=None)
     except OSError as error:  # the port is taken, or the host is not an address here
         raise ConfigError(f"{config.source}: port: cannot listen on {config.host}:{config.port} "
                           f"({error.strerror or error})") from None
     return 0
-
-
-def kube_client(kubeconfig: str | None) -> Any:
-    """An ApiClient: `kubeconfig` if given, else in-cluster, else the default kubeconfig."""
-    from kubernetes import client
-    from kubernetes import config as kube_config
-    from kubernetes.config.config_exception import ConfigException
-
-    try:
-        if kubeconfig:
-            return kube_config.new_client_from_config(config_file=kubeconfig)
-        try:
-            kube_config.load_incluster_config()
-            return client.ApiClient()
-        except ConfigException:
-            return kube_config.new_client_from_config()
-    except (ConfigException, OSError) as error:
-        raise ConfigError(
-            f"cannot reach a cluster: {error} (run in a pod with a service account, or pass "
-            "--kubeconfig)"
-        ) from None
 
 
 def model_files(tick_seconds: int) -> tuple[Any, Any]:
@@ -215,8 +205,10 @@ def prometheus_backfill(config: Any, catalog: Any, recorder: Any) -> Callable[[f
     return backfill
 
 
-def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any = None) -> Any:
-    """Wire config + ApiClient into the aiohttp app (the tests call this with the fake)."""
+def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any = None,
+              reachability: Any = None) -> Any:
+    """Wire config + ApiClient into the aiohttp app (the tests call this with the fake);
+    `reachability` (bucketing.api_reachability) makes /readyz say when the API is down."""
     import asyncio
 
     import numpy as np
@@ -259,4 +251,5 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
         load_model=load_model, save_model=save_model,
     )
     return create_app(loop, elector=elector, background=demand.start, clock=clock,
-                      sleep=sleep or asyncio.sleep)
+                      sleep=sleep or asyncio.sleep,
+                      api_status=reachability.status if reachability is not None else None)

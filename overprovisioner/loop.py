@@ -36,6 +36,7 @@ from bucketing.errors import HeadstartError, InputError
 from overprovisioner.apply import Applier, ApplyResult, Observed, apply_plan
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config_catalog import make_plan_config
+from overprovisioner.daemon_thread import in_daemon_thread
 from overprovisioner.forecasting import (
     BucketForecast,
     ModelLoader,
@@ -307,7 +308,9 @@ class OverprovisionerLoop:
             now = clock()
             tick_time = math.floor(now / tick_s) * tick_s
             try:
-                await asyncio.to_thread(self.tick, tick_time)
+                # A daemon thread, not asyncio.to_thread: a tick stuck in API retries
+                # must not keep a stopping process alive (daemon_thread.py).
+                await in_daemon_thread(self.tick, tick_time, name="headstart-tick")
             except Exception:  # a bug must not kill the service's only loop
                 log.exception("tick at %s raised", tick_time)
                 self.metrics.ticks.labels("failed").inc()

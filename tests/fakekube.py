@@ -259,7 +259,9 @@ class FakeKube:
         self.url = ""
 
     # ---------------------------------------------------------------- lifecycle
-    def start(self) -> FakeKube:
+    def start(self, port: int = 0) -> FakeKube:
+        """Serve on 127.0.0.1:`port` (0: any free port; a test of a server that comes
+        up late passes the port its clients were already given)."""
         ready = threading.Event()
 
         def run() -> None:
@@ -270,10 +272,10 @@ class FakeKube:
             app.router.add_route("*", "/{tail:.*}", self._handle)
             self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
             self._loop.run_until_complete(self._runner.setup())
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
+            site = web.TCPSite(self._runner, "127.0.0.1", port)
             self._loop.run_until_complete(site.start())
-            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            self.url = f"http://127.0.0.1:{port}"
+            bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self.url = f"http://127.0.0.1:{bound}"
             ready.set()
             self._loop.run_forever()
             self._loop.run_until_complete(self._runner.cleanup())
