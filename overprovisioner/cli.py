@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         config = replace(config, dry_run=True)
     resolve_catalog(config)  # config errors before any cluster access
+    check_file_directories(config)
     api_client = load_api_client(args.kubeconfig)
     app = build_app(config, api_client, reachability=monitor_reachability(api_client))
     log.info("starting", extra={"host": config.host, "port": config.port,
@@ -81,6 +82,18 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{config.source}: port: cannot listen on {config.host}:{config.port} "
                           f"({error.strerror or error})") from None
     return 0
+
+
+def check_file_directories(config: Any) -> None:
+    """The history and model files are created at run time, their directories are not:
+    a missing one is a config error naming the field now, not a failed tick later."""
+    from pathlib import Path
+
+    for field, value in (("forecast.history_path", config.forecast.history_path),
+                         ("forecast.model_path", config.forecast.model_path)):
+        if value and not Path(value).parent.is_dir():
+            raise ConfigError(f"{config.source}: {field}: directory {Path(value).parent} of "
+                              f"{value} does not exist; create it or choose another path")
 
 
 def model_files(tick_seconds: int) -> tuple[Any, Any]:

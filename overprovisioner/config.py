@@ -66,8 +66,11 @@ class ForecastConfig:
     """A persisted model to load at start-up and save after each retrain; "" = none."""
     retrain_every_s: float = 86400.0
     """Seconds between refits on the recorded history (YAML: `retrain_every: 24h`)."""
-    history_path: str = "/var/lib/headstart/history.sqlite"
-    """SQLite file the recorder writes one demand snapshot per tick into."""
+    history_path: str = "headstart-history.sqlite"
+    """SQLite file the recorder writes one demand snapshot per tick into; a relative path
+    is relative to the working directory, and the directory must exist (the file is
+    created). The default works wherever `headstart overprovisioner --dry-run` is run by
+    any user; the manifests set `/var/lib/headstart/history.sqlite`, their volume."""
     retention_s: float = 35 * 86400.0
     """Recorded history older than this is deleted (YAML: `retention: 35d`)."""
     cold_start_placeholders: int = 1

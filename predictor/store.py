@@ -60,8 +60,10 @@ CREATE TABLE IF NOT EXISTS samples (
 class StoreConfig:
     """Where and how long demand history is kept."""
 
-    path: str = "/var/lib/headstart/history.sqlite"
-    """SQLite file; created (with its parent directory) on first use."""
+    path: str = "headstart-history.sqlite"
+    """SQLite file, relative to the working directory unless absolute; created on first
+    use, in a directory that must exist (never created: a typo must not make system
+    directories, and a non-root user cannot)."""
 
     retention_days: float = 35.0
     """Ticks older than this many days before the newest write are deleted (the
@@ -76,8 +78,10 @@ class HistoryStore:
             raise ConfigError(f"{path}: tick must be a positive number of seconds, got {tick_s}")
         self.path = Path(path)
         self.tick_s = float(tick_s)
+        if not self.path.parent.is_dir():
+            raise ConfigError(f"{self.path}: directory {self.path.parent} does not exist "
+                              "(the history file is created, its directory is not)")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._open()

@@ -19,6 +19,17 @@ def traces_dir() -> Path:
 
 
 @pytest.fixture
+def restore_logging():
+    """Undo a command's logging set-up (`main()` run in-process configures the root)."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:], root.level = handlers, level
+
+
+@pytest.fixture
 def fake_kube():
     """A started in-process fake Kubernetes API server (see tests/fakekube.py)."""
     from tests.fakekube import FakeKube

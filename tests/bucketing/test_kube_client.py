@@ -4,7 +4,6 @@ file and the problem, for every command that takes --kubeconfig."""
 from __future__ import annotations
 
 import copy
-import logging
 from pathlib import Path
 
 import pytest
@@ -110,14 +109,6 @@ def test_a_good_kubeconfig_makes_one_attempt_per_request(tmp_path) -> None:
     assert client.configuration.host == "https://127.0.0.1:6443"
     # urllib3 would retry 3 times and log a warning each time; callers back off instead.
     assert client.configuration.retries == 0
-
-
-@pytest.fixture
-def restore_logging():
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:], root.level = handlers, level
 
 
 @pytest.mark.parametrize("command", ["extender", "overprovisioner"])

@@ -11,14 +11,6 @@ from bucketing.logs import configure_logging
 from headstart.cli import build_parser
 
 
-@pytest.fixture
-def restore_logging():
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:], root.level = handlers, level
-
-
 def emit(capsys, log_format: str) -> str:
     configure_logging(log_format, "info")
     logging.getLogger("headstart.test").warning("tick %d failed", 7, extra={"bucket": "g5"})

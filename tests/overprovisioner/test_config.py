@@ -281,3 +281,25 @@ def test_a_catalog_typo_in_a_buckets_file_names_that_file(tmp_path: Path, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert f"{buckets}: catalog: 'gcpp' is neither a built-in catalog" in err
+
+
+@pytest.mark.parametrize("field", ["history_path", "model_path"])
+def test_a_missing_directory_for_the_history_or_model_is_one_line(tmp_path: Path, capsys,
+                                                                  restore_logging,
+                                                                  field) -> None:
+    from headstart.cli import main
+
+    missing = tmp_path / "var" / "lib" / "headstart" / "file"
+    path = write(tmp_path, {"instance_types": ["g5.xlarge"],
+                            "forecast": {field: str(missing)}})
+    assert main(["overprovisioner", "--config", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert (f"{path}: forecast.{field}: directory {missing.parent} of {missing} does not "
+            "exist") in err
+    assert not (tmp_path / "var").exists()  # nothing created on the way
+
+
+def test_the_default_history_is_in_the_working_directory() -> None:
+    # Relative: `--dry-run` on a laptop works for any user and creates no directory.
+    assert OverprovisionerConfig().forecast.history_path == "headstart-history.sqlite"

@@ -35,9 +35,9 @@ def start(tmp_path: Path, api_url: str, *extra: str) -> tuple[subprocess.Popen, 
     kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
     port = free_port()
     config = tmp_path / "op.yaml"
+    # No history_path: the default, headstart-history.sqlite in the working directory.
     config.write_text(yaml.safe_dump({
         "instance_types": ["g5.xlarge"], "host": "127.0.0.1", "port": port,
-        "forecast": {"history_path": str(tmp_path / "history.sqlite")},
     }))
     process = subprocess.Popen(
         [sys.executable, "-m", "headstart", "overprovisioner", "--config", str(config),
@@ -105,6 +105,7 @@ def test_an_unreachable_api_server_is_one_line_then_ready_when_it_answers(tmp_pa
         code, _, records = stop(process, signal.SIGTERM)
         late.stop()
     assert code == 0
+    assert (tmp_path / "headstart-history.sqlite").is_file()  # where it was run, any user
     messages = [(r["level"], r["message"]) for r in records if r["logger"] ==
                 "headstart.kubernetes"]
     assert messages[0] == ("warning", f"cannot reach the Kubernetes API server {server} "

@@ -16,8 +16,15 @@ T0 = 1_700_000_100.0  # on the 300-s grid: 1_700_000_100 / 300 = 5_666_667
 
 @pytest.fixture
 def store(tmp_path):
-    with HistoryStore(tmp_path / "h" / "history.sqlite", TICK) as history:
+    with HistoryStore(tmp_path / "history.sqlite", TICK) as history:
         yield history
+
+
+def test_a_missing_directory_is_refused_not_created(tmp_path):
+    path = tmp_path / "var" / "lib" / "headstart" / "history.sqlite"
+    with pytest.raises(ConfigError, match=rf"^{path}: directory {path.parent} does not exist"):
+        HistoryStore(path, TICK)
+    assert not (tmp_path / "var").exists()
 
 
 def test_round_trip_with_a_gap_and_a_late_series(store):
