@@ -86,6 +86,14 @@ def render(overlay: str, manifests: Path, workdir: Path) -> Rendered:
     return Rendered(overlay, objects)
 
 
+def headstart_image() -> str:
+    """The image name the base renders for headstart's containers: the placeholder users
+    replace (manifests/base/kustomization.yaml `images:`, docs/image.md)."""
+    kustomization = yaml.safe_load((MANIFESTS / "base" / "kustomization.yaml").read_text())
+    (entry,) = [i for i in kustomization["images"] if i["name"] == "headstart"]
+    return entry["newName"]
+
+
 def containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
     spec = obj.get("spec", {}).get("template", {}).get("spec", {})
     return list(spec.get("initContainers", [])) + list(spec.get("containers", []))
@@ -232,7 +240,7 @@ def consistency_problems(rendered: Rendered) -> list[str]:
 
     for obj in rendered.of_kind("Deployment"):
         for container in containers(obj):
-            if not container.get("image", "").startswith("ghcr.io/headstart-project/headstart"):
+            if not container.get("image", "").startswith(headstart_image()):
                 continue
             args = container.get("args") or []
             try:
