@@ -18,9 +18,11 @@ def traces_dir() -> Path:
     return TRACES
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def restore_logging():
-    """Undo a command's logging set-up (`main()` run in-process configures the root)."""
+    """Undo a command's logging set-up: `main()` run in-process points the root logger at
+    the sys.stderr of that moment (pytest's capture, closed after the test), and a later
+    test's log line would then fail with "--- Logging error ---"."""
     import logging
 
     root = logging.getLogger()

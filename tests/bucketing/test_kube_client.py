@@ -115,7 +115,7 @@ def test_a_good_kubeconfig_makes_one_attempt_per_request(tmp_path) -> None:
 @pytest.mark.parametrize("kind, content, message", [CASES[0], CASES[1], CASES[5]],
                          ids=["yaml-syntax", "binary", "unknown-context"])
 def test_every_command_with_kubeconfig_exits_2_with_one_line(
-    tmp_path, capsys, restore_logging, command, kind, content, message
+    tmp_path, capsys, command, kind, content, message
 ) -> None:
     from headstart.cli import main
 

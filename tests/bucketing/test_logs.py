@@ -18,7 +18,7 @@ def emit(capsys, log_format: str) -> str:
     return capsys.readouterr().err
 
 
-def test_json_is_one_object_per_line_with_the_extra_fields(capsys, restore_logging) -> None:
+def test_json_is_one_object_per_line_with_the_extra_fields(capsys) -> None:
     (line,) = emit(capsys, "json").splitlines()
     record = json.loads(line)
     assert {k: record[k] for k in ("level", "logger", "message", "bucket")} == {
@@ -27,7 +27,7 @@ def test_json_is_one_object_per_line_with_the_extra_fields(capsys, restore_loggi
     assert record["time"].endswith("+00:00")
 
 
-def test_text_is_for_humans(capsys, restore_logging) -> None:
+def test_text_is_for_humans(capsys) -> None:
     (line,) = emit(capsys, "text").splitlines()
     assert line.endswith("WARNING headstart.test: tick 7 failed")
 

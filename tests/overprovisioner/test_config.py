@@ -285,7 +285,6 @@ def test_a_catalog_typo_in_a_buckets_file_names_that_file(tmp_path: Path, capsys
 
 @pytest.mark.parametrize("field", ["history_path", "model_path"])
 def test_a_missing_directory_for_the_history_or_model_is_one_line(tmp_path: Path, capsys,
-                                                                  restore_logging,
                                                                   field) -> None:
     from headstart.cli import main
 
