@@ -187,7 +187,7 @@ class ResourceWatch:
     def _failed(self, message: str, backoff: float, unreachable: bool = False) -> float:
         """Count a failure and back off. Logged as a warning only when it starts a streak
         and the server answered (a 403, a bad answer): an unreachable server is logged
-        once for every watch by bucketing.api_reachability; /readyz shows each error."""
+        once, for all watches, by bucketing.api_reachability; /readyz shows each error."""
         status = self.status
         status.streaming = False
         status.errors_total += 1

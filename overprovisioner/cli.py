@@ -24,6 +24,7 @@ from bucketing.logs import LOG_FORMATS
 
 log = logging.getLogger("headstart.overprovisioner")
 
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "overprovisioner",
