@@ -1,0 +1,216 @@
+"""Adapter: keeps the announced work of the enabled sources cached, and lists it as items.
+
+Decides: which API resources each source reads (`WATCHED`), how their presence is
+checked (discovery of `/apis/<group>/<version>` once at start; an absent CRD skips its
+resource, and all skipped ones are logged in ONE line), and how the caches become
+`KnownItem`s at a tick (the pure source modules, then `combine.dedupe`). Every resource
+is one list + watch (`predictor.recorder.Informer`, the recorder's own informer) over
+all namespaces, through `CustomObjectsApi.list_cluster_custom_object`, which serves
+built-in groups (batch/v1) as well as CRDs. Objects are typed at the edge (each
+source's `parse_*`); one that cannot be read is left out and counted, never a crash.
+
+Must not: decide what an object announces (the source modules do), or write anything.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from predictor.known import batch, cron, kubeflow, kueue, podgroups
+from predictor.known.combine import dedupe
+from predictor.known.config import KnownDemandConfig
+from predictor.known.model import (
+    COSCHEDULING_POD_GROUP,
+    VOLCANO_POD_GROUP,
+    KnownItem,
+    PodRef,
+    count_pods,
+)
+from predictor.recorder import Informer, RecorderConfig
+
+log = logging.getLogger("headstart.known")
+
+
+@dataclass(frozen=True)
+class Watched:
+    """One API resource a source reads: the versions tried (preferred first) and how
+    an object of it is typed (raw object, GPU resource name) -> typed object."""
+
+    source: str
+    group: str
+    versions: tuple[str, ...]
+    plural: str
+    parse: Callable[[Mapping[str, Any], str], Any]
+
+    @property
+    def name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+
+def _training(kind: str) -> Callable[[Mapping[str, Any], str], Any]:
+    return lambda obj, gpu: kubeflow.parse_training_job(obj, kind, gpu)
+
+
+WATCHED: tuple[Watched, ...] = (
+    # Kueue serves v1beta2 (storage) beside the deprecated v1beta1 since 0.15.
+    Watched("kueue", "kueue.x-k8s.io", ("v1beta2", "v1beta1"), "workloads",
+            kueue.parse_workload),
+    Watched("kueue", "kueue.x-k8s.io", ("v1beta2", "v1beta1"), "localqueues",
+            lambda obj, gpu: kueue.parse_local_queue(obj)),
+    Watched("kueue", "kueue.x-k8s.io", ("v1beta2", "v1beta1"), "clusterqueues",
+            kueue.parse_cluster_queue),
+    Watched("jobsets", "jobset.x-k8s.io", ("v1alpha2",), "jobsets", batch.parse_jobset),
+    Watched("kubeflow", "kubeflow.org", ("v1",), "pytorchjobs", _training("PyTorchJob")),
+    Watched("kubeflow", "kubeflow.org", ("v1",), "tfjobs", _training("TFJob")),
+    Watched("kubeflow", "kubeflow.org", ("v1",), "mpijobs", _training("MPIJob")),
+    Watched("kubeflow", "trainer.kubeflow.org", ("v1alpha1",), "trainjobs",
+            kubeflow.parse_trainjob),
+    Watched("jobs", "batch", ("v1",), "jobs", batch.parse_job),
+    Watched("podgroups", "scheduling.x-k8s.io", ("v1alpha1",), "podgroups",
+            lambda obj, gpu: podgroups.parse_pod_group(obj, COSCHEDULING_POD_GROUP, gpu)),
+    Watched("podgroups", "scheduling.volcano.sh", ("v1beta1",), "podgroups",
+            lambda obj, gpu: podgroups.parse_pod_group(obj, VOLCANO_POD_GROUP, gpu)),
+    Watched("cronjobs", "batch", ("v1",), "cronjobs", cron.parse_cronjob),
+)
+
+
+@dataclass(frozen=True)
+class KnownReport:
+    """The known items of one tick and the state of the sources.
+
+    items: every deduplicated item, due or not. served: resource -> version read.
+    absent: resources of enabled sources the cluster does not serve. stale: sources
+    left out this tick because a cache was not fresh. unreadable: objects left out.
+    """
+
+    items: tuple[KnownItem, ...]
+    served: Mapping[str, str]
+    absent: tuple[str, ...]
+    stale: tuple[str, ...]
+    unreadable: int
+
+
+class KnownDemandReader:
+    """One informer per served resource of the enabled sources; `items(now)` per tick."""
+
+    def __init__(self, config: KnownDemandConfig, recorder: RecorderConfig,
+                 informers: Mapping[Watched, Informer], served: Mapping[str, str],
+                 absent: Sequence[str], horizon_s: float,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.recorder = recorder
+        self.informers = dict(informers)
+        self.served = dict(served)
+        self.absent = tuple(absent)
+        self.horizon_s = horizon_s
+        self.clock = clock
+
+    def start(self, stop: threading.Event) -> list[threading.Thread]:
+        threads = [threading.Thread(target=informer.run, args=(stop,), daemon=True,
+                                    name=f"headstart-{informer.name}-informer")
+                   for informer in self.informers.values()]
+        for thread in threads:
+            thread.start()
+        return threads
+
+    def _objects(self, source: str, plural: str | None = None) -> list[Any]:
+        return [obj for watched, informer in self.informers.items()
+                if watched.source == source and plural in (None, watched.plural)
+                for obj in informer.items().values()]
+
+    def items(self, now_s: float, pods: Iterable[PodRef]) -> KnownReport:
+        """The known items at now_s (Unix seconds), given the pods that exist."""
+        counts = count_pods(pods)
+        window = self.config.suspended_window_s
+        max_stale = self.recorder.max_stale_ticks * self.recorder.tick_s
+        stale = []
+        items: list[KnownItem] = []
+        for source in self.config.enabled():
+            informers = [i for w, i in self.informers.items() if w.source == source]
+            if not informers:
+                continue
+            if not all(i.fresh(now_s, max_stale) for i in informers):
+                stale.append(source)
+                continue
+            if source == "kueue":
+                items += kueue.workload_items(self._objects(source, "workloads"),
+                                              self._objects(source, "localqueues"),
+                                              self._objects(source, "clusterqueues"), now_s)
+            elif source == "jobs":
+                items += batch.job_items(self._objects(source), now_s, window)
+            elif source == "jobsets":
+                items += batch.jobset_items(self._objects(source), now_s, window)
+            elif source == "kubeflow":
+                items += kubeflow.training_items(self._objects(source), counts, now_s, window)
+            elif source == "cronjobs":
+                items += cron.cron_items(self._objects(source), now_s,
+                                         self.config.lead_s(self.horizon_s))
+            elif source == "podgroups":
+                items += podgroups.pod_group_items(self._objects(source), counts, now_s)
+        unreadable = sum(i.unparseable for i in self.informers.values())
+        return KnownReport(tuple(dedupe(items)), self.served, self.absent, tuple(stale),
+                           unreadable)
+
+
+def discover(custom_api: Any, watched: Watched) -> str | None:
+    """The first version of `watched.group` the cluster serves with `watched.plural`, or
+    None. Raises the API error for anything but 404 (not served)."""
+    from kubernetes.client.exceptions import ApiException
+
+    for version in watched.versions:
+        try:
+            resources = custom_api.get_api_resources(watched.group, version)
+        except ApiException as error:
+            if error.status == 404:
+                continue
+            raise
+        if any(r.name == watched.plural for r in resources.resources or []):
+            return version
+    return None
+
+
+def make_known_reader(config: KnownDemandConfig, recorder: RecorderConfig, api_client: Any,
+                      gpu_resource: str, horizon_s: float,
+                      clock: Callable[[], float] = time.time) -> KnownDemandReader:
+    """Discover the enabled sources' resources and build one informer per served one."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    custom = client.CustomObjectsApi(api_client)
+    enabled = set(config.enabled())
+    informers: dict[Watched, Informer] = {}
+    served: dict[str, str] = {}
+    absent: list[str] = []
+    for watched in WATCHED:
+        if watched.source not in enabled:
+            continue
+        try:
+            version = discover(custom, watched)
+        except (ApiException, OSError) as error:
+            # Not a missing CRD: say so, and read nothing rather than guess.
+            log.warning("known demand: cannot check %s (%s); its source %s is off until "
+                        "restart", watched.name, error, watched.source)
+            continue
+        if version is None:
+            absent.append(f"{watched.name} ({watched.source})")
+            continue
+        served[watched.name] = version
+        list_call = functools.partial(custom.list_cluster_custom_object, watched.group,
+                                      version, watched.plural)
+        informers[watched] = Informer(
+            f"{watched.plural}-{watched.group}", list_call,
+            functools.partial(_typed, watched.parse, gpu_resource), recorder, clock)
+    if absent:
+        log.info("known demand: not served by this cluster, skipped: %s", ", ".join(absent))
+    return KnownDemandReader(config, recorder, informers, served, absent, horizon_s, clock)
+
+
+def _typed(parse: Callable[[Mapping[str, Any], str], Any], gpu_resource: str,
+           obj: Mapping[str, Any]) -> Any:
+    return parse(obj, gpu_resource)
