@@ -324,7 +324,7 @@ class Recorder:
             self.store.write_tick(plan.tick_time, values)
             self.ticks_written += 1
             if self.known is not None:
-                self.known.record(plan.tick_time, pods, node_groups)
+                self.known.record(plan.tick_time, pods, node_groups, self.clock())
         else:
             self.gaps_written += self.store.write_gaps(
                 plan.tick_time, plan.tick_time + self.config.tick_s)

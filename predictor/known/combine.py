@@ -26,6 +26,7 @@ Must not: do I/O, read the clock, or log.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -104,12 +105,14 @@ def newly_announced(items: Iterable[KnownItem], announced: Mapping[str, float], 
 
 def announced_pods(pods: Iterable[LivePod], announced: Mapping[str, float]) -> list[PodDemand]:
     """The demand of pods that belong to announced work and were created after it was
-    first counted (pods that already existed then were not foreseen)."""
+    first counted (pods that already existed then were not foreseen). creationTimestamp
+    has whole seconds, so a pod created in the second the work was counted is taken as
+    created after it."""
     chosen = []
     for pod in pods:
         if pod.demand is None or pod.ref.created_s is None:
             continue
         first = min((announced[key] for key in pod.ref.keys if key in announced), default=None)
-        if first is not None and pod.ref.created_s > first:
+        if first is not None and pod.ref.created_s >= math.floor(first):
             chosen.append(pod.demand)
     return chosen

@@ -179,11 +179,19 @@ def make_known_reader(config: KnownDemandConfig, recorder: RecorderConfig, api_c
                       gpu_resource: str, horizon_s: float,
                       clock: Callable[[], float] = time.time) -> KnownDemandReader:
     """Discover the enabled sources' resources and build one informer per served one."""
+    import copy
+
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    custom = client.CustomObjectsApi(api_client)
     enabled = set(config.enabled())
+    # Each informer holds one watch connection open: a client of its own, with a pool big
+    # enough for all of them (the default, 5 per CPU, would discard connections).
+    configuration = copy.deepcopy(api_client.configuration)
+    configuration.connection_pool_maxsize = max(
+        configuration.connection_pool_maxsize or 0,
+        sum(1 for w in WATCHED if w.source in enabled) + 2)
+    custom = client.CustomObjectsApi(client.ApiClient(configuration))
     informers: dict[Watched, Informer] = {}
     served: dict[str, str] = {}
     absent: list[str] = []

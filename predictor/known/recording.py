@@ -58,13 +58,19 @@ class KnownRecorder:
         self.latest: KnownState | None = None
 
     def record(self, tick_s: float, pods: Iterable[LivePod],
-               node_groups: Mapping[str, str | None]) -> KnownState:
-        """Known and announced demand of the tick at `tick_s`, written to the store."""
+               node_groups: Mapping[str, str | None], now_s: float | None = None
+               ) -> KnownState:
+        """Known and announced demand of the tick at `tick_s`, written to the store.
+
+        now_s: the clock when the caches were read (default the tick): work counted now
+        for the first time is announced from then, and only pods created after it are
+        announced demand."""
+        now_s = tick_s if now_s is None else now_s
         pods = list(pods)
         report = self.reader.items(tick_s, (pod.ref for pod in pods))
         due = counted(report.items, tick_s, self.reader.horizon_s)
         values = known_values(due, self.bucket_types)
-        fresh = newly_announced(due, self.announced, tick_s)
+        fresh = newly_announced(due, self.announced, now_s)
         if fresh:
             self.store.remember_announced(fresh)
             self.announced.update({key: first for key, (_, first) in fresh.items()})

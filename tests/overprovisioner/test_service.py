@@ -7,6 +7,7 @@ import asyncio
 from overprovisioner.config import LeaderElectionConfig
 from overprovisioner.leader import LeaderElector
 from overprovisioner.service import create_app
+from predictor.known.reader import WATCHED
 from tests.overprovisioner.test_loop import RISING, MemoryDemand, at_tick, make_config, make_loop
 
 
@@ -169,6 +170,9 @@ EXPECTED_CALLS = {
     ("GET", "v1 pods"),
     ("GET", "v1 nodes"),
     ("GET", "v1 events"),
+    # Known demand: discovery of each source's group/version, then list + watch.
+    *{("GET", f"{w.group}/{v} (discovery)") for w in WATCHED for v in w.versions},
+    *{("GET", f"{w.group}/{v} {w.plural}") for w in WATCHED for v in w.versions},
 }
 
 

@@ -97,6 +97,8 @@ def live(name, keys, created, phase_wants=True):
 ANNOUNCED = [
     (live("a", {"k"}, NOW + 10), True, "created-after-it-was-counted"),
     (live("b", {"k"}, NOW - 10), False, "existed-before-it-was-counted"),
+    # creationTimestamp has whole seconds: created in the second it was counted = after
+    (live("s", {"k"}, NOW), True, "same-second"),
     (live("c", {"other"}, NOW + 10), False, "other-workload"),
     (live("d", {"other", "k"}, NOW + 10), True, "any-of-its-keys"),
     (live("e", {"k"}, NOW + 10, phase_wants=False), False, "finished-pod"),
@@ -107,7 +109,7 @@ ANNOUNCED = [
 @pytest.mark.parametrize("pod, announced", [a[:2] for a in ANNOUNCED],
                          ids=[a[2] for a in ANNOUNCED])
 def test_announced_pods(pod, announced):
-    assert (announced_pods([pod], {"k": NOW}) == [pod.demand]) is announced
+    assert (announced_pods([pod], {"k": NOW + 0.5}) == [pod.demand]) is announced
 
 
 def test_unannounced_history_is_observed_minus_announced():
