@@ -40,7 +40,7 @@ from predictor.known.model import (
     condition_since,
     condition_true,
     mapping,
-    parse_meta,
+    open_object,
     suspended_expected,
     template_request,
     whole,
@@ -78,10 +78,7 @@ def job_spec_pods(spec: Mapping[str, Any], succeeded: int, where: str) -> int:
 
 
 def parse_job(obj: Mapping[str, Any], gpu_resource: str) -> Job:
-    meta = parse_meta(obj, "job")
-    where = f"job {meta.namespace}/{meta.name}"
-    spec = mapping(obj.get("spec"), f"{where}.spec")
-    status = mapping(obj.get("status"), f"{where}.status")
+    meta, where, spec, status = open_object(obj, "job")
     succeeded = whole(status.get("succeeded"), f"{where}.status.succeeded", 0)
     return Job(
         meta=meta,
@@ -130,10 +127,7 @@ class JobSet:
 
 
 def parse_jobset(obj: Mapping[str, Any], gpu_resource: str) -> JobSet:
-    meta = parse_meta(obj, "jobset")
-    where = f"jobset {meta.namespace}/{meta.name}"
-    spec = mapping(obj.get("spec"), f"{where}.spec")
-    status = mapping(obj.get("status"), f"{where}.status")
+    meta, where, spec, status = open_object(obj, "jobset")
     replicated = []
     for index, raw in enumerate(spec.get("replicatedJobs") or []):
         path = f"{where}.spec.replicatedJobs[{index}]"

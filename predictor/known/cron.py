@@ -36,7 +36,7 @@ from croniter import CroniterBadDateError, croniter
 from bucketing.errors import InputError
 from bucketing.resources import Resources
 from predictor.known.batch import job_spec_pods
-from predictor.known.model import KnownItem, Meta, mapping, parse_meta, template_request
+from predictor.known.model import KnownItem, Meta, mapping, open_object, template_request
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,7 @@ def parse_zone(name: Any, where: str) -> tzinfo:
 
 
 def parse_cronjob(obj: Mapping[str, Any], gpu_resource: str) -> CronJob:
-    meta = parse_meta(obj, "cronjob")
-    where = f"cronjob {meta.namespace}/{meta.name}"
-    spec = mapping(obj.get("spec"), f"{where}.spec")
-    status = mapping(obj.get("status"), f"{where}.status")
+    meta, where, spec, status = open_object(obj, "cronjob")
     schedule = spec.get("schedule")
     if not isinstance(schedule, str) or not croniter.is_valid(schedule) or (
         not schedule.startswith("@") and len(schedule.split()) != 5

@@ -37,7 +37,7 @@ from predictor.known.model import (
     condition_since,
     condition_true,
     mapping,
-    parse_meta,
+    open_object,
     suspended_expected,
     template_request,
     whole,
@@ -71,10 +71,7 @@ class TrainingJob:
 
 def parse_training_job(obj: Mapping[str, Any], kind: str, gpu_resource: str) -> TrainingJob:
     """A PyTorchJob, TFJob or MPIJob (kubeflow.org/v1)."""
-    meta = parse_meta(obj, kind.lower())
-    where = f"{kind} {meta.namespace}/{meta.name}"
-    spec = mapping(obj.get("spec"), f"{where}.spec")
-    status = mapping(obj.get("status"), f"{where}.status")
+    meta, where, spec, status = open_object(obj, kind)
     field_name = REPLICA_SPECS[kind]
     replicas = []
     for replica_type, raw in mapping(spec.get(field_name), f"{where}.spec.{field_name}").items():
@@ -97,10 +94,7 @@ def parse_training_job(obj: Mapping[str, Any], kind: str, gpu_resource: str) -> 
 
 def parse_trainjob(obj: Mapping[str, Any], gpu_resource: str) -> TrainingJob:
     """A TrainJob (trainer.kubeflow.org/v1alpha1); no replicas when the runtime sizes it."""
-    meta = parse_meta(obj, "trainjob")
-    where = f"TrainJob {meta.namespace}/{meta.name}"
-    spec = mapping(obj.get("spec"), f"{where}.spec")
-    status = mapping(obj.get("status"), f"{where}.status")
+    meta, where, spec, status = open_object(obj, "TrainJob")
     trainer = mapping(spec.get("trainer"), f"{where}.spec.trainer")
     replicas: tuple[Replicas, ...] = ()
     if trainer.get("numNodes") is not None and trainer.get("resourcesPerNode") is not None:

@@ -44,6 +44,7 @@ from predictor.known.model import (
     Meta,
     condition_true,
     mapping,
+    open_object,
     owner_key,
     parse_meta,
     template_request,
@@ -114,10 +115,7 @@ class ClusterQueue:
 
 
 def parse_workload(obj: Mapping[str, Any], gpu_resource: str) -> Workload:
-    meta = parse_meta(obj, "workload")
-    where = f"workload {meta.namespace}/{meta.name}"
-    spec = mapping(obj.get("spec"), f"{where}.spec")
-    status = mapping(obj.get("status"), f"{where}.status")
+    meta, where, spec, status = open_object(obj, "workload")
     pod_sets = []
     for index, raw in enumerate(spec.get("podSets") or []):
         path = f"{where}.spec.podSets[{index}]"
@@ -166,10 +164,7 @@ def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
 
 
 def parse_cluster_queue(obj: Mapping[str, Any], gpu_resource: str) -> ClusterQueue:
-    meta = parse_meta(obj, "clusterqueue")
-    where = f"clusterqueue {meta.name}"
-    spec = mapping(obj.get("spec"), f"{where}.spec")
-    status = mapping(obj.get("status"), f"{where}.status")
+    meta, where, spec, status = open_object(obj, "clusterqueue")
     quota = {"cpu": 0, "memory": 0, "gpu": 0}
     for g, group in enumerate(spec.get("resourceGroups") or []):
         group = mapping(group, f"{where}.spec.resourceGroups[{g}]")

@@ -172,6 +172,16 @@ def parse_meta(obj: Mapping[str, Any], where: str) -> Meta:
     )
 
 
+def open_object(obj: Mapping[str, Any], kind: str
+                ) -> tuple[Meta, str, Mapping[str, Any], Mapping[str, Any]]:
+    """What every source parser starts from: the typed metadata, the object's name for
+    messages (`kind namespace/name`), and its spec and status maps."""
+    meta = parse_meta(obj, kind.lower())
+    where = f"{kind} {meta.namespace}/{meta.name}" if meta.namespace else f"{kind} {meta.name}"
+    return (meta, where, mapping(obj.get("spec"), f"{where}.spec"),
+            mapping(obj.get("status"), f"{where}.status"))
+
+
 def template_request(template: Any, gpu_resource: str, where: str) -> Resources:
     """One pod's effective request from a PodTemplateSpec (`{metadata, spec}`)."""
     body = mapping(template, where)

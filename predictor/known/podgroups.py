@@ -34,8 +34,7 @@ from predictor.known.model import (
     Meta,
     PodCounts,
     item_key,
-    mapping,
-    parse_meta,
+    open_object,
     whole,
 )
 
@@ -64,10 +63,7 @@ class PodGroup:
 
 
 def parse_pod_group(obj: Mapping[str, Any], group_type: str, gpu_resource: str) -> PodGroup:
-    meta = parse_meta(obj, "podgroup")
-    where = f"podgroup {meta.namespace}/{meta.name}"
-    spec = mapping(obj.get("spec"), f"{where}.spec")
-    status = mapping(obj.get("status"), f"{where}.status")
+    meta, where, spec, status = open_object(obj, "podgroup")
     minimum = spec.get("minResources")
     return PodGroup(
         group_type=group_type,
