@@ -181,10 +181,12 @@ class RecorderDemand:
 
         def stop_informers() -> None:
             # A watch only notices `stop` at its next event or server timeout; the
-            # threads are daemons, so shutdown does not wait for them.
+            # threads are daemons, so shutdown waits half a second for them in all, not
+            # per thread (one per known-demand resource too).
             stop.set()
+            deadline = time.monotonic() + 0.5
             for thread in threads:
-                thread.join(timeout=0.5)
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
             self.recorder.store.close()  # the loop (its only user) has stopped by now
 
         return stop_informers
