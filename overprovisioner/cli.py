@@ -138,8 +138,12 @@ class RecorderDemand:
             # The first tick starts with the service, before the informers' first list
             # has landed: wait for it (once, bounded) so that a restart records the
             # current tick instead of a needless gap.
-            for informer in (self.recorder.pods, self.recorder.nodes):
-                informer.synced.wait(self.first_list_timeout_s)
+            informers = [self.recorder.pods, self.recorder.nodes]
+            if self.recorder.known is not None:
+                informers += list(self.recorder.known.reader.informers.values())
+            deadline = time.monotonic() + self.first_list_timeout_s
+            for informer in informers:
+                informer.synced.wait(max(0.0, deadline - time.monotonic()))
         self.recorder.record(now_s)
 
     def _backfill(self, now_s: float) -> None:
@@ -154,6 +158,18 @@ class RecorderDemand:
         return self.recorder.store.read_series(start_s=now_s - self.window_s,
                                                end_s=now_s + tick)
 
+    def known(self, now_s: float) -> Any:
+        """The known demand recorded at this tick; None when the sources are off or the
+        tick was a gap (then the plan has no known demand to add)."""
+        known = self.recorder.known
+        if known is None or known.latest is None:
+            return None
+        tick = self.recorder.config.tick_s
+        return known.latest if known.latest.time_s == (now_s // tick) * tick else None
+
+    def announced(self, series: Any) -> Any:
+        return self.recorder.store.read_announced(series.times, series.columns)
+
     def start(self) -> Any:
         """Start the pod and node informers; returns the function that stops them."""
         stop = threading.Event()
@@ -164,13 +180,17 @@ class RecorderDemand:
         ]
         for thread in threads:
             thread.start()
+        if self.recorder.known is not None:
+            threads += self.recorder.known.start(stop)
 
         def stop_informers() -> None:
             # A watch only notices `stop` at its next event or server timeout; the
-            # threads are daemons, so shutdown does not wait for them.
+            # threads are daemons, so shutdown waits half a second for them in all, not
+            # per thread (one per known-demand resource too).
             stop.set()
+            deadline = time.monotonic() + 0.5
             for thread in threads:
-                thread.join(timeout=0.5)
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
             self.recorder.store.close()  # the loop (its only user) has stopped by now
 
         return stop_informers
@@ -238,7 +258,9 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     from predictor.recorder import make_recorder
 
     catalog = resolve_catalog(config)
-    recorder = make_recorder(recorder_config(config), api_client, clock)
+    recorder = make_recorder(recorder_config(config), api_client, clock,
+                             known=config.known_demand,
+                             horizon_s=config.horizon_ticks * config.tick_s)
     backfill = (prometheus_backfill(config, catalog, recorder)
                 if config.forecast.prometheus_url else None)
     demand = RecorderDemand(recorder, config.forecast.retention_s, backfill=backfill)

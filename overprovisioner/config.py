@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
+from predictor.known.config import KnownDemandConfig
 
 BACKENDS = ("auto", "deployment", "capacitybuffer")
 
@@ -203,6 +204,8 @@ class OverprovisionerConfig:
     placeholders: PlaceholderConfig = field(default_factory=PlaceholderConfig)
     leader_election: LeaderElectionConfig = field(default_factory=LeaderElectionConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
+    known_demand: KnownDemandConfig = field(default_factory=KnownDemandConfig)
+    """Known-ahead demand sources (docs/known-demand.md)."""
     dry_run: bool = False
     """Forecast-only: compute and expose the plan, never write to the cluster."""
     host: str = "0.0.0.0"
@@ -219,7 +222,7 @@ class OverprovisionerConfig:
 
 
 __all__ = [
-    "BACKENDS", "ApiConfig", "BucketLimits", "ForecastConfig",
+    "BACKENDS", "ApiConfig", "BucketLimits", "ForecastConfig", "KnownDemandConfig",
     "LeaderElectionConfig", "LimitsConfig", "OverprovisionerConfig", "PlaceholderConfig",
     "Toleration",
 ]

@@ -27,6 +27,7 @@ from overprovisioner.config import (
     ApiConfig,
     BucketLimits,
     ForecastConfig,
+    KnownDemandConfig,
     LeaderElectionConfig,
     LimitsConfig,
     OverprovisionerConfig,
@@ -43,7 +44,7 @@ def parse_config(document: Any, source: str) -> OverprovisionerConfig:
     top = reader.mapping(document, "")
     reader.known(top, "", {
         "catalog", "instance_types", "buckets_file", "tick", "horizon", "forecast", "limits",
-        "placeholders", "leader_election", "api", "dry_run", "host", "port",
+        "placeholders", "leader_election", "api", "known_demand", "dry_run", "host", "port",
     })
     defaults = OverprovisionerConfig()
     tick_s = reader.duration(top, "tick", "", defaults.tick_s, positive=True)
@@ -63,6 +64,9 @@ def parse_config(document: Any, source: str) -> OverprovisionerConfig:
             reader, reader.mapping(top.get("leader_election", {}), "leader_election")
         ),
         api=_api(reader, reader.mapping(top.get("api", {}), "api")),
+        known_demand=_known_demand(
+            reader, reader.mapping(top.get("known_demand", {}), "known_demand")
+        ),
         dry_run=reader.boolean(top, "dry_run", "", defaults.dry_run),
         host=reader.string(top, "host", "", defaults.host),
         port=reader.integer(top, "port", "", defaults.port, low=1, high=65535),
@@ -301,4 +305,20 @@ def _api(reader: FieldReader, raw: Mapping) -> ApiConfig:
         max_attempts=reader.integer(raw, "max_attempts", path, d.max_attempts, low=1, high=20),
         backoff_base_s=reader.duration(raw, "backoff_base", path, d.backoff_base_s),
         backoff_max_s=reader.duration(raw, "backoff_max", path, d.backoff_max_s),
+    )
+
+
+def _known_demand(reader: FieldReader, raw: Mapping) -> KnownDemandConfig:
+    path = "known_demand"
+    sources = ("kueue", "jobs", "jobsets", "kubeflow", "cronjobs", "podgroups")
+    reader.known(raw, path, {*sources, "cronjob_lead", "suspended_window"})
+    d = KnownDemandConfig()
+    lead = None
+    if raw.get("cronjob_lead") is not None:
+        lead = reader.duration(raw, "cronjob_lead", path, 0.0, positive=True)
+    return KnownDemandConfig(
+        **{source: reader.boolean(raw, source, path, getattr(d, source)) for source in sources},
+        cronjob_lead_s=lead,
+        suspended_window_s=reader.duration(raw, "suspended_window", path,
+                                           d.suspended_window_s),
     )

@@ -8,7 +8,9 @@ Decides: the order of a tick and what a failure of each step does:
   (`forecast.cold_start_placeholders` per type) through the planner's "ladder" mode;
 - plan: `plan.make_plan` (pure) on per-bucket observations: forecast (quantile), in use
   (the last recorded count: running plus pending pods, embedded), free whole nodes and
-  placeholders from the cluster view;
+  placeholders from the cluster view, and the known-ahead demand due within the horizon
+  when the demand source records it (then the model forecasts only the unannounced
+  demand: overprovisioner.known_plan);
 - apply: only when this replica leads (asked again right before writing) and not in
   dry-run. Any failure to observe or write leaves the previous placeholders as they
   are; the tick is reported failed and the loop goes on at the next tick (never a
@@ -43,11 +45,14 @@ from overprovisioner.forecasting import (
     ModelSaver,
     ServiceForecaster,
 )
+from overprovisioner.known_plan import known_nodes, with_announced
 from overprovisioner.metrics import Metrics
 from overprovisioner.objects import desired_objects, placeholder_name, priority_class
 from overprovisioner.observe import ClusterReader, ClusterView, new_preemptions
 from overprovisioner.plan import BucketObservation, Mode, Plan, make_plan
 from predictor.forecast import NotEnoughHistory
+from predictor.known.history import unannounced
+from predictor.known.recording import KnownState
 from predictor.series import DemandSeries
 
 log = logging.getLogger("headstart.overprovisioner")
@@ -66,6 +71,18 @@ class DemandSource(Protocol):
         ...
 
 
+class KnownDemandSource(Protocol):
+    """A DemandSource that also records known-ahead demand (the recorder with sources on)."""
+
+    def known(self, now_s: float) -> KnownState | None:
+        """The known demand recorded at the tick of `now_s`, or None (not recorded)."""
+        ...
+
+    def announced(self, series: DemandSeries) -> Any:
+        """(T, K) announced demand aligned with `series`' ticks and columns."""
+        ...
+
+
 @dataclass(frozen=True)
 class TickReport:
     """What one tick did; `/plan` serves the latest."""
@@ -80,6 +97,7 @@ class TickReport:
     forecasts: Mapping[Bucket, BucketForecast] = field(default_factory=dict)
     applied: ApplyResult | None = None
     errors: tuple[str, ...] = ()
+    known: KnownState | None = None
 
 
 class OverprovisionerLoop:
@@ -117,13 +135,16 @@ class OverprovisionerLoop:
     def observations(
         self, forecasts: Mapping[Bucket, BucketForecast], view: ClusterView | None,
         existing: Mapping[Bucket, int] | None = None,
+        known: Mapping[Bucket, float] | None = None,
     ) -> list[BucketObservation]:
         """One observation per bucket: configured groups, forecast columns, nodes seen.
 
         placeholders: the replicas headstart's objects ask for now (running or pending,
-        which the planner keeps in their groups), else the placeholder pods on nodes."""
+        which the planner keeps in their groups), else the placeholder pods on nodes.
+        known: nodes of known-ahead demand due within the horizon, per bucket."""
         existing = existing or {}
-        buckets: set[Bucket] = set(forecasts)
+        known = {b: v for b, v in (known or {}).items() if b[0] in self.config.instance_types}
+        buckets: set[Bucket] = set(forecasts) | set(known)
         for name in self.config.instance_types:
             for group in self.plan_config.groups(name):
                 buckets.add((name, group))
@@ -142,6 +163,7 @@ class OverprovisionerLoop:
                     (instance_type, group),
                     view.placeholders_running.get((instance_type, group), 0) if view else 0,
                 ),
+                known=known.get((instance_type, group), 0.0),
             ))
         return observations
 
@@ -154,13 +176,15 @@ class OverprovisionerLoop:
         except Exception as error:  # the tick goes on with the history it has
             errors.append(f"record: {type(error).__name__}: {error}")
             log.warning("recording demand failed: %s", error)
-        mode, forecasts = self._forecast_step(now_s, errors)
+        known = self._known_step(now_s, errors)
+        mode, forecasts = self._forecast_step(now_s, errors, known)
         model_name = self.forecaster.model.name or self.config.forecast.model
         self.metrics.set_model(model_name, mode)
         try:
             view, observed = self._observe_step()
             plan = make_plan(
-                self.observations(forecasts, view, observed.replicas() if observed else {}),
+                self.observations(forecasts, view, observed.replicas() if observed else {},
+                                  known_nodes(known)),
                 self.plan_config, self.catalog, mode=mode,
                 ladder={name: self.config.forecast.cold_start_placeholders
                         for name in self.config.instance_types},
@@ -181,17 +205,32 @@ class OverprovisionerLoop:
                 applied = self._apply_step(plan, observed, view, errors)
         ok = not errors
         report = TickReport(now_s, ok, leader, self.config.dry_run, model_name, mode, plan,
-                            forecasts, applied, tuple(errors))
+                            forecasts, applied, tuple(errors), known)
         self.metrics.ticks.labels("ok" if ok else "partial").inc()
         if ok:
             self.metrics.last_success.set(now_s)
         self.latest = report
         return report
 
+    def _known_step(self, now_s: float, errors: list[str]) -> KnownState | None:
+        """The known demand the source recorded at this tick (None: not recorded)."""
+        known = getattr(self.demand, "known", None)
+        if known is None:
+            return None
+        try:
+            return known(now_s)
+        except Exception as error:  # a broken source must not stop the placeholders
+            errors.append(f"known demand: {type(error).__name__}: {error}")
+            log.exception("reading the known demand failed: planning without it")
+            return None
+
     def _forecast_step(
-        self, now_s: float, errors: list[str]
+        self, now_s: float, errors: list[str], known: KnownState | None = None
     ) -> tuple[Mode, dict[Bucket, BucketForecast]]:
-        """("forecast", per-bucket forecasts), or ("ladder", {}) when there is none."""
+        """("forecast", per-bucket forecasts), or ("ladder", {}) when there is none.
+
+        With known demand recorded, the model sees the unannounced history and the
+        announced demand running now is added back (overprovisioner.known_plan)."""
         try:
             series = self.demand.series(now_s)
         except InputError as error:  # nothing recorded yet: a cold start, not a fault
@@ -203,7 +242,11 @@ class OverprovisionerLoop:
             self.metrics.model_fallbacks.labels("forecast_error").inc()
             return "ladder", {}
         try:
-            return "forecast", self.forecaster.forecast(series, now_s)
+            if known is None:
+                return "forecast", self.forecaster.forecast(series, now_s)
+            announced = self.demand.announced(series)  # type: ignore[attr-defined]
+            forecasts = self.forecaster.forecast(unannounced(series, announced), now_s)
+            return "forecast", with_announced(forecasts, series, announced)
         except NotEnoughHistory as error:
             log.info("cold start (%s): using the ladder", error)
         except InputError as error:

@@ -31,8 +31,14 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from overprovisioner.daemon_thread import in_daemon_thread
+from overprovisioner.known_plan import known_by_source
 from overprovisioner.leader import LeaderElector
 from overprovisioner.loop import OverprovisionerLoop, TickReport
+from predictor.known.recording import KnownState
+
+# /plan lists at most this many known items (the counted ones first), so a queue of
+# thousands of Workloads does not make the answer megabytes long.
+KNOWN_ITEMS_SHOWN = 100
 
 log = logging.getLogger("headstart.overprovisioner.service")
 
@@ -161,6 +167,9 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
             entry["forecast_point"] = forecast.point if forecast else None
             entry["forecast_raw"] = forecast.raw_quantile if forecast else None
             entry["reactive"] = forecast.reactive if forecast else False
+            entry["announced"] = forecast.announced if forecast else 0.0
+            entry["known_by_source"] = known_by_source(
+                report.known, (bucket.instance_type, bucket.placement_group))
             buckets.append(entry)
     applied = None
     if report.applied is not None:
@@ -183,5 +192,32 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
         "cost_cap_per_hour": config.limits.cost_cap_per_hour,
         "buckets": buckets,
         "applied": applied,
+        "known_demand": known_document(report.known),
         "errors": list(report.errors),
+    }
+
+
+def known_document(state: KnownState | None) -> dict[str, Any] | None:
+    """What known demand the tick saw: sources, counted pods, and the items (capped)."""
+    if state is None:
+        return None
+    report = state.report
+    counted = set(state.counted)
+    items = sorted(report.items, key=lambda i: (i not in counted, i.source, i.namespace,
+                                                 i.name))
+    return {
+        "served": dict(report.served),
+        "absent": list(report.absent),
+        "stale": list(report.stale),
+        "unreadable_objects": report.unreadable,
+        "counted_pods": dict(state.values.pods),
+        "unbucketable_pods": state.values.unbucketable,
+        "items_total": len(report.items),
+        "items": [
+            {"source": i.source, "kind": i.kind, "namespace": i.namespace, "name": i.name,
+             "pods": i.pods, "gpus": i.request.gpus, "cpus": i.request.cpus,
+             "memory_gib": i.request.memory_gib, "expected_s": i.expected_s,
+             "counted": i in counted, "reason": i.reason}
+            for i in items[:KNOWN_ITEMS_SHOWN]
+        ],
     }

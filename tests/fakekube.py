@@ -62,9 +62,31 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("policy/v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True),
     ("topology.node.k8s.io/v1alpha2", "noderesourcetopologies"): ("NodeResourceTopology", False),
     ("autoscaling.x-k8s.io/v1alpha1", "capacitybuffers"): ("CapacityBuffer", True),
+    # What the known-demand sources read (predictor.known.reader.WATCHED).
+    ("batch/v1", "jobs"): ("Job", True),
+    ("batch/v1", "cronjobs"): ("CronJob", True),
+    ("kueue.x-k8s.io/v1beta2", "workloads"): ("Workload", True),
+    ("kueue.x-k8s.io/v1beta2", "localqueues"): ("LocalQueue", True),
+    ("kueue.x-k8s.io/v1beta2", "clusterqueues"): ("ClusterQueue", False),
+    ("kueue.x-k8s.io/v1beta1", "workloads"): ("Workload", True),
+    ("kueue.x-k8s.io/v1beta1", "localqueues"): ("LocalQueue", True),
+    ("kueue.x-k8s.io/v1beta1", "clusterqueues"): ("ClusterQueue", False),
+    ("jobset.x-k8s.io/v1alpha2", "jobsets"): ("JobSet", True),
+    ("kubeflow.org/v1", "pytorchjobs"): ("PyTorchJob", True),
+    ("kubeflow.org/v1", "tfjobs"): ("TFJob", True),
+    ("kubeflow.org/v1", "mpijobs"): ("MPIJob", True),
+    ("trainer.kubeflow.org/v1alpha1", "trainjobs"): ("TrainJob", True),
+    ("scheduling.x-k8s.io/v1alpha1", "podgroups"): ("PodGroup", True),
+    ("scheduling.volcano.sh/v1beta1", "podgroups"): ("PodGroup", True),
 }
 KIND_TO_PLURAL = {(gv, kind): plural for (gv, plural), (kind, _) in RESOURCES.items()}
-DEFAULT_OFF = frozenset({"autoscaling.x-k8s.io/v1alpha1"})
+# CRDs a cluster may not have: served only when a test says so (`serve`).
+CRD_GROUP_VERSIONS = frozenset({
+    "kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1", "jobset.x-k8s.io/v1alpha2",
+    "kubeflow.org/v1", "trainer.kubeflow.org/v1alpha1", "scheduling.x-k8s.io/v1alpha1",
+    "scheduling.volcano.sh/v1beta1",
+})
+DEFAULT_OFF = frozenset({"autoscaling.x-k8s.io/v1alpha1"}) | CRD_GROUP_VERSIONS
 
 REASONS = {
     400: "BadRequest", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",

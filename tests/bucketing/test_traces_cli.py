@@ -52,6 +52,22 @@ def test_inspect_json(tmp_path, capsys):
     assert summary["peak_running_gpus"] == 2.0
     assert summary["requested_gpus_total"] == 3.0  # 1 + 1 + 1
     assert summary["requested_cpus_total"] == 14.0  # 4 + 8 + 2
+    # Alibaba traces carry no lead information
+    assert (summary["pods_known_ahead"], summary["median_known_lead_s"]) == (0, None)
+
+
+def test_inspect_counts_pods_known_ahead(tmp_path, capsys):
+    path = tmp_path / "synth.csv"
+    assert main(["trace", "synth", "--days", "2", "--out", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["trace", "inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    # the synthetic CronJob runs are known an hour (3600 s) ahead; queued jobs that
+    # waited less, so the median lead is at most that
+    line = next(text for text in out.splitlines() if text.startswith("known"))
+    count = int(line.split()[1])
+    lead = float(line.rsplit("median lead ", 1)[1].split()[0])
+    assert count > 0 and 0 < lead <= 3600
 
 
 def test_inspect_text(tmp_path, capsys):

@@ -97,6 +97,14 @@ BAD = [
      "placeholders.request_gpus", "expected true or false, got 'no'"),
     ({"instance_types": ["g5.xlarge"], "placeholders": {"request_gpus": 0}},
      "placeholders.request_gpus", "expected true or false, got 0"),
+    ({"instance_types": ["g5.xlarge"], "known_demand": {"kueue": "yes"}},
+     "known_demand.kueue", "expected true or false, got 'yes'"),
+    ({"instance_types": ["g5.xlarge"], "known_demand": {"cronjob_lead": "0s"}},
+     "known_demand.cronjob_lead", "longer than zero"),
+    ({"instance_types": ["g5.xlarge"], "known_demand": {"suspended_window": "soon"}},
+     "known_demand.suspended_window", "soon"),
+    ({"instance_types": ["g5.xlarge"], "known_demand": {"slurm": True}},
+     "known_demand.slurm", "unknown field"),
 ]
 
 
@@ -105,7 +113,9 @@ BAD = [
     ids=["below-cutoff", "not-negative", "far-below-cutoff", "unknown-top", "unknown-nested",
          "negative-max", "min-over-max", "backend", "untagged-image", "latest-image",
          "quantile", "duration", "lease-order", "toleration-operator", "no-types",
-         "duplicate-type", "port", "request-gpus-string", "request-gpus-zero"],
+         "duplicate-type", "port", "request-gpus-string", "request-gpus-zero",
+         "known-source-not-bool", "known-lead-zero", "known-window-not-duration",
+         "known-unknown-source"],
 )
 def test_bad_config_names_file_field_and_why(tmp_path, document, field_path, explanation) -> None:
     path = write(tmp_path, document)
@@ -302,3 +312,15 @@ def test_a_missing_directory_for_the_history_or_model_is_one_line(tmp_path: Path
 def test_the_default_history_is_in_the_working_directory() -> None:
     # Relative: `--dry-run` on a laptop works for any user and creates no directory.
     assert OverprovisionerConfig().forecast.history_path == "headstart-history.sqlite"
+
+
+def test_known_demand_section() -> None:
+    config = parse_config({"instance_types": ["g5.xlarge"], "horizon": "6m30s",
+                           "known_demand": {"jobs": False, "cronjob_lead": "15m",
+                                            "suspended_window": "30m"}}, "op.yaml")
+    known = config.known_demand
+    assert known.enabled() == ("kueue", "jobsets", "kubeflow", "podgroups", "cronjobs")
+    assert (known.lead_s(config.horizon_s), known.suspended_window_s) == (900.0, 1800.0)
+    default = parse_config({"instance_types": ["g5.xlarge"]}, "op.yaml").known_demand
+    assert len(default.enabled()) == 6
+    assert default.lead_s(390.0) == 390.0  # null lead = the horizon
