@@ -62,9 +62,12 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("policy/v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True),
     ("topology.node.k8s.io/v1alpha2", "noderesourcetopologies"): ("NodeResourceTopology", False),
     ("autoscaling.x-k8s.io/v1alpha1", "capacitybuffers"): ("CapacityBuffer", True),
+    ("autoscaling.x-k8s.io/v1beta1", "capacitybuffers"): ("CapacityBuffer", True),
 }
 KIND_TO_PLURAL = {(gv, kind): plural for (gv, plural), (kind, _) in RESOURCES.items()}
-DEFAULT_OFF = frozenset({"autoscaling.x-k8s.io/v1alpha1"})
+# A CRD is not installed until a test serves it. The two CapacityBuffer versions are
+# separate stores here; a real API server keeps one and converts between them.
+DEFAULT_OFF = frozenset({"autoscaling.x-k8s.io/v1alpha1", "autoscaling.x-k8s.io/v1beta1"})
 
 REASONS = {
     400: "BadRequest", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
