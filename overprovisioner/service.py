@@ -112,11 +112,19 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
     buckets = []
     if report.plan is not None:
         for bucket in report.plan.buckets:
+            key = (bucket.instance_type, bucket.placement_group)
             entry = asdict(bucket)
-            forecast = report.forecasts.get((bucket.instance_type, bucket.placement_group))
+            forecast = report.forecasts.get(key)
             entry["forecast_point"] = forecast.point if forecast else None
             entry["forecast_raw"] = forecast.raw_quantile if forecast else None
             entry["reactive"] = forecast.reactive if forecast else False
+            size = report.sizes.get(bucket.instance_type)
+            entry["placeholder_request"] = _request_json(size.request) if size else None
+            entry["request_source"] = size.source if size else None
+            entry["request_detail"] = size.detail if size else None
+            problem = report.checks.problems.get(key)
+            entry["problem"] = problem.problem if problem else None
+            entry["problem_detail"] = problem.detail if problem else None
             buckets.append(entry)
     applied = None
     if report.applied is not None:
@@ -139,5 +147,11 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
         "cost_cap_per_hour": config.limits.cost_cap_per_hour,
         "buckets": buckets,
         "applied": applied,
+        "autoscaler_status": report.checks.autoscaler.detail,
         "errors": list(report.errors),
     }
+
+
+def _request_json(request: Any) -> dict[str, Any]:
+    return {"gpus": request.gpu_milli / 1000, "cpu": f"{request.cpu_milli}m",
+            "memory": f"{request.memory_bytes // 1024**2}Mi"}
