@@ -145,6 +145,16 @@ class Observed:
         spec.replicas of headstart's Deployments or CapacityBuffers."""
         return self._per_bucket((DEPLOYMENT, *CAPACITY_BUFFERS), "spec", "replicas")
 
+    def buffers(self) -> dict[tuple[str, str], Mapping[str, Any]]:
+        """headstart's CapacityBuffers as observed, per (instance type, group)."""
+        result: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for (api_version, kind, _, _), obj in self.objects.items():
+            if (api_version, kind) in CAPACITY_BUFFERS:
+                labels = obj["metadata"].get("labels") or {}
+                result[(labels.get(INSTANCE_TYPE_LABEL, ""),
+                        labels.get(PLACEMENT_GROUP_LABEL, ""))] = obj
+        return result
+
     def buffer_replicas(self) -> dict[tuple[str, str], int]:
         """spec.replicas of headstart's CapacityBuffers per (instance type, group)."""
         return self._per_bucket(CAPACITY_BUFFERS, "spec", "replicas")

@@ -89,7 +89,9 @@ class PlaceholderChecks:
                 if (bucket := pod_bucket(pod, names)) is not None}
         max_age = max(MIN_EVENT_AGE_S, 2 * self.config.tick_s)
         scale_ups = latest_scale_up_events(events, pods, names, now_s, max_age)
-        problems = diagnose(buckets, requests, view.rooms, view.nodes, scale_ups, status)
+        buffers = observed.buffers() if observed is not None else {}
+        problems = diagnose(buckets, requests, view.rooms, view.nodes, scale_ups, status,
+                            buffers, now_s)
         self._report(buckets, problems)
         return CheckReport(problems, status)
 

@@ -10,7 +10,14 @@ Decides, per bucket (instance type, placement group), one of:
   node groups that do not match the placeholder's node selector or tolerations (or no
   node group at all), or its status ConfigMap says it runs with no node group;
 - `group_at_max`: the latest `NotTriggerScaleUp` says the matching node group (or the
-  cluster) is at its maximum size.
+  cluster) is at its maximum size;
+- `buffer_not_processed`: a CapacityBuffer asking for replicas that cluster-autoscaler
+  has not made ready and injected within `BUFFER_GRACE_S` of its creation. Its
+  controller sets condition `ReadyForProvisioning` (capacitybuffer/common/common.go),
+  and its pod-list processor sets `Provisioning` True (reason FakePodsInjected) or
+  False with why (capacitybuffer pod-list processor); neither appears unless CA runs
+  with `--capacity-buffer-controller-enabled` and `--capacity-buffer-pod-injection-
+  enabled`, and then nothing scales up for the buffer.
 
 The events: cluster-autoscaler records `NotTriggerScaleUp` ("pod didn't trigger
 scale-up: <count> <reason>, ...", one count per node group, processors/status/
@@ -38,8 +45,11 @@ from bucketing.resources import Resources
 from overprovisioner.sizing import NodeRoom, fit_problem
 
 Bucket = tuple[str, str]
-Problem = Literal["too_big", "no_node_group", "group_at_max"]
-PROBLEMS: tuple[str, ...] = ("too_big", "no_node_group", "group_at_max")
+Problem = Literal["too_big", "no_node_group", "group_at_max", "buffer_not_processed"]
+PROBLEMS: tuple[str, ...] = ("too_big", "no_node_group", "group_at_max",
+                             "buffer_not_processed")
+# CA's loop runs every 10 s; a buffer still unprocessed after 5 minutes is not coming.
+BUFFER_GRACE_S = 300.0
 SCALE_UP_REASONS = ("NotTriggerScaleUp", "TriggeredScaleUp")
 # Reasons a node group gives for a pod it will not take because it does not match: the
 # scheduler's node-affinity and taint filters as CA's simulation reports them.
@@ -168,6 +178,31 @@ def latest_scale_up_events(
     return latest
 
 
+def buffer_problem(buffer: Mapping[str, Any], now_s: float) -> str | None:
+    """Why cluster-autoscaler is not provisioning this CapacityBuffer, or None."""
+    if not int((buffer.get("spec") or {}).get("replicas") or 0):
+        return None
+    created = event_time({"metadata": buffer.get("metadata") or {}})
+    conditions = {c.get("type"): c for c in (buffer.get("status") or {}).get("conditions") or []}
+    ready, provisioning = conditions.get("ReadyForProvisioning"), conditions.get("Provisioning")
+    if ready is not None and ready.get("status") == "False":
+        return f"cluster-autoscaler: not ready for provisioning: {ready.get('message', '')}"
+    if provisioning is not None and provisioning.get("status") == "False":
+        return (f"cluster-autoscaler: not provisioning ({provisioning.get('reason', '')}): "
+                f"{provisioning.get('message', '')}")
+    if created is None or now_s - created < BUFFER_GRACE_S:
+        return None
+    if ready is None:
+        return (f"no ReadyForProvisioning condition {BUFFER_GRACE_S:.0f} s after creation: "
+                "cluster-autoscaler's buffer controller is not running "
+                "(--capacity-buffer-controller-enabled)")
+    if provisioning is None:
+        return (f"ready but no Provisioning condition {BUFFER_GRACE_S:.0f} s after creation: "
+                "cluster-autoscaler injects no fake pods for buffers "
+                "(--capacity-buffer-pod-injection-enabled)")
+    return None
+
+
 def diagnose(
     buckets: Sequence[Bucket],
     requests: Mapping[str, Resources],
@@ -175,8 +210,12 @@ def diagnose(
     nodes: Mapping[Bucket, int],
     scale_ups: Mapping[Bucket, ScaleUpEvent],
     status: AutoscalerStatus,
+    buffers: Mapping[Bucket, Mapping[str, Any]] | None = None,
+    now_s: float = 0.0,
 ) -> dict[Bucket, BucketProblem]:
-    """The problem of each bucket that has one (see the module docstring)."""
+    """The problem of each bucket that has one (see the module docstring). buffers: the
+    bucket's CapacityBuffer as observed, when the buffer backend is in use."""
+    buffers = buffers or {}
     problems: dict[Bucket, BucketProblem] = {}
     for bucket in buckets:
         instance_type, group = bucket
@@ -198,6 +237,8 @@ def diagnose(
                                     f"status says it manages no node group ({status.detail})")
         elif verdict == "group_at_max":
             problem = BucketProblem(instance_type, group, "group_at_max", ca_says)
+        elif bucket in buffers and (why := buffer_problem(buffers[bucket], now_s)):
+            problem = BucketProblem(instance_type, group, "buffer_not_processed", why)
         else:
             problem = None
         if problem is not None:

@@ -3,7 +3,7 @@
 Decides: metric names, labels and meaning. All names start with
 `headstart_overprovisioner_`. Labels: `instance_type`, `placement_group` ("" = none),
 `quantile`, `class` (temporary | permanent), `model`, `reason`, `result`, `problem`
-(too_big | no_node_group | group_at_max).
+(too_big | no_node_group | group_at_max | buffer_not_processed).
 
 Estimated pending time avoided: each hit (a real pod preempting a placeholder) is
 counted as one node start-up (the configured horizon) the pod did not wait. It is an
@@ -62,7 +62,9 @@ class Metrics:
             PREFIX + "placeholder_problem",
             "1 for a bucket whose placeholders cannot work: too_big (fits no node of its "
             "type, or CA says Insufficient), no_node_group (no node of the type and CA says "
-            "no node group matches), group_at_max (CA says its node group is at max size).",
+            "no node group matches), group_at_max (CA says its node group is at max size), "
+            "buffer_not_processed (CA has not made the CapacityBuffer ready or injected its "
+            "pods: its capacity-buffer flags are off?).",
             (*BUCKET, "problem"), registry=r)
         self.wakeups = Counter(
             PREFIX + "wakeups",

@@ -157,3 +157,25 @@ def test_buffer_hits_are_free_nodes_taken_by_real_pods(fake_kube) -> None:
     # One hit x a 2-tick horizon of 300 s = 600 s avoided.
     assert registry.get_sample_value(
         "headstart_overprovisioner_pending_seconds_avoided_total") == 600
+
+
+def test_a_buffer_cluster_autoscaler_does_not_provision_is_reported(fake_kube) -> None:
+    fake_kube.serve("autoscaling.x-k8s.io/v1beta1")
+    loop = make_loop(fake_kube, make_config(placeholders={"backend": "auto"}),
+                     MemoryDemand(TYPES, RISING))
+    loop.tick(at_tick(28))
+    name = "headstart-placeholder-g5-xlarge"
+    buffer = fake_kube.get("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer", name, NS)
+    # As CA's pod-list processor writes it when the PodTemplate cannot be read.
+    buffer["status"] = {"conditions": [
+        {"type": "ReadyForProvisioning", "status": "True", "reason": "AttributesSetSuccessfully",
+         "message": "ready", "lastTransitionTime": rfc3339(at_tick(28))},
+        {"type": "Provisioning", "status": "False", "reason": "FailedToGetPodTemplate",
+         "message": "capacity buffer client can't get pod template",
+         "lastTransitionTime": rfc3339(at_tick(28))}]}
+    fake_kube.replace(buffer)
+    report = loop.tick(at_tick(29))
+    problem = report.checks.problems[("g5.xlarge", "")]
+    assert problem.problem == "buffer_not_processed"
+    assert "FailedToGetPodTemplate" in problem.detail
+    assert problem_value(loop, "buffer_not_processed") == 1

@@ -157,3 +157,48 @@ def test_diagnose(rooms, nodes, scale_up, status, expected) -> None:
     scale_ups = {G5: scale_up} if scale_up else {}
     problems = diagnose([G5], REQUEST, rooms, nodes, scale_ups, status)
     assert (problems[G5].problem if G5 in problems else None) == expected
+
+
+def buffer(replicas=2, created="2023-11-14T22:00:00Z", conditions=None):
+    body = {"metadata": {"name": "headstart-placeholder-g5-xlarge",
+                         "creationTimestamp": created},
+            "spec": {"podTemplateRef": {"name": "headstart-placeholder-g5-xlarge"},
+                     "replicas": replicas}}
+    if conditions is not None:
+        body["status"] = {"conditions": conditions}
+    return body
+
+
+READY = {"type": "ReadyForProvisioning", "status": "True", "reason": "AttributesSetSuccessfully",
+         "message": "ready"}
+INJECTED = {"type": "Provisioning", "status": "True", "reason": "FakePodsInjected"}
+
+
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        # NOW is 22:13:20; created 22:00:00, 800 s ago (> the 300 s grace).
+        (buffer(), "--capacity-buffer-controller-enabled"),
+        (buffer(conditions=[READY]), "--capacity-buffer-pod-injection-enabled"),
+        (buffer(conditions=[READY, INJECTED]), None),
+        # Created 22:12:00, 80 s ago: CA may not have got to it yet.
+        (buffer(created="2023-11-14T22:12:00Z"), None),
+        # Nothing asked: CA has nothing to do.
+        (buffer(replicas=0), None),
+        # CA says why, at once.
+        (buffer(created="2023-11-14T22:13:00Z",
+                conditions=[READY, {"type": "Provisioning", "status": "False",
+                                    "reason": "FailedToGetPodTemplate", "message": "not found"}]),
+         "FailedToGetPodTemplate"),
+        (buffer(conditions=[{**READY, "status": "False", "reason": "error",
+                             "message": "podTemplateRef not found"}]), "podTemplateRef"),
+    ],
+    ids=["no-controller", "no-injection", "provisioning", "young", "zero-replicas",
+         "template-missing", "not-ready"],
+)
+def test_buffer_not_processed(body, words) -> None:
+    problems = diagnose([G5], REQUEST, [], {}, {}, RUNNING_GROUPS, {G5: body}, NOW)
+    if words is None:
+        assert problems == {}
+    else:
+        assert problems[G5].problem == "buffer_not_processed" and words in problems[G5].detail
