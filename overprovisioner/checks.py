@@ -91,7 +91,7 @@ class PlaceholderChecks:
         scale_ups = latest_scale_up_events(events, pods, names, now_s, max_age)
         buffers = observed.buffers() if observed is not None else {}
         problems = diagnose(buckets, requests, view.rooms, view.nodes, scale_ups, status,
-                            buffers, now_s)
+                            now_s, buffers)
         self._report(buckets, problems)
         return CheckReport(problems, status)
 

@@ -1,7 +1,7 @@
 """Why a bucket's placeholders cannot work: too big for every node, or no node group.
 
 Decides, per bucket (instance type, placement group), one of:
-- `too_big`: the placeholder requests more than any usable node of its type has left
+- `too_big`: the placeholder requests more than any settled node of its type has left
   after its DaemonSet pods (sizing.fit_problem), or cluster-autoscaler's latest
   `NotTriggerScaleUp` event for it names an `Insufficient <resource>` (the template of
   the type's node group cannot hold it, so CA launches nothing);
@@ -210,8 +210,8 @@ def diagnose(
     nodes: Mapping[Bucket, int],
     scale_ups: Mapping[Bucket, ScaleUpEvent],
     status: AutoscalerStatus,
+    now_s: float,
     buffers: Mapping[Bucket, Mapping[str, Any]] | None = None,
-    now_s: float = 0.0,
 ) -> dict[Bucket, BucketProblem]:
     """The problem of each bucket that has one (see the module docstring). buffers: the
     bucket's CapacityBuffer as observed, when the buffer backend is in use."""
@@ -223,7 +223,7 @@ def diagnose(
         verdict = (classify_not_triggered(event.message)
                    if event is not None and event.reason == "NotTriggerScaleUp" else None)
         ca_says = f"cluster-autoscaler: {event.message}" if event is not None else ""
-        misfit = fit_problem(requests[instance_type], rooms, instance_type)
+        misfit = fit_problem(requests[instance_type], rooms, instance_type, now_s)
         if misfit is not None:
             problem: BucketProblem | None = BucketProblem(instance_type, group, "too_big", misfit)
         elif verdict == "too_big":

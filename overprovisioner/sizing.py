@@ -148,10 +148,16 @@ def _keep(applied: Resources, target: Resources, candidates: Sequence[NodeRoom])
     )
 
 
-def fit_problem(request: Resources, rooms: Iterable[NodeRoom], instance_type: str) -> str | None:
-    """Why `request` fits no usable node of `instance_type`, or None (it fits one, or
-    no usable node of the type exists to compare with)."""
-    nodes = [n for n in rooms if n.instance_type == instance_type and n.usable]
+def fit_problem(request: Resources, rooms: Iterable[NodeRoom], instance_type: str,
+                now_s: float) -> str | None:
+    """Why `request` fits no settled node of `instance_type`, or None (it fits one, or
+    there is no settled node to compare with). Settled: usable and Ready for
+    `TEMPLATE_READY_S`, and reporting GPUs if any are asked for; a node whose DaemonSets
+    or device plugin are still starting says nothing yet."""
+    nodes = [n for n in rooms
+             if n.instance_type == instance_type and n.usable and n.ready_since_s is not None
+             and now_s - n.ready_since_s >= TEMPLATE_READY_S
+             and (n.allocatable.gpu_milli > 0 or request.gpu_milli == 0)]
     if not nodes or any(request.fits_in(n.room) for n in nodes):
         return None
     roomiest = max(nodes, key=lambda n: (n.room.gpu_milli, n.room.cpu_milli, n.room.memory_bytes))
@@ -162,7 +168,7 @@ def fit_problem(request: Resources, rooms: Iterable[NodeRoom], instance_type: st
         ("memory", request.memory_bytes, room.memory_bytes),
     ) if asked > has]
     return (
-        f"requests {_text(request)} but the roomiest of {len(nodes)} usable {instance_type} "
+        f"requests {_text(request)} but the roomiest of {len(nodes)} Ready {instance_type} "
         f"node(s), {roomiest.name}, has {_text(room)} after its DaemonSet pods "
         f"(short of {', '.join(short)})"
     )

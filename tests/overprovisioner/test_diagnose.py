@@ -155,7 +155,7 @@ RUNNING_GROUPS = AutoscalerStatus(True, True, 3, "autoscalerStatus Running, 3 no
 )
 def test_diagnose(rooms, nodes, scale_up, status, expected) -> None:
     scale_ups = {G5: scale_up} if scale_up else {}
-    problems = diagnose([G5], REQUEST, rooms, nodes, scale_ups, status)
+    problems = diagnose([G5], REQUEST, rooms, nodes, scale_ups, status, NOW)
     assert (problems[G5].problem if G5 in problems else None) == expected
 
 
@@ -197,7 +197,7 @@ INJECTED = {"type": "Provisioning", "status": "True", "reason": "FakePodsInjecte
          "template-missing", "not-ready"],
 )
 def test_buffer_not_processed(body, words) -> None:
-    problems = diagnose([G5], REQUEST, [], {}, {}, RUNNING_GROUPS, {G5: body}, NOW)
+    problems = diagnose([G5], REQUEST, [], {}, {}, RUNNING_GROUPS, NOW, {G5: body})
     if words is None:
         assert problems == {}
     else:

@@ -126,11 +126,16 @@ def test_template_nodes_follow_cluster_autoscalers_rule() -> None:
         (Resources(2000, 1000, 1000 * MI), [room("a")], "GPUs"),
         # No usable node of the type: nothing to compare with, no verdict here.
         (Resources(1000, 9000, 1000 * MI), [room("a", usable=False)], None),
+        # Ready 30 s ago, or its device plugin has not registered the GPU yet: it may
+        # still change, no verdict from it.
+        (Resources(1000, 9000, 1000 * MI), [room("a", ready_since=NOW - 30)], None),
+        (Resources(1000, 1000, 1000 * MI), [room("a", gpus=0)], None),
     ],
-    ids=["fits-one", "memory-short", "gpus-short", "no-usable-node"],
+    ids=["fits-one", "memory-short", "gpus-short", "no-usable-node", "just-ready",
+         "gpus-not-registered"],
 )
 def test_fit_problem(request_, rooms, short) -> None:
-    problem = fit_problem(request_, rooms, "g5.xlarge")
+    problem = fit_problem(request_, rooms, "g5.xlarge", NOW)
     if short is None:
         assert problem is None
     else:
