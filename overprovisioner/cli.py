@@ -4,7 +4,8 @@ Decides: how the command line, the config file and the cluster credentials becom
 running service: the Kubernetes client (bucketing.kube_client: `--kubeconfig`, else the
 in-cluster service account in a pod, else the default kubeconfig), the demand recorder
 and its SQLite store (predictor.recorder), the leader elector (skipped in dry-run, which
-never writes), the placeholder applier and the HTTP server on `host:port`.
+never writes), the placeholder applier, the placeholder-pod watch that wakes the loop
+after a preemption (wake.py) and the HTTP server on `host:port`.
 
 Must not: contain service logic; everything here is wiring.
 """
@@ -170,13 +171,14 @@ class RecorderDemand:
     def announced(self, series: Any) -> Any:
         return self.recorder.store.read_announced(series.times, series.columns)
 
-    def start(self) -> Any:
-        """Start the pod and node informers; returns the function that stops them."""
+    def start(self, extra: tuple[Any, ...] = ()) -> Any:
+        """Start the pod and node informers (and `extra` ones); returns the function
+        that stops them."""
         stop = threading.Event()
         threads = [
             threading.Thread(target=informer.run, args=(stop,), daemon=True,
                              name=f"headstart-{informer.name}-informer")
-            for informer in (self.recorder.pods, self.recorder.nodes)
+            for informer in (self.recorder.pods, self.recorder.nodes, *extra)
         ]
         for thread in threads:
             thread.start()
@@ -279,13 +281,19 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     if config.leader_election.enabled and not config.dry_run:
         elector = LeaderElector(api_client, config.placeholders.namespace,
                                 config.leader_election,
-                                on_change=lambda leading: leading and loop.wake())
+                                on_change=lambda leading: leading and loop.wake("leader"))
     load_model, save_model = model_files(int(config.tick_s))
     loop = OverprovisionerLoop(
         config, catalog, demand, metrics, reader, applier,
         is_leader=elector.is_leader if elector is not None else (lambda: True),
         load_model=load_model, save_model=save_model,
     )
-    return create_app(loop, elector=elector, background=demand.start, clock=clock,
-                      sleep=sleep or asyncio.sleep,
+    watches: tuple[Any, ...] = ()
+    if config.placeholders.wake_debounce_s > 0:
+        from overprovisioner.wake import placeholder_pod_informer
+
+        watches = (placeholder_pod_informer(api_client, config, recorder.config,
+                                            loop.wake_debounced),)
+    return create_app(loop, elector=elector, background=lambda: demand.start(watches),
+                      clock=clock, sleep=sleep or asyncio.sleep,
                       api_status=reachability.status if reachability is not None else None)

@@ -162,14 +162,22 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
     buckets = []
     if report.plan is not None:
         for bucket in report.plan.buckets:
+            key = (bucket.instance_type, bucket.placement_group)
             entry = asdict(bucket)
-            forecast = report.forecasts.get((bucket.instance_type, bucket.placement_group))
+            forecast = report.forecasts.get(key)
             entry["forecast_point"] = forecast.point if forecast else None
             entry["forecast_raw"] = forecast.raw_quantile if forecast else None
             entry["reactive"] = forecast.reactive if forecast else False
             entry["announced"] = forecast.announced if forecast else 0.0
             entry["known_by_source"] = known_by_source(
                 report.known, (bucket.instance_type, bucket.placement_group))
+            size = report.sizes.get(bucket.instance_type)
+            entry["placeholder_request"] = _request_json(size.request) if size else None
+            entry["request_source"] = size.source if size else None
+            entry["request_detail"] = size.detail if size else None
+            problem = report.checks.problems.get(key)
+            entry["problem"] = problem.problem if problem else None
+            entry["problem_detail"] = problem.detail if problem else None
             buckets.append(entry)
     applied = None
     if report.applied is not None:
@@ -193,6 +201,7 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
         "buckets": buckets,
         "applied": applied,
         "known_demand": known_document(report.known),
+        "autoscaler_status": report.checks.autoscaler.detail,
         "errors": list(report.errors),
     }
 
@@ -221,3 +230,8 @@ def known_document(state: KnownState | None) -> dict[str, Any] | None:
             for i in items[:KNOWN_ITEMS_SHOWN]
         ],
     }
+
+
+def _request_json(request: Any) -> dict[str, Any]:
+    return {"gpus": request.gpu_milli / 1000, "cpu": f"{request.cpu_milli}m",
+            "memory": f"{request.memory_bytes // 1024**2}Mi"}

@@ -140,6 +140,8 @@ class Informer:
 
     list_call: a kubernetes client list method (e.g. CoreV1Api.list_pod_for_all_namespaces).
     parse: raw object -> cached value, or None to leave it out (a placeholder pod).
+    on_event: told (type, raw object) of every watch event after it is applied (not of
+        relists), in the informer's thread; e.g. the overprovisioner's preemption wake-up.
     """
 
     def __init__(
@@ -150,8 +152,10 @@ class Informer:
         config: RecorderConfig,
         clock: Callable[[], float] = time.time,
         list_kwargs: Mapping[str, Any] | None = None,
+        on_event: Callable[[str, Mapping[str, Any]], None] | None = None,
     ) -> None:
         self.name = name
+        self._on_event = on_event
         self._list_call = list_call
         self._parse = parse
         self._config = config
@@ -220,6 +224,8 @@ class Informer:
             version = (obj.get("metadata") or {}).get("resourceVersion")
             if version:
                 self._resource_version = version
+        if self._on_event is not None:
+            self._on_event(str(event.get("type")), obj)
 
     def run(self, stop: threading.Event) -> None:
         """List, then watch until `stop`; relist on 410 Gone or a bad event; back off on errors."""

@@ -78,6 +78,7 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("trainer.kubeflow.org/v1alpha1", "trainjobs"): ("TrainJob", True),
     ("scheduling.x-k8s.io/v1alpha1", "podgroups"): ("PodGroup", True),
     ("scheduling.volcano.sh/v1beta1", "podgroups"): ("PodGroup", True),
+    ("autoscaling.x-k8s.io/v1beta1", "capacitybuffers"): ("CapacityBuffer", True),
 }
 KIND_TO_PLURAL = {(gv, kind): plural for (gv, plural), (kind, _) in RESOURCES.items()}
 # CRDs a cluster may not have: served only when a test says so (`serve`).
@@ -86,7 +87,10 @@ CRD_GROUP_VERSIONS = frozenset({
     "kubeflow.org/v1", "trainer.kubeflow.org/v1alpha1", "scheduling.x-k8s.io/v1alpha1",
     "scheduling.volcano.sh/v1beta1",
 })
-DEFAULT_OFF = frozenset({"autoscaling.x-k8s.io/v1alpha1"}) | CRD_GROUP_VERSIONS
+# A CRD is not installed until a test serves it. The two CapacityBuffer versions are
+# separate stores here; a real API server keeps one and converts between them.
+DEFAULT_OFF = frozenset({"autoscaling.x-k8s.io/v1alpha1", "autoscaling.x-k8s.io/v1beta1"}) \
+    | CRD_GROUP_VERSIONS
 
 REASONS = {
     400: "BadRequest", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",

@@ -283,6 +283,16 @@ def consistency_problems(rendered: Rendered) -> list[str]:
                 "at or above 0 real pods cannot preempt them")
         if priority.get("preemptionPolicy") != "Never":
             add(rendered.where(priority, "preemptionPolicy") + ": placeholders must never preempt")
+    # Placeholders go through the scheduler of the pods meant to preempt them: with the
+    # default scheduler, one placeholder preempted by headstart-scheduler is re-created
+    # and can be put back on the freed node first (kubernetes/kubernetes#130429).
+    scheduler = placeholders.get("scheduler_name",
+                                 OverprovisionerConfig().placeholders.scheduler_name)
+    shipped = [p.get("schedulerName") for p in profiles]
+    if scheduler not in shipped:
+        add(rendered.where(op_cm, "config.yaml placeholders.scheduler_name")
+            + f": {scheduler!r} is not the shipped scheduler {shipped}; placeholders must use "
+              "the scheduler of the training pods that preempt them")
     placeholder_label = LocalityConfig().placeholder_label
     if placeholder_label != "headstart.io/placeholder":
         add(f"locality.config: placeholder label {placeholder_label!r} differs from the docs")

@@ -211,7 +211,7 @@ def exercise_overprovisioner(tmp_path: Path, backend: str, api_version: str,
     kube = FakeKube().start()
     try:
         if backend == "capacitybuffer":
-            kube.serve("autoscaling.x-k8s.io/v1alpha1")
+            kube.serve(api_version)
         for group_version in CRD_GROUP_VERSIONS:
             kube.serve(group_version)
         seed_cluster(kube)
@@ -239,7 +239,7 @@ def test_overprovisioner_rbac_matches_its_api_calls(rendered, tmp_path):
     calls = set()
     for backend, api_version, kind in [
         ("deployment", "apps/v1", "Deployment"),
-        ("capacitybuffer", "autoscaling.x-k8s.io/v1alpha1", "CapacityBuffer"),
+        ("capacitybuffer", "autoscaling.x-k8s.io/v1beta1", "CapacityBuffer"),
     ]:
         (tmp_path / backend).mkdir()
         calls |= exercise_overprovisioner(tmp_path / backend, backend, api_version, kind)

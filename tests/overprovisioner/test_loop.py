@@ -338,11 +338,9 @@ def test_an_empty_history_is_a_cold_start_not_an_error(fake_kube) -> None:
     assert report.ok and report.mode == "ladder"
 
 
-def test_wake_runs_the_next_tick_at_once(fake_kube) -> None:
-    import threading
-
-    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
-    loop = make_loop(fake_kube, make_config(dry_run=True), demand)
+def run_and_poke(loop, demand, poke, settle_s: float = 0.0) -> None:
+    """Run the loop with a sleep that never ends; after its first tick call `poke()`
+    (which must wake it), wait for the second tick and `settle_s` more, then stop."""
     stop = asyncio.Event()
 
     async def never(seconds: float) -> None:
@@ -352,15 +350,26 @@ def test_wake_runs_the_next_tick_at_once(fake_kube) -> None:
         task = asyncio.create_task(loop.run(lambda: at_tick(29), never, stop))
         while not demand.recorded:
             await asyncio.sleep(0.01)
-        # As the elector does on winning the Lease: from another thread.
-        threading.Thread(target=loop.wake).start()
+        poke()
         while len(demand.recorded) < 2:
             await asyncio.sleep(0.01)
+        await asyncio.sleep(settle_s)
         stop.set()
         await task
 
     asyncio.run(asyncio.wait_for(main(), 10))
+
+
+def test_wake_runs_the_next_tick_at_once(fake_kube) -> None:
+    import threading
+
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(dry_run=True), demand)
+    # As the elector does on winning the Lease: from another thread.
+    run_and_poke(loop, demand, lambda: threading.Thread(target=loop.wake).start())
     assert demand.recorded == [at_tick(29), at_tick(29)]
+    assert loop.metrics.registry.get_sample_value(
+        "headstart_overprovisioner_wakeups_total", {"reason": "leader"}) == 1
 
 
 def test_a_leader_that_loses_the_lease_mid_tick_does_not_write(fake_kube) -> None:

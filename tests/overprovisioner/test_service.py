@@ -152,10 +152,10 @@ def _resource(path: str) -> str:
 # GET on a collection = list (watch with ?watch=true), GET on a name = get, PATCH = patch
 # (server-side apply), POST = create, PUT = update, DELETE = delete.
 EXPECTED_CALLS = {
-    ("GET", "autoscaling.x-k8s.io/v1alpha1 (discovery)"),
-    ("GET", "autoscaling.x-k8s.io/v1alpha1 capacitybuffers"),
-    ("PATCH", "autoscaling.x-k8s.io/v1alpha1 capacitybuffers"),
-    ("DELETE", "autoscaling.x-k8s.io/v1alpha1 capacitybuffers"),
+    *{(method, f"autoscaling.x-k8s.io/{version} {what}")
+      for version in ("v1beta1", "v1alpha1")
+      for method, what in (("GET", "(discovery)"), ("GET", "capacitybuffers"),
+                           ("PATCH", "capacitybuffers"), ("DELETE", "capacitybuffers"))},
     ("GET", "apps/v1 deployments"),
     ("PATCH", "apps/v1 deployments"),
     ("DELETE", "apps/v1 deployments"),
@@ -173,6 +173,7 @@ EXPECTED_CALLS = {
     # Known demand: discovery of each source's group/version, then list + watch.
     *{("GET", f"{w.group}/{v} (discovery)") for w in WATCHED for v in w.versions},
     *{("GET", f"{w.group}/{v} {w.plural}") for w in WATCHED for v in w.versions},
+    ("GET", "v1 configmaps"),  # cluster-autoscaler's status, in kube-system
 }
 
 
