@@ -1,8 +1,8 @@
 """`headstart extender`: run the scheduler extender service.
 
 Decides: how the command line, the YAML config and the Kubernetes client configuration
-(in-cluster when running in a pod, else `--kubeconfig` or the default kubeconfig) are
-put together, TLS, and graceful shutdown: on SIGTERM aiohttp stops accepting, lets
+(bucketing.kube_client: `--kubeconfig`, else in-cluster in a pod, else the default
+kubeconfig) are put together, TLS, and graceful shutdown: on SIGTERM aiohttp stops accepting, lets
 in-flight requests finish for up to `shutdown_timeout_seconds`, then the cleanup
 context stops the watch threads.
 
@@ -13,8 +13,9 @@ Must not: make decisions; import aiohttp or the kubernetes client before the han
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
+
+from bucketing.logs import LOG_FORMATS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,40 +43,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="TCP port for /healthz, /readyz, /metrics, /explain (overrides the config; "
         "default 8889)",
     )
+    parser.add_argument("--log-format", choices=LOG_FORMATS,
+                        help="json: one object per line (default, from the config's "
+                             "log_format); text: for a human at a terminal")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from bucketing.api_reachability import monitor_reachability
+    from bucketing.kube_client import load_api_client
+    from bucketing.logs import configure_logging
     from extender.config import load_config
-    from extender.logs import configure_logging
 
     config = load_config(args.config).with_overrides(port=args.port, ops_port=args.ops_port)
-    configure_logging(config.log_format, config.log_level)
-    serve(config, kube_api_client(args.kubeconfig))
+    configure_logging(args.log_format or config.log_format, config.log_level)
+    api_client = load_api_client(args.kubeconfig)
+    monitor_reachability(api_client)
+    serve(config, api_client)
     return 0
-
-
-def kube_api_client(kubeconfig: Path | None):
-    """An ApiClient: `kubeconfig` if given, in-cluster inside a pod, else the default file."""
-    from kubernetes import client, config
-
-    from bucketing.errors import ConfigError
-
-    configuration = client.Configuration()
-    try:
-        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config(client_configuration=configuration)
-        else:
-            config.load_kube_config(
-                config_file=str(kubeconfig) if kubeconfig else None,
-                client_configuration=configuration,
-            )
-    except (config.ConfigException, OSError, TypeError, ValueError) as error:
-        where = str(kubeconfig) if kubeconfig else "kubeconfig"
-        raise ConfigError(
-            f"{where}: cannot load Kubernetes client configuration ({error})"
-        ) from None
-    return client.ApiClient(configuration)
 
 
 def serve(config, api_client) -> None:

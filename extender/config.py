@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bucketing.errors import ConfigError
+from bucketing.logs import LOG_FORMATS
 from bucketing.yamlfile import load_yaml_file
 from locality.config import LocalityConfig
 
@@ -120,7 +121,6 @@ class ExtenderConfig:
         return config
 
 
-_LOG_FORMATS = ("json", "text")
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -166,7 +166,7 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
         ):
             values[name] = _positive_float(raw, where)
         elif name == "log_format":
-            values[name] = _choice(raw, where, _LOG_FORMATS)
+            values[name] = _choice(raw, where, LOG_FORMATS)
         elif name == "log_level":
             values[name] = _choice(raw, where, _LOG_LEVELS)
         elif name in ("tls_cert_file", "tls_key_file"):

@@ -164,3 +164,44 @@ def test_a_port_out_of_range_or_taken_is_one_line(fake_kube, tmp_path, capsys):
     assert main(["extender", "--kubeconfig", kubeconfig, "--port", "8888",
                  "--ops-port", "8888"]) == 2
     assert "both are 8888" in capsys.readouterr().err
+
+
+def test_an_unreachable_api_server_is_one_line_then_ready(tmp_path):
+    from tests.fakekube import FakeKube
+
+    api_port = free_port()
+    late = FakeKube()
+    late.url = server = f"http://127.0.0.1:{api_port}"
+    kubeconfig = late.write_kubeconfig(tmp_path / "kubeconfig")
+    port, ops_port = free_port(), free_port()
+    process = start_extender(kubeconfig, port, ops_port=ops_port)
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # 503 naming the failure while nothing answers
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{ops_port}/readyz", timeout=5)
+            except urllib.error.HTTPError as error:
+                body = json.loads(error.read())
+                if body["watches"]["nodes"]["consecutive_failures"]:
+                    assert "Connection refused" in body["watches"]["nodes"]["last_error"]
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        late.start(api_port)
+        assert wait_ready(process, f"http://127.0.0.1:{ops_port}/readyz")["ready"] is True
+    finally:
+        code, logs = stop(process)
+        late.stop()
+    assert code == 0, logs
+    records = [json.loads(line) for line in logs.splitlines()]  # JSON lines, nothing else
+    about_api = [(r["level"], r["message"]) for r in records
+                 if r["logger"] == "headstart.kubernetes"]
+    assert about_api[0] == ("warning", f"cannot reach the Kubernetes API server {server} "
+                                       "(Connection refused); retrying with backoff until it "
+                                       "answers")
+    assert len(about_api) == 2 and about_api[1][0] == "info"
+    # Three watches failed many times; none of it reaches the log above debug level.
+    assert not [r for r in records if r["level"] == "warning"][1:]
+    assert "Retrying" not in logs and "Traceback" not in logs

@@ -86,6 +86,14 @@ def render(overlay: str, manifests: Path, workdir: Path) -> Rendered:
     return Rendered(overlay, objects)
 
 
+def headstart_image() -> str:
+    """The image name the base renders for headstart's containers: the placeholder users
+    replace (manifests/base/kustomization.yaml `images:`, docs/image.md)."""
+    kustomization = yaml.safe_load((MANIFESTS / "base" / "kustomization.yaml").read_text())
+    (entry,) = [i for i in kustomization["images"] if i["name"] == "headstart"]
+    return entry["newName"]
+
+
 def containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
     spec = obj.get("spec", {}).get("template", {}).get("spec", {})
     return list(spec.get("initContainers", [])) + list(spec.get("containers", []))
@@ -251,7 +259,7 @@ def consistency_problems(rendered: Rendered) -> list[str]:
 
     for obj in rendered.of_kind("Deployment"):
         for container in containers(obj):
-            if not container.get("image", "").startswith("ghcr.io/headstart-project/headstart"):
+            if not container.get("image", "").startswith(headstart_image()):
                 continue
             args = container.get("args") or []
             try:
@@ -294,6 +302,16 @@ def consistency_problems(rendered: Rendered) -> list[str]:
                 "at or above 0 real pods cannot preempt them")
         if priority.get("preemptionPolicy") != "Never":
             add(rendered.where(priority, "preemptionPolicy") + ": placeholders must never preempt")
+    # Placeholders go through the scheduler of the pods meant to preempt them: with the
+    # default scheduler, one placeholder preempted by headstart-scheduler is re-created
+    # and can be put back on the freed node first (kubernetes/kubernetes#130429).
+    scheduler = placeholders.get("scheduler_name",
+                                 OverprovisionerConfig().placeholders.scheduler_name)
+    shipped = [p.get("schedulerName") for p in profiles]
+    if scheduler not in shipped:
+        add(rendered.where(op_cm, "config.yaml placeholders.scheduler_name")
+            + f": {scheduler!r} is not the shipped scheduler {shipped}; placeholders must use "
+              "the scheduler of the training pods that preempt them")
     placeholder_label = LocalityConfig().placeholder_label
     if placeholder_label != "headstart.io/placeholder":
         add(f"locality.config: placeholder label {placeholder_label!r} differs from the docs")

@@ -60,6 +60,9 @@ CASES = [
      ["Deployment/headstart-overprovisioner", "args", "not a valid command line"]),
     ("base/overprovisioner/pvc.yaml", "storage: 2Gi", "storage: [2Gi]", checks.schema_problems,
      ["base/overprovisioner/pvc.yaml", "spec.resources.requests.storage"]),
+    ("overlays/eks/overprovisioner-config.yaml", "scheduler_name: headstart-scheduler",
+     "scheduler_name: default-scheduler", checks.consistency_problems,
+     ["headstart-overprovisioner-config", "placeholders.scheduler_name", "default-scheduler"]),
     ("overlays/eks/overprovisioner-config.yaml", "quantile: 0.9", "quantile: 1.5",
      checks.headstart_config_problems, ["headstart-overprovisioner-config", "forecast.quantile"]),
     # The scheduler binds through the extender: bindVerb and bind_enabled go together.

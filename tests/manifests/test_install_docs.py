@@ -1,6 +1,7 @@
 """The install steps users paste from docs/install-eks.md and docs/install-gke.md work:
-the kube-scheduler version is read from the cluster, and the two-line overlay renders
-with that tag on the second scheduler and nothing else changed."""
+the kube-scheduler version is read from the cluster, and the kustomization the block
+writes renders with that tag on the second scheduler and the user's headstart image
+(docs/image.md) on the extender and the overprovisioner."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ VERSIONS = [
 def install_block(doc: str) -> str:
     text = (checks.REPO / doc).read_text()
     blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S)
-              if "my-headstart/kustomization.yaml" in b]
-    assert len(blocks) == 1, f"{doc}: expected one install block with the version overlay"
+              if "my-cluster/kustomization.yaml" in b]
+    assert len(blocks) == 1, f"{doc}: expected one install block writing my-cluster"
     return blocks[0]
 
 
@@ -39,16 +40,20 @@ def test_the_documented_command_reads_the_control_planes_minor(raw, minor):
     assert found == minor
 
 
-@pytest.mark.parametrize("doc, overlay", [("docs/install-eks.md", "eks"),
-                                          ("docs/install-gke.md", "gke")], ids=["eks", "gke"])
-def test_the_documented_overlay_sets_the_schedulers_version(tmp_path, doc, overlay):
+IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/headstart@sha256:" + "3f1c" * 16
+
+
+@pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
+                         ids=["eks", "gke"])
+def test_the_documented_kustomization_sets_both_images(tmp_path, doc):
+    # The block's own shell writes the file (the ${IMAGE%@*} expansions included), with
+    # IMAGE as docs/image.md step 3 leaves it and TAG as the curl would.
     block = install_block(doc)
-    kustomization = re.search(r"<<EOF\n(.*?)\nEOF", block, flags=re.S).group(1)
+    writes = block[block.index("mkdir -p my-cluster"):block.index("\nEOF\n") + len("\nEOF\n")]
     shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
-    (tmp_path / "my-headstart").mkdir()
-    (tmp_path / "my-headstart" / "kustomization.yaml").write_text(
-        kustomization.replace("$TAG", "v1.33.5"))
-    result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-headstart")],
+    subprocess.run(["bash", "-euc", writes], cwd=tmp_path, check=True,
+                   env={"PATH": "/usr/bin:/bin", "IMAGE": IMAGE, "TAG": "v1.33.5"})
+    result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     images = {
@@ -58,5 +63,5 @@ def test_the_documented_overlay_sets_the_schedulers_version(tmp_path, doc, overl
     }
     assert images[("headstart-scheduler", "kube-scheduler")] == (
         "registry.k8s.io/kube-scheduler:v1.33.5")
-    assert images[("headstart-extender", "extender")].startswith(
-        "ghcr.io/headstart-project/headstart:")
+    assert images[("headstart-extender", "extender")] == IMAGE
+    assert images[("headstart-overprovisioner", "overprovisioner")] == IMAGE

@@ -220,13 +220,16 @@ def exercise_overprovisioner(tmp_path: Path, backend: str, api_version: str,
                              kind: str) -> set[Call]:
     """On a fresh fake cluster with no history (cold start): the first run recreates the
     missing PriorityClass and applies one placeholder per type; a second run with one
-    type fewer prunes the other. Returns the RBAC attributes of every call made."""
-    from tests.fakekube import FakeKube
+    type fewer prunes the other. Every known-demand source's API is served, so the
+    default config reads them all. Returns the RBAC attributes of every call made."""
+    from tests.fakekube import CRD_GROUP_VERSIONS, FakeKube
 
     kube = FakeKube().start()
     try:
         if backend == "capacitybuffer":
-            kube.serve("autoscaling.x-k8s.io/v1alpha1")
+            kube.serve(api_version)
+        for group_version in CRD_GROUP_VERSIONS:
+            kube.serve(group_version)
         seed_cluster(kube)
         kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
         for run, types in enumerate((["g5.xlarge", "g5.12xlarge"], ["g5.xlarge"])):
@@ -252,7 +255,7 @@ def test_overprovisioner_rbac_matches_its_api_calls(rendered, tmp_path):
     calls = set()
     for backend, api_version, kind in [
         ("deployment", "apps/v1", "Deployment"),
-        ("capacitybuffer", "autoscaling.x-k8s.io/v1alpha1", "CapacityBuffer"),
+        ("capacitybuffer", "autoscaling.x-k8s.io/v1beta1", "CapacityBuffer"),
     ]:
         (tmp_path / backend).mkdir()
         calls |= exercise_overprovisioner(tmp_path / backend, backend, api_version, kind)
