@@ -102,8 +102,16 @@ class LocalityConfig:
     gpu_resource: str = DEFAULT_GPU_RESOURCE
     """Extended-resource name of a GPU, in pod requests, node allocatable and NRT zones."""
 
-    assumed_ttl_seconds: float = 30.0
-    """How long a steered-but-not-yet-visible placement is trusted before it is dropped."""
+    assumed_ttl_seconds: float = 90.0
+    """How long the extender trusts what it knows before the API shows it: a pod's node
+    from its bind call until the watch shows the binding, and a pod it answered for
+    until its bind call comes (`extender.inflight`). A bind can come late: a Permit
+    plugin holds a gang's pods until the whole gang is placed, up to scheduler-plugins
+    Coscheduling's `permitWaitingTimeSeconds` (60 s by default, apis/config/v1/
+    defaults.go), and the pods answered first must still count as in flight when the
+    last one is placed. 90 s is that 60 s plus a margin for PreBind and the watch; raise
+    it with a longer Permit wait. Entries end earlier as soon as the binding shows or
+    the bind fails."""
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None, source: str = "config") -> LocalityConfig:

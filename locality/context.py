@@ -32,7 +32,7 @@ from locality.model import (
     Pod,
     Role,
 )
-from locality.placement import AssumedPlacements, JobPlacement, job_placement
+from locality.placement import AssumedPlacements, JobPlacement, add_requests, job_placement
 
 _NO_EXTRA: Mapping[str, Resources] = {}
 _NO_TOPOLOGIES: Mapping[str, NodeTopology] = {}
@@ -72,6 +72,9 @@ class DecisionContext:
     (`NodeTopology.charged`, the zone `NodeTopology.zone_for` picks, oldest assumption
     first); the NUMA rule and term read these instead of `NodeState.topology`. See
     `numa_topology`.
+    expected_requested: extra_requested plus other jobs' claims (`locality.claims`):
+    what each node is expected to hold beyond its bound pods. The idle term and
+    preferred_groups read it; filters read extra_requested only (claims are soft).
     """
 
     pod: Pod
@@ -86,6 +89,7 @@ class DecisionContext:
     preferred_groups: frozenset[str] = frozenset()
     idle_dims: tuple[bool, bool, bool] = (True, True, True)
     assumed_topologies: Mapping[str, NodeTopology] = field(default_factory=dict)
+    expected_requested: Mapping[str, Resources] = field(default_factory=dict)
 
     def numa_topology(self, state: NodeState) -> NodeTopology | None:
         """The node's NUMA zones as the pod would find them: assumed placements charged."""
@@ -109,13 +113,15 @@ def decision_context(
     cluster: Mapping[str, NodeState],
     now: float,
     config: LocalityConfig,
+    claimed: Mapping[str, Resources] = _NO_EXTRA,
 ) -> DecisionContext:
     """The context for `pod`: identity, policy, placement (bound + assumed), groups.
 
     job_pods: the pods of the pod's job known to the cache (any phase; may include the
     pod itself; ignored when the pod has no job). cluster: every node the cache knows,
     by name (used to map the job's pods to groups, and to size groups for a job's first
-    pod). now: seconds, the same clock as the assumptions' expiry.
+    pod). now: seconds, the same clock as the assumptions' expiry. claimed: other
+    jobs' claims per node (`locality.claims`), soft: see `DecisionContext`.
     """
     identity = identify(pod, config)
     policy = job_policy(pod, config)
@@ -123,7 +129,7 @@ def decision_context(
         return DecisionContext(pod, None, policy, None)
     placement = job_placement(pod, identity.key, policy, job_pods, assumed, now, config)
     if not len(assumed):
-        return build_context(pod, identity, policy, placement, cluster)
+        return build_context(pod, identity, policy, placement, cluster, claimed=claimed)
     extra = assumed.requested_by_node(now, excluding=pod.uid)
     topologies: Mapping[str, NodeTopology] = _NO_TOPOLOGIES
     if pod.request.gpu_milli > 0 and policy.numa is not Locality.NONE:
@@ -131,7 +137,7 @@ def decision_context(
         topologies = topologies_after_assumed(
             assumed.numa_requests_by_node(now, excluding=pod.uid), cluster
         )
-    return build_context(pod, identity, policy, placement, cluster, extra, topologies)
+    return build_context(pod, identity, policy, placement, cluster, extra, topologies, claimed)
 
 
 def topologies_after_assumed(
@@ -163,6 +169,7 @@ def build_context(
     cluster: Mapping[str, NodeState],
     extra_requested: Mapping[str, Resources] = _NO_EXTRA,
     assumed_topologies: Mapping[str, NodeTopology] = _NO_TOPOLOGIES,
+    claimed: Mapping[str, Resources] = _NO_EXTRA,
 ) -> DecisionContext:
     """The lower-level constructor, for callers (the simulator) that track placement
     themselves. Cost: O(job pods), plus O(nodes in `cluster`) when the job has no home
@@ -197,15 +204,22 @@ def build_context(
 
     home_group = _most_common(ps_groups) or _most_common(groups)
 
+    expected = add_requests(extra_requested, claimed) if claimed else extra_requested
     group_fits: dict[str, GroupFit] = {}
     preferred_groups: frozenset[str] = frozenset()
     if home_group is None and policy.placement_group is not Locality.NONE:
+        # The required filter sizes groups on capacity; the preference also leaves other
+        # jobs' claims alone, and falls back to capacity when no group has room for both.
         group_fits = _fit(cluster, placement, extra_requested, None)
         preferred_groups = frozenset(g for g, fit in group_fits.items() if fit.holds_job)
+        if claimed and preferred_groups:
+            unclaimed = _fit(cluster, placement, expected, None)
+            preferred_groups = frozenset(
+                g for g, fit in unclaimed.items() if fit.holds_job) or preferred_groups
         if policy.packing is Packing.SPREAD and preferred_groups:
             # Spread wants a node per pod: prefer groups with that many free nodes when
             # any has them. The required filter still only asks for capacity.
-            spread_fits = _fit(cluster, placement, extra_requested, 1)
+            spread_fits = _fit(cluster, placement, expected, 1)
             roomy = frozenset(g for g, fit in spread_fits.items() if fit.holds_job)
             preferred_groups = roomy or preferred_groups
 
@@ -217,7 +231,7 @@ def build_context(
     return DecisionContext(
         pod, identity, policy, placement, extra_requested,
         frozenset(counterpart), frozenset(job_nodes), home_group, group_fits,
-        preferred_groups, idle_dims, assumed_topologies,
+        preferred_groups, idle_dims, assumed_topologies, expected,
     )
 
 

@@ -146,7 +146,8 @@ def _service_config(args: argparse.Namespace) -> tuple[Any, Any]:
 
     path = getattr(args, "config", None)
     if not path:
-        return OverprovisionerConfig(), load_catalog(getattr(args, "catalog", None) or "aws")
+        return OverprovisionerConfig(), load_catalog(getattr(args, "catalog", None) or "aws",
+                                                     "--catalog")
     for option, value in (("--buckets", getattr(args, "buckets", None)),
                           ("--catalog", getattr(args, "catalog", None))):
         if value:

@@ -18,7 +18,8 @@ def test_defaults_match_the_docs():
     assert config.job_labels[0] == JobLabelKeys(
         "training.kubeflow.org/job-name", "training.kubeflow.org/replica-type"
     )
-    assert (config.gpu_resource, config.assumed_ttl_seconds) == ("nvidia.com/gpu", 30.0)
+    # 90 s: outlasts Coscheduling's default Permit wait (60 s) for a gang's binds.
+    assert (config.gpu_resource, config.assumed_ttl_seconds) == ("nvidia.com/gpu", 90.0)
     assert "ToBeDeletedByClusterAutoscaler" in config.unavailable_node_taints
 
 
