@@ -89,10 +89,6 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="GPU node start-up after CA asks (default 5m)")
     parser.add_argument("--cpu-node-startup", default="2m",
                         help="GPU-less node start-up (default 2m)")
-    parser.add_argument("--replan-latency", default="5s",
-                        help="how long after a placeholder's preemption the service "
-                        "re-plans (its pod watch wakes the loop; default 5s; `tick` = not "
-                        "before its next tick)")
     parser.add_argument("--days", type=float, default=None,
                         help="simulate only the first N days of the window")
     parser.add_argument("--from-day", type=float, default=0.0,
@@ -111,12 +107,9 @@ def _config(args: argparse.Namespace, service: Any) -> Any:
     from bucketing.durations import parse_duration
     from overprovisioner.sim.config import SimConfig
 
-    latency = args.replan_latency.strip()
     return SimConfig(
         gpu_startup_s=parse_duration(args.node_startup, "--node-startup"),
         cpu_startup_s=parse_duration(args.cpu_node_startup, "--cpu-node-startup"),
-        replan_latency_s=None if latency == "tick" else (
-            0.0 if latency in ("0", "0s") else parse_duration(latency, "--replan-latency")),
         groups_per_gpu_type=args.groups,
         scoring=args.scoring,
         seed=args.seed,
@@ -257,8 +250,8 @@ def describe_service(config: Any) -> str:
     stabilize = (f"stabilization tau {forecast.stabilize_tau_s:g} s"
                  if forecast.stabilize_tau_s > 0 else "no stabilization")
     fallback = "reactive fallback on" if forecast.fallback else "no fallback"
-    latency = ("at its next tick" if config.replan_latency_s is None
-               else f"{config.replan_latency_s:g} s after a preemption")
+    debounce = service.placeholders.wake_debounce_s
+    latency = ("at its next tick" if debounce <= 0 else f"{debounce:g} s after a preemption")
     cap = service.limits.cost_cap_per_hour
     limits_cap = "no cost cap" if cap is None else f"cost cap {cap:g} $/h"
     return (f"predictive = the overprovisioner service as configured ({service.source}): "

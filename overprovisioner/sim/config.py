@@ -34,9 +34,6 @@ class SimConfig:
     max_nodes_per_group: node group size limit (None = unlimited).
     scoring: `headstart` (the locality core) or `default` (least allocated).
     seed: the random generator's seed (CA's random tie-break between node groups).
-    replan_latency_s: seconds from a placeholder's preemption until the service re-plans
-        (its placeholder-pod watch wakes the loop, which runs the tick again: records
-        demand, forecasts, plans, applies); None = only at the next tick.
     cpa_poll_s: how often cluster-proportional-autoscaler, which drives `proportional`,
         counts nodes and resizes (its `--poll-period-seconds`, default 10).
     peer_tick_s: how often the `static` and `scheduled` peers reconcile their
@@ -48,7 +45,9 @@ class SimConfig:
     service: the overprovisioner configuration the predictive policy (and the two
         oracles, which replace only its forecast) runs: tick, horizon, forecast.*,
         limits.* (per-type min/max, cost cap, virtual instance size), the placeholder
-        PriorityClass. Its instance types are replaced by the simulated ones.
+        PriorityClass, and `placeholders.wake_debounce` (how long after a placeholder's
+        preemption its pod watch makes the loop re-plan; 0 = at the next tick only).
+        Its instance types are replaced by the simulated ones.
     """
 
     gpu_startup_s: float = 300.0
@@ -59,7 +58,6 @@ class SimConfig:
     max_nodes_per_group: int | None = None
     scoring: str = "headstart"
     seed: int = 0
-    replan_latency_s: float | None = 5.0
     cpa_poll_s: float = 10.0
     peer_tick_s: float = 60.0
     rate_window_s: float = 3600.0
@@ -71,8 +69,6 @@ class SimConfig:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise InputError(f"simulate: {name} must be a positive duration, got {value}")
-        if self.replan_latency_s is not None and not self.replan_latency_s >= 0:
-            raise InputError("simulate: replan_latency_s must not be negative")
         if self.groups_per_gpu_type < 1:
             raise InputError("simulate: groups_per_gpu_type must not be negative or zero")
         if self.seed < 0:

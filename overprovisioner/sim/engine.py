@@ -16,7 +16,9 @@ Decides the order of events and what each does:
 - a preempted placeholder is recreated by its ReplicaSet at once (pending, so CA may
   launch a node for it at its next scan); for the service-driven policies
   (`policy.replans`) the service's pod watch wakes its loop, which runs the tick again
-  `replan_latency_s` later (re-records demand, re-forecasts, re-plans): that cancels the
+  the service config's `placeholders.wake_debounce` after the first preemption (later
+  ones join that re-plan; 0 = no watch, the next tick only; the tick's own work is
+  taken as instant): it re-records demand, re-forecasts, re-plans, which cancels the
   replacement when the plan no longer wants it. The peers' controllers do not react.
 Events at one instant run finishes, then node-readies, then arrivals, then scans,
 then policy ticks, so freed capacity is visible to what arrives at the same second.
@@ -263,8 +265,8 @@ class _Run:
             self.pending_placeholders[(b, node.group)] += 1
             self.preemptions += 1
             self.want_scan(now, b)
-            latency = self.config.replan_latency_s
-            if latency is not None and self.policy.replans and not self.replan_pending:
+            latency = self.config.service.placeholders.wake_debounce_s
+            if latency > 0 and self.policy.replans and not self.replan_pending:
                 self.replan_pending = True
                 self.push(now + latency, REPLAN, 0)
         self._bind(pod, node, now)

@@ -69,12 +69,11 @@ def test_demo_writes_report(tmp_path, capsys):
         (["--seed", "-1"], "seed"),
         (["--groups", "0"], "groups_per_gpu_type"),
         (["--catalog", "nowhere.yaml"], "nowhere.yaml"),
-        (["--replan-latency", "soon"], "--replan-latency"),
         (["--config", "missing.yaml"], "missing.yaml"),
     ],
     ids=["unknown-policy", "negative-static", "bad-duration", "negative-duration",
          "quantile", "cpa-min-0", "overlapping-schedule", "zero-days", "negative-seed",
-         "zero-groups", "missing-catalog", "bad-latency", "missing-config"],
+         "zero-groups", "missing-catalog", "missing-config"],
 )
 def test_bad_input_is_one_line_exit_2(trace_file, extra, message, capsys):
     code = main(["simulate", "--trace", str(trace_file), *extra])
@@ -111,7 +110,7 @@ def test_config_file_is_what_predictive_runs(trace_file, tmp_path, capsys):
     # settings what predictive runs (printed on the summary's second line).
     path = service_file(tmp_path, "instance_types: [g4dn.xlarge]\ntick: 1m\n"
                                   "forecast: {model: last, quantile: 0.8, fallback: false,"
-                                  " stabilize_tau: 0s}\n")
+                                  " stabilize_tau: 0s}\nplaceholders: {wake_debounce: 0s}\n")
     code = main(["simulate", "--trace", str(trace_file), "--config", str(path),
                  "--policy", "reactive", "predictive"])
     out = capsys.readouterr().out
@@ -119,6 +118,7 @@ def test_config_file_is_what_predictive_runs(trace_file, tmp_path, capsys):
     assert f"as configured ({path}): 60-s tick" in out
     assert "last at quantile 0.8, no stabilization, no fallback" in out
     assert "on g4dn.xlarge;" in out
+    assert "re-plans at its next tick" in out  # wake_debounce 0: no pod watch
 
 
 @pytest.mark.parametrize(

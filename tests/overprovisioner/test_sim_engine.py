@@ -217,32 +217,40 @@ def test_scheduled_keeps_its_count_in_its_hours_only():
     assert result.node_removed[launched][:2].tolist() == [4200.0, 4200.0]
 
 
+def woken_after(debounce_s: float) -> OverprovisionerConfig:
+    """ONE_MINUTE whose placeholder-pod watch re-plans `debounce_s` after a preemption."""
+    from dataclasses import replace
+
+    return replace(ONE_MINUTE, placeholders=replace(ONE_MINUTE.placeholders,
+                                                    wake_debounce_s=debounce_s))
+
+
 @pytest.mark.parametrize(
-    "latency, launches",
+    "debounce, launches",
     [
         # The oracle keeps 1 placeholder for the pod at 1805, which preempts it; the
         # ReplicaSet recreates it and CA's next scan is at 1810. Re-planning 1 s later
         # (1806) the service sees the pod running and wants none: the replacement is
         # cancelled before the scan, 1 launch in all.
         (1.0, 1),
-        # 5 s later (1810) the scan runs first (same instant, CA's scan before the
-        # service's tick) and launches a node for the replacement: 2 launches.
+        # 5 s later (1810, the default wake_debounce) the scan runs first (same instant,
+        # CA's scan before the service's tick) and launches a node for the replacement.
         (5.0, 2),
-        # never before the next tick (1860): the scan at 1810 launches too.
-        (None, 2),
+        # 0 = no watch, never before the next tick (1860): the scan at 1810 launches too.
+        (0.0, 2),
     ],
-    ids=["1s", "5s", "next-tick"],
+    ids=["1s", "5s", "no-watch"],
 )
-def test_replan_latency_races_cluster_autoscalers_scan(latency, launches):
-    config = SimConfig(groups_per_gpu_type=1, service=ONE_MINUTE, replan_latency_s=latency)
+def test_wake_debounce_races_cluster_autoscalers_scan(debounce, launches):
+    config = SimConfig(groups_per_gpu_type=1, service=woken_after(debounce))
     result = simulate([pod("p", 1805, 600)], policy="oracle", config=config)
     assert result.placed_at[0] == pytest.approx(1805.0) and result.preemptions == 1
     assert int((~result.node_initial).sum()) == launches
 
 
 def test_peers_do_not_replan_after_a_preemption():
-    # static:1 with a 1-s re-plan latency: its ReplicaSet's replacement is launched at
-    # the next scan (1810) whatever the latency, as before.
-    config = SimConfig(groups_per_gpu_type=1, service=ONE_MINUTE, replan_latency_s=1.0)
+    # static:1 beside a service that would re-plan 1 s after: its ReplicaSet's
+    # replacement is launched at the next scan (1810) whatever the service does.
+    config = SimConfig(groups_per_gpu_type=1, service=woken_after(1.0))
     result = simulate([pod("p", 1805, 600)], policy="static:1", config=config)
     assert result.node_launched.tolist() == [0.0, 1810.0]
