@@ -85,13 +85,14 @@ class PlanContext:
     horizon_ticks: np.ndarray  # (B,) the forecast horizon of each type, in policy ticks
     memo: dict = field(default_factory=dict)
 
-    def observations(self, view: TickView, forecast: np.ndarray) -> list[BucketObservation]:
+    def observations(self, view: TickView, forecast: np.ndarray,
+                     known: np.ndarray | None = None) -> list[BucketObservation]:
         observed = []
         for b, kind in enumerate(self.types):
             observed.append(BucketObservation(
                 kind.name, "", float(forecast[b]), int(view.in_use[b]),
                 view.free.get((b, ""), 0), view.placeholders.get((b, ""), 0),
-                int(view.pending[b]),
+                int(view.pending[b]), float(known[b]) if known is not None else 0.0,
             ))
             for group in self.groups[b]:
                 if group:
@@ -103,8 +104,11 @@ class PlanContext:
 
     def plan(self, view: TickView, forecast: np.ndarray, mode: str = "forecast",
              ladder: dict[str, int] | None = None,
-             bucket_modes: dict[str, str] | None = None) -> Plan:
-        observed = tuple(self.observations(view, forecast))
+             bucket_modes: dict[str, str] | None = None,
+             known: np.ndarray | None = None) -> Plan:
+        """known: (B,) nodes of demand announced ahead, the plan's `known` (added to the
+        forecast in every mode, as the service's plan does)."""
+        observed = tuple(self.observations(view, forecast, known))
         key = (observed, mode, tuple(sorted((ladder or {}).items())),
                tuple(sorted((bucket_modes or {}).items())))
         # The plan is a pure function of its inputs, and clusters revisit the same states.

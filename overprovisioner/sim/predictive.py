@@ -15,8 +15,10 @@ its loop, which records, forecasts and plans again at the same tick time); the
 adjuster replaces the tick's step instead of scoring it twice, as in the service.
 
 Extension point: `known_demand(view)` returns nodes of demand known ahead of its pods
-(jobs queued or announced within the horizon), added to the forecast before planning;
-zero until the simulator replays announcement times.
+(jobs queued or announced within the horizon), passed to the plan as its `known` (the
+service's plan adds it on top of the forecast in every mode, docs/known-demand.md);
+zero until the simulator replays the trace's `known_at_s`. Not modelled yet either: the
+service fits its model on observed minus announced demand.
 
 Must not: touch the cluster (it reads a `TickView` and returns a plan).
 """
@@ -81,16 +83,19 @@ class Predictive:
                 ahead = self._ahead(history)
             except NotEnoughHistory:
                 ahead = None
+        known = self.known_demand(view)
         if ahead is None:
             self.cold_ticks += 1
             cold = self.service.forecast.cold_start_placeholders
-            return self.context.ladder(view, [cold] * len(self.context.types)), None
+            return self.context.plan(view, np.zeros(len(self.context.types)), mode="ladder",
+                                     ladder={k.name: cold for k in self.context.types},
+                                     known=known), None
         adjusted = self.adjuster.adjust(self.columns, view.tick, history[-1], ahead)
         self.fallback_ticks += any(adjusted.reactive)
-        forecast = np.maximum(adjusted.planned, 0.0) + self.known_demand(view)
+        forecast = np.maximum(adjusted.planned, 0.0)
         modes = {name: "fallback" for name, reactive in zip(self.columns, adjusted.reactive,
                                                              strict=True) if reactive}
-        return self.context.plan(view, forecast, bucket_modes=modes), forecast
+        return self.context.plan(view, forecast, bucket_modes=modes, known=known), forecast
 
     def _ahead(self, history: np.ndarray) -> np.ndarray:
         """(S, B) the peak path for the horizon and stabilization's look-ahead."""
