@@ -5,10 +5,11 @@ the trace's announcements been visible (docs/known-demand.md), with the rules of
 `bucketing.known_ahead`:
 - `known`: (T, B) per policy tick t, the nodes of the pods known by t (known_at <= t)
   whose creation falls within (t, t + horizon], the horizon in whole ticks as the
-  service's recorder counts it (6m30s at 5-minute ticks: 10 minutes), embedded per instance type like the
-  observed demand the simulator records (summed requests over the type's node, rounded
-  up; each pod in the type it is pinned to). A re-plan after a preemption reuses its
-  tick's row, as the service reads the known demand recorded at its tick;
+  service's recorder counts it (6m30s at 5-minute ticks: 10 minutes), embedded per
+  instance type like the observed demand the simulator records (summed requests over
+  the type's node, rounded up; each pod in the type it is pinned to). A re-plan after
+  a preemption reuses its tick's row, as the service reads the known demand recorded
+  at its tick;
 - `announced`: (N,) which pods were counted at some tick before their creation; their
   running and pending demand is the *announced* demand the engine tracks apart
   (`TickView.announced`), so the forecaster learns only what nobody announced and the
