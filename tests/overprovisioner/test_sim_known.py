@@ -1,0 +1,87 @@
+"""The simulator replays known-ahead demand: what predictive sees, and what it buys."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from bucketing.known_ahead import with_lead
+from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.sim.config import SimConfig
+from overprovisioner.sim.engine import run
+from overprovisioner.sim.known import replay_known
+from overprovisioner.sim.metrics import measure
+from overprovisioner.sim.workload import build_workload
+from predictor.known.config import KnownDemandConfig
+from tests.overprovisioner.simbuild import CATALOG, pod, table, types
+
+SERVICE = OverprovisionerConfig()  # 300-s tick, horizon 390 s = 2 ticks = 600 s
+NO_SOURCES = replace(SERVICE, known_demand=KnownDemandConfig(
+    kueue=False, jobs=False, jobsets=False, kubeflow=False, cronjobs=False, podgroups=False))
+
+# A job of 4 one-GPU pods every 7800 s (26 ticks), each running 10 minutes: its nodes are
+# removed (10 min unneeded) long before the next job, and the demand history shows a
+# burst from nothing, which no forecast of it sees coming.
+BURSTS = table([pod(f"j{j}-{i}", 7800 * j + 1000, 600, job=f"j{j}") for j in range(6)
+                for i in range(4)], end=48000.0)
+
+
+def workload(trace):
+    return build_workload(trace, types("g4dn.xlarge"))
+
+
+def pending(trace, policy, service=SERVICE):
+    result = run(workload(trace), CATALOG, policy, SimConfig(service=service).validate())
+    return measure(result)
+
+
+def test_known_demand_cuts_pending_against_the_same_run_without_it():
+    known = with_lead(BURSTS, 1.0, 600.0, np.random.default_rng(0))
+    reactive = pending(BURSTS, "reactive").pending_gpu_minutes
+    blind = pending(BURSTS, "predictive").pending_gpu_minutes
+    seeing = pending(known, "predictive")
+    # reactive: 24 pods x 1 GPU x 300 s start-up = 120 GPU-minutes
+    assert reactive == pytest.approx(120.0)
+    # without known demand a burst from nothing is a surprise: most pods still wait
+    assert blind > 0.5 * reactive
+    # known 600 s ahead, each job counts from the tick 600 s before it (7800 j + 600;
+    # 7800 = 26 ticks), its 4 nodes are asked for then and ready at 7800 j + 900,
+    # before the pods come at 7800 j + 1000: nobody waits
+    assert seeing.pending_gpu_minutes == 0.0
+    assert seeing.known_share == 1.0
+
+
+def test_every_source_off_replays_nothing():
+    known = with_lead(BURSTS, 1.0, 600.0, np.random.default_rng(0))
+    off = pending(known, "predictive", NO_SOURCES)
+    blind = pending(BURSTS, "predictive")
+    assert off.pending_gpu_minutes == blind.pending_gpu_minutes
+    assert off.gpu_hours == blind.gpu_hours
+    assert replay_known(workload(known), NO_SOURCES, 10) is None
+
+
+def test_half_known_cuts_about_half_of_what_all_known_cuts():
+    half = with_lead(BURSTS, 0.5, 600.0, np.random.default_rng(0))
+    marked_jobs = len({row.job_id for row in half.frame.itertuples()
+                       if not np.isnan(row.known_at_s)})
+    result = pending(half, "predictive")
+    # the unknown jobs' pods wait as without known demand (at most 300 s each): at most
+    # (6 - marked) jobs x 4 pods x 5 GPU-minutes
+    assert 0 < marked_jobs < 6
+    assert result.pending_gpu_minutes <= (6 - marked_jobs) * 4 * 5.0
+    assert result.known_share == pytest.approx(marked_jobs / 6)
+
+
+def test_replay_counts_each_job_within_the_whole_tick_horizon():
+    known = with_lead(BURSTS, 1.0, 900.0, np.random.default_rng(0))
+    replay = replay_known(workload(known), SERVICE, 161)  # 48000 / 300 + 1, as the engine
+    # the first job (created at 1000, known at 100) counts at ticks t with
+    # max(100, 1000 - 600) = 400 <= t < 1000: 600 and 900 (ticks 2 and 3); its 4 one-GPU
+    # pods need 4 g4dn.xlarge nodes; the second job comes at 8800: ticks 8400, 8700
+    assert np.flatnonzero(replay.known[:, 0])[:4].tolist() == [2, 3, 28, 29]
+    assert replay.known[2, 0] == 4.0
+    assert replay.announced.all()  # every pod was counted at a tick before it came
+    # with only the first 27 ticks replayed, only the first job's pods were counted
+    assert replay_known(workload(known), SERVICE, 27).announced.sum() == 4
