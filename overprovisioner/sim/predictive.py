@@ -17,8 +17,9 @@ adjuster replaces the tick's step instead of scoring it twice, as in the service
 Known demand (docs/known-demand.md), replayed from the trace's `known_at_s`
 (`overprovisioner.sim.known`), as the service's loop and `known_plan` use it:
 `known_demand(view)` is the nodes of demand known ahead and due within the horizon at
-the tick, passed to the plan as its `known` (added in every mode); the model is fitted
-and asked on the unannounced history (recorded demand minus the announced pods' demand
+the tick (at a re-plan, as the recorder reads it then: `KnownReplay.at`), passed to the
+plan as its `known` (added in every mode); the model is fitted and asked on the
+unannounced history (recorded demand minus the announced pods' demand
 `view.announced`, never below 0), and the announced demand running or pending now is
 added back to its forecast. Without a replay (no pod known ahead, or every source off
 in the config) all of that is zero and the policy is the service without known demand.
@@ -71,9 +72,9 @@ class Predictive:
 
     def known_demand(self, view: TickView) -> np.ndarray:
         """(B,) nodes of demand known ahead and due within the horizon at this tick."""
-        if self.replay is None or view.tick >= len(self.replay.known):
+        if self.replay is None:
             return np.zeros(len(self.context.types))
-        return self.replay.known[view.tick]
+        return self.replay.at(view.tick, view.now)
 
     def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
         history = view.history

@@ -85,3 +85,23 @@ def test_replay_counts_each_job_within_the_whole_tick_horizon():
     assert replay.announced.all()  # every pod was counted at a tick before it came
     # with only the first 27 ticks replayed, only the first job's pods were counted
     assert replay_known(workload(known), SERVICE, 27).announced.sum() == 4
+
+
+@pytest.mark.parametrize(
+    "tick, now, nodes",
+    [
+        (2, 600.0, 4.0),  # the tick's own row: job j0 (created at 1000) is due
+        # a re-plan at 1005 within tick 3 (900): j0's pods exist: nothing is known
+        (3, 1005.0, 0.0),
+        # a re-plan at 999: not created yet, still known
+        (3, 999.0, 4.0),
+        # a re-plan at 8250 within tick 27 (8100): j1 (known at 7900, created at 8800)
+        # is due within 8100 + 600 = 8700? no: 8800 > 8700, not counted yet
+        (27, 8250.0, 0.0),
+    ],
+    ids=["tick-row", "replan-after-creation", "replan-before-creation", "not-due-yet"],
+)
+def test_a_replan_reads_known_demand_as_it_is_then(tick, now, nodes):
+    known = with_lead(BURSTS, 1.0, 900.0, np.random.default_rng(0))
+    replay = replay_known(workload(known), SERVICE, 161)
+    assert replay.at(tick, now)[0] == nodes
