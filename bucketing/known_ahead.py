@@ -8,8 +8,8 @@ Decides, for replaying a trace (the simulator's policies read this):
   the trace's announcements been visible: pods known only at creation never count.
   `known_counts` is the same rule on plain arrays, for a caller that pins pods to
   buckets itself (the simulator).
-- `announced`: the pods counted as known at some tick before their creation: the
-  service's *announced* demand (docs/known-demand.md, rule 4), which its forecaster
+- `announced`: the pods counted as known at some tick at least a start-up before their
+  creation: the service's *announced* demand (docs/known-demand.md, rule 4), which its forecaster
   does not learn from.
 - `with_lead`: a seeded what-if marking a share of *whole jobs* (all pods of a job_id;
   a pod without a job is its own job) as known `lead_s` before their creation (an
@@ -55,15 +55,16 @@ def known_counts(vectors: np.ndarray, known: np.ndarray, submit: np.ndarray,
 
 
 def announced(known: np.ndarray, submit: np.ndarray, times: np.ndarray,
-              horizon_s: float) -> np.ndarray:
-    """(N,) bool: the pod was counted as known at some tick of `times` (ascending) before
-    its creation."""
+              horizon_s: float, startup_s: float = 0.0) -> np.ndarray:
+    """(N,) bool: the pod was first counted as known at a tick of `times` (ascending)
+    at least `startup_s` before its creation (sooner, no node could be ready for it:
+    the service leaves such pods in the forecaster's history)."""
     begin = _counted_from(known, submit, horizon_s)
     times = np.asarray(times, dtype=np.float64)
     first = np.searchsorted(times, np.where(np.isnan(begin), np.inf, begin), side="left")
     reached = first < len(times)
     tick = times[np.minimum(first, len(times) - 1)] if len(times) else np.zeros(len(first))
-    return reached & ~np.isnan(begin) & (tick < submit)
+    return reached & ~np.isnan(begin) & (tick < submit) & (tick <= submit - startup_s)
 
 
 def _counted_from(known: np.ndarray, submit: np.ndarray, horizon_s: float) -> np.ndarray:

@@ -15,7 +15,8 @@ the trace's announcements been visible (docs/known-demand.md), with the rules of
   work announced since then counts, while due still means within the horizon of the
   tick. Reusing the tick's row would count a pod that just took its placeholder twice
   (in use and known), and the re-plan would keep its replacement;
-- `announced`: (N,) which pods were counted at some tick before their creation; their
+- `announced`: (N,) which pods were first counted at a tick at least the service's
+  start-up (its `horizon`, unrounded) before their creation, as its recorder does; their
   running and pending demand is the *announced* demand the engine tracks apart
   (`TickView.announced`), so the forecaster learns only what nobody announced and the
   plan adds the announced demand running now back (rule 4 of docs/known-demand.md).
@@ -85,9 +86,8 @@ def replay_known(workload: Workload, service: OverprovisionerConfig,
     if not np.isfinite(known).any():
         return None
     times = workload.start_s + service.tick_s * np.arange(ticks)
-    # The service's recorder counts items due within the horizon in whole ticks
-    # (overprovisioner/cli.py passes horizon_ticks * tick_s to the known reader).
-    horizon_s = service.horizon_ticks * service.tick_s
+    # The window the service's recorder counts known items in (overprovisioner/cli.py).
+    horizon_s = service.known_window_s
     vectors = workload.request.astype(np.float64) / UNITS
     buckets = bucket_vectors(workload.types)
     counts = known_counts(vectors, known, workload.submit_s, buckets, times, horizon_s,
@@ -95,6 +95,7 @@ def replay_known(workload: Workload, service: OverprovisionerConfig,
     rows = np.flatnonzero(np.isfinite(known))
     rows = rows[np.argsort(workload.submit_s[rows], kind="stable")]
     return KnownReplay(counts.astype(np.float64),
-                       announced(known, workload.submit_s, times, horizon_s),
+                       announced(known, workload.submit_s, times, horizon_s,
+                                 service.horizon_s),
                        rows, known[rows], workload.submit_s[rows], workload.bucket[rows],
                        vectors[rows], buckets, horizon_s, service.tick_s, workload.start_s)

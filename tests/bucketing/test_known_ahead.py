@@ -102,6 +102,21 @@ def test_announced_pods_were_counted_at_a_tick(horizon_s, expected):
     assert announced(known_at(TRACE), submit, TIMES, horizon_s).tolist() == expected
 
 
+@pytest.mark.parametrize(
+    "startup_s, expected",
+    [
+        # p1 first counted at tick 600, 400 s before it; p3 at 1500, 500 s before it
+        (400.0, [True, False, True]),
+        (450.0, [False, False, True]),
+        (501.0, [False, False, False]),
+    ],
+    ids=["both-in-time", "p1-too-late", "both-too-late"],
+)
+def test_announced_needs_a_start_up_of_lead(startup_s, expected):
+    submit = TRACE.frame["submit_s"].to_numpy()
+    assert announced(known_at(TRACE), submit, TIMES, 600.0, startup_s).tolist() == expected
+
+
 def test_known_counts_with_pinned_buckets_agree_with_the_table_version():
     submit = TRACE.frame["submit_s"].to_numpy()
     vectors = np.array([[1.0, 2.0, 8.0], [1.0, 2.0, 8.0], [4.0, 24.0, 96.0]])

@@ -17,7 +17,8 @@ from overprovisioner.sim.workload import build_workload
 from predictor.known.config import KnownDemandConfig
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 
-SERVICE = OverprovisionerConfig()  # 300-s tick, horizon 390 s = 2 ticks = 600 s
+# 300-s tick, horizon 390 s: known demand counts within tick + horizon = 690 s
+SERVICE = OverprovisionerConfig()
 NO_SOURCES = replace(SERVICE, known_demand=KnownDemandConfig(
     kueue=False, jobs=False, jobsets=False, kubeflow=False, cronjobs=False, podgroups=False))
 
@@ -46,9 +47,9 @@ def test_known_demand_cuts_pending_against_the_same_run_without_it():
     assert reactive == pytest.approx(120.0)
     # without known demand a burst from nothing is a surprise: most pods still wait
     assert blind > 0.5 * reactive
-    # known 600 s ahead, each job counts from the tick 600 s before it (7800 j + 600;
-    # 7800 = 26 ticks), its 4 nodes are asked for then and ready at 7800 j + 900,
-    # before the pods come at 7800 j + 1000: nobody waits
+    # known 600 s ahead, each job counts from the first tick after 7800 j + 400
+    # (7800 j + 600; 7800 = 26 ticks), its 4 nodes are asked for then and ready at
+    # 7800 j + 900, before the pods come at 7800 j + 1000: nobody waits
     assert seeing.pending_gpu_minutes == 0.0
     assert seeing.known_share == 1.0
 
@@ -78,11 +79,12 @@ def test_replay_counts_each_job_within_the_whole_tick_horizon():
     known = with_lead(BURSTS, 1.0, 900.0, np.random.default_rng(0))
     replay = replay_known(workload(known), SERVICE, 161)  # 48000 / 300 + 1, as the engine
     # the first job (created at 1000, known at 100) counts at ticks t with
-    # max(100, 1000 - 600) = 400 <= t < 1000: 600 and 900 (ticks 2 and 3); its 4 one-GPU
+    # max(100, 1000 - 690) = 310 <= t < 1000: 600 and 900 (ticks 2 and 3); its 4 one-GPU
     # pods need 4 g4dn.xlarge nodes; the second job comes at 8800: ticks 8400, 8700
     assert np.flatnonzero(replay.known[:, 0])[:4].tolist() == [2, 3, 28, 29]
     assert replay.known[2, 0] == 4.0
-    assert replay.announced.all()  # every pod was counted at a tick before it came
+    # every pod was first counted at least the 390-s start-up before it came (400 s)
+    assert replay.announced.all()
     # with only the first 27 ticks replayed, only the first job's pods were counted
     assert replay_known(workload(known), SERVICE, 27).announced.sum() == 4
 
@@ -96,7 +98,7 @@ def test_replay_counts_each_job_within_the_whole_tick_horizon():
         # a re-plan at 999: not created yet, still known
         (3, 999.0, 4.0),
         # a re-plan at 8250 within tick 27 (8100): j1 (known at 7900, created at 8800)
-        # is due within 8100 + 600 = 8700? no: 8800 > 8700, not counted yet
+        # is due within 8100 + 690 = 8790? no: 8800 > 8790, not counted yet
         (27, 8250.0, 0.0),
     ],
     ids=["tick-row", "replan-after-creation", "replan-before-creation", "not-due-yet"],
@@ -105,3 +107,22 @@ def test_a_replan_reads_known_demand_as_it_is_then(tick, now, nodes):
     known = with_lead(BURSTS, 1.0, 900.0, np.random.default_rng(0))
     replay = replay_known(workload(known), SERVICE, 161)
     assert replay.at(tick, now)[0] == nodes
+
+
+@pytest.mark.parametrize(
+    "lead_s, announced",
+    [
+        # first counted at the tick 7800 j + 600, 400 s ahead: at least the 390-s
+        # start-up, so the forecaster does not learn these pods
+        (600.0, True),
+        # known 300 s ahead: first counted at 7800 j + 900, 100 s ahead: no node could
+        # be ready, so they stay in the forecaster's history
+        (300.0, False),
+    ],
+    ids=["in-time", "too-late"],
+)
+def test_pods_announced_later_than_a_start_up_stay_in_the_history(lead_s, announced):
+    known = with_lead(BURSTS, 1.0, lead_s, np.random.default_rng(0))
+    replay = replay_known(workload(known), SERVICE, 161)
+    assert replay.announced.tolist() == [announced] * 24
+    assert replay.known[:, 0].max() == 4.0  # counted either way
