@@ -200,8 +200,8 @@ def simulate_command(args: argparse.Namespace) -> int:
     service, catalog = _service_config(args)
     config = _config(args, service)
     progress = Progress()
-    progress.say("loading the trace")
-    table, workload = _load(args, args.synthetic, catalog, service)
+    with progress.meanwhile("loading the trace"):
+        table, workload = _load(args, args.synthetic, catalog, service)
     policies = tuple(args.policy or default_policies(workload))
     progress.total = len(policies) + int(args.compare_scoring)
     results = run_policies(workload, catalog, policies, config,
@@ -236,8 +236,8 @@ def demo_command(args: argparse.Namespace) -> int:
         args.days = QUICK_DAYS
     progress = Progress()
     service, catalog = _service_config(args)
-    progress.say("loading the trace")
-    table, workload = _load(args, args.trace is None, catalog, service)
+    with progress.meanwhile("loading the trace"):
+        table, workload = _load(args, args.trace is None, catalog, service)
     out = Path(args.out) if args.out else Path(f"headstart-demo-{time.strftime('%Y%m%d-%H%M%S')}")
     config = SimConfig(service=service).validate()
     policies = default_policies(workload, demo=True)

@@ -85,11 +85,16 @@ def _axis_scale(axis, which: str, values: np.ndarray) -> None:
     positive = values[values > 0]
     if positive.size < 2 or positive.max() / positive.min() < DECADES:
         return
+    from matplotlib.ticker import LogLocator
+
     setter = axis.set_xscale if which == "x" else axis.set_yscale
     if (values <= 0).any():
         setter("symlog", linthresh=float(positive.min()))
     else:
         setter("log")
+        # 1, 2 and 5 of each decade labelled: a reader needs more than powers of ten
+        (axis.xaxis if which == "x" else axis.yaxis).set_major_locator(
+            LogLocator(subs=(1.0, 2.0, 5.0)))
 
 
 def _thousands(axis) -> None:
@@ -102,7 +107,7 @@ def _thousands(axis) -> None:
 
 def plot_tradeoff(metrics: Sequence, path: Path, recommended: str | None = None) -> Path:
     plt = _pyplot()
-    fig, axis = plt.subplots(figsize=(11, 6.5))
+    fig, axis = plt.subplots(figsize=(13, 6.5))
     main = [m for m in metrics if m.scoring == metrics[0].scoring]
     reactive = next((m for m in main if m.policy == "reactive"), None)
     base = reactive.gpu_hours if reactive else 0.0
@@ -139,7 +144,8 @@ def _place_labels(axis, texts: list) -> None:
     from adjustText import adjust_text
 
     if texts:
-        adjust_text(texts, ax=axis, arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5})
+        adjust_text(texts, ax=axis, expand=(1.3, 1.8),
+                    arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5})
 
 
 def draw_tradeoff(axis, main: Sequence, base: float, recommended: str | None = None) -> list:
@@ -188,7 +194,8 @@ def draw_tradeoff(axis, main: Sequence, base: float, recommended: str | None = N
     axis.set_xlabel("extra GPU-hours over reactive (cost)")
     axis.set_ylabel("pending GPU-minutes caused by missing capacity (waiting)")
     axis.grid(alpha=0.3, which="both")
-    axis.legend(fontsize=8, loc="upper right")
+    # outside the axes, so it never hides a run
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), markerscale=0.7)
     return texts
 
 

@@ -72,6 +72,23 @@ class Progress:
         self.total = 0
         self.done = 0
 
+    def meanwhile(self, text: str, after_s: float = 2.0):
+        """A context manager that says `text` only if its block takes over `after_s` (a
+        quick load, or one that fails at once, prints nothing but its own result)."""
+        import contextlib
+        import threading
+
+        @contextlib.contextmanager
+        def waiting():
+            timer = threading.Timer(after_s, self.say, (text,))
+            timer.daemon = True
+            timer.start()
+            try:
+                yield
+            finally:
+                timer.cancel()
+        return waiting()
+
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
