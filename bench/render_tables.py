@@ -1,0 +1,159 @@
+"""Rewrite the benchmark figures in README.md and docs/*.md from bench/results.json.
+
+Every figure a page quotes sits between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`;
+this script renders NAME from the results file and replaces what is between the
+markers, so the pages cannot drift from the file (tests/test_bench_tables.py fails when
+a region differs from what this renders). Record new figures with a bench script's
+`--record` (or edit the entry by hand, with its provenance), then run:
+
+    python bench/render_tables.py          # rewrite the regions
+    python bench/render_tables.py --check  # exit 1 and name each stale region
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from results_file import RESULTS, load  # noqa: E402
+
+REGION = re.compile(r"(<!-- bench:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)",
+                    re.DOTALL)
+
+
+def provenance(entry: dict) -> str:
+    note = f"; {entry['note']}" if entry.get("note") else ""
+    return (f"`{entry['command']}`, {entry['date']}, {entry['machine']}, load average "
+            f"{entry['load']}{note}")
+
+
+def embed(results: dict) -> str:
+    e = results["embed"]
+    f = e["figures"]
+    return (f"Embedding {f['pods']:,} pods into {f['buckets']} buckets takes {f['median_s']:g} s "
+            f"(median of {f['repeats']}; target 1 s), {f['speedup']}x a pure-Python loop "
+            f"measured in the same run ({provenance(e)}).\n")
+
+
+def transformer(results: dict) -> str:
+    e = results["transformer"]
+    f = e["figures"]
+    return (f"The Transformer trains on 30 days x 10 buckets (8,640 ticks) in "
+            f"{f['transformer_fit_s']:g} s on {f['threads']} thread (median of {f['runs']} "
+            f"runs; target 5 min) and predicts in {f['transformer_predict_ms']:g} ms (median "
+            f"of {f['predicts']}; target 50 ms); Holt-Winters fits in {f['hw_fit_s']:g} s and "
+            f"predicts in {f['hw_predict_ms']:g} ms, last value predicts in "
+            f"{f['last_predict_ms']:g} ms ({provenance(e)}).\n")
+
+
+def simulator(results: dict) -> str:
+    e = results["simulator"]
+    f = e["figures"]
+    times = ", ".join(f"{seconds:g} s ({policy})" for policy, seconds in f["median_s"].items())
+    return (f"{f['days']:g} simulated days of the DLRM trace ({f['pods']:,} pods, the trace "
+            f"tiled) take {times} per policy run, medians of {f['repeats']} (target 60 s; "
+            f"{provenance(e)}).\n")
+
+
+def extender_table(results: dict) -> str:
+    e = results["extender"]
+    lines = ["| nodes | verb | p50 ms | p99 ms | do-nothing p50 | do-nothing p99 |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r['nodes']} | {r['verb']} | {r['p50']:.2f} | {r['p99']:.2f} | "
+              f"{r['baseline_p50']:.2f} | {r['baseline_p99']:.2f} |"
+              for r in e["figures"]["latency_ms"]]
+    return "\n".join(lines) + f"\n\n({provenance(e)}.)\n"
+
+
+def extender_summary(results: dict) -> str:
+    e = results["extender"]
+    f = e["figures"]
+    p99 = {r["verb"]: r["p99"] for r in f["latency_ms"] if r["nodes"] == "5,000"}
+    waits = f["bind_wait_per_pod_ms"]
+    return (
+        f"Server CPU per pod at 1,000 nodes is {f['cpu_ratio_1000']:g}x a do-nothing aiohttp "
+        f"extender that parses the request, accepts every node and answers bind "
+        f"({f['cpu_ratio_1000_range']}x; target 1.3x), filter + prioritize p50 "
+        f"{f['filter_prioritize_p50_ratio_1000']:g}x; p99 at 5,000 nodes {p99['filter']:g} ms "
+        f"(filter) and {p99['prioritize']:g} ms (prioritize), "
+        f"{f['p99_5000_filter_least_loaded_ms']:g} and "
+        f"{f['p99_5000_prioritize_least_loaded_ms']:g} ms in the least loaded invocation "
+        f"(target 10 ms); {f['requests_per_s_8_clients_1000']:,} requests/s with 8 clients at "
+        f"1,000 nodes (target 500). Waiting for binds in flight adds what the bind is late: "
+        f"{waits['at once']:g} / {waits['2 ms late']:g} / {waits['10 ms late']:g} ms per pod "
+        f"when it comes 0 / 2 / 10 ms after the answer, and {f['held_job_wait_ms']:g} ms once "
+        f"for a job whose binds are held ({provenance(e)}).\n")
+
+
+RENDERERS: dict[str, Callable[[dict], str]] = {
+    "embed": embed,
+    "transformer": transformer,
+    "simulator": simulator,
+    "extender-table": extender_table,
+    "extender-summary": extender_summary,
+}
+
+
+def pages(repo: Path = REPO) -> list[Path]:
+    return [repo / "README.md", *sorted((repo / "docs").rglob("*.md"))]
+
+
+def render_page(text: str, results: dict, where: str) -> str:
+    """The page with every marked region rendered; an unknown region, or one whose entry
+    is missing from the results, is a ValueError naming the page."""
+    def replace(match: re.Match) -> str:
+        name = match.group("name")
+        if name not in RENDERERS:
+            raise ValueError(f"{where}: unknown bench region {name!r} "
+                             f"(known: {', '.join(RENDERERS)})")
+        try:
+            body = RENDERERS[name](results)
+        except KeyError as missing:
+            raise ValueError(f"{where}: bench region {name!r} needs {missing} in "
+                             "bench/results.json") from None
+        return match.group(1) + body + match.group(4)
+    return REGION.sub(replace, text)
+
+
+def stale_regions(repo: Path = REPO, results_path: Path = RESULTS) -> list[str]:
+    """`page: region` for each region that differs from its rendering."""
+    results = load(results_path)
+    stale = []
+    for page in pages(repo):
+        text = page.read_text()
+        rendered = render_page(text, results, str(page))
+        if rendered != text:
+            now = {m.group("name"): m.group("body") for m in REGION.finditer(text)}
+            new = {m.group("name"): m.group("body") for m in REGION.finditer(rendered)}
+            stale += [f"{page.relative_to(repo)}: {name}" for name in now if now[name] != new[name]]
+    return stale
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing; exit 1 naming each region that is stale")
+    args = parser.parse_args()
+    if args.check:
+        stale = stale_regions()
+        for region in stale:
+            print(f"stale: {region} (run python bench/render_tables.py)")
+        return 1 if stale else 0
+    results = load()
+    for page in pages():
+        text = page.read_text()
+        rendered = render_page(text, results, str(page))
+        if rendered != text:
+            page.write_text(rendered)
+            print(f"rewrote {page.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
