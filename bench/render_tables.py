@@ -28,9 +28,14 @@ REGION = re.compile(r"(<!-- bench:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- 
 
 
 def provenance(entry: dict) -> str:
-    note = f"; {entry['note']}" if entry.get("note") else ""
+    """Command, date, machine and load; the entry's `note` (how it was assembled, what it
+    supersedes) stays in the results file."""
     return (f"`{entry['command']}`, {entry['date']}, {entry['machine']}, load average "
-            f"{entry['load']}{note}")
+            f"{entry['load']}")
+
+
+# bench_simulator's default policies, in its order; others follow by name.
+SIMULATOR_ORDER = ("reactive", "static:2", "proportional:4", "predictive", "oracle")
 
 
 def embed(results: dict) -> str:
@@ -55,7 +60,9 @@ def transformer(results: dict) -> str:
 def simulator(results: dict) -> str:
     e = results["simulator"]
     f = e["figures"]
-    times = ", ".join(f"{seconds:g} s ({policy})" for policy, seconds in f["median_s"].items())
+    policies = sorted(f["median_s"], key=lambda p: (SIMULATOR_ORDER.index(p)
+                                                    if p in SIMULATOR_ORDER else 99, p))
+    times = ", ".join(f"{f['median_s'][p]:.1f} s ({p})" for p in policies)
     return (f"{f['days']:g} simulated days of the DLRM trace ({f['pods']:,} pods, the trace "
             f"tiled) take {times} per policy run, medians of {f['repeats']} (target 60 s; "
             f"{provenance(e)}).\n")

@@ -5,9 +5,11 @@ run's details on stdout; and the demo's `--quick` selection.
 
 from __future__ import annotations
 
-import sys
-import time
 from typing import Any
+
+from bucketing.progress import Progress
+
+__all__ = ["Progress", "QUICK_DAYS", "build_verdict_for", "print_summary", "quick_policies"]
 
 # `headstart demo --quick`: fewer days, fewer policies (one of each peer family).
 QUICK_DAYS = 4.0
@@ -61,41 +63,3 @@ def print_summary(verdict: Any, workload_text: str, service_text: str, metrics: 
     for assessment in assess_all(metrics):
         for line in assessment.lines():
             print(line)
-
-
-class Progress:
-    """Progress on stderr (stdout stays the table or pure JSON): one line per run with
-    its number and the time so far."""
-
-    def __init__(self) -> None:
-        self.started = time.perf_counter()
-        self.total = 0
-        self.done = 0
-
-    def meanwhile(self, text: str, after_s: float = 2.0):
-        """A context manager that says `text` only if its block takes over `after_s` (a
-        quick load, or one that fails at once, prints nothing but its own result)."""
-        import contextlib
-        import threading
-
-        @contextlib.contextmanager
-        def waiting():
-            timer = threading.Timer(after_s, self.say, (text,))
-            timer.daemon = True
-            timer.start()
-            try:
-                yield
-            finally:
-                timer.cancel()
-        return waiting()
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started
-
-    def say(self, text: str) -> None:
-        print(f"[{self.elapsed():5.1f} s] {text}", file=sys.stderr, flush=True)
-
-    def __call__(self, name: str) -> None:
-        self.done += 1
-        of = f"/{self.total}" if self.total >= self.done else ""
-        self.say(f"run {self.done}{of}: {name}")
