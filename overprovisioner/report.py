@@ -30,8 +30,10 @@ def write_report(results: Sequence, folder: Path, title: str, workload_text: str
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
         for row in table_rows(metrics)
     )
-    details = "".join(f"<li>{html.escape(line.strip())}</li>" for judged in assess_all(metrics)
-                      for line in judged.lines())
+    details = "".join(
+        f"<li>{html.escape(first)}<ul>"
+        + "".join(f"<li>{html.escape(line.strip())}</li>" for line in rest) + "</ul></li>"
+        for first, *rest in (judged.lines() for judged in assess_all(metrics)))
     lead = "".join(f"<p>{html.escape(line)}</p>" for line in verdict.lines) if verdict else ""
     snippet = f"<pre>{html.escape(verdict.snippet)}</pre>" if verdict and verdict.snippet else ""
     tradeoff, timelines = paths[0], paths[1:]
@@ -40,9 +42,9 @@ def write_report(results: Sequence, folder: Path, title: str, workload_text: str
     )
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1200px}}
+<style>body{{font-family:sans-serif;margin:2em;max-width:1400px}}
 table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 7px;text-align:right}}
-td:first-child{{text-align:left}}.verdict{{background:#eef6ee;padding:0.5em 1em;border-left:4px solid #2a2}}
+td:first-child,th:first-child{{text-align:left;white-space:nowrap}}.verdict{{background:#eef6ee;padding:0.5em 1em;border-left:4px solid #2a2}}
 pre{{background:#f4f4f4;padding:0.5em}}img{{max-width:100%}}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <div class="verdict">{lead}{snippet}</div>
