@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from results_file import RESULTS, load  # noqa: E402
 
-REGION = re.compile(r"(<!-- bench:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)",
-                    re.DOTALL)
+REGION = re.compile(r"(<!-- bench:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)"
+                    r"(<!-- /bench:(?P=name) -->)", re.DOTALL)
 
 
 def provenance(entry: dict) -> str:

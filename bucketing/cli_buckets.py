@@ -126,9 +126,8 @@ def run_tune(args: argparse.Namespace) -> int:
     from bucketing.catalog import load_catalog
     from bucketing.demand import snapshots
     from bucketing.durations import parse_duration
-    from bucketing.tune import tune
-
     from bucketing.progress import Progress
+    from bucketing.tune import tune
 
     tick_s = parse_duration(args.tick, "--tick")
     catalog = load_catalog(args.catalog, "--catalog")

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from bucketing.errors import ConfigError, InputError
-
 from overprovisioner.sim_summary import QUICK_DAYS, Progress, print_summary, quick_policies
 
 POLICY_HELP = (

@@ -44,7 +44,8 @@ def write_report(results: Sequence, folder: Path, title: str, workload_text: str
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1400px}}
 table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 7px;text-align:right}}
-td:first-child,th:first-child{{text-align:left;white-space:nowrap}}.verdict{{background:#eef6ee;padding:0.5em 1em;border-left:4px solid #2a2}}
+td:first-child,th:first-child{{text-align:left;white-space:nowrap}}
+.verdict{{background:#eef6ee;padding:0.5em 1em;border-left:4px solid #2a2}}
 pre{{background:#f4f4f4;padding:0.5em}}img{{max-width:100%}}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <div class="verdict">{lead}{snippet}</div>
