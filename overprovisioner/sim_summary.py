@@ -12,7 +12,7 @@ from bucketing.progress import Progress
 __all__ = ["Progress", "QUICK_DAYS", "build_verdict_for", "print_summary", "quick_policies"]
 
 # `headstart demo --quick`: fewer days, fewer policies (one of each peer family).
-QUICK_DAYS = 4.0
+QUICK_DAYS = 3.0
 QUICK_POLICIES = ("reactive", "static:1", "static:2", "predictive", "predictive:0.97", "oracle")
 
 
