@@ -230,7 +230,8 @@ def plot_timeline(result, folder: Path) -> Path:
     axes[0, 0].set_title(f"{display_name(result.policy)}: nodes of each instance type over "
                          f"time{more}", fontsize=10)
     axes[-1, 0].set_xlabel("days from the window start")
-    axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
+    if days.size and days[-1] >= 2:  # whole days; a shorter window keeps fractions
+        axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
     path = folder / f"timeline-{_slug(result.policy)}.png"
     fig.savefig(path, dpi=90)
