@@ -98,7 +98,46 @@ def extender_summary(results: dict) -> str:
         f"for a job whose binds are held ({provenance(e)}).\n")
 
 
+def _pct(value: float) -> str:
+    """Whole percent, one decimal above 99 (99.5% is not 100%)."""
+    return f"{value:.1f}" if value > 99 else f"{value:.0f}"
+
+
+def simulator_headline(results: dict) -> str:
+    """README's summary: each predictive quantile's cut for its extra GPU-hours (ratio to
+    the cheapest peer; bold where it costs under half), static:1/2/4, the oracle."""
+    lines = ["| workload | predictive (defaults) | predictive q 0.97 | predictive q 0.99 | "
+             "peers: static:1 / 2 / 4 | oracle |", "|---|---|---|---|---|---|"]
+    for w in results["simulator-headline"]["figures"]["workloads"]:
+        cells = []
+        for run in w["predictive"]:
+            cell = (f"{_pct(run['reduction_pct'])}% for {run['extra_gpu_hours']:+,} "
+                    f"({run['ratio']:.2f}x)")
+            cells.append(f"**{cell}**" if run["ratio"] < 0.5 else cell)
+        static = (" / ".join(_pct(s["reduction_pct"]) for s in w["static"]) + "% for "
+                  + " / ".join(f"{s['extra_gpu_hours']:+,}" for s in w["static"]))
+        oracle = f"{_pct(w['oracle']['reduction_pct'])}% for {w['oracle']['extra_gpu_hours']:+,}"
+        lines.append(f"| {w['name']} | {' | '.join(cells)} | {static} | {oracle} |")
+    return "\n".join(lines) + "\n"
+
+
+def simulator_measured(results: dict) -> str:
+    """docs/simulator.md's summary: one decimal, the cheapest peer named with its cost."""
+    lines = ["| workload | predictive (defaults: q 0.9) | q 0.97 | q 0.99 | oracle |",
+             "|---|---|---|---|---|"]
+    for w in results["simulator-headline"]["figures"]["workloads"]:
+        cells = [f"{run['reduction_pct']:.1f}% for {run['extra_gpu_hours']:+,} GPU-h: "
+                 f"{run['ratio']:.2f}x ({run['best_peer']} {run['best_peer_extra']:+,})"
+                 for run in w["predictive"]]
+        oracle = f"{w['oracle']['reduction_pct']:.1f}% for {w['oracle']['extra_gpu_hours']:+,}"
+        lines.append(f"| {w['name']} | {' | '.join(cells)} | {oracle} |")
+    return "\n".join(lines) + "\n\n(GPU-hours over reactive; in brackets the cheapest peer " \
+        "family at the same cut and what it needs; every run is in the tables below.)\n"
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
+    "simulator-headline": simulator_headline,
+    "simulator-measured": simulator_measured,
     "embed": embed,
     "transformer": transformer,
     "simulator": simulator,
