@@ -66,6 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="folder for the report (default: ./headstart-demo-<time>)")
     demo.add_argument("--format", default=None, help="trace format (default: detected)")
     demo.add_argument("--days", type=float, default=None, help="simulate only N days")
+    demo.add_argument("--compare-scoring", action="store_true",
+                      help="one more run: predictive with kube-scheduler's default scoring "
+                      "(only with multi-pod jobs)")
     demo.add_argument("--quick", action="store_true",
                       help=f"a quick look: the first {QUICK_DAYS:g} days (unless --days) and 8 "
                       "policies: reactive, static:1, static:2, the middle proportional ratio "
@@ -241,9 +244,9 @@ def demo_command(args: argparse.Namespace) -> int:
     policies = default_policies(workload, demo=True)
     if args.quick:
         policies = quick_policies(policies)
-    progress.total = len(policies)
-    results = run_policies(workload, catalog, policies, config, compare_scoring=False,
-                           progress=progress)
+    progress.total = len(policies) + int(args.compare_scoring)
+    results = run_policies(workload, catalog, policies, config,
+                           compare_scoring=args.compare_scoring, progress=progress)
     metrics = [m for _, m in results]
     progress.say("writing the report")
     verdict = build_verdict_for(metrics, config, workload)

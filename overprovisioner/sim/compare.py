@@ -147,11 +147,11 @@ def run_policies(
     catalog: Catalog,
     policies: Sequence[str],
     config: SimConfig,
-    compare_scoring: bool = True,
+    compare_scoring: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> list[tuple[RunResult, Metrics]]:
-    """One run per policy (headstart scoring as configured); with compare_scoring and
-    multi-pod jobs in the workload, one more run of the locality-relevant policy (the
+    """One run per policy (headstart scoring as configured); with compare_scoring (opt-in:
+    it is one more run) and multi-pod jobs in the workload, one more run of the locality-relevant policy (the
     predictive one if listed, else the first) with the other scorer."""
     for name in policies:
         parse_policy_name(name)  # fail before the first run, not after it
