@@ -57,8 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run every policy on the synthetic workload and write an HTML report",
         description="Run reactive, the peer headrooms (static, proportional, scheduled), "
         "predictive (the service's defaults, and quantiles 0.97 and 0.99) and the oracle on "
-        "the synthetic workload (or --trace), write an HTML report with plots and the "
-        "summary table into a new folder (named on stdout), and print the table.",
+        "the synthetic workload (or --trace); print the verdict (which quantile to "
+        "configure, what it cuts and costs in GPU-hours and dollars against each headroom, "
+        "the config lines) and the table, and write the same as an HTML report with plots "
+        "into a new folder (named on stdout). Progress goes to stderr.",
     )
     demo.add_argument("--trace", metavar="PATH", help="use this trace instead of the "
                       "synthetic workload")
