@@ -49,12 +49,13 @@ def embed(results: dict) -> str:
 def transformer(results: dict) -> str:
     e = results["transformer"]
     f = e["figures"]
+    runs = "1 run" if f["runs"] == 1 else f"median of {f['runs']} runs"
     return (f"The Transformer trains on 30 days x 10 buckets (8,640 ticks) in "
-            f"{f['transformer_fit_s']:g} s on {f['threads']} thread (median of {f['runs']} "
-            f"runs; target 5 min) and predicts in {f['transformer_predict_ms']:g} ms (median "
-            f"of {f['predicts']}; target 50 ms); Holt-Winters fits in {f['hw_fit_s']:g} s and "
-            f"predicts in {f['hw_predict_ms']:g} ms, last value predicts in "
-            f"{f['last_predict_ms']:g} ms ({provenance(e)}).\n")
+            f"{f['transformer_fit_s']:g} s on {f['threads']} thread ({runs}; target 5 min), "
+            f"{f['transformer_fit_s'] / f['hw_fit_s']:.1f}x Holt-Winters' fit in the same run "
+            f"({f['hw_fit_s']:g} s), and predicts in {f['transformer_predict_ms']:g} ms (median "
+            f"of {f['predicts']}; target 50 ms; Holt-Winters {f['hw_predict_ms']:g} ms, last "
+            f"value {f['last_predict_ms']:g} ms) ({provenance(e)}).\n")
 
 
 def simulator(results: dict) -> str:
