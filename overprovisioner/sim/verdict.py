@@ -9,7 +9,10 @@ Decides:
   (lowest `ratio_to_best_peer`; the larger cut breaks a tie); when no peer reaches any
   of them, the one with the largest cut;
 - the words: waiting cut, GPU-hours and dollars over cluster-autoscaler alone, the
-  same cut with each peer family, and the ratio to the cheapest;
+  same cut with each peer family, and the ratio to the cheapest in GPU-hours and in
+  dollars (the cheapest family may differ: GPU-less placeholder nodes cost dollars but
+  no GPU-hours); the headline recommends predictive only when it is cheaper on both,
+  and says plainly when it is not;
 - the YAML snippet: the `forecast:` lines of the overprovisioner config.
 
 Must not: print, read files, or run anything.
@@ -71,6 +74,11 @@ def _peer_text(peer: PeerCost) -> str:
     return f"{peer.family} {peer.extra:+,.0f} GPU-h ({_money(peer.extra_usd)})"
 
 
+def _cheapest_in_dollars(run: Assessment) -> PeerCost | None:
+    priced = [p for p in run.peers if p.extra_usd is not None]
+    return min(priced, key=lambda p: p.extra_usd) if priced else None
+
+
 def _other_text(run: Assessment) -> str:
     ratio = run.ratio_to_best_peer
     against = "" if ratio is None else f", {ratio:.2f}x the cheapest headroom"
@@ -97,9 +105,16 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
     quantile = spec.quantile if spec.quantile is not None else service_quantile
     reactive = next(m for m in metrics if m.policy == "reactive")
     pending = reactive.pending_gpu_minutes * (1 - chosen.reduction)
+    best, ratio = chosen.best_peer, chosen.ratio_to_best_peer
+    cheapest_usd = _cheapest_in_dollars(chosen)
+    usd_ratio = (None if cheapest_usd is None or chosen.extra_usd is None
+                 or cheapest_usd.extra_usd <= 0 else chosen.extra_usd / cheapest_usd.extra_usd)
+    beats = ratio is None or (ratio < 1 and (usd_ratio is None or usd_ratio < 1))
+    head = (f"Verdict: configure predictive at quantile {quantile:g}." if beats else
+            "Verdict: on this trace predictive does not beat the headroom users run today "
+            f"for the same cut (below); its best run is quantile {quantile:g}.")
     lines = [
-        f"Verdict: configure predictive at quantile {quantile:g}. On this trace it cuts "
-        f"the time pods wait for capacity by {chosen.reduction:.0%} "
+        f"{head} On this trace it cuts the time pods wait for capacity by {chosen.reduction:.0%} "
         f"({reactive.pending_gpu_minutes:,.0f} -> {pending:,.0f} pending GPU-minutes) for "
         f"{chosen.extra_gpu_hours:+,.0f} GPU-hours, {_money(chosen.extra_usd)} {price_text}, "
         "over cluster-autoscaler alone."
@@ -107,22 +122,18 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
     if chosen.peers:
         lines.append("Headroom users run today, for the same cut: "
                      + "; ".join(_peer_text(p) for p in chosen.peers) + ".")
-    best, ratio = chosen.best_peer, chosen.ratio_to_best_peer
     if best is not None and ratio is not None:
-        saved_usd = (None if best.extra_usd is None or chosen.extra_usd is None
-                     else best.extra_usd - chosen.extra_usd)
-        if ratio < 1:
-            saving = ("" if saved_usd is None
-                      else f", {best.extra - chosen.extra_gpu_hours:,.0f} GPU-hours and "
-                      f"${saved_usd:,.0f} less")
-            lines.append(f"Predictive spends {ratio:.2f}x the GPU-hours of the cheapest "
-                         f"({best.family} headroom){saving}.")
-        else:
-            lines.append(f"Predictive spends {ratio:.2f}x the GPU-hours of the cheapest "
-                         f"({best.family} headroom): on this trace it is no cheaper than "
-                         f"{best.family} headroom for the same cut.")
+        fewer = best.extra - chosen.extra_gpu_hours
+        lines.append(f"In GPU-hours predictive spends {ratio:.2f}x the cheapest ({best.family} "
+                     f"headroom): " + (f"{fewer:,.0f} fewer." if ratio < 1 else
+                                       "no fewer for the same cut."))
     elif chosen.peers:
         lines.append("None of the headroom runs cuts waiting that much.")
+    if usd_ratio is not None:
+        diff = cheapest_usd.extra_usd - chosen.extra_usd
+        lines.append(f"In dollars predictive spends {usd_ratio:.2f}x the cheapest "
+                     f"({cheapest_usd.family} headroom, {_money(cheapest_usd.extra_usd)}): "
+                     + (f"${diff:,.0f} less." if diff > 0 else f"${-diff:,.0f} more."))
     others = [a for a in assessments if a is not chosen and a.reduction is not None
               and parse_policy_name(a.policy).kind == "predictive"]
     if others:

@@ -46,30 +46,45 @@ def test_the_recommended_run(judged, chosen):
 
 
 def test_verdict_says_cut_hours_dollars_peers_and_the_config_lines():
-    runs = BASE + [run("predictive:0.97", 300.0, 112.0, 225.0), run("oracle", 0.0, 101.0, 202.0)]
+    runs = BASE + [run("predictive:0.97", 300.0, 112.0, 224.0), run("oracle", 0.0, 101.0, 202.0)]
     verdict = build_verdict(runs, assess_all(runs), 0.9, "last_adaptive", "at test prices",
                             "op.yaml")
-    # 70% cut: 1000 -> 300; +12 GPU-h, +$25; static at 70%: +20 GPU-h and
-    # 20 + (60 - 20) x 20/40 = +$40: 12/20 = 0.60x, 8 GPU-hours and $15 less
+    # 70% cut: 1000 -> 300; +12 GPU-h, +$24; static at 70%: +20 GPU-h and
+    # 20 + (60 - 20) x 20/40 = +$40: 12/20 = 0.60x, 8 GPU-hours fewer; 24/40 = 0.60x, $16 less
     assert verdict.lines[0] == (
         "Verdict: configure predictive at quantile 0.97. On this trace it cuts the time pods "
-        "wait for capacity by 70% (1,000 -> 300 pending GPU-minutes) for +12 GPU-hours, +$25 "
+        "wait for capacity by 70% (1,000 -> 300 pending GPU-minutes) for +12 GPU-hours, +$24 "
         "at test prices, over cluster-autoscaler alone.")
     assert verdict.lines[1] == ("Headroom users run today, for the same cut: static +20 GPU-h "
                                 "(+$40).")
-    assert verdict.lines[2] == ("Predictive spends 0.60x the GPU-hours of the cheapest (static "
-                                "headroom), 8 GPU-hours and $15 less.")
+    assert verdict.lines[2] == ("In GPU-hours predictive spends 0.60x the cheapest (static "
+                                "headroom): 8 fewer.")
+    assert verdict.lines[3] == ("In dollars predictive spends 0.60x the cheapest (static "
+                                "headroom, +$40): $16 less.")
     assert verdict.snippet.splitlines()[1:] == ["forecast:", "  model: last_adaptive",
                                                 "  quantile: 0.97"]
     assert "changed from op.yaml" in verdict.snippet
 
 
-def test_verdict_is_honest_when_predictive_is_dearer():
-    # predictive 50% for +15: static:1 does it for +10: 1.50x
-    runs = BASE + [run("predictive", 500.0, 115.0, 230.0)]
+@pytest.mark.parametrize("predictive, gpu_line, dollar_line", [
+    # predictive 50% for +15 GPU-h, +$30: static:1 does it for +10, +$20: 1.50x both
+    (run("predictive", 500.0, 115.0, 230.0),
+     "In GPU-hours predictive spends 1.50x the cheapest (static headroom): no fewer for "
+     "the same cut.",
+     "In dollars predictive spends 1.50x the cheapest (static headroom, +$20): $10 more."),
+    # fewer GPU-hours (+5 against +10: 0.50x) but dearer in dollars (+$50 against +$20:
+    # 2.50x), as GPU-less placeholder nodes make it
+    (run("predictive", 500.0, 105.0, 250.0),
+     "In GPU-hours predictive spends 0.50x the cheapest (static headroom): 5 fewer.",
+     "In dollars predictive spends 2.50x the cheapest (static headroom, +$20): $30 more."),
+], ids=["dearer-on-both", "dearer-in-dollars-only"])
+def test_verdict_is_honest_when_predictive_is_dearer(predictive, gpu_line, dollar_line):
+    runs = BASE + [predictive]
     verdict = build_verdict(runs, assess_all(runs), 0.9, "last", "at test prices", "x")
-    assert "spends 1.50x the GPU-hours of the cheapest (static headroom): on this trace it " \
-           "is no cheaper than static headroom for the same cut" in verdict.lines[2]
+    assert verdict.lines[0].startswith(
+        "Verdict: on this trace predictive does not beat the headroom users run today for "
+        "the same cut (below); its best run is quantile 0.9. On this trace it cuts")
+    assert verdict.lines[2:4] == (gpu_line, dollar_line)
 
 
 def test_without_predictive_runs_there_is_no_verdict():
