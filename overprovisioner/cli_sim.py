@@ -215,7 +215,7 @@ def simulate_command(args: argparse.Namespace) -> int:
         from overprovisioner.report import write_plots
 
         progress.say("drawing the plots")
-        paths = write_plots(results, Path(args.plot), verdict.assessment)
+        paths = write_plots(results, Path(args.plot), verdict.assessment, verdict.ring)
         progress.say(f"plots: {', '.join(str(p) for p in paths)}")
     if args.json:
         print(json.dumps([m.as_dict() for m in metrics], indent=2))

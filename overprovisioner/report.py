@@ -24,7 +24,8 @@ def write_report(results: Sequence, folder: Path, title: str, workload_text: str
     from overprovisioner.sim.table import LEGEND, table_header, table_rows
 
     metrics = [m for _, m in results]
-    paths = write_plots(results, folder, verdict.assessment if verdict else None)
+    paths = (write_plots(results, folder, verdict.assessment, verdict.ring) if verdict
+             else write_plots(results, folder))
     header = "".join(f"<th>{html.escape(t)}</th>" for t in table_header(metrics))
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"

@@ -64,8 +64,10 @@ def story_runs(metrics: Sequence, assessment) -> tuple[str, ...]:
     return tuple(n for n in dict.fromkeys(chosen) if n in names)
 
 
-def write_plots(results: Sequence, folder: Path, assessment=None) -> list[Path]:
-    """Write tradeoff.png and the story runs' timelines; return the paths, trade-off first."""
+def write_plots(results: Sequence, folder: Path, assessment=None,
+                ring: str = "recommended") -> list[Path]:
+    """Write tradeoff.png and the story runs' timelines; return the paths, trade-off first.
+    assessment: the verdict's run, ringed and labelled `ring`."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -73,7 +75,7 @@ def write_plots(results: Sequence, folder: Path, assessment=None) -> list[Path]:
     metrics = [m for _, m in results]
     story = story_runs(metrics, assessment)
     recommended = assessment.policy if assessment is not None else None
-    paths = [plot_tradeoff(metrics, folder / "tradeoff.png", recommended)]
+    paths = [plot_tradeoff(metrics, folder / "tradeoff.png", recommended, ring)]
     main = metrics[0].scoring if metrics else None
     by_name = {r.policy: r for r, m in results if m.scoring == main}
     paths += [plot_timeline(by_name[name], folder) for name in story]
@@ -105,13 +107,14 @@ def _thousands(axis) -> None:
     axis.yaxis.set_major_formatter(formatter)
 
 
-def plot_tradeoff(metrics: Sequence, path: Path, recommended: str | None = None) -> Path:
+def plot_tradeoff(metrics: Sequence, path: Path, recommended: str | None = None,
+                  ring: str = "recommended") -> Path:
     plt = _pyplot()
     fig, axis = plt.subplots(figsize=(13, 6.5))
     main = [m for m in metrics if m.scoring == metrics[0].scoring]
     reactive = next((m for m in main if m.policy == "reactive"), None)
     base = reactive.gpu_hours if reactive else 0.0
-    texts = draw_tradeoff(axis, main, base, recommended)
+    texts = draw_tradeoff(axis, main, base, recommended, ring)
     extra = np.array([m.gpu_hours - base for m in main])
     pending = np.array([m.pending_gpu_minutes for m in main])
     _axis_scale(axis, "x", extra)
@@ -148,7 +151,8 @@ def _place_labels(axis, texts: list) -> None:
                     arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5})
 
 
-def draw_tradeoff(axis, main: Sequence, base: float, recommended: str | None = None) -> list:
+def draw_tradeoff(axis, main: Sequence, base: float, recommended: str | None = None,
+                  ring: str = "recommended") -> list:
     """Pending GPU-minutes against extra GPU-hours over reactive (`base`) on one axis:
     each peer family a line from reactive, predictive's runs joined by a dashed line,
     predictive / oracle / rate-oracle (with `:Q` variants) as stars, the yardsticks
@@ -186,9 +190,9 @@ def draw_tradeoff(axis, main: Sequence, base: float, recommended: str | None = N
         if m.policy == recommended:
             axis.plot(m.gpu_hours - base, m.pending_gpu_minutes, "o", markersize=22,
                       markerfacecolor="none", markeredgecolor="red", markeredgewidth=1.5,
-                      label="recommended")
+                      label=ring)
     texts = [axis.text(m.gpu_hours - base, m.pending_gpu_minutes,
-                       display_name(m.policy) + (" (recommended)" if m.policy == recommended
+                       display_name(m.policy) + (f" ({ring})" if m.policy == recommended
                                                  else ""), fontsize=8)
              for m in main]
     axis.set_xlabel("extra GPU-hours over reactive (cost)")

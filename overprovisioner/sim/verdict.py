@@ -44,12 +44,20 @@ def display_name(policy: str) -> str:
 class Verdict:
     """The recommendation. assessment: the chosen run's (None: nothing to recommend);
     quantile: the forecast quantile it ran at; lines: the verdict in words; snippet: the
-    config lines (empty when nothing is recommended)."""
+    config lines (empty when nothing is recommended); beats: whether the chosen run is
+    cheaper than every headroom family at its cut (else it is only the best predictive
+    run, and the plots say so)."""
 
     assessment: Assessment | None
     quantile: float | None
     lines: tuple[str, ...]
     snippet: str
+    beats: bool = False
+
+    @property
+    def ring(self) -> str:
+        """How the plots label the chosen run."""
+        return "recommended" if self.beats else "best predictive run"
 
 
 def recommend(assessments: Sequence[Assessment]) -> Assessment | None:
@@ -141,4 +149,4 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
     snippet = (f"# overprovisioner config (headstart overprovisioner --config FILE), "
                f"changed from {config_source}:\nforecast:\n  model: {model}\n"
                f"  quantile: {quantile:g}\n")
-    return Verdict(chosen, quantile, tuple(lines), snippet)
+    return Verdict(chosen, quantile, tuple(lines), snippet, beats)

@@ -107,3 +107,12 @@ def test_table_hides_what_means_nothing_and_names_yardsticks():
     assert {"nodes/job", "groups/job", "scoring"} <= set(table_header(with_jobs))
     assert format_table(runs).splitlines()[0].startswith("policy")
     assert display_name("rate-oracle:0.97") == "rate-oracle:0.97 (yardstick)"
+
+
+def test_the_plots_call_a_run_that_does_not_beat_headroom_only_the_best():
+    dearer = BASE + [run("predictive", 500.0, 115.0, 230.0)]   # 1.50x static (above)
+    cheaper = BASE + [run("predictive", 700.0, 103.0, 206.0)]  # 0.50x in both
+    assert build_verdict(dearer, assess_all(dearer), 0.9, "last", "", "x").ring == \
+        "best predictive run"
+    assert build_verdict(cheaper, assess_all(cheaper), 0.9, "last", "", "x").ring == \
+        "recommended"
