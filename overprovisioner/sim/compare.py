@@ -151,8 +151,9 @@ def run_policies(
     progress: Callable[[str], None] | None = None,
 ) -> list[tuple[RunResult, Metrics]]:
     """One run per policy (headstart scoring as configured); with compare_scoring (opt-in:
-    it is one more run) and multi-pod jobs in the workload, one more run of the locality-relevant policy (the
-    predictive one if listed, else the first) with the other scorer."""
+    it is one more run) and multi-pod jobs in the workload, one more run of the
+    locality-relevant policy (the predictive one if listed, else the first) with the other
+    scorer."""
     for name in policies:
         parse_policy_name(name)  # fail before the first run, not after it
     results = []
