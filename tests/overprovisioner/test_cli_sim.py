@@ -53,6 +53,12 @@ def test_demo_writes_report(tmp_path, capsys):
     assert f"report: {out / 'index.html'}" in printed
     page = (out / "index.html").read_text()
     assert "predictive" in page and "tradeoff.png" in page
+    # It speaks to the user: a verdict first, the yardstick named, no tracker talk.
+    assert printed.startswith("Verdict: ")
+    assert "oracle (yardstick)" in printed and "oracle (yardstick)" in page
+    assert '<div class="verdict"><p>Verdict: ' in page
+    for text in (printed, page):
+        assert "issue" not in text.lower() and "target" not in text.lower()
 
 
 @pytest.mark.parametrize(
