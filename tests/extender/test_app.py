@@ -410,7 +410,8 @@ async def test_gpu_pods_back_to_back_do_not_share_a_numa_zone_before_the_nrt_cat
                         [make_nrt("a", [(48, 4), (48, 4)]), make_nrt("b", [(48, 4), (48, 4)])])
     client = await serve(cache)
     assert [await schedule(client, pod, ["a", "b"]) for pod in workers] == ["a", "a"]
-    no_zone = "no NUMA zone holds 2 GPU and 4 pinned CPU together (policy required)"
+    no_zone = ("no NUMA zone holds 2 GPU and 4 pinned CPU together (topology manager "
+               "single-numa-node, container scope, would reject the pod)")
 
     async def chief_on_a():
         _, text = await post(client, "filter", args_body(chief, names=["a", "b"]))

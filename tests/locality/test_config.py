@@ -16,8 +16,12 @@ def test_defaults_match_the_docs():
     assert config.default_placement_group is Locality.PREFERRED
     assert config.placement_group_labels[0] == "headstart.io/placement-group"
     assert config.job_labels[0] == JobLabelKeys(
-        "training.kubeflow.org/job-name", "training.kubeflow.org/replica-type"
+        "training.kubeflow.org/job-name",
+        ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role"),
     )
+    assert [level.name for level in config.topology_levels] == [
+        "block", "subblock", "placement-group", "nvlink"]
+    assert config.gpu_resources == ("nvidia.com/gpu", "amd.com/gpu")
     assert (config.gpu_resource, config.assumed_ttl_seconds) == ("nvidia.com/gpu", 30.0)
     assert "ToBeDeletedByClusterAutoscaler" in config.unavailable_node_taints
 
