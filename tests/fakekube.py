@@ -62,6 +62,11 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("policy/v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True),
     ("topology.node.k8s.io/v1alpha2", "noderesourcetopologies"): ("NodeResourceTopology", False),
     ("autoscaling.x-k8s.io/v1alpha1", "capacitybuffers"): ("CapacityBuffer", True),
+    ("resource.k8s.io/v1", "resourceslices"): ("ResourceSlice", False),
+    ("resource.k8s.io/v1", "resourceclaims"): ("ResourceClaim", True),
+    ("resource.k8s.io/v1", "resourceclaimtemplates"): ("ResourceClaimTemplate", True),
+    ("scheduling.volcano.sh/v1beta1", "podgroups"): ("PodGroup", True),
+    ("scheduling.x-k8s.io/v1alpha1", "podgroups"): ("PodGroup", True),
 }
 KIND_TO_PLURAL = {(gv, kind): plural for (gv, plural), (kind, _) in RESOURCES.items()}
 DEFAULT_OFF = frozenset({"autoscaling.x-k8s.io/v1alpha1"})

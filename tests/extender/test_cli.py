@@ -28,8 +28,17 @@ from tests.extender.builders import args_body, make_node, make_pod
         ("locality:\n  default_packing: tight\n", "locality: default_packing: expected one of"),
         ("tls_cert_file: /x.pem\n", "tls_cert_file and tls_key_file must be set together"),
         ("port: [\n", "not valid YAML"),
+        ("watch_dra: yes please\n", "watch_dra: expected true or false"),
+        ("locality:\n  topology_levels: [{name: rack, labels: [example.com/rack]}]\n",
+         "locality: topology_levels: expected a level named placement-group"),
+        ("locality:\n  dra_gpus: [{driver: gpu.nvidia.com}]\n",
+         "locality: dra_gpus[0]: expected driver and resource"),
+        ("locality:\n  numa_default_policy: strict\n",
+         "locality: numa_default_policy: expected one of none, best-effort, restricted, "
+         "single-numa-node, got 'strict'"),
     ],
-    ids=["port-range", "typo", "locality-field", "tls-half", "yaml"],
+    ids=["port-range", "typo", "locality-field", "tls-half", "yaml", "watch-dra-not-bool",
+         "levels-without-placement-group", "dra-without-resource", "numa-policy-unknown"],
 )
 def test_config_errors_are_one_line_naming_file_and_field(tmp_path, capsys, text, message):
     path = tmp_path / "extender.yaml"
