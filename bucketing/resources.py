@@ -276,6 +276,28 @@ def container_request(
     return requests
 
 
+def combine_containers(
+    app: list[Resources], init: list[tuple[Resources, bool]]
+) -> Resources:
+    """A pod's total from its containers' amounts, the way kube-scheduler sums them:
+    the app containers summed, then the max with each init container, where a
+    restartable init container (a sidecar, `restartPolicy: Always`; the bool) runs
+    beside everything started after it. Any per-container amounts combine this way
+    (requests here; the CPUs a CPU manager pins, in `locality.parse`)."""
+    total = ZERO
+    for request in app:
+        total = total + request
+    sidecars = ZERO
+    init_peak = ZERO
+    for request, restartable in init:
+        if restartable:
+            sidecars = sidecars + request
+            init_peak = init_peak.max(sidecars)
+        else:
+            init_peak = init_peak.max(sidecars + request)
+    return (total + sidecars).max(init_peak)
+
+
 def pod_effective_request(
     pod: Mapping[str, Any],
     gpu_resource: str | tuple[str, ...] = DEFAULT_GPU_RESOURCE,
@@ -296,25 +318,17 @@ def pod_effective_request(
     if not isinstance(containers, list) or not isinstance(init_containers, list):
         raise InputError("pod.spec.containers/initContainers: expected lists")
 
-    total = ZERO
-    for index, container in enumerate(containers):
-        total = total + container_request(
-            container, gpu_resource, f"pod.spec.containers[{index}]", devices
-        )
-
-    # Sidecars (restartable init containers) run beside everything started after them.
-    sidecars = ZERO
-    init_peak = ZERO
-    for index, container in enumerate(init_containers):
-        request = container_request(
-            container, gpu_resource, f"pod.spec.initContainers[{index}]", devices
-        )
-        if container.get("restartPolicy") == "Always":
-            sidecars = sidecars + request
-            init_peak = init_peak.max(sidecars)
-        else:
-            init_peak = init_peak.max(sidecars + request)
-    effective = (total + sidecars).max(init_peak)
+    app = [
+        container_request(container, gpu_resource, f"pod.spec.containers[{index}]", devices)
+        for index, container in enumerate(containers)
+    ]
+    init = [
+        (container_request(container, gpu_resource, f"pod.spec.initContainers[{index}]",
+                           devices),
+         isinstance(container, Mapping) and container.get("restartPolicy") == "Always")
+        for index, container in enumerate(init_containers)
+    ]
+    effective = combine_containers(app, init)
 
     pod_level = spec.get("resources")
     if pod_level:

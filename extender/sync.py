@@ -216,20 +216,19 @@ class ClusterSync:
             self._cache.apply_node(node)
 
     def _claim_sink(self, kind: str, op: str, payload: Any) -> None:
-        resolver = self.resolver
         if op == "replace":
-            pods = resolver.replace_claims(payload, kind)
+            self._apply_pods(self.resolver.replace_claims(payload, kind))
         else:
-            pods = resolver.apply_claim(payload, deleted=op == "delete")
-        for pod in pods:
-            self._cache.apply_pod(pod)
+            self._apply_pods(self.resolver.apply_claim(payload, deleted=op == "delete"))
 
     def _pod_group_sink(self, api_group: str, op: str, payload: Any) -> None:
-        resolver = self.resolver
         if op == "replace":
-            pods = resolver.replace_pod_groups(payload, api_group)
+            self._apply_pods(self.resolver.replace_pod_groups(payload, api_group))
         else:
-            pods = resolver.apply_pod_group(payload, deleted=op == "delete")
+            self._apply_pods(self.resolver.apply_pod_group(payload, deleted=op == "delete"))
+
+    def _apply_pods(self, pods: list[Any]) -> None:
+        """Pods whose claims or PodGroup changed, resolved again: into the cache."""
         for pod in pods:
             self._cache.apply_pod(pod)
 

@@ -220,26 +220,20 @@ class NodeTopology:
         free = [[zone.gpu_free_milli, zone.cpu_free_milli] for zone in zones]
         capacity = [(zone.gpu_capacity, zone.cpu_capacity) for zone in zones]
         aligned = True
-        for unit in checked:  # init containers: the free zones, nothing taken
+        # Init containers are checked against the free zones and take nothing (they
+        # hand their devices on); the others take their zones in turn.
+        for unit, takes in [*((unit, False) for unit in checked),
+                            *((unit, True) for unit in taking)]:
             mask = _mask_for(policy, free, capacity, unit)
             if mask is None:
-                if policy in (TopologyManagerPolicy.SINGLE_NUMA_NODE,
-                              TopologyManagerPolicy.RESTRICTED):
-                    return NumaFit.REJECTED, zones
-                aligned = False
-            elif len(mask) > 1:
-                aligned = False
-        for unit in taking:
-            mask = _mask_for(policy, free, capacity, unit)
-            if mask is None:
-                if policy in (TopologyManagerPolicy.SINGLE_NUMA_NODE,
-                              TopologyManagerPolicy.RESTRICTED):
+                if policy in _REJECTING:
                     return NumaFit.REJECTED, zones
                 aligned = False
                 mask = tuple(range(len(free)))  # best-effort / none: spread (estimate)
             elif len(mask) > 1:
                 aligned = False
-            _take(free, mask, unit)
+            if takes:
+                _take(free, mask, unit)
         if policy is TopologyManagerPolicy.NONE:
             aligned = False
         fit = NumaFit.ALIGNED if aligned else NumaFit.UNALIGNED
@@ -251,6 +245,9 @@ class NodeTopology:
         if all(new is old for new, old in zip(after, zones, strict=True)):
             after = zones
         return fit, after
+
+
+_REJECTING = frozenset({TopologyManagerPolicy.SINGLE_NUMA_NODE, TopologyManagerPolicy.RESTRICTED})
 
 
 def _first_holding(zones: Sequence[NumaZone], gpu_milli: int, cpu_milli: int) -> int | None:

@@ -18,6 +18,8 @@ from typing import Any
 
 from bucketing.errors import InputError
 from bucketing.resources import (
+    Resources,
+    combine_containers,
     container_request,
     parse_resource_quantity,
     pod_effective_request,
@@ -141,18 +143,13 @@ def _numa_demand(spec: Mapping[str, Any], gpu_resources: tuple[str, ...]) -> Num
         isinstance(container, Mapping) and container.get("restartPolicy") == "Always"
         for container in init_containers
     ]
-    # Pod scope, the way pod_effective_request walks it: sidecars keep running beside
-    # everything started after them.
-    running = [0, 0]
-    peak = [0, 0]
-    for (gpu, cpu), sidecar in zip(init_units, sidecar_flags, strict=True):
-        if sidecar:
-            running = [running[0] + gpu, running[1] + cpu]
-            peak = [max(peak[0], running[0]), max(peak[1], running[1])]
-        else:
-            peak = [max(peak[0], running[0] + gpu), max(peak[1], running[1] + cpu)]
-    pod_gpu = max(peak[0], running[0] + sum(g for g, _ in app_units))
-    pod_cpu = max(peak[1], running[1] + sum(c for _, c in app_units))
+    # Pod scope: the units combined the way the pod's request is (the one walk).
+    pod_unit = combine_containers(
+        [Resources(gpu, cpu) for gpu, cpu in app_units],
+        [(Resources(gpu, cpu), flag)
+         for (gpu, cpu), flag in zip(init_units, sidecar_flags, strict=True)],
+    )
+    pod_gpu, pod_cpu = pod_unit.gpu_milli, pod_unit.cpu_milli
     if pod_gpu == 0 and pod_cpu == 0:
         return NO_NUMA_DEMAND
     sidecars = [unit for unit, flag in zip(init_units, sidecar_flags, strict=True) if flag]
