@@ -41,10 +41,19 @@ from locality.numa import NumaDemand, NumaFit
 from locality.topology import domains_of
 
 _NUMA_MEMO_CARRIED = 16  # demands whose NUMA verdicts `with_states` carries over
+# Plain ints: comparing an int8 column with an IntEnum member goes through __index__.
+_REJECTED, _UNALIGNED, _ALIGNED = (
+    int(NumaFit.REJECTED), int(NumaFit.UNALIGNED), int(NumaFit.ALIGNED))
 
 
 def _numa_code(topology: NodeTopology | None, demand: NumaDemand) -> int:
     return int(topology.fit(demand)) if topology is not None else int(NumaFit.UNKNOWN)
+
+
+def _masks(fits: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+    rejected, unaligned = fits == _REJECTED, fits == _UNALIGNED
+    return (rejected if rejected.any() else None, unaligned if unaligned.any() else None,
+            fits == _ALIGNED)
 
 
 class NodeTable(Mapping[str, NodeState]):
@@ -55,7 +64,8 @@ class NodeTable(Mapping[str, NodeState]):
         "states", "names", "index", "groups", "group_codes", "free_gpu", "free_cpu",
         "free_memory", "allocatable_gpu", "allocatable_cpu", "allocatable_memory",
         "holds_placeholders", "closed", "topology_rows", "level_domains", "level_codes",
-        "device_free", "device_kinds", "_numa_memo", "_orders",
+        "device_free", "device_kinds", "level_index", "_numa_memo", "_numa_masks",
+        "_orders",
     )
 
     def __init__(self, states: Iterable[NodeState]) -> None:
@@ -113,7 +123,12 @@ class NodeTable(Mapping[str, NodeState]):
                 kind: np.array([s.free_device(kind) for s in self.states], dtype=np.int64)
                 for kind in kinds
             }
+        self.level_index: dict[str, dict[str, int]] = {
+            level: {value: code for code, value in enumerate(values)}
+            for level, values in self.level_domains.items()
+        }
         self._numa_memo: dict[NumaDemand, np.ndarray] = {}
+        self._numa_masks: dict[NumaDemand, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._orders: dict[str | None, np.ndarray] = {}
 
     def _kind_differs_from_gpus(self, kind: str) -> bool:
@@ -160,6 +175,7 @@ class NodeTable(Mapping[str, NodeState]):
         table.index = self.index
         table.groups = self.groups
         table.level_domains = self.level_domains
+        table.level_index = self.level_index
         table.device_kinds = self.device_kinds
         table.group_codes = self.group_codes.copy()
         table.free_gpu = self.free_gpu.copy()
@@ -173,10 +189,7 @@ class NodeTable(Mapping[str, NodeState]):
         table.level_codes = {level: codes.copy() for level, codes in self.level_codes.items()}
         table.device_free = {kind: free.copy() for kind, free in self.device_free.items()}
         code_of = {group: code for code, group in enumerate(self.groups)}
-        level_code_of = {
-            level: {value: code for code, value in enumerate(values)}
-            for level, values in self.level_domains.items()
-        }
+        level_code_of = self.level_index
         topology_rows = set(self.topology_rows)
         for row, s in zip(rows, changed, strict=True):
             table.group_codes[row] = code_of[s.placement_group] if s.placement_group else -1
@@ -209,6 +222,7 @@ class NodeTable(Mapping[str, NodeState]):
             for row, s in zip(rows, changed, strict=True):
                 fits[row] = _numa_code(s.topology, demand)
             table._numa_memo[demand] = fits
+        table._numa_masks = {}
         table._orders = {}
         return table
 
@@ -257,6 +271,21 @@ class NodeTable(Mapping[str, NodeState]):
                 fits[row] = _numa_code(self.states[row].topology, demand)
             self._numa_memo[demand] = fits
         return fits
+
+    def numa_masks(
+        self, demand: NumaDemand, assumed_topologies: Mapping[str, NodeTopology]
+    ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+        """(rejected, unaligned, aligned) per row for a pod of this demand, after the
+        assumed pods' charges; memoised while no assumption touches a zone. A mask no
+        row is in is None, so the filter skips it (the common case: no NRT node
+        would reject the pod)."""
+        if not assumed_topologies:
+            masks = self._numa_masks.get(demand)
+            if masks is None:
+                masks = _masks(self.numa_fits(demand))
+                self._numa_masks[demand] = masks
+            return masks
+        return _masks(self.numa_fits_after_assumed(demand, assumed_topologies))
 
     def numa_fits_after_assumed(
         self, demand: NumaDemand, assumed_topologies: Mapping[str, NodeTopology]

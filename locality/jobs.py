@@ -79,8 +79,15 @@ def identify(pod: Pod, config: LocalityConfig) -> JobIdentity | None:
     for keys in config.job_labels:
         name = labels.get(keys.job)
         if name:
-            role = next((labels[key] for key in keys.roles if labels.get(key)), None)
-            return JobIdentity(JobKey(pod.namespace, name), parse_role(role))
+            role = None
+            for key in (keys.role,) if isinstance(keys.role, str) else keys.role:
+                role = labels.get(key)
+                if role:
+                    break
+            # Called for every pod of a job in every request: a dict lookup, not a walk.
+            return JobIdentity(JobKey(pod.namespace, name),
+                               _ROLE_ALIASES.get(role.strip().lower(), Role.OTHER) if role
+                               else Role.OTHER)
     return None
 
 

@@ -100,12 +100,12 @@ def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str
         unresolved = verdict == 0
     demand = context.pod.numa_request
     if policy.numa is not Locality.NONE and not demand.is_zero() and table.topology_rows:
-        fits_numa = np.r_[table.numa_fits_after_assumed(demand, context.assumed_topologies), 0]
-        bad = fits_numa == NumaFit.REJECTED
-        if policy.numa is Locality.REQUIRED and demand.gpu_milli > 0:
-            bad |= fits_numa == NumaFit.UNALIGNED
-        verdict[unresolved & bad] = 5
-        unresolved = verdict == 0
+        rejected, unaligned, _ = table.numa_masks(demand, context.assumed_topologies)
+        if policy.numa is Locality.REQUIRED and demand.gpu_milli > 0 and unaligned is not None:
+            rejected = unaligned if rejected is None else rejected | unaligned
+        if rejected is not None:
+            verdict[:size][unresolved[:size] & rejected] = 5
+            unresolved = verdict == 0
     extra = context.extra_requested
     gpu, cpu, memory = table.free_after_assumed(extra)
     if request.gpu_milli:
@@ -260,15 +260,21 @@ def score_columns(context: DecisionContext, table: NodeTable) -> np.ndarray:
             codes = table.level_codes.get(level)
             if codes is None:
                 continue
-            holds = np.array([domain in wanted for domain in table.level_domains[level]]
-                             + [False], dtype=bool)
-            inside = holds[codes]  # code -1 reads the trailing False
-            group = np.where((group == 0) & inside, max(TOPOLOGY_MAX - rank, 1), group)
+            if len(wanted) == 1:  # a placed job's home domain: one comparison
+                code = table.level_index[level].get(next(iter(wanted)), -2)
+                inside = codes == code
+            else:
+                holds = np.array([domain in wanted for domain in table.level_domains[level]]
+                                 + [False], dtype=bool)
+                inside = holds[codes]  # code -1 reads the trailing False
+            value = max(TOPOLOGY_MAX - rank, 1)
+            group = np.where(inside, value, 0) if rank == 0 else np.where(
+                (group == 0) & inside, value, group)
 
     demand = context.pod.numa_request
     if demand.gpu_milli > 0 and policy.numa is not Locality.NONE and table.topology_rows:
-        fits = table.numa_fits_after_assumed(demand, context.assumed_topologies)
-        numa = (fits == NumaFit.ALIGNED).astype(np.int64) * NUMA
+        aligned = table.numa_masks(demand, context.assumed_topologies)[2]
+        numa = aligned.astype(np.int64) * NUMA
     else:
         numa = np.zeros(size, dtype=np.int64)
 

@@ -89,19 +89,25 @@ def homes(placed: Iterable[tuple[Domains, bool]], level_order: tuple[str, ...]) 
 
     placed: (the node's domains, the pod is a coordinator) per placed pod.
     """
-    coordinators: dict[str, Counter[str]] = {level: Counter() for level in level_order}
-    everyone: dict[str, Counter[str]] = {level: Counter() for level in level_order}
+    coordinators: dict[str, Counter[str]] = {}
+    everyone: dict[str, Counter[str]] = {}
     for domains, coordinator in placed:
         for level, value in domains:
-            if level in everyone:
-                everyone[level][value] += 1
-                if coordinator:
-                    coordinators[level][value] += 1
+            counts = everyone.get(level)
+            if counts is None:
+                counts = everyone[level] = Counter()
+            counts[value] += 1
+            if coordinator:
+                counts = coordinators.get(level)
+                if counts is None:
+                    counts = coordinators[level] = Counter()
+                counts[value] += 1
     found = {}
     for level in level_order:
-        home = most_common(coordinators[level]) or most_common(everyone[level])
-        if home is not None:
-            found[level] = home
+        if level in everyone:
+            home = most_common(coordinators.get(level, Counter())) or most_common(everyone[level])
+            if home is not None:
+                found[level] = home
     return found
 
 
