@@ -217,20 +217,22 @@ def build_context(
     groups: Counter[str] = Counter()
     placed_domains = []
     for placed in placement.placed:
-        job_nodes.add(placed.node_name)
-        state = cluster.get(placed.node_name)
-        group = state.placement_group if state is not None else None
-        is_centre = placed.role in centre
+        node_name, role = placed.node_name, placed.role
+        job_nodes.add(node_name)
+        state = cluster.get(node_name)
+        is_centre = role in centre
         if is_centre:
-            centre_nodes.add(placed.node_name)
-            if group is not None:
-                centre_groups[group] += 1
-        if placed.role in (Role.WORKER, Role.CHIEF) and not is_centre:
-            worker_nodes.add(placed.node_name)
-        if group is not None and placed.role is not Role.LAUNCHER:
+            centre_nodes.add(node_name)
+        elif role is Role.WORKER or role is Role.CHIEF:
+            worker_nodes.add(node_name)
+        if state is None or role is Role.LAUNCHER:
+            continue  # a launcher joins no collective: it decides no home
+        group = state.placement_group
+        if group is not None:
             groups[group] += 1
-        if state is not None and placed.role is not Role.LAUNCHER:
-            placed_domains.append((domains_of(state.node.domains, group), is_centre))
+            if is_centre:
+                centre_groups[group] += 1
+        placed_domains.append((state.node.domains or domains_of((), group), is_centre))
 
     if identity.role in centre or identity.role is Role.LAUNCHER:
         counterpart = worker_nodes or job_nodes

@@ -38,7 +38,9 @@ Must not: look at other pods or nodes.
 
 from __future__ import annotations
 
-from locality.config import LocalityConfig
+from collections.abc import Mapping
+
+from locality.config import JobLabelKeys, LocalityConfig
 from locality.model import JobIdentity, JobKey, JobPolicy, Locality, Packing, Pod, Role
 
 _ROLE_ALIASES: dict[str, Role] = {
@@ -79,16 +81,26 @@ def identify(pod: Pod, config: LocalityConfig) -> JobIdentity | None:
     for keys in config.job_labels:
         name = labels.get(keys.job)
         if name:
-            role = None
-            for key in (keys.role,) if isinstance(keys.role, str) else keys.role:
-                role = labels.get(key)
-                if role:
-                    break
-            # Called for every pod of a job in every request: a dict lookup, not a walk.
-            return JobIdentity(JobKey(pod.namespace, name),
-                               _ROLE_ALIASES.get(role.strip().lower(), Role.OTHER) if role
-                               else Role.OTHER)
+            return JobIdentity(JobKey(pod.namespace, name), _role(labels, keys))
     return None
+
+
+def role_of(pod: Pod, config: LocalityConfig) -> Role:
+    """The role `identify` gives a pod known to be in a job, without building its
+    identity: called for every pod of a job in every request."""
+    labels = pod.labels
+    for keys in config.job_labels:
+        if labels.get(keys.job):
+            return _role(labels, keys)
+    return Role.OTHER
+
+
+def _role(labels: Mapping[str, str], keys: JobLabelKeys) -> Role:
+    for key in (keys.role,) if isinstance(keys.role, str) else keys.role:
+        value = labels.get(key)
+        if value:
+            return _ROLE_ALIASES.get(value.strip().lower(), Role.OTHER)
+    return Role.OTHER
 
 
 def job_policy(pod: Pod, config: LocalityConfig) -> JobPolicy:

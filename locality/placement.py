@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
 from locality.config import LocalityConfig
-from locality.jobs import identify
+from locality.jobs import identify, role_of
 from locality.model import JobKey, JobPolicy, Pod, Role
 from locality.numa import NO_NUMA_DEMAND, NumaDemand
 
@@ -204,8 +204,7 @@ def job_placement(
     placed: list[PlacedPod] = []
     remaining: Counter[Resources] = Counter()
     seen: set[str] = {pod.uid}
-    own = identify(pod, config)
-    roles: set[Role] = {own.role} if own is not None else set()
+    roles: set[Role] = {role_of(pod, config)}
     live = {a.uid: a for a in assumed.for_job(job, now)}
     for other in job_pods:
         if other.uid in seen:
@@ -217,8 +216,7 @@ def job_placement(
                 seen.add(other.uid)
             continue
         seen.add(other.uid)
-        identity = identify(other, config)
-        role = identity.role if identity is not None else Role.OTHER
+        role = role_of(other, config)
         roles.add(role)
         if other.node_name is not None:
             placed.append(PlacedPod(other.uid, role, other.node_name, other.request, False))

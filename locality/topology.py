@@ -89,26 +89,32 @@ def homes(placed: Iterable[tuple[Domains, bool]], level_order: tuple[str, ...]) 
 
     placed: (the node's domains, the pod is a coordinator) per placed pod.
     """
-    coordinators: dict[str, Counter[str]] = {}
-    everyone: dict[str, Counter[str]] = {}
+    # (level, domain) -> [pods, coordinator pods]; one dict, not a Counter per level:
+    # this runs for every pod of a placed job in every request.
+    counts: dict[tuple[str, str], list[int]] = {}
     for domains, coordinator in placed:
-        for level, value in domains:
-            counts = everyone.get(level)
-            if counts is None:
-                counts = everyone[level] = Counter()
-            counts[value] += 1
-            if coordinator:
-                counts = coordinators.get(level)
-                if counts is None:
-                    counts = coordinators[level] = Counter()
-                counts[value] += 1
-    found = {}
-    for level in level_order:
-        if level in everyone:
-            home = most_common(coordinators.get(level, Counter())) or most_common(everyone[level])
-            if home is not None:
-                found[level] = home
-    return found
+        for pair in domains:
+            count = counts.get(pair)
+            if count is None:
+                counts[pair] = [1, 1 if coordinator else 0]
+            else:
+                count[0] += 1
+                if coordinator:
+                    count[1] += 1
+    best_centre: dict[str, tuple[int, str]] = {}
+    best_all: dict[str, tuple[int, str]] = {}
+    for (level, value), (pods, centre) in counts.items():
+        if centre:
+            key = (-centre, value)
+            if level not in best_centre or key < best_centre[level]:
+                best_centre[level] = key
+        key = (-pods, value)
+        if level not in best_all or key < best_all[level]:
+            best_all[level] = key
+    return {
+        level: (best_centre.get(level) or best_all[level])[1]
+        for level in level_order if level in best_all
+    }
 
 
 def most_common(counts: Counter[str]) -> str | None:
