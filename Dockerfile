@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # One image for every headstart component; the manifests choose the subcommand:
 #   headstart extender | headstart overprovisioner | headstart simulate ...
-# Build: docker build -t ghcr.io/headstart-project/headstart:0.1.0 .
+# Build, push and point the manifests at it: docs/image.md
+#   docker build --platform linux/amd64 -t headstart:0.1.0 .
 ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build

@@ -80,8 +80,11 @@ class Catalog:
         return tuple(t.name for t in self.instance_types)
 
 
-def load_catalog(ref: str | Path) -> Catalog:
-    """Load a catalog by built-in name (`aws`, `gcp`) or by path to a YAML file."""
+def load_catalog(ref: str | Path, where: str = "catalog") -> Catalog:
+    """Load a catalog by built-in name (`aws`, `gcp`) or by path to a YAML file.
+
+    where: what named it, put first in errors: the option (`--catalog`) or the file and
+    field (`config.yaml: catalog`), so a typo points at the line to fix."""
     ref_text = str(ref)
     if ref_text in BUILTIN_CATALOGS:
         text = package_files.files("bucketing.catalogs").joinpath(f"{ref_text}.yaml").read_text()
@@ -89,10 +92,10 @@ def load_catalog(ref: str | Path) -> Catalog:
     path = Path(ref_text)
     if not path.exists():
         raise ConfigError(
-            f"catalog {ref_text!r}: no such file, and not a built-in catalog "
-            f"({', '.join(BUILTIN_CATALOGS)})"
+            f"{where}: {ref_text!r} is neither a built-in catalog "
+            f"({', '.join(BUILTIN_CATALOGS)}) nor a file"
         )
-    return parse_catalog(load_yaml_file(path), str(path))
+    return parse_catalog(load_yaml_file(path, f"{where}: "), str(path))
 
 
 def parse_catalog(document: Any, source: str) -> Catalog:

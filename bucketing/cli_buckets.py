@@ -129,7 +129,7 @@ def run_tune(args: argparse.Namespace) -> int:
     from bucketing.tune import tune
 
     tick_s = parse_duration(args.tick, "--tick")
-    catalog = load_catalog(args.catalog)
+    catalog = load_catalog(args.catalog, "--catalog")
     if args.synthetic:
         if args.format:
             raise InputError("--format applies to --trace only")

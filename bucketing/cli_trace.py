@@ -80,12 +80,17 @@ def run_synth(args: argparse.Namespace) -> int:
 
 def summarise(path: str, format_name: str | None, tick_s: float) -> dict[str, Any]:
     """The numbers `inspect` prints, as a JSON-ready dict."""
+    import numpy as np
+
     from bucketing.demand import snapshots, totals
+    from bucketing.jobtable import known_at
     from bucketing.traces import load_trace
 
     table = load_trace(path, format=format_name)
     frame = table.frame
     demand = totals(table, snapshots(table, tick_s))
+    lead = frame["submit_s"].to_numpy() - known_at(table)
+    ahead = lead > 0
     peak_at = float(demand["gpus_running"].idxmax())
     censoring = table.censoring
     return {
@@ -111,6 +116,8 @@ def summarise(path: str, format_name: str | None, tick_s: float) -> dict[str, An
         "mean_running_gpus": round(float(demand["gpus_running"].mean()), 3),
         "peak_running_cpus": float(demand["cpus_running"].max()),
         "peak_pending_pods": int(demand["pods_pending"].max()),
+        "pods_known_ahead": int(ahead.sum()),
+        "median_known_lead_s": float(np.median(lead[ahead])) if ahead.any() else None,
     }
 
 
@@ -137,6 +144,9 @@ def run_inspect(args: argparse.Namespace) -> int:
         f"{summary['peak_running_gpus_at_s']:.0f} s, mean {summary['mean_running_gpus']:g}, "
         f"peak {summary['peak_running_cpus']:g} CPUs (tick {summary['tick_s']:g} s)",
         f"pending    peak {summary['peak_pending_pods']} pods",
+        f"known      {summary['pods_known_ahead']} pods known before creation (known_at_s)"
+        + (f", median lead {summary['median_known_lead_s']:.0f} s"
+           if summary["median_known_lead_s"] is not None else ""),
     ]
     print("\n".join(lines))
     return 0

@@ -1,12 +1,18 @@
 """Durations as people write them in configs and on command lines -> seconds.
 
-Decides: the one accepted syntax, shared by every package: a plain number of seconds
-(`300`, `1.5`), or Go-style parts with units `ms`, `s`, `m`, `h`, `d`, `w`, alone or
-combined largest first (`90s`, `5m`, `6m30s`, `1h30m`, `35d`). Negative, NaN and
-infinite values are refused; whether zero is allowed is the caller's rule.
+Decides: the one accepted syntax, shared by every package: Go-style parts with units
+`ms`, `s`, `m`, `h`, `d`, `w`, alone or combined largest first (`90s`, `5m`, `6m30s`,
+`1h30m`, `35d`). Negative, NaN and infinite values are refused; whether zero is
+allowed is the caller's rule.
 
-Raises ValueError with a message that does not name the field: callers wrap it in
-their own ConfigError or InputError naming the file, field or option.
+Two rules for a number without a unit:
+- in a config file (`duration_seconds`) it is seconds (`tick: 300`), as documented in
+  each config reference: YAML numbers are common there and the docs say what they mean;
+- on a command line (`parse_duration`) it is refused: `--node-startup 5` reads as five
+  minutes to some and five seconds to others, so the option must say which.
+
+Raises ValueError (config rule, a message that does not name the field: callers wrap it
+in their ConfigError naming file and field) or InputError naming the option.
 """
 
 from __future__ import annotations
@@ -43,8 +49,12 @@ def duration_seconds(value: Any) -> float:
 
 
 def parse_duration(text: Any, what: str = "duration") -> float:
-    """A positive duration for a command-line option or a field: seconds, or InputError
-    naming `what` (the option, e.g. `--horizon`)."""
+    """A positive duration for a command-line option: seconds, or InputError naming
+    `what` (the option, e.g. `--horizon`). A number without a unit is refused."""
+    if isinstance(text, str) and _NUMBER.fullmatch(text.strip()):
+        number = text.strip()
+        raise InputError(f"{what}: {number!r} has no unit; write {number}s, {number}m or "
+                         f"{number}h (units: ms, s, m, h, d, w)")
     try:
         seconds = duration_seconds(text)
     except ValueError as error:

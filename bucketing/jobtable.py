@@ -19,6 +19,11 @@ Columns (all times in seconds from the trace's own origin):
   gpu_milli       requested GPU in thousandths summed over devices, so a 46% share
                   of one GPU is 460 and 2 whole GPUs are 2000 (int64, >= 0)
   priority_class  the trace's QoS / priority class as a string ("" when unknown)
+Optional column:
+  known_at_s      when the pod's demand became known ahead (a queued Workload, a
+                  suspended Job, a CronJob's next run), same clock as submit_s; NaN (blank
+                  in CSV) = known only when the pod was created. Never after submit_s.
+                  Read it with `known_at` (NaN for every row of a table without it).
 
 Must not: read files (that is `bucketing.traces`), or drop a row silently.
 """
@@ -46,6 +51,8 @@ COLUMNS: dict[str, str] = {
     "gpu_milli": "int64",
     "priority_class": "object",
 }
+KNOWN_AT = "known_at_s"
+OPTIONAL_COLUMNS: dict[str, str] = {KNOWN_AT: "float64"}
 
 
 @dataclass(frozen=True)
@@ -125,9 +132,23 @@ def validate_frame(frame: pd.DataFrame, source: str) -> None:
     bad = np.flatnonzero(~np.isnan(start) & ~np.isnan(end) & (end < start))
     if bad.size:
         raise InputError(f"{source}: row {int(bad[0])}: end_s {end[bad[0]]} is before start_s")
+    if KNOWN_AT in frame.columns:
+        known = frame[KNOWN_AT].to_numpy(dtype=np.float64)
+        late = np.flatnonzero(known > submit)
+        if late.size:
+            row = int(late[0])
+            raise InputError(f"{source}: row {row}: {KNOWN_AT} {known[row]} is after submit_s "
+                             f"{submit[row]} (demand cannot become known after its pod exists)")
     if frame["pod"].duplicated().any():
         row = int(np.flatnonzero(frame["pod"].duplicated().to_numpy())[0])
         raise InputError(f"{source}: row {row}: pod name {frame['pod'].iloc[row]!r} is duplicated")
+
+
+def known_at(table: JobTable) -> np.ndarray:
+    """(N,) when each pod's demand became known (NaN = at creation), in frame order."""
+    if KNOWN_AT in table.frame.columns:
+        return table.frame[KNOWN_AT].to_numpy(dtype=np.float64)
+    return np.full(len(table.frame), np.nan)
 
 
 def empty_frame() -> pd.DataFrame:

@@ -6,8 +6,13 @@ parameter-server pods with no GPU and 1-8 workers with 0-8 GPUs each, all sharin
 a job_id), how big each pod is (CPU and memory scaled to its GPU count, so every
 pod fits a real instance type), and how long it runs (log-normal).
 
+Jobs reach the cluster three ways (`bucketing.synthetic_lead`): periodic retraining
+from CronJobs (on the hour, known `cron_lead_s` ahead), a Kueue-style queue with a GPU
+quota (known when queued, pods created at admission), and unannounced submissions;
+`known_at_s` says when each pod's demand became known (NaN = at creation).
+
 The table is a trace of *demand*: every pod starts when submitted (start_s =
-submit_s); waits are for the simulator to decide. A warm-up before time 0 means the
+submit_s); waits for nodes are for the simulator to decide. A warm-up before time 0 means the
 trace does not begin from an empty cluster: jobs still running at 0 are kept with
 their start clamped to 0 (counted as started before the trace); jobs still running
 at the end have no end_s (counted as running at the end).
@@ -26,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from bucketing.errors import ConfigError
-from bucketing.jobtable import COLUMNS, Censoring, JobTable
+from bucketing.jobtable import COLUMNS, KNOWN_AT, Censoring, JobTable
+from bucketing.synthetic_lead import CRON, QUEUED, cron_starts, queue_admissions, ways
 
 DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S
@@ -114,6 +120,20 @@ class SyntheticWorkload:
     warmup_h: float = 72.0
     """Hours simulated before time 0 so the trace starts with jobs already running."""
 
+    cron_share: float = 0.15
+    """Share of jobs that are periodic retraining runs of CronJobs: they start on the hour
+    and are known `cron_lead_s` before."""
+
+    cron_lead_s: float = 3600.0
+    """How long before its run a CronJob's job is known (its schedule is public)."""
+
+    queue_share: float = 0.25
+    """Share of jobs submitted through a Kueue-style queue: known when queued, admitted
+    (pods created) when the queue's quota has room."""
+
+    queue_quota_gpus: float = 48.0
+    """GPU quota of that queue; its jobs wait while running queued jobs hold it."""
+
     def __post_init__(self) -> None:
         _validate(self)
 
@@ -137,6 +157,15 @@ def _validate(config: SyntheticWorkload) -> None:
                  "warmup_h"):
         if getattr(config, name) < 0:
             _fail(name, f"must not be negative, got {getattr(config, name)}")
+    for name in ("cron_share", "queue_share"):
+        if not 0 <= getattr(config, name) <= 1:
+            _fail(name, f"must be within 0-1, got {getattr(config, name)}")
+    if config.cron_share + config.queue_share > 1:
+        _fail("queue_share", "cron_share + queue_share must not exceed 1")
+    if config.cron_lead_s < 0:
+        _fail("cron_lead_s", f"must not be negative, got {config.cron_lead_s}")
+    if config.queue_quota_gpus <= 0:
+        _fail("queue_quota_gpus", f"must be positive, got {config.queue_quota_gpus}")
     if not 0 <= config.daily_amplitude <= 1:
         _fail("daily_amplitude", f"must be within 0-1, got {config.daily_amplitude}")
     if config.weekly_trend_pct <= -100:
@@ -236,10 +265,25 @@ def generate(config: SyntheticWorkload | None = None) -> JobTable:
     gpus = _choice(rng, config.gpus_per_worker, config.gpus_per_worker_weights, jobs)
     duration_h = rng.lognormal(np.log(config.duration_median_h), config.duration_sigma, jobs)
     duration_s = np.clip(duration_h, config.duration_min_h, config.duration_max_h) * HOUR_S
+
+    # How each job is announced, from a stream of its own: the draws above, and so the
+    # jobs' sizes and arrivals, do not depend on the shares.
+    way = ways(np.random.default_rng([config.seed, 1]), jobs, config.cron_share,
+               config.queue_share)
+    known = np.full(jobs, np.nan)
+    cron = way == CRON
+    submit = submit.copy()
+    submit[cron] = cron_starts(submit[cron])
+    known[cron] = submit[cron] - config.cron_lead_s
+    queued = np.flatnonzero(way == QUEUED)
+    known[queued] = submit[queued]
+    submit[queued] = queue_admissions(submit[queued], (gpus * worker_count)[queued],
+                                      duration_s[queued], config.queue_quota_gpus)
     finish = submit + duration_s
 
-    # Jobs over before the trace starts are not part of it (they are the warm-up).
-    in_trace = finish > 0
+    # Jobs over before the trace starts are not part of it (they are the warm-up); jobs
+    # a queue holds past its end never reach it.
+    in_trace = (finish > 0) & (submit < end_of_trace)
     job_numbers = np.flatnonzero(in_trace)
     pods_per_job = (ps_count + worker_count)[in_trace]
     job_of_pod = np.repeat(job_numbers, pods_per_job)
@@ -258,6 +302,7 @@ def generate(config: SyntheticWorkload | None = None) -> JobTable:
     memory_gib = np.maximum(1, np.round(cpus * rng.uniform(*config.memory_gib_per_cpu, pods)))
 
     pod_submit = submit[job_of_pod]
+    pod_known = known[job_of_pod]
     started_before = pod_submit < 0
     pod_submit = np.maximum(pod_submit, 0.0)
     pod_end = finish[job_of_pod]
@@ -281,8 +326,9 @@ def generate(config: SyntheticWorkload | None = None) -> JobTable:
             "gpus": pod_gpus.astype(np.int64),
             "gpu_milli": (pod_gpus * 1000).astype(np.int64),
             "priority_class": np.full(pods, "", dtype=object),
+            KNOWN_AT: pod_known,
         }
-    ).astype(COLUMNS)
+    ).astype({**COLUMNS, KNOWN_AT: "float64"})
     return JobTable(
         frame=frame,
         source=f"synthetic(seed={config.seed}, days={config.days:g})",

@@ -1,7 +1,21 @@
 """The extender's aiohttp application: routes, handlers, fault middleware, background tasks.
 
-Routes (set in one place, `create_app`): POST /filter, POST /prioritize, POST /bind
-(only when `bind_enabled`), GET /healthz, /readyz, /metrics, /explain?pod=NS/NAME.
+Two applications sharing one state, set up in one place (`create_app`):
+- kube-scheduler's, on `port`: POST /filter, POST /prioritize, POST /bind (only when
+  `bind_enabled`). /bind creates Bindings with the extender's permission, so only the
+  scheduler may reach this port (the shipped NetworkPolicy admits only its pods).
+- the ops app (`app[OPS_APP]`), on `ops_port`: GET /healthz, /readyz, /metrics,
+  /explain?pod=NS/NAME, for kubelet's probes, Prometheus and people.
+Both ports are one process and one event loop; a separate port, not a separate Service
+port of one app, because kube-scheduler sends all verbs of an extender to one
+`urlPrefix`, and a Service's ClientIP affinity is kept per port by kube-proxy: a bind
+on another port could reach another replica than the pod's filter and prioritize did.
+
+Binds in flight: /bind records the node kube-scheduler chose the moment the call
+arrives (and wakes the requests waiting for it), then creates the Binding; if that
+fails the record is dropped. /filter and /prioritize for a pod of a job first wait,
+up to `bind_wait_seconds`, for the binds of the job's pods answered just before
+(`extender.inflight` says which and until when).
 
 Faults never become a traceback in an answer, and the service keeps serving:
 - transport faults, found before the body is an ExtenderArgs (a body over
@@ -15,7 +29,8 @@ Faults never become a traceback in an answer, and the service keeps serving:
   /bind does the same with its `Error` field; /prioritize has no error field (its
   answer is a list, and kube-scheduler ignores prioritize errors), so it answers 400
   with a JSON message;
-- names in `NodeNames` the cache does not know fail in `FailedNodes` with a reason;
+- names in `NodeNames` the cache does not know pass (unresolvable under a `required`
+  placement-group policy; `extender.decide`);
 - a bug (any other exception) is logged with its traceback; /filter answers with the
   `Error` field, other routes with a JSON 500 that carries no traceback.
 
@@ -28,17 +43,19 @@ import asyncio
 import contextlib
 import json
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from bucketing.errors import InputError
+from bucketing.errors import ConfigError, InputError
 from extender.binder import Binder
 from extender.cache import ClusterCache
 from extender.config import ExtenderConfig
 from extender.decide import Decider
+from extender.inflight import PendingBinds
 from extender.metrics import ExtenderMetrics
 from extender.sync import ClusterSync
 from extender.wire import (
@@ -61,6 +78,26 @@ METRICS = web.AppKey("metrics", ExtenderMetrics)
 SYNC: web.AppKey[ClusterSync | None] = web.AppKey("sync")
 BINDER: web.AppKey[Binder | None] = web.AppKey("binder")
 
+
+class BindSignal:
+    """Wakes every request waiting for a bind: an event set and replaced per bind."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    async def wait(self, seconds: float) -> None:
+        """Return when the next bind arrives, or after `seconds`."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._event.wait(), seconds)
+
+
+BIND_SIGNAL = web.AppKey("bind_signal", BindSignal)
+OPS_APP = web.AppKey("ops_app", web.Application)
+
 _VERBS = {"/filter": "filter", "/prioritize": "prioritize", "/bind": "bind"}
 ASSUMPTION_SWEEP_SECONDS = 5.0
 
@@ -79,26 +116,59 @@ def create_app(
     sync: ClusterSync | None = None,
     binder: Binder | None = None,
 ) -> web.Application:
-    """The application; `sync` keeps `cache` current (None in tests that fill it directly)."""
+    """kube-scheduler's application, with the ops application as `app[OPS_APP]`; `sync`
+    keeps `cache` current (None in tests that fill it directly). The caller serves the
+    ops app (`serve_ops`); its state is the same objects."""
+    pending = (
+        PendingBinds(config.bind_wait_seconds, config.locality.assumed_ttl_seconds)
+        if config.bind_enabled else None
+    )
+    metrics = ExtenderMetrics()
+    metrics.watch_cache(cache, sync.statuses if sync is not None else list)
+    state = {CONFIG: config, CACHE: cache, DECIDER: Decider(cache, config.locality, pending),
+             BIND_SIGNAL: BindSignal(), METRICS: metrics, SYNC: sync, BINDER: binder}
     app = web.Application(client_max_size=config.max_body_bytes, middlewares=[fault_middleware])
-    app[CONFIG] = config
-    app[CACHE] = cache
-    app[DECIDER] = Decider(cache, config.locality)
-    app[METRICS] = ExtenderMetrics()
-    app[SYNC] = sync
-    app[BINDER] = binder
-    app[METRICS].watch_cache(cache, sync.statuses if sync is not None else list)
+    ops = web.Application(middlewares=[fault_middleware])
+    for key, value in state.items():
+        app[key] = value  # type: ignore[index]
+        ops[key] = value  # type: ignore[index]
 
     app.router.add_post("/filter", filter_handler)
     app.router.add_post("/prioritize", prioritize_handler)
     if config.bind_enabled:
         app.router.add_post("/bind", bind_handler)
-    app.router.add_get("/healthz", healthz_handler)
-    app.router.add_get("/readyz", readyz_handler)
-    app.router.add_get("/metrics", metrics_handler)
-    app.router.add_get("/explain", explain_handler)
+    ops.router.add_get("/healthz", healthz_handler)
+    ops.router.add_get("/readyz", readyz_handler)
+    ops.router.add_get("/metrics", metrics_handler)
+    ops.router.add_get("/explain", explain_handler)
+    app[OPS_APP] = ops
     app.cleanup_ctx.append(_background)
     return app
+
+
+def serve_ops(
+    host: str, port: int, ssl_context: ssl.SSLContext | None, shutdown_timeout: float
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context for kube-scheduler's app that serves its ops app on `port`
+    while the app runs (put it first: its port is taken before the watches start, and
+    the probes answer until they have stopped)."""
+
+    async def serve(app: web.Application) -> AsyncIterator[None]:
+        runner = web.AppRunner(app[OPS_APP], access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context,
+                           shutdown_timeout=shutdown_timeout)
+        try:
+            await site.start()
+        except OSError as error:
+            await runner.cleanup()
+            raise ConfigError(
+                f"ops_port: cannot listen on {host}:{port} ({error.strerror or error})"
+            ) from None
+        yield
+        await runner.cleanup()
+
+    return serve
 
 
 # ---- handlers ------------------------------------------------------------------------
@@ -107,6 +177,7 @@ def create_app(
 async def filter_handler(request: web.Request) -> web.Response:
     app = request.app
     args = await _read_args(request)
+    await _await_binds_in_flight(app, args)
     result = app[DECIDER].filter(args, time.monotonic())
     if result.failed or result.unresolvable:
         app[METRICS].count_filtered(result)
@@ -117,24 +188,51 @@ async def filter_handler(request: web.Request) -> web.Response:
 
 
 async def prioritize_handler(request: web.Request) -> web.Response:
+    app = request.app
     args = await _read_args(request)
-    hosts, scores = request.app[DECIDER].prioritize(args, time.monotonic())
+    await _await_binds_in_flight(app, args)
+    hosts, scores = app[DECIDER].prioritize(args, time.monotonic())
     return _json_bytes(encode_host_priorities(hosts, scores))
 
 
 async def bind_handler(request: web.Request) -> web.Response:
     app = request.app
     args = parse_binding_args(await _read_json(request))
+    decider = app[DECIDER]
+    # kube-scheduler has decided: the next pods of the job may be judged knowing it now,
+    # while the Binding is being created.
+    decider.bind_arrived(args, time.monotonic())
+    app[BIND_SIGNAL].notify()
     binder = app[BINDER]
     error = "bind verb enabled without an API client" if binder is None else await binder.bind(args)
-    if not error:
-        pod = app[CACHE].pod(args.pod_namespace, args.pod_name)
-        if pod is not None:
-            app[DECIDER].record_binding(pod, args.node, time.monotonic())
-    else:
+    if error:
+        decider.bind_failed(args)
         log.warning("bind failed", extra={"pod": f"{args.pod_namespace}/{args.pod_name}",
                                           "node": args.node, "error": error})
     return _json_bytes(encode_binding_result(error))
+
+
+async def _await_binds_in_flight(app: web.Application, args: ExtenderArgs) -> None:
+    """Wait (bounded) for the binds of pods of this pod's job answered just before."""
+    decider = app[DECIDER]
+    if decider.pending is None or not len(decider.pending):
+        return
+    pod = decider.parse_pod(args.pod)
+    started = time.monotonic()
+    deadline = decider.bind_wait_deadline(pod, started)
+    if deadline is None:
+        return
+    now = started
+    while True:
+        # Any bind wakes every waiter (cheap: binds come one per scheduled pod); each
+        # then asks again what is still pending for its own job.
+        await app[BIND_SIGNAL].wait(deadline - now)
+        now = time.monotonic()
+        timed_out = now >= deadline
+        deadline = decider.bind_wait_deadline(pod, now)
+        if deadline is None:
+            break
+    app[METRICS].observe_bind_wait(now - started, timed_out)
 
 
 async def healthz_handler(request: web.Request) -> web.Response:

@@ -1,9 +1,12 @@
 """The bind verb's side effect: create the pod's Binding through the API.
 
-Decides: the Binding object (as kube-scheduler's DefaultBinder writes it: the pod's
-namespace, name and UID, target the node) and how an API failure becomes the
-protocol's `Error` text. The sync client runs in the default executor so the event
-loop keeps serving filter and prioritize meanwhile.
+Decides: the Binding object and the call, both as kube-scheduler's DefaultBinder makes
+them (pkg/scheduler/framework/plugins/defaultbinder: the pod's namespace, name and UID,
+target the node, POSTed to the pod's `binding` subresource, which RBAC authorizes as
+`create` on `pods/binding`), and how an API failure becomes the protocol's `Error`
+text. The UID is a precondition: the API server refuses to bind a pod re-created under
+the same name. The sync client runs in the default executor so the event loop keeps
+serving filter and prioritize meanwhile.
 
 Must not: record placements (the handler does, once the Binding exists).
 """
@@ -43,7 +46,10 @@ class ApiBinder:
             "target": {"apiVersion": "v1", "kind": "Node", "name": args.node},
         }
         def create() -> None:
-            response = self._core.create_namespaced_binding(
+            # POST /api/v1/namespaces/{ns}/pods/{name}/binding, as client-go's
+            # Pods(ns).Bind does (not the `bindings` collection, a separate RBAC resource).
+            response = self._core.create_namespaced_pod_binding(
+                args.pod_name,
                 args.pod_namespace,
                 body,
                 _preload_content=False,  # the generated model rejects the API's Binding echo

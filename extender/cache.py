@@ -5,8 +5,10 @@ pod's request is added to (or removed from) its node's `NodeState` when it appea
 moves, finishes or goes away, so a request never re-sums pods: per request the work is
 one dict lookup per candidate node plus the pods of one job.
 
-Also holds the `AssumedPlacements` (pods steered but not yet seen bound) and drops an
-assumption as soon as a watch event shows the pod bound, finished or deleted.
+Also holds the `AssumedPlacements` (pods kube-scheduler asked the extender to bind, not
+yet seen bound) and drops an assumption as soon as a watch event shows the pod bound,
+finished or deleted; and indexes the jobs with pods waiting for a node (their claims,
+`locality.claims`).
 
 NUMA zones lag behind bindings: NFD's topology updater republishes a node's
 NodeResourceTopology on its own interval (60 s by default), so for a while after a
@@ -59,7 +61,8 @@ class ClusterCache:
         self.nodes: dict[str, NodeState] = {}
         """Node name -> state with the requests of its bound pods; read by the handlers."""
         self.assumed = AssumedPlacements()
-        """Placements steered by this extender and not yet visible as bindings."""
+        """Placements kube-scheduler bound through this extender, not yet visible as
+        bindings."""
         self.version = 0
         """Bumped on every change, so callers can tell whether their snapshot is current."""
         self.synced: dict[str, bool] = dict.fromkeys(KINDS, False)
@@ -67,6 +70,11 @@ class ClusterCache:
         self._pods: dict[str, Pod] = {}
         self._pods_on_node: dict[str, set[str]] = {}
         self._pods_of_job: dict[JobKey, set[str]] = {}
+        # Job -> keys of its pods not bound and not finished: the jobs with pods to place.
+        self._waiting_of_job: dict[JobKey, set[str]] = {}
+        # Job -> a counter bumped whenever one of its pods changes (per pods generation).
+        self._job_versions: dict[JobKey, int] = {}
+        self._pods_generation = 0
         self._topologies: dict[str, NodeTopology] = {}
         # Node -> {pod key: NUMA request}, bind order: pods taking a zone seen bound since
         # the node's NRT object last changed, i.e. not yet counted in its published zones.
@@ -97,6 +105,14 @@ class ClusterCache:
             return []
         pods = self._pods
         return [pods[key] for key in keys]
+
+    def jobs_with_waiting_pods(self) -> list[JobKey]:
+        """Jobs with pods neither bound nor finished (their claims are computed)."""
+        return list(self._waiting_of_job)
+
+    def job_version(self, job: JobKey) -> tuple[int, int]:
+        """Changes whenever a pod of `job` is added, changed or removed."""
+        return self._pods_generation, self._job_versions.get(job, 0)
 
     def table(self) -> NodeTable:
         """The node states as a `NodeTable` (an immutable snapshot; cheap when unchanged)."""
@@ -184,6 +200,9 @@ class ClusterCache:
         self._pods = {}
         self._pods_on_node = {}
         self._pods_of_job = {}
+        self._waiting_of_job = {}
+        self._job_versions = {}
+        self._pods_generation += 1
         for pod in pods:
             self._index(pod_key(pod.namespace, pod.name), pod)
         unreflected: dict[str, dict[str, NumaDemand]] = {}
@@ -263,6 +282,9 @@ class ClusterCache:
         job = job_key_of(pod, self.config)
         if job is not None:
             self._pods_of_job.setdefault(job, set()).add(key)
+            self._job_versions[job] = self._job_versions.get(job, 0) + 1
+            if pod.node_name is None and not pod.terminal:
+                self._waiting_of_job.setdefault(job, set()).add(key)
 
     def _unindex(self, key: str, pod: Pod) -> None:
         del self._pods[key]
@@ -271,6 +293,8 @@ class ClusterCache:
         job = job_key_of(pod, self.config)
         if job is not None:
             _discard(self._pods_of_job, job, key)
+            _discard(self._waiting_of_job, job, key)
+            self._job_versions[job] = self._job_versions.get(job, 0) + 1
 
     # ---- NUMA topology -----------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """`headstart extender`: run the scheduler extender service.
 
 Decides: how the command line, the YAML config and the Kubernetes client configuration
-(in-cluster when running in a pod, else `--kubeconfig` or the default kubeconfig) are
-put together, TLS, and graceful shutdown: on SIGTERM aiohttp stops accepting, lets
+(bucketing.kube_client: `--kubeconfig`, else in-cluster in a pod, else the default
+kubeconfig) are put together, TLS, and graceful shutdown: on SIGTERM aiohttp stops accepting, lets
 in-flight requests finish for up to `shutdown_timeout_seconds`, then the cleanup
 context stops the watch threads.
 
@@ -13,8 +13,9 @@ Must not: make decisions; import aiohttp or the kubernetes client before the han
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
+
+from bucketing.logs import LOG_FORMATS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Serve kube-scheduler's extender calls: keep distributed-training jobs' "
         "PS and worker pods close (few nodes, one placement group, one NUMA node). "
         "Without --config the documented defaults apply (docs/extender.md): pack, "
-        "placement group preferred, nodeCacheCapable true, bind off.",
+        "placement group preferred, nodeCacheCapable true, bind on.",
     )
     parser.add_argument("--config", type=Path, help="YAML config file (docs/extender.md)")
     parser.add_argument(
@@ -33,41 +34,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="kubeconfig to use; default: in-cluster config when running in a pod, "
         "else $KUBECONFIG or ~/.kube/config",
     )
-    parser.add_argument("--port", type=int, help="TCP port (overrides the config; default 8888)")
+    parser.add_argument(
+        "--port", type=int,
+        help="TCP port for kube-scheduler's calls (overrides the config; default 8888)",
+    )
+    parser.add_argument(
+        "--ops-port", type=int,
+        help="TCP port for /healthz, /readyz, /metrics, /explain (overrides the config; "
+        "default 8889)",
+    )
+    parser.add_argument("--log-format", choices=LOG_FORMATS,
+                        help="json: one object per line (default, from the config's "
+                             "log_format); text: for a human at a terminal")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from bucketing.api_reachability import monitor_reachability
+    from bucketing.kube_client import load_api_client
+    from bucketing.logs import configure_logging
     from extender.config import load_config
-    from extender.logs import configure_logging
 
-    config = load_config(args.config).with_overrides(port=args.port)
-    configure_logging(config.log_format, config.log_level)
-    serve(config, kube_api_client(args.kubeconfig))
+    config = load_config(args.config).with_overrides(port=args.port, ops_port=args.ops_port)
+    configure_logging(args.log_format or config.log_format, config.log_level)
+    api_client = load_api_client(args.kubeconfig)
+    monitor_reachability(api_client)
+    serve(config, api_client)
     return 0
-
-
-def kube_api_client(kubeconfig: Path | None):
-    """An ApiClient: `kubeconfig` if given, in-cluster inside a pod, else the default file."""
-    from kubernetes import client, config
-
-    from bucketing.errors import ConfigError
-
-    configuration = client.Configuration()
-    try:
-        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config(client_configuration=configuration)
-        else:
-            config.load_kube_config(
-                config_file=str(kubeconfig) if kubeconfig else None,
-                client_configuration=configuration,
-            )
-    except (config.ConfigException, OSError, TypeError, ValueError) as error:
-        where = str(kubeconfig) if kubeconfig else "kubeconfig"
-        raise ConfigError(
-            f"{where}: cannot load Kubernetes client configuration ({error})"
-        ) from None
-    return client.ApiClient(configuration)
 
 
 def serve(config, api_client) -> None:
@@ -78,7 +71,7 @@ def serve(config, api_client) -> None:
     from aiohttp import web
 
     from bucketing.errors import ConfigError
-    from extender.app import create_app
+    from extender.app import create_app, serve_ops
     from extender.binder import ApiBinder
     from extender.cache import ClusterCache
     from extender.sync import ClusterSync
@@ -108,8 +101,12 @@ def serve(config, api_client) -> None:
     )
     binder = ApiBinder(api_client) if config.bind_enabled else None
     app = create_app(config, cache, sync, binder)
+    # First: a taken ops port must fail before the watch threads start.
+    app.cleanup_ctx.insert(
+        0, serve_ops(config.host, config.ops_port, ssl_context, config.shutdown_timeout_seconds))
     logging.getLogger("headstart.extender").info(
-        "starting", extra={"host": config.host, "port": config.port, "tls": ssl_context is not None,
+        "starting", extra={"host": config.host, "port": config.port, "ops_port": config.ops_port,
+                           "tls": ssl_context is not None,
                            "node_cache_capable": config.node_cache_capable,
                            "bind_enabled": config.bind_enabled},
     )

@@ -1,8 +1,10 @@
 """The extender service's settings, loaded once from YAML and validated at start-up.
 
-Decides: the defaults (port 8888, `nodeCacheCapable` true, bind off, 64 MiB body
-limit, JSON logs) and the validation of every field, with errors naming the file and
-the field path. The `locality:` section is validated by `locality.config.LocalityConfig`.
+Decides: the defaults (port 8888 for kube-scheduler's calls, 8889 for probes, metrics
+and /explain, `nodeCacheCapable` true, bind on with a 0.25 s wait
+for a job's binds in flight, 64 MiB body limit, JSON logs) and the validation of every
+field, with errors naming the file and the field path. The `locality:` section is
+validated by `locality.config.LocalityConfig`.
 
 Must not: start anything, talk to the API, or read any file other than the one named.
 """
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bucketing.errors import ConfigError
+from bucketing.logs import LOG_FORMATS
 from bucketing.yamlfile import load_yaml_file
 from locality.config import LocalityConfig
 
@@ -29,15 +32,33 @@ class ExtenderConfig:
     """Address to listen on."""
 
     port: int = 8888
-    """TCP port for /filter, /prioritize, /bind and the probes."""
+    """TCP port for kube-scheduler's calls: /filter, /prioritize and /bind. Only the
+    scheduler should reach it (the shipped NetworkPolicy admits only its pods): /bind
+    creates Bindings with the extender's own permission."""
+
+    ops_port: int = 8889
+    """TCP port for /healthz, /readyz, /metrics and /explain (probes, Prometheus, you)."""
 
     node_cache_capable: bool = True
     """Must equal `nodeCacheCapable` in the KubeSchedulerConfiguration: true answers
     `NodeNames` (and takes nodes from the cache), false answers `Nodes`."""
 
-    bind_enabled: bool = False
-    """Serve POST /bind: create the Binding ourselves and record the placement at once.
-    Register `bindVerb: bind` only when this is true (one extender per scheduler may bind)."""
+    bind_enabled: bool = True
+    """Serve POST /bind: kube-scheduler tells the extender the node it chose for each pod
+    (the extender creates the Binding, as the default binder would), so the next pods of
+    a job are placed knowing exactly where the earlier ones went. Register `bindVerb:
+    bind` exactly when this is true; only one extender of a scheduler may bind. False:
+    placements are learnt from the pod watch alone (a job's pods scheduled back to back
+    do not see each other until their bindings reach the watch)."""
+
+    bind_wait_seconds: float = 0.25
+    """With the bind verb: how long a filter or prioritize call for a pod may wait for
+    the bind of a pod of the same job that the extender answered for just before
+    (kube-scheduler binds asynchronously, so the next pod's filter can arrive first).
+    The wait ends as soon as the bind arrives; it reaches this bound only when the bind
+    is held (a Permit plugin waiting for a gang) or lost, and then once per job, not per
+    pod (docs/extender.md, "Binds in flight"). 0 never waits. At most 2: the call must
+    finish well inside the scheduler's `httpTimeout` (5 s in the shipped config)."""
 
     max_body_bytes: int = 64 * MIB
     """Largest request body accepted (413 above). With nodeCacheCapable false every
@@ -90,16 +111,26 @@ class ExtenderConfig:
     locality: LocalityConfig = field(default_factory=LocalityConfig)
     """Job labels, policy annotations and defaults; see docs/locality.md."""
 
-    def with_overrides(self, port: int | None = None) -> ExtenderConfig:
+    def with_overrides(
+        self, port: int | None = None, ops_port: int | None = None
+    ) -> ExtenderConfig:
         """This config with command-line overrides applied (validated like the file's)."""
-        if port is None:
-            return self
-        if not 1 <= port <= 65535:
-            raise ConfigError(f"--port: expected an integer from 1 to 65535, got {port}")
-        return replace(self, port=port)
+        config = self
+        for flag, field_name, value in (("--port", "port", port),
+                                        ("--ops-port", "ops_port", ops_port)):
+            if value is None:
+                continue
+            if not 1 <= value <= 65535:
+                raise ConfigError(f"{flag}: expected an integer from 1 to 65535, got {value}")
+            config = replace(config, **{field_name: value})
+        if config.port == config.ops_port:
+            raise ConfigError(
+                f"--port/--ops-port: both are {config.port}; kube-scheduler's port and the "
+                "ops port must differ"
+            )
+        return config
 
 
-_LOG_FORMATS = ("json", "text")
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -130,19 +161,23 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
         elif name in ("node_cache_capable", "bind_enabled", "watch_topology", "watch_dra",
                       "watch_pod_groups"):
             values[name] = _bool(raw, where)
-        elif name == "port":
+        elif name in ("port", "ops_port"):
             values[name] = _int(raw, where, 1, 65535)
         elif name == "max_body_bytes":
             values[name] = _int(raw, where, 1024, 2**40)
         elif name == "watch_timeout_seconds":
             values[name] = _int(raw, where, 1, 3600)
+        elif name == "bind_wait_seconds":
+            if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 2:
+                raise ConfigError(f"{where}: expected a number of seconds from 0 to 2, got {raw!r}")
+            values[name] = float(raw)
         elif name in (
             "shutdown_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
             "stale_after_seconds",
         ):
             values[name] = _positive_float(raw, where)
         elif name == "log_format":
-            values[name] = _choice(raw, where, _LOG_FORMATS)
+            values[name] = _choice(raw, where, LOG_FORMATS)
         elif name == "log_level":
             values[name] = _choice(raw, where, _LOG_LEVELS)
         elif name in ("tls_cert_file", "tls_key_file"):
@@ -152,6 +187,11 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
     config = ExtenderConfig(**values)
     if (config.tls_cert_file is None) != (config.tls_key_file is None):
         raise ConfigError(f"{source}: tls_cert_file and tls_key_file must be set together")
+    if config.port == config.ops_port:
+        raise ConfigError(
+            f"{source}: port and ops_port are both {config.port}; kube-scheduler's port "
+            "(filter, prioritize, bind) and the ops port (probes, metrics) must differ"
+        )
     if config.backoff_max_seconds < config.backoff_initial_seconds:
         raise ConfigError(
             f"{source}: backoff_max_seconds must be at least backoff_initial_seconds"

@@ -12,6 +12,9 @@ Metrics:
 - headstart_extender_request_duration_seconds{verb}: histogram, handler time
 - headstart_extender_filtered_nodes_total{reason, resolvable}: nodes failed by filter,
   reason = a `locality.filter.ReasonCode` value
+- headstart_extender_bind_wait_seconds{outcome}: histogram of the waits of filter and
+  prioritize calls for binds of the same job in flight; outcome bound (the binds came)
+  or timeout (`bind_wait_seconds` reached: a held or lost bind)
 - headstart_extender_cache_objects{kind}: nodes, pods, noderesourcetopologies,
   assumed_placements
 - headstart_extender_cache_synced{kind}, headstart_extender_watch_streaming{kind}
@@ -66,6 +69,14 @@ class ExtenderMetrics:
             ("reason", "resolvable"),
             registry=self.registry,
         )
+        self.bind_wait = Histogram(
+            "headstart_extender_bind_wait_seconds",
+            "Time a filter or prioritize call waited for binds of its job in flight, by "
+            "outcome (bound, or timeout at bind_wait_seconds).",
+            ("outcome",),
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         # Label children are cached: .labels() per request costs a dict lookup and a lock.
         self._latency_children: dict[str, object] = {}
         self._request_children: dict[tuple[str, str], object] = {}
@@ -80,6 +91,9 @@ class ExtenderMetrics:
         if histogram is None:
             histogram = self._latency_children[verb] = self.latency.labels(verb)
         histogram.observe(seconds)  # type: ignore[attr-defined]
+
+    def observe_bind_wait(self, seconds: float, timed_out: bool) -> None:
+        self.bind_wait.labels("timeout" if timed_out else "bound").observe(seconds)
 
     def count_filtered(self, result: FilterResult) -> None:
         """Count the excluded nodes by their reason code and resolvability."""

@@ -30,6 +30,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from bucketing.api_reachability import unreachable_reason
 from bucketing.errors import HeadstartError
 
 log = logging.getLogger("headstart.extender.watch")
@@ -172,16 +173,21 @@ class ResourceWatch:
                     self._absent()
                     self._stop.wait(self._settings.optional_recheck_seconds)
                 else:
-                    backoff = self._failed(f"API status {error.status}: {error.reason}", backoff)
+                    backoff = self._failed(f"API status {error.status}: {error.reason}", backoff,
+                                           unreachable=unreachable_reason(error) is not None)
             except Exception as error:  # noqa: BLE001 - any fault is retried; the thread lives on
                 if self._stop.is_set():
                     break
-                backoff = self._failed(f"{type(error).__name__}: {error}", backoff)
+                backoff = self._failed(f"{type(error).__name__}: {error}", backoff,
+                                       unreachable=unreachable_reason(error) is not None)
             if resource_version is not None:
                 resource_version = self._resource_version
         self.status.streaming = False
 
-    def _failed(self, message: str, backoff: float) -> float:
+    def _failed(self, message: str, backoff: float, unreachable: bool = False) -> float:
+        """Count a failure and back off. Logged as a warning only when it starts a streak
+        and the server answered (a 403, a bad answer): an unreachable server is logged
+        once, for all watches, by bucketing.api_reachability; /readyz shows each error."""
         status = self.status
         status.streaming = False
         status.errors_total += 1
@@ -189,7 +195,9 @@ class ResourceWatch:
         status.last_error = message
         if status.failing_since_monotonic is None:
             status.failing_since_monotonic = time.monotonic()
-        log.warning(
+        quiet = unreachable or status.consecutive_failures > 1
+        log.log(
+            logging.DEBUG if quiet else logging.WARNING,
             "list/watch failed, retrying",
             extra={"kind": self.kind, "error": message, "retry_in_seconds": backoff},
         )

@@ -216,8 +216,16 @@ class LocalityConfig:
     """The scope assumed when the NRT publishes no `topologyManagerScope` (kubelet's
     default, `container`)."""
 
-    assumed_ttl_seconds: float = 30.0
-    """How long a steered-but-not-yet-visible placement is trusted before it is dropped."""
+    assumed_ttl_seconds: float = 90.0
+    """How long the extender trusts what it knows before the API shows it: a pod's node
+    from its bind call until the watch shows the binding, and a pod it answered for
+    until its bind call comes (`extender.inflight`). A bind can come late: a Permit
+    plugin holds a gang's pods until the whole gang is placed, up to scheduler-plugins
+    Coscheduling's `permitWaitingTimeSeconds` (60 s by default, apis/config/v1/
+    defaults.go), and the pods answered first must still count as in flight when the
+    last one is placed. 90 s is that 60 s plus a margin for PreBind and the watch; raise
+    it with a longer Permit wait. Entries end earlier as soon as the binding shows or
+    the bind fails."""
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None, source: str = "config") -> LocalityConfig:
@@ -278,10 +286,14 @@ class LocalityConfig:
         return self.gpu_resources[0]
 
     @property
-    def device_names(self) -> DeviceNames:
-        """The resource names kept per kind (`bucketing.resources.Resources.devices`)."""
-        extra = {source.resource for source in self.dra_gpus}
-        return DeviceNames(frozenset(self.gpu_resources) | extra, self.device_resource_prefixes)
+    def device_names(self) -> DeviceNames | None:
+        """The resource names kept per kind (`bucketing.resources.Resources.devices`);
+        None when there is only one kind to count (one GPU name, no MIG prefixes, no
+        DRA sources of another name): then the GPU dimension says it all."""
+        names = frozenset(self.gpu_resources) | {source.resource for source in self.dra_gpus}
+        if len(names) <= 1 and not self.device_resource_prefixes:
+            return None
+        return DeviceNames(names, self.device_resource_prefixes)
 
     @property
     def placement_group_level(self) -> int:

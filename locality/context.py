@@ -40,7 +40,7 @@ from locality.model import (
     Role,
 )
 from locality.numa import NumaDemand
-from locality.placement import AssumedPlacements, JobPlacement, job_placement
+from locality.placement import AssumedPlacements, JobPlacement, add_requests, job_placement
 from locality.topology import (
     domain_at,
     domains_of,
@@ -98,6 +98,10 @@ class DecisionContext:
     these instead of `NodeState.topology`. See `numa_topology`.
     preferred_groups: the groups of the narrowest target level for a job's first pod
     (kept for /explain and callers of the single-level API).
+    expected_requested: extra_requested plus other jobs' claims (`locality.claims`):
+    what each node is expected to hold beyond its bound pods. The idle term and the
+    topology targets of a job's first pod read it; filters read extra_requested only
+    (claims are soft).
     """
 
     pod: Pod
@@ -116,6 +120,7 @@ class DecisionContext:
     required_level: str | None = None
     required_home: str | None = None
     required_fits: Mapping[str, GroupFit] = field(default_factory=dict)
+    expected_requested: Mapping[str, Resources] = field(default_factory=dict)
 
     def numa_topology(self, state: NodeState) -> NodeTopology | None:
         """The node's NUMA zones as the pod would find them: assumed placements charged."""
@@ -143,13 +148,15 @@ def decision_context(
     cluster: Mapping[str, NodeState],
     now: float,
     config: LocalityConfig,
+    claimed: Mapping[str, Resources] = _NO_EXTRA,
 ) -> DecisionContext:
     """The context for `pod`: identity, policy, placement (bound + assumed), groups.
 
     job_pods: the pods of the pod's job known to the cache (any phase; may include the
     pod itself; ignored when the pod has no job). cluster: every node the cache knows,
     by name (used to map the job's pods to groups, and to size groups for a job's first
-    pod). now: seconds, the same clock as the assumptions' expiry.
+    pod). now: seconds, the same clock as the assumptions' expiry. claimed: other
+    jobs' claims per node (`locality.claims`), soft: see `DecisionContext`.
     """
     identity = identify(pod, config)
     policy = job_policy(pod, config)
@@ -157,7 +164,8 @@ def decision_context(
         return DecisionContext(pod, None, policy, None)
     placement = job_placement(pod, identity.key, policy, job_pods, assumed, now, config)
     if not len(assumed):
-        return build_context(pod, identity, policy, placement, cluster, config=config)
+        return build_context(pod, identity, policy, placement, cluster, claimed=claimed,
+                             config=config)
     extra = assumed.requested_by_node(now, excluding=pod.uid)
     topologies: Mapping[str, NodeTopology] = _NO_TOPOLOGIES
     if pod.takes_numa_zone and policy.numa is not Locality.NONE:
@@ -165,7 +173,7 @@ def decision_context(
         topologies = topologies_after_assumed(
             assumed.numa_requests_by_node(now, excluding=pod.uid), cluster
         )
-    return build_context(pod, identity, policy, placement, cluster, extra, topologies,
+    return build_context(pod, identity, policy, placement, cluster, extra, topologies, claimed,
                          config=config)
 
 
@@ -198,6 +206,7 @@ def build_context(
     cluster: Mapping[str, NodeState],
     extra_requested: Mapping[str, Resources] = _NO_EXTRA,
     assumed_topologies: Mapping[str, NodeTopology] = _NO_TOPOLOGIES,
+    claimed: Mapping[str, Resources] = _NO_EXTRA,
     *,
     config: LocalityConfig = _DEFAULT_CONFIG,
 ) -> DecisionContext:
@@ -244,6 +253,7 @@ def build_context(
     home_group = most_common(centre_groups) or most_common(groups)
     found_homes = homes(placed_domains, level_order)
 
+    expected = add_requests(extra_requested, claimed) if claimed else extra_requested
     required = policy.placement_group is Locality.REQUIRED
     required_level = (
         level_order[policy.topology_level] if policy.topology_level is not None else None
@@ -265,10 +275,17 @@ def build_context(
                 if level == required_level and required:
                     required_fits = fits
                 held = frozenset(domain for domain, fit in fits.items() if fit.holds_job)
+                if claimed and held:
+                    # The required filter sizes domains on capacity; the preference also
+                    # leaves other jobs' claims alone, and falls back to capacity when no
+                    # domain has room for both.
+                    unclaimed = _fit(cluster, placement, expected, None, level)
+                    held = frozenset(
+                        d for d, fit in unclaimed.items() if fit.holds_job) or held
                 if policy.packing is Packing.SPREAD and held:
                     # Spread wants a node per pod: prefer domains with that many free nodes
                     # when any has them. The required filter still only asks for capacity.
-                    spread_fits = _fit(cluster, placement, extra_requested, 1, level)
+                    spread_fits = _fit(cluster, placement, expected, 1, level)
                     held = frozenset(
                         d for d, fit in spread_fits.items() if fit.holds_job) or held
                 holding[level] = held
@@ -288,7 +305,7 @@ def build_context(
         pod, identity, policy, placement, extra_requested,
         frozenset(counterpart), frozenset(job_nodes), home_group, group_fits,
         preferred_groups, idle_dims, assumed_topologies, targets, required_level,
-        required_home, required_fits,
+        required_home, required_fits, expected,
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from bucketing.errors import InputError
 from bucketing.resources import (
+    DeviceNames,
     Resources,
     combine_containers,
     container_request,
@@ -53,7 +54,7 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
     labels = _string_map(metadata.get("labels"), f"{where}.metadata.labels")
     annotations = _string_map(metadata.get("annotations"), f"{where}.metadata.annotations")
     try:
-        request = pod_effective_request(obj, config.gpu_resources, config.device_names)
+        request = pod_effective_request(obj, config.gpu_resources, _device_names(config))
     except InputError as error:
         # pod_effective_request names paths from "pod."; keep the caller's prefix.
         message = str(error)
@@ -217,7 +218,7 @@ def parse_node(obj: Any, config: LocalityConfig, where: str = "node") -> Node:
     labels = _string_map(metadata.get("labels"), f"{where}.metadata.labels")
     allocatable = resources_from_list(
         status.get("allocatable"), config.gpu_resources, f"{where}.status.allocatable",
-        config.device_names,
+        _device_names(config),
     )
     group = None
     for key in config.placement_group_labels:
@@ -246,6 +247,11 @@ def parse_node(obj: Any, config: LocalityConfig, where: str = "node") -> Node:
 @lru_cache(maxsize=8)
 def _level_keys(config: LocalityConfig) -> LevelKeys:
     return LevelKeys.of(config)
+
+
+@lru_cache(maxsize=8)
+def _device_names(config: LocalityConfig) -> DeviceNames | None:
+    return config.device_names
 
 
 def _ready(conditions: Any, where: str) -> bool:

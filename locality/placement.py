@@ -1,11 +1,12 @@
 """Where a job's pods are: bound pods the cache sees plus placements assumed but not visible.
 
-kube-scheduler never tells an extender which node won, and the binding reaches the
-cache a watch event later. Pods of one job scheduled back to back would all look like
-the job's first pod. So the extender records the node it steered each pod to as an
-`Assumption` (with an expiry), and a job's placement is the union of bound pods and
-live assumptions. An assumption is dropped when the cache shows the pod bound or gone
-(`AssumedPlacements.observe`), when it expires, or when the pod is scheduled again.
+The binding reaches the extender's cache a watch event after kube-scheduler decides,
+so pods of one job scheduled back to back would all look like the job's first pod.
+With the bind verb kube-scheduler tells the extender the node it chose for each pod;
+the extender records it as an `Assumption` (with an expiry), and a job's placement is
+the union of bound pods and live assumptions. An assumption is dropped when the cache
+shows the pod bound or gone (`AssumedPlacements.observe`), when it expires, or when the
+pod is scheduled again.
 
 `AssumedPlacements` is an immutable value: every change returns a new one, so a
 request handler can read a consistent snapshot while the watch task swaps in the next.
@@ -31,7 +32,7 @@ from locality.numa import NO_NUMA_DEMAND, NumaDemand
 
 @dataclass(frozen=True, slots=True)
 class Assumption:
-    """The extender steered pod `uid` of `job` to `node_name`; trusted until `expires_at`.
+    """Pod `uid` of `job` is being bound to `node_name`; trusted until `expires_at`.
 
     numa: the pod's `Pod.numa_request` (what its NUMA zones are charged).
     """
@@ -138,10 +139,20 @@ class AssumedPlacements:
         return by_node
 
 
+def add_requests(*maps: Mapping[str, Resources]) -> dict[str, Resources]:
+    """Per-node sums of request mappings (assumptions, claims)."""
+    total: dict[str, Resources] = {}
+    for requests in maps:
+        for name, request in requests.items():
+            current = total.get(name)
+            total[name] = request if current is None else current + request
+    return total
+
+
 def assumption_for(
     pod: Pod, node_name: str, now: float, config: LocalityConfig
 ) -> Assumption | None:
-    """The assumption to record after steering `pod` to `node_name`; None for pods of no job."""
+    """The assumption to record when `pod` is bound to `node_name`; None for pods of no job."""
     identity = identify(pod, config)
     if identity is None:
         return None

@@ -113,7 +113,7 @@ def node_scorer(context: DecisionContext) -> Callable[[NodeState], tuple[int, in
         counterpart_term, job_term, idle_offset = NODE_COUNTERPART, NODE_JOB, 0
     counterpart_nodes = context.counterpart_nodes
     job_nodes = context.job_nodes
-    extra_requested = context.extra_requested
+    extra_requested = context.expected_requested  # assumptions + other jobs' claims
     assumed_topologies = context.assumed_topologies  # NUMA zones less assumed pods
     group_policy_none = policy.placement_group is Locality.NONE
     targets = context.targets
@@ -187,9 +187,9 @@ def node_scorer(context: DecisionContext) -> Callable[[NodeState], tuple[int, in
 
 
 def best_node(totals: Sequence[tuple[str, int]]) -> str | None:
-    """The highest-scoring node, ties broken by name: the node to record as assumed after
-    prioritize (kube-scheduler adds its own plugins' scores, so this is a guess that the
-    cache corrects when the binding shows up). None when there are no nodes."""
+    """The highest-scoring node, ties broken by name (for tests and simulations that
+    take the extender's score alone; kube-scheduler adds its plugins' scores and breaks
+    ties at random, so the extender never assumes this node). None when no nodes."""
     best: tuple[int, str] | None = None
     for name, total in totals:
         if best is None or total > best[0] or (total == best[0] and name < best[1]):

@@ -222,7 +222,8 @@ def score_columns(context: DecisionContext, table: NodeTable) -> np.ndarray:
     counterpart_term, job_term, idle_offset = (0, 1, 2) if spread else (
         NODE_COUNTERPART, NODE_JOB, 0)
 
-    free_gpu, free_cpu, free_memory = table.free_after_assumed(context.extra_requested)
+    # The idle term reads assumptions plus other jobs' claims (expected_requested).
+    free_gpu, free_cpu, free_memory = table.free_after_assumed(context.expected_requested)
     use_gpu, use_cpu, use_memory = context.idle_dims
     dims = use_gpu + use_cpu + use_memory
     idle = np.zeros(size, dtype=np.float64)

@@ -17,7 +17,9 @@ the safety rules around them:
   they carry headstart's managed-by and placeholder labels;
 - the CapacityBuffer backend is chosen by discovery (`auto`) or forced by config; a
   forced `capacitybuffer` on a cluster without the CRD is a permanent error before
-  anything is written.
+  anything is written. Discovery asks for v1beta1 first and falls back to v1alpha1
+  (deprecated upstream): the first version whose resource list names
+  `capacitybuffers` is the one written and listed.
 
 Every call goes through `call_with_retry` (errors.py). One object failing does not stop
 the others; a failed observation stops the whole apply, so the previous placeholders
@@ -39,6 +41,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.utils.quantity import parse_quantity
 
 from bucketing.errors import HeadstartError
+from bucketing.resources import Resources, resources_from_list
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.errors import (
     ApiCallError,
@@ -48,7 +51,7 @@ from overprovisioner.errors import (
     call_with_retry,
 )
 from overprovisioner.objects import (
-    CAPACITY_BUFFER,
+    CAPACITY_BUFFERS,
     DEPLOYMENT,
     INSTANCE_TYPE_LABEL,
     MANAGED_BY,
@@ -63,17 +66,16 @@ from overprovisioner.objects import (
 
 FIELD_MANAGER = "headstart-overprovisioner"
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
-CAPACITY_BUFFER_GROUP_VERSION = CAPACITY_BUFFER[0]
 
 # (apiVersion, kind) -> (plural, namespaced)
 RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     DEPLOYMENT: ("deployments", True),
     POD_TEMPLATE: ("podtemplates", True),
-    CAPACITY_BUFFER: ("capacitybuffers", True),
+    **{kind: ("capacitybuffers", True) for kind in CAPACITY_BUFFERS},
     PRIORITY_CLASS: ("priorityclasses", False),
 }
 # Deleting in this order never leaves a CapacityBuffer pointing at a deleted template.
-PRUNE_ORDER = (CAPACITY_BUFFER, DEPLOYMENT, POD_TEMPLATE)
+PRUNE_ORDER = (*CAPACITY_BUFFERS, DEPLOYMENT, POD_TEMPLATE)
 
 
 def resource_path(api_version: str, kind: str, namespace: str | None, name: str = "") -> str:
@@ -126,38 +128,81 @@ class KubeApi:
 
 @dataclass(frozen=True)
 class Observed:
-    """headstart's placeholder objects as they are now, keyed like DesiredObject.key."""
+    """headstart's placeholder objects as they are now, keyed like DesiredObject.key.
+
+    capacity_buffer_api: the CapacityBuffer apiVersion the cluster serves (the
+    preferred one, see CAPACITY_BUFFERS), "" when it serves none."""
 
     objects: Mapping[tuple[str, str, str | None, str], Mapping[str, Any]]
-    capacity_buffers_served: bool
+    capacity_buffer_api: str = ""
+
+    @property
+    def capacity_buffers_served(self) -> bool:
+        return bool(self.capacity_buffer_api)
 
     def replicas(self) -> dict[tuple[str, str], int]:
         """Placeholders asked for now per (instance type, placement group): the
         spec.replicas of headstart's Deployments or CapacityBuffers."""
-        result: dict[tuple[str, str], int] = {}
+        return self._per_bucket((DEPLOYMENT, *CAPACITY_BUFFERS), "spec", "replicas")
+
+    def buffers(self) -> dict[tuple[str, str], Mapping[str, Any]]:
+        """headstart's CapacityBuffers as observed, per (instance type, group)."""
+        result: dict[tuple[str, str], Mapping[str, Any]] = {}
         for (api_version, kind, _, _), obj in self.objects.items():
-            if (api_version, kind) not in (DEPLOYMENT, CAPACITY_BUFFER):
-                continue
-            labels = obj["metadata"].get("labels") or {}
-            key = (labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(PLACEMENT_GROUP_LABEL, ""))
-            count = int((obj.get("spec") or {}).get("replicas") or 0)
-            result[key] = result.get(key, 0) + count
+            if (api_version, kind) in CAPACITY_BUFFERS:
+                labels = obj["metadata"].get("labels") or {}
+                result[(labels.get(INSTANCE_TYPE_LABEL, ""),
+                        labels.get(PLACEMENT_GROUP_LABEL, ""))] = obj
         return result
+
+    def buffer_replicas(self) -> dict[tuple[str, str], int]:
+        """spec.replicas of headstart's CapacityBuffers per (instance type, group)."""
+        return self._per_bucket(CAPACITY_BUFFERS, "spec", "replicas")
 
     def running(self) -> dict[tuple[str, str], int]:
         """Placeholders running per (instance type, placement group): ready Deployment
         replicas, or a CapacityBuffer's status.replicas."""
+        running = self._per_bucket((DEPLOYMENT,), "status", "readyReplicas")
+        for key, count in self._per_bucket(CAPACITY_BUFFERS, "status", "replicas").items():
+            running[key] = running.get(key, 0) + count
+        return running
+
+    def _per_bucket(self, kinds: Iterable[tuple[str, str]], section: str, field_name: str
+                    ) -> dict[tuple[str, str], int]:
+        """obj[section][field_name] summed per (instance type, group) over `kinds`."""
+        kinds = tuple(kinds)
         result: dict[tuple[str, str], int] = {}
         for (api_version, kind, _, _), obj in self.objects.items():
-            if (api_version, kind) == DEPLOYMENT:
-                count = int((obj.get("status") or {}).get("readyReplicas") or 0)
-            elif (api_version, kind) == CAPACITY_BUFFER:
-                count = int((obj.get("status") or {}).get("replicas") or 0)
-            else:
+            if (api_version, kind) not in kinds:
                 continue
             labels = obj["metadata"].get("labels") or {}
             key = (labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(PLACEMENT_GROUP_LABEL, ""))
+            count = int((obj.get(section) or {}).get(field_name) or 0)
             result[key] = result.get(key, 0) + count
+        return result
+
+    def applied_requests(self, gpu_resource: str) -> dict[str, Resources]:
+        """Per instance type, what its placeholder pod template requests now (from a
+        Deployment's or PodTemplate's first container; a template that cannot be read
+        is left out, and sizing then measures afresh)."""
+        result: dict[str, Resources] = {}
+        for (api_version, kind, _, name), obj in sorted(self.objects.items()):
+            if (api_version, kind) == DEPLOYMENT:
+                template = (obj.get("spec") or {}).get("template") or {}
+            elif (api_version, kind) == POD_TEMPLATE:
+                template = obj.get("template") or {}
+            else:
+                continue
+            labels = obj["metadata"].get("labels") or {}
+            containers = (template.get("spec") or {}).get("containers") or []
+            if not containers or not labels.get(INSTANCE_TYPE_LABEL):
+                continue
+            requests = (containers[0].get("resources") or {}).get("requests")
+            try:
+                request = resources_from_list(requests, gpu_resource, name)
+            except HeadstartError:
+                continue
+            result.setdefault(labels[INSTANCE_TYPE_LABEL], request)
         return result
 
 
@@ -214,15 +259,17 @@ class Applier:
         return call_with_retry(what, call, self.policy, self.rng, self.sleep, self.on_error)
 
     # ----------------------------------------------------------------- discovery
-    def capacity_buffers_served(self) -> bool:
-        """True when the cluster serves capacitybuffers in autoscaling.x-k8s.io/v1alpha1."""
-        listing = self._call(
-            f"discover {CAPACITY_BUFFER_GROUP_VERSION}", "GET",
-            f"/apis/{CAPACITY_BUFFER_GROUP_VERSION}", missing_ok=True,
-        )
-        if listing is None:
-            return False
-        return any(r.get("name") == "capacitybuffers" for r in listing.get("resources") or [])
+    def capacity_buffer_api(self) -> str:
+        """The CapacityBuffer apiVersion this cluster serves, v1beta1 before v1alpha1
+        (API discovery of each group/version); "" when it serves neither."""
+        for group_version, _ in CAPACITY_BUFFERS:
+            listing = self._call(f"discover {group_version}", "GET", f"/apis/{group_version}",
+                                 missing_ok=True)
+            if listing is not None and any(
+                r.get("name") == "capacitybuffers" for r in listing.get("resources") or []
+            ):
+                return group_version
+        return ""
 
     def choose_backend(self, served: bool) -> str:
         """"deployment" or "capacitybuffer" for this cluster; raises if a forced one is absent."""
@@ -230,20 +277,23 @@ class Applier:
         if wanted == "deployment":
             return "deployment"
         if wanted == "capacitybuffer" and not served:
+            versions = " or ".join(gv for gv, _ in CAPACITY_BUFFERS)
             raise ApiCallError(
                 f"backend capacitybuffer ({self.config.source}: placeholders.backend)",
                 "permanent", 404,
-                f"this cluster does not serve CapacityBuffers ({CAPACITY_BUFFER_GROUP_VERSION}: "
-                "install the CRD that ships with cluster-autoscaler 1.34+, or set "
-                "placeholders.backend to auto or deployment)",
+                f"this cluster does not serve CapacityBuffers ({versions}: install the CRD "
+                "of your cluster-autoscaler release, cluster-autoscaler/apis/config/crd/"
+                "autoscaling.x-k8s.io_capacitybuffers.yaml, or set placeholders.backend to "
+                "auto or deployment)",
             )
         return "capacitybuffer" if served else "deployment"
 
     # ------------------------------------------------------------------- observe
     def observe(self) -> Observed:
         """List headstart's placeholder objects (raises ApiCallError when it cannot)."""
-        served = self.capacity_buffers_served()
-        kinds = [DEPLOYMENT, POD_TEMPLATE] + ([CAPACITY_BUFFER] if served else [])
+        buffer_api = self.capacity_buffer_api()
+        kinds = [DEPLOYMENT, POD_TEMPLATE] + ([(buffer_api, "CapacityBuffer")] if buffer_api
+                                              else [])
         objects: dict[tuple[str, str, str | None, str], Mapping[str, Any]] = {}
         for api_version, kind in kinds:
             listing = self._call(
@@ -256,7 +306,7 @@ class Applier:
                     continue  # defensive: a server that ignored the selector
                 name = item["metadata"]["name"]
                 objects[(api_version, kind, self.namespace, name)] = item
-        return Observed(objects, served)
+        return Observed(objects, buffer_api)
 
     # --------------------------------------------------------------------- apply
     def apply(self, desired: Sequence[DesiredObject], observed: Observed) -> tuple[
@@ -270,7 +320,7 @@ class Applier:
         for obj in desired:
             label = _describe(obj.api_version, obj.kind, obj.namespace, obj.name)
             template = (obj.body.get("spec") or {}).get("podTemplateRef", {}).get("name")
-            if (obj.api_version, obj.kind) == CAPACITY_BUFFER and template in failed_templates:
+            if (obj.api_version, obj.kind) in CAPACITY_BUFFERS and template in failed_templates:
                 # Never point a buffer at a template headstart could not write (or that
                 # belongs to someone else): CA would reserve capacity for that pod shape.
                 errors.append(ApiCallError(label, "permanent", None,
@@ -367,12 +417,12 @@ class Applier:
 
 def apply_plan(
     applier: Applier,
-    build_desired: Callable[[str], Sequence[DesiredObject]],
+    build_desired: Callable[[str, str], Sequence[DesiredObject]],
     priority_class: DesiredObject,
     observed: Observed | None = None,
 ) -> tuple[ApplyResult, Observed]:
     """One full apply: observe (unless given), choose the backend, PriorityClass, apply,
-    prune.
+    prune. `build_desired(backend, capacity_buffer_api)` makes the objects.
 
     Raises ApiCallError when the cluster cannot be observed, the forced backend is
     missing or the PriorityClass is wrong: then nothing is written and the previous
@@ -382,7 +432,7 @@ def apply_plan(
         observed = applier.observe()
     backend = applier.choose_backend(observed.capacity_buffers_served)
     applier.ensure_priority_class(priority_class)
-    desired = build_desired(backend)
+    desired = build_desired(backend, observed.capacity_buffer_api)
     written, unchanged, errors = applier.apply(desired, observed)
     # Prune only when every write succeeded: a failed new-backend write must not remove
     # the old backend's placeholders that still hold nodes.

@@ -1,10 +1,11 @@
 """`headstart overprovisioner --config FILE [--kubeconfig FILE] [--dry-run]`: run the service.
 
 Decides: how the command line, the config file and the cluster credentials become a
-running service: the Kubernetes client (in-cluster service account, else
-`--kubeconfig`, else the default kubeconfig), the demand recorder and its SQLite store
-(predictor.recorder), the leader elector (skipped in dry-run, which never writes), the
-placeholder applier and the HTTP server on `host:port`.
+running service: the Kubernetes client (bucketing.kube_client: `--kubeconfig`, else the
+in-cluster service account in a pod, else the default kubeconfig), the demand recorder
+and its SQLite store (predictor.recorder), the leader elector (skipped in dry-run, which
+never writes), the placeholder applier, the placeholder-pod watch that wakes the loop
+after a preemption (wake.py) and the HTTP server on `host:port`.
 
 Must not: contain service logic; everything here is wiring.
 """
@@ -20,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from bucketing.errors import ConfigError, HeadstartError
+from bucketing.logs import LOG_FORMATS
 
 log = logging.getLogger("headstart.overprovisioner")
 
@@ -45,52 +47,55 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "cluster (overrides dry_run in the config)")
     parser.add_argument("--log-level", default="INFO",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="log verbosity")
+    parser.add_argument("--log-format", default="json", choices=LOG_FORMATS,
+                        help="json: one object per line on stderr (default, for log "
+                             "pipelines); text: for a human at a terminal")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from aiohttp import web
 
+    from bucketing.api_reachability import monitor_reachability
+    from bucketing.kube_client import load_api_client
+    from bucketing.logs import configure_logging
     from overprovisioner.config_catalog import resolve_catalog
     from overprovisioner.config_load import load_config
+    from overprovisioner.service import HTTP_SHUTDOWN_S
 
-    logging.basicConfig(level=args.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_format, args.log_level)
     # The client library's election logs every retry at INFO.
     logging.getLogger("leaderelection").setLevel(logging.WARNING)
     config = load_config(args.config)
     if args.dry_run:
         config = replace(config, dry_run=True)
     resolve_catalog(config)  # config errors before any cluster access
-    api_client = kube_client(args.kubeconfig)
-    app = build_app(config, api_client)
+    check_file_directories(config)
+    api_client = load_api_client(args.kubeconfig)
+    app = build_app(config, api_client, reachability=monitor_reachability(api_client))
+    log.info("starting", extra={"host": config.host, "port": config.port,
+                                "dry_run": config.dry_run, "config": str(config.source),
+                                "kubernetes": api_client.configuration.host})
     try:
-        web.run_app(app, host=config.host, port=config.port, print=None, shutdown_timeout=5.0)
+        # No access log: the kubelet's probes would write a line every few seconds.
+        web.run_app(app, host=config.host, port=config.port, print=None,
+                    shutdown_timeout=HTTP_SHUTDOWN_S, access_log=None)
     except OSError as error:  # the port is taken, or the host is not an address here
         raise ConfigError(f"{config.source}: port: cannot listen on {config.host}:{config.port} "
                           f"({error.strerror or error})") from None
     return 0
 
 
-def kube_client(kubeconfig: str | None) -> Any:
-    """An ApiClient: `kubeconfig` if given, else in-cluster, else the default kubeconfig."""
-    from kubernetes import client
-    from kubernetes import config as kube_config
-    from kubernetes.config.config_exception import ConfigException
+def check_file_directories(config: Any) -> None:
+    """The history and model files are created at run time, their directories are not:
+    a missing one is a config error naming the field now, not a failed tick later."""
+    from pathlib import Path
 
-    try:
-        if kubeconfig:
-            return kube_config.new_client_from_config(config_file=kubeconfig)
-        try:
-            kube_config.load_incluster_config()
-            return client.ApiClient()
-        except ConfigException:
-            return kube_config.new_client_from_config()
-    except (ConfigException, OSError) as error:
-        raise ConfigError(
-            f"cannot reach a cluster: {error} (run in a pod with a service account, or pass "
-            "--kubeconfig)"
-        ) from None
+    for field, value in (("forecast.history_path", config.forecast.history_path),
+                         ("forecast.model_path", config.forecast.model_path)):
+        if value and not Path(value).parent.is_dir():
+            raise ConfigError(f"{config.source}: {field}: directory {Path(value).parent} of "
+                              f"{value} does not exist; create it or choose another path")
 
 
 def model_files(tick_seconds: int) -> tuple[Any, Any]:
@@ -134,8 +139,12 @@ class RecorderDemand:
             # The first tick starts with the service, before the informers' first list
             # has landed: wait for it (once, bounded) so that a restart records the
             # current tick instead of a needless gap.
-            for informer in (self.recorder.pods, self.recorder.nodes):
-                informer.synced.wait(self.first_list_timeout_s)
+            informers = [self.recorder.pods, self.recorder.nodes]
+            if self.recorder.known is not None:
+                informers += list(self.recorder.known.reader.informers.values())
+            deadline = time.monotonic() + self.first_list_timeout_s
+            for informer in informers:
+                informer.synced.wait(max(0.0, deadline - time.monotonic()))
         self.recorder.record(now_s)
 
     def _backfill(self, now_s: float) -> None:
@@ -150,23 +159,40 @@ class RecorderDemand:
         return self.recorder.store.read_series(start_s=now_s - self.window_s,
                                                end_s=now_s + tick)
 
-    def start(self) -> Any:
-        """Start the pod and node informers; returns the function that stops them."""
+    def known(self, now_s: float) -> Any:
+        """The known demand recorded at this tick; None when the sources are off or the
+        tick was a gap (then the plan has no known demand to add)."""
+        known = self.recorder.known
+        if known is None or known.latest is None:
+            return None
+        tick = self.recorder.config.tick_s
+        return known.latest if known.latest.time_s == (now_s // tick) * tick else None
+
+    def announced(self, series: Any) -> Any:
+        return self.recorder.store.read_announced(series.times, series.columns)
+
+    def start(self, extra: tuple[Any, ...] = ()) -> Any:
+        """Start the pod and node informers (and `extra` ones); returns the function
+        that stops them."""
         stop = threading.Event()
         threads = [
             threading.Thread(target=informer.run, args=(stop,), daemon=True,
                              name=f"headstart-{informer.name}-informer")
-            for informer in (self.recorder.pods, self.recorder.nodes)
+            for informer in (self.recorder.pods, self.recorder.nodes, *extra)
         ]
         for thread in threads:
             thread.start()
+        if self.recorder.known is not None:
+            threads += self.recorder.known.start(stop)
 
         def stop_informers() -> None:
             # A watch only notices `stop` at its next event or server timeout; the
-            # threads are daemons, so shutdown does not wait for them.
+            # threads are daemons, so shutdown waits half a second for them in all, not
+            # per thread (one per known-demand resource too).
             stop.set()
+            deadline = time.monotonic() + 0.5
             for thread in threads:
-                thread.join(timeout=0.5)
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
             self.recorder.store.close()  # the loop (its only user) has stopped by now
 
         return stop_informers
@@ -215,8 +241,10 @@ def prometheus_backfill(config: Any, catalog: Any, recorder: Any) -> Callable[[f
     return backfill
 
 
-def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any = None) -> Any:
-    """Wire config + ApiClient into the aiohttp app (the tests call this with the fake)."""
+def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any = None,
+              reachability: Any = None) -> Any:
+    """Wire config + ApiClient into the aiohttp app (the tests call this with the fake);
+    `reachability` (bucketing.api_reachability) makes /readyz say when the API is down."""
     import asyncio
 
     import numpy as np
@@ -232,7 +260,9 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     from predictor.recorder import make_recorder
 
     catalog = resolve_catalog(config)
-    recorder = make_recorder(recorder_config(config), api_client, clock)
+    recorder = make_recorder(recorder_config(config), api_client, clock,
+                             known=config.known_demand,
+                             horizon_s=config.horizon_ticks * config.tick_s)
     backfill = (prometheus_backfill(config, catalog, recorder)
                 if config.forecast.prometheus_url else None)
     demand = RecorderDemand(recorder, config.forecast.retention_s, backfill=backfill)
@@ -251,12 +281,19 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     if config.leader_election.enabled and not config.dry_run:
         elector = LeaderElector(api_client, config.placeholders.namespace,
                                 config.leader_election,
-                                on_change=lambda leading: leading and loop.wake())
+                                on_change=lambda leading: leading and loop.wake("leader"))
     load_model, save_model = model_files(int(config.tick_s))
     loop = OverprovisionerLoop(
         config, catalog, demand, metrics, reader, applier,
         is_leader=elector.is_leader if elector is not None else (lambda: True),
         load_model=load_model, save_model=save_model,
     )
-    return create_app(loop, elector=elector, background=demand.start, clock=clock,
-                      sleep=sleep or asyncio.sleep)
+    watches: tuple[Any, ...] = ()
+    if config.placeholders.wake_debounce_s > 0:
+        from overprovisioner.wake import placeholder_pod_informer
+
+        watches = (placeholder_pod_informer(api_client, config, recorder.config,
+                                            loop.wake_debounced),)
+    return create_app(loop, elector=elector, background=lambda: demand.start(watches),
+                      clock=clock, sleep=sleep or asyncio.sleep,
+                      api_status=reachability.status if reachability is not None else None)

@@ -159,7 +159,7 @@ def _load(args: argparse.Namespace, synthetic: bool) -> tuple[Any, Any, Any]:
     from bucketing.catalog import load_catalog
     from overprovisioner.sim.workload import build_workload, default_types
 
-    catalog = load_catalog(args.catalog)
+    catalog = load_catalog(args.catalog, "--catalog")
     if synthetic:
         from bucketing.synthetic import SyntheticWorkload, generate
 

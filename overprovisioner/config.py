@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
+from predictor.known.config import KnownDemandConfig
 
 BACKENDS = ("auto", "deployment", "capacitybuffer")
 
@@ -66,8 +67,11 @@ class ForecastConfig:
     """A persisted model to load at start-up and save after each retrain; "" = none."""
     retrain_every_s: float = 86400.0
     """Seconds between refits on the recorded history (YAML: `retrain_every: 24h`)."""
-    history_path: str = "/var/lib/headstart/history.sqlite"
-    """SQLite file the recorder writes one demand snapshot per tick into."""
+    history_path: str = "headstart-history.sqlite"
+    """SQLite file the recorder writes one demand snapshot per tick into; a relative path
+    is relative to the working directory, and the directory must exist (the file is
+    created). The default works wherever `headstart overprovisioner --dry-run` is run by
+    any user; the manifests set `/var/lib/headstart/history.sqlite`, their volume."""
     retention_s: float = 35 * 86400.0
     """Recorded history older than this is deleted (YAML: `retention: 35d`)."""
     cold_start_placeholders: int = 1
@@ -120,8 +124,9 @@ class PlaceholderConfig:
     namespace: str = "headstart"
     """Namespace of the placeholder Deployments / CapacityBuffers / PodTemplates."""
     backend: str = "auto"
-    """`deployment` (balloon Deployments), `capacitybuffer` (autoscaling.x-k8s.io/v1alpha1),
-    or `auto`: CapacityBuffers when the cluster serves that API, Deployments otherwise."""
+    """`deployment` (balloon Deployments), `capacitybuffer` (autoscaling.x-k8s.io
+    v1beta1, else v1alpha1, whichever the cluster serves), or `auto`: CapacityBuffers
+    when the cluster serves that API, Deployments otherwise."""
     priority_class_name: str = "headstart-placeholder"
     """PriorityClass of placeholder pods (created if absent, verified if present)."""
     priority_class_value: int = -5
@@ -148,6 +153,45 @@ class PlaceholderConfig:
     GPUs, keeps its CPU and memory request (so a real pod must still preempt it, and
     cluster-autoscaler still launches a node of the type for it through the nodeSelector)
     and its GPU tolerations (the node still has the taint)."""
+    scheduler_name: str = "headstart-scheduler"
+    """`schedulerName` of placeholder pods: the scheduler of the pods meant to take their
+    capacity. A placeholder is preempted by that scheduler, which then binds the real pod
+    to the freed node; a placeholder of another scheduler (the default one) is re-created
+    by its ReplicaSet and can be put back on that node before the real pod is bound, over
+    and over (kubernetes/kubernetes#130429). "" = the cluster's default scheduler. If your
+    training pods use several schedulers, run one overprovisioner (one namespace) per
+    scheduler, each with its own bucket list."""
+    size_from_nodes: bool = True
+    """Size a placeholder from the live nodes of its type when one is Ready (as
+    cluster-autoscaler builds its node template from a real node of the group): their
+    allocatable less the DaemonSet and static pods running there, so the placeholder fits
+    what kubelet really reports. false = always the fraction rule below."""
+    gpu_type_fraction: float = 0.8
+    """With no live node of a GPU type to measure: the fraction of the catalog's CPU and
+    memory (allocatable less `daemonset_overhead`) a placeholder requests beside all the
+    node's GPUs. The GPUs and the GPU taint claim the node; CPU and memory only need to
+    exceed half of it (so two placeholders never share a node, even with `request_gpus`
+    false) while fitting under what kubelet really reports: kernel memory takes 3-7% of
+    the nominal size, and GPU nodes run more DaemonSets than the catalog's overhead
+    (device plugin, DCGM exporter, feature discovery: about 0.5 CPU and 1-2 GiB, 10-15%
+    of the smallest 4-vCPU, 16 GiB GPU types). 0.8 leaves 20% for both."""
+    cpu_type_fraction: float = 0.9
+    """With no live node of a GPU-less type to measure: the fraction of the catalog's CPU
+    and memory (allocatable less `daemonset_overhead`) a placeholder requests. Nothing
+    keeps other pods off a CPU node, so the placeholder must claim most of it: above half
+    no second placeholder fits, and 10% left over takes no pod asking for more than a
+    tenth of the node, while still fitting under kubelet's real allocatable (kernel
+    memory 3-7% below nominal; CPU types run few DaemonSets beyond the catalog's)."""
+    wake_debounce_s: float = 5.0
+    """Seconds the loop waits after seeing a placeholder pod preempted (its
+    DisruptionTarget condition, reason PreemptionByScheduler) before it re-plans at once
+    instead of at the next tick, so the plan counts the node the real pod took; further
+    preemptions within the wait join the same re-plan (a job's pods preempt several at
+    once). 0 = no watch: re-plan at the next tick only (YAML: `wake_debounce: 5s`)."""
+    autoscaler_status: str = "kube-system/cluster-autoscaler-status"
+    """NAMESPACE/NAME of cluster-autoscaler's status ConfigMap (its `--namespace` and
+    `--status-config-map-name`), read to tell whether CA runs and how many node groups it
+    manages, for the "no node group makes this type" warning. "" = not read."""
 
 
 @dataclass(frozen=True)
@@ -200,6 +244,8 @@ class OverprovisionerConfig:
     placeholders: PlaceholderConfig = field(default_factory=PlaceholderConfig)
     leader_election: LeaderElectionConfig = field(default_factory=LeaderElectionConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
+    known_demand: KnownDemandConfig = field(default_factory=KnownDemandConfig)
+    """Known-ahead demand sources (docs/known-demand.md)."""
     dry_run: bool = False
     """Forecast-only: compute and expose the plan, never write to the cluster."""
     host: str = "0.0.0.0"
@@ -216,7 +262,7 @@ class OverprovisionerConfig:
 
 
 __all__ = [
-    "BACKENDS", "ApiConfig", "BucketLimits", "ForecastConfig",
+    "BACKENDS", "ApiConfig", "BucketLimits", "ForecastConfig", "KnownDemandConfig",
     "LeaderElectionConfig", "LimitsConfig", "OverprovisionerConfig", "PlaceholderConfig",
     "Toleration",
 ]

@@ -2,7 +2,8 @@
 
 Decides: that every bucket instance type (and every type named under `limits`) is in
 the catalog, that the limits fit it, the planner's view of the config
-(`make_plan_config`) and what one placeholder requests (`placeholder_request`). Every
+(`make_plan_config`) and what one placeholder requests when no live node of its type can
+be measured (`placeholder_request`, the fraction rule). Every
 error names the config file and the field path.
 
 Must not: parse YAML fields (config_parse.py), talk to the cluster, read the clock, or
@@ -11,11 +12,15 @@ log. Its only I/O is `load_catalog` in `resolve_catalog`.
 
 from __future__ import annotations
 
+import math
+
 from bucketing.catalog import Catalog, load_catalog
 from bucketing.errors import ConfigError
 from bucketing.resources import Resources
 from overprovisioner import plan_config as plan_config_module
 from overprovisioner.config import OverprovisionerConfig
+
+MIB = 1024**2
 
 
 def resolve_catalog(config: OverprovisionerConfig) -> Catalog:
@@ -23,7 +28,7 @@ def resolve_catalog(config: OverprovisionerConfig) -> Catalog:
 
     An unknown type is a ConfigError naming the config file, the type and the catalog.
     """
-    catalog = load_catalog(config.catalog)
+    catalog = load_catalog(config.catalog, f"{config.source}: catalog")
     for index, name in enumerate(config.instance_types):
         if name not in catalog.names:
             raise ConfigError(
@@ -62,27 +67,48 @@ def make_plan_config(config: OverprovisionerConfig) -> plan_config_module.PlanCo
     )
 
 
-def placeholder_request(config: OverprovisionerConfig, catalog: Catalog, name: str) -> Resources:
-    """What one placeholder of `name` requests: allocatable less the daemonset overhead.
-
-    With `placeholders.request_gpus` false the GPUs are 0 and CPU and memory unchanged:
-    the CPU and memory still fill the node, so a real pod must preempt the placeholder,
-    while kubelet's Topology Manager gets no device request to align (docs/overprovisioner.md,
-    "Topology Manager").
-    """
+def placeholder_base(config: OverprovisionerConfig, catalog: Catalog, name: str) -> Resources:
+    """A type's catalog allocatable less the daemonset overhead (the config's, else the
+    catalog's): what the catalog says one node leaves for a placeholder."""
     instance_type = catalog.get(name)
     overhead = config.placeholders.daemonset_overhead
     if overhead is None:
-        request = instance_type.placeholder_request
-    else:
-        request = instance_type.allocatable - overhead
-        if min(request.cpu_milli, request.memory_bytes, request.gpu_milli) < 0 or (
-            request.cpu_milli == 0 or request.memory_bytes == 0
-        ):
-            raise ConfigError(
-                f"{config.source}: placeholders.daemonset_overhead: leaves nothing of {name}'s "
-                f"allocatable for a placeholder"
-            )
-    if not config.placeholders.request_gpus:
-        return Resources(0, request.cpu_milli, request.memory_bytes)
+        return instance_type.placeholder_request
+    base = instance_type.allocatable - overhead
+    if min(base.cpu_milli, base.memory_bytes, base.gpu_milli) < 0 or (
+        base.cpu_milli == 0 or base.memory_bytes == 0
+    ):
+        raise ConfigError(
+            f"{config.source}: placeholders.daemonset_overhead: leaves nothing of {name}'s "
+            f"allocatable for a placeholder"
+        )
+    return base
+
+
+def placeholder_request(config: OverprovisionerConfig, catalog: Catalog, name: str) -> Resources:
+    """What one placeholder of `name` requests when no live node of the type can be
+    measured (the fraction rule; sizing.py sizes from live nodes when they exist).
+
+    GPU types: all the node's GPUs plus `gpu_type_fraction` of the base CPU and memory
+    (`placeholder_base`); GPU-less types: `cpu_type_fraction` of them. Memory is rounded
+    down to whole MiB. With `placeholders.request_gpus` false the GPUs are 0 and CPU and
+    memory unchanged: they still claim the node, so a real pod must preempt the
+    placeholder, while kubelet's Topology Manager gets no device request to align
+    (docs/overprovisioner.md, "Topology Manager").
+    """
+    base = placeholder_base(config, catalog, name)
+    gpus = catalog.get(name).gpus
+    placeholders = config.placeholders
+    fraction = placeholders.gpu_type_fraction if gpus > 0 else placeholders.cpu_type_fraction
+    request = Resources(
+        base.gpu_milli if placeholders.request_gpus else 0,
+        math.floor(base.cpu_milli * fraction),
+        math.floor(base.memory_bytes * fraction / MIB) * MIB,
+    )
+    if request.cpu_milli <= 0 or request.memory_bytes <= 0:
+        raise ConfigError(
+            f"{config.source}: placeholders: {fraction} of {name}'s allocatable less the "
+            f"daemonset overhead ({base.cpu_milli}m CPU, {base.memory_bytes} bytes) leaves "
+            "no CPU or memory for a placeholder"
+        )
     return request

@@ -27,6 +27,7 @@ from overprovisioner.config import (
     ApiConfig,
     BucketLimits,
     ForecastConfig,
+    KnownDemandConfig,
     LeaderElectionConfig,
     LimitsConfig,
     OverprovisionerConfig,
@@ -43,7 +44,7 @@ def parse_config(document: Any, source: str) -> OverprovisionerConfig:
     top = reader.mapping(document, "")
     reader.known(top, "", {
         "catalog", "instance_types", "buckets_file", "tick", "horizon", "forecast", "limits",
-        "placeholders", "leader_election", "api", "dry_run", "host", "port",
+        "placeholders", "leader_election", "api", "known_demand", "dry_run", "host", "port",
     })
     defaults = OverprovisionerConfig()
     tick_s = reader.duration(top, "tick", "", defaults.tick_s, positive=True)
@@ -63,6 +64,9 @@ def parse_config(document: Any, source: str) -> OverprovisionerConfig:
             reader, reader.mapping(top.get("leader_election", {}), "leader_election")
         ),
         api=_api(reader, reader.mapping(top.get("api", {}), "api")),
+        known_demand=_known_demand(
+            reader, reader.mapping(top.get("known_demand", {}), "known_demand")
+        ),
         dry_run=reader.boolean(top, "dry_run", "", defaults.dry_run),
         host=reader.string(top, "host", "", defaults.host),
         port=reader.integer(top, "port", "", defaults.port, low=1, high=65535),
@@ -173,7 +177,8 @@ def _placeholders(reader: FieldReader, raw: Mapping) -> PlaceholderConfig:
     reader.known(raw, path, {
         "namespace", "backend", "priority_class_name", "priority_class_value",
         "expendable_pods_priority_cutoff", "daemonset_overhead", "placement_group_label",
-        "gpu_tolerations", "pause_image", "request_gpus",
+        "gpu_tolerations", "pause_image", "request_gpus", "scheduler_name", "size_from_nodes",
+        "gpu_type_fraction", "cpu_type_fraction", "wake_debounce", "autoscaler_status",
     })
     d = PlaceholderConfig()
     backend = reader.string(raw, "backend", path, d.backend)
@@ -219,6 +224,27 @@ def _placeholders(reader: FieldReader, raw: Mapping) -> PlaceholderConfig:
                 f"{image!r} must be pinned by a tag other than latest (or a digest), so every "
                 "node pulls the same image",
             )
+    scheduler = reader.string(raw, "scheduler_name", path, d.scheduler_name, allow_empty=True)
+    if scheduler and (len(scheduler) > 253 or not re.fullmatch(
+            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", scheduler)):
+        raise reader.fail(f"{path}.scheduler_name",
+                          f"{scheduler!r} is not a DNS-1123 subdomain (a schedulerName)")
+    fractions = {}
+    for key in ("gpu_type_fraction", "cpu_type_fraction"):
+        fraction = reader.number(raw, key, path, getattr(d, key))
+        if not 0.5 < fraction <= 1.0:
+            raise reader.fail(
+                f"{path}.{key}",
+                f"{fraction} must lie in (0.5, 1]: at half a node or less two placeholders can "
+                "share one node, so one node launched holds two placeholders' capacity",
+            )
+        fractions[key] = fraction
+    status = reader.string(raw, "autoscaler_status", path, d.autoscaler_status,
+                           allow_empty=True)
+    if status and not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-.a-z0-9]*[a-z0-9])?",
+                                   status):
+        raise reader.fail(f"{path}.autoscaler_status",
+                          f"{status!r} is not NAMESPACE/NAME of a ConfigMap (or \"\" for none)")
     tolerations = d.gpu_tolerations
     if "gpu_tolerations" in raw:
         tolerations = _tolerations(reader, raw["gpu_tolerations"], f"{path}.gpu_tolerations")
@@ -235,6 +261,12 @@ def _placeholders(reader: FieldReader, raw: Mapping) -> PlaceholderConfig:
         gpu_tolerations=tolerations,
         pause_image=image,
         request_gpus=reader.boolean(raw, "request_gpus", path, d.request_gpus),
+        scheduler_name=scheduler,
+        size_from_nodes=reader.boolean(raw, "size_from_nodes", path, d.size_from_nodes),
+        gpu_type_fraction=fractions["gpu_type_fraction"],
+        cpu_type_fraction=fractions["cpu_type_fraction"],
+        wake_debounce_s=reader.duration(raw, "wake_debounce", path, d.wake_debounce_s),
+        autoscaler_status=status,
     )
 
 
@@ -301,4 +333,20 @@ def _api(reader: FieldReader, raw: Mapping) -> ApiConfig:
         max_attempts=reader.integer(raw, "max_attempts", path, d.max_attempts, low=1, high=20),
         backoff_base_s=reader.duration(raw, "backoff_base", path, d.backoff_base_s),
         backoff_max_s=reader.duration(raw, "backoff_max", path, d.backoff_max_s),
+    )
+
+
+def _known_demand(reader: FieldReader, raw: Mapping) -> KnownDemandConfig:
+    path = "known_demand"
+    sources = ("kueue", "jobs", "jobsets", "kubeflow", "cronjobs", "podgroups")
+    reader.known(raw, path, {*sources, "cronjob_lead", "suspended_window"})
+    d = KnownDemandConfig()
+    lead = None
+    if raw.get("cronjob_lead") is not None:
+        lead = reader.duration(raw, "cronjob_lead", path, 0.0, positive=True)
+    return KnownDemandConfig(
+        **{source: reader.boolean(raw, source, path, getattr(d, source)) for source in sources},
+        cronjob_lead_s=lead,
+        suspended_window_s=reader.duration(raw, "suspended_window", path,
+                                           d.suspended_window_s),
     )

@@ -44,13 +44,16 @@ class BucketForecast:
     """point: point forecast at the horizon; quantile: what the plan uses (the forecast
     quantile after fallback and stabilization); in_use: the last recorded value (nodes
     running + pending pods occupy now); raw_quantile: the quantile before adjustment;
-    reactive: the fallback has this series planning reactively."""
+    reactive: the fallback has this series planning reactively; announced: nodes of the
+    demand announced ahead that runs now, included in point and quantile
+    (overprovisioner.known_plan)."""
 
     point: float
     quantile: float
     in_use: float
     raw_quantile: float = 0.0
     reactive: bool = False
+    announced: float = 0.0
 
 
 @dataclass

@@ -8,15 +8,23 @@ Decides: the order of a tick and what a failure of each step does:
   (`forecast.cold_start_placeholders` per type) through the planner's "ladder" mode;
 - plan: `plan.make_plan` (pure) on per-bucket observations: forecast (quantile), in use
   (the last recorded count: running plus pending pods, embedded), free whole nodes and
-  placeholders from the cluster view;
+  placeholders from the cluster view, and the known-ahead demand due within the horizon
+  when the demand source records it (then the model forecasts only the unannounced
+  demand: overprovisioner.known_plan);
+- size: what one placeholder of each type requests (`sizing.size_placeholders`, pure:
+  measured on live nodes, else the fraction rule);
 - apply: only when this replica leads (asked again right before writing) and not in
   dry-run. Any failure to observe or write leaves the previous placeholders as they
   are; the tick is reported failed and the loop goes on at the next tick (never a
-  crash loop).
+  crash loop);
+- check: hits and the buckets whose placeholders cannot work (checks.py), on every
+  replica (read-only).
 
 Time: `tick(now_s)` is synchronous and takes the time as an argument; `run()` is the
 async driver, with the clock and sleep injected, running `tick` in a worker thread
-because the kubernetes client blocks.
+because the kubernetes client blocks. `wake(reason)` runs the next tick at once (from
+any thread): when this replica wins the Lease, and `wake_debounced` a few seconds after
+a placeholder pod is preempted, so the plan counts the node the real pod just took.
 
 Must not: build Kubernetes JSON (objects.py) or make API calls itself (apply.py,
 observe.py do).
@@ -34,19 +42,25 @@ from typing import Any, Protocol
 from bucketing.catalog import Catalog
 from bucketing.errors import HeadstartError, InputError
 from overprovisioner.apply import Applier, ApplyResult, Observed, apply_plan
+from overprovisioner.checks import CheckReport, PlaceholderChecks
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config_catalog import make_plan_config
+from overprovisioner.daemon_thread import in_daemon_thread
 from overprovisioner.forecasting import (
     BucketForecast,
     ModelLoader,
     ModelSaver,
     ServiceForecaster,
 )
+from overprovisioner.known_plan import known_nodes, with_announced
 from overprovisioner.metrics import Metrics
-from overprovisioner.objects import desired_objects, placeholder_name, priority_class
-from overprovisioner.observe import ClusterReader, ClusterView, new_preemptions
+from overprovisioner.objects import desired_objects, priority_class
+from overprovisioner.observe import ClusterReader, ClusterView
 from overprovisioner.plan import BucketObservation, Mode, Plan, make_plan
+from overprovisioner.sizing import PlaceholderSize, size_placeholders
 from predictor.forecast import NotEnoughHistory
+from predictor.known.history import unannounced
+from predictor.known.recording import KnownState
 from predictor.series import DemandSeries
 
 log = logging.getLogger("headstart.overprovisioner")
@@ -65,6 +79,18 @@ class DemandSource(Protocol):
         ...
 
 
+class KnownDemandSource(Protocol):
+    """A DemandSource that also records known-ahead demand (the recorder with sources on)."""
+
+    def known(self, now_s: float) -> KnownState | None:
+        """The known demand recorded at the tick of `now_s`, or None (not recorded)."""
+        ...
+
+    def announced(self, series: DemandSeries) -> Any:
+        """(T, K) announced demand aligned with `series`' ticks and columns."""
+        ...
+
+
 @dataclass(frozen=True)
 class TickReport:
     """What one tick did; `/plan` serves the latest."""
@@ -79,6 +105,9 @@ class TickReport:
     forecasts: Mapping[Bucket, BucketForecast] = field(default_factory=dict)
     applied: ApplyResult | None = None
     errors: tuple[str, ...] = ()
+    known: KnownState | None = None
+    sizes: Mapping[str, PlaceholderSize] = field(default_factory=dict)
+    checks: CheckReport = field(default_factory=CheckReport)
 
 
 class OverprovisionerLoop:
@@ -106,9 +135,10 @@ class OverprovisionerLoop:
         self.plan_config = make_plan_config(config)
         self.forecaster = ServiceForecaster(config, catalog, metrics, load_model, save_model)
         self.latest: TickReport | None = None
-        self._events_seen: dict[str, int] = {}
+        self.checks = PlaceholderChecks(config, reader, metrics)
         self._wake: asyncio.Event | None = None
         self._event_loop: asyncio.AbstractEventLoop | None = None
+        self._debounce: asyncio.TimerHandle | None = None
         metrics.dry_run.set(1 if config.dry_run else 0)
         metrics.leader.set_function(lambda: 1.0 if self.is_leader() else 0.0)
 
@@ -116,13 +146,16 @@ class OverprovisionerLoop:
     def observations(
         self, forecasts: Mapping[Bucket, BucketForecast], view: ClusterView | None,
         existing: Mapping[Bucket, int] | None = None,
+        known: Mapping[Bucket, float] | None = None,
     ) -> list[BucketObservation]:
         """One observation per bucket: configured groups, forecast columns, nodes seen.
 
         placeholders: the replicas headstart's objects ask for now (running or pending,
-        which the planner keeps in their groups), else the placeholder pods on nodes."""
+        which the planner keeps in their groups), else the placeholder pods on nodes.
+        known: nodes of known-ahead demand due within the horizon, per bucket."""
         existing = existing or {}
-        buckets: set[Bucket] = set(forecasts)
+        known = {b: v for b, v in (known or {}).items() if b[0] in self.config.instance_types}
+        buckets: set[Bucket] = set(forecasts) | set(known)
         for name in self.config.instance_types:
             for group in self.plan_config.groups(name):
                 buckets.add((name, group))
@@ -141,6 +174,7 @@ class OverprovisionerLoop:
                     (instance_type, group),
                     view.placeholders_running.get((instance_type, group), 0) if view else 0,
                 ),
+                known=known.get((instance_type, group), 0.0),
             ))
         return observations
 
@@ -153,13 +187,19 @@ class OverprovisionerLoop:
         except Exception as error:  # the tick goes on with the history it has
             errors.append(f"record: {type(error).__name__}: {error}")
             log.warning("recording demand failed: %s", error)
-        mode, forecasts = self._forecast_step(now_s, errors)
+        known = self._known_step(now_s, errors)
+        mode, forecasts = self._forecast_step(now_s, errors, known)
         model_name = self.forecaster.model.name or self.config.forecast.model
         self.metrics.set_model(model_name, mode)
         try:
             view, observed = self._observe_step()
+            sizes = size_placeholders(
+                self.config, self.catalog, view.rooms if view else (), now_s,
+                observed.applied_requests(self.catalog.gpu_resource) if observed else {},
+            )
             plan = make_plan(
-                self.observations(forecasts, view, observed.replicas() if observed else {}),
+                self.observations(forecasts, view, observed.replicas() if observed else {},
+                                  known_nodes(known)),
                 self.plan_config, self.catalog, mode=mode,
                 ladder={name: self.config.forecast.cold_start_placeholders
                         for name in self.config.instance_types},
@@ -171,26 +211,46 @@ class OverprovisionerLoop:
             return self._failed(now_s, leader, model_name, mode, forecasts,
                                 [*errors, f"observe/plan: {error}"])
         self._export_plan(plan, forecasts, view)
+        requests = {name: size.request for name, size in sizes.items()}
         applied = None
         if leader and not self.config.dry_run and self.applier is not None:
             # Ask again: recording and forecasting (a refit) can outlast the Lease, and a
             # replica that lost it must not write over its successor's placeholders.
             leader = bool(self.is_leader())
             if leader:
-                applied = self._apply_step(plan, observed, view, errors)
+                applied = self._apply_step(plan, requests, observed, view, errors)
+        checks = self.checks.run(
+            now_s, [(b.instance_type, b.placement_group) for b in self._placed(plan)],
+            requests, view, observed, count_hits=applied is not None,
+        )
         ok = not errors
         report = TickReport(now_s, ok, leader, self.config.dry_run, model_name, mode, plan,
-                            forecasts, applied, tuple(errors))
+                            forecasts, applied, tuple(errors), known, sizes, checks)
         self.metrics.ticks.labels("ok" if ok else "partial").inc()
         if ok:
             self.metrics.last_success.set(now_s)
         self.latest = report
         return report
 
+    def _known_step(self, now_s: float, errors: list[str]) -> KnownState | None:
+        """The known demand the source recorded at this tick (None: not recorded)."""
+        known = getattr(self.demand, "known", None)
+        if known is None:
+            return None
+        try:
+            return known(now_s)
+        except Exception as error:  # a broken source must not stop the placeholders
+            errors.append(f"known demand: {type(error).__name__}: {error}")
+            log.exception("reading the known demand failed: planning without it")
+            return None
+
     def _forecast_step(
-        self, now_s: float, errors: list[str]
+        self, now_s: float, errors: list[str], known: KnownState | None = None
     ) -> tuple[Mode, dict[Bucket, BucketForecast]]:
-        """("forecast", per-bucket forecasts), or ("ladder", {}) when there is none."""
+        """("forecast", per-bucket forecasts), or ("ladder", {}) when there is none.
+
+        With known demand recorded, the model sees the unannounced history and the
+        announced demand running now is added back (overprovisioner.known_plan)."""
         try:
             series = self.demand.series(now_s)
         except InputError as error:  # nothing recorded yet: a cold start, not a fault
@@ -202,7 +262,11 @@ class OverprovisionerLoop:
             self.metrics.model_fallbacks.labels("forecast_error").inc()
             return "ladder", {}
         try:
-            return "forecast", self.forecaster.forecast(series, now_s)
+            if known is None:
+                return "forecast", self.forecaster.forecast(series, now_s)
+            announced = self.demand.announced(series)  # type: ignore[attr-defined]
+            forecasts = self.forecaster.forecast(unannounced(series, announced), now_s)
+            return "forecast", with_announced(forecasts, series, announced)
         except NotEnoughHistory as error:
             log.info("cold start (%s): using the ladder", error)
         except InputError as error:
@@ -220,16 +284,20 @@ class OverprovisionerLoop:
         view = None
         if self.reader is not None:
             view = self.reader.view(self.config.instance_types,
-                                    self.config.placeholders.placement_group_label)
+                                    self.config.placeholders.placement_group_label,
+                                    self.catalog.gpu_resource)
         observed = self.applier.observe() if self.applier is not None else None
         return view, observed
 
-    def _apply_step(self, plan: Plan, observed: Observed | None, view: ClusterView | None,
-                    errors: list[str]) -> ApplyResult | None:
+    def _apply_step(self, plan: Plan, requests: Mapping[str, Any], observed: Observed | None,
+                    view: ClusterView | None, errors: list[str]) -> ApplyResult | None:
         assert self.applier is not None
         try:
             applied, observed = apply_plan(
-                self.applier, lambda backend: self._desired(plan, backend),
+                self.applier,
+                lambda backend, buffer_api: desired_objects(
+                    self._placed(plan), self.config, self.catalog, backend, requests,
+                    buffer_api or None),
                 priority_class(self.config), observed,
             )
         except HeadstartError as error:
@@ -242,7 +310,6 @@ class OverprovisionerLoop:
         for error in applied.errors:
             log.error("apply: %s", error)
             errors.append(str(error))
-        self._count_hits(plan)
         return applied
 
     def _failed(self, now_s: float, leader: bool, model: str, mode: str,
@@ -256,12 +323,11 @@ class OverprovisionerLoop:
         self.latest = report
         return report
 
-    def _desired(self, plan: Plan, backend: str) -> Sequence[Any]:
+    def _placed(self, plan: Plan) -> Sequence[Any]:
+        """The plan's buckets that get placeholder objects: a type with configured
+        groups never gets an ungrouped one."""
         grouped = self.config.limits.placement_groups
-        # A type with configured groups never gets an ungrouped placeholder object.
-        buckets = [b for b in plan.buckets
-                   if b.placement_group or not grouped.get(b.instance_type)]
-        return desired_objects(buckets, self.config, self.catalog, backend)
+        return [b for b in plan.buckets if b.placement_group or not grouped.get(b.instance_type)]
 
     def _export_plan(self, plan: Plan, forecasts: Mapping[Bucket, BucketForecast],
                      view: ClusterView | None) -> None:
@@ -274,22 +340,6 @@ class OverprovisionerLoop:
         if view is not None:
             m.set_buckets(m.running, view.placeholders_running)
         m.cost.set(plan.cost_per_hour)
-
-    def _count_hits(self, plan: Plan) -> None:
-        if self.reader is None:
-            return
-        try:
-            events = self.reader.preemption_events(self.config.placeholders.namespace)
-        except HeadstartError as error:
-            log.warning("reading preemption events failed: %s", error)
-            return
-        names = {placeholder_name(b.instance_type, b.placement_group):
-                 (b.instance_type, b.placement_group) for b in plan.buckets}
-        hits, self._events_seen = new_preemptions(events, self._events_seen, names)
-        for (instance_type, group), count in hits.items():
-            self.metrics.hits.labels(instance_type, group).inc(count)
-            self.metrics.pending_avoided.inc(count * self.config.horizon_ticks
-                                             * self.config.tick_s)
 
     # ---------------------------------------------------------------------- run
     async def run(
@@ -307,7 +357,9 @@ class OverprovisionerLoop:
             now = clock()
             tick_time = math.floor(now / tick_s) * tick_s
             try:
-                await asyncio.to_thread(self.tick, tick_time)
+                # A daemon thread, not asyncio.to_thread: a tick stuck in API retries
+                # must not keep a stopping process alive (daemon_thread.py).
+                await in_daemon_thread(self.tick, tick_time, name="headstart-tick")
             except Exception:  # a bug must not kill the service's only loop
                 log.exception("tick at %s raised", tick_time)
                 self.metrics.ticks.labels("failed").inc()
@@ -319,8 +371,28 @@ class OverprovisionerLoop:
                 for task in waits:
                     task.cancel()
 
-    def wake(self) -> None:
+    def wake(self, reason: str = "leader") -> None:
         """Run the next tick now (thread-safe): e.g. this replica just became the leader,
         so it applies the current plan instead of waiting up to a tick."""
         if self._event_loop is not None and self._wake is not None:
+            self.metrics.wakeups.labels(reason).inc()
             self._event_loop.call_soon_threadsafe(self._wake.set)
+
+    def wake_debounced(self, reason: str = "preemption") -> None:
+        """Run a tick `placeholders.wake_debounce` from the first call (thread-safe);
+        calls until then join that one tick (a job's pods preempt several placeholders
+        within a second or two)."""
+        if self._event_loop is not None and self._wake is not None:
+            self._event_loop.call_soon_threadsafe(self._arm_debounce, reason)
+
+    def _arm_debounce(self, reason: str) -> None:
+        if self._debounce is not None and not self._debounce.cancelled():
+            return  # a wake-up is already on its way
+        assert self._event_loop is not None
+
+        def fire() -> None:
+            self._debounce = None
+            self.wake(reason)
+
+        self._debounce = self._event_loop.call_later(
+            self.config.placeholders.wake_debounce_s, fire)

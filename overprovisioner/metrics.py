@@ -2,7 +2,8 @@
 
 Decides: metric names, labels and meaning. All names start with
 `headstart_overprovisioner_`. Labels: `instance_type`, `placement_group` ("" = none),
-`quantile`, `class` (temporary | permanent), `model`, `reason`, `result`.
+`quantile`, `class` (temporary | permanent), `model`, `reason`, `result`, `problem`
+(too_big | no_node_group | group_at_max | buffer_not_processed).
 
 Estimated pending time avoided: each hit (a real pod preempting a placeholder) is
 counted as one node start-up (the configured horizon) the pod did not wait. It is an
@@ -45,10 +46,30 @@ class Metrics:
             "status), per bucket.", BUCKET, registry=r)
         self.hits = Counter(
             PREFIX + "placeholder_preemptions",
-            "Placeholders preempted by real pods (hits), per bucket.", BUCKET, registry=r)
+            "Placeholder pods preempted by real pods (hits, Deployment backend: Preempted "
+            "events), per bucket.", BUCKET, registry=r)
+        self.buffer_hits = Counter(
+            PREFIX + "buffer_nodes_taken",
+            "CapacityBuffer backend: nodes that were free (only DaemonSet pods) at one "
+            "observation and run a real pod at the next, at most the buffer's replicas, per "
+            "bucket. Inferred by headstart: cluster-autoscaler reports no consumption of a "
+            "buffer (no status field, its fake pods are never real pods).", BUCKET, registry=r)
         self.pending_avoided = Counter(
             PREFIX + "pending_seconds_avoided",
-            "Estimated pod pending seconds avoided: hits x node start-up horizon.", registry=r)
+            "Estimated pod pending seconds avoided: (placeholder preemptions + buffer nodes "
+            "taken) x node start-up horizon.", registry=r)
+        self.problems = Gauge(
+            PREFIX + "placeholder_problem",
+            "1 for a bucket whose placeholders cannot work: too_big (fits no node of its "
+            "type, or CA says Insufficient), no_node_group (no node of the type and CA says "
+            "no node group matches), group_at_max (CA says its node group is at max size), "
+            "buffer_not_processed (CA has not made the CapacityBuffer ready or injected its "
+            "pods: its capacity-buffer flags are off?).",
+            (*BUCKET, "problem"), registry=r)
+        self.wakeups = Counter(
+            PREFIX + "wakeups",
+            "Ticks run before their time, by reason: preemption (a placeholder pod was "
+            "preempted), leader (this replica just won the Lease).", ("reason",), registry=r)
         self.cost = Gauge(
             PREFIX + "placeholder_cost_dollars_per_hour",
             "Catalog price of the placeholders the plan wants, dollars per hour.", registry=r)
@@ -77,6 +98,8 @@ class Metrics:
             PREFIX + "dry_run", "1 in forecast-only mode (never writes).", registry=r)
         for kind in ("temporary", "permanent"):
             self.api_errors.labels(kind)  # export zeros so alerts can rate() from the start
+        for reason in ("preemption", "leader"):
+            self.wakeups.labels(reason)
 
     def set_buckets(self, gauge: Gauge, values: Mapping[tuple[str, str], float],
                     *extra: str) -> None:

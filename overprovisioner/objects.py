@@ -2,15 +2,18 @@
 
 Decides: names, labels and specs of what the overprovisioner writes:
 - one balloon Deployment per (instance type, placement group): pause containers whose
-  requests fill one node of the type (allocatable less daemonset overhead; no GPUs with
-  `placeholders.request_gpus` false), selecting the type by
+  requests claim one node of the type (sizing.py: measured on live nodes, else all GPUs
+  and a fraction of the catalog's CPU and memory; no GPUs with
+  `placeholders.request_gpus` false), scheduled by `placeholders.scheduler_name` (the
+  scheduler of the pods meant to preempt them), selecting the type by
   `node.kubernetes.io/instance-type` and the group by the configured placement-group
   label, tolerating the GPU taint on GPU types either way, at the headstart PriorityClass,
   `terminationGracePeriodSeconds: 0` (a preempted placeholder frees its node at once),
   `strategy: Recreate` (a rolling update would surge one extra placeholder, i.e. one
   extra GPU node, every time the template changes);
 - or, with the CapacityBuffer backend, a PodTemplate with that same pod spec plus a
-  CapacityBuffer (`autoscaling.x-k8s.io/v1alpha1`) referencing it with `replicas`;
+  CapacityBuffer (`autoscaling.x-k8s.io/v1beta1`, or v1alpha1 where only that is
+  served) referencing it with `replicas`;
 - the PriorityClass (`preemptionPolicy: Never`: a placeholder must never evict anyone).
 
 Every object carries headstart's labels (managed-by, part-of, component) and an
@@ -50,7 +53,14 @@ MAX_NAME = 63  # a DNS-1123 label: names also become label values (app.kubernete
 
 DEPLOYMENT = ("apps/v1", "Deployment")
 POD_TEMPLATE = ("v1", "PodTemplate")
-CAPACITY_BUFFER = ("autoscaling.x-k8s.io/v1alpha1", "CapacityBuffer")
+CAPACITY_BUFFER_GROUP = "autoscaling.x-k8s.io"
+# Served versions in order of preference: v1beta1 since cluster-autoscaler 1.35 (the
+# CRD's storage version), v1alpha1 deprecated (cluster-autoscaler
+# apis/config/crd/autoscaling.x-k8s.io_capacitybuffers.yaml).
+CAPACITY_BUFFER_VERSIONS = ("v1beta1", "v1alpha1")
+CAPACITY_BUFFERS = tuple((f"{CAPACITY_BUFFER_GROUP}/{v}", "CapacityBuffer")
+                         for v in CAPACITY_BUFFER_VERSIONS)
+CAPACITY_BUFFER = CAPACITY_BUFFERS[0]
 PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
 ACTIVE_CAPACITY = "buffer.x-k8s.io/active-capacity"
 
@@ -121,15 +131,26 @@ def desired_objects(
     config: OverprovisionerConfig,
     catalog: Catalog,
     backend: str,
+    requests: Mapping[str, Resources] | None = None,
+    buffer_api_version: str | None = None,
 ) -> tuple[DesiredObject, ...]:
     """The placeholder objects for `buckets` with `backend` ("deployment" | "capacitybuffer").
 
+    requests: per instance type, what one placeholder requests (sizing.py); a type not
+    in it gets the fraction rule (`config_catalog.placeholder_request`).
+    buffer_api_version: the CapacityBuffer apiVersion the cluster serves (None = the
+    preferred one, v1beta1).
     Includes buckets whose `wanted` is 0 (a Deployment at 0 replicas keeps its name and
     history; the applier decides what to prune). Raises InputError if two buckets map to
     one name or a bucket's type is not in the catalog.
     """
     if backend not in ("deployment", "capacitybuffer"):
         raise InputError(f"backend {backend!r}: expected deployment or capacitybuffer")
+    buffer_api_version = buffer_api_version or CAPACITY_BUFFER[0]
+    if (buffer_api_version, "CapacityBuffer") not in CAPACITY_BUFFERS:
+        raise InputError(f"CapacityBuffer apiVersion {buffer_api_version!r}: expected one of "
+                         f"{', '.join(gv for gv, _ in CAPACITY_BUFFERS)}")
+    requests = requests or {}
     objects: list[DesiredObject] = []
     seen: dict[str, tuple[str, str]] = {}
     for bucket in buckets:
@@ -143,20 +164,24 @@ def desired_objects(
             )
             raise InputError(f"bucket {identity} {what}")
         seen[name] = identity
-        template = pod_template(bucket.instance_type, bucket.placement_group, config, catalog)
+        template = pod_template(bucket.instance_type, bucket.placement_group, config, catalog,
+                                requests.get(bucket.instance_type))
         if backend == "deployment":
             objects.append(_deployment(name, bucket, template, config))
         else:
             objects.append(_pod_template_object(name, bucket, template, config))
-            objects.append(_capacity_buffer(name, bucket, config))
+            objects.append(_capacity_buffer(name, bucket, config, buffer_api_version))
     return tuple(objects)
 
 
 def pod_template(
-    instance_type: str, placement_group: str, config: OverprovisionerConfig, catalog: Catalog
+    instance_type: str, placement_group: str, config: OverprovisionerConfig, catalog: Catalog,
+    request: Resources | None = None,
 ) -> dict[str, Any]:
-    """The placeholder PodTemplateSpec (metadata + spec) for one bucket."""
-    request = placeholder_request(config, catalog, instance_type)
+    """The placeholder PodTemplateSpec (metadata + spec) for one bucket; `request` None =
+    the fraction rule."""
+    if request is None:
+        request = placeholder_request(config, catalog, instance_type)
     gpus = catalog.get(instance_type).gpus
     node_selector = {NODE_INSTANCE_TYPE: instance_type}
     if placement_group:
@@ -182,6 +207,10 @@ def pod_template(
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
     }
+    if config.placeholders.scheduler_name:
+        # The scheduler that preempts a placeholder also binds the real pod; another one
+        # could put the re-created placeholder back first (kubernetes/kubernetes#130429).
+        spec["schedulerName"] = config.placeholders.scheduler_name
     if gpus > 0 and config.placeholders.gpu_tolerations:
         spec["tolerations"] = [t.as_json() for t in config.placeholders.gpu_tolerations]
     return {
@@ -276,12 +305,12 @@ def _pod_template_object(
 
 
 def _capacity_buffer(
-    name: str, bucket: PlannedPlaceholders, config: OverprovisionerConfig
+    name: str, bucket: PlannedPlaceholders, config: OverprovisionerConfig, api_version: str
 ) -> DesiredObject:
     labels = _bucket_labels(name, bucket.instance_type, bucket.placement_group)
     body = {
-        "apiVersion": CAPACITY_BUFFER[0],
-        "kind": CAPACITY_BUFFER[1],
+        "apiVersion": api_version,
+        "kind": "CapacityBuffer",
         "metadata": {"name": name, "namespace": config.placeholders.namespace, "labels": labels},
         "spec": {
             "provisioningStrategy": ACTIVE_CAPACITY,
@@ -289,7 +318,7 @@ def _capacity_buffer(
             "replicas": int(bucket.wanted),
         },
     }
-    return _finish(CAPACITY_BUFFER, config.placeholders.namespace, name, body)
+    return _finish((api_version, "CapacityBuffer"), config.placeholders.namespace, name, body)
 
 
 def _finish(

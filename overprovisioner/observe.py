@@ -6,8 +6,14 @@ Decides, from nodes, pods and events as the API returns them:
 - a *free* node: Ready, schedulable, and running nothing but DaemonSet and static
   (mirror) pods: no real pod and no placeholder. The plan counts these as capacity
   already free;
+- per node of a bucket type, its allocatable and what its DaemonSet and static pods
+  request (`sizing.NodeRoom`: placeholders are sized from these);
 - a *hit*: a `Preempted` event on a placeholder pod (kube-scheduler evicted it for a real
-  pod). Events are counted once per (event uid, count).
+  pod). Events are counted once per (event uid, count). With CapacityBuffers there are no
+  placeholder pods to preempt, and cluster-autoscaler reports no consumption (the
+  buffer's status has no such field; its fake pods live only inside CA): a hit there is
+  a node that was free (nothing but DaemonSet pods) at the previous observation and now
+  runs a real pod, at most the buffer's replicas per bucket (`buffer_nodes_taken`).
 
 The parsing functions are pure (JSON in, frozen dataclasses out); `ClusterReader` is the
 thin adapter that lists nodes, pods and events with retries.
@@ -19,15 +25,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
+from kubernetes.client.exceptions import ApiException
 
+from bucketing.resources import DEFAULT_GPU_RESOURCE, ZERO, Resources, pod_effective_request
 from locality.config import LocalityConfig
 from locality.parse import parse_node as parse_locality_node
 from overprovisioner.errors import ErrorClass, RetryPolicy, call_with_retry
 from overprovisioner.objects import NAME_PREFIX, NODE_INSTANCE_TYPE, PLACEHOLDER
+from overprovisioner.sizing import NodeRoom
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 Bucket = tuple[str, str]  # (instance type, placement group or "")
@@ -39,6 +49,8 @@ class NodeView:
     instance_type: str
     placement_group: str
     usable: bool  # Ready and schedulable
+    allocatable: Resources = ZERO
+    ready_since_s: float | None = None  # when the Ready condition last turned True
 
 
 @dataclass(frozen=True)
@@ -48,40 +60,67 @@ class PodView:
     node_name: str
     placeholder: bool
     daemon: bool  # a DaemonSet or static pod: present on every node, not demand
+    request: Resources = ZERO  # filled in for DaemonSet and static pods only
 
 
 @dataclass(frozen=True)
 class ClusterView:
-    """Per bucket: nodes, free nodes, placeholder pods running and waiting for a node."""
+    """Per bucket: nodes, free nodes, placeholder pods running and waiting for a node;
+    per node of a bucket type, what its DaemonSets take (`rooms`), which nodes are free
+    (`free_node_names`) and which run a real pod (`real_pod_nodes`)."""
 
     nodes: Mapping[Bucket, int]
     free_nodes: Mapping[Bucket, int]
     placeholders_running: Mapping[Bucket, int]
     placeholders_pending: int
+    rooms: tuple[NodeRoom, ...] = ()
+    free_node_names: Mapping[Bucket, frozenset[str]] = field(default_factory=dict)
+    real_pod_nodes: frozenset[str] = frozenset()
+    placeholder_pods: Mapping[str, str] = field(default_factory=dict)  # name -> node or ""
 
 
 @functools.lru_cache(maxsize=8)
-def _node_reading(group_label: str) -> LocalityConfig:
+def _node_reading(group_label: str, gpu_resource: str) -> LocalityConfig:
     """The extender's node reading, with the configured group label only: placeholders
     select their group with that key, so a group read from any other key (say GKE's,
     with headstart's key configured) would give placeholders that match no node."""
     return LocalityConfig(placement_group_labels=(group_label,),
-                          instance_type_label=NODE_INSTANCE_TYPE)
+                          instance_type_label=NODE_INSTANCE_TYPE, gpu_resources=(gpu_resource,),
+                          device_resource_prefixes=(), dra_gpus=())
 
 
-def parse_node(node: Mapping[str, Any], group_label: str) -> NodeView:
+def parse_node(node: Mapping[str, Any], group_label: str,
+               gpu_resource: str = DEFAULT_GPU_RESOURCE) -> NodeView:
     """Read a node the way the extender does (one parser): a node is usable when it is
     Ready, not cordoned and carries no taint saying it is going away (cluster-autoscaler's
     and Karpenter's scale-down taints included), so a draining node never counts as free
     capacity that the plan would then not replace."""
-    parsed = parse_locality_node(node, _node_reading(group_label))
+    parsed = parse_locality_node(node, _node_reading(group_label, gpu_resource))
     return NodeView(
         parsed.name, parsed.instance_type or "", parsed.placement_group or "",
-        parsed.takes_new_pods,
+        parsed.takes_new_pods, parsed.allocatable, _ready_since(node),
     )
 
 
-def parse_pod(pod: Mapping[str, Any]) -> PodView:
+def _ready_since(node: Mapping[str, Any]) -> float | None:
+    """Unix time of the Ready condition's last transition when it is True, else None."""
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") == "True":
+            return parse_time(condition.get("lastTransitionTime"))
+    return None
+
+
+def parse_time(text: Any) -> float | None:
+    """An RFC 3339 time as the API writes it (`2026-05-01T10:00:00Z`) in Unix seconds."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def parse_pod(pod: Mapping[str, Any], gpu_resource: str = DEFAULT_GPU_RESOURCE) -> PodView:
     metadata = pod.get("metadata") or {}
     labels = metadata.get("labels") or {}
     owners = metadata.get("ownerReferences") or []
@@ -93,6 +132,9 @@ def parse_pod(pod: Mapping[str, Any]) -> PodView:
         metadata.get("name", ""), metadata.get("namespace", ""),
         (pod.get("spec") or {}).get("nodeName") or "",
         labels.get(PLACEHOLDER) == "true", daemon,
+        # What cluster-autoscaler's node template holds besides the node: its DaemonSet
+        # and mirror pods (simulator/nodes.go). Other pods' requests do not matter here.
+        pod_effective_request(pod, gpu_resource) if daemon else ZERO,
     )
 
 
@@ -103,9 +145,14 @@ def cluster_view(
     wanted = set(instance_types)
     by_name = {n.name: n for n in nodes if n.instance_type in wanted}
     busy: set[str] = set()
+    real: set[str] = set()
+    daemons: dict[str, Resources] = {}
     running: dict[Bucket, int] = {}
+    placeholder_pods: dict[str, str] = {}
     pending = 0
     for pod in pods:
+        if pod.placeholder:
+            placeholder_pods[pod.name] = pod.node_name
         if pod.placeholder and not pod.node_name:
             pending += 1
         node = by_name.get(pod.node_name)
@@ -114,16 +161,27 @@ def cluster_view(
         if pod.placeholder:
             key = (node.instance_type, node.placement_group)
             running[key] = running.get(key, 0) + 1
-        if not pod.daemon:
+        if pod.daemon:
+            daemons[node.name] = daemons.get(node.name, ZERO) + pod.request
+        else:
             busy.add(node.name)
+            if not pod.placeholder:
+                real.add(node.name)
     counts: dict[Bucket, int] = {}
-    free: dict[Bucket, int] = {}
+    free: dict[Bucket, set[str]] = {}
     for node in by_name.values():
         key = (node.instance_type, node.placement_group)
         counts[key] = counts.get(key, 0) + 1
         if node.usable and node.name not in busy:
-            free[key] = free.get(key, 0) + 1
-    return ClusterView(counts, free, running, pending)
+            free.setdefault(key, set()).add(node.name)
+    rooms = tuple(
+        NodeRoom(n.name, n.instance_type, n.placement_group, n.allocatable,
+                 daemons.get(n.name, ZERO), n.usable, n.ready_since_s)
+        for n in sorted(by_name.values(), key=lambda n: n.name)
+    )
+    return ClusterView(counts, {k: len(v) for k, v in free.items()}, running, pending, rooms,
+                       {k: frozenset(v) for k, v in free.items()}, frozenset(real),
+                       placeholder_pods)
 
 
 def new_preemptions(
@@ -137,7 +195,6 @@ def new_preemptions(
     """
     hits: dict[Bucket, int] = {}
     now_seen: dict[str, int] = {}
-    names = sorted(bucket_names, key=len, reverse=True)
     for event in events:
         involved = event.get("involvedObject") or {}
         if event.get("reason") != "Preempted" or involved.get("kind") != "Pod":
@@ -151,14 +208,33 @@ def new_preemptions(
         count = int(event.get("count") or 1)
         now_seen[uid] = count
         fresh = count - seen.get(uid, 0)
-        if fresh <= 0:
-            continue
-        for name in names:
-            if pod_name.startswith(_pod_name_base(name)):
-                bucket = bucket_names[name]
-                hits[bucket] = hits.get(bucket, 0) + fresh
-                break
+        bucket = pod_bucket(pod_name, bucket_names)
+        if fresh > 0 and bucket is not None:
+            hits[bucket] = hits.get(bucket, 0) + fresh
     return hits, now_seen
+
+
+def buffer_nodes_taken(
+    previously_free: Mapping[Bucket, frozenset[str]], real_pod_nodes: frozenset[str],
+    replicas: Mapping[Bucket, int],
+) -> dict[Bucket, int]:
+    """Per bucket, nodes free at the previous observation that now run a real pod, at
+    most the bucket's buffer replicas (only that many free nodes were the buffer's)."""
+    taken = {}
+    for bucket, names in previously_free.items():
+        count = min(len(names & real_pod_nodes), replicas.get(bucket, 0))
+        if count > 0:
+            taken[bucket] = count
+    return taken
+
+
+def pod_bucket(pod_name: str, bucket_names: Mapping[str, Bucket]) -> Bucket | None:
+    """The bucket of a placeholder pod `NAME-<rs hash>-<suffix>`: the longest object
+    name whose generated-name base the pod name starts with."""
+    for name in sorted(bucket_names, key=len, reverse=True):
+        if pod_name.startswith(_pod_name_base(name)):
+            return bucket_names[name]
+    return None
 
 
 # The API server cuts a generated name's base (here `<replicaset>-`) to this length
@@ -188,10 +264,12 @@ class ClusterReader:
         )
         return list(body.get("items") or [])
 
-    def view(self, instance_types: Sequence[str], group_label: str) -> ClusterView:
-        nodes = [parse_node(n, group_label) for n in self._list("list nodes", "/api/v1/nodes")]
+    def view(self, instance_types: Sequence[str], group_label: str,
+             gpu_resource: str = DEFAULT_GPU_RESOURCE) -> ClusterView:
+        nodes = [parse_node(n, group_label, gpu_resource)
+                 for n in self._list("list nodes", "/api/v1/nodes")]
         pods = [
-            parse_pod(p)
+            parse_pod(p, gpu_resource)
             for p in self._list(
                 "list pods", "/api/v1/pods",
                 [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")],
@@ -200,8 +278,22 @@ class ClusterReader:
         ]
         return cluster_view(nodes, pods, instance_types)
 
-    def preemption_events(self, namespace: str) -> list[dict]:
-        return self._list(
-            f"list events in {namespace}", f"/api/v1/namespaces/{namespace}/events",
-            [("fieldSelector", "reason=Preempted,involvedObject.kind=Pod")],
-        )
+    def events(self, namespace: str) -> list[dict]:
+        """Every Event in the placeholder namespace (Preempted, NotTriggerScaleUp,
+        TriggeredScaleUp: a field selector takes one reason only, so one list for all)."""
+        return self._list(f"list events in {namespace}", f"/api/v1/namespaces/{namespace}/events")
+
+    def configmap(self, reference: str) -> dict | None:
+        """The ConfigMap NAMESPACE/NAME, or None when it does not exist."""
+        namespace, _, name = reference.partition("/")
+
+        def get() -> dict | None:
+            try:
+                return self.api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+            except ApiException as error:
+                if error.status == 404:
+                    return None
+                raise
+
+        return call_with_retry(f"get configmap {reference}", get, self.policy, self.rng,
+                               self.sleep, self.on_error)

@@ -19,6 +19,10 @@ The rules, in the order they apply (per instance type, summed over its groups):
    wanted - free - existing: the nodes the plan makes CA launch.
    Mode "ladder" (cold start, no history) replaces the delta by the ladder's count;
    mode "fallback" (the forecast missed badly, act reactively) replaces it by 0.
+   Known demand (`known`: nodes that announced work due within the horizon will need,
+   docs/known-demand.md) is added in every mode: wanted = ceil(forecast + known -
+   in_use - pending) when forecasting, ladder + ceil(known) at cold start, ceil(known)
+   in fallback. The forecast then covers only what nobody announced.
 2. Per-bucket min and max (config.buckets).
 3. The cost cap in $/h at catalog prices: while the total is over the cap, cut one
    placeholder of the most expensive type still above its min. Expensive first
@@ -64,6 +68,8 @@ class BucketObservation:
     free: whole nodes holding neither real pods nor placeholders.
     placeholders: placeholders that exist now (running or pending).
     pending: nodes pending real pods need (cluster-autoscaler launches these anyway).
+    known: nodes known-ahead demand due within the horizon will need (pods that do not
+        exist yet, so in neither in_use nor pending).
     """
 
     instance_type: str
@@ -73,13 +79,14 @@ class BucketObservation:
     free: int = 0
     placeholders: int = 0
     pending: int = 0
+    known: float = 0.0
 
 
 @dataclass(frozen=True)
 class PlannedBucket:
     """The plan for one (instance type, placement group) and why.
 
-    forecast, free, pending, in_use, existing: the observation, summed as planned
+    forecast, free, pending, in_use, existing, known: the observation, summed as planned
     (per group). wanted: placeholders to keep (one per node). capped_by: the rule that
     set `wanted` when not the plain delta. reason: the arithmetic, for humans.
     """
@@ -94,6 +101,7 @@ class PlannedBucket:
     wanted: int
     capped_by: CappedBy | None
     reason: str
+    known: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -146,11 +154,13 @@ def make_plan(
     bucket_modes = bucket_modes or {}
     by_type: dict[str, list[BucketObservation]] = {}
     for item in observed:
-        if item.forecast != item.forecast or item.forecast < 0:
-            raise InputError(
-                f"plan: {item.instance_type}/{item.placement_group or '-'}: forecast "
-                f"{item.forecast} is not a non-negative number"
-            )
+        for name in ("forecast", "known"):
+            value = getattr(item, name)
+            if value != value or value < 0:
+                raise InputError(
+                    f"plan: {item.instance_type}/{item.placement_group or '-'}: {name} "
+                    f"{value} is not a non-negative number"
+                )
         for name in ("in_use", "free", "placeholders", "pending"):
             if getattr(item, name) < 0:
                 raise InputError(f"plan: {item.instance_type}: {name} is negative")
@@ -185,22 +195,27 @@ def _decide_type(
 ) -> _TypeDecision:
     forecast = sum(i.forecast for i in items)
     covered = sum(i.in_use + i.pending for i in items)
+    known = sum(i.known for i in items)
+    known_nodes = max(0, math.ceil(known - FORECAST_EPSILON))
+    plus_known = f" + known {known:.2f}" if known else ""
     capped_by: CappedBy | None = None
     if mode == "ladder":
-        wanted = int(ladder.get(name, 0))
+        wanted = int(ladder.get(name, 0)) + known_nodes
         capped_by = "ladder"
-        reason = f"cold start: ladder keeps {wanted}"
+        reason = f"cold start: ladder keeps {int(ladder.get(name, 0))}"
+        reason += f"{plus_known} -> {wanted}" if known else ""
     elif mode == "fallback":
-        wanted = 0
+        wanted = known_nodes
         capped_by = "fallback"
         reason = "forecast missed: reactive fallback keeps none"
+        reason += f"{plus_known} -> {wanted}" if known else ""
     else:
-        wanted = max(0, math.ceil(forecast - covered - FORECAST_EPSILON))
+        wanted = max(0, math.ceil(forecast + known - covered - FORECAST_EPSILON))
         free = sum(i.free for i in items)
         existing = sum(i.placeholders for i in items)
         launches = max(0, wanted - free - existing)
         reason = (
-            f"forecast {forecast:.2f} - in use and pending {covered} -> {wanted} "
+            f"forecast {forecast:.2f}{plus_known} - in use and pending {covered} -> {wanted} "
             f"({free} free nodes, {existing} placeholders exist, {launches} to launch)"
         )
     limits = config.limits(name)
@@ -286,6 +301,7 @@ def _balance(
                 wanted=wanted,
                 capped_by=decision.capped_by,
                 reason=decision.reason + share,
+                known=sum(i.known for i in observations),
             )
         )
     return planned

@@ -168,7 +168,9 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
     tick = parse_duration(args.tick or "5m", "--tick")
     names, file_catalog = (read_bucket_names(Path(args.buckets)) if args.buckets
                            else (None, None))
-    catalog = load_catalog(args.catalog or file_catalog or "aws")
+    catalog = load_catalog(args.catalog or file_catalog or "aws",
+                           "--catalog" if args.catalog or not file_catalog
+                           else f"{args.buckets}: catalog")
     types = catalog.subset(names).instance_types if names else catalog.instance_types
     table = load_trace(args.trace, args.format)
     series = series_from_jobtable(table, list(types), tick)

@@ -27,11 +27,11 @@ from bucketing.catalog import InstanceType
 from bucketing.errors import ConfigError, InputError
 from bucketing.labels import PLACEMENT_GROUP_LABELS
 from predictor.snapshot import (
-    PodDemand,
+    LivePod,
     TickPlan,
+    live_pod,
     node_group,
     plan_tick,
-    pod_demand,
     snapshot_values,
 )
 from predictor.store import HistoryStore, StoreConfig
@@ -140,6 +140,8 @@ class Informer:
 
     list_call: a kubernetes client list method (e.g. CoreV1Api.list_pod_for_all_namespaces).
     parse: raw object -> cached value, or None to leave it out (a placeholder pod).
+    on_event: told (type, raw object) of every watch event after it is applied (not of
+        relists), in the informer's thread; e.g. the overprovisioner's preemption wake-up.
     """
 
     def __init__(
@@ -150,8 +152,10 @@ class Informer:
         config: RecorderConfig,
         clock: Callable[[], float] = time.time,
         list_kwargs: Mapping[str, Any] | None = None,
+        on_event: Callable[[str, Mapping[str, Any]], None] | None = None,
     ) -> None:
         self.name = name
+        self._on_event = on_event
         self._list_call = list_call
         self._parse = parse
         self._config = config
@@ -220,6 +224,8 @@ class Informer:
             version = (obj.get("metadata") or {}).get("resourceVersion")
             if version:
                 self._resource_version = version
+        if self._on_event is not None:
+            self._on_event(str(event.get("type")), obj)
 
     def run(self, stop: threading.Event) -> None:
         """List, then watch until `stop`; relist on 410 Gone or a bad event; back off on errors."""
@@ -282,7 +288,8 @@ class Informer:
 
 
 class Recorder:
-    """Writes one demand snapshot per tick from pod and node informers into a HistoryStore."""
+    """Writes one demand snapshot per tick from pod and node informers into a HistoryStore,
+    and, when `known` is given, the tick's known and announced demand beside it."""
 
     def __init__(
         self,
@@ -292,6 +299,7 @@ class Recorder:
         pods: Informer,
         nodes: Informer,
         clock: Callable[[], float] = time.time,
+        known: Any = None,
     ) -> None:
         if store.tick_s != config.tick_s:
             raise ConfigError(f"{store.path}: store tick {store.tick_s:g} s differs from the "
@@ -302,6 +310,7 @@ class Recorder:
         self.pods = pods
         self.nodes = nodes
         self.clock = clock
+        self.known = known  # a predictor.known.recording.KnownRecorder, or None
         self.ticks_written = 0
         self.gaps_written = 0
 
@@ -314,10 +323,14 @@ class Recorder:
         self.gaps_written += self.store.write_gaps(plan.gap_from, plan.gap_to)
         max_stale = self.config.max_stale_ticks * self.config.tick_s
         if self.pods.fresh(now, max_stale) and self.nodes.fresh(now, max_stale):
-            values = snapshot_values(self.pods.items().values(), self.nodes.items(),
-                                     self.bucket_types)
+            pods: list[LivePod] = list(self.pods.items().values())
+            node_groups = self.nodes.items()
+            values = snapshot_values([p.demand for p in pods if p.demand is not None],
+                                     node_groups, self.bucket_types)
             self.store.write_tick(plan.tick_time, values)
             self.ticks_written += 1
+            if self.known is not None:
+                self.known.record(plan.tick_time, pods, node_groups, self.clock())
         else:
             self.gaps_written += self.store.write_gaps(
                 plan.tick_time, plan.tick_time + self.config.tick_s)
@@ -332,6 +345,8 @@ class Recorder:
                    for informer in (self.pods, self.nodes)]
         for thread in threads:
             thread.start()
+        if self.known is not None:
+            threads += self.known.start(stop)
         # Give the first list a moment, so the first tick is a snapshot rather than a gap.
         self.pods.synced.wait(min(30.0, self.config.tick_s))
         self.nodes.synced.wait(min(30.0, self.config.tick_s))
@@ -345,9 +360,12 @@ class Recorder:
             thread.join(timeout=self.config.watch_timeout_s)
 
 
-def make_recorder(config: RecorderConfig, api_client: Any, clock: Callable[[], float] = time.time
-                  ) -> Recorder:
-    """Wire a Recorder to a kubernetes ApiClient, the catalog and the SQLite store in config."""
+def make_recorder(config: RecorderConfig, api_client: Any, clock: Callable[[], float] = time.time,
+                  known: Any = None, horizon_s: float = 0.0) -> Recorder:
+    """Wire a Recorder to a kubernetes ApiClient, the catalog and the SQLite store in config.
+
+    known: a `predictor.known.config.KnownDemandConfig` to record known-ahead demand due
+    within `horizon_s` too (discovers the sources' resources now), or None."""
     from kubernetes import client
 
     from bucketing.catalog import load_catalog
@@ -362,8 +380,8 @@ def make_recorder(config: RecorderConfig, api_client: Any, clock: Callable[[], f
         list_pods, pod_kwargs = core.list_pod_for_all_namespaces, {}
     gpu_resource = catalog.gpu_resource
 
-    def parse_pod(obj: Mapping[str, Any]) -> PodDemand | None:
-        return pod_demand(obj, gpu_resource)
+    def parse_pod(obj: Mapping[str, Any]) -> LivePod | None:
+        return live_pod(obj, gpu_resource)
 
     def parse_node(obj: Mapping[str, Any]) -> str | None:
         return node_group(obj, config.placement_group_labels)[1] or ""
@@ -371,7 +389,14 @@ def make_recorder(config: RecorderConfig, api_client: Any, clock: Callable[[], f
     pods = Informer("pods", list_pods, parse_pod, config, clock, pod_kwargs)
     nodes = _NodeGroups("nodes", core.list_node, parse_node, config, clock)
     store = HistoryStore(config.store.path, config.tick_s)
-    return Recorder(config, store, types, pods, nodes, clock)
+    known_recorder = None
+    if known is not None and known.enabled():
+        from predictor.known.reader import make_known_reader
+        from predictor.known.recording import KnownRecorder
+
+        reader = make_known_reader(known, config, api_client, gpu_resource, horizon_s, clock)
+        known_recorder = KnownRecorder(reader, store, types)
+    return Recorder(config, store, types, pods, nodes, clock, known_recorder)
 
 
 class _NodeGroups(Informer):

@@ -4,12 +4,21 @@ Decides: the on-disk schema and its version, what a gap looks like on disk, how 
 tick re-written after a restart replaces (never duplicates) the first write, and how
 old rows are dropped.
 
-Schema (version 1):
+Schema (version 2):
   schema_version(version)                 one row; a newer version is refused
   meta(key PRIMARY KEY, value)            `tick_s`: the tick the file was created with
   ticks(tick PRIMARY KEY, observed)       one row per recorded tick; observed 0 = a gap
   samples(tick, series, value,            one row per tick per series
           PRIMARY KEY (tick, series))
+  known(tick, source, series, value,      known demand due within the horizon, in nodes
+        PRIMARY KEY (tick, source, series))  per bucket, per source and `total`
+  announced(tick, series, value,          nodes of the demand whose pods were announced
+            PRIMARY KEY (tick, series))   ahead (predictor.known.combine)
+  announced_work(key PRIMARY KEY,         workloads counted as known ahead, from when
+                 source, first_counted_s)
+Version 1 files (no known-demand tables) are migrated in place when opened: the three
+tables are added, empty, and the version becomes 2; their ticks read back as having no
+known and no announced demand.
 
 `tick` is the tick number since the Unix epoch (time_s / tick_s, exact). Reading back:
 a tick absent from `ticks` or recorded as a gap is a NaN row; an observed tick without
@@ -36,7 +45,7 @@ import pandas as pd
 from bucketing.errors import ConfigError, InputError
 from predictor.series import DemandSeries, make_series
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TOTAL_PREFIX = "total:"
 DAY_S = 86_400.0
 
@@ -53,15 +62,36 @@ CREATE TABLE IF NOT EXISTS samples (
     value REAL NOT NULL CHECK (value >= 0),
     PRIMARY KEY (tick, series)
 );
+CREATE TABLE IF NOT EXISTS known (
+    tick INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    series TEXT NOT NULL,
+    value REAL NOT NULL CHECK (value >= 0),
+    PRIMARY KEY (tick, source, series)
+);
+CREATE TABLE IF NOT EXISTS announced (
+    tick INTEGER NOT NULL,
+    series TEXT NOT NULL,
+    value REAL NOT NULL CHECK (value >= 0),
+    PRIMARY KEY (tick, series)
+);
+CREATE TABLE IF NOT EXISTS announced_work (
+    key TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    first_counted_s REAL NOT NULL
+);
 """
+KNOWN_TOTAL = "total"
 
 
 @dataclass(frozen=True)
 class StoreConfig:
     """Where and how long demand history is kept."""
 
-    path: str = "/var/lib/headstart/history.sqlite"
-    """SQLite file; created (with its parent directory) on first use."""
+    path: str = "headstart-history.sqlite"
+    """SQLite file, relative to the working directory unless absolute; created on first
+    use, in a directory that must exist (never created: a typo must not make system
+    directories, and a non-root user cannot)."""
 
     retention_days: float = 35.0
     """Ticks older than this many days before the newest write are deleted (the
@@ -76,8 +106,10 @@ class HistoryStore:
             raise ConfigError(f"{path}: tick must be a positive number of seconds, got {tick_s}")
         self.path = Path(path)
         self.tick_s = float(tick_s)
+        if not self.path.parent.is_dir():
+            raise ConfigError(f"{self.path}: directory {self.path.parent} does not exist "
+                              "(the history file is created, its directory is not)")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._open()
@@ -98,6 +130,8 @@ class HistoryStore:
                     f"{self.path}: history schema version {row[0]} was written by a newer "
                     f"headstart; this one reads up to version {SCHEMA_VERSION}"
                 )
+            elif row[0] < SCHEMA_VERSION:  # the tables above were just added: migrated
+                self._db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
             stored = self._db.execute("SELECT value FROM meta WHERE key = 'tick_s'").fetchone()
             if stored is None:
                 self._db.execute("INSERT INTO meta VALUES ('tick_s', ?)", (repr(self.tick_s),))
@@ -201,8 +235,71 @@ class HistoryStore:
         cutoff = math.floor((now_s - retention_days * DAY_S) / self.tick_s)
         with self._transaction():
             self._db.execute("DELETE FROM samples WHERE tick < ?", (cutoff,))
+            self._db.execute("DELETE FROM known WHERE tick < ?", (cutoff,))
+            self._db.execute("DELETE FROM announced WHERE tick < ?", (cutoff,))
+            self._db.execute("DELETE FROM announced_work WHERE first_counted_s < ?",
+                             (cutoff * self.tick_s,))
             cursor = self._db.execute("DELETE FROM ticks WHERE tick < ?", (cutoff,))
         return cursor.rowcount
+
+    def write_known(self, time_s: float, known: Mapping[str, Mapping[str, float]],
+                    announced: Mapping[str, float]) -> None:
+        """Record a tick's known demand (source or `total` -> series -> nodes) and its
+        announced demand (series -> nodes); re-writing a tick replaces both."""
+        tick = self.tick_of(time_s)
+        rows = [(tick, source, series, float(value))
+                for source, values in known.items() for series, value in values.items()]
+        for _, source, series, value in rows:
+            if not (math.isfinite(value) and value >= 0):
+                raise InputError(f"{self.path}: tick {time_s}: known {source} {series} = "
+                                 f"{value} is not a finite count >= 0")
+        with self._transaction():
+            self._db.execute("DELETE FROM known WHERE tick = ?", (tick,))
+            self._db.execute("DELETE FROM announced WHERE tick = ?", (tick,))
+            self._db.executemany("INSERT INTO known VALUES (?, ?, ?, ?)", rows)
+            self._db.executemany("INSERT INTO announced VALUES (?, ?, ?)",
+                                 [(tick, series, float(value))
+                                  for series, value in announced.items() if value > 0])
+
+    def remember_announced(self, work: Mapping[str, tuple[str, float]]) -> None:
+        """Add workload keys counted as known ahead: key -> (source, first counted at)."""
+        with self._transaction():
+            self._db.executemany(
+                "INSERT INTO announced_work VALUES (?, ?, ?) ON CONFLICT(key) DO NOTHING",
+                [(key, source, float(first)) for key, (source, first) in work.items()],
+            )
+
+    def announced_work(self) -> dict[str, float]:
+        """Workload key -> when it was first counted as known ahead (Unix seconds)."""
+        return {key: first for key, first in self._db.execute(
+            "SELECT key, first_counted_s FROM announced_work")}
+
+    def read_announced(self, times: np.ndarray, columns: list[str]) -> np.ndarray:
+        """(T, K) announced demand at tick `times` for bucket `columns` (0 where none)."""
+        values = np.zeros((len(times), len(columns)))
+        if not len(times):
+            return values
+        first, last = self.tick_of(float(times[0])), self.tick_of(float(times[-1]))
+        index = {column: j for j, column in enumerate(columns)}
+        for tick, series, value in self._db.execute(
+            "SELECT tick, series, value FROM announced WHERE tick BETWEEN ? AND ?",
+            (first, last),
+        ):
+            if series in index:
+                values[tick - first, index[series]] = value
+        return values
+
+    def read_known(self, start_s: float | None = None, end_s: float | None = None
+                   ) -> pd.DataFrame:
+        """Known demand per tick: rows (time_s, source, series, value) in [start_s, end_s)."""
+        first = -2**62 if start_s is None else math.ceil(start_s / self.tick_s)
+        last = 2**62 if end_s is None else math.ceil(end_s / self.tick_s) - 1
+        frame = pd.DataFrame(self._db.execute(
+            "SELECT tick, source, series, value FROM known WHERE tick BETWEEN ? AND ? "
+            "ORDER BY tick, source, series", (first, last)).fetchall(),
+            columns=["tick", "source", "series", "value"])
+        frame.insert(0, "time_s", frame.pop("tick") * self.tick_s)
+        return frame
 
     def tick_count(self) -> tuple[int, int]:
         """(observed ticks, gap ticks) on disk."""

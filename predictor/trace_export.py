@@ -42,6 +42,16 @@ is a new row, named `namespace/pod@<uid prefix>`; otherwise the row is `namespac
             Job, ReplicaSet or PyTorchJob); a pod without an owner is its own job
   role      "" (roles would need pod labels, which kube-state-metrics only exports on an
             allow-list; not read)
+  known_at_s  when the pod's demand was known ahead, where the metrics show it (job
+            metrics docs/metrics/workload/job-metrics.md, cronjob-metrics.md):
+            - a pod of a Job run by a CronJob (`kube_job_owner` owner_kind="CronJob"): the
+              first tick at which the CronJob's `kube_cronjob_next_schedule_time` was the
+              run's scheduled time (the Job's name ends in it, in Unix minutes: the
+              CronJob controller's `getJobName`); blank when the window holds no such tick;
+            - a pod of any other Job created at least one step after its Job
+              (`kube_job_created`): the Job's creation (a suspended or queued Job);
+            - anything else (Kueue Workloads, JobSets, Kubeflow jobs, PodGroups are not
+              exported by kube-state-metrics): blank, known at creation
 Times are Unix seconds, so time of day and weekday stay real. Pods in the excluded
 namespaces (default `headstart`, the placeholders) are left out of the queries and again
 here. Resolution: a time taken from a tick is good to one step plus one scrape interval.
@@ -53,7 +63,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +117,12 @@ def export_queries(config: PrometheusConfig) -> dict[str, str]:
         "info": f"max by ({pod}, priority_class) ({select('kube_pod_info')})",
         "requests": shared["requests"],
         "init_requests": shared["init_requests"],
+        # Lead information (optional: empty answers leave known_at_s blank).
+        "job_created": f"max by (namespace, job_name) ({select('kube_job_created')})",
+        "job_owner": f"max by (namespace, job_name, owner_kind, owner_name) "
+        f"({select('kube_job_owner')})",
+        "cron_next": f"max by (namespace, cronjob) "
+        f"({select('kube_cronjob_next_schedule_time')})",
     }
 
 
@@ -180,6 +196,51 @@ def _peak_requests(results: Mapping[str, Sequence[Mapping[str, Any]]], times: np
     return by_pod
 
 
+def _by_labels(results: Sequence[Mapping[str, Any]], labels: tuple[str, str], times: np.ndarray,
+               tick_s: float, role: str) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+    """Per (label values), the (ticks, values) of a series."""
+    found = {}
+    for series in results:
+        metric = series.get("metric") or {}
+        found[(str(metric.get(labels[0], "")), str(metric.get(labels[1], "")))] = samples(
+            series, times, tick_s, role)
+    return found
+
+
+def _known_at(results: Mapping[str, Sequence[Mapping[str, Any]]], times: np.ndarray,
+              tick_s: float) -> Callable[[str, tuple[str, str] | None, float], float]:
+    """known_at_s of a pod from its namespace, owner (kind, name) and creation time."""
+    job_created = {key: float(values[np.argmax(ticks)]) for key, (ticks, values) in
+                   _by_labels(results.get("job_created", ()), ("namespace", "job_name"), times,
+                              tick_s, "job_created").items() if len(ticks)}
+    cron_of_job = {}
+    for series in results.get("job_owner", ()):
+        metric = series.get("metric") or {}
+        if metric.get("owner_kind") == "CronJob":
+            cron_of_job[(str(metric.get("namespace", "")), str(metric.get("job_name", "")))] = (
+                str(metric.get("owner_name", "")))
+    cron_next = _by_labels(results.get("cron_next", ()), ("namespace", "cronjob"), times,
+                           tick_s, "cron_next")
+
+    def known(namespace: str, owner: tuple[str, str] | None, submit: float) -> float:
+        if owner is None or owner[0] != "Job":
+            return math.nan
+        cron = cron_of_job.get((namespace, owner[1]))
+        if cron is not None:
+            suffix = owner[1][len(cron) + 1:]
+            ticks, values = cron_next.get((namespace, cron), (np.zeros(0, int), np.zeros(0)))
+            if not suffix.isdigit() or not len(ticks):
+                return math.nan
+            matching = ticks[values == int(suffix) * 60]
+            return min(float(times[matching.min()]), submit) if len(matching) else math.nan
+        created = job_created.get((namespace, owner[1]))
+        if created is not None and created <= submit - tick_s:
+            return created
+        return math.nan
+
+    return known
+
+
 def job_table_from_results(
     results: Mapping[str, Sequence[Mapping[str, Any]]],
     times: np.ndarray,
@@ -203,6 +264,7 @@ def job_table_from_results(
     owners = _owners(results.get("owner", ()))
     priorities = _priority_classes(results.get("info", ()))
     requests = _peak_requests(results, times, tick_s, config.gpu_resource)
+    known_at = _known_at(results, times, tick_s)
 
     pods = [pod for pod in created if pod in present]
     excluded_count = sum(1 for pod in pods if pod[0] in excluded)
@@ -265,6 +327,7 @@ def job_table_from_results(
             "gpus": math.ceil(request.gpu_milli / 1000),
             "gpu_milli": request.gpu_milli,
             "priority_class": priorities.get(pod, ""),
+            "known_at_s": min(known_at(namespace, owner, created[pod]), submit),
             "_before": before,
             "_ended_before": not math.isnan(end) and end < since_s,
         })
@@ -272,7 +335,7 @@ def job_table_from_results(
     rows.sort(key=lambda r: (not r["_before"], r["submit_s"], r["pod"]))
     columns = {name: np.array([r[name] for r in rows], dtype=object)
                for name in ("pod", "job_id", "job_name", "role", "priority_class")}
-    for name in ("submit_s", "start_s", "end_s"):
+    for name in ("submit_s", "start_s", "end_s", "known_at_s"):
         columns[name] = np.array([r[name] for r in rows], dtype=np.float64)
     for name in ("cpu_milli", "memory_bytes", "gpus", "gpu_milli"):
         columns[name] = np.array([r[name] for r in rows], dtype=np.int64)

@@ -18,6 +18,19 @@ def traces_dir() -> Path:
     return TRACES
 
 
+@pytest.fixture(autouse=True)
+def restore_logging():
+    """Undo a command's logging set-up: `main()` run in-process points the root logger at
+    the sys.stderr of that moment (pytest's capture, closed after the test), and a later
+    test's log line would then fail with "--- Logging error ---"."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:], root.level = handlers, level
+
+
 @pytest.fixture
 def fake_kube():
     """A started in-process fake Kubernetes API server (see tests/fakekube.py)."""

@@ -22,8 +22,9 @@ What it implements, as the real API server does:
   tracked per manager at leaf level, lists atomic; a change to a field another
   manager owns is a 409 Conflict unless `force=true`; fields the manager stops
   applying are removed);
-- the `pods/{name}/binding` subresource and the `bindings` collection (409 when
-  already bound), and `/status`.
+- the `pods/{name}/binding` subresource and the `bindings` collection (400 when the
+  Binding names another pod than the URL, 409 when already bound or when its UID
+  precondition does not match), and `/status`.
 
 What it does not do: run controllers (a Deployment makes no pods), admission,
 defaulting, validation against schemas, strategic-merge list semantics,
@@ -65,11 +66,35 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("resource.k8s.io/v1", "resourceslices"): ("ResourceSlice", False),
     ("resource.k8s.io/v1", "resourceclaims"): ("ResourceClaim", True),
     ("resource.k8s.io/v1", "resourceclaimtemplates"): ("ResourceClaimTemplate", True),
-    ("scheduling.volcano.sh/v1beta1", "podgroups"): ("PodGroup", True),
+    # What the known-demand sources read (predictor.known.reader.WATCHED).
+    ("batch/v1", "jobs"): ("Job", True),
+    ("batch/v1", "cronjobs"): ("CronJob", True),
+    ("kueue.x-k8s.io/v1beta2", "workloads"): ("Workload", True),
+    ("kueue.x-k8s.io/v1beta2", "localqueues"): ("LocalQueue", True),
+    ("kueue.x-k8s.io/v1beta2", "clusterqueues"): ("ClusterQueue", False),
+    ("kueue.x-k8s.io/v1beta1", "workloads"): ("Workload", True),
+    ("kueue.x-k8s.io/v1beta1", "localqueues"): ("LocalQueue", True),
+    ("kueue.x-k8s.io/v1beta1", "clusterqueues"): ("ClusterQueue", False),
+    ("jobset.x-k8s.io/v1alpha2", "jobsets"): ("JobSet", True),
+    ("kubeflow.org/v1", "pytorchjobs"): ("PyTorchJob", True),
+    ("kubeflow.org/v1", "tfjobs"): ("TFJob", True),
+    ("kubeflow.org/v1", "mpijobs"): ("MPIJob", True),
+    ("trainer.kubeflow.org/v1alpha1", "trainjobs"): ("TrainJob", True),
     ("scheduling.x-k8s.io/v1alpha1", "podgroups"): ("PodGroup", True),
+    ("scheduling.volcano.sh/v1beta1", "podgroups"): ("PodGroup", True),
+    ("autoscaling.x-k8s.io/v1beta1", "capacitybuffers"): ("CapacityBuffer", True),
 }
 KIND_TO_PLURAL = {(gv, kind): plural for (gv, plural), (kind, _) in RESOURCES.items()}
-DEFAULT_OFF = frozenset({"autoscaling.x-k8s.io/v1alpha1"})
+# CRDs a cluster may not have: served only when a test says so (`serve`).
+CRD_GROUP_VERSIONS = frozenset({
+    "kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1", "jobset.x-k8s.io/v1alpha2",
+    "kubeflow.org/v1", "trainer.kubeflow.org/v1alpha1", "scheduling.x-k8s.io/v1alpha1",
+    "scheduling.volcano.sh/v1beta1",
+})
+# A CRD is not installed until a test serves it. The two CapacityBuffer versions are
+# separate stores here; a real API server keeps one and converts between them.
+DEFAULT_OFF = frozenset({"autoscaling.x-k8s.io/v1alpha1", "autoscaling.x-k8s.io/v1beta1"}) \
+    | CRD_GROUP_VERSIONS
 
 REASONS = {
     400: "BadRequest", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
@@ -264,7 +289,9 @@ class FakeKube:
         self.url = ""
 
     # ---------------------------------------------------------------- lifecycle
-    def start(self) -> FakeKube:
+    def start(self, port: int = 0) -> FakeKube:
+        """Serve on 127.0.0.1:`port` (0: any free port; a test of a server that comes
+        up late passes the port its clients were already given)."""
         ready = threading.Event()
 
         def run() -> None:
@@ -275,10 +302,10 @@ class FakeKube:
             app.router.add_route("*", "/{tail:.*}", self._handle)
             self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
             self._loop.run_until_complete(self._runner.setup())
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
+            site = web.TCPSite(self._runner, "127.0.0.1", port)
             self._loop.run_until_complete(site.start())
-            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            self.url = f"http://127.0.0.1:{port}"
+            bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self.url = f"http://127.0.0.1:{bound}"
             ready.set()
             self._loop.run_forever()
             self._loop.run_until_complete(self._runner.cleanup())
@@ -547,12 +574,23 @@ class FakeKube:
             return gone
 
     def _bind(self, ns: str, name: str, binding: dict) -> None:
+        # As the API server's BindingREST (pkg/registry/core/pod/storage/storage.go): the
+        # Binding names the pod of the URL, and a UID in it is a precondition.
+        metadata = binding.get("metadata") or {}
+        if metadata.get("name") != name:
+            raise ApiError(400, "name in URL does not match name in Binding object")
         with self._lock:
             key = ("v1", "pods", ns, name)
             old = self._existing("v1", "pods", ns, name)
             target = (binding.get("target") or {}).get("name")
             if not target:
                 raise ApiError(422, "Binding.target.name: Required value")
+            uid = metadata.get("uid")
+            if uid and uid != old["metadata"].get("uid"):
+                raise ApiError(
+                    409, f"Precondition failed: UID in precondition: {uid}, "
+                    f"UID in object meta: {old['metadata'].get('uid')}", "Conflict",
+                )
             if old.get("spec", {}).get("nodeName"):
                 raise ApiError(
                     409, f'pod {name} is already assigned to node "{old["spec"]["nodeName"]}"'

@@ -147,6 +147,26 @@ def test_binding_sets_node_name_once(fake_kube):
     assert raised.value.status == 409
 
 
+def test_binding_checks_the_pod_name_and_uid_precondition(fake_kube):
+    core = client.CoreV1Api(fake_kube.api_client())
+    created = fake_kube.create(make_pod("a"))
+    fake_kube.create(make_pod("b"))
+    target = client.V1ObjectReference(kind="Node", name="node-1")
+    other = client.V1Binding(metadata=client.V1ObjectMeta(name="b"), target=target)
+    with pytest.raises(ApiException) as raised:  # the URL names a, the Binding b
+        core.create_namespaced_pod_binding("a", "default", other, _preload_content=False)
+    assert raised.value.status == 400
+    stale = client.V1Binding(metadata=client.V1ObjectMeta(name="a", uid="not-a"), target=target)
+    with pytest.raises(ApiException) as raised:
+        core.create_namespaced_pod_binding("a", "default", stale, _preload_content=False)
+    assert raised.value.status == 409
+    assert "nodeName" not in fake_kube.get("v1", "Pod", "a", "default")["spec"]
+    exact = client.V1Binding(
+        metadata=client.V1ObjectMeta(name="a", uid=created["metadata"]["uid"]), target=target)
+    core.create_namespaced_pod_binding("a", "default", exact, _preload_content=False)
+    assert fake_kube.get("v1", "Pod", "a", "default")["spec"]["nodeName"] == "node-1"
+
+
 def test_discovery_serves_a_crd_group_only_when_enabled(fake_kube):
     apis = client.ApisApi(fake_kube.api_client())
     names = {g.name for g in apis.get_api_versions().groups}

@@ -16,11 +16,30 @@ def readme_commands() -> list[str]:
     return re.findall(r"```sh\n(.+?)\n```", text, flags=re.S)[:2]
 
 
-def test_readme_opens_with_two_commands_that_install_torch_first():
+# CPU torch on any machine: only PyTorch's CPU index is consulted for torch, so pip cannot
+# fall back to PyPI's CUDA build; --no-deps leaves torch's dependencies to the next pip.
+CPU_TORCH = "pip install torch==2.13.0 --no-deps --index-url https://download.pytorch.org/whl/cpu"
+
+
+def test_readme_opens_with_two_commands_that_install_cpu_torch_first():
+    text = (REPO / "README.md").read_text()
+    assert text.split("\n```sh\n", 1)[0] == "# headstart\n"  # nothing before them
     commands = readme_commands()
     assert len(commands) == 2
     for command in commands:
-        assert command.startswith("pip install torch==2.13.0 && pip install -e ")
+        assert "\n" not in command
+        assert command.startswith(f"{CPU_TORCH} && pip install -e ")
+    assert commands[0].endswith(" && pip install -e . && headstart demo")
+    assert commands[1].endswith(" && pip install -e '.[dev]' && pytest")
+
+
+def test_the_image_installs_the_same_cpu_torch():
+    dockerfile = (REPO / "Dockerfile").read_text()
+    (line,) = [ln for ln in dockerfile.splitlines() if ln.startswith("RUN pip install")
+               and "torch==" in ln]
+    words = shlex.split(line)
+    assert "torch==2.13.0" in words
+    assert words[words.index("--index-url") + 1] == "https://download.pytorch.org/whl/cpu"
 
 
 def test_ci_runs_the_readme_test_command_verbatim():

@@ -3,8 +3,9 @@
 Decides: the format names users pass to `--format`, and the detection rule: a format
 matches when every one of its signature columns is in the header. Exactly one
 format must match. When none does but a format's required columns are mostly there,
-the user is told which of them are missing; otherwise the columns seen and to pass
---format.
+the user is told which of them are missing; a header of a `time` column and counts (a
+demand series, not a job table) is pointed to `headstart backtest --series`; otherwise
+the columns seen and to pass --format.
 
 Must not: parse rows.
 """
@@ -18,6 +19,10 @@ from bucketing.errors import InputError
 from bucketing.jobtable import JobTable
 from bucketing.traces import alibaba_dlrm, alibaba_openb, headstart_csv
 from bucketing.traces.csvfile import CsvFile, header_columns
+
+# An aggregate series (the Helios and Philly files, `backtest --series`) has this column
+# and counts per tick; no job-table format has it (predictor.series_io reads such files).
+SERIES_TIME_COLUMN = "time"
 
 # name -> module with SIGNATURE, REQUIRED and parse; the order is the order errors list.
 FORMATS = {
@@ -45,6 +50,14 @@ def detect_format(path: Path) -> str:
             raise InputError(
                 f"{path}:1: missing column(s) {', '.join(missing)} for format {name}"
             )
+    if not matches and SERIES_TIME_COLUMN in columns:
+        values = sorted(columns - {SERIES_TIME_COLUMN})
+        raise InputError(
+            f"{path}:1: a demand series ({SERIES_TIME_COLUMN!r} column, then "
+            f"{', '.join(values) or 'no values'} per tick), not a job table of pods; "
+            f"forecast it with `headstart backtest --series {path}"
+            + (f" --column {values[0]}`" if values else "`")
+        )
     shown = ", ".join(sorted(columns))
     if len(shown) > 120:
         shown = shown[:117] + "..."

@@ -2,6 +2,7 @@
 synth` write).
 
 The file is the canonical columns (see `bucketing.jobtable`) as CSV, blank for NaN,
+plus the optional `known_at_s` (files written before it existed have none: blank),
 optionally preceded by one metadata line:
   # headstart-job-table trace_start_s=0.0 trace_end_s=1209600.0 started_before_trace=0
 which carries the trace window and the censoring that the rows alone cannot show.
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bucketing.errors import InputError
-from bucketing.jobtable import COLUMNS, JobTable
+from bucketing.jobtable import COLUMNS, KNOWN_AT, JobTable
 from bucketing.traces.assemble import assemble
 from bucketing.traces.csvfile import (
     CsvFile,
@@ -76,6 +77,14 @@ def parse(csv: CsvFile) -> JobTable:
         columns[name] = numbers(csv, name, blank_ok=True, negative_ok=True)
     for name in INTEGER_COLUMNS:
         columns[name] = whole_numbers(csv, name, numbers(csv, name))
+    if KNOWN_AT in csv.frame.columns:
+        columns[KNOWN_AT] = numbers(csv, KNOWN_AT, blank_ok=True, negative_ok=True)
+        late = np.flatnonzero(columns[KNOWN_AT] > columns["submit_s"])
+        if late.size:
+            row = int(late[0])
+            raise InputError(f"{csv.path}:{csv.line_of_row(row)}: column {KNOWN_AT}: "
+                             f"{columns[KNOWN_AT][row]:g} is after submit_s "
+                             f"{columns['submit_s'][row]:g}")
 
     trace_start = metadata.get("trace_start_s", float(np.min(columns["submit_s"])))
     started_before = np.zeros(len(columns["pod"]), dtype=bool)

@@ -1,7 +1,8 @@
 """Writing a JobTable as headstart's own CSV (gzip when the name ends in .gz).
 
 Decides: the file layout `bucketing.traces.headstart_csv` reads back (one metadata
-line, then the canonical columns, blank for NaN), so a table survives a round trip.
+line, then the canonical columns and `known_at_s`, blank for NaN), so a table survives
+a round trip.
 
 Must not: change the table.
 """
@@ -12,7 +13,7 @@ import gzip
 from pathlib import Path
 
 from bucketing.errors import InputError
-from bucketing.jobtable import COLUMNS, JobTable
+from bucketing.jobtable import COLUMNS, KNOWN_AT, JobTable, known_at
 from bucketing.traces.headstart_csv import format_preamble
 
 
@@ -22,7 +23,8 @@ def write_job_table(table: JobTable, path: str | Path) -> Path:
     preamble = format_preamble(
         table.trace_start_s, table.trace_end_s, table.censoring.started_before_trace
     )
-    body = table.frame[list(COLUMNS)].to_csv(index=False, na_rep="", lineterminator="\n")
+    frame = table.frame[list(COLUMNS)].assign(**{KNOWN_AT: known_at(table)})
+    body = frame.to_csv(index=False, na_rep="", lineterminator="\n")
     text = preamble + "\n" + body
     try:
         if path.name.endswith(".gz"):

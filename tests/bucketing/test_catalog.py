@@ -174,6 +174,6 @@ def test_invalid_yaml_is_one_line_with_its_position(tmp_path):
     assert "line 2, column 2" in message  # the parser stops at "b:" on line 2
 
 
-def test_unknown_catalog_name():
-    with pytest.raises(ConfigError, match="not a built-in catalog"):
-        load_catalog("azure")
+def test_unknown_catalog_name_says_who_named_it():
+    with pytest.raises(ConfigError, match=r"^--catalog: 'azure' is neither a built-in catalog"):
+        load_catalog("azure", "--catalog")

@@ -81,7 +81,7 @@ def test_synthetic_workload(capsys):
     [
         (["--tick", "5x"], "--tick: '5x' is not a duration"),
         (["--tick", "0s"], "--tick: must be positive, got '0s'"),
-        (["--catalog", "nope"], "catalog 'nope': no such file"),
+        (["--catalog", "nope"], "--catalog: 'nope' is neither a built-in catalog (aws, gcp)"),
         (["--gpu-model", "H100"], "no GPU model 'H100'"),
     ],
     ids=["bad-duration", "zero-duration", "unknown-catalog", "unknown-gpu-model"],

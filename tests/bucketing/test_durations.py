@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bucketing.durations import duration_seconds
+from bucketing.durations import duration_seconds, parse_duration
+from bucketing.errors import InputError
 
 
 @pytest.mark.parametrize(
@@ -40,3 +41,55 @@ def test_duration_seconds(value, seconds) -> None:
 def test_not_a_duration(value) -> None:
     with pytest.raises(ValueError):
         duration_seconds(value)
+
+
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("90s", 90.0), ("5m", 300.0), ("6m30s", 390.0), ("250ms", 0.25), (" 1d ", 86_400.0)],
+    ids=["90s", "5m", "6m30s-6x60+30", "ms", "spaces"],
+)
+def test_a_command_line_duration_has_a_unit(text, seconds) -> None:
+    assert parse_duration(text, "--horizon") == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("5", "--node-startup: '5' has no unit; write 5s, 5m or 5h"),
+        ("1.5", "--node-startup: '1.5' has no unit; write 1.5s, 1.5m or 1.5h"),
+        (" 300 ", "--node-startup: '300' has no unit"),
+        ("0s", "--node-startup: must be positive"),
+        ("5 m", "--node-startup: '5 m' is not a duration"),
+    ],
+    ids=["bare-int", "bare-float", "bare-spaces", "zero", "inner-space"],
+)
+def test_a_command_line_duration_without_a_unit_is_refused(text, message) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_duration(text, "--node-startup")
+    assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["simulate", "--trace", "t.csv", "--node-startup", "5"], "--node-startup"),
+        (["simulate", "--trace", "t.csv", "--cpu-node-startup", "120"], "--cpu-node-startup"),
+        (["backtest", "--trace", "t.csv", "--horizon", "600"], "--horizon"),
+        (["trace", "inspect", "t.csv", "--tick", "60"], "--tick"),
+        (["buckets", "tune", "--trace", "t.csv", "--tick", "300"], "--tick"),
+        (["trace", "export", "--prometheus", "http://127.0.0.1:9", "--since", "3600",
+          "--out", "x.csv"], "--since"),
+    ],
+    ids=["node-startup", "cpu-node-startup", "horizon", "trace-tick", "tune-tick", "since"],
+)
+def test_every_duration_option_refuses_a_bare_number(argv, option, tmp_path, monkeypatch,
+                                                     capsys) -> None:
+    from headstart.cli import main
+    from tests.bucketing.test_traces_cli import OPENB
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.csv").write_text(OPENB)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{option}: '" in err and "has no unit" in err

@@ -106,6 +106,10 @@ BAD_CONFIGS = [
     ({"jobs_per_day": 1e6}, "days", "too-many-jobs"),
     # 1000 %/week over 3 years: 11**156 overflows a float; checked in logs.
     ({"days": 1000, "weekly_trend_pct": 1000}, "days", "trend-explodes"),
+    ({"cron_share": 1.5}, "cron_share", "cron-share"),
+    ({"cron_share": 0.6, "queue_share": 0.6}, "queue_share", "shares-over-one"),
+    ({"queue_quota_gpus": 0}, "queue_quota_gpus", "quota-zero"),
+    ({"cron_lead_s": -1}, "cron_lead_s", "negative-lead"),
 ]
 
 
@@ -122,3 +126,52 @@ def test_uses_its_own_generator_only():
     first = generate(SHORT).frame
     np.random.seed(2)
     assert generate(SHORT).frame.equals(first)
+
+
+def test_known_at_follows_the_way_each_job_arrives(week):
+    from bucketing.jobtable import known_at
+
+    frame = week.frame.assign(known=known_at(week))
+    lead = frame["submit_s"] - frame["known"]
+    cron = frame[lead == 3600.0]
+    # CronJob runs start on the hour, known an hour before (started-before-trace ones are
+    # clamped to 0, which is on the hour too)
+    assert len(cron) and (cron["submit_s"] % 3600 == 0).all()
+    assert (frame["known"].dropna() <= frame.loc[frame["known"].notna(), "submit_s"]).all()
+    # about 15% cron and 25% queued jobs, 60% unannounced (784 jobs in a week: +-5 points)
+    jobs = frame.drop_duplicates("job_id")
+    unannounced = jobs["known"].isna().mean()
+    assert 0.55 <= unannounced <= 0.65
+    assert (frame.groupby("job_id")["known"].nunique(dropna=False) == 1).all()  # whole jobs
+
+
+def test_shares_of_zero_announce_nothing_and_keep_the_jobs():
+    plain = generate(replace(SHORT, cron_share=0, queue_share=0))
+    from bucketing.jobtable import known_at
+
+    assert np.isnan(known_at(plain)).all()
+    # the lead stream is separate: same jobs, same sizes, with or without announcements
+    default = generate(SHORT)
+    assert len(plain) == len(default)
+    assert (plain.frame["gpus"].to_numpy() == default.frame["gpus"].to_numpy()).all()
+
+
+QUEUE = [
+    # quota 4: a (2 GPUs, 0-100) and b (2, from 10) run together; c (2, at 20) waits for
+    # a to end at 100
+    ([0, 10, 20], [2, 2, 2], [100, 100, 100], 4.0, [0, 10, 100], "waits-for-room"),
+    # strict FIFO: d (4 GPUs at 5) waits for a (ends 50); e (1 GPU at 6) waits behind d
+    ([0, 5, 6], [2, 4, 1], [50, 10, 10], 4.0, [0, 50, 60], "fifo"),
+    # larger than the quota: admitted when the queue runs nothing
+    ([0, 1], [1, 9], [30, 10], 4.0, [0, 30], "oversized"),
+]
+
+
+@pytest.mark.parametrize("arrivals, gpus, durations, quota, expected",
+                         [q[:5] for q in QUEUE], ids=[q[5] for q in QUEUE])
+def test_queue_admissions(arrivals, gpus, durations, quota, expected):
+    from bucketing.synthetic_lead import queue_admissions
+
+    admitted = queue_admissions(np.array(arrivals, float), np.array(gpus, float),
+                                np.array(durations, float), quota)
+    assert admitted.tolist() == expected

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import math
 
+import numpy as np
 import pytest
 
 from bucketing.errors import InputError
@@ -199,8 +200,11 @@ BAD_INPUT = [
      "trace.csv:1: missing column(s) num_gpu", "missing-column"),
     (OPENB_HEADER, "trace.csv: the trace has no rows", "header-only"),
     ("", "trace.csv: the file is empty", "empty-file"),
-    ("time,gpus_running\n0,1", "trace.csv:1: header (gpus_running, time) is not a known trace "
+    ("when,gpus_running\n0,1", "trace.csv:1: header (gpus_running, when) is not a known trace "
      "format; pass --format", "unknown-header"),
+    ("time,gpus_running\n0,1", "trace.csv:1: a demand series ('time' column, then gpus_running "
+     "per tick), not a job table of pods; forecast it with `headstart backtest --series",
+     "aggregate-series"),
     (dlrm(dlrm_row("i0", "HN", "a", 1, "x", 1, "", "", "")),
      "trace.csv:2: column gpu_request: 'x' is not a number", "dlrm-gpu"),
     (dlrm(dlrm_row("i0", "HN", "a", 1, 1, 1, -5, "", "")),
@@ -265,3 +269,37 @@ def test_corrupt_gzip(tmp_path):
     path.write_bytes(gzip.compress(OPENB_TRACE.encode())[:40])
     with pytest.raises(InputError, match="broken.csv.gz: cannot read"):
         load_trace(path)
+
+
+def test_known_at_survives_a_round_trip_and_formats_without_it_are_blank(tmp_path):
+    from bucketing.jobtable import KNOWN_AT, JobTable, known_at
+
+    openb_table = load_trace(write(tmp_path, OPENB_TRACE))
+    assert np.isnan(known_at(openb_table)).all()  # Alibaba traces carry no lead
+    dlrm_table = load_trace(write(tmp_path, dlrm(dlrm_row("i0", "worker", "a", 8, 1, 32, 0,
+                                                          10, 900)), "dlrm.csv"))
+    assert np.isnan(known_at(dlrm_table)).all()
+    # p-share (submit 1000) known 300 s ahead, p-multi (submit 1200) at creation
+    frame = openb_table.frame.copy()
+    frame[KNOWN_AT] = np.where(frame["pod"] == "p-share", 700.0, np.nan)
+    table = JobTable(frame, "t", openb_table.trace_start_s, openb_table.trace_end_s,
+                     openb_table.censoring)
+    for name in ("table.csv", "table.csv.gz"):
+        again = load_trace(write_job_table(table, tmp_path / name))
+        np.testing.assert_array_equal(known_at(again), known_at(table))
+    # a file written before the column existed reads with blanks
+    path = write_job_table(openb_table, tmp_path / "plain.csv")
+    old = "\n".join(line.rsplit(",", 1)[0] for line in path.read_text().splitlines()[1:])
+    assert "known_at_s" not in old
+    assert np.isnan(known_at(load_trace(write(tmp_path, old, "old.csv")))).all()
+
+
+def test_known_at_after_creation_is_refused_at_its_line(tmp_path):
+    path = write_job_table(load_trace(write(tmp_path, OPENB_TRACE)), tmp_path / "t.csv")
+    lines = path.read_text().splitlines()
+    row = lines[2].split(",")  # data row 1 = file line 3
+    row[-1] = str(float(row[4]) + 5)  # known_at = submit_s + 5
+    lines[2] = ",".join(row)
+    bad = write(tmp_path, "\n".join(lines), "bad.csv")
+    with pytest.raises(InputError, match=r"bad.csv:3: column known_at_s: .* is after submit_s"):
+        load_trace(bad)

@@ -38,7 +38,7 @@ def test_synth_same_seed_same_bytes(tmp_path):
 def test_inspect_json(tmp_path, capsys):
     path = tmp_path / "openb.csv"
     path.write_text(OPENB)
-    assert main(["trace", "inspect", str(path), "--json", "--tick", "100"]) == 0
+    assert main(["trace", "inspect", str(path), "--json", "--tick", "100s"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["pods"] == 3 and summary["jobs"] == 3
     assert (summary["trace_start_s"], summary["trace_end_s"]) == (1000, 1600)
@@ -52,6 +52,22 @@ def test_inspect_json(tmp_path, capsys):
     assert summary["peak_running_gpus"] == 2.0
     assert summary["requested_gpus_total"] == 3.0  # 1 + 1 + 1
     assert summary["requested_cpus_total"] == 14.0  # 4 + 8 + 2
+    # Alibaba traces carry no lead information
+    assert (summary["pods_known_ahead"], summary["median_known_lead_s"]) == (0, None)
+
+
+def test_inspect_counts_pods_known_ahead(tmp_path, capsys):
+    path = tmp_path / "synth.csv"
+    assert main(["trace", "synth", "--days", "2", "--out", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["trace", "inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    # the synthetic CronJob runs are known an hour (3600 s) ahead; queued jobs that
+    # waited less, so the median lead is at most that
+    line = next(text for text in out.splitlines() if text.startswith("known"))
+    count = int(line.split()[1])
+    lead = float(line.rsplit("median lead ", 1)[1].split()[0])
+    assert count > 0 and 0 < lead <= 3600
 
 
 def test_inspect_text(tmp_path, capsys):
@@ -79,6 +95,11 @@ BAD = [
     (["trace", "synth", "--days", "1e9", "--out", "{tmp}/s.csv"], "jobs would arrive",
      "too-many-jobs"),
     (["trace", "inspect", "{tmp}/far.csv"], "ticks (at most 10,000,000)", "window-too-long"),
+    # The Helios series' header: a demand series, read by backtest --series.
+    (["trace", "inspect", "{tmp}/series.csv"],
+     "series.csv:1: a demand series ('time' column, then gpus_pending, gpus_running per "
+     "tick), not a job table of pods; forecast it with `headstart backtest --series "
+     "{tmp}/series.csv --column gpus_pending`", "aggregate-series"),
 ]
 
 
@@ -88,7 +109,10 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, message):
     (tmp_path / "bad.csv").write_text(OPENB.replace("p0,4000", "p0,many"))
     (tmp_path / "empty.csv").write_text("")
     (tmp_path / "far.csv").write_text(OPENB.replace("1000,1600,1000", "1000,1e14,1000"))
+    (tmp_path / "series.csv").write_text("time,gpus_running,gpus_pending\n"
+                                         "2020-05-01 00:00:00,564,32\n")
     argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
+    message = message.replace("{tmp}", str(tmp_path))
     assert main(argv) == 2
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
@@ -100,14 +124,14 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, message):
 
 @pytest.mark.parametrize(
     "text, seconds",
-    [("300", 300), ("45s", 45), ("5m", 300), ("1.5h", 5400), ("1d", 86400)],
-    ids=["bare", "s", "m", "h", "d"],
+    [("300s", 300), ("45s", 45), ("5m", 300), ("1.5h", 5400), ("1d", 86400)],
+    ids=["300s", "s", "m", "h", "d"],
 )
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "0", "-5m", "5x", "m"], ids=repr)
+@pytest.mark.parametrize("text", ["", "0", "300", "-5m", "5x", "m"], ids=repr)
 def test_parse_duration_rejects(text):
     with pytest.raises(InputError):
         parse_duration(text)

@@ -36,9 +36,13 @@ from tests.extender.builders import args_body, make_node, make_pod
         ("locality:\n  numa_default_policy: strict\n",
          "locality: numa_default_policy: expected one of none, best-effort, restricted, "
          "single-numa-node, got 'strict'"),
+        ("bind_wait_seconds: 3\n",
+         "bind_wait_seconds: expected a number of seconds from 0 to 2, got 3"),
+        ("ops_port: 8888\n", "port and ops_port are both 8888"),
     ],
     ids=["port-range", "typo", "locality-field", "tls-half", "yaml", "watch-dra-not-bool",
-         "levels-without-placement-group", "dra-without-resource", "numa-policy-unknown"],
+         "levels-without-placement-group", "dra-without-resource", "numa-policy-unknown",
+         "bind-wait", "same-ports"],
 )
 def test_config_errors_are_one_line_naming_file_and_field(tmp_path, capsys, text, message):
     path = tmp_path / "extender.yaml"
@@ -55,10 +59,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_extender(kubeconfig: str, port: int, *extra: str) -> subprocess.Popen:
+def start_extender(kubeconfig: str, port: int, *extra: str,
+                   ops_port: int | None = None) -> subprocess.Popen:
+    ops = ["--ops-port", str(ops_port)] if ops_port is not None else []
     return subprocess.Popen(
         [sys.executable, "-m", "headstart", "extender", "--kubeconfig", kubeconfig,
-         "--port", str(port), *extra],
+         "--port", str(port), *ops, *extra],
         stderr=subprocess.PIPE, text=True,
     )
 
@@ -93,11 +99,11 @@ def test_the_process_syncs_serves_and_stops_on_sigterm(fake_kube, tmp_path):
     fake_kube.create(make_node("n1"))
     fake_kube.create(make_node("n2", gpus=1))
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
-    port = free_port()
-    process = start_extender(kubeconfig, port)
+    port, ops_port = free_port(), free_port()
+    process = start_extender(kubeconfig, port, ops_port=ops_port)
     base = f"http://127.0.0.1:{port}"
     try:
-        body = wait_ready(process, f"{base}/readyz")
+        body = wait_ready(process, f"http://127.0.0.1:{ops_port}/readyz")
         assert body["nodes"] == 2
 
         pod = make_pod("w-0", gpus=4, job="j", role="worker")
@@ -113,7 +119,8 @@ def test_the_process_syncs_serves_and_stops_on_sigterm(fake_kube, tmp_path):
         code, logs = stop(process)
     assert code == 0, logs
     first = json.loads(logs.splitlines()[0])  # structured logs: one JSON object per line
-    assert first["message"] == "starting" and first["port"] == port
+    assert first["message"] == "starting" and (first["port"], first["ops_port"]) == (
+        port, ops_port)
 
 
 def test_tls_serves_https_with_the_configured_certificate(fake_kube, tmp_path):
@@ -130,14 +137,14 @@ def test_tls_serves_https_with_the_configured_certificate(fake_kube, tmp_path):
     config.write_text(f"tls_cert_file: {cert}\ntls_key_file: {key}\n")
     fake_kube.create(make_node("n1"))
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
-    port = free_port()
-    process = start_extender(kubeconfig, port, "--config", str(config))
+    port, ops_port = free_port(), free_port()
+    process = start_extender(kubeconfig, port, "--config", str(config), ops_port=ops_port)
     try:
         context = ssl.create_default_context(cafile=str(cert))
-        body = wait_ready(process, f"https://127.0.0.1:{port}/readyz", context)
+        body = wait_ready(process, f"https://127.0.0.1:{ops_port}/readyz", context)
         assert body["ready"] is True
         with pytest.raises(OSError):  # plain HTTP is not served (the TLS side hangs up)
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5)
+            urllib.request.urlopen(f"http://127.0.0.1:{ops_port}/healthz", timeout=5)
     finally:
         code, logs = stop(process)
     assert code == 0, logs
@@ -154,8 +161,57 @@ def test_a_port_out_of_range_or_taken_is_one_line(fake_kube, tmp_path, capsys):
         taken.bind(("0.0.0.0", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        process = start_extender(kubeconfig, port)
+        process = start_extender(kubeconfig, port, ops_port=free_port())
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 2
+        assert f"port: cannot listen on 0.0.0.0:{port}" in err
+        assert "Traceback" not in err
+        process = start_extender(kubeconfig, free_port(), ops_port=port)
         _, err = process.communicate(timeout=60)
     assert process.returncode == 2
-    assert f"port: cannot listen on 0.0.0.0:{port}" in err
+    assert f"ops_port: cannot listen on 0.0.0.0:{port}" in err
     assert "Traceback" not in err
+    assert main(["extender", "--kubeconfig", kubeconfig, "--port", "8888",
+                 "--ops-port", "8888"]) == 2
+    assert "both are 8888" in capsys.readouterr().err
+
+
+def test_an_unreachable_api_server_is_one_line_then_ready(tmp_path):
+    from tests.fakekube import FakeKube
+
+    api_port = free_port()
+    late = FakeKube()
+    late.url = server = f"http://127.0.0.1:{api_port}"
+    kubeconfig = late.write_kubeconfig(tmp_path / "kubeconfig")
+    port, ops_port = free_port(), free_port()
+    process = start_extender(kubeconfig, port, ops_port=ops_port)
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # 503 naming the failure while nothing answers
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{ops_port}/readyz", timeout=5)
+            except urllib.error.HTTPError as error:
+                body = json.loads(error.read())
+                if body["watches"]["nodes"]["consecutive_failures"]:
+                    assert "Connection refused" in body["watches"]["nodes"]["last_error"]
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        late.start(api_port)
+        assert wait_ready(process, f"http://127.0.0.1:{ops_port}/readyz")["ready"] is True
+    finally:
+        code, logs = stop(process)
+        late.stop()
+    assert code == 0, logs
+    records = [json.loads(line) for line in logs.splitlines()]  # JSON lines, nothing else
+    about_api = [(r["level"], r["message"]) for r in records
+                 if r["logger"] == "headstart.kubernetes"]
+    assert about_api[0] == ("warning", f"cannot reach the Kubernetes API server {server} "
+                                       "(Connection refused); retrying with backoff until it "
+                                       "answers")
+    assert len(about_api) == 2 and about_api[1][0] == "info"
+    # Three watches failed many times; none of it reaches the log above debug level.
+    assert not [r for r in records if r["level"] == "warning"][1:]
+    assert "Retrying" not in logs and "Traceback" not in logs

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from extender.app import create_app
+from extender.app import OPS_APP, create_app
 from extender.binder import ApiBinder
 from extender.cache import NODES, PODS, TOPOLOGIES, ClusterCache
 from extender.config import ExtenderConfig
@@ -130,7 +130,7 @@ async def test_failures_are_retried_with_backoff_and_visible_in_readyz_and_metri
     seed(fake_kube)
     fake_kube.fail_next("GET", "/api/v1/pods", 500, count=3)
     cache, sync = started()
-    client = await aiohttp_client(create_app(ExtenderConfig(), cache, sync))
+    client = await aiohttp_client(create_app(ExtenderConfig(), cache, sync)[OPS_APP])
     await eventually(cache.ready)
     readyz = await (await client.get("/readyz")).json()
     assert readyz["ready"] is True
@@ -144,7 +144,7 @@ async def test_failures_are_retried_with_backoff_and_visible_in_readyz_and_metri
 async def test_a_watch_failing_for_too_long_makes_readyz_fail(fake_kube, started, aiohttp_client):
     seed(fake_kube)
     cache, sync = started(stale_after_seconds=0.3, settings=replace(FAST, watch_timeout_seconds=1))
-    client = await aiohttp_client(create_app(ExtenderConfig(), cache, sync))
+    client = await aiohttp_client(create_app(ExtenderConfig(), cache, sync)[OPS_APP])
     await eventually(cache.ready)
     # The node watch ends within a second and every reconnect fails from then on.
     fake_kube.fail_next("GET", "/api/v1/nodes", 503, count=10_000)
@@ -238,7 +238,7 @@ async def test_pod_group_min_member_sizes_the_job(fake_kube, started):
     pod["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "j-group"}
     fake_kube.create(pod)
     fake_kube.create(make_node("n1"))
-    fake_kube.serve("scheduling.x-k8s.io/v1alpha1", served=False)  # Coscheduling absent
+    fake_kube.serve("scheduling.volcano.sh/v1beta1")  # Volcano installed, Coscheduling not
     cache, sync = started()
     await eventually(cache.ready)
     assert cache.pod("team", "w0").group_min_member is None  # not seen yet
@@ -260,3 +260,15 @@ async def test_api_binder_creates_the_binding_and_reports_conflicts(fake_kube):
     assert fake_kube.get("v1", "Pod", "w-0", "team")["spec"]["nodeName"] == "n1"
     again = await binder.bind(BindingArgs("w-0", "team", args.pod_uid, "n2"))
     assert "409" in again
+    # The call is the pod's binding subresource, as kube-scheduler's DefaultBinder makes it.
+    assert ("POST", "/api/v1/namespaces/team/pods/w-0/binding", "") in fake_kube.requests
+
+
+async def test_api_binder_never_binds_a_pod_recreated_under_the_same_name(fake_kube):
+    fake_kube.create(make_node("n1"))
+    fake_kube.create(make_pod("w-0", gpus=1, job="j", role="worker"))
+    binder = ApiBinder(fake_kube.api_client())
+    # kube-scheduler decided for the pod it saw; this UID is not the live pod's.
+    error = await binder.bind(BindingArgs("w-0", "team", "uid-of-the-deleted-pod", "n1"))
+    assert "409" in error
+    assert "nodeName" not in fake_kube.get("v1", "Pod", "w-0", "team")["spec"]

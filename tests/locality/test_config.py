@@ -22,7 +22,8 @@ def test_defaults_match_the_docs():
     assert [level.name for level in config.topology_levels] == [
         "block", "subblock", "placement-group", "nvlink"]
     assert config.gpu_resources == ("nvidia.com/gpu", "amd.com/gpu")
-    assert (config.gpu_resource, config.assumed_ttl_seconds) == ("nvidia.com/gpu", 30.0)
+    # 90 s: outlasts Coscheduling's default Permit wait (60 s) for a gang's binds.
+    assert (config.gpu_resource, config.assumed_ttl_seconds) == ("nvidia.com/gpu", 90.0)
     assert "ToBeDeletedByClusterAutoscaler" in config.unavailable_node_taints
 
 

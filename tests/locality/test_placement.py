@@ -58,18 +58,18 @@ def test_observe(event, deleted, kept):
 
 
 def test_expiry_and_requested_by_node():
-    # ttl 30 s: steered at 0 and 10 expire at 30 and 40.
+    # ttl 90 s (the default): bound at 0 and 10 expire at 90 and 100.
     assumed = store((W[0], "n1", 0.0), (W[1], "n1", 10.0), (PS, "n2", 10.0))
-    assert assumed.requested_by_node(29.0) == {
+    assert assumed.requested_by_node(89.0) == {
         "n1": Resources.of(2, 8, 2),  # two workers: 1 GPU, 4 CPUs, 1 GiB each
         "n2": Resources.of(0, 4, 1),
     }
-    assert assumed.requested_by_node(30.0) == {"n1": Resources.of(1, 4, 1),
+    assert assumed.requested_by_node(90.0) == {"n1": Resources.of(1, 4, 1),
                                                "n2": Resources.of(0, 4, 1)}
-    assert len(assumed.for_job(JOB, 30.0)) == 2
-    expired = assumed.expire(30.0)
+    assert len(assumed.for_job(JOB, 90.0)) == 2
+    expired = assumed.expire(90.0)
     assert sorted(expired.by_uid) == sorted([W[1].uid, PS.uid])
-    assert len(expired.expire(40.0)) == 0
+    assert len(expired.expire(100.0)) == 0
 
 
 def test_job_placement_combines_bound_and_assumed():

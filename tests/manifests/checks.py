@@ -86,6 +86,14 @@ def render(overlay: str, manifests: Path, workdir: Path) -> Rendered:
     return Rendered(overlay, objects)
 
 
+def headstart_image() -> str:
+    """The image name the base renders for headstart's containers: the placeholder users
+    replace (manifests/base/kustomization.yaml `images:`, docs/image.md)."""
+    kustomization = yaml.safe_load((MANIFESTS / "base" / "kustomization.yaml").read_text())
+    (entry,) = [i for i in kustomization["images"] if i["name"] == "headstart"]
+    return entry["newName"]
+
+
 def containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
     spec = obj.get("spec", {}).get("template", {}).get("spec", {})
     return list(spec.get("initContainers", [])) + list(spec.get("containers", []))
@@ -168,6 +176,7 @@ def consistency_problems(rendered: Rendered) -> list[str]:
     ext_cm, ext = config_file(rendered, "headstart-extender-config")
     op_cm, op = config_file(rendered, "headstart-overprovisioner-config")
     ext_port = ext.get("port", ExtenderConfig().port)
+    ext_ops_port = ext.get("ops_port", ExtenderConfig().ops_port)
     op_port = op.get("port", OverprovisionerConfig().port)
 
     # The scheduler's extender URL reaches the extender Service and port.
@@ -194,35 +203,53 @@ def consistency_problems(rendered: Rendered) -> list[str]:
         elif port not in [p["port"] for p in service["spec"]["ports"]]:
             add(rendered.where(sched_cm, "config.yaml extenders[0].urlPrefix")
                 + f": port {port} is not a port of Service {name}")
+        elif deployment is not None and _service_target(service, deployment, port) != ext_port:
+            add(rendered.where(sched_cm, "config.yaml extenders[0].urlPrefix")
+                + f": port {port} reaches container port "
+                  f"{_service_target(service, deployment, port)}, not the extender's "
+                  f"port {ext_port} (filter, prioritize, bind)")
         if extender.get("nodeCacheCapable") != ext.get("node_cache_capable", True):
             add(rendered.where(ext_cm, "config.yaml node_cache_capable")
                 + ": differs from nodeCacheCapable in the scheduler config")
-        if bool(extender.get("bindVerb")) != bool(ext.get("bind_enabled", False)):
+        if bool(extender.get("bindVerb")) != bool(
+            ext.get("bind_enabled", ExtenderConfig().bind_enabled)
+        ):
             add(rendered.where(ext_cm, "config.yaml bind_enabled")
                 + ": bindVerb in the scheduler config must be set exactly when bind is enabled")
     if service and deployment:
         pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
         if not _labels_match(service["spec"]["selector"], pod_labels):
             add(rendered.where(service, "spec.selector") + ": selects no extender pod")
-        ports = {p.get("name"): p["containerPort"] for c in containers(deployment)
-                 for p in c.get("ports", [])}
         for port in service["spec"]["ports"]:
-            target = port.get("targetPort", port["port"])
-            resolved = ports.get(target) if isinstance(target, str) else target
-            if resolved != ext_port:
+            resolved = _service_target(service, deployment, port["port"])
+            if resolved not in (ext_port, ext_ops_port):
                 add(rendered.where(service, "spec.ports.targetPort")
-                    + f": reaches container port {resolved}, the extender listens on {ext_port}")
+                    + f": reaches container port {resolved}, the extender listens on "
+                      f"{ext_port} and {ext_ops_port}")
 
     # Every pod's config file, probes and ports agree with the component's config.
-    for name, port in (("headstart-extender", ext_port), ("headstart-overprovisioner", op_port)):
+    for name, ports, probe_port in (
+        ("headstart-extender", (ext_port, ext_ops_port), ext_ops_port),
+        ("headstart-overprovisioner", (op_port,), op_port),
+    ):
         obj = rendered.find("Deployment", name)
         if obj is None:
             add(f"overlays/{rendered.overlay}: Deployment {name} is missing")
             continue
         declared = [p["containerPort"] for c in containers(obj) for p in c.get("ports", [])]
-        if port not in declared:
-            add(rendered.where(obj, "spec.template.spec.containers.ports")
-                + f": the component listens on {port}, the pod declares {declared}")
+        for port in ports:
+            if port not in declared:
+                add(rendered.where(obj, "spec.template.spec.containers.ports")
+                    + f": the component listens on {port}, the pod declares {declared}")
+        named = {p.get("name"): p["containerPort"] for c in containers(obj)
+                 for p in c.get("ports", [])}
+        for container in containers(obj):
+            for probe in ("livenessProbe", "readinessProbe"):
+                target = (container.get(probe) or {}).get("httpGet", {}).get("port")
+                resolved = named.get(target) if isinstance(target, str) else target
+                if target is not None and resolved != probe_port:
+                    add(rendered.where(obj, f"containers({container['name']}).{probe}")
+                        + f": probes port {resolved}, the probes are served on {probe_port}")
 
     # Every headstart container runs a real subcommand with arguments the CLI accepts.
     import contextlib
@@ -232,7 +259,7 @@ def consistency_problems(rendered: Rendered) -> list[str]:
 
     for obj in rendered.of_kind("Deployment"):
         for container in containers(obj):
-            if not container.get("image", "").startswith("ghcr.io/headstart-project/headstart"):
+            if not container.get("image", "").startswith(headstart_image()):
                 continue
             args = container.get("args") or []
             try:
@@ -275,6 +302,16 @@ def consistency_problems(rendered: Rendered) -> list[str]:
                 "at or above 0 real pods cannot preempt them")
         if priority.get("preemptionPolicy") != "Never":
             add(rendered.where(priority, "preemptionPolicy") + ": placeholders must never preempt")
+    # Placeholders go through the scheduler of the pods meant to preempt them: with the
+    # default scheduler, one placeholder preempted by headstart-scheduler is re-created
+    # and can be put back on the freed node first (kubernetes/kubernetes#130429).
+    scheduler = placeholders.get("scheduler_name",
+                                 OverprovisionerConfig().placeholders.scheduler_name)
+    shipped = [p.get("schedulerName") for p in profiles]
+    if scheduler not in shipped:
+        add(rendered.where(op_cm, "config.yaml placeholders.scheduler_name")
+            + f": {scheduler!r} is not the shipped scheduler {shipped}; placeholders must use "
+              "the scheduler of the training pods that preempt them")
     placeholder_label = LocalityConfig().placeholder_label
     if placeholder_label != "headstart.io/placeholder":
         add(f"locality.config: placeholder label {placeholder_label!r} differs from the docs")
@@ -321,6 +358,28 @@ def consistency_problems(rendered: Rendered) -> list[str]:
                 "ServiceAccount", subject["name"]
             ) is None:
                 add(rendered.where(obj, "subjects") + f": no ServiceAccount {subject['name']}")
+    # A critical PriorityClass outside kube-system needs a ResourceQuota for that class in
+    # the pod's namespace where the cluster limits them (GKE; the ResourceQuota
+    # admission's limitedResources elsewhere), or the pods are rejected.
+    for obj in rendered.of_kind("Deployment"):
+        klass = pod_spec(obj).get("priorityClassName")
+        namespace = obj["metadata"].get("namespace")
+        if klass not in ("system-cluster-critical", "system-node-critical") or (
+                namespace == "kube-system"):
+            continue
+        covering = [
+            quota for quota in rendered.of_kind("ResourceQuota")
+            if quota["metadata"].get("namespace") == namespace and any(
+                e.get("scopeName") == "PriorityClass" and e.get("operator") == "In"
+                and klass in e.get("values", [])
+                for e in (quota["spec"].get("scopeSelector") or {}).get("matchExpressions", []))
+        ]
+        replicas = obj["spec"].get("replicas", 1)
+        if not any(int(q["spec"].get("hard", {}).get("pods", 0)) > replicas for q in covering):
+            add(rendered.where(obj, "spec.template.spec.priorityClassName")
+                + f": {klass} in namespace {namespace} needs a ResourceQuota scoped to it "
+                  f"with room for more than {replicas} pods (rolling updates)")
+
     # The simulator's `headstart` scoring models this profile's packing.
     from overprovisioner.sim.scheduler import PACKING_STRATEGY, PACKING_WEIGHTS
 
@@ -338,6 +397,17 @@ def consistency_problems(rendered: Rendered) -> list[str]:
                 + f": scoringStrategy {shipped} is not what the simulator models "
                 + f"(overprovisioner/sim/scheduler.py: {(PACKING_STRATEGY, PACKING_WEIGHTS)})")
     return problems
+
+
+def _service_target(service: dict[str, Any], deployment: dict[str, Any], port: int) -> Any:
+    """The container port a Service port reaches in the Deployment's pods (None: none)."""
+    named = {p.get("name"): p["containerPort"] for c in containers(deployment)
+             for p in c.get("ports", [])}
+    for entry in service["spec"]["ports"]:
+        if entry["port"] == port:
+            target = entry.get("targetPort", port)
+            return named.get(target) if isinstance(target, str) else target
+    return None
 
 
 # --------------------------------------------------------------- pod security
@@ -421,8 +491,8 @@ def docs_problems(rendered: Rendered) -> list[str]:
         if not configs:
             problems.append(f"{doc}: no KubeSchedulerConfiguration block")
             continue
-        for key in ("urlPrefix", "filterVerb", "prioritizeVerb", "weight", "nodeCacheCapable",
-                    "httpTimeout", "managedResources"):
+        for key in ("urlPrefix", "filterVerb", "prioritizeVerb", "bindVerb", "weight",
+                    "nodeCacheCapable", "httpTimeout", "managedResources"):
             documented = configs[0]["extenders"][0].get(key)
             if documented != shipped["extenders"][0].get(key):
                 problems.append(

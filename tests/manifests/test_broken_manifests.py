@@ -60,8 +60,22 @@ CASES = [
      ["Deployment/headstart-overprovisioner", "args", "not a valid command line"]),
     ("base/overprovisioner/pvc.yaml", "storage: 2Gi", "storage: [2Gi]", checks.schema_problems,
      ["base/overprovisioner/pvc.yaml", "spec.resources.requests.storage"]),
+    ("overlays/eks/overprovisioner-config.yaml", "scheduler_name: headstart-scheduler",
+     "scheduler_name: default-scheduler", checks.consistency_problems,
+     ["headstart-overprovisioner-config", "placeholders.scheduler_name", "default-scheduler"]),
     ("overlays/eks/overprovisioner-config.yaml", "quantile: 0.9", "quantile: 1.5",
      checks.headstart_config_problems, ["headstart-overprovisioner-config", "forecast.quantile"]),
+    # The scheduler binds through the extender: bindVerb and bind_enabled go together.
+    ("base/scheduler/scheduler-config.yaml", "bindVerb: bind", "# bindVerb: bind",
+     checks.consistency_problems, ["headstart-extender-config", "bind_enabled", "bindVerb"]),
+    # Probes are served on the ops port only.
+    ("base/extender/deployment.yaml", "path: /healthz\n              port: ops",
+     "path: /healthz\n              port: http", checks.consistency_problems,
+     ["Deployment/headstart-extender", "livenessProbe", "8889"]),
+    # Without a quota for its class, GKE rejects the critical scheduler pods.
+    ("base/scheduler/resourcequota.yaml", "values: [system-cluster-critical]",
+     "values: [other]", checks.consistency_problems,
+     ["Deployment/headstart-scheduler", "priorityClassName", "ResourceQuota"]),
 ]
 
 

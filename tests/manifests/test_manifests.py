@@ -26,6 +26,8 @@ def test_overlay_renders_the_whole_install(rendered):
         ("Deployment", "headstart-overprovisioner"),
         ("Service", "headstart-extender"),
         ("PodDisruptionBudget", "headstart-extender"),
+        ("PodDisruptionBudget", "headstart-scheduler"),
+        ("ResourceQuota", "headstart-critical-pods"),
         ("PersistentVolumeClaim", "headstart-overprovisioner-history"),
     ]:
         assert expected in kinds
@@ -51,12 +53,21 @@ def test_overlay_has_no_problems(rendered, check):
 
 
 def test_extender_is_reached_only_by_the_scheduler_and_monitoring(rendered):
+    from extender.config import ExtenderConfig
+
+    _, config = checks.config_file(rendered, "headstart-extender-config")
+    port = config.get("port", ExtenderConfig().port)
+    ops_port = config.get("ops_port", ExtenderConfig().ops_port)
     policy = rendered.find("NetworkPolicy", "headstart-extender")
-    sources = policy["spec"]["ingress"][0]["from"]
-    assert {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "headstart-scheduler"}}} in (
-        sources
-    )
-    assert len(sources) == 2  # the scheduler's pods and the monitoring namespace, nothing else
+    admitted = {}
+    for rule in policy["spec"]["ingress"]:
+        for entry in rule["ports"]:
+            admitted.setdefault(entry["port"], []).extend(rule["from"])
+    scheduler = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "headstart-scheduler"}}}
+    monitoring = {"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": "monitoring"}}}
+    # /bind creates Bindings: nothing but the scheduler may reach kube-scheduler's port.
+    assert admitted == {port: [scheduler], ops_port: [monitoring]}
 
 
 def test_cloud_overlays_differ_only_where_the_cloud_does(tmp_path_factory):
@@ -65,7 +76,17 @@ def test_cloud_overlays_differ_only_where_the_cloud_does(tmp_path_factory):
     _, eks_config = checks.config_file(eks, "headstart-overprovisioner-config")
     _, gke_config = checks.config_file(gke, "headstart-overprovisioner-config")
     assert eks_config["catalog"] == "aws" and gke_config["catalog"] == "gcp"
+    # Neither cloud labels nodes with their placement: the node groups / pools set it.
     assert eks_config["placeholders"]["placement_group_label"] == "headstart.io/placement-group"
-    assert gke_config["placeholders"]["placement_group_label"] == (
-        "cloud.google.com/gke-placement-group"
-    )
+    assert gke_config["placeholders"]["placement_group_label"] == "headstart.io/placement-group"
+
+
+def test_gke_node_pools_with_compact_placement_set_the_placement_group_label():
+    script = (checks.MANIFESTS / "overlays" / "gke" / "examples" / "node-pools.sh").read_text()
+    commands = [c for c in script.replace("\\\n", " ").split("\n")
+                if c.startswith("gcloud container node-pools create")]
+    assert commands
+    for command in commands:
+        # A compact pool names its group in the label headstart reads; others have none.
+        assert ("--placement-type COMPACT" in command) == (
+            "--node-labels headstart.io/placement-group=" in command), command

@@ -51,8 +51,9 @@ def rbac_call(method: str, path: str, query: str) -> Call | None:
         "POST": "create", "PUT": "update", "PATCH": "patch",
         "DELETE": "delete" if name else "deletecollection",
     }[method]
-    if resource == "bindings":  # the legacy collection form of pods/binding
-        resource = "pods/binding"
+    # No aliasing: the `bindings` collection and the `pods/binding` subresource are
+    # different RBAC resources (system:kube-scheduler grants both; a rule for one does
+    # not authorize the other), so a call to one must never count as the other.
     return group, resource, verb
 
 
@@ -155,14 +156,32 @@ def post_filter(port: int) -> None:
     assert answer["NodeNames"] == ["gpu-1"], answer
 
 
+def post_bind(port: int, fake_kube) -> None:
+    """kube-scheduler's bind call for the seeded PS pod, as it sends it."""
+    pod = fake_kube.get("v1", "Pod", "job-ps-0", "default")
+    body = json.dumps({"PodName": "job-ps-0", "PodNamespace": "default",
+                       "PodUID": pod["metadata"]["uid"], "Node": "gpu-1"}).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/bind", body, {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        answer = json.loads(response.read())
+    assert answer == {"Error": ""}, answer
+    assert fake_kube.get("v1", "Pod", "job-ps-0", "default")["spec"]["nodeName"] == "gpu-1"
+
+
 def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     seed_cluster(fake_kube)
-    port = free_port()
+    # Both PodGroup CRDs installed, so the extender's calls cover their watch rules too.
+    fake_kube.serve("scheduling.volcano.sh/v1beta1")
+    fake_kube.serve("scheduling.x-k8s.io/v1alpha1")
+    port, ops_port = free_port(), free_port()
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     result = run_component(
-        ["extender", "--kubeconfig", kubeconfig, "--port", str(port)],
-        f"http://127.0.0.1:{port}/readyz",
-        then=[lambda: post_filter(port)],
+        ["extender", "--kubeconfig", kubeconfig, "--port", str(port),
+         "--ops-port", str(ops_port)],
+        f"http://127.0.0.1:{ops_port}/readyz",
+        then=[lambda: post_filter(port), lambda: post_bind(port, fake_kube)],
     )
     assert result.returncode == 0, result.stderr[-2000:]
     calls = {c for c in (rbac_call(*r) for r in fake_kube.requests) if c}
@@ -204,13 +223,16 @@ def exercise_overprovisioner(tmp_path: Path, backend: str, api_version: str,
                              kind: str) -> set[Call]:
     """On a fresh fake cluster with no history (cold start): the first run recreates the
     missing PriorityClass and applies one placeholder per type; a second run with one
-    type fewer prunes the other. Returns the RBAC attributes of every call made."""
-    from tests.fakekube import FakeKube
+    type fewer prunes the other. Every known-demand source's API is served, so the
+    default config reads them all. Returns the RBAC attributes of every call made."""
+    from tests.fakekube import CRD_GROUP_VERSIONS, FakeKube
 
     kube = FakeKube().start()
     try:
         if backend == "capacitybuffer":
-            kube.serve("autoscaling.x-k8s.io/v1alpha1")
+            kube.serve(api_version)
+        for group_version in CRD_GROUP_VERSIONS:
+            kube.serve(group_version)
         seed_cluster(kube)
         kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
         for run, types in enumerate((["g5.xlarge", "g5.12xlarge"], ["g5.xlarge"])):
@@ -236,7 +258,7 @@ def test_overprovisioner_rbac_matches_its_api_calls(rendered, tmp_path):
     calls = set()
     for backend, api_version, kind in [
         ("deployment", "apps/v1", "Deployment"),
-        ("capacitybuffer", "autoscaling.x-k8s.io/v1alpha1", "CapacityBuffer"),
+        ("capacitybuffer", "autoscaling.x-k8s.io/v1beta1", "CapacityBuffer"),
     ]:
         (tmp_path / backend).mkdir()
         calls |= exercise_overprovisioner(tmp_path / backend, backend, api_version, kind)
@@ -252,13 +274,15 @@ def test_overprovisioner_rbac_matches_its_api_calls(rendered, tmp_path):
         (("GET", "/api/v1/namespaces/headstart/pods/p", ""), ("", "pods", "get")),
         (("POST", "/api/v1/namespaces/default/pods/p/binding", ""),
          ("", "pods/binding", "create")),
+        (("POST", "/api/v1/namespaces/default/bindings", ""), ("", "bindings", "create")),
         (("PATCH", "/apis/apps/v1/namespaces/headstart/deployments/d", "fieldManager=m"),
          ("apps", "deployments", "patch")),
         (("GET", "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies", ""),
          ("topology.node.k8s.io", "noderesourcetopologies", "list")),
         (("GET", "/apis/autoscaling.x-k8s.io/v1alpha1", ""), None),
     ],
-    ids=["watch", "get", "binding", "apply", "crd-list", "discovery"],
+    ids=["watch", "get", "pod-binding", "bindings-collection", "apply", "crd-list",
+         "discovery"],
 )
 def test_requests_map_to_rbac_attributes(request_line, expected):
     assert rbac_call(*request_line) == expected

@@ -19,7 +19,8 @@ from overprovisioner.plan import PlannedBucket
 
 NS = "headstart"
 DEPLOY = ("apps/v1", "Deployment")
-CB_GV = "autoscaling.x-k8s.io/v1alpha1"
+CB_GV = "autoscaling.x-k8s.io/v1beta1"
+CB_ALPHA = "autoscaling.x-k8s.io/v1alpha1"
 
 
 def make_config(backend="deployment", **api):
@@ -51,7 +52,8 @@ class Harness:
     def run(self, buckets):
         return apply_plan(
             self.applier,
-            lambda backend: desired_objects(buckets, self.config, self.catalog, backend),
+            lambda backend, buffer_api: desired_objects(
+                buckets, self.config, self.catalog, backend, buffer_api_version=buffer_api or None),
             priority_class(self.config),
         )
 
@@ -206,13 +208,24 @@ def test_auto_falls_back_to_deployments_without_the_crd(fake_kube) -> None:
     assert len(fake_kube.list(*DEPLOY, NS)) == 1
 
 
-def test_auto_uses_capacitybuffers_when_served_and_prunes_old_deployments(fake_kube) -> None:
+@pytest.mark.parametrize(
+    "served, written",
+    [((CB_GV,), CB_GV), ((CB_ALPHA,), CB_ALPHA), ((CB_GV, CB_ALPHA), CB_GV)],
+    ids=["v1beta1", "v1alpha1-only", "both-prefers-v1beta1"],
+)
+def test_auto_uses_capacitybuffers_when_served_and_prunes_old_deployments(
+        fake_kube, served, written) -> None:
     Harness(fake_kube, make_config("deployment")).run([bucket(wanted=1)])
-    fake_kube.serve(CB_GV)
+    for group_version in served:
+        fake_kube.serve(group_version)
     harness = Harness(fake_kube, make_config("auto"))
-    result, _ = harness.run([bucket(wanted=2)])
+    result, observed = harness.run([bucket(wanted=2)])
     assert result.backend == "capacitybuffer" and result.ok
-    (buffer,) = fake_kube.list(CB_GV, "CapacityBuffer", NS)
+    assert observed.capacity_buffer_api == written
+    for group_version in served:
+        if group_version != written:
+            assert fake_kube.list(group_version, "CapacityBuffer", NS) == []
+    (buffer,) = fake_kube.list(written, "CapacityBuffer", NS)
     assert buffer["spec"]["replicas"] == 2
     assert buffer["spec"]["podTemplateRef"]["name"] == "headstart-placeholder-g5-xlarge"
     assert fake_kube.get("v1", "PodTemplate", "headstart-placeholder-g5-xlarge", NS) is not None
@@ -281,11 +294,12 @@ def _served_copy(body: dict, memory: str, cpu: str) -> dict:
 @pytest.mark.parametrize(
     "memory, cpu, replicas, expected",
     [
-        # 14307Mi = 15001976832 bytes = 14650368Ki: the same quantity, no write.
-        ("14650368Ki", "3620m", 1, False),
-        ("15001976832", "3.62", 1, False),
-        ("14650368Ki", "3620m", 4, True),   # someone scaled it
-        ("14Gi", "3620m", 1, True),         # someone changed the request
+        # The fraction rule's g5.xlarge request: 11445Mi = 12000952320 bytes =
+        # 11719680Ki, and 2896m = 2.896 CPUs: the same quantities, no write.
+        ("11719680Ki", "2896m", 1, False),
+        ("12000952320", "2.896", 1, False),
+        ("11719680Ki", "2896m", 4, True),   # someone scaled it
+        ("14Gi", "2896m", 1, True),         # someone changed the request
     ],
     ids=["canonical-ki", "plain-units", "scaled", "changed-request"],
 )

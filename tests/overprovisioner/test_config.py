@@ -37,6 +37,12 @@ def test_defaults_follow_the_conventions(tmp_path: Path) -> None:
     assert config.horizon_ticks == 2
     assert config.placeholders.pause_image == "registry.k8s.io/pause:3.10"
     assert config.placeholders.request_gpus is True
+    assert config.placeholders.scheduler_name == "headstart-scheduler"
+    assert config.placeholders.size_from_nodes is True
+    assert (config.placeholders.gpu_type_fraction, config.placeholders.cpu_type_fraction) == (
+        0.8, 0.9)
+    assert config.placeholders.wake_debounce_s == 5.0
+    assert config.placeholders.autoscaler_status == "kube-system/cluster-autoscaler-status"
 
 
 def test_example_config_loads() -> None:
@@ -77,6 +83,16 @@ BAD = [
      "limits.default.min", "exceeds max"),
     ({"instance_types": ["g5.xlarge"], "placeholders": {"backend": "karpenter"}},
      "placeholders.backend", "not one of"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"gpu_type_fraction": 0.5}},
+     "placeholders.gpu_type_fraction", "two placeholders can share one node"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"cpu_type_fraction": 1.2}},
+     "placeholders.cpu_type_fraction", "must lie in (0.5, 1]"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"scheduler_name": "Headstart_Sched"}},
+     "placeholders.scheduler_name", "not a DNS-1123 subdomain"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"autoscaler_status": "cluster-autoscaler"}},
+     "placeholders.autoscaler_status", "NAMESPACE/NAME"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"wake_debounce": "soon"}},
+     "placeholders.wake_debounce", "not a duration"),
     ({"instance_types": ["g5.xlarge"], "placeholders": {"pause_image": "registry.k8s.io/pause"}},
      "placeholders.pause_image", "pinned"),
     ({"instance_types": ["g5.xlarge"],
@@ -97,15 +113,26 @@ BAD = [
      "placeholders.request_gpus", "expected true or false, got 'no'"),
     ({"instance_types": ["g5.xlarge"], "placeholders": {"request_gpus": 0}},
      "placeholders.request_gpus", "expected true or false, got 0"),
+    ({"instance_types": ["g5.xlarge"], "known_demand": {"kueue": "yes"}},
+     "known_demand.kueue", "expected true or false, got 'yes'"),
+    ({"instance_types": ["g5.xlarge"], "known_demand": {"cronjob_lead": "0s"}},
+     "known_demand.cronjob_lead", "longer than zero"),
+    ({"instance_types": ["g5.xlarge"], "known_demand": {"suspended_window": "soon"}},
+     "known_demand.suspended_window", "soon"),
+    ({"instance_types": ["g5.xlarge"], "known_demand": {"slurm": True}},
+     "known_demand.slurm", "unknown field"),
 ]
 
 
 @pytest.mark.parametrize(
     "document, field_path, explanation", BAD,
     ids=["below-cutoff", "not-negative", "far-below-cutoff", "unknown-top", "unknown-nested",
-         "negative-max", "min-over-max", "backend", "untagged-image", "latest-image",
-         "quantile", "duration", "lease-order", "toleration-operator", "no-types",
-         "duplicate-type", "port", "request-gpus-string", "request-gpus-zero"],
+         "negative-max", "min-over-max", "backend", "gpu-fraction-half", "cpu-fraction-over-1",
+         "scheduler-name", "autoscaler-status", "debounce-duration", "untagged-image",
+         "latest-image", "quantile", "duration", "lease-order", "toleration-operator", "no-types",
+         "duplicate-type", "port", "request-gpus-string", "request-gpus-zero",
+         "known-source-not-bool", "known-lead-zero", "known-window-not-duration",
+         "known-unknown-source"],
 )
 def test_bad_config_names_file_field_and_why(tmp_path, document, field_path, explanation) -> None:
     path = write(tmp_path, document)
@@ -167,9 +194,10 @@ def test_daemonset_overhead_override_sizes_the_placeholder() -> None:
                            "placeholders": {"daemonset_overhead": {"cpu": "1", "memory": "1Gi"}}},
                           "x.yaml")
     catalog = resolve_catalog(config)
-    # g5.xlarge allocatable 3920m CPU, 14819Mi memory; less 1 CPU and 1024Mi.
+    # g5.xlarge allocatable 3920m CPU, 14819Mi memory; less 1 CPU and 1024Mi = 2920m,
+    # 13795Mi; x 0.8 = 2336m and 11036Mi.
     assert placeholder_request(config, catalog, "g5.xlarge") == Resources(
-        1000, 2920, (14819 - 1024) * 1024**2
+        1000, 2336, 11036 * 1024**2
     )
 
 
@@ -177,16 +205,20 @@ def test_daemonset_overhead_override_sizes_the_placeholder() -> None:
     "placeholders, expected",
     [
         # p4d.24xlarge allocatable 8 GPUs, 95690m CPU, 1178083Mi; less the aws catalog's
-        # daemonset overhead 300m / 512Mi: 95390m and 1177571Mi.
-        ({}, Resources(8000, 95390, 1177571 * 1024**2)),
-        ({"request_gpus": True}, Resources(8000, 95390, 1177571 * 1024**2)),
+        # daemonset overhead 300m / 512Mi: 95390m and 1177571Mi; x 0.8 (gpu_type_fraction)
+        # = 76312m and 942056.8Mi -> 942056Mi.
+        ({}, Resources(8000, 76312, 942056 * 1024**2)),
+        ({"request_gpus": True}, Resources(8000, 76312, 942056 * 1024**2)),
         # GPUs 0, CPU and memory as above, so a real pod must still preempt it.
-        ({"request_gpus": False}, Resources(0, 95390, 1177571 * 1024**2)),
-        # An overhead override applies first: 95690m - 1000m, 1178083Mi - 1024Mi.
+        ({"request_gpus": False}, Resources(0, 76312, 942056 * 1024**2)),
+        # An overhead override applies first: 95690m - 1000m = 94690m, 1178083Mi - 1024Mi
+        # = 1177059Mi; x 0.8 = 75752m and 941647.2Mi -> 941647Mi.
         ({"request_gpus": False, "daemonset_overhead": {"cpu": "1", "memory": "1Gi"}},
-         Resources(0, 94690, (1178083 - 1024) * 1024**2)),
+         Resources(0, 75752, 941647 * 1024**2)),
+        # A fraction of 1 takes the whole base, as before fractions existed.
+        ({"gpu_type_fraction": 1.0}, Resources(8000, 95390, 1177571 * 1024**2)),
     ],
-    ids=["default", "true", "false", "false-with-overhead"],
+    ids=["default", "true", "false", "false-with-overhead", "fraction-1"],
 )
 def test_request_gpus_sets_only_the_placeholders_gpus(placeholders, expected) -> None:
     config = parse_config({"instance_types": ["p4d.24xlarge"], "placeholders": placeholders},
@@ -247,3 +279,70 @@ def test_a_prometheus_url_must_be_http() -> None:
                            "forecast": {"prometheus_url": "http://prom:9090", "backfill": "2d"}},
                           "x.yaml")
     assert config.forecast.backfill_s == 2 * 86400  # 2 x 86,400 s
+
+
+@pytest.mark.parametrize(
+    "catalog, message",
+    [
+        ("awz", "catalog: 'awz' is neither a built-in catalog (aws, gcp) nor a file"),
+        ("catalogs/mine.yaml", "catalog: 'catalogs/mine.yaml' is neither a built-in catalog"),
+    ],
+    ids=["typo", "missing-file"],
+)
+def test_a_catalog_typo_names_the_config_file(tmp_path: Path, capsys, catalog, message) -> None:
+    from headstart.cli import main
+
+    path = write(tmp_path, {"catalog": catalog, "instance_types": ["g5.xlarge"]})
+    assert main(["overprovisioner", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{path}: {message}" in err
+
+
+def test_a_catalog_typo_in_a_buckets_file_names_that_file(tmp_path: Path, capsys) -> None:
+    from headstart.cli import main
+
+    buckets = tmp_path / "buckets.yaml"
+    buckets.write_text("buckets: {catalog: gcpp, instance_types: [g2-standard-4]}\n")
+    trace = tmp_path / "t.csv"
+    trace.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+                     "creation_time,deletion_time,scheduled_time\np0,4000,1024,1,1000,,LS,"
+                     "Running,0,,0\n")
+    assert main(["backtest", "--trace", str(trace), "--buckets", str(buckets),
+                 "--horizon", "10m"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{buckets}: catalog: 'gcpp' is neither a built-in catalog" in err
+
+
+@pytest.mark.parametrize("field", ["history_path", "model_path"])
+def test_a_missing_directory_for_the_history_or_model_is_one_line(tmp_path: Path, capsys,
+                                                                  field) -> None:
+    from headstart.cli import main
+
+    missing = tmp_path / "var" / "lib" / "headstart" / "file"
+    path = write(tmp_path, {"instance_types": ["g5.xlarge"],
+                            "forecast": {field: str(missing)}})
+    assert main(["overprovisioner", "--config", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert (f"{path}: forecast.{field}: directory {missing.parent} of {missing} does not "
+            "exist") in err
+    assert not (tmp_path / "var").exists()  # nothing created on the way
+
+
+def test_the_default_history_is_in_the_working_directory() -> None:
+    # Relative: `--dry-run` on a laptop works for any user and creates no directory.
+    assert OverprovisionerConfig().forecast.history_path == "headstart-history.sqlite"
+
+
+def test_known_demand_section() -> None:
+    config = parse_config({"instance_types": ["g5.xlarge"], "horizon": "6m30s",
+                           "known_demand": {"jobs": False, "cronjob_lead": "15m",
+                                            "suspended_window": "30m"}}, "op.yaml")
+    known = config.known_demand
+    assert known.enabled() == ("kueue", "jobsets", "kubeflow", "podgroups", "cronjobs")
+    assert (known.lead_s(config.horizon_s), known.suspended_window_s) == (900.0, 1800.0)
+    default = parse_config({"instance_types": ["g5.xlarge"]}, "op.yaml").known_demand
+    assert len(default.enabled()) == 6
+    assert default.lead_s(390.0) == 390.0  # null lead = the horizon

@@ -338,11 +338,9 @@ def test_an_empty_history_is_a_cold_start_not_an_error(fake_kube) -> None:
     assert report.ok and report.mode == "ladder"
 
 
-def test_wake_runs_the_next_tick_at_once(fake_kube) -> None:
-    import threading
-
-    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
-    loop = make_loop(fake_kube, make_config(dry_run=True), demand)
+def run_and_poke(loop, demand, poke, settle_s: float = 0.0) -> None:
+    """Run the loop with a sleep that never ends; after its first tick call `poke()`
+    (which must wake it), wait for the second tick and `settle_s` more, then stop."""
     stop = asyncio.Event()
 
     async def never(seconds: float) -> None:
@@ -352,15 +350,26 @@ def test_wake_runs_the_next_tick_at_once(fake_kube) -> None:
         task = asyncio.create_task(loop.run(lambda: at_tick(29), never, stop))
         while not demand.recorded:
             await asyncio.sleep(0.01)
-        # As the elector does on winning the Lease: from another thread.
-        threading.Thread(target=loop.wake).start()
+        poke()
         while len(demand.recorded) < 2:
             await asyncio.sleep(0.01)
+        await asyncio.sleep(settle_s)
         stop.set()
         await task
 
     asyncio.run(asyncio.wait_for(main(), 10))
+
+
+def test_wake_runs_the_next_tick_at_once(fake_kube) -> None:
+    import threading
+
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(dry_run=True), demand)
+    # As the elector does on winning the Lease: from another thread.
+    run_and_poke(loop, demand, lambda: threading.Thread(target=loop.wake).start())
     assert demand.recorded == [at_tick(29), at_tick(29)]
+    assert loop.metrics.registry.get_sample_value(
+        "headstart_overprovisioner_wakeups_total", {"reason": "leader"}) == 1
 
 
 def test_a_leader_that_loses_the_lease_mid_tick_does_not_write(fake_kube) -> None:
@@ -382,3 +391,60 @@ def test_a_leader_that_loses_the_lease_mid_tick_does_not_write(fake_kube) -> Non
     assert report.plan.wanted("g5.xlarge") == 2
     assert writes(fake_kube) == []
     assert report.applied is None and not report.leader
+
+
+class KnownMemoryDemand(MemoryDemand):
+    """MemoryDemand plus recorded known demand: `announced` per tick and column, and the
+    known nodes due within the horizon at every tick."""
+
+    def __init__(self, columns, values, announced, known_nodes):
+        super().__init__(columns, values)
+        self.announced_values = np.asarray(announced, dtype=float)
+        self.known_nodes = known_nodes
+
+    def known(self, now_s: float):
+        from predictor.known.combine import KnownValues
+        from predictor.known.reader import KnownReport
+        from predictor.known.recording import KnownState
+
+        values = KnownValues(self.known_nodes, {"kueue": self.known_nodes}, {"kueue": 2}, 0)
+        return KnownState(now_s, KnownReport((), {}, (), (), 0), (), values, {})
+
+    def announced(self, series):
+        return self.announced_values[: len(series)]
+
+
+# Flat demand: 12 g5.xlarge nodes observed at every tick, 4 of them announced work.
+FLAT = [[12.0, 0.0]] * 30
+ANNOUNCED = [[4.0, 0.0]] * 30
+
+
+@pytest.mark.parametrize("known, wanted", [({}, 0), ({"g5.xlarge": 2.0}, 2)],
+                         ids=["no-known-demand", "two-known-nodes"])
+def test_the_model_forecasts_the_unannounced_demand_and_known_is_added(fake_kube, known,
+                                                                        wanted) -> None:
+    demand = KnownMemoryDemand(["g5.xlarge", "p4d.24xlarge"], FLAT, ANNOUNCED, known)
+    loop = make_loop(fake_kube, make_config(forecast={"model": "last"}), demand)
+    report = loop.tick(at_tick(29))
+    assert report.ok, report.errors
+    forecast = report.forecasts[("g5.xlarge", "")]
+    # the model saw 12 - 4 = 8 at every tick and forecasts 8; the 4 announced nodes
+    # running now are added back: 12; in use is the observed 12
+    assert (forecast.point, forecast.quantile, forecast.in_use, forecast.announced) == (
+        12.0, 12.0, 12.0, 4.0)
+    # wanted = ceil(12 + known - 12) = known
+    assert report.plan.wanted("g5.xlarge") == wanted
+    assert report.known is not None
+
+
+def test_a_failing_known_demand_source_does_not_stop_the_tick(fake_kube) -> None:
+    class Broken(KnownMemoryDemand):
+        def known(self, now_s):
+            raise RuntimeError("cache gone")
+
+    demand = Broken(["g5.xlarge", "p4d.24xlarge"], FLAT, ANNOUNCED, {})
+    loop = make_loop(fake_kube, make_config(forecast={"model": "last"}), demand)
+    report = loop.tick(at_tick(29))
+    # planned without known demand, on the whole observed history: 12 forecast, 12 in use
+    assert report.plan.wanted("g5.xlarge") == 0 and report.known is None
+    assert report.errors == ("known demand: RuntimeError: cache gone",)

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from bucketing.errors import InputError
+from bucketing.resources import Resources
 from overprovisioner.config_catalog import resolve_catalog
 from overprovisioner.config_parse import parse_config
 from overprovisioner.objects import (
@@ -67,7 +68,7 @@ def test_groups_that_sanitize_alike_get_distinct_names() -> None:
     assert placeholder_name("g5.xlarge", "PG_A") != placeholder_name("g5.xlarge", "pg-a")
 
 
-def test_deployment_fills_one_node_of_its_type_in_its_group() -> None:
+def test_deployment_claims_one_node_of_its_type_in_its_group() -> None:
     config = make_config()
     catalog = resolve_catalog(config)
     (deployment,) = desired_objects([bucket("g5.xlarge", "pg-a", 3)], config, catalog, "deployment")
@@ -88,14 +89,17 @@ def test_deployment_fills_one_node_of_its_type_in_its_group() -> None:
         "headstart.io/placement-group": "pg-a",
     }
     assert spec["priorityClassName"] == "headstart-placeholder"
+    # The scheduler of the training pods, so the one that preempts it binds the real pod.
+    assert spec["schedulerName"] == "headstart-scheduler"
     assert spec["terminationGracePeriodSeconds"] == 0
     assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists"}]
     (container,) = spec["containers"]
     assert container["image"] == "registry.k8s.io/pause:3.10"
-    # g5.xlarge allocatable 3920m CPU / 14819Mi, less the aws catalog's daemonset
-    # overhead 300m / 512Mi: 3620m and 14307Mi = 15001976832 bytes; 1 GPU.
+    # No live node given: the fraction rule. g5.xlarge allocatable 3920m CPU / 14819Mi,
+    # less the aws catalog's daemonset overhead 300m / 512Mi = 3620m and 14307Mi; x 0.8
+    # (gpu_type_fraction) = 2896m and 11445.6Mi, rounded down to 11445Mi; all 1 GPU.
     assert container["resources"]["requests"] == {
-        "cpu": "3620m", "memory": str(14307 * 1024**2), "nvidia.com/gpu": "1",
+        "cpu": "2896m", "memory": str(11445 * 1024**2), "nvidia.com/gpu": "1",
     }
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
 
@@ -108,16 +112,40 @@ def test_cpu_type_without_group_has_no_gpu_and_no_group_label() -> None:
     assert spec["nodeSelector"] == {"node.kubernetes.io/instance-type": "m5.large"}
     assert "tolerations" not in spec
     assert "headstart.io/placement-group" not in deployment.body["metadata"]["labels"]
-    assert "nvidia.com/gpu" not in spec["containers"][0]["resources"]["requests"]
+    # m5.large allocatable 1930m / 6627Mi less 300m / 512Mi = 1630m, 6115Mi; x 0.9
+    # (cpu_type_fraction) = 1467m and 5503.5Mi -> 5503Mi. No GPU.
+    assert spec["containers"][0]["resources"] == {
+        "requests": {"cpu": "1467m", "memory": str(5503 * 1024**2)}}
     assert deployment.body["spec"]["replicas"] == 0
 
 
-def test_capacity_buffer_references_its_pod_template() -> None:
+def test_a_measured_request_replaces_the_fraction_rule() -> None:
+    config = make_config()
+    measured = {"g5.xlarge": Resources(1000, 3500, 14000 * 1024**2)}
+    (deployment,) = desired_objects([bucket("g5.xlarge")], config, resolve_catalog(config),
+                                    "deployment", measured)
+    (container,) = deployment.body["spec"]["template"]["spec"]["containers"]
+    assert container["resources"]["requests"] == {
+        "cpu": "3500m", "memory": str(14000 * 1024**2), "nvidia.com/gpu": "1"}
+
+
+def test_an_empty_scheduler_name_leaves_the_default_scheduler() -> None:
+    config = make_config(scheduler_name="")
+    (deployment,) = desired_objects([bucket()], config, resolve_catalog(config), "deployment")
+    assert "schedulerName" not in deployment.body["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("api_version", ["autoscaling.x-k8s.io/v1beta1",
+                                         "autoscaling.x-k8s.io/v1alpha1"])
+def test_capacity_buffer_references_its_pod_template(api_version) -> None:
     config = make_config(placement_group_label="cloud.google.com/gke-placement-group")
     template, buffer = desired_objects([bucket("p4d.24xlarge", "pg-b", 2)], config,
-                                       resolve_catalog(config), "capacitybuffer")
+                                       resolve_catalog(config), "capacitybuffer",
+                                       buffer_api_version=api_version)
     assert (template.api_version, template.kind) == ("v1", "PodTemplate")
-    assert (buffer.api_version, buffer.kind) == ("autoscaling.x-k8s.io/v1alpha1", "CapacityBuffer")
+    assert (buffer.api_version, buffer.kind) == (api_version, "CapacityBuffer")
+    assert buffer.body["apiVersion"] == api_version
+    assert template.body["template"]["spec"]["schedulerName"] == "headstart-scheduler"
     assert buffer.body["spec"]["podTemplateRef"] == {"name": template.name}
     assert buffer.body["spec"]["replicas"] == 2
     selector = template.body["template"]["spec"]["nodeSelector"]
@@ -183,8 +211,9 @@ def test_request_gpus_false_drops_every_gpu_request_and_keeps_the_rest(backend) 
     assert len(templates) == 1
     blocks = [block for obj in objects for block in all_resources(obj.body)]
     # p4d.24xlarge allocatable 95690m CPU / 1178083Mi, less the aws catalog's daemonset
-    # overhead 300m / 512Mi: 95390m and 1177571Mi; no GPUs, no limits at all.
-    assert blocks == [{"requests": {"cpu": "95390m", "memory": str(1177571 * 1024**2)}}]
+    # overhead 300m / 512Mi: 95390m and 1177571Mi; x 0.8 = 76312m and 942056.8Mi ->
+    # 942056Mi; no GPUs, no limits at all.
+    assert blocks == [{"requests": {"cpu": "76312m", "memory": str(942056 * 1024**2)}}]
     spec = templates[0]["spec"]
     # The node still carries the GPU taint, so the toleration stays.
     assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists"}]

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from overprovisioner.observe import cluster_view, new_preemptions, parse_node, parse_pod
+from bucketing.resources import Resources
+from overprovisioner.observe import (
+    buffer_nodes_taken,
+    cluster_view,
+    new_preemptions,
+    parse_node,
+    parse_pod,
+)
 
 
 def node(name, instance_type="g5.xlarge", group=None, ready=True, cordoned=False,
@@ -118,3 +125,57 @@ def test_hits_on_pods_of_a_long_deployment_name(group, length) -> None:
              "headstart-placeholder-p4d-24xlarge": ("p4d.24xlarge", "")}
     hits, _ = new_preemptions([event("e1", pod_name)], {}, names)
     assert hits == {("p4d.24xlarge", group): 1}
+
+
+def sized_node(name, ready_at="2023-11-14T20:00:00Z", cpu="3920m", memory="15000Mi", gpus="1"):
+    body = node(name)
+    body["status"]["allocatable"] = {"cpu": cpu, "memory": memory, "nvidia.com/gpu": gpus}
+    body["status"]["conditions"][0]["lastTransitionTime"] = ready_at
+    return body
+
+
+def daemon_pod(name, node_name, cpu, memory):
+    body = pod(name, node_name, daemonset=True)
+    body["spec"]["containers"] = [{"name": "c", "resources": {"requests": {
+        "cpu": cpu, "memory": memory}}}]
+    return body
+
+
+def test_rooms_hold_allocatable_and_daemonset_requests() -> None:
+    nodes = [parse_node(n, "headstart.io/placement-group") for n in (sized_node("a"),
+                                                                       sized_node("b"))]
+    pods = [parse_pod(p) for p in (
+        daemon_pod("ds-1", "a", "100m", "200Mi"),
+        daemon_pod("ds-2", "a", "150m", "300Mi"),
+        pod("train-0", "b"),  # a real pod's request is demand, not the node's overhead
+    )]
+    view = cluster_view(nodes, pods, ["g5.xlarge"])
+    by_name = {r.name: r for r in view.rooms}
+    # a: two DaemonSet pods, 100m + 150m = 250m and 200Mi + 300Mi = 500Mi.
+    assert by_name["a"].daemon_requests == Resources(0, 250, 500 * 1024**2)
+    assert by_name["a"].allocatable == Resources(1000, 3920, 15000 * 1024**2)
+    assert by_name["b"].daemon_requests == Resources()
+    # 2023-11-14T20:00:00Z = 1_700_000_000 - 2h13m20s = 1_699_992_000.
+    assert by_name["a"].ready_since_s == 1_699_992_000
+    assert view.free_node_names == {("g5.xlarge", ""): frozenset({"a"})}
+    assert view.real_pod_nodes == frozenset({"b"})
+
+
+@pytest.mark.parametrize(
+    "free_before, real_now, replicas, expected",
+    [
+        # a and b were free; a real pod took a: one buffer node taken.
+        ({("g5.xlarge", ""): frozenset({"a", "b"})}, {"a"}, {("g5.xlarge", ""): 2},
+         {("g5.xlarge", ""): 1}),
+        # Two taken but the buffer held only one of them: capped at its replicas.
+        ({("g5.xlarge", ""): frozenset({"a", "b"})}, {"a", "b"}, {("g5.xlarge", ""): 1},
+         {("g5.xlarge", ""): 1}),
+        # No buffer for the bucket: free nodes taken are not buffer hits.
+        ({("g5.xlarge", ""): frozenset({"a"})}, {"a"}, {}, {}),
+        # A real pod on a node that was not free before: not a hit.
+        ({("g5.xlarge", ""): frozenset({"a"})}, {"c"}, {("g5.xlarge", ""): 1}, {}),
+    ],
+    ids=["one-taken", "capped-at-replicas", "no-buffer", "other-node"],
+)
+def test_buffer_nodes_taken(free_before, real_now, replicas, expected) -> None:
+    assert buffer_nodes_taken(free_before, frozenset(real_now), replicas) == expected

@@ -214,3 +214,35 @@ def test_config_round_trip():
     ).validate(CATALOG)
     assert config.limits(G4) == BucketLimits(1, 8)
     assert config.groups(G4) == ("a", "b") and config.groups(G5) == ("",)
+
+
+KNOWN = [
+    # forecast of the rest 8 + known 2.5 - in use 6 = 4.5 -> 5
+    ("forecast", obs(forecast=8, in_use=6), 2.5, 5, None),
+    # known demand cannot make the delta negative either: 3 + 1 - 6 -> 0
+    ("forecast", obs(forecast=3, in_use=6), 1.0, 0, None),
+    # cold start: ladder 1 + ceil(known 1.2) = 2 more than the ladder alone
+    ("ladder", obs(), 1.2, 3, "ladder"),
+    # fallback keeps no headroom for the unknown, but known work is still known: ceil(2)
+    ("fallback", obs(forecast=30, in_use=6), 2.0, 2, "fallback"),
+    # max caps known demand too: 10 + 20 - 6 = 24 > max 8
+    ("forecast", obs(forecast=10, in_use=6), 20.0, 8, "max"),
+]
+
+
+@pytest.mark.parametrize("mode, observation, known, expected, capped_by",
+                         KNOWN,
+                         ids=["added-to-forecast", "never-negative", "on-top-of-ladder",
+                              "kept-in-fallback", "capped-by-max"])
+def test_known_demand_is_added_in_every_mode(mode, observation, known, expected, capped_by):
+    observation = BucketObservation(**{**observation.__dict__, "known": known})
+    plan = make_plan([observation], PlanConfig(buckets={G4: BucketLimits(0, 8)}), CATALOG,
+                     mode=mode, ladder={G4: 1} if mode == "ladder" else None)
+    bucket = plan.buckets[0]
+    assert (bucket.wanted, bucket.capped_by, bucket.known) == (expected, capped_by, known)
+    assert f"known {known:.2f}" in bucket.reason
+
+
+def test_negative_known_demand_is_an_input_error():
+    with pytest.raises(InputError, match="known -1"):
+        make_plan([BucketObservation(G4, known=-1.0)], PlanConfig(), CATALOG)

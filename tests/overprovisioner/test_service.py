@@ -7,6 +7,7 @@ import asyncio
 from overprovisioner.config import LeaderElectionConfig
 from overprovisioner.leader import LeaderElector
 from overprovisioner.service import create_app
+from predictor.known.reader import WATCHED
 from tests.overprovisioner.test_loop import RISING, MemoryDemand, at_tick, make_config, make_loop
 
 
@@ -151,10 +152,10 @@ def _resource(path: str) -> str:
 # GET on a collection = list (watch with ?watch=true), GET on a name = get, PATCH = patch
 # (server-side apply), POST = create, PUT = update, DELETE = delete.
 EXPECTED_CALLS = {
-    ("GET", "autoscaling.x-k8s.io/v1alpha1 (discovery)"),
-    ("GET", "autoscaling.x-k8s.io/v1alpha1 capacitybuffers"),
-    ("PATCH", "autoscaling.x-k8s.io/v1alpha1 capacitybuffers"),
-    ("DELETE", "autoscaling.x-k8s.io/v1alpha1 capacitybuffers"),
+    *{(method, f"autoscaling.x-k8s.io/{version} {what}")
+      for version in ("v1beta1", "v1alpha1")
+      for method, what in (("GET", "(discovery)"), ("GET", "capacitybuffers"),
+                           ("PATCH", "capacitybuffers"), ("DELETE", "capacitybuffers"))},
     ("GET", "apps/v1 deployments"),
     ("PATCH", "apps/v1 deployments"),
     ("DELETE", "apps/v1 deployments"),
@@ -169,6 +170,10 @@ EXPECTED_CALLS = {
     ("GET", "v1 pods"),
     ("GET", "v1 nodes"),
     ("GET", "v1 events"),
+    # Known demand: discovery of each source's group/version, then list + watch.
+    *{("GET", f"{w.group}/{v} (discovery)") for w in WATCHED for v in w.versions},
+    *{("GET", f"{w.group}/{v} {w.plural}") for w in WATCHED for v in w.versions},
+    ("GET", "v1 configmaps"),  # cluster-autoscaler's status, in kube-system
 }
 
 
@@ -328,3 +333,48 @@ async def test_an_empty_history_is_backfilled_from_prometheus_once(aiohttp_serve
     assert len(calls) == queries  # once, at start-up, into an empty history only
     store.close()
 
+
+
+async def test_known_demand_reaches_the_plan(aiohttp_client, fake_kube, tmp_path) -> None:
+    """A suspended Job in the cluster: /plan adds its nodes on top of the cold-start ladder
+    and says where they came from."""
+    from kubernetes import config as kube_config
+
+    from overprovisioner.cli import build_app
+
+    fake_kube.create({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "train", "namespace": "team"},
+        "spec": {"suspend": True, "parallelism": 2, "template": {"spec": {"containers": [
+            {"name": "c", "resources": {"requests": {
+                "cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"}}}]}}},
+    })
+    config = make_config(forecast={"history_path": str(tmp_path / "history.sqlite")},
+                         leader_election={"enabled": False}, dry_run=True)
+    api_client = kube_config.new_client_from_config(
+        config_file=fake_kube.write_kubeconfig(tmp_path / "kubeconfig"))
+
+    async def sleep(seconds: float) -> None:
+        await asyncio.sleep(0.2)
+
+    app = build_app(config, api_client, clock=lambda: at_tick(29), sleep=sleep)
+    client = await aiohttp_client(app)
+    try:
+        body = None
+        for _ in range(300):
+            response = await client.get("/plan")
+            if response.status == 200:
+                body = await response.json()
+                if body["known_demand"] and body["known_demand"]["items"]:
+                    break
+            await asyncio.sleep(0.05)
+    finally:
+        await client.close()
+    assert body is not None and body["known_demand"] is not None, body
+    g5 = next(b for b in body["buckets"] if b["instance_type"] == "g5.xlarge")
+    # 2 pods of 1 GPU, 2 cores, 8 GiB: 2 g5.xlarge; ladder 1 + 2 known = 3
+    assert (g5["known"], g5["known_by_source"], g5["wanted"]) == (2.0, {"jobs": 2.0}, 3)
+    item, = body["known_demand"]["items"]
+    assert (item["source"], item["name"], item["pods"], item["counted"]) == (
+        "jobs", "train", 2, True)
+    assert body["known_demand"]["served"] == {"jobs.batch": "v1", "cronjobs.batch": "v1"}

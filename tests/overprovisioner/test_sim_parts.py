@@ -122,8 +122,8 @@ def test_bad_policy_names(name):
 
 @pytest.mark.parametrize(
     "text, seconds",
-    [("300", 300.0), ("90s", 90.0), ("5m", 300.0), ("1.5h", 5400.0), ("2d", 172_800.0)],
-    ids=["bare", "s", "m", "h", "d"],
+    [("300s", 300.0), ("90s", 90.0), ("5m", 300.0), ("1.5h", 5400.0), ("2d", 172_800.0)],
+    ids=["300s", "s", "m", "h", "d"],
 )
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds

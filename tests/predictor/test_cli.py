@@ -125,9 +125,9 @@ def test_missing_trace_exit_2(run, tmp_path):
     assert code == 2 and "no such file" in err
 
 
-@pytest.mark.parametrize("text, seconds", [("10m", 600), ("1d", 86400), ("300", 300),
+@pytest.mark.parametrize("text, seconds", [("10m", 600), ("1d", 86400), ("300s", 300),
                                            ("1.5h", 5400), ("6m30s", 390)],
-                         ids=["min", "day", "bare", "frac", "compound-6x60+30"])
+                         ids=["min", "day", "s", "frac", "compound-6x60+30"])
 def test_parse_duration(text, seconds):
     assert parse_duration(text, "--x") == seconds
 

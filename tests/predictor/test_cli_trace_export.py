@@ -30,6 +30,9 @@ NEEDLES = {
     "kube_pod_info": "info",
     "kube_pod_init_container_resource_requests": "init_requests",
     "kube_pod_container_resource_requests": "requests",
+    "kube_job_created": "job_created",
+    "kube_job_owner": "job_owner",
+    "kube_cronjob_next_schedule_time": "cron_next",
 }
 UNTIL_TEXT = datetime.fromtimestamp(UNTIL, UTC).isoformat()
 
@@ -87,8 +90,9 @@ async def test_export_round_trips_through_load_trace_and_simulates(
     assert code == 0, stderr
     assert "9 pods in 9 jobs" in stdout and "1 in excluded namespaces" in stdout
 
-    # 8 queries x 4 chunks, each at most MAX_POINTS - 1 = 3 points, back to back
-    assert len(calls) == 32
+    # 11 queries (8 for the pods, 3 for known_at) x 4 chunks, each at most
+    # MAX_POINTS - 1 = 3 points, back to back
+    assert len(calls) == 44
     created = [c for c in calls if "kube_pod_created" in c["query"]]
     assert [(float(c["start"]), float(c["end"])) for c in created] == [
         (SINCE, SINCE + 2 * STEP), (SINCE + 3 * STEP, SINCE + 5 * STEP),

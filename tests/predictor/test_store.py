@@ -16,8 +16,15 @@ T0 = 1_700_000_100.0  # on the 300-s grid: 1_700_000_100 / 300 = 5_666_667
 
 @pytest.fixture
 def store(tmp_path):
-    with HistoryStore(tmp_path / "h" / "history.sqlite", TICK) as history:
+    with HistoryStore(tmp_path / "history.sqlite", TICK) as history:
         yield history
+
+
+def test_a_missing_directory_is_refused_not_created(tmp_path):
+    path = tmp_path / "var" / "lib" / "headstart" / "history.sqlite"
+    with pytest.raises(ConfigError, match=rf"^{path}: directory {path.parent} does not exist"):
+        HistoryStore(path, TICK)
+    assert not (tmp_path / "var").exists()
 
 
 def test_round_trip_with_a_gap_and_a_late_series(store):
@@ -139,3 +146,68 @@ def test_a_backfilled_series_fills_only_ticks_not_recorded(store):
     with pytest.raises(InputError, match="60 s series into a 300 s history"):
         store.write_series(make_series(T0 + 60.0 * np.arange(4), ["g5.xlarge"],
                                        np.ones((4, 1)), 60.0))
+
+
+# The version 1 schema exactly as headstart wrote it before known demand: a file
+# recorded by an older release.
+V1_SCHEMA = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE ticks (tick INTEGER PRIMARY KEY,
+                    observed INTEGER NOT NULL CHECK (observed IN (0, 1)));
+CREATE TABLE samples (tick INTEGER NOT NULL, series TEXT NOT NULL,
+                      value REAL NOT NULL CHECK (value >= 0), PRIMARY KEY (tick, series));
+INSERT INTO schema_version VALUES (1);
+INSERT INTO meta VALUES ('tick_s', '300.0');
+INSERT INTO ticks VALUES (5666667, 1), (5666668, 0), (5666669, 1);
+INSERT INTO samples VALUES (5666667, 'g5.xlarge', 2), (5666667, 'total:gpus_running', 2),
+                           (5666669, 'g5.xlarge', 3);
+"""
+
+
+def test_a_version_1_file_is_migrated_in_place(tmp_path):
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(V1_SCHEMA)
+    db.commit()
+    db.close()
+    with HistoryStore(path, TICK) as store:
+        # the recorded history reads back unchanged
+        np.testing.assert_array_equal(store.read_series().history(), [[2], [np.nan], [3]])
+        # no known or announced demand was recorded then
+        assert store.read_known().empty
+        assert store.read_announced(T0 + TICK * np.arange(3), ["g5.xlarge"]).tolist() == [
+            [0.0], [0.0], [0.0]]
+        store.write_known(T0 + 3 * TICK, {"total": {"g5.xlarge": 1.0}}, {"g5.xlarge": 1.0})
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    db.close()
+    assert SCHEMA_VERSION == 2
+
+
+def test_known_and_announced_demand_round_trip(store):
+    store.write_tick(T0, {"g5.xlarge": 3})
+    store.write_known(T0, {"total": {"g5.xlarge": 2.0}, "kueue": {"g5.xlarge": 2.0}},
+                      {"g5.xlarge@pg-a": 1.0, "g5.xlarge": 0.0})
+    # a re-write of the tick replaces both, as write_tick does
+    store.write_known(T0, {"total": {"g5.xlarge": 1.0}, "cronjobs": {"g5.xlarge": 1.0}},
+                      {"g5.xlarge@pg-a": 2.0})
+    known = store.read_known()
+    assert known.values.tolist() == [[T0, "cronjobs", "g5.xlarge", 1.0],
+                                     [T0, "total", "g5.xlarge", 1.0]]
+    assert store.read_announced(np.array([T0]), ["g5.xlarge", "g5.xlarge@pg-a"]).tolist() == [
+        [0.0, 2.0]]
+
+
+def test_announced_work_is_remembered_once_and_expires(store):
+    store.remember_announced({"batch/Job/team/a": ("jobs", T0)})
+    store.remember_announced({"batch/Job/team/a": ("kueue", T0 + TICK)})  # first time kept
+    assert store.announced_work() == {"batch/Job/team/a": T0}
+    store.write_tick(T0, {"a": 1})
+    store.delete_older_than(T0 + 2 * 86_400, retention_days=1)
+    assert store.announced_work() == {}
+
+
+def test_negative_known_demand_is_refused(store):
+    with pytest.raises(InputError, match="known kueue g5.xlarge = -1.0"):
+        store.write_known(T0, {"kueue": {"g5.xlarge": -1.0}}, {})

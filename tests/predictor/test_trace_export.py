@@ -229,7 +229,7 @@ def test_queries_exclude_namespaces_and_use_the_gpu_resource():
     texts = export_queries(PrometheusConfig(gpu_resource="amd_com_gpu",
                                             exclude_namespaces=("headstart", "infra")))
     assert set(texts) == {"created", "scheduled", "completed", "phase", "owner", "info",
-                          "requests", "init_requests"}
+                          "requests", "init_requests", "job_created", "job_owner", "cron_next"}
     assert all('namespace!~"headstart|infra"' in q for q in texts.values())
     assert 'resource=~"amd_com_gpu|cpu|memory"' in texts["requests"]
     assert texts["created"] == 'max by (namespace, pod, uid) (kube_pod_created{namespace!~' \
@@ -251,3 +251,39 @@ def test_data_stopping_before_the_window_end_is_not_a_mass_deletion():
     ends = table.frame.set_index("pod")["end_s"]
     np.testing.assert_equal([ends["team/a"], ends["team/b"]], [NAN, at(3)])
     assert table.censoring.running_at_end == 1
+
+
+def job_series(ns, job, values_by_tick, **labels):
+    return {"metric": {"namespace": ns, "job_name": job, **labels},
+            "values": [[at(t), f"{v:.3f}"] for t, v in values_by_tick]}
+
+
+def test_known_at_from_job_and_cronjob_metrics():
+    # nightly-<minutes>: the CronJob's run scheduled at tick 6 (T0 is a whole minute)
+    scheduled = at(6)
+    run_job = f"nightly-{int(scheduled // 60)}"
+    results = {
+        "created": [stamp("run-0", at(6), range(6, 11)), stamp("held-0", at(5), range(5, 11)),
+                    stamp("plain-0", at(2), range(2, 11))],
+        "requests": [request(p, "cpu", 1, ALL) for p in ("run-0", "held-0", "plain-0")],
+        "owner": [owner("run-0", "Job", run_job), owner("held-0", "Job", "held"),
+                  owner("plain-0", "Job", "plain")],
+        "job_created": [job_series("team", run_job, [(6, at(6))]),
+                        job_series("team", "held", [(t, at(1)) for t in range(1, 11)]),
+                        job_series("team", "plain", [(t, at(2)) for t in range(2, 11)])],
+        "job_owner": [job_series("team", run_job, [(6, 1)], owner_kind="CronJob",
+                                 owner_name="nightly")],
+        # the next schedule was the tick-4 run until it ran, then the tick-6 run from tick 4
+        "cron_next": [{"metric": {"namespace": "team", "cronjob": "nightly"},
+                       "values": [[at(t), f"{(at(4) if t < 4 else scheduled):.3f}"]
+                                  for t in range(0, 11)]}],
+    }
+    times = grid(SINCE, UNTIL, STEP)
+    table, _ = job_table_from_results(results, times, STEP, SINCE, UNTIL, CONFIG)
+    known = dict(zip(table.frame["pod"], table.frame["known_at_s"], strict=True))
+    # the run was known from tick 4, when next_schedule_time became its scheduled time;
+    # "held" existed 4 steps before its pod (suspended or queued); "plain" did not
+    assert known["team/run-0"] == at(4)
+    assert known["team/held-0"] == at(1)
+    assert math.isnan(known["team/plain-0"])
+    assert set(export_queries(CONFIG)) >= {"job_created", "job_owner", "cron_next"}

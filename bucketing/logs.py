@@ -1,8 +1,11 @@
-"""Structured logging for the extender: one JSON object per line, or plain text.
+"""Structured logging for every service (extender, overprovisioner): one JSON object per
+line on stderr, or plain text for a human at a terminal (`--log-format text`).
 
-Decides: the record layout (`time`, `level`, `logger`, `message`, then every `extra=`
-field, then `exception` with the traceback text when there is one). Tracebacks go to
-the log only, never into an HTTP answer.
+Decides: the one log format (JSON lines: what log pipelines such as Fluent Bit, Loki or
+CloudWatch parse without a custom regex) and the record layout: `time` (UTC, ISO 8601,
+milliseconds), `level`, `logger`, `message`, then every `extra=` field, then
+`exception` with the traceback text when there is one. Tracebacks go to the log only,
+never into an HTTP answer.
 
 Must not: configure anything but the root handler's format and level.
 """
@@ -35,7 +38,11 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, default=str)
 
 
+LOG_FORMATS = ("json", "text")
+
+
 def configure_logging(log_format: str = "json", level: str = "info") -> None:
+    """Route every logger to one stderr handler in `log_format` at `level` (any case)."""
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
         handler.setFormatter(JsonFormatter())

@@ -1,0 +1,114 @@
+"""Every waiting job's claims (`locality.claims`), kept up to date incrementally.
+
+Decides: when a job's claims are computed again (when its pods or its assumptions
+changed, checked once per cache change), and what a request gets (the claims of the
+jobs other than its own, summed per node). A job's claims are computed against the
+cache's nodes and live assumptions at that moment: a job whose pods do not change keeps
+them while other jobs' bindings fill the same nodes, and two jobs may claim the same
+room. Both only make nodes look fuller than they are for a third job, for a soft
+preference; recomputing every job on every change cost O(waiting jobs x their pods)
+per scheduled pod (bench/bench_extender.py).
+
+Which jobs: those with pods waiting (neither bound nor finished) and at least one pod
+placed (bound or assumed); a job with nothing placed has no home yet.
+
+Threading: event-loop thread only, like `ClusterCache`. Must not: do I/O, read the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from bucketing.resources import Resources
+from extender.cache import ClusterCache
+from locality.claims import claims_of_job
+from locality.config import LocalityConfig
+from locality.context import build_context
+from locality.jobs import identify, job_policy
+from locality.model import JobKey, Locality, Packing
+from locality.placement import job_placement
+
+
+class ClaimsBook:
+    """Per-job claims with what they were computed from, and their per-node sum."""
+
+    def __init__(self, cache: ClusterCache, config: LocalityConfig) -> None:
+        self.cache = cache
+        self.config = config
+        self._checked_version: int | None = None
+        # job -> ((cache's job version, the job's assumptions tuple), claims)
+        self._by_job: dict[JobKey, tuple[tuple[object, object], dict[str, Resources]]] = {}
+        self._total: dict[str, Resources] = {}
+
+    def others(self, job: JobKey, now: float) -> Mapping[str, Resources]:
+        """The claims of every job but `job`, summed per node."""
+        self._update(now)
+        entry = self._by_job.get(job)
+        if entry is None or not entry[1]:
+            return self._total
+        others = dict(self._total)
+        for name, claimed in entry[1].items():
+            _take(others, name, claimed)
+        return others
+
+    def _update(self, now: float) -> None:
+        cache = self.cache
+        if self._checked_version == cache.version:
+            return
+        waiting = set(cache.jobs_with_waiting_pods())
+        for job in [job for job in self._by_job if job not in waiting]:
+            self._replace(job, None)
+        by_job_assumed = cache.assumed.by_job
+        for job in waiting:
+            source = (cache.job_version(job), by_job_assumed.get(job))
+            entry = self._by_job.get(job)
+            if entry is not None and entry[0][0] == source[0] and entry[0][1] is source[1]:
+                continue
+            self._replace(job, (source, self._claims_of(job, now)))
+        self._checked_version = cache.version
+
+    def _replace(self, job: JobKey, entry) -> None:
+        old = self._by_job.pop(job, None)
+        total = self._total
+        if old is not None:
+            for name, claimed in old[1].items():
+                _take(total, name, claimed)
+        if entry is not None:
+            self._by_job[job] = entry
+            for name, claimed in entry[1].items():
+                current = total.get(name)
+                total[name] = claimed if current is None else current + claimed
+
+    def _claims_of(self, job: JobKey, now: float) -> dict[str, Resources]:
+        cache = self.cache
+        assumed = cache.assumed
+        pods = cache.pods_of_job(job)
+        waiting = next((p for p in pods if p.node_name is None and not p.terminal
+                        and p.uid not in assumed.by_uid), None)
+        identity = identify(waiting, self.config) if waiting is not None else None
+        if waiting is None or identity is None:
+            return {}
+        policy = job_policy(waiting, self.config)
+        placement = job_placement(waiting, job, policy, pods, assumed, now, self.config)
+        if not placement.placed:
+            return {}
+        table = cache.table()
+        # The home group and the nodes the job's pods are pulled to, as its own requests
+        # see them (no group sizing: a job with a pod placed has a home or none to size).
+        shape = build_context(waiting, identity, replace(policy, placement_group=Locality.NONE),
+                              placement, table)
+        occupied = sorted(shape.counterpart_nodes) + sorted(
+            shape.job_nodes - shape.counterpart_nodes)
+        return claims_of_job(placement, occupied, shape.home_group, table,
+                             assumed.requested_by_node(now),
+                             1 if policy.packing is Packing.SPREAD else None)
+
+
+def _take(total: dict[str, Resources], name: str, claimed: Resources) -> None:
+    """Subtract `claimed` from `total[name]`, dropping the entry when nothing is left."""
+    rest = total[name] - claimed
+    if rest.gpu_milli or rest.cpu_milli or rest.memory_bytes:
+        total[name] = rest
+    else:
+        del total[name]

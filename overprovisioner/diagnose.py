@@ -1,0 +1,246 @@
+"""Why a bucket's placeholders cannot work: too big for every node, or no node group.
+
+Decides, per bucket (instance type, placement group), one of:
+- `too_big`: the placeholder requests more than any settled node of its type has left
+  after its DaemonSet pods (sizing.fit_problem), or cluster-autoscaler's latest
+  `NotTriggerScaleUp` event for it names an `Insufficient <resource>` (the template of
+  the type's node group cannot hold it, so CA launches nothing);
+- `no_node_group`: no node of the bucket exists and cluster-autoscaler says no node
+  group can make one: its latest `NotTriggerScaleUp` event for the bucket lists only
+  node groups that do not match the placeholder's node selector or tolerations (or no
+  node group at all), or its status ConfigMap says it runs with no node group;
+- `group_at_max`: the latest `NotTriggerScaleUp` says the matching node group (or the
+  cluster) is at its maximum size;
+- `buffer_not_processed`: a CapacityBuffer asking for replicas that cluster-autoscaler
+  has not made ready and injected within `BUFFER_GRACE_S` of its creation. Its
+  controller sets condition `ReadyForProvisioning` (capacitybuffer/common/common.go),
+  and its pod-list processor sets `Provisioning` True (reason FakePodsInjected) or
+  False with why (capacitybuffer pod-list processor); neither appears unless CA runs
+  with `--capacity-buffer-controller-enabled` and `--capacity-buffer-pod-injection-
+  enabled`, and then nothing scales up for the buffer.
+
+The events: cluster-autoscaler records `NotTriggerScaleUp` ("pod didn't trigger
+scale-up: <count> <reason>, ...", one count per node group, processors/status/
+eventing_scale_up_processor.go `ReasonsMessage`) and `TriggeredScaleUp` on pending pods,
+and the same two reasons on a CapacityBuffer for its fake pods ("capacity buffer N fake
+pods didn't trigger scale-up: ...", capacitybuffer fake-pods scale-up status processor).
+The latest of the two per bucket, no older than `max_age_s`, is the verdict.
+The status ConfigMap (`cluster-autoscaler-status`, key `status`) is YAML since
+cluster-autoscaler 1.30 (clusterstate/api/types.go: `autoscalerStatus`, `nodeGroups`);
+the older text format is reported as unreadable rather than guessed at.
+
+Must not: read the clock (`now_s` comes in), log, or call the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import yaml
+
+from bucketing.resources import Resources
+from overprovisioner.sizing import NodeRoom, fit_problem
+
+Bucket = tuple[str, str]
+Problem = Literal["too_big", "no_node_group", "group_at_max", "buffer_not_processed"]
+PROBLEMS: tuple[str, ...] = ("too_big", "no_node_group", "group_at_max",
+                             "buffer_not_processed")
+# CA's loop runs every 10 s; a buffer still unprocessed after 5 minutes is not coming.
+BUFFER_GRACE_S = 300.0
+SCALE_UP_REASONS = ("NotTriggerScaleUp", "TriggeredScaleUp")
+# Reasons a node group gives for a pod it will not take because it does not match: the
+# scheduler's node-affinity and taint filters as CA's simulation reports them.
+MISMATCH_MARKERS = ("didn't match pod's node affinity", "didn't match node selector",
+                    "untolerated taint", "didn't match pod affinity",
+                    "didn't tolerate")
+AT_MAX_MARKERS = ("max node group size reached", "max total nodes in cluster reached",
+                  "max cluster cpu", "max cluster memory", "exceeded quota")
+
+
+@dataclass(frozen=True)
+class BucketProblem:
+    instance_type: str
+    placement_group: str
+    problem: Problem
+    detail: str
+
+
+@dataclass(frozen=True)
+class AutoscalerStatus:
+    """What cluster-autoscaler's status ConfigMap says; `node_groups` None = unknown."""
+
+    found: bool = False
+    running: bool | None = None
+    node_groups: int | None = None
+    detail: str = "not read"
+
+
+@dataclass(frozen=True)
+class ScaleUpEvent:
+    """cluster-autoscaler's latest scale-up verdict for one bucket's placeholders."""
+
+    reason: str  # NotTriggerScaleUp | TriggeredScaleUp
+    message: str
+    time_s: float
+
+
+def parse_autoscaler_status(configmap: Mapping[str, Any] | None) -> AutoscalerStatus:
+    """Read the status ConfigMap (None = absent: CA not running there, or not named so)."""
+    if configmap is None:
+        return AutoscalerStatus(detail="no status ConfigMap (cluster-autoscaler not running, "
+                                       "or writing it elsewhere)")
+    text = ((configmap.get("data") or {}).get("status")) or ""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError:
+        document = None
+    if not isinstance(document, Mapping) or "autoscalerStatus" not in document:
+        return AutoscalerStatus(found=True, detail="status in the text format of "
+                                "cluster-autoscaler before 1.30: not read")
+    running = document.get("autoscalerStatus") == "Running"
+    groups = document.get("nodeGroups") or []
+    count = len(groups) if isinstance(groups, list) else None
+    return AutoscalerStatus(True, running, count,
+                            f"autoscalerStatus {document.get('autoscalerStatus')}, "
+                            f"{count} node group(s)")
+
+
+def scale_up_reasons(message: str) -> list[tuple[int, str]]:
+    """The `<count> <reason>` items of a NotTriggerScaleUp message ([] = none given)."""
+    _, _, tail = message.partition("scale-up:")
+    items = []
+    for part in tail.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        count, _, reason = part.partition(" ")
+        if count.isdigit():
+            items.append((int(count), reason.strip()))
+        else:
+            items.append((1, part))
+    return items
+
+
+def classify_not_triggered(message: str) -> Problem | None:
+    """What a NotTriggerScaleUp message means for a placeholder (None: something else,
+    e.g. a node group in backoff after a failed scale-up)."""
+    lower = message.lower()
+    if any(marker in lower for marker in ("max total nodes in cluster reached",)):
+        return "group_at_max"
+    reasons = [reason.lower() for _, reason in scale_up_reasons(message)]
+    if any(reason.startswith("insufficient") for reason in reasons):
+        return "too_big"
+    if any(any(m in reason for m in AT_MAX_MARKERS) for reason in reasons):
+        return "group_at_max"
+    if all(any(m in reason for m in MISMATCH_MARKERS) for reason in reasons):
+        return "no_node_group"  # also when no node group was considered at all
+    return None
+
+
+def event_time(event: Mapping[str, Any]) -> float | None:
+    """An Event's last time: `lastTimestamp`, else `eventTime`, else its creation."""
+    metadata = event.get("metadata") or {}
+    for text in (event.get("lastTimestamp"), event.get("eventTime"),
+                 metadata.get("creationTimestamp")):
+        if isinstance(text, str) and text:
+            try:
+                return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return None
+
+
+def latest_scale_up_events(
+    events: Iterable[Mapping[str, Any]], pod_buckets: Mapping[str, Bucket],
+    buffer_buckets: Mapping[str, Bucket], now_s: float, max_age_s: float,
+) -> dict[Bucket, ScaleUpEvent]:
+    """Per bucket, the newest NotTriggerScaleUp / TriggeredScaleUp event no older than
+    `max_age_s`. pod_buckets: placeholder pod name -> bucket (pods that exist now);
+    buffer_buckets: CapacityBuffer name -> bucket."""
+    latest: dict[Bucket, ScaleUpEvent] = {}
+    for event in events:
+        if event.get("reason") not in SCALE_UP_REASONS:
+            continue
+        involved = event.get("involvedObject") or {}
+        table = {"Pod": pod_buckets, "CapacityBuffer": buffer_buckets}.get(
+            involved.get("kind", ""), {})
+        bucket = table.get(involved.get("name", ""))
+        time_s = event_time(event)
+        if bucket is None or time_s is None or now_s - time_s > max_age_s:
+            continue
+        current = latest.get(bucket)
+        if current is None or time_s >= current.time_s:
+            latest[bucket] = ScaleUpEvent(event["reason"], str(event.get("message", "")),
+                                          time_s)
+    return latest
+
+
+def buffer_problem(buffer: Mapping[str, Any], now_s: float) -> str | None:
+    """Why cluster-autoscaler is not provisioning this CapacityBuffer, or None."""
+    if not int((buffer.get("spec") or {}).get("replicas") or 0):
+        return None
+    created = event_time({"metadata": buffer.get("metadata") or {}})
+    conditions = {c.get("type"): c for c in (buffer.get("status") or {}).get("conditions") or []}
+    ready, provisioning = conditions.get("ReadyForProvisioning"), conditions.get("Provisioning")
+    if ready is not None and ready.get("status") == "False":
+        return f"cluster-autoscaler: not ready for provisioning: {ready.get('message', '')}"
+    if provisioning is not None and provisioning.get("status") == "False":
+        return (f"cluster-autoscaler: not provisioning ({provisioning.get('reason', '')}): "
+                f"{provisioning.get('message', '')}")
+    if created is None or now_s - created < BUFFER_GRACE_S:
+        return None
+    if ready is None:
+        return (f"no ReadyForProvisioning condition {BUFFER_GRACE_S:.0f} s after creation: "
+                "cluster-autoscaler's buffer controller is not running "
+                "(--capacity-buffer-controller-enabled)")
+    if provisioning is None:
+        return (f"ready but no Provisioning condition {BUFFER_GRACE_S:.0f} s after creation: "
+                "cluster-autoscaler injects no fake pods for buffers "
+                "(--capacity-buffer-pod-injection-enabled)")
+    return None
+
+
+def diagnose(
+    buckets: Sequence[Bucket],
+    requests: Mapping[str, Resources],
+    rooms: Sequence[NodeRoom],
+    nodes: Mapping[Bucket, int],
+    scale_ups: Mapping[Bucket, ScaleUpEvent],
+    status: AutoscalerStatus,
+    now_s: float,
+    buffers: Mapping[Bucket, Mapping[str, Any]] | None = None,
+) -> dict[Bucket, BucketProblem]:
+    """The problem of each bucket that has one (see the module docstring). buffers: the
+    bucket's CapacityBuffer as observed, when the buffer backend is in use."""
+    buffers = buffers or {}
+    problems: dict[Bucket, BucketProblem] = {}
+    for bucket in buckets:
+        instance_type, group = bucket
+        event = scale_ups.get(bucket)
+        verdict = (classify_not_triggered(event.message)
+                   if event is not None and event.reason == "NotTriggerScaleUp" else None)
+        ca_says = f"cluster-autoscaler: {event.message}" if event is not None else ""
+        misfit = fit_problem(requests[instance_type], rooms, instance_type, now_s)
+        if misfit is not None:
+            problem: BucketProblem | None = BucketProblem(instance_type, group, "too_big", misfit)
+        elif verdict == "too_big":
+            problem = BucketProblem(instance_type, group, "too_big", ca_says)
+        elif nodes.get(bucket, 0) == 0 and verdict == "no_node_group":
+            problem = BucketProblem(instance_type, group, "no_node_group",
+                                    f"no node of this type exists and {ca_says}")
+        elif nodes.get(bucket, 0) == 0 and status.running and status.node_groups == 0:
+            problem = BucketProblem(instance_type, group, "no_node_group",
+                                    "no node of this type exists and cluster-autoscaler's "
+                                    f"status says it manages no node group ({status.detail})")
+        elif verdict == "group_at_max":
+            problem = BucketProblem(instance_type, group, "group_at_max", ca_says)
+        elif bucket in buffers and (why := buffer_problem(buffers[bucket], now_s)):
+            problem = BucketProblem(instance_type, group, "buffer_not_processed", why)
+        else:
+            problem = None
+        if problem is not None:
+            problems[bucket] = problem
+    return problems

@@ -1,0 +1,69 @@
+"""Known-ahead demand in the tick's plan: the forecast split and the per-bucket known nodes.
+
+Decides how the recorder's known demand meets the forecaster (the rule is
+`predictor.known.combine` (4), documented in docs/known-demand.md):
+- the model is fitted and asked on the *unannounced* history (observed minus announced,
+  `predictor.known.history.unannounced`);
+- the announced demand running or pending now is added back to its forecast (it is in
+  the cluster and assumed to stay over the horizon), and `in_use` stays the observed
+  demand, so the plan's delta is the unannounced forecast's rise plus the known demand;
+- the known demand due within the horizon is a per-bucket number of nodes the plan adds
+  in every mode (`known_nodes`); known pods are not bound, so they sit in the ungrouped
+  bucket, as pending pods do.
+
+Must not: read the clock, log, or call the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from overprovisioner.forecasting import BucketForecast
+from predictor.known.recording import KnownState
+from predictor.series import DemandSeries, split_column
+
+Bucket = tuple[str, str]
+
+
+def with_announced(forecasts: Mapping[Bucket, BucketForecast], series: DemandSeries,
+                   announced: np.ndarray) -> dict[Bucket, BucketForecast]:
+    """Forecasts of the unannounced demand plus the announced demand at the last observed
+    tick; `in_use` is the observed demand then. `series` is the observed history and
+    `announced` its (T, K) announced demand."""
+    history = series.history()
+    result = dict(forecasts)
+    for index, column in enumerate(series.columns):
+        bucket, group = split_column(column)
+        forecast = forecasts.get((bucket, group or ""))
+        if forecast is None:
+            continue
+        rows = np.flatnonzero(~np.isnan(history[:, index]))
+        observed = float(history[rows[-1], index]) if len(rows) else 0.0
+        extra = float(announced[rows[-1], index]) if len(rows) else 0.0
+        result[(bucket, group or "")] = replace(
+            forecast, point=forecast.point + extra, quantile=forecast.quantile + extra,
+            raw_quantile=forecast.raw_quantile + extra, in_use=observed, announced=extra)
+    return result
+
+
+def known_nodes(state: KnownState | None) -> dict[Bucket, float]:
+    """Per bucket, the nodes known demand due within the horizon needs."""
+    if state is None:
+        return {}
+    nodes: dict[Bucket, float] = {}
+    for column, value in state.values.total.items():
+        bucket, group = split_column(column)
+        nodes[(bucket, group or "")] = float(value)
+    return nodes
+
+
+def known_by_source(state: KnownState | None, bucket: Bucket) -> dict[str, float]:
+    """Per source, the nodes its own due items need in `bucket` (each embedded alone)."""
+    if state is None:
+        return {}
+    column = bucket[0] if not bucket[1] else f"{bucket[0]}@{bucket[1]}"
+    return {source: float(values.get(column, 0.0))
+            for source, values in state.values.by_source.items() if values.get(column, 0.0)}

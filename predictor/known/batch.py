@@ -1,0 +1,167 @@
+"""Known demand of suspended batch Jobs and JobSets.
+
+A suspended Job (`batch/v1`, `spec.suspend: true`) has no running pods (the Job
+controller deletes them on suspension); when resumed it starts
+min(`spec.parallelism` (default 1), `spec.completions` - `status.succeeded`) pods of
+`spec.template` (completions unset: `parallelism` pods). Finished Jobs (condition
+`Complete` or `Failed` True) announce nothing.
+
+A suspended JobSet (`jobset.x-k8s.io/v1alpha2`, `spec.suspend`) announces, per
+`spec.replicatedJobs[]`, `replicas` (default 1) Jobs of `template` (a JobTemplateSpec),
+each starting its Job's pods as above. Field names: kubernetes-sigs/jobset
+api/jobset/v1alpha2/jobset_types.go (`ReplicatedJob.Replicas` +kubebuilder:default=1,
+`Template batchv1.JobTemplateSpec`, `JobSetSpec.Suspend`, conditions `Completed`,
+`Failed`, `Suspended`).
+
+When: suspended work is expected now while it has been suspended for at most the
+configured window (`model.suspended_expected`), since the `Suspended` condition's
+lastTransitionTime, else the object's creation.
+
+Keys: a Job's pods are its own (their controller), unless it is a JobSet's child (its
+`jobset.sigs.k8s.io/jobset-name` label): then the JobSet's, so a suspended JobSet and
+its suspended child Jobs count once (jobsets win). A Kueue Workload for either names
+the same key and wins over both.
+
+Must not: do I/O, read the clock, or log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bucketing.resources import Resources
+from predictor.known.model import (
+    JOBSET,
+    JOBSET_NAME_LABEL,
+    KnownItem,
+    Meta,
+    condition_since,
+    condition_true,
+    mapping,
+    open_object,
+    suspended_expected,
+    template_request,
+    whole,
+    workload_key,
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A batch/v1 Job, as far as its demand goes."""
+
+    meta: Meta
+    suspended: bool
+    suspended_since_s: float | None
+    finished: bool
+    pods: int
+    request: Resources
+
+    @property
+    def key(self) -> str:
+        jobset = self.meta.labels.get(JOBSET_NAME_LABEL)
+        if jobset:
+            return f"{JOBSET}/{self.meta.namespace}/{jobset}"
+        return workload_key("batch", "Job", self.meta.namespace, self.meta.name)
+
+
+def job_spec_pods(spec: Mapping[str, Any], succeeded: int, where: str) -> int:
+    """Pods a Job runs at once: parallelism (default 1), capped by completions left."""
+    parallelism = whole(spec.get("parallelism"), f"{where}.parallelism", 1)
+    completions = spec.get("completions")
+    if completions is None:
+        return parallelism
+    left = whole(completions, f"{where}.completions", 1) - succeeded
+    return max(0, min(parallelism, left))
+
+
+def parse_job(obj: Mapping[str, Any], gpu_resource: str) -> Job:
+    meta, where, spec, status = open_object(obj, "job")
+    succeeded = whole(status.get("succeeded"), f"{where}.status.succeeded", 0)
+    return Job(
+        meta=meta,
+        suspended=spec.get("suspend") is True,
+        suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
+        finished=condition_true(status, "Complete") or condition_true(status, "Failed"),
+        pods=job_spec_pods(spec, succeeded, f"{where}.spec"),
+        request=template_request(spec.get("template"), gpu_resource,
+                                 f"{where}.spec.template"),
+    )
+
+
+def job_items(jobs: Iterable[Job], now_s: float, window_s: float) -> list[KnownItem]:
+    """One item per suspended, unfinished Job with pods to start."""
+    items = []
+    for job in jobs:
+        if not job.suspended or job.finished or job.pods == 0:
+            continue
+        expected, reason = suspended_expected(job.suspended_since_s, now_s, window_s)
+        items.append(KnownItem("jobs", "Job", job.meta.namespace, job.meta.name, job.key,
+                               job.pods, job.request, expected, reason))
+    return items
+
+
+@dataclass(frozen=True)
+class ReplicatedJob:
+    name: str
+    replicas: int
+    pods_per_job: int
+    request: Resources
+
+
+@dataclass(frozen=True)
+class JobSet:
+    """A jobset.x-k8s.io/v1alpha2 JobSet, as far as its demand goes."""
+
+    meta: Meta
+    suspended: bool
+    suspended_since_s: float | None
+    finished: bool
+    replicated_jobs: tuple[ReplicatedJob, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{JOBSET}/{self.meta.namespace}/{self.meta.name}"
+
+
+def parse_jobset(obj: Mapping[str, Any], gpu_resource: str) -> JobSet:
+    meta, where, spec, status = open_object(obj, "jobset")
+    replicated = []
+    for index, raw in enumerate(spec.get("replicatedJobs") or []):
+        path = f"{where}.spec.replicatedJobs[{index}]"
+        raw = mapping(raw, path)
+        template = mapping(raw.get("template"), f"{path}.template")
+        job_spec = mapping(template.get("spec"), f"{path}.template.spec")
+        replicated.append(ReplicatedJob(
+            name=str(raw.get("name", "")),
+            replicas=whole(raw.get("replicas"), f"{path}.replicas", 1),
+            pods_per_job=job_spec_pods(job_spec, 0, f"{path}.template.spec"),
+            request=template_request(job_spec.get("template"), gpu_resource,
+                                     f"{path}.template.spec.template"),
+        ))
+    return JobSet(
+        meta=meta,
+        suspended=spec.get("suspend") is True,
+        suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
+        finished=condition_true(status, "Completed") or condition_true(status, "Failed"),
+        replicated_jobs=tuple(replicated),
+    )
+
+
+def jobset_items(jobsets: Iterable[JobSet], now_s: float, window_s: float) -> list[KnownItem]:
+    """One item per replicated job of each suspended, unfinished JobSet."""
+    items = []
+    for jobset in jobsets:
+        if not jobset.suspended or jobset.finished:
+            continue
+        expected, reason = suspended_expected(jobset.suspended_since_s, now_s, window_s)
+        for replicated in jobset.replicated_jobs:
+            pods = replicated.replicas * replicated.pods_per_job
+            if pods:
+                items.append(KnownItem(
+                    "jobsets", "JobSet", jobset.meta.namespace, jobset.meta.name, jobset.key,
+                    pods, replicated.request, expected, f"{replicated.name}: {reason}",
+                ))
+    return items

@@ -1,0 +1,135 @@
+"""Known demand of Kubeflow training jobs whose pods are not all created.
+
+Training-operator jobs (`kubeflow.org/v1` PyTorchJob, TFJob, MPIJob; field names from
+kubeflow/training-operator release-1.9 pkg/apis/kubeflow.org/v1): `spec.<kind>ReplicaSpecs`
+(`pytorchReplicaSpecs`, `tfReplicaSpecs`, `mpiReplicaSpecs`) maps a replica type
+(Master, Worker, PS, Chief, Evaluator, Launcher) to `{replicas (default 1), template}`;
+`spec.runPolicy.suspend`; conditions `Succeeded`, `Failed`, `Suspended`. The operator
+labels each pod `training.kubeflow.org/replica-type` with the type lower-cased and makes
+the job its controller owner (pkg/controller.v1/common/pod.go, job_controller.go
+`GenLabels`), so the pods that exist are counted per (job, replica type) and the rest
+are known demand, expected now (the operator is creating them). A suspended job announces
+all its replicas, expected now while suspended for at most the window.
+
+TrainJob (`trainer.kubeflow.org/v1alpha1`, kubeflow/trainer
+pkg/apis/trainer/v1alpha1/trainjob_types.go): `spec.trainer.numNodes` pods of
+`spec.trainer.resourcesPerNode`, `spec.suspend`, conditions `Complete`, `Failed`,
+`Suspended`. Its pods belong to the JobSet of the same name (the trainer's jobset plugin
+builds `JobSet(trainJob.Name, ...)`) in replicated job `node` (pkg/constants `Node`).
+A TrainJob that leaves numNodes or resourcesPerNode to its TrainingRuntime is not
+counted (runtimes are not read); with the jobsets source on, its JobSet covers it.
+
+Must not: do I/O, read the clock, or log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bucketing.resources import Resources, container_request
+from predictor.known.model import (
+    JOBSET,
+    KnownItem,
+    Meta,
+    PodCounts,
+    condition_since,
+    condition_true,
+    mapping,
+    open_object,
+    suspended_expected,
+    template_request,
+    whole,
+    workload_key,
+)
+
+REPLICA_SPECS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs",
+                 "MPIJob": "mpiReplicaSpecs"}
+TRAINJOB_NODE_ROLE = "node"
+
+
+@dataclass(frozen=True)
+class Replicas:
+    replica_type: str
+    replicas: int
+    request: Resources
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """A training-operator job or a TrainJob, as far as its demand goes."""
+
+    kind: str
+    meta: Meta
+    key: str
+    suspended: bool
+    suspended_since_s: float | None
+    finished: bool
+    replicas: tuple[Replicas, ...]
+
+
+def parse_training_job(obj: Mapping[str, Any], kind: str, gpu_resource: str) -> TrainingJob:
+    """A PyTorchJob, TFJob or MPIJob (kubeflow.org/v1)."""
+    meta, where, spec, status = open_object(obj, kind)
+    field_name = REPLICA_SPECS[kind]
+    replicas = []
+    for replica_type, raw in mapping(spec.get(field_name), f"{where}.spec.{field_name}").items():
+        path = f"{where}.spec.{field_name}.{replica_type}"
+        raw = mapping(raw, path)
+        replicas.append(Replicas(
+            str(replica_type), whole(raw.get("replicas"), f"{path}.replicas", 1),
+            template_request(raw.get("template"), gpu_resource, f"{path}.template"),
+        ))
+    run_policy = mapping(spec.get("runPolicy"), f"{where}.spec.runPolicy")
+    return TrainingJob(
+        kind=kind, meta=meta,
+        key=workload_key("kubeflow.org", kind, meta.namespace, meta.name),
+        suspended=run_policy.get("suspend") is True,
+        suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
+        finished=condition_true(status, "Succeeded") or condition_true(status, "Failed"),
+        replicas=tuple(sorted(replicas, key=lambda r: r.replica_type)),
+    )
+
+
+def parse_trainjob(obj: Mapping[str, Any], gpu_resource: str) -> TrainingJob:
+    """A TrainJob (trainer.kubeflow.org/v1alpha1); no replicas when the runtime sizes it."""
+    meta, where, spec, status = open_object(obj, "TrainJob")
+    trainer = mapping(spec.get("trainer"), f"{where}.spec.trainer")
+    replicas: tuple[Replicas, ...] = ()
+    if trainer.get("numNodes") is not None and trainer.get("resourcesPerNode") is not None:
+        resources = mapping(trainer["resourcesPerNode"], f"{where}.spec.trainer.resourcesPerNode")
+        request = container_request({"resources": resources}, gpu_resource,
+                                    f"{where}.spec.trainer.resourcesPerNode")
+        replicas = (Replicas(TRAINJOB_NODE_ROLE,
+                             whole(trainer["numNodes"], f"{where}.spec.trainer.numNodes", 1),
+                             request),)
+    return TrainingJob(
+        kind="TrainJob", meta=meta, key=f"{JOBSET}/{meta.namespace}/{meta.name}",
+        suspended=spec.get("suspend") is True,
+        suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
+        finished=condition_true(status, "Complete") or condition_true(status, "Failed"),
+        replicas=replicas,
+    )
+
+
+def training_items(jobs: Iterable[TrainingJob], pods: PodCounts, now_s: float,
+                   window_s: float) -> list[KnownItem]:
+    """Per job and replica type: the pods not created yet (all of them when suspended)."""
+    items = []
+    for job in jobs:
+        if job.finished:
+            continue
+        if job.suspended:
+            expected, reason = suspended_expected(job.suspended_since_s, now_s, window_s)
+        else:
+            expected, reason = now_s, "pods not all created yet"
+        for replicas in job.replicas:
+            existing = 0 if job.suspended else pods.of(job.key, replicas.replica_type.lower())
+            missing = replicas.replicas - existing
+            if missing > 0:
+                items.append(KnownItem(
+                    "kubeflow", job.kind, job.meta.namespace, job.meta.name, job.key, missing,
+                    replicas.request, expected, f"{replicas.replica_type}: {reason}",
+                ))
+    return items

@@ -1,0 +1,171 @@
+"""The cloud examples users paste: node groups that cluster-autoscaler can scale from zero
+and that match the overprovisioner's buckets, cluster-autoscaler's IAM wiring, and the
+training jobs of docs/install-eks.md as the training operator would turn them into pods."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shlex
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.manifests import checks
+
+EKS = checks.MANIFESTS / "overlays" / "eks"
+GKE = checks.MANIFESTS / "overlays" / "gke"
+INSTALL_EKS = checks.REPO / "docs" / "install-eks.md"
+
+# ManagedNodeGroup fields the example may use (eksctl pkg/apis/eksctl.io/v1alpha5/types.go:
+# NodeGroupBase and ManagedNodeGroup JSON names): eksctl refuses unknown fields, so a
+# typo is caught here before a user runs it.
+NODE_GROUP_FIELDS = {"name", "instanceType", "minSize", "maxSize", "desiredCapacity",
+                     "availabilityZones", "placement", "efaEnabled", "labels", "taints",
+                     "propagateASGTags", "tags", "iam"}
+TEMPLATE = "k8s.io/cluster-autoscaler/node-template/"
+
+
+def load(path):
+    return yaml.safe_load(path.read_text())
+
+
+def node_groups() -> list[dict]:
+    return load(EKS / "examples" / "eksctl-nodegroups.yaml")["managedNodeGroups"]
+
+
+def gke_machine_types() -> list[str]:
+    script = (GKE / "examples" / "node-pools.sh").read_text()
+    words = shlex.split(script, comments=True)
+    return [words[i + 1] for i, word in enumerate(words) if word == "--machine-type"]
+
+
+@pytest.mark.parametrize(
+    "overlay, example_types",
+    [("eks", lambda: [g["instanceType"] for g in node_groups()]), ("gke", gke_machine_types)],
+    ids=["eks", "gke"],
+)
+def test_the_overlay_buckets_are_the_example_node_groups(overlay, example_types) -> None:
+    # A bucket with no node group gets placeholders no node can ever hold; a node group
+    # with no bucket gets no placeholders. The lists cannot drift apart.
+    config = load(checks.MANIFESTS / "overlays" / overlay / "overprovisioner-config.yaml")
+    assert sorted(config["instance_types"]) == sorted(example_types())
+    assert len(set(config["instance_types"])) == len(config["instance_types"])
+
+
+def test_every_node_group_can_scale_from_zero() -> None:
+    cluster = load(EKS / "examples" / "eksctl-nodegroups.yaml")["metadata"]["name"]
+    for group in node_groups():
+        name = group["name"]
+        assert set(group) <= NODE_GROUP_FIELDS, (name, set(group) - NODE_GROUP_FIELDS)
+        assert group["minSize"] == 0 and group["desiredCapacity"] == 0, name
+        # EKS keeps labels and taints on the node group; eksctl copies them to the ASG.
+        assert group["propagateASGTags"] is True, name
+        tags = group["tags"]
+        assert tags.get(f"k8s.io/cluster-autoscaler/{cluster}") == "owned", name
+        assert tags.get("k8s.io/cluster-autoscaler/enabled") == "true", name
+        for key, value in group["labels"].items():
+            assert tags.get(f"{TEMPLATE}label/{key}") == value, (name, key)
+        assert "headstart.io/placement-group" in group["labels"], name
+        assert tags[f"{TEMPLATE}label/node.kubernetes.io/instance-type"] == (
+            group["instanceType"])
+        for taint in group["taints"]:
+            # cluster-autoscaler's AWS provider reads "value:Effect" and skips the rest
+            # (cloudprovider/aws/aws_manager.go extractTaintsFromAsg); eksctl's own
+            # propagated taint tag has the value alone.
+            value = tags.get(f"{TEMPLATE}taint/{taint['key']}")
+            assert value == f"{taint['value']}:{taint['effect']}", (name, value)
+            assert re.fullmatch(r".*:(NoSchedule|NoExecute|PreferNoSchedule)", value)
+
+
+def test_cluster_autoscaler_gets_its_aws_permissions_through_irsa() -> None:
+    cluster = load(EKS / "examples" / "eksctl-nodegroups.yaml")["metadata"]["name"]
+    values = load(EKS / "examples" / "cluster-autoscaler-values.yaml")
+    assert values["autoDiscovery"]["clusterName"] == cluster
+    policy = json.loads((EKS / "examples" / "cluster-autoscaler-iam-policy.json").read_text())
+    actions = {a for statement in policy["Statement"] for a in statement["Action"]}
+    assert {"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup",
+            "autoscaling:DescribeAutoScalingGroups", "ec2:DescribeLaunchTemplateVersions",
+            "eks:DescribeNodegroup"} <= actions
+    (writes,) = [s for s in policy["Statement"] if "autoscaling:SetDesiredCapacity" in s["Action"]]
+    assert writes["Condition"]["StringEquals"] == {
+        f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster}": "owned"}
+    account = values["rbac"]["serviceAccount"]
+    role = account["annotations"]["eks.amazonaws.com/role-arn"].rsplit("/", 1)[1]
+    docs = INSTALL_EKS.read_text()
+    # The role eksctl makes is the one the chart's service account names, for that account.
+    assert f"--name {account['name']} --role-name {role} --role-only" in docs
+    assert f"--cluster {cluster} --namespace kube-system" in docs
+    assert "file://manifests/overlays/eks/examples/cluster-autoscaler-iam-policy.json" in docs
+
+
+JOBS = [
+    ("tfjob.yaml", "TFJob", "tfReplicaSpecs", "tensorflow",
+     {"PS": "ps", "Worker": "worker"}),
+    ("pytorchjob.yaml", "PyTorchJob", "pytorchReplicaSpecs", "pytorch",
+     {"Master": "chief", "Worker": "worker"}),
+]
+
+
+def operator_pods(job: dict, specs_key: str) -> list[tuple[str, dict]]:
+    """The pods the training operator (v1.9) makes of `job`: the template plus its labels
+    (pkg/controller.v1/*: job-name, and replica-type lower-cased)."""
+    pods = []
+    for replica_type, spec in job["spec"][specs_key].items():
+        template = copy.deepcopy(spec["template"])
+        metadata = template.setdefault("metadata", {})
+        metadata["name"] = f"{job['metadata']['name']}-{replica_type.lower()}-0"
+        metadata["namespace"] = "default"
+        metadata.setdefault("labels", {}).update({
+            "training.kubeflow.org/job-name": job["metadata"]["name"],
+            "training.kubeflow.org/replica-type": replica_type.lower(),
+        })
+        pods.append((replica_type, {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+                                    "spec": template["spec"]}))
+    return pods
+
+
+@pytest.mark.parametrize("file, kind, specs_key, container, roles", JOBS,
+                         ids=["tfjob", "pytorchjob"])
+def test_the_training_job_examples_reach_the_extender(file, kind, specs_key, container,
+                                                      roles) -> None:
+    from locality.config import LocalityConfig
+    from locality.jobs import identify, job_policy
+    from locality.parse import parse_pod
+
+    job = load(EKS / "examples" / file)
+    assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", kind)
+    assert set(job["spec"][specs_key]) == set(roles)
+    config = LocalityConfig()
+    for replica_type, pod in operator_pods(job, specs_key):
+        for version in checks.KUBERNETES_VERSIONS:
+            kubernetes_validate.validate(pod, version, strict=True)
+        spec = pod["spec"]
+        assert spec["schedulerName"] == "headstart-scheduler"
+        assert [c["name"] for c in spec["containers"]] == [container]  # the operator's default
+        assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in (
+            spec["tolerations"])
+        parsed = parse_pod(pod, config)
+        identity = identify(parsed, config)
+        assert identity is not None and identity.key.name == job["metadata"]["name"]
+        assert identity.role.value == roles[replica_type]
+        policy = job_policy(parsed, config)
+        assert (policy.packing.value, policy.placement_group.value) == ("pack", "required")
+        assert policy.problems == ()
+
+
+@pytest.mark.parametrize("file", ["tfjob.yaml", "pytorchjob.yaml"])
+def test_the_install_guide_shows_the_example_files(file) -> None:
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", INSTALL_EKS.read_text(),
+                                                    flags=re.S)]
+    assert load(EKS / "examples" / file) in blocks
+    assert f"kubectl apply -f manifests/overlays/eks/examples/{file}" in INSTALL_EKS.read_text()
+
+
+def test_the_training_operator_is_installed_pinned_before_the_jobs() -> None:
+    docs = INSTALL_EKS.read_text()
+    install = docs.index('kubectl apply --server-side -k "github.com/kubeflow/training-operator'
+                         '.git/manifests/overlays/standalone?ref=v1.9.0"')
+    assert install < docs.index("kind: TFJob") < docs.index("kind: PyTorchJob")

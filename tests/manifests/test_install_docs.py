@@ -1,0 +1,67 @@
+"""The install steps users paste from docs/install-eks.md and docs/install-gke.md work:
+the kube-scheduler version is read from the cluster, and the kustomization the block
+writes renders with that tag on the second scheduler and the user's headstart image
+(docs/image.md) on the extender and the overprovisioner."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from tests.manifests import checks
+
+# `kubectl get --raw /version` on EKS (a "+" after the minor) and on GKE.
+VERSIONS = [
+    '{\n  "major": "1",\n  "minor": "33+",\n  "gitVersion": "v1.33.5-eks-3025e55"\n}',
+    '{\n  "major": "1",\n  "minor": "35",\n  "gitVersion": "v1.35.2-gke.1485000"\n}',
+]
+
+
+def install_block(doc: str) -> str:
+    text = (checks.REPO / doc).read_text()
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S)
+              if "my-cluster/kustomization.yaml" in b]
+    assert len(blocks) == 1, f"{doc}: expected one install block writing my-cluster"
+    return blocks[0]
+
+
+@pytest.mark.parametrize("raw, minor", list(zip(VERSIONS, ["33", "35"], strict=True)),
+                         ids=["eks", "gke"])
+def test_the_documented_command_reads_the_control_planes_minor(raw, minor):
+    line = next(line for line in install_block("docs/install-eks.md").splitlines()
+                if line.startswith("MINOR="))
+    program = re.search(r"sed -n '([^']*)'", line).group(1)
+    found = subprocess.run(["sed", "-n", program], input=raw, capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert found == minor
+
+
+IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/headstart@sha256:" + "3f1c" * 16
+
+
+@pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
+                         ids=["eks", "gke"])
+def test_the_documented_kustomization_sets_both_images(tmp_path, doc):
+    # The block's own shell writes the file (the ${IMAGE%@*} expansions included), with
+    # IMAGE as docs/image.md step 3 leaves it and TAG as the curl would.
+    block = install_block(doc)
+    writes = block[block.index("mkdir -p my-cluster"):block.index("\nEOF\n") + len("\nEOF\n")]
+    shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
+    subprocess.run(["bash", "-euc", writes], cwd=tmp_path, check=True,
+                   env={"PATH": "/usr/bin:/bin", "IMAGE": IMAGE, "TAG": "v1.33.5"})
+    result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    images = {
+        (obj["metadata"]["name"], container["name"]): container["image"]
+        for obj in yaml.safe_load_all(result.stdout) if obj and obj["kind"] == "Deployment"
+        for container in obj["spec"]["template"]["spec"]["containers"]
+    }
+    assert images[("headstart-scheduler", "kube-scheduler")] == (
+        "registry.k8s.io/kube-scheduler:v1.33.5")
+    assert images[("headstart-extender", "extender")] == IMAGE
+    assert images[("headstart-overprovisioner", "overprovisioner")] == IMAGE

@@ -1,0 +1,354 @@
+"""Each known-demand source, from objects as the API serves them to KnownItems."""
+
+from __future__ import annotations
+
+import pytest
+
+from bucketing.errors import InputError
+from bucketing.resources import Resources
+from predictor.known import batch, cron, kubeflow, kueue, podgroups
+from predictor.known.model import (
+    COSCHEDULING_POD_GROUP,
+    VOLCANO_POD_GROUP,
+    count_pods,
+    pod_ref,
+)
+from tests.predictor.known_builders import NOW, condition, job, meta, pod, stamp, template
+
+GPU = "nvidia.com/gpu"
+HOUR = 3600.0
+ONE_GPU = Resources.of(1, 4, 16)  # the builders' default pod: 1 GPU, 4 cores, 16 GiB
+
+
+def summary(items):
+    """(source, name, pods, expected is now / None / seconds ahead) per item."""
+    return [(i.source, i.name, i.pods,
+             None if i.expected_s is None else round(i.expected_s - NOW)) for i in items]
+
+
+# ------------------------------------------------------------------------- batch/v1 Jobs
+
+JOBS = [
+    (job("a"), [("jobs", "a", 2, 0)], "suspended-parallelism-2"),
+    (job("b", suspend=False), [], "running-announces-nothing"),
+    (job("c", parallelism=None), [("jobs", "c", 1, 0)], "parallelism-defaults-to-1"),
+    # completions 5, succeeded 4: min(parallelism 2, 5 - 4 = 1) = 1 pod left
+    (job("d", completions=5, succeeded=4), [("jobs", "d", 1, 0)], "capped-by-completions-left"),
+    (job("e", completions=3, succeeded=3), [], "no-completions-left"),
+    (job("f", conditions=(condition("Complete"),)), [], "finished"),
+    # suspended 2 h ago, window 1 h: parked, reported but never due
+    (job("g", conditions=(condition("Suspended", NOW - 2 * HOUR),)), [("jobs", "g", 2, None)],
+     "parked-after-the-window"),
+]
+
+
+@pytest.mark.parametrize("obj, expected", [j[:2] for j in JOBS], ids=[j[2] for j in JOBS])
+def test_suspended_jobs(obj, expected):
+    items = batch.job_items([batch.parse_job(obj, GPU)], NOW, HOUR)
+    assert summary(items) == expected
+    assert all(i.request == ONE_GPU for i in items)
+
+
+def test_a_jobset_child_job_has_the_jobset_key():
+    child = batch.parse_job(job("js-w-0", labels={"jobset.sigs.k8s.io/jobset-name": "js"}), GPU)
+    assert child.key == "jobset.x-k8s.io/JobSet/team/js"
+    assert batch.parse_job(job("plain"), GPU).key == "batch/Job/team/plain"
+
+
+def jobset(name, suspend=True, conditions=()):
+    replicated = [
+        {"name": "driver", "template": {"spec": {"template": template(gpus=0)}}},
+        {"name": "workers", "replicas": 3,
+         "template": {"spec": {"parallelism": 2, "template": template(gpus=8)}}},
+    ]
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": meta(name),
+            "spec": {"suspend": suspend, "replicatedJobs": replicated},
+            "status": {"conditions": list(conditions)}}
+
+
+JOBSETS = [
+    # driver: replicas default 1 x parallelism default 1; workers: 3 replicas x 2 pods = 6
+    (jobset("js"), [("jobsets", "js", 1, 0), ("jobsets", "js", 6, 0)], "suspended"),
+    (jobset("js", suspend=False), [], "running"),
+    (jobset("js", conditions=(condition("Completed"),)), [], "completed"),
+]
+
+
+@pytest.mark.parametrize("obj, expected", [j[:2] for j in JOBSETS], ids=[j[2] for j in JOBSETS])
+def test_suspended_jobsets(obj, expected):
+    items = batch.jobset_items([batch.parse_jobset(obj, GPU)], NOW, HOUR)
+    assert summary(items) == expected
+    assert [i.request.gpus for i in items] == [0, 8][: len(items)]
+
+
+# ------------------------------------------------------------------------------ Kubeflow
+
+def pytorchjob(name="pt", workers=4, suspend=False, conditions=()):
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta(name),
+            "spec": {"runPolicy": {"suspend": suspend},
+                     "pytorchReplicaSpecs": {
+                         "Master": {"template": template(gpus=1)},
+                         "Worker": {"replicas": workers, "template": template(gpus=1)}}},
+            "status": {"conditions": list(conditions)}}
+
+
+def operator_pod(name, replica_type, job_name="pt", phase="Running"):
+    return pod(name, owner=("kubeflow.org/v1", "PyTorchJob", job_name), phase=phase,
+               labels={"training.kubeflow.org/job-name": job_name,
+                       "training.kubeflow.org/replica-type": replica_type})
+
+
+KUBEFLOW = [
+    # Master 1 (default replicas) exists; Worker 4 - 2 existing = 2 missing
+    (pytorchjob(), [operator_pod("m", "master"), operator_pod("w0", "worker"),
+                    operator_pod("w1", "worker")], [("kubeflow", "pt", 2, 0)],
+     "two-workers-missing"),
+    # a finished worker still exists: it is not a worker still to be created
+    (pytorchjob(workers=2), [operator_pod("m", "master"), operator_pod("w0", "worker"),
+                             operator_pod("w1", "worker", phase="Succeeded")], [], "all-created"),
+    # suspended: every replica, whatever pods exist: Master 1, Worker 4
+    (pytorchjob(suspend=True), [], [("kubeflow", "pt", 1, 0), ("kubeflow", "pt", 4, 0)],
+     "suspended"),
+    (pytorchjob(conditions=(condition("Succeeded"),)), [], [], "succeeded"),
+    # another job's pods of the same replica type do not count for this one
+    (pytorchjob(workers=1), [operator_pod("x", "worker", job_name="other")],
+     [("kubeflow", "pt", 1, 0), ("kubeflow", "pt", 1, 0)], "other-jobs-pods"),
+]
+
+
+@pytest.mark.parametrize("obj, pods, expected", [k[:3] for k in KUBEFLOW],
+                         ids=[k[3] for k in KUBEFLOW])
+def test_training_operator_jobs(obj, pods, expected):
+    parsed = kubeflow.parse_training_job(obj, "PyTorchJob", GPU)
+    counts = count_pods(pod_ref(p) for p in pods)
+    assert summary(kubeflow.training_items([parsed], counts, NOW, HOUR)) == expected
+
+
+def trainjob(nodes=4, resources=True):
+    trainer = {"numNodes": nodes}
+    if resources:
+        trainer["resourcesPerNode"] = {"requests": {"cpu": "8", "memory": "64Gi", GPU: "8"}}
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": meta("tj"), "spec": {"trainer": trainer}}
+
+
+def test_trainjob_counts_nodes_not_created_in_its_jobset():
+    node_pod = pod("tj-node-0-0", owner=("batch/v1", "Job", "tj-node-0"),
+                   labels={"jobset.sigs.k8s.io/jobset-name": "tj",
+                           "jobset.sigs.k8s.io/replicatedjob-name": "node"})
+    parsed = kubeflow.parse_trainjob(trainjob(), GPU)
+    items = kubeflow.training_items([parsed], count_pods([pod_ref(node_pod)]), NOW, HOUR)
+    # numNodes 4 - 1 node pod = 3, each 8 GPUs / 8 cores / 64 GiB
+    assert summary(items) == [("kubeflow", "tj", 3, 0)]
+    assert items[0].request == Resources.of(8, 8, 64)
+    assert items[0].key == "jobset.x-k8s.io/JobSet/team/tj"
+
+
+def test_trainjob_sized_by_its_runtime_is_not_counted():
+    parsed = kubeflow.parse_trainjob(trainjob(resources=False), GPU)
+    assert kubeflow.training_items([parsed], count_pods([]), NOW, HOUR) == []
+
+
+# ------------------------------------------------------------------------------ CronJobs
+
+def cronjob(schedule="0 * * * *", zone=None, suspend=False, policy=None, active=0):
+    spec = {"schedule": schedule, "suspend": suspend,
+            "jobTemplate": {"spec": {"parallelism": 4, "completions": 2,
+                                     "template": template(gpus=2)}}}
+    if zone:
+        spec["timeZone"] = zone
+    if policy:
+        spec["concurrencyPolicy"] = policy
+    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta("retrain"),
+            "spec": spec,
+            "status": {"active": [{"name": f"retrain-{i}"} for i in range(active)]}}
+
+
+# NOW is 08:00:00Z sharp; the next "0 * * * *" run is 09:00Z, 3600 s ahead.
+CRONS = [
+    # min(parallelism 4, completions 2) = 2 pods, due in 3600 s, lead 2 h
+    (cronjob(), 2 * HOUR, [("cronjobs", "retrain", 2, 3600)], "due-within-lead"),
+    (cronjob(), 0.5 * HOUR, [], "not-known-yet"),
+    (cronjob(suspend=True), 2 * HOUR, [], "suspended"),
+    (cronjob(policy="Forbid", active=1), 2 * HOUR, [], "forbid-with-a-run-active"),
+    (cronjob(policy="Replace", active=1), 2 * HOUR, [], "replace-with-a-run-active"),
+    (cronjob(policy="Allow", active=1), 2 * HOUR, [("cronjobs", "retrain", 2, 3600)],
+     "allow-with-a-run-active"),
+    (cronjob(policy="Forbid"), 2 * HOUR, [("cronjobs", "retrain", 2, 3600)],
+     "forbid-nothing-active"),
+    # 10:00 in Berlin is 09:00Z in January (UTC+1): 3600 s ahead
+    (cronjob("0 10 * * *", zone="Europe/Berlin"), 2 * HOUR, [("cronjobs", "retrain", 2, 3600)],
+     "time-zone"),
+    # 10:00Z without a zone: 7200 s ahead, beyond a 1.5 h lead
+    (cronjob("0 10 * * *"), 1.5 * HOUR, [], "utc-by-default"),
+    (cronjob("@hourly"), 2 * HOUR, [("cronjobs", "retrain", 2, 3600)], "descriptor"),
+    (cronjob("0 0 31 2 *"), 1e9, [], "never-runs"),
+]
+
+
+@pytest.mark.parametrize("obj, lead, expected", [c[:3] for c in CRONS], ids=[c[3] for c in CRONS])
+def test_cronjob_next_run(obj, lead, expected):
+    assert summary(cron.cron_items([cron.parse_cronjob(obj, GPU)], NOW, lead)) == expected
+
+
+def test_cronjob_key_is_the_job_the_controller_will_create():
+    item, = cron.cron_items([cron.parse_cronjob(cronjob(), GPU)], NOW, 2 * HOUR)
+    # 09:00Z = NOW + 3600 = 1_800_003_600 s = 30_000_060 minutes
+    assert item.key == "batch/Job/team/retrain-30000060"
+
+
+@pytest.mark.parametrize("schedule", ["@every 1h", "0 0 * * * *", "nonsense", "TZ=UTC 0 * * * *"],
+                         ids=["every", "six-fields", "nonsense", "tz-prefix"])
+def test_unreadable_schedules_are_input_errors(schedule):
+    with pytest.raises(InputError, match="cronjob team/retrain.spec.schedule"):
+        cron.parse_cronjob(cronjob(schedule), GPU)
+
+
+def test_unknown_time_zone_is_an_input_error():
+    with pytest.raises(InputError, match="spec.timeZone: 'Mars/Olympus' is not a known"):
+        cron.parse_cronjob(cronjob(zone="Mars/Olympus"), GPU)
+
+
+# ----------------------------------------------------------------------------- PodGroups
+
+def pod_group(api_version, min_member=4, min_resources=True, phase="Pending", owner=None):
+    spec = {"minMember": min_member}
+    if min_resources:
+        spec["minResources"] = {"cpu": "16", "memory": "64Gi", GPU: "4"}
+    return {"apiVersion": api_version, "kind": "PodGroup", "metadata": meta("pg", owner=owner),
+            "spec": spec, "status": {"phase": phase}}
+
+
+COSCHED_MEMBER = pod("m0", labels={"scheduling.x-k8s.io/pod-group": "pg"})
+VOLCANO_MEMBER = pod("m0", annotations={"scheduling.k8s.io/group-name": "pg"})
+PODGROUPS = [
+    # minMember 4 - 1 member = 3 missing
+    (COSCHEDULING_POD_GROUP, pod_group("scheduling.x-k8s.io/v1alpha1"), [COSCHED_MEMBER],
+     [("podgroups", "pg", 3, 0)], "coscheduling"),
+    (VOLCANO_POD_GROUP, pod_group("scheduling.volcano.sh/v1beta1"), [VOLCANO_MEMBER],
+     [("podgroups", "pg", 3, 0)], "volcano"),
+    # a Volcano member does not count for a coscheduling group of the same name
+    (COSCHEDULING_POD_GROUP, pod_group("scheduling.x-k8s.io/v1alpha1"), [VOLCANO_MEMBER],
+     [("podgroups", "pg", 4, 0)], "other-api-members"),
+    (COSCHEDULING_POD_GROUP, pod_group("scheduling.x-k8s.io/v1alpha1", phase="Finished"), [],
+     [], "finished"),
+    (VOLCANO_POD_GROUP, pod_group("scheduling.volcano.sh/v1beta1", phase="Completed"), [], [],
+     "completed"),
+    (COSCHEDULING_POD_GROUP, pod_group("scheduling.x-k8s.io/v1alpha1", min_resources=False),
+     [], [], "no-min-resources"),
+]
+
+
+@pytest.mark.parametrize("group_type, obj, pods, expected", [p[:4] for p in PODGROUPS],
+                         ids=[p[4] for p in PODGROUPS])
+def test_pod_groups(group_type, obj, pods, expected):
+    parsed = podgroups.parse_pod_group(obj, group_type, GPU)
+    items = podgroups.pod_group_items([parsed], count_pods(pod_ref(p) for p in pods), NOW)
+    assert summary(items) == expected
+    # minResources 4 GPUs, 16 cores, 64 GiB over minMember 4: 1 GPU, 4 cores, 16 GiB each
+    assert all(i.request == ONE_GPU for i in items)
+
+
+def test_a_pod_group_owned_by_a_training_job_has_its_key():
+    obj = pod_group("scheduling.x-k8s.io/v1alpha1", owner=("kubeflow.org/v1", "PyTorchJob", "pt"))
+    parsed = podgroups.parse_pod_group(obj, COSCHEDULING_POD_GROUP, GPU)
+    assert parsed.key == "kubeflow.org/PyTorchJob/team/pt"
+
+
+# --------------------------------------------------------------------------------- Kueue
+
+def workload(name, gpus_per_pod=1, count=2, priority=0, created=NOW - 600, queue="lq",
+             conditions=(), owner=("batch/v1", "Job", None), active=None, version="v1beta2"):
+    owner = owner if owner is None or owner[2] else (owner[0], owner[1], name)
+    spec = {"queueName": queue, "priority": priority,
+            "podSets": [{"name": "main", "count": count, "template": template(gpus=gpus_per_pod)}]}
+    if active is not None:
+        spec["active"] = active
+    return {"apiVersion": f"kueue.x-k8s.io/{version}", "kind": "Workload",
+            "metadata": meta(f"job-{name}", owner=owner, created=created),
+            "spec": spec, "status": {"conditions": list(conditions)}}
+
+
+def cluster_queue(gpus="8", reserved_gpus="4", strategy=None):
+    spec = {"resourceGroups": [{
+        "coveredResources": ["cpu", "memory", GPU],
+        "flavors": [{"name": "a100", "resources": [
+            {"name": "cpu", "nominalQuota": "1000"}, {"name": "memory", "nominalQuota": "4Ti"},
+            {"name": GPU, "nominalQuota": gpus}]}],
+    }]}
+    if strategy:
+        spec["queueingStrategy"] = strategy
+    status = {"flavorsReservation": [{"name": "a100", "resources": [
+        {"name": GPU, "total": reserved_gpus}, {"name": "cpu", "total": "16"}]}]}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": "cq"}, "spec": spec, "status": status}
+
+
+LOCAL_QUEUE = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+               "metadata": meta("lq"), "spec": {"clusterQueue": "cq"}}
+
+
+def kueue_items(workloads, cq=None):
+    return kueue.workload_items([kueue.parse_workload(w, GPU) for w in workloads],
+                                [kueue.parse_local_queue(LOCAL_QUEUE)],
+                                [kueue.parse_cluster_queue(cq or cluster_queue(), GPU)], NOW)
+
+
+KUEUE = [
+    # quota 8 GPUs - 4 reserved = 4 of room; "big" (priority 10) goes first and takes all 4
+    # (4 pods x 1 GPU); "small" (2 GPUs, older) then waits
+    ([workload("small", count=2), workload("big", count=4, priority=10)], None,
+     [("kueue", "job-big", 4, 0), ("kueue", "job-small", 2, None)], "priority-first"),
+    # same priority: older first; "old" takes 2 of 4, "new" (2) still fits
+    ([workload("new", created=NOW - 10), workload("old", created=NOW - 900)], None,
+     [("kueue", "job-old", 2, 0), ("kueue", "job-new", 2, 0)], "older-first"),
+    # BestEffortFIFO: "wide" (6 GPUs) does not fit 4, "narrow" (2) behind it still does
+    ([workload("wide", count=6, created=NOW - 900), workload("narrow", created=NOW - 10)], None,
+     [("kueue", "job-wide", 6, None), ("kueue", "job-narrow", 2, 0)], "best-effort-fifo"),
+    # StrictFIFO: "narrow" waits behind "wide"
+    ([workload("wide", count=6, created=NOW - 900), workload("narrow", created=NOW - 10)],
+     cluster_queue(strategy="StrictFIFO"),
+     [("kueue", "job-wide", 6, None), ("kueue", "job-narrow", 2, None)], "strict-fifo"),
+    ([workload("w", conditions=(condition("QuotaReserved"),), count=16)], None,
+     [("kueue", "job-w", 16, 0)], "quota-reserved-waiting-for-checks"),
+    ([workload("w", conditions=(condition("QuotaReserved"), condition("Admitted")))], None, [],
+     "admitted"),
+    ([workload("w", conditions=(condition("Finished"),))], None, [], "finished"),
+    ([workload("w", active=False)], None, [], "deactivated"),
+    ([workload("w", owner=("v1", "Pod", "p0"))], None, [], "plain-pods-already-counted"),
+    ([workload("w", queue="nowhere")], None, [("kueue", "job-w", 2, None)], "unknown-queue"),
+    ([workload("w", version="v1beta1")], None, [("kueue", "job-w", 2, 0)], "v1beta1"),
+    # a CPU-only workload never needs GPU quota: 2 pods x 4 cores fit 1000 - 16
+    ([workload("cpu", gpus_per_pod=0)], cluster_queue(gpus="0", reserved_gpus="0"),
+     [("kueue", "job-cpu", 2, 0)], "cpu-only"),
+]
+
+
+@pytest.mark.parametrize("workloads, cq, expected", [k[:3] for k in KUEUE],
+                         ids=[k[3] for k in KUEUE])
+def test_kueue_admission_estimate(workloads, cq, expected):
+    assert summary(kueue_items(workloads, cq)) == expected
+
+
+def test_a_workload_has_its_jobs_key():
+    item, = kueue_items([workload("w")])
+    assert item.key == "batch/Job/team/w"
+    assert "position 1 in ClusterQueue cq" in item.reason
+
+
+@pytest.mark.parametrize(
+    "obj, message",
+    [(job("x", parallelism=-1), "job team/x.spec.parallelism"),
+     ({**job("x"), "spec": {"template": {"spec": {"containers": [
+         {"resources": {"requests": {"cpu": "lots"}}}]}}}}, "job team/x.spec.template"),
+     ({**job("x"), "metadata": {**meta("x"), "creationTimestamp": "yesterday"}},
+      "creationTimestamp")],
+    ids=["negative-parallelism", "bad-quantity", "bad-time"],
+)
+def test_bad_objects_are_input_errors_naming_them(obj, message):
+    with pytest.raises(InputError, match=message):
+        batch.parse_job(obj, GPU)
+
+
+def test_stamp_round_trips():
+    assert stamp(NOW) == "2027-01-15T08:00:00Z"
