@@ -43,6 +43,7 @@ from bucketing.errors import InputError
 from bucketing.resources import Devices, Resources, device_tuple
 from locality.config import DraGpuSource, LocalityConfig
 from locality.model import Node, Pod
+from locality.parse import json_object, json_string
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +77,13 @@ class ClaimDevices:
 def parse_resource_slice(obj: Any, config: LocalityConfig,
                          where: str = "resourceSlice") -> SliceDevices:
     """A ResourceSlice to the GPU devices it gives each node (empty for other drivers)."""
-    obj = _mapping(obj, where)
-    metadata = _mapping(obj.get("metadata"), f"{where}.metadata")
-    name = _string(metadata.get("name"), f"{where}.metadata.name")
-    spec = _mapping(obj.get("spec"), f"{where}.spec")
-    driver = _string(spec.get("driver"), f"{where}.spec.driver")
-    pool = _mapping(spec.get("pool"), f"{where}.spec.pool")
-    pool_name = _string(pool.get("name"), f"{where}.spec.pool.name")
+    obj = json_object(obj, where)
+    metadata = json_object(obj.get("metadata"), f"{where}.metadata")
+    name = json_string(metadata.get("name"), f"{where}.metadata.name")
+    spec = json_object(obj.get("spec"), f"{where}.spec")
+    driver = json_string(spec.get("driver"), f"{where}.spec.driver")
+    pool = json_object(spec.get("pool"), f"{where}.spec.pool")
+    pool_name = json_string(pool.get("name"), f"{where}.spec.pool.name")
     generation = pool.get("generation", 0)
     if isinstance(generation, bool) or not isinstance(generation, int):
         raise InputError(f"{where}.spec.pool.generation: expected an integer, got {generation!r}")
@@ -95,7 +96,7 @@ def parse_resource_slice(obj: Any, config: LocalityConfig,
         raise InputError(f"{where}.spec.devices: expected a list")
     if sources and (isinstance(slice_node, str) and slice_node or per_device):
         for index, device in enumerate(devices):
-            device = _mapping(device, f"{where}.spec.devices[{index}]")
+            device = json_object(device, f"{where}.spec.devices[{index}]")
             node = device.get("nodeName") if per_device else slice_node
             if not isinstance(node, str) or not node:
                 continue  # a device for a node selector or all nodes: not node-local
@@ -154,9 +155,9 @@ def node_devices(slices: Iterable[SliceDevices]) -> dict[str, Devices]:
 def parse_resource_claim(obj: Any, config: LocalityConfig,
                          where: str = "resourceClaim") -> ClaimDevices:
     """A ResourceClaim to the GPU devices it requests."""
-    obj = _mapping(obj, where)
+    obj = json_object(obj, where)
     namespace, name = _namespaced_name(obj, where)
-    spec = _mapping(obj.get("spec"), f"{where}.spec")
+    spec = json_object(obj.get("spec"), f"{where}.spec")
     return ClaimDevices(namespace, "claim", name, _requested(spec, config, f"{where}.spec"))
 
 
@@ -164,9 +165,10 @@ def parse_resource_claim_template(obj: Any, config: LocalityConfig,
                                   where: str = "resourceClaimTemplate") -> ClaimDevices:
     """A ResourceClaimTemplate (`spec.spec` is the claim's spec) to the GPU devices its
     claims will request."""
-    obj = _mapping(obj, where)
+    obj = json_object(obj, where)
     namespace, name = _namespaced_name(obj, where)
-    spec = _mapping(_mapping(obj.get("spec"), f"{where}.spec").get("spec"), f"{where}.spec.spec")
+    template = json_object(obj.get("spec"), f"{where}.spec")
+    spec = json_object(template.get("spec"), f"{where}.spec.spec")
     return ClaimDevices(namespace, "template", name,
                         _requested(spec, config, f"{where}.spec.spec"))
 
@@ -174,14 +176,14 @@ def parse_resource_claim_template(obj: Any, config: LocalityConfig,
 def _requested(spec: Mapping[str, Any], config: LocalityConfig, where: str) -> Devices:
     kind_of = {cls: source.resource for source in config.dra_gpus
                for cls in source.device_classes}
-    devices = _mapping(spec.get("devices"), f"{where}.devices")
+    devices = json_object(spec.get("devices"), f"{where}.devices")
     requests = devices.get("requests") or []
     if not isinstance(requests, list):
         raise InputError(f"{where}.devices.requests: expected a list")
     totals: dict[str, int] = {}
     for index, request in enumerate(requests):
         request_where = f"{where}.devices.requests[{index}]"
-        request = _mapping(request, request_where)
+        request = json_object(request, request_where)
         exact = request.get("exactly")
         if exact is None:
             options = request.get("firstAvailable") or []
@@ -192,7 +194,7 @@ def _requested(spec: Mapping[str, Any], config: LocalityConfig, where: str) -> D
             exact, exact_where = options[0], f"{request_where}.firstAvailable[0]"
         else:
             exact_where = f"{request_where}.exactly"
-        exact = _mapping(exact, exact_where)
+        exact = json_object(exact, exact_where)
         kind = kind_of.get(exact.get("deviceClassName"))
         if kind is None:
             continue
@@ -236,21 +238,8 @@ def _as_resources(kinds: Mapping[str, int], config: LocalityConfig) -> Resources
 
 
 def _namespaced_name(obj: Mapping[str, Any], where: str) -> tuple[str, str]:
-    metadata = _mapping(obj.get("metadata"), f"{where}.metadata")
+    metadata = json_object(obj.get("metadata"), f"{where}.metadata")
     namespace = metadata.get("namespace", "default")
-    return (_string(namespace, f"{where}.metadata.namespace"),
-            _string(metadata.get("name"), f"{where}.metadata.name"))
+    return (json_string(namespace, f"{where}.metadata.namespace"),
+            json_string(metadata.get("name"), f"{where}.metadata.name"))
 
-
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InputError(f"{where}: expected an object, got {type(value).__name__}")
-    return value
-
-
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InputError(f"{where}: expected a non-empty string, got {value!r}")
-    return value

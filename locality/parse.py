@@ -48,9 +48,9 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
     """A Pod object (as in an extender request or a watch event) to a `Pod`."""
     if not isinstance(obj, Mapping):
         raise InputError(f"{where}: expected a JSON object")
-    metadata = _object(obj.get("metadata"), f"{where}.metadata", required=True)
-    spec = _object(obj.get("spec"), f"{where}.spec", required=True)
-    status = _object(obj.get("status"), f"{where}.status", required=False)
+    metadata = json_object(obj.get("metadata"), f"{where}.metadata", required=True)
+    spec = json_object(obj.get("spec"), f"{where}.spec", required=True)
+    status = json_object(obj.get("status"), f"{where}.status", required=False)
     labels = _string_map(metadata.get("labels"), f"{where}.metadata.labels")
     annotations = _string_map(metadata.get("annotations"), f"{where}.metadata.annotations")
     try:
@@ -76,9 +76,9 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
     group = labels.get(config.placeholder_group_label) if is_placeholder else None
     numa = _numa_demand(spec, config.gpu_resources)
     return Pod(
-        namespace=_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace"),
-        name=_string(metadata.get("name"), f"{where}.metadata.name"),
-        uid=_string(metadata.get("uid", ""), f"{where}.metadata.uid", allow_empty=True),
+        namespace=json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace"),
+        name=json_string(metadata.get("name"), f"{where}.metadata.name"),
+        uid=json_string(metadata.get("uid", ""), f"{where}.metadata.uid", allow_empty=True),
         labels=labels,
         annotations=annotations,
         request=request,
@@ -175,14 +175,14 @@ def _claims(
     for index, entry in enumerate(
         _list(status.get("resourceClaimStatuses"), f"{where}.status.resourceClaimStatuses")
     ):
-        entry = _object(entry, f"{where}.status.resourceClaimStatuses[{index}]", required=True)
+        entry = json_object(entry, f"{where}.status.resourceClaimStatuses[{index}]", required=True)
         name, claim = entry.get("name"), entry.get("resourceClaimName")
         if isinstance(name, str) and isinstance(claim, str) and claim:
             generated[name] = claim
     claims = []
     for index, entry in enumerate(entries):
         entry_where = f"{where}.spec.resourceClaims[{index}]"
-        entry = _object(entry, entry_where, required=True)
+        entry = json_object(entry, entry_where, required=True)
         name = entry.get("name")
         claim_name = entry.get("resourceClaimName")
         template = entry.get("resourceClaimTemplateName")
@@ -212,9 +212,9 @@ def parse_node(obj: Any, config: LocalityConfig, where: str = "node") -> Node:
     """A Node object to a `Node`: allocatable, placement group, instance type."""
     if not isinstance(obj, Mapping):
         raise InputError(f"{where}: expected a JSON object")
-    metadata = _object(obj.get("metadata"), f"{where}.metadata", required=True)
-    spec = _object(obj.get("spec"), f"{where}.spec", required=False)
-    status = _object(obj.get("status"), f"{where}.status", required=False)
+    metadata = json_object(obj.get("metadata"), f"{where}.metadata", required=True)
+    spec = json_object(obj.get("spec"), f"{where}.spec", required=False)
+    status = json_object(obj.get("status"), f"{where}.status", required=False)
     labels = _string_map(metadata.get("labels"), f"{where}.metadata.labels")
     allocatable = resources_from_list(
         status.get("allocatable"), config.gpu_resources, f"{where}.status.allocatable",
@@ -230,7 +230,7 @@ def parse_node(obj: Any, config: LocalityConfig, where: str = "node") -> Node:
     if not isinstance(unschedulable, bool):
         raise InputError(f"{where}.spec.unschedulable: expected a boolean, got {unschedulable!r}")
     return Node(
-        name=_string(metadata.get("name"), f"{where}.metadata.name"),
+        name=json_string(metadata.get("name"), f"{where}.metadata.name"),
         labels=labels,
         allocatable=allocatable,
         placement_group=group,
@@ -258,7 +258,7 @@ def _ready(conditions: Any, where: str) -> bool:
     """The Ready condition's status is "True"; a node reporting no Ready condition counts
     as ready (objects built by hand, simulators)."""
     for index, condition in enumerate(_list(conditions, where)):
-        condition = _object(condition, f"{where}[{index}]", required=True)
+        condition = json_object(condition, f"{where}[{index}]", required=True)
         if condition.get("type") == "Ready":
             return condition.get("status") == "True"
     return True
@@ -272,7 +272,7 @@ def _blocking_taints(taints: Any, keys: tuple[str, ...], where: str) -> tuple[st
     only steers, so it never blocks)."""
     found: list[str] = []
     for index, taint in enumerate(_list(taints, where)):
-        taint = _object(taint, f"{where}[{index}]", required=True)
+        taint = json_object(taint, f"{where}[{index}]", required=True)
         key, effect = taint.get("key"), taint.get("effect")
         # isinstance first: a malformed effect (a list) is not hashable for the set.
         hard = isinstance(effect, str) and effect in _HARD_EFFECTS
@@ -309,8 +309,8 @@ def parse_node_topology(
     """
     if not isinstance(obj, Mapping):
         raise InputError(f"{where}: expected a JSON object")
-    metadata = _object(obj.get("metadata"), f"{where}.metadata", required=True)
-    name = _string(metadata.get("name"), f"{where}.metadata.name")
+    metadata = json_object(obj.get("metadata"), f"{where}.metadata", required=True)
+    name = json_string(metadata.get("name"), f"{where}.metadata.name")
     zones_raw = obj.get("zones")
     if zones_raw is None:
         zones_raw = []
@@ -326,7 +326,7 @@ def parse_node_topology(
         zone_type = zone.get("type", "Node")
         if zone_type not in ("Node", None):
             continue
-        zone_name = _string(zone.get("name"), f"{zone_where}.name")
+        zone_name = json_string(zone.get("name"), f"{zone_where}.name")
         resources = zone.get("resources") or []
         if not isinstance(resources, list):
             raise InputError(f"{zone_where}.resources: expected a list")
@@ -336,7 +336,7 @@ def parse_node_topology(
             r_where = f"{zone_where}.resources[{r_index}]"
             if not isinstance(resource, Mapping):
                 raise InputError(f"{r_where}: expected an object")
-            resource_name = _string(resource.get("name"), f"{r_where}.name")
+            resource_name = json_string(resource.get("name"), f"{r_where}.name")
             if resource_name == "cpu":
                 dim = "cpu"
             elif resource_name in gpu_names:
@@ -387,7 +387,7 @@ def _topology_manager(
         # Deprecated since NRT v1alpha2; scheduler-plugins reads it before the attributes.
         policy, scope = _LEGACY_POLICIES[legacy[0]]
     for index, attribute in enumerate(_list(obj.get("attributes"), f"{where}.attributes")):
-        attribute = _object(attribute, f"{where}.attributes[{index}]", required=True)
+        attribute = json_object(attribute, f"{where}.attributes[{index}]", required=True)
         name, value = attribute.get("name"), attribute.get("value")
         if not isinstance(value, str):
             continue  # not a value scheduler-plugins accepts either: the default stands
@@ -409,7 +409,10 @@ def _numa_id(zone: NumaZone) -> int:
     return 1 << 30  # unknown naming: after the numbered zones, in listed order (stable)
 
 
-def _object(value: Any, where: str, required: bool) -> Mapping[str, Any]:
+def json_object(value: Any, where: str, required: bool = False) -> Mapping[str, Any]:
+    """`value` as a JSON object ({} when null and not required); InputError naming
+    `where` otherwise. Shared by the parsers of the other kinds (`locality.dra`,
+    `locality.podgroups`)."""
     if value is None:
         if required:
             raise InputError(f"{where}: missing")
@@ -419,7 +422,8 @@ def _object(value: Any, where: str, required: bool) -> Mapping[str, Any]:
     return value
 
 
-def _string(value: Any, where: str, allow_empty: bool = False) -> str:
+def json_string(value: Any, where: str, allow_empty: bool = False) -> str:
+    """`value` as a (non-empty) string; InputError naming `where` otherwise."""
     if not isinstance(value, str) or (not value and not allow_empty):
         raise InputError(f"{where}: expected a non-empty string, got {value!r}")
     return value

@@ -25,7 +25,12 @@ from typing import Any
 
 from bucketing.errors import InputError
 from locality.model import Pod
-from locality.parse import COSCHEDULING_PODGROUP_GROUP, VOLCANO_PODGROUP_GROUP
+from locality.parse import (
+    COSCHEDULING_PODGROUP_GROUP,
+    VOLCANO_PODGROUP_GROUP,
+    json_object,
+    json_string,
+)
 
 POD_GROUP_APIS: tuple[tuple[str, str], ...] = (
     (VOLCANO_PODGROUP_GROUP, "v1beta1"),
@@ -50,20 +55,11 @@ class PodGroupSize:
 
 def parse_pod_group(obj: Any, api_group: str, where: str = "podGroup") -> PodGroupSize:
     """A PodGroup of either API to its size (minMember 0 when absent: no size)."""
-    if not isinstance(obj, Mapping):
-        raise InputError(f"{where}: expected a JSON object")
-    metadata = obj.get("metadata")
-    if not isinstance(metadata, Mapping):
-        raise InputError(f"{where}.metadata: missing")
-    name = metadata.get("name")
-    namespace = metadata.get("namespace", "default")
-    if not isinstance(name, str) or not name:
-        raise InputError(f"{where}.metadata.name: expected a non-empty string, got {name!r}")
-    if not isinstance(namespace, str) or not namespace:
-        raise InputError(f"{where}.metadata.namespace: expected a non-empty string")
-    spec = obj.get("spec") or {}
-    if not isinstance(spec, Mapping):
-        raise InputError(f"{where}.spec: expected an object")
+    obj = json_object(obj, where, required=True)
+    metadata = json_object(obj.get("metadata"), f"{where}.metadata", required=True)
+    name = json_string(metadata.get("name"), f"{where}.metadata.name")
+    namespace = json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace")
+    spec = json_object(obj.get("spec"), f"{where}.spec")
     min_member = spec.get("minMember", 0)
     if isinstance(min_member, bool) or not isinstance(min_member, int) or min_member < 0:
         raise InputError(f"{where}.spec.minMember: expected a non-negative integer, "
