@@ -253,8 +253,8 @@ def demo_command(args: argparse.Namespace) -> int:
     progress.say("writing the report")
     verdict = build_verdict_for(metrics, config, workload)
     index = write_report(results, out, title=f"headstart demo: {table.source}",
-                         workload_text=describe_workload(table, workload) + " "
-                         + describe_service(config), verdict=verdict)
+                         workload_text=describe_workload(table, workload) + ". "
+                         + describe_service(config) + ".", verdict=verdict)
     print_summary(verdict, describe_workload(table, workload), describe_service(config),
                   metrics)
     print(f"({len(results)} runs in {progress.elapsed():.1f} s)")
