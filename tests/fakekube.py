@@ -357,6 +357,11 @@ class FakeKube:
         with self._lock:
             self._injected.append(_Injected(method.upper(), path_contains, status, count, delay_s))
 
+    def heal(self) -> None:
+        """Drop every failure `fail_next` still holds: the API answers normally again."""
+        with self._lock:
+            self._injected.clear()
+
     def expire_history(self) -> None:
         """Forget all events so far: any watch from an older resourceVersion gets 410."""
         with self._lock:
