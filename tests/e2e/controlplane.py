@@ -37,7 +37,7 @@ import yaml
 
 from tests.e2e.kube import Kube, NotYet, wait_until
 from tests.e2e.pki import ADMIN, Pki
-from tests.e2e.processes import Process, free_ports, stop_all
+from tests.e2e.processes import Process, exit_on_sigterm, free_ports, stop_all
 
 ENV_VAR = "HEADSTART_E2E_BIN"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
@@ -102,6 +102,9 @@ class ClusterSpec:
     """kwok, driving every node annotated kwok.x-k8s.io/node=fake."""
     kwok_stages: Path = DATA / "kwok-stages.yaml"
     """kwok's Stage objects."""
+    kwok_node_lease_s: int = 40
+    """Node Lease duration kwok renews (the heartbeat kcm's node lifecycle controller
+    reads); 0: no Leases (for a cluster without kcm, where nobody reads them)."""
     anchor_node: bool = True
     """One tainted kwok node in no node group, so the cluster never has zero nodes."""
     autoscaler: bool = False
@@ -114,6 +117,8 @@ class ClusterSpec:
     """CRDs to install (the autoscaler's own are added when `autoscaler` is set)."""
     audit_policy: Mapping[str, Any] | None = field(default_factory=lambda: AUDIT_POLICY)
     """kube-apiserver audit policy (None: no audit log)."""
+    apiserver_args: tuple[str, ...] = ()
+    """Extra kube-apiserver flags."""
 
 
 class ControlPlane:
@@ -153,6 +158,7 @@ class ControlPlane:
     # ---- start / stop --------------------------------------------------------------
 
     def start(self) -> ControlPlane:
+        exit_on_sigterm()
         started = time.monotonic()
         try:
             self._step("etcd", self._start_etcd)
@@ -232,6 +238,7 @@ class ControlPlane:
             "--requestheader-group-headers=X-Remote-Group",
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             "--profiling=false",
+            *self.spec.apiserver_args,
         ]
         if self.spec.audit_policy is not None:
             policy = self.config_dir / "audit-policy.yaml"
@@ -308,7 +315,8 @@ class ControlPlane:
                 self.bin / "kwok", f"--kubeconfig={kubeconfig}",
                 f"--config={self.spec.kwok_stages}",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-                "--node-lease-duration-seconds=40", "--cidr=10.244.0.0/16",
+                f"--node-lease-duration-seconds={self.spec.kwok_node_lease_s}",
+                "--cidr=10.244.0.0/16",
                 "--node-ip=10.1.0.1", f"--server-address=127.0.0.1:{port}",
             ])
             checks.append(("kwok", f"http://127.0.0.1:{port}/healthz", "ok"))

@@ -147,6 +147,22 @@ def stop_all(processes: Sequence[Process], grace_s: float = 5.0) -> None:
         process.stop(grace_s=0.0)
 
 
+def exit_on_sigterm() -> None:
+    """Make SIGTERM raise SystemExit in this (main) process, so `finally` blocks, fixture
+    teardown and the atexit hook stop the children: by default SIGTERM ends Python at
+    once and the children, each in its own session, would live on. Leaves a handler
+    someone else installed alone."""
+    import threading
+
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+        signal.signal(signal.SIGTERM, _raise_system_exit)
+
+
+def _raise_system_exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 @atexit.register
 def _kill_leftovers() -> None:
     for process in list(_RUNNING.values()):
