@@ -32,37 +32,16 @@ class Pki:
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
+        self.ca_cert, self.ca_key = directory / "ca.crt", directory / "ca.key"
+        self.server_cert, self.server_key = directory / "apiserver.crt", directory / "apiserver.key"
+        self.sa_key, self.sa_pub = directory / "sa.key", directory / "sa.pub"
         self.dir.mkdir(parents=True, exist_ok=True)
         if not self.ca_cert.exists():
             self._make_ca()
             self._make_server()
-            self._ec_key(self.dir / "sa.key")
+            self._ec_key(self.sa_key)
             self._openssl("ec", "-in", "sa.key", "-pubout", "-out", "sa.pub")
         self.client(ADMIN)
-
-    @property
-    def ca_cert(self) -> Path:
-        return self.dir / "ca.crt"
-
-    @property
-    def ca_key(self) -> Path:
-        return self.dir / "ca.key"
-
-    @property
-    def server_cert(self) -> Path:
-        return self.dir / "apiserver.crt"
-
-    @property
-    def server_key(self) -> Path:
-        return self.dir / "apiserver.key"
-
-    @property
-    def sa_key(self) -> Path:
-        return self.dir / "sa.key"
-
-    @property
-    def sa_pub(self) -> Path:
-        return self.dir / "sa.pub"
 
     def client(self, name: str, group: str | None = None) -> tuple[Path, Path]:
         """(certificate, key) of user `name` in system:masters (and `group`, if given)."""

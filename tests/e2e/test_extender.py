@@ -113,7 +113,10 @@ def test_pods_wait_while_the_extender_is_down_and_place_once_it_is_back(
                                extender_error, 60, ["headstart-scheduler"])
         assert f"127.0.0.1:{extender.port}/filter" in message, message
         assert "connection refused" in message, message
-        time.sleep(3)  # a few more scheduling attempts (1 s backoff, doubling)
+        cluster.wait("kube-scheduler to try again (and fail again) without the extender",
+                     lambda: attempts(cluster, job_namespace, "while-down") >= 2 or NotYet(
+                         attempts(cluster, job_namespace, "while-down")),
+                     60, ["headstart-scheduler"])
         assert bound_node(cluster.kube.pod(job_namespace, "while-down")) is None
     finally:
         restarted = time.monotonic()
@@ -126,3 +129,10 @@ def test_pods_wait_while_the_extender_is_down_and_place_once_it_is_back(
     assert node in NODES, node
     e2e_timings.record("extender: killed, pod waits, restarted", extender_ready=ready_s,
                        bound_after_restart=time.monotonic() - restarted)
+
+
+def attempts(cluster, namespace: str, pod: str) -> int:
+    """Failed scheduling attempts recorded in the pod's events (repeats are counted on
+    one event: `count`, or `series.count` for events.k8s.io events)."""
+    return sum(max(event.get("count") or 0, (event.get("series") or {}).get("count") or 0, 1)
+               for event in cluster.kube.events(namespace, pod, reason="FailedScheduling"))
