@@ -254,13 +254,15 @@ class ControlPlane:
         self._await_apiserver("kube-apiserver", self.kube)
 
     def stop_apiserver(self, crash: bool = False) -> None:
-        """Stop the main kube-apiserver: SIGTERM (graceful: in-flight requests finish,
-        watches end) or, with `crash`, SIGKILL (connections just break)."""
+        """Stop the main kube-apiserver: SIGTERM (graceful: it stops listening and ends
+        its watches at once) or, with `crash`, SIGKILL (connections just break). After
+        SIGTERM this kube-apiserver closes its port within a second but its process can
+        linger for tens of seconds: it gets SIGKILL after 5 s."""
         process = self.processes["kube-apiserver"]
         if crash:
             process.kill()
         else:
-            process.stop(grace_s=30.0)
+            process.stop(grace_s=5.0)
 
     def start_extra_apiserver(self, name: str = "kube-apiserver-2") -> Kube:
         """A second kube-apiserver on the same etcd (as in an HA control plane); returns

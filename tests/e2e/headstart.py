@@ -24,8 +24,15 @@ from typing import Any
 import requests
 import yaml
 
-from tests.e2e.controlplane import HEADSTART_GROUP, READY_TIMEOUT_S, ControlPlane
+from tests.e2e.controlplane import (
+    HEADSTART_GROUP,
+    READY_TIMEOUT_S,
+    ClusterSpec,
+    ControlPlane,
+    default_scheduler_config,
+)
 from tests.e2e.kube import NotYet
+from tests.e2e.objects import HEADSTART_SCHEDULER
 from tests.e2e.processes import Process, free_ports
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,14 +49,26 @@ def headstart_scheduler_config(extender_url: str) -> dict[str, Any]:
     return config
 
 
-class HeadstartProcess:
-    """One `python -m headstart ...` subprocess with an HTTP port, logged like a component."""
+def headstart_cluster(**spec: Any) -> tuple[ClusterSpec, int]:
+    """A cluster spec with the default scheduler and the shipped headstart-scheduler
+    (placeholders and training pods go through it), and the port its extender must
+    serve kube-scheduler's calls on (start `Extender(cluster, port=port)`)."""
+    port = free_ports(1)[0]
+    schedulers = {
+        "kube-scheduler": default_scheduler_config(),
+        HEADSTART_SCHEDULER: headstart_scheduler_config(f"http://127.0.0.1:{port}"),
+    }
+    return ClusterSpec(schedulers=schedulers, **spec), port
 
-    def __init__(self, cluster: ControlPlane, name: str, port: int | None = None) -> None:
+
+class HeadstartProcess:
+    """One `python -m headstart ...` subprocess, logged like a component; `get` reaches
+    its /readyz (and the rest of its operations endpoints) on `ops_port`."""
+
+    def __init__(self, cluster: ControlPlane, name: str, ops_port: int | None = None) -> None:
         self.cluster = cluster
         self.name = name
-        self.port = port or free_ports(1)[0]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.ops_port = ops_port or free_ports(1)[0]
         self.kubeconfig = cluster.kubeconfig(name, HEADSTART_GROUP)
 
     def _run(self, argv: list[Any]) -> Process:
@@ -65,7 +84,7 @@ class HeadstartProcess:
         return self.cluster.processes[self.name]
 
     def get(self, path: str) -> requests.Response:
-        return requests.get(self.url + path, timeout=5)
+        return requests.get(f"http://127.0.0.1:{self.ops_port}{path}", timeout=5)
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         def ready() -> Any:
@@ -86,18 +105,20 @@ class HeadstartProcess:
 
 
 class Extender(HeadstartProcess):
-    """`headstart extender` on 127.0.0.1 with the default config otherwise."""
+    """`headstart extender` on 127.0.0.1 with the default config otherwise: kube-scheduler's
+    calls (filter, prioritize, bind) on `port`, probes and /explain on `ops_port`."""
 
     def __init__(self, cluster: ControlPlane, name: str = "headstart-extender",
                  port: int | None = None, settings: dict[str, Any] | None = None) -> None:
-        super().__init__(cluster, name, port)
+        super().__init__(cluster, name)
+        self.port = port or free_ports(1)[0]
         self.config = cluster.config_dir / f"{name}.yaml"
         self.config.write_text(yaml.safe_dump({"host": "127.0.0.1", "log_format": "text",
                                                **(settings or {})}))
 
     def start(self) -> Extender:
         self._run(["extender", "--kubeconfig", self.kubeconfig, "--config", self.config,
-                   "--port", self.port])
+                   "--port", self.port, "--ops-port", self.ops_port])
         return self
 
     def readyz(self) -> dict[str, Any]:
@@ -114,7 +135,7 @@ class Overprovisioner(HeadstartProcess):
         document = copy.deepcopy(settings)
         document.setdefault("forecast", {}).setdefault(
             "history_path", str(cluster.workdir / f"{name}-history.sqlite"))
-        document.update(host="127.0.0.1", port=self.port)
+        document.update(host="127.0.0.1", port=self.ops_port)
         self.config = cluster.config_dir / f"{name}.yaml"
         self.config.write_text(yaml.safe_dump(document, sort_keys=False))
 

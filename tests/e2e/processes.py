@@ -160,6 +160,9 @@ def exit_on_sigterm() -> None:
 
 
 def _raise_system_exit(signum: int, frame: object) -> None:
+    # Once: a second SIGTERM (`timeout` forwards the one its process group got) must not
+    # interrupt the cleanup the first one started.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise SystemExit(128 + signum)
 
 

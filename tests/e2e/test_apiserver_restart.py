@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import time
 
-from tests.e2e.controlplane import ClusterSpec, default_scheduler_config
-from tests.e2e.headstart import Extender, Overprovisioner, headstart_scheduler_config
+from tests.e2e.headstart import Extender, Overprovisioner, headstart_cluster
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import HEADSTART_SCHEDULER, bound_node, kwok_node, phase, training_pod
 from tests.e2e.placeholders import (
@@ -17,16 +16,17 @@ from tests.e2e.placeholders import (
     placeholder_deployments,
     placeholder_pods,
 )
-from tests.e2e.processes import free_ports
 
 OUTAGE_S = 12.0  # two overprovisioner ticks, and past its 10 s renew deadline
 
 
 def test_the_overprovisioner_converges_to_exactly_the_plan_after_an_apiserver_restart(
         e2e_clusters, e2e_timings):
-    cluster = e2e_clusters.start(ClusterSpec(), "restart-overprovisioner")
+    spec, port = headstart_cluster()
+    cluster = e2e_clusters.start(spec, "restart-overprovisioner")
     try:
         kube = cluster.kube
+        Extender(cluster, port=port).start().wait_ready()  # placeholders go through it
         kube.ensure_namespace(NAMESPACE)
         # Nodes the placeholders fit (catalog allocatable), so they run: 2 of each type.
         for index in range(2):
@@ -88,11 +88,7 @@ def test_the_overprovisioner_converges_to_exactly_the_plan_after_an_apiserver_re
 
 def test_the_extender_knows_a_node_added_while_its_apiserver_was_down(
         e2e_clusters, e2e_timings):
-    port = free_ports(1)[0]
-    spec = ClusterSpec(schedulers={
-        "kube-scheduler": default_scheduler_config(),
-        HEADSTART_SCHEDULER: headstart_scheduler_config(f"http://127.0.0.1:{port}"),
-    })
+    spec, port = headstart_cluster()
     cluster = e2e_clusters.start(spec, "restart-extender")
     try:
         kube = cluster.kube

@@ -9,12 +9,10 @@ import time
 
 import pytest
 
-from tests.e2e.controlplane import ClusterSpec, default_scheduler_config
-from tests.e2e.headstart import Extender, headstart_scheduler_config
+from tests.e2e.headstart import Extender, headstart_cluster
 from tests.e2e.jobs import create_job, delete_pods, release_when_known, wait_all_bound
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import HEADSTART_SCHEDULER, bound_node, kwok_node, training_pod
-from tests.e2e.processes import free_ports
+from tests.e2e.objects import bound_node, kwok_node, training_pod
 
 SCHEDULER_LOGS = ["headstart-scheduler", "headstart-extender"]
 # Two placement groups of 8-GPU nodes: pg-a holds 16 GPUs, pg-b 32; one node has no group.
@@ -24,11 +22,7 @@ NODES = {"a-0": "pg-a", "a-1": "pg-a", "b-0": "pg-b", "b-1": "pg-b", "b-2": "pg-
 
 @pytest.fixture(scope="module")
 def extender_cluster(e2e_clusters):
-    port = free_ports(1)[0]
-    spec = ClusterSpec(schedulers={
-        "kube-scheduler": default_scheduler_config(),
-        HEADSTART_SCHEDULER: headstart_scheduler_config(f"http://127.0.0.1:{port}"),
-    })
+    spec, port = headstart_cluster()
     cluster = e2e_clusters.start(spec, "extender")
     for name, group in NODES.items():
         cluster.kube.create("/api/v1/nodes", kwok_node(name, memory="768Gi", group=group))

@@ -53,7 +53,10 @@ def test_a_pending_gpu_pod_gets_a_node_of_its_type_and_runs(cluster, namespace, 
     assert labels["headstart.io/placement-group"] == "pg-a"
     assert annotations["cluster-autoscaler.kwok.nodegroup/name"] == "p4d.24xlarge"
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
-    scale_ups = kube.events(namespace, "gpu-pod", reason="TriggeredScaleUp")
-    assert scale_ups and "p4d.24xlarge" in scale_ups[-1]["message"], scale_ups
+    scale_ups = cluster.wait(  # CA records its event asynchronously
+        "cluster-autoscaler's TriggeredScaleUp event",
+        lambda: kube.events(namespace, "gpu-pod", reason="TriggeredScaleUp"), 30,
+        ["cluster-autoscaler"])
+    assert "p4d.24xlarge" in scale_ups[-1]["message"], scale_ups
     e2e_timings.record("smoke: GPU pod -> CA node -> Running",
                        unschedulable=unschedulable_s, bound=bound_s, running=running_s)
