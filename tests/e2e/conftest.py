@@ -3,9 +3,10 @@
 - Every test under tests/e2e is skipped, at collection and in no time, when
   HEADSTART_E2E_BIN is unset or lacks a binary; the reason names the variable and the
   missing binaries.
-- `e2e_clusters.start(spec, name)` starts a cluster in its own work dir under pytest's
-  temporary directory (kept after the run, logs included) and stops it at the end of
-  the requesting fixture's scope, whatever happened.
+- `e2e_clusters.start(spec, name)` starts a cluster in its own work dir
+  (/tmp/headstart-e2e-NAME-*: etcd data, configs, logs, audit log); the caller stops it,
+  and the session's end stops whatever is left. At the end a work dir is deleted unless
+  a test failed while its cluster ran: then it is kept, and listed.
 - A failed test's report gets the tails of its clusters' component logs.
 - `e2e_timings.record(scenario, **figures)` collects measured durations: printed at the
   end of the run (and at once with -s), and written to <basetemp>/e2e-timings.json.
@@ -14,6 +15,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,8 @@ from tests.e2e.pki import Pki
 E2E_DIR = Path(__file__).resolve().parent
 _TIMINGS = pytest.StashKey[dict]()
 _CLUSTERS = pytest.StashKey[list]()
+_FAILURES = pytest.StashKey[list]()  # (start, stop) of every failed test phase
+_KEPT = pytest.StashKey[list]()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -66,11 +72,11 @@ class Clusters:
         problem = binaries_problem()
         if problem:
             pytest.skip(problem)
-        import os
-
         if self._pki is None:
             self._pki = Pki(self.tmp.mktemp("pki"))
-        workdir = self.tmp.mktemp(f"cluster-{name}")
+        # Not under pytest's basetemp: pytest deletes all but its 3 latest, whoever ran
+        # them, and a failed cluster's logs must stay.
+        workdir = Path(tempfile.mkdtemp(prefix=f"headstart-e2e-{name}-"))
         cluster = ControlPlane(Path(os.environ["HEADSTART_E2E_BIN"]), workdir, self._pki, spec)
         self.config.stash.setdefault(_CLUSTERS, []).append(cluster)
         cluster.start()
@@ -96,16 +102,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
     if report.failed:
-        for value in getattr(item, "funcargs", {}).values():
-            cluster = value if isinstance(value, ControlPlane) else getattr(value, "cluster", None)
-            if isinstance(cluster, ControlPlane):
+        item.config.stash.setdefault(_FAILURES, []).append((report.start, report.stop))
+        for cluster in item.config.stash.get(_CLUSTERS, []):
+            if cluster.stopped_at is None or cluster.stopped_at >= report.start:
                 names = [n for n in cluster.processes if n != "etcd"]
                 report.sections.append((f"e2e cluster {cluster.workdir.name}",
                                         cluster.diagnostics(names, lines=15)))
-                break
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    for workdir in config.stash.get(_KEPT, []):
+        terminalreporter.write_line(f"e2e: a test failed while this cluster ran; its logs "
+                                    f"are kept in {workdir}")
     figures = config.stash.get(_TIMINGS, {})
     if not figures:
         return
@@ -119,5 +127,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    failures = session.config.stash.get(_FAILURES, [])
     for cluster in session.config.stash.get(_CLUSTERS, []):
         cluster.stop()  # normally stopped by its fixture already; idempotent
+        if any(start <= cluster.stopped_at and stop >= cluster.started_at
+               for start, stop in failures):
+            session.config.stash.setdefault(_KEPT, []).append(cluster.workdir)
+        else:
+            shutil.rmtree(cluster.workdir, ignore_errors=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -119,6 +120,10 @@ class ClusterSpec:
     """kube-apiserver audit policy (None: no audit log)."""
     apiserver_args: tuple[str, ...] = ()
     """Extra kube-apiserver flags."""
+    restart_on_exit: tuple[str, ...] = ("headstart-scheduler",)
+    """Components started again when they exit, as kubelet restarts a container: a
+    kube-scheduler with leader election exits when it cannot renew its Lease for its
+    renew deadline (10 s), e.g. while the API server restarts."""
 
 
 class ControlPlane:
@@ -140,6 +145,12 @@ class ControlPlane:
         self.admin_kubeconfig = self.kubeconfig(ADMIN)
         self.kube = self.client()
         self.audit_log = self.workdir / "audit.log"
+        self.restarts: dict[str, int] = {}
+        self.started_at = time.time()
+        self.stopped_at: float | None = None
+        self._stopping = threading.Event()
+        self._supervisor = threading.Thread(target=self._restart_exited, daemon=True,
+                                            name=f"supervise-{self.workdir.name}")
 
     # ---- clients -------------------------------------------------------------------
 
@@ -177,16 +188,29 @@ class ControlPlane:
             self.stop()
             raise
         self.timings["total"] = round(time.monotonic() - started, 2)
+        self._supervisor.start()
         return self
 
     def stop(self) -> None:
         """Clients first (headstart, schedulers, CA, kwok: they shut down cleanly while the
         API server still answers), then the API servers, then etcd."""
+        self._stopping.set()
+        self.stopped_at = self.stopped_at or time.time()
+        if self._supervisor.is_alive():
+            self._supervisor.join(5)
         processes = list(self.processes.values())
         servers = [p for p in processes if p.name.startswith("kube-apiserver")]
         clients = [p for p in processes if p not in servers and p.name != "etcd"]
         for wave in (clients, servers, [p for p in processes if p.name == "etcd"]):
             stop_all(wave, grace_s=3.0)
+
+    def _restart_exited(self) -> None:
+        while not self._stopping.wait(0.5):
+            for name in self.spec.restart_on_exit:
+                process = self.processes.get(name)
+                if process is not None and process.popen is not None and not process.alive():
+                    process.start()
+                    self.restarts[name] = self.restarts.get(name, 0) + 1
 
     def _step(self, name: str, action: Callable[[], Any]) -> None:
         started = time.monotonic()
@@ -406,7 +430,7 @@ class ControlPlane:
 
     def diagnostics(self, logs: Sequence[str] = (), lines: int = 25) -> str:
         names = list(dict.fromkeys([*logs, *self.dead()]))
-        parts = [f"cluster work dir (logs kept): {self.workdir}"]
+        parts = [f"cluster work dir (kept when a test fails): {self.workdir}"]
         for name in names:
             process = self.processes.get(name)
             if process is None:
