@@ -68,16 +68,12 @@ RUN_TIMEOUT_S = 1800.0
 
 
 def scheduler_configs(noop_url: str, headstart_url: str, qps: int) -> dict[str, dict]:
-    from tests.e2e.headstart import headstart_scheduler_config
+    from tests.e2e.headstart import scheduler_variant
 
     configs = {}
     for mode, url in (("plain", None), ("do-nothing", noop_url), ("headstart", headstart_url)):
-        config = headstart_scheduler_config(url or "http://unused")
-        config["profiles"][0]["schedulerName"] = f"bench-{mode}"
-        config["leaderElection"] = {"leaderElect": False}
+        config = scheduler_variant(f"bench-{mode}", url)
         config["clientConnection"] = {"qps": qps, "burst": qps}
-        if url is None:
-            del config["extenders"]
         configs[f"bench-{mode}"] = config
     return configs
 

@@ -49,6 +49,18 @@ def headstart_scheduler_config(extender_url: str) -> dict[str, Any]:
     return config
 
 
+def scheduler_variant(name: str, extender_url: str | None) -> dict[str, Any]:
+    """The shipped configuration as one more scheduler, `name` (its profile's
+    schedulerName), leader election off; with `extender_url` None, without the extender
+    (the same profile, kube-scheduler binding): the control for what the extender adds."""
+    config = headstart_scheduler_config(extender_url or "http://unused")
+    config["profiles"][0]["schedulerName"] = name
+    config["leaderElection"] = {"leaderElect": False}
+    if extender_url is None:
+        del config["extenders"]
+    return config
+
+
 def headstart_cluster(**spec: Any) -> tuple[ClusterSpec, int]:
     """A cluster spec with the default scheduler and the shipped headstart-scheduler
     (placeholders and training pods go through it), and the port its extender must

@@ -17,9 +17,32 @@ from typing import Any
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.headstart import Extender
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import bound_node, training_pod
+from tests.e2e.objects import HEADSTART_SCHEDULER, bound_node, training_pod
 
 GATE = "headstart.io/e2e-hold"
+
+
+def job_pods(
+    namespace: str, job: str, workers: int, worker_gpus: int, placement_group: str = "preferred",
+    scheduler: str = HEADSTART_SCHEDULER,
+) -> list[dict[str, Any]]:
+    """A PS (4 CPUs) and `workers` workers of `worker_gpus` GPUs each, gated, PS first."""
+    annotations = {"headstart.io/placement-group": placement_group}
+    pods = [training_pod(f"{job}-ps-0", namespace, job, "ps", cpu="4", memory="8Gi",
+                         annotations=annotations, scheduler=scheduler)]
+    pods += [training_pod(f"{job}-worker-{index}", namespace, job, "worker", gpus=worker_gpus,
+                          cpu="8", memory="32Gi", annotations=annotations, scheduler=scheduler)
+             for index in range(workers)]
+    for pod in pods:
+        pod["spec"]["schedulingGates"] = [{"name": GATE}]
+    return pods
+
+
+def create_pods(cluster: ControlPlane, namespace: str, pods: Sequence[dict[str, Any]]) -> list[str]:
+    """Create `pods` in this order (kube-scheduler's queue is ordered by creation time)."""
+    for pod in pods:
+        cluster.kube.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+    return [pod["metadata"]["name"] for pod in pods]
 
 
 def create_job(
@@ -27,26 +50,29 @@ def create_job(
     placement_group: str = "preferred",
 ) -> list[str]:
     """A PS (4 CPUs) and `workers` workers of `worker_gpus` GPUs each, gated; their names."""
-    annotations = {"headstart.io/placement-group": placement_group}
-    pods = [training_pod(f"{job}-ps-0", namespace, job, "ps", cpu="4", memory="8Gi",
-                         annotations=annotations)]
-    pods += [training_pod(f"{job}-worker-{index}", namespace, job, "worker", gpus=worker_gpus,
-                          cpu="8", memory="32Gi", annotations=annotations)
-             for index in range(workers)]
-    for pod in pods:  # PS first: kube-scheduler's queue is ordered by creation time
-        pod["spec"]["schedulingGates"] = [{"name": GATE}]
-        cluster.kube.create(f"/api/v1/namespaces/{namespace}/pods", pod)
-    return [pod["metadata"]["name"] for pod in pods]
+    return create_pods(cluster, namespace,
+                       job_pods(namespace, job, workers, worker_gpus, placement_group))
 
 
 def release_when_known(cluster: ControlPlane, extender: Extender, namespace: str,
                        names: Sequence[str]) -> None:
     """Wait until the extender's cache has every pod, then lift their gates."""
+    wait_known(cluster, extender, namespace, names)
+    release(cluster, namespace, names)
+
+
+def wait_known(cluster: ControlPlane, extender: Extender, namespace: str,
+               names: Sequence[str]) -> None:
+    """Wait until the extender's cache has every pod (its /explain answers for it)."""
     for name in names:
         cluster.wait(
             f"the extender's cache to know pod {namespace}/{name}",
             lambda name=name: extender.get(f"/explain?pod={namespace}/{name}").status_code
             == 200, 30, [extender.name])
+
+
+def release(cluster: ControlPlane, namespace: str, names: Sequence[str]) -> None:
+    """Lift the pods' gates, in this order."""
     for name in names:
         cluster.kube.patch(f"/api/v1/namespaces/{namespace}/pods/{name}",
                            {"spec": {"schedulingGates": None}})
