@@ -232,14 +232,13 @@ class BindingWatch:
             self.response.close()
 
 
-def start_extender(cluster: ControlPlane, port: int, nodes: int) -> Any:
-    from tests.e2e.headstart import Extender
-
-    extender = Extender(cluster, port=port).start()
+def start_extender(cluster: ControlPlane, extender: Any, nodes: int) -> None:
+    """(Re)start `extender` (one object for every run: a process restarts with the
+    command line, and so the ops port, of its first start) and wait for its cache."""
+    extender.start()
     extender.wait_ready()
     cluster.wait("the extender's cache to hold every node",
-                 lambda: extender.readyz()["nodes"] >= nodes, 120)
-    return extender
+                 lambda: extender.readyz()["nodes"] >= nodes, 120, [extender.name])
 
 
 def one_run(cluster: ControlPlane, mode: str, rep: int, pods: int) -> dict[str, float]:
@@ -297,6 +296,7 @@ def main() -> int:
 
     import os
 
+    from tests.e2e.headstart import Extender
     from tests.e2e.pki import ADMIN, Pki
     from tests.e2e.processes import free_ports
 
@@ -327,15 +327,15 @@ def main() -> int:
               flush=True)
         create_nodes(cluster, args.nodes)
         print(f"{args.nodes} kwok nodes Ready", flush=True)
+        extender = Extender(cluster, port=headstart_port)
         for rep in range(args.runs):
             for mode in MODES:
-                extender = None
                 if mode == "headstart":
-                    extender = start_extender(cluster, headstart_port, args.nodes)
+                    start_extender(cluster, extender, args.nodes)
                 try:
                     result = one_run(cluster, mode, rep, args.pods)
                 finally:
-                    if extender is not None:
+                    if mode == "headstart":
                         extender.stop()
                 results[mode].append(result)
                 print(f"run {rep + 1} {mode:>10}: {result['pods_per_s']:6.1f} pods/s "

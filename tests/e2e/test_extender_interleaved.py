@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.headstart import Extender, headstart_cluster, scheduler_variant
 from tests.e2e.jobs import (
@@ -109,17 +110,38 @@ def spreads(jobs, where: dict[str, str], group_of: dict[str, str]) -> dict[str, 
     return result
 
 
+def counters(extender: Extender) -> dict[str, float]:
+    """The extender's filter calls and its waits for binds in flight (count and seconds
+    per outcome), from its /metrics."""
+    text = extender.get("/metrics").text
+    values: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "headstart_extender_requests_total" and \
+                    sample.labels["verb"] == "filter":
+                values["filter_calls"] = values.get("filter_calls", 0) + sample.value
+            elif sample.name in ("headstart_extender_bind_wait_seconds_count",
+                                 "headstart_extender_bind_wait_seconds_sum"):
+                kind = "waits" if sample.name.endswith("_count") else "wait_s"
+                values[f"{kind}_{sample.labels['outcome']}"] = sample.value
+    return values
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_interleaved_jobs_each_land_on_their_fewest_nodes_in_one_group(
         extender_cluster, topology, namespace, seed, e2e_timings, request):
     cluster, extender = extender_cluster
+    before = counters(extender)
     jobs, where, bound_s = schedule_jobs(cluster, extender, namespace, seed,
                                          HEADSTART_SCHEDULER)
+    # How often kube-scheduler's next call for a job beat the previous pod's bind, and
+    # what the extender waited for it.
+    calls = {key: value - before.get(key, 0) for key, value in counters(extender).items()}
     spread = spreads(jobs, where, topology)
     e2e_timings.record(f"extender: 3 interleaved jobs ({request.node.callspec.id})",
                        all_bound=bound_s, pods=len(where),
                        nodes_per_job=[s[0] for s in spread.values()],
-                       groups_per_job=[s[1] for s in spread.values()])
+                       groups_per_job=[s[1] for s in spread.values()], **calls)
     assert all(s[:3] == (FEWEST_NODES, 1, True) for s in spread.values()), spread
 
 
