@@ -11,6 +11,9 @@ a time, interleaved, with its own plugin scores, tie-breaks and asynchronous bin
 
 The control: the same pods through a scheduler with the shipped profile but no
 extender (`packing-only`) split jobs, so the scenario can tell the extender's work apart.
+And a known limit: the same jobs created WITHOUT gates reach kube-scheduler while the
+rest of their pods (and the other jobs') are still being created, and split even with
+the `headstart.io/job-size` annotation (docs/extender.md, "Other jobs' claims").
 """
 
 from __future__ import annotations
@@ -111,19 +114,22 @@ def spreads(jobs, where: dict[str, str], group_of: dict[str, str]) -> dict[str, 
 
 
 def counters(extender: Extender) -> dict[str, float]:
-    """The extender's filter calls and its waits for binds in flight (count and seconds
-    per outcome), from its /metrics."""
+    """The extender's filter calls and its waits for binds in flight (count and total
+    milliseconds per outcome), from its /metrics."""
     text = extender.get("/metrics").text
     values: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "headstart_extender_requests_total" and \
                     sample.labels["verb"] == "filter":
-                values["filter_calls"] = values.get("filter_calls", 0) + sample.value
+                values["filter_calls"] = values.get("filter_calls", 0) + int(sample.value)
             elif sample.name in ("headstart_extender_bind_wait_seconds_count",
                                  "headstart_extender_bind_wait_seconds_sum"):
-                kind = "waits" if sample.name.endswith("_count") else "wait_s"
-                values[f"{kind}_{sample.labels['outcome']}"] = sample.value
+                outcome = sample.labels["outcome"]
+                if sample.name.endswith("_count"):
+                    values[f"waits_{outcome}"] = int(sample.value)
+                else:
+                    values[f"wait_ms_{outcome}"] = round(sample.value * 1000, 1)
     return values
 
 
@@ -136,7 +142,8 @@ def test_interleaved_jobs_each_land_on_their_fewest_nodes_in_one_group(
                                          HEADSTART_SCHEDULER)
     # How often kube-scheduler's next call for a job beat the previous pod's bind, and
     # what the extender waited for it.
-    calls = {key: value - before.get(key, 0) for key, value in counters(extender).items()}
+    calls = {key: round(value - before.get(key, 0), 1)
+             for key, value in counters(extender).items()}
     spread = spreads(jobs, where, topology)
     e2e_timings.record(f"extender: 3 interleaved jobs ({request.node.callspec.id})",
                        all_bound=bound_s, pods=len(where),
@@ -156,5 +163,28 @@ def test_without_the_extender_the_shipped_profile_splits_jobs(
     spread = spreads(jobs, where, topology)
     e2e_timings.record(f"control: 3 interleaved jobs, no extender (seed {seed})",
                        all_bound=bound_s, nodes_per_job=[s[0] for s in spread.values()],
+                       groups_per_job=[s[1] for s in spread.values()])
+    assert any(s[0] > FEWEST_NODES or s[1] > 1 for s in spread.values()), spread
+
+
+@pytest.mark.parametrize("topology", ["a-group-each"], indirect=True)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_without_gates_interleaved_jobs_split_even_with_their_size_annotated(
+        extender_cluster, topology, namespace, seed, e2e_timings):
+    """A known limit, pinned so that a fix shows: each pod is judged knowing only the
+    pods created before it; a PS created first counts its job's unseen pods as
+    PS-sized (job-size 25), so jobs share groups and nodes and spill over."""
+    cluster, _ = extender_cluster
+    jobs = [job_pods(namespace, f"job-{j}", WORKERS, worker_gpus=1) for j in range(JOBS)]
+    for pod in (pod for job in jobs for pod in job):
+        del pod["spec"]["schedulingGates"]
+        pod["metadata"]["annotations"]["headstart.io/job-size"] = str(WORKERS + 1)
+    created = time.monotonic()
+    names = create_pods(cluster, namespace, interleaved(jobs, random.Random(seed)))
+    where = wait_all_bound(cluster, namespace, names, 120, LOGS)
+    spread = spreads(jobs, where, topology)
+    e2e_timings.record(f"known limit: 3 interleaved jobs without gates (seed {seed})",
+                       all_bound=time.monotonic() - created,
+                       nodes_per_job=[s[0] for s in spread.values()],
                        groups_per_job=[s[1] for s in spread.values()])
     assert any(s[0] > FEWEST_NODES or s[1] > 1 for s in spread.values()), spread
