@@ -5,7 +5,7 @@ extender, and headstart's extender, measured in the same run.
         [--nodes 1000] [--pods 2000] [--runs 3] [--qps 1000]
 
 Needs the binaries of the end-to-end tests (README, "End-to-end tests"); without
-HEADSTART_E2E_BIN it prints why and exits 2. About 13 minutes on 2 busy cores.
+HEADSTART_E2E_BIN it prints why and exits 2. About 9 minutes on 2 busy cores.
 
 Cluster (tests/e2e/controlplane.py): etcd, kube-apiserver, kwok, and three
 kube-schedulers started from the SHIPPED headstart-scheduler configuration
