@@ -146,7 +146,7 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
               and parse_policy_name(a.policy).kind == "predictive"]
     if others:
         lines.append("Other quantiles: " + "; ".join(_other_text(a) for a in others) + ".")
-    snippet = (f"# overprovisioner config (headstart overprovisioner --config FILE), "
-               f"changed from {config_source}:\nforecast:\n  model: {model}\n"
+    snippet = (f"# overprovisioner config (headstart overprovisioner --config FILE); "
+               f"other fields as in {config_source}:\nforecast:\n  model: {model}\n"
                f"  quantile: {quantile:g}\n")
     return Verdict(chosen, quantile, tuple(lines), snippet, beats)

@@ -63,7 +63,7 @@ def test_verdict_says_cut_hours_dollars_peers_and_the_config_lines():
                                 "headroom, +$40): $16 less.")
     assert verdict.snippet.splitlines()[1:] == ["forecast:", "  model: last_adaptive",
                                                 "  quantile: 0.97"]
-    assert "changed from op.yaml" in verdict.snippet
+    assert "other fields as in op.yaml" in verdict.snippet
 
 
 @pytest.mark.parametrize("predictive, gpu_line, dollar_line", [
