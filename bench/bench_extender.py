@@ -173,8 +173,10 @@ def headstart_app(size: int, bind_wait_seconds: float):
     return create_app(config, cache, binder=NoApiBinder())
 
 
-def do_nothing_app():
-    """Parse the request, accept every node: the floor for a Python aiohttp extender."""
+def do_nothing_app(bind_handler=None):
+    """Parse the request, accept every node: the floor for a Python aiohttp extender.
+    `bind_handler` replaces the /bind that binds nothing (bench_scheduler_real.py's binds
+    for real)."""
     from aiohttp import web
 
     async def filter_everything(request: web.Request) -> web.Response:
@@ -201,7 +203,7 @@ def do_nothing_app():
     app = web.Application(client_max_size=1024**3)
     app.router.add_post("/filter", filter_everything)
     app.router.add_post("/prioritize", prioritize_everything)
-    app.router.add_post("/bind", bind_nothing)
+    app.router.add_post("/bind", bind_handler or bind_nothing)
     return app
 
 

@@ -169,7 +169,29 @@ def extender_details(results: dict) -> str:
         "is why `true` is the recommended mode.\n")
 
 
+def scheduler_real(results: dict) -> str:
+    """docs/extender.md's table of bench_scheduler_real invocations: each mode's median of
+    its runs (the runs in brackets) and the ratios of the medians."""
+    from statistics import median
+
+    e = results["scheduler-real"]
+    f = e["figures"]
+    lines = ["| invocation (1-minute load average during it) | none | do-nothing | headstart | "
+             "headstart / none | headstart / do-nothing |", "|---|---|---|---|---|---|"]
+    for number, run in enumerate(f["invocations"], 1):
+        medians = {mode: median(run[mode]) for mode in ("none", "do-nothing", "headstart")}
+        cells = [f"{medians[mode]:.1f} ({', '.join(f'{x:.1f}' for x in run[mode])})"
+                 for mode in ("none", "do-nothing", "headstart")]
+        lines.append(f"| {number} ({run['load']}) | {cells[0]} pods/s | {cells[1]} | {cells[2]} | "
+                     f"{medians['headstart'] / medians['none']:.2f} | "
+                     f"{medians['headstart'] / medians['do-nothing']:.2f} |")
+    return ("\n".join(lines) + f"\n\n{f['pods']:,} pods on {f['nodes']:,} kwok nodes, medians "
+            f"of {f['runs']} runs, pods/s from the first create to the last binding "
+            f"({provenance(e)}).\n")
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
+    "scheduler-real": scheduler_real,
     "extender-details": extender_details,
     "simulator-headline": simulator_headline,
     "simulator-measured": simulator_measured,

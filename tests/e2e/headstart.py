@@ -1,0 +1,161 @@
+"""headstart's own processes in an e2e cluster, started exactly as users start them.
+
+Decides: the command lines (`python -m headstart extender --kubeconfig ... --config ...
+--port ...`, `python -m headstart overprovisioner --config ... --kubeconfig ...`), the
+identity each process has toward the API server (its own client certificate in the
+group "headstart", so the audit log names it; `POD_NAME`, which the overprovisioner's
+leader election uses as its identity), readiness (`/readyz` 200), and the
+headstart-scheduler's KubeSchedulerConfiguration: the SHIPPED
+manifests/base/scheduler/scheduler-config.yaml with only what must differ locally
+replaced (the extender's URL and the leader-election namespace; the kubeconfig is added
+by controlplane.py), so the tests exercise what users install.
+
+Must not: decide what a scenario checks.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+from tests.e2e.controlplane import (
+    HEADSTART_GROUP,
+    READY_TIMEOUT_S,
+    ClusterSpec,
+    ControlPlane,
+    default_scheduler_config,
+)
+from tests.e2e.kube import NotYet
+from tests.e2e.objects import HEADSTART_SCHEDULER
+from tests.e2e.processes import Process, free_ports
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED_SCHEDULER_CONFIG = REPO / "manifests" / "base" / "scheduler" / "scheduler-config.yaml"
+
+
+def headstart_scheduler_config(extender_url: str) -> dict[str, Any]:
+    """The shipped headstart-scheduler configuration, pointed at `extender_url`; its Lease
+    goes to kube-system (the headstart namespace need not exist)."""
+    config = yaml.safe_load(SHIPPED_SCHEDULER_CONFIG.read_text())
+    config["leaderElection"]["resourceNamespace"] = "kube-system"
+    [extender] = config["extenders"]
+    extender["urlPrefix"] = extender_url
+    return config
+
+
+def scheduler_variant(name: str, extender_url: str | None) -> dict[str, Any]:
+    """The shipped configuration as one more scheduler, `name` (its profile's
+    schedulerName), leader election off; with `extender_url` None, without the extender
+    (the same profile, kube-scheduler binding): the control for what the extender adds."""
+    config = headstart_scheduler_config(extender_url or "http://unused")
+    config["profiles"][0]["schedulerName"] = name
+    config["leaderElection"] = {"leaderElect": False}
+    if extender_url is None:
+        del config["extenders"]
+    return config
+
+
+def headstart_cluster(**spec: Any) -> tuple[ClusterSpec, int]:
+    """A cluster spec with the default scheduler and the shipped headstart-scheduler
+    (placeholders and training pods go through it), and the port its extender must
+    serve kube-scheduler's calls on (start `Extender(cluster, port=port)`)."""
+    port = free_ports(1)[0]
+    schedulers = {
+        "kube-scheduler": default_scheduler_config(),
+        HEADSTART_SCHEDULER: headstart_scheduler_config(f"http://127.0.0.1:{port}"),
+    }
+    return ClusterSpec(schedulers=schedulers, **spec), port
+
+
+class HeadstartProcess:
+    """One `python -m headstart ...` subprocess, logged like a component; `get` reaches
+    its /readyz (and the rest of its operations endpoints) on `ops_port`."""
+
+    def __init__(self, cluster: ControlPlane, name: str, ops_port: int | None = None) -> None:
+        self.cluster = cluster
+        self.name = name
+        self.ops_port = ops_port or free_ports(1)[0]
+        self.kubeconfig = cluster.kubeconfig(name, HEADSTART_GROUP)
+
+    def _run(self, argv: list[Any]) -> Process:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "POD_NAME": self.name}
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+        # cwd: `python -m` puts it first on sys.path, so this checkout's code runs even
+        # where another one is installed.
+        return self.cluster.run(self.name, [sys.executable, "-m", "headstart", *argv], env,
+                                cwd=REPO)
+
+    @property
+    def process(self) -> Process:
+        return self.cluster.processes[self.name]
+
+    def get(self, path: str) -> requests.Response:
+        return requests.get(f"http://127.0.0.1:{self.ops_port}{path}", timeout=5)
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        def ready() -> Any:
+            if not self.process.alive():
+                raise AssertionError(f"{self.name} exited with code "
+                                     f"{self.process.exit_code()}:\n{self.process.tail(40)}")
+            response = self.get("/readyz")
+            return response.status_code == 200 or NotYet(response.text[:300])
+
+        self.cluster.wait(f"{self.name} /readyz 200", ready, timeout_s, [self.name])
+
+    def kill(self) -> None:
+        """SIGKILL (a crash: no graceful shutdown, no Lease release)."""
+        self.process.kill()
+
+    def stop(self) -> None:
+        self.process.stop(grace_s=15.0)
+
+
+class Extender(HeadstartProcess):
+    """`headstart extender` on 127.0.0.1 with the default config otherwise: kube-scheduler's
+    calls (filter, prioritize, bind) on `port`, probes and /explain on `ops_port`."""
+
+    def __init__(self, cluster: ControlPlane, name: str = "headstart-extender",
+                 port: int | None = None, settings: dict[str, Any] | None = None) -> None:
+        super().__init__(cluster, name)
+        self.port = port or free_ports(1)[0]
+        self.config = cluster.config_dir / f"{name}.yaml"
+        self.config.write_text(yaml.safe_dump({"host": "127.0.0.1", "log_format": "text",
+                                               **(settings or {})}))
+
+    def start(self) -> Extender:
+        self._run(["extender", "--kubeconfig", self.kubeconfig, "--config", self.config,
+                   "--port", self.port, "--ops-port", self.ops_port])
+        return self
+
+    def readyz(self) -> dict[str, Any]:
+        return self.get("/readyz").json()
+
+
+class Overprovisioner(HeadstartProcess):
+    """`headstart overprovisioner` with `settings` (a config mapping; host, port and the
+    history file are set here)."""
+
+    def __init__(self, cluster: ControlPlane, settings: dict[str, Any],
+                 name: str = "headstart-overprovisioner") -> None:
+        super().__init__(cluster, name)
+        document = copy.deepcopy(settings)
+        document.setdefault("forecast", {}).setdefault(
+            "history_path", str(cluster.workdir / f"{name}-history.sqlite"))
+        document.update(host="127.0.0.1", port=self.ops_port)
+        self.config = cluster.config_dir / f"{name}.yaml"
+        self.config.write_text(yaml.safe_dump(document, sort_keys=False))
+
+    def start(self) -> Overprovisioner:
+        self._run(["overprovisioner", "--config", self.config, "--kubeconfig", self.kubeconfig])
+        return self
+
+    def plan(self) -> dict[str, Any]:
+        response = self.get("/plan")
+        response.raise_for_status()
+        return response.json()
