@@ -1,10 +1,11 @@
 """Turns each tick's quantile forecast into the value to plan for: fallback, then stabilization.
 
 Decides, per series (bucket column) and tick, with state carried between ticks:
-1. the reactive fallback (`predictor.fallback.step`): the forecast made `horizon` ticks
-   ago for this tick is scored against what was recorded now; a series whose recent
-   mean shortfall is too large plans for the demand seen now (what a reactive
-   autoscaler provisions) until the forecaster recovers;
+1. the reactive fallback (`predictor.fallback.step`; skipped when `fallback` is None):
+   the forecast made `horizon` ticks ago for this tick is scored against what was
+   recorded now; a series whose recent mean shortfall is too large plans for the
+   demand seen now (what a reactive autoscaler provisions) until the forecaster
+   recovers;
 2. stabilization (`predictor.stabilize`, rho and tau): the series of values planned for
    consecutive target ticks (the ones already planned, then this tick's forecast for
    the horizon and `tau` steps beyond it) is stabilized, and the value for the horizon
@@ -25,7 +26,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from predictor.fallback import FallbackConfig, FallbackState, initial_state, step
+from predictor.fallback import (
+    FallbackConfig,
+    FallbackDecision,
+    FallbackState,
+    initial_state,
+    step,
+)
 from predictor.stabilize import stabilize
 
 
@@ -41,12 +48,16 @@ class Adjusted:
 
 @dataclass
 class ForecastAdjuster:
-    """State across ticks for fallback and stabilization (one per service)."""
+    """State across ticks for fallback and stabilization (one per service).
+
+    fallback: None = no fallback (every series follows the forecast); tau_ticks 0 = no
+    stabilization.
+    """
 
     horizon_ticks: int
     tau_ticks: int
     rho: float
-    fallback: FallbackConfig = field(default_factory=FallbackConfig)
+    fallback: FallbackConfig | None = field(default_factory=FallbackConfig)
     columns: tuple[str, ...] = ()
     state: FallbackState | None = None
     predicted: dict[int, np.ndarray] = field(default_factory=dict)  # target tick -> (K,)
@@ -82,8 +93,12 @@ class ForecastAdjuster:
         horizon = self.horizon_ticks
         at_horizon = ahead[horizon - 1]
         predicted_now = self.predicted.pop(tick, np.full(len(columns), np.nan))
-        self.state, decision = step(self.state, predicted_now, actual_now, at_horizon,
-                                    self.fallback)
+        if self.fallback is not None:
+            self.state, decision = step(self.state, predicted_now, actual_now, at_horizon,
+                                        self.fallback)
+        else:
+            decision = FallbackDecision(at_horizon.copy(), (False,) * len(columns),
+                                        np.zeros(len(columns)))
         target = tick + horizon
         self.predicted[target] = at_horizon
         planned = decision.planned.copy()

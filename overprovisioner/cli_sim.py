@@ -17,10 +17,13 @@ from typing import Any
 from bucketing.errors import ConfigError, InputError
 
 POLICY_HELP = (
-    "policies to compare: reactive, static:N (N placeholder nodes per instance type), "
-    "predictive, predictive:Q (at forecast quantile Q), oracle, rate-oracle[:Q] (the "
-    "limit of any demand forecaster: the true hour's increases, not their times) "
-    "(default: reactive static:1 static:2 static:4 static:8 predictive oracle)"
+    "policies to compare: reactive; the peers users run today: static:N (N placeholder "
+    "nodes per instance type), proportional:R[,min=M][,max=X] (one per R nodes of the type, "
+    "as cluster-proportional-autoscaler's linear mode), scheduled:HH-HH=N[,...][,else=N] "
+    "(N per type during those UTC hours); predictive (the overprovisioner service as "
+    "configured), predictive:Q (at forecast quantile Q); oracle, rate-oracle[:Q] (limits "
+    "that know the future) (default: reactive, static:1/2/4/8, proportional:8/4/2, two "
+    "schedules following the trace's busy hours, predictive, oracle)"
 )
 
 
@@ -31,7 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Replay a job table on a simulated cluster with cluster-autoscaler "
         "(node start-up, 10 s scans, 10 min scale-down) and kube-scheduler-like placement "
         "(locality scoring), under each placeholder policy; report pending time caused "
-        "by missing capacity, GPU-hours, dollars and node launches.",
+        "by missing capacity, GPU-hours, dollars and node launches, and what predictive "
+        "costs against the cheapest peer headroom for the same reduction. The predictive "
+        "policy runs the overprovisioner service's configuration: --config FILE, or the "
+        "service's defaults.",
     )
     source = simulate.add_mutually_exclusive_group(required=True)
     source.add_argument("--trace", metavar="PATH", help="a trace file (Alibaba openb/DLRM, "
@@ -49,10 +55,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo = subparsers.add_parser(
         "demo",
         help="run every policy on the synthetic workload and write an HTML report",
-        description="Run reactive, static:1/2/4/8, predictive (quantile 0.9, 0.97, 0.99) "
-        "and oracle on the synthetic "
-        "workload (or --trace), write an HTML report with plots and the summary table "
-        "into a new folder (named on stdout), and print the table.",
+        description="Run reactive, the peer headrooms (static, proportional, scheduled), "
+        "predictive (the service's defaults, and quantiles 0.97 and 0.99) and the oracle on "
+        "the synthetic workload (or --trace), write an HTML report with plots and the "
+        "summary table into a new folder (named on stdout), and print the table.",
     )
     demo.add_argument("--trace", metavar="PATH", help="use this trace instead of the "
                       "synthetic workload")
@@ -66,38 +72,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default=None,
                         help="trace format (default: detected from the header)")
-    parser.add_argument("--catalog", default="aws",
-                        help="instance catalog: aws, gcp or a YAML path (default aws)")
+    parser.add_argument("--config", metavar="FILE.yaml",
+                        help="the overprovisioner config the predictive policy runs (the "
+                        "file `headstart overprovisioner --config` reads, loaded and checked "
+                        "the same way; its instance types and catalog are the simulated "
+                        "ones); default: the service's built-in defaults")
+    parser.add_argument("--catalog", default=None,
+                        help="instance catalog without --config: aws, gcp or a YAML path "
+                        "(default aws)")
     parser.add_argument("--buckets", metavar="FILE.yaml",
-                        help="instance types to simulate (the `headstart buckets tune --out` "
-                        "file, or `instance_types: [...]`); default: one type per GPU count")
+                        help="instance types to simulate without --config (the `headstart "
+                        "buckets tune --out` file, or `instance_types: [...]`); default: one "
+                        "type per GPU count")
     parser.add_argument("--policy", nargs="+", metavar="NAME", default=None, help=POLICY_HELP)
     parser.add_argument("--node-startup", default="5m",
                         help="GPU node start-up after CA asks (default 5m)")
     parser.add_argument("--cpu-node-startup", default="2m",
                         help="GPU-less node start-up (default 2m)")
-    parser.add_argument("--quantile", type=float, default=0.9,
-                        help="forecast quantile the predictive policy plans for (default 0.9)")
-    parser.add_argument("--model", default="last_adaptive",
-                        help="forecaster of the predictive policy (default last_adaptive, "
-                        "as the overprovisioner service)")
-    parser.add_argument("--model-param", action="append", default=[], metavar="NAME=VALUE",
-                        help="a hyper-parameter of the forecaster (numeric; repeatable), e.g. "
-                        "--model-param day_bins=12")
-    parser.add_argument("--hold", default="0s",
-                        help="predictive: plan for the largest forecast of this long "
-                        "(online stabilization; default 0s = none)")
-    parser.add_argument("--service-adjust", action="store_true",
-                        help="predictive: pass the forecast through the service's reactive "
-                        "fallback and stabilization (overprovisioner.adjust) first")
     parser.add_argument("--days", type=float, default=None,
                         help="simulate only the first N days of the window")
     parser.add_argument("--from-day", type=float, default=0.0,
                         help="start the window N days after the trace start (default 0)")
     parser.add_argument("--groups", type=int, default=2,
-                        help="placement groups per GPU type (default 2; 1 = none)")
-    parser.add_argument("--cost-cap", type=float, default=None,
-                        help="cap on placeholder cost in $/h (default none)")
+                        help="placement groups per GPU type the config does not name "
+                        "(default 2; 1 = none)")
     parser.add_argument("--scoring", choices=("headstart", "default"), default="headstart",
                         help="scheduler scoring of the main runs (default headstart)")
     parser.add_argument("--no-scoring-comparison", action="store_true",
@@ -105,40 +103,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed for CA's tie-breaks")
 
 
-def _config(args: argparse.Namespace) -> Any:
+def _config(args: argparse.Namespace, service: Any) -> Any:
     from bucketing.durations import parse_duration
     from overprovisioner.sim.config import SimConfig
 
     return SimConfig(
         gpu_startup_s=parse_duration(args.node_startup, "--node-startup"),
         cpu_startup_s=parse_duration(args.cpu_node_startup, "--cpu-node-startup"),
-        quantile=args.quantile,
-        model=args.model,
-        model_params=_model_params(args.model_param),
-        adjust=args.service_adjust,
-        hold_s=0.0 if args.hold.strip() in ("0", "0s") else parse_duration(args.hold, "--hold"),
         groups_per_gpu_type=args.groups,
-        cost_cap_per_hour=args.cost_cap,
         scoring=args.scoring,
         seed=args.seed,
+        service=service,
     ).validate()
-
-
-def _model_params(items: list[str]) -> tuple[tuple[str, float], ...]:
-    """("day_bins", 12) pairs from "day_bins=12" strings; InputError when malformed."""
-    from bucketing.errors import InputError
-
-    params = []
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            number = float("nan")
-        if not sep or not name.strip() or number != number:
-            raise InputError(f"--model-param {item!r}: expected NAME=NUMBER, e.g. day_bins=12")
-        params.append((name.strip(), int(number) if number.is_integer() else number))
-    return tuple(params)
 
 
 def load_bucket_types(path: str, catalog: Any) -> tuple:
@@ -155,11 +131,32 @@ def load_bucket_types(path: str, catalog: Any) -> tuple:
     return tuple(types)
 
 
-def _load(args: argparse.Namespace, synthetic: bool) -> tuple[Any, Any, Any]:
+def _service_config(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(service config, catalog): the --config file loaded as the service loads it, or
+    the service's defaults with --catalog."""
     from bucketing.catalog import load_catalog
+    from overprovisioner.config import OverprovisionerConfig
+
+    path = getattr(args, "config", None)
+    if not path:
+        return OverprovisionerConfig(), load_catalog(getattr(args, "catalog", None) or "aws",
+                                                     "--catalog")
+    for option, value in (("--buckets", getattr(args, "buckets", None)),
+                          ("--catalog", getattr(args, "catalog", None))):
+        if value:
+            raise InputError(f"{option}: the --config file names the instance types and the "
+                             "catalog; give one or the other")
+    from overprovisioner.config_catalog import resolve_catalog
+    from overprovisioner.config_load import load_config
+
+    service = load_config(path)
+    return service, resolve_catalog(service)
+
+
+def _load(args: argparse.Namespace, synthetic: bool, catalog: Any,
+          service: Any) -> tuple[Any, Any]:
     from overprovisioner.sim.workload import build_workload, default_types
 
-    catalog = load_catalog(args.catalog, "--catalog")
     if synthetic:
         from bucketing.synthetic import SyntheticWorkload, generate
 
@@ -168,24 +165,29 @@ def _load(args: argparse.Namespace, synthetic: bool) -> tuple[Any, Any, Any]:
         from bucketing.traces import load_trace
 
         table = load_trace(args.trace, args.format)
-    types = (load_bucket_types(args.buckets, catalog) if getattr(args, "buckets", None)
-             else default_types(table, catalog))
+    if getattr(args, "config", None):
+        types = tuple(catalog.get(name) for name in service.instance_types)
+    elif getattr(args, "buckets", None):
+        types = load_bucket_types(args.buckets, catalog)
+    else:
+        types = default_types(table, catalog)
     workload = build_workload(table, types, days=args.days,
                               from_day=getattr(args, "from_day", 0.0))
     if len(workload) == 0:
         raise InputError(f"{table.source}: no pod to replay in the chosen window")
-    return catalog, table, workload
+    return table, workload
 
 
 def simulate_command(args: argparse.Namespace) -> int:
-    from overprovisioner.sim.compare import DEFAULT_POLICIES, assess_all, run_policies
-    from overprovisioner.sim.policies import parse_policy_name
+    from overprovisioner.sim.compare import assess_all, default_policies, run_policies
+    from overprovisioner.sim.policy_names import parse_policy_name
 
-    policies = tuple(args.policy or DEFAULT_POLICIES)
-    for name in policies:
+    for name in args.policy or ():
         parse_policy_name(name)
-    config = _config(args)
-    catalog, table, workload = _load(args, args.synthetic)
+    service, catalog = _service_config(args)
+    config = _config(args, service)
+    table, workload = _load(args, args.synthetic, catalog, service)
+    policies = tuple(args.policy or default_policies(workload))
     started = time.perf_counter()
     results = run_policies(workload, catalog, policies, config,
                            compare_scoring=not args.no_scoring_comparison,
@@ -202,6 +204,7 @@ def simulate_command(args: argparse.Namespace) -> int:
         print(json.dumps([m.as_dict() for m in metrics], indent=2))
         return 0
     print(describe_workload(table, workload))
+    print(describe_service(config))
     print(format_table(metrics))
     for assessment in assess_all(metrics):
         for line in assessment.lines():
@@ -212,21 +215,25 @@ def simulate_command(args: argparse.Namespace) -> int:
 
 def demo_command(args: argparse.Namespace) -> int:
     from overprovisioner.report import write_report
-    from overprovisioner.sim.compare import DEMO_POLICIES, assess_all, run_policies
+    from overprovisioner.sim.compare import assess_all, default_policies, run_policies
     from overprovisioner.sim.config import SimConfig
 
     args.buckets = None
     args.from_day = 0.0
     args.catalog = "aws"
-    catalog, table, workload = _load(args, args.trace is None)
+    service, catalog = _service_config(args)
+    table, workload = _load(args, args.trace is None, catalog, service)
     out = Path(args.out) if args.out else Path(f"headstart-demo-{time.strftime('%Y%m%d-%H%M%S')}")
-    config = SimConfig().validate()
+    config = SimConfig(service=service).validate()
     started = time.perf_counter()
-    results = run_policies(workload, catalog, DEMO_POLICIES, config, progress=_progress)
+    results = run_policies(workload, catalog, default_policies(workload, demo=True), config,
+                           progress=_progress)
     metrics = [m for _, m in results]
     index = write_report(results, out, title=f"headstart demo: {table.source}",
-                         workload_text=describe_workload(table, workload))
+                         workload_text=describe_workload(table, workload) + " "
+                         + describe_service(config))
     print(describe_workload(table, workload))
+    print(describe_service(config))
     print(format_table(metrics))
     for assessment in assess_all(metrics):
         for line in assessment.lines():
@@ -234,6 +241,25 @@ def demo_command(args: argparse.Namespace) -> int:
     print(f"({len(results)} runs in {time.perf_counter() - started:.1f} s)")
     print(f"report: {index}")
     return 0
+
+
+def describe_service(config: Any) -> str:
+    """One line: what the predictive policy runs (the service's config, or its defaults)."""
+    service = config.service
+    forecast = service.forecast
+    stabilize = (f"stabilization tau {forecast.stabilize_tau_s:g} s"
+                 if forecast.stabilize_tau_s > 0 else "no stabilization")
+    fallback = "reactive fallback on" if forecast.fallback else "no fallback"
+    debounce = service.placeholders.wake_debounce_s
+    latency = ("at its next tick" if debounce <= 0 else f"{debounce:g} s after a preemption")
+    cap = service.limits.cost_cap_per_hour
+    limits_cap = "no cost cap" if cap is None else f"cost cap {cap:g} $/h"
+    return (f"predictive = the overprovisioner service as configured ({service.source}): "
+            f"{service.tick_s:g}-s tick, horizon {service.horizon_s:g} s "
+            f"({service.horizon_ticks} ticks), {forecast.model} at quantile "
+            f"{forecast.quantile:g}, {stabilize}, {fallback}, at most "
+            f"{service.limits.default.max} placeholders per type, {limits_cap}; re-plans "
+            f"{latency}")
 
 
 def _progress(name: str) -> None:

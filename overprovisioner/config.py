@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
 from predictor.known.config import KnownDemandConfig
+from predictor.registry import DEFAULT_MODEL
 
 BACKENDS = ("auto", "deployment", "capacitybuffer")
 
@@ -57,12 +58,23 @@ class ForecastConfig:
     """How demand is recorded and forecast."""
 
     quantile: float = 0.9
-    """Forecast quantile placeholders are sized to: 0.9 covers 9 ticks in 10."""
-    model: str = "last_adaptive"
+    """Placeholders cover this quantile of the most demand over the horizon: at 0.9,
+    demand stays under them through the whole start-up time from 9 origins in 10. 0.9
+    because it was the cheapest against the best peer headroom (static, proportional,
+    scheduled) in `headstart simulate` (docs/simulator.md, research log): 0.90x on
+    openb's active weeks, 0.76x on the synthetic workload, 0.95x on DLRM, where 0.97
+    cost 0.90x / 0.84x / 1.05x and 0.99 0.98x / 0.91x / 0.88x for more reduction, and
+    0.8 planned nothing on the synthetic workload. Raise it to wait less, at about the
+    peers' price per point of reduction."""
+    model: str = DEFAULT_MODEL
     """Forecaster name from `predictor.registry` (`last_adaptive`, `last`, `conditional`,
     `seasonal`, `hw`, `transformer`). The default, last value with quantiles from the
     last day's errors, keeps the asked quantile's shortfall rate closest to target in
-    `headstart backtest` on the public traces (docs/predictor.md); pick yours by backtest."""
+    `headstart backtest` on the public traces (docs/predictor.md), and in the simulator
+    it cost 0.905x the best peer's for the same reduction (geometric mean over openb's
+    active weeks, DLRM and the synthetic workload at q 0.9, 0.97 and 0.99) against
+    0.93x for `last` and 0.99x for `hw` and `conditional`; pick yours by backtest, which
+    prints one model and its config line."""
     model_path: str = ""
     """A persisted model to load at start-up and save after each retrain; "" = none."""
     retrain_every_s: float = 86400.0
@@ -79,9 +91,19 @@ class ForecastConfig:
     (the cold-start ladder; still within the per-bucket min/max and the cost cap)."""
     stabilize_rho: float = 1.0
     """Stabilization: a change of at least this many nodes starts a new level."""
-    stabilize_tau_s: float = 600.0
+    stabilize_tau_s: float = 0.0
     """A forecast level lasting shorter than this is replaced by the larger neighbour, so
-    CA is not asked to scale up and down for a blip (YAML `stabilize_tau: 10m`; 0 = off)."""
+    CA is not asked to scale up and down for a blip (YAML `stabilize_tau: 10m`; 0 = off).
+    Off by default: in the simulator a 10-minute tau kept placeholders up through the
+    gaps between arrivals and raised predictive's cost against the best peer from
+    0.90x to 1.48x on openb's active weeks and from 0.76x to 1.19x on the synthetic
+    workload at q 0.9 (0.95x to 1.15x on DLRM), with up to 10% more node launches."""
+    fallback: bool = False
+    """Whether the reactive fallback runs at all (the three settings below). Off by
+    default: switched on, it made no difference on openb's active weeks (0.89x against
+    0.90x the best peer's cost) and cost more on DLRM (1.04x against 0.95x at q 0.9) and
+    the synthetic workload (0.82x against 0.76x): demand that outruns the forecast is
+    what placeholders are for, and planning for the demand seen now removes them."""
     fallback_window_ticks: int = 6
     """Reactive fallback: ticks of forecast shortfall averaged per bucket."""
     fallback_enter_mean_shortfall: float = 1.0
@@ -187,7 +209,9 @@ class PlaceholderConfig:
     DisruptionTarget condition, reason PreemptionByScheduler) before it re-plans at once
     instead of at the next tick, so the plan counts the node the real pod took; further
     preemptions within the wait join the same re-plan (a job's pods preempt several at
-    once). 0 = no watch: re-plan at the next tick only (YAML: `wake_debounce: 5s`)."""
+    once). 0 = no watch: re-plan at the next tick only (YAML: `wake_debounce: 5s`).
+    In the simulator (docs/simulator.md, research log) 1 s, 5 s and 30 s cost the same
+    against the peer headrooms; no watch left slightly less reduction for the price."""
     autoscaler_status: str = "kube-system/cluster-autoscaler-status"
     """NAMESPACE/NAME of cluster-autoscaler's status ConfigMap (its `--namespace` and
     `--status-config-map-name`), read to tell whether CA runs and how many node groups it
@@ -235,10 +259,15 @@ class OverprovisionerConfig:
     buckets_file: str = ""
     """A `headstart buckets tune --out` snippet (`buckets: {catalog, instance_types}`)."""
     tick_s: float = 300.0
-    """Seconds between loop ticks and between recorded snapshots (YAML: `tick: 5m`)."""
+    """Seconds between loop ticks and between recorded snapshots (YAML: `tick: 5m`).
+    5 minutes: 1- and 2-minute ticks did no better in the simulator (0.91x the best
+    peer's cost against 0.905x, geometric mean over three workloads and three quantiles)
+    for up to 5x the API calls and history rows; a preemption wakes the loop between
+    ticks anyway."""
     horizon_s: float = 390.0
     """Node start-up time to forecast ahead: 5 min launch + 90 s device plugin. Rounded
-    up to whole ticks (YAML: `horizon: 6m30s`)."""
+    up to whole ticks (YAML: `horizon: 6m30s`). Set it to your node groups' start-up: it
+    is a fact of the cluster, not a knob (not tuned in the simulator)."""
     forecast: ForecastConfig = field(default_factory=ForecastConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     placeholders: PlaceholderConfig = field(default_factory=PlaceholderConfig)

@@ -85,7 +85,8 @@ def _forecast(reader: FieldReader, raw: Mapping) -> ForecastConfig:
     path = "forecast"
     reader.known(raw, path, {
         "quantile", "model", "model_path", "retrain_every", "history_path", "retention",
-        "cold_start_placeholders", "stabilize_rho", "stabilize_tau", "fallback_window_ticks",
+        "cold_start_placeholders", "stabilize_rho", "stabilize_tau", "fallback",
+        "fallback_window_ticks",
         "fallback_enter_mean_shortfall", "fallback_exit_mean_shortfall", "prometheus_url",
         "backfill",
     })
@@ -125,6 +126,7 @@ def _forecast(reader: FieldReader, raw: Mapping) -> ForecastConfig:
         ),
         stabilize_rho=rho,
         stabilize_tau_s=reader.duration(raw, "stabilize_tau", path, d.stabilize_tau_s),
+        fallback=reader.boolean(raw, "fallback", path, d.fallback),
         fallback_window_ticks=reader.integer(
             raw, "fallback_window_ticks", path, d.fallback_window_ticks, low=1
         ),

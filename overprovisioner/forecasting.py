@@ -4,8 +4,11 @@ Decides the model's lifecycle for the tick loop: the configured model, refitted 
 `forecast.retrain_every`; a model file that cannot be loaded (corrupt, other buckets)
 falls back to seasonal naive (or a refit) with a warning and a metric; a fit that fails
 on the data falls back to the last value; history shorter than the model needs raises
-NotEnoughHistory (the loop then plans with the cold-start ladder). Each forecast goes
-through the `ForecastAdjuster` (fallback, stabilization) and comes out per bucket.
+NotEnoughHistory (the loop then plans with the cold-start ladder). Each forecast (the
+quantile of the most demand over the horizon, `service_forecast.peak_path`) goes
+through the `ForecastAdjuster` (fallback, stabilization) and comes out per bucket. How
+the model and the adjuster are built from the config is `service_forecast`'s, which
+the simulator shares.
 
 Must not: record demand, plan, or call the API (loop.py ties those together).
 """
@@ -21,12 +24,10 @@ import numpy as np
 
 from bucketing.catalog import Catalog
 from bucketing.errors import ConfigError, HeadstartError, InputError
-from overprovisioner.adjust import ForecastAdjuster
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.metrics import Metrics
-from predictor.fallback import FallbackConfig
+from overprovisioner.service_forecast import build_adjuster, build_forecaster, peak_path
 from predictor.forecast import Forecast, Forecaster, NotEnoughHistory
-from predictor.registry import make_forecaster
 from predictor.series import DemandSeries, split_column
 
 log = logging.getLogger("headstart.overprovisioner")
@@ -41,12 +42,12 @@ ModelSaver = Callable[[Forecaster, str, Sequence[str]], None]
 
 @dataclass(frozen=True)
 class BucketForecast:
-    """point: point forecast at the horizon; quantile: what the plan uses (the forecast
-    quantile after fallback and stabilization); in_use: the last recorded value (nodes
-    running + pending pods occupy now); raw_quantile: the quantile before adjustment;
-    reactive: the fallback has this series planning reactively; announced: nodes of the
-    demand announced ahead that runs now, included in point and quantile
-    (overprovisioner.known_plan)."""
+    """point: point forecast at the horizon; quantile: what the plan uses (the quantile
+    of the most demand over the horizon, after fallback and stabilization); in_use: the
+    last recorded value (nodes running + pending pods occupy now); raw_quantile: that
+    quantile before adjustment; reactive: the fallback has this series planning
+    reactively; announced: nodes of the demand announced ahead that runs now, included in
+    point and quantile (overprovisioner.known_plan)."""
 
     point: float
     quantile: float
@@ -82,15 +83,7 @@ class ServiceForecaster:
         self.metrics = metrics
         self.load_model = load_model
         self.save_model = save_model
-        forecast = config.forecast
-        self.adjuster = ForecastAdjuster(
-            horizon_ticks=config.horizon_ticks,
-            tau_ticks=max(0, math.ceil(forecast.stabilize_tau_s / config.tick_s - 1e-9)),
-            rho=forecast.stabilize_rho,
-            fallback=FallbackConfig(forecast.fallback_window_ticks,
-                                    forecast.fallback_enter_mean_shortfall,
-                                    forecast.fallback_exit_mean_shortfall),
-        )
+        self.adjuster = build_adjuster(config)
         self.model = ModelState()
         self._model_loaded = False  # model_path is read once, on the first tick
 
@@ -114,11 +107,7 @@ class ServiceForecaster:
         return ModelState(None, forecast.model)
 
     def _fresh(self, name: str) -> Forecaster:
-        if name in ("last", "seasonal", "seasonal_week"):
-            # Residual quantiles are kept up to max_horizon steps: cover the horizon.
-            return make_forecaster(name, int(self.config.tick_s),
-                                   max_horizon=max(12, self.config.horizon_ticks))
-        return make_forecaster(name, int(self.config.tick_s))
+        return build_forecaster(self.config, name)
 
     def _ensure_model(self, series: DemandSeries, now_s: float) -> None:
         """Load once, then (re)fit when never fitted, due, or the columns changed."""
@@ -164,10 +153,9 @@ class ServiceForecaster:
         self._ensure_model(series, now_s)
         assert self.model.forecaster is not None
         history = series.history()
-        quantile = self.config.forecast.quantile
         first_tick = self._first_tick(series)
         try:
-            result = self._predict(history, first_tick)
+            result, ahead = self._predict(history, first_tick)
         except NotEnoughHistory:
             raise
         except InputError as error:
@@ -176,10 +164,8 @@ class ServiceForecaster:
                         error)
             self.model = ModelState(None, self.model.name)
             self._ensure_model(series, now_s)
-            result = self._predict(history, first_tick)
+            result, ahead = self._predict(history, first_tick)
         horizon = self.config.horizon_ticks
-        steps = result.horizon_ticks
-        ahead = np.stack([result.at(quantile, s) for s in range(1, steps + 1)])
         tick = int(round(now_s / self.config.tick_s))
         adjusted = self.adjuster.adjust(series.columns, tick, history[-1], ahead)
         point = result.at(None, horizon)
@@ -198,19 +184,12 @@ class ServiceForecaster:
             )
         return forecasts
 
-    def _predict(self, history: np.ndarray, first_tick: int) -> Forecast:
-        """The forecast for horizon + tau steps (for stabilization), or just the horizon
-        when the model was fitted for fewer steps."""
+    def _predict(self, history: np.ndarray, first_tick: int) -> tuple[Forecast, np.ndarray]:
+        """The forecast and its peak path for horizon + tau steps (for stabilization), or
+        just the horizon when the model was fitted for fewer steps."""
         assert self.model.forecaster is not None
-        quantiles = (self.config.forecast.quantile,)
-        try:
-            return self.model.forecaster.predict(history, self.adjuster.steps, quantiles,
-                                                 first_tick=first_tick)
-        except NotEnoughHistory:
-            raise
-        except InputError:
-            return self.model.forecaster.predict(history, self.config.horizon_ticks, quantiles,
-                                                 first_tick=first_tick)
+        return peak_path(self.model.forecaster, history, self.config, self.adjuster.steps,
+                         first_tick)
 
 
 def _last_observed(history: np.ndarray) -> np.ndarray:

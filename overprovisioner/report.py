@@ -2,8 +2,9 @@
 
 Draws, per policy, the demand, forecast, capacity (nodes launched or starting) and
 placeholders over time, per instance type; and the trade-off of all policies: pending
-GPU-minutes against extra GPU-hours and dollars over reactive. The HTML page holds the
-plots, the summary table and the assessment against the project's targets.
+GPU-minutes against extra GPU-hours and dollars over reactive, each peer family as a
+line. The HTML page holds the plots, the summary table and each predictive run's cost
+against the cheapest peer for the same reduction.
 """
 
 from __future__ import annotations
@@ -88,23 +89,28 @@ def plot_tradeoff(metrics: Sequence, path: Path) -> Path:
 
 
 def draw_tradeoff(axis, main: Sequence, attr: str, base: float, label: str) -> None:
-    """Pending GPU-minutes against `attr` over reactive's on one axis: reactive + the
-    static levels as a line, every run annotated, predictive, oracle and rate-oracle
-    (each with its `:Q` variants) as stars, one legend entry per family."""
-    from overprovisioner.sim.policies import parse_policy_name
+    """Pending GPU-minutes against `attr` over reactive's on one axis: reactive + each
+    peer family (static, proportional, scheduled) as a line, every run annotated,
+    predictive, oracle and rate-oracle (each with its `:Q` variants) as stars, one
+    legend entry per family."""
+    from overprovisioner.sim.policy_names import PEERS, parse_policy_name, peer_size
 
-    kinds = {m.policy: parse_policy_name(m.policy) for m in main}
-    reactive = [m for m in main if kinds[m.policy][0] == "reactive"]
-    statics = sorted((m for m in main if kinds[m.policy][0] == "static"),
-                     key=lambda m: kinds[m.policy][1])
-    line = reactive + statics
-    axis.plot([getattr(m, attr) - base for m in line],
-              [m.pending_gpu_minutes for m in line], "-o", color="tab:gray",
-              label="reactive + static:N", markersize=4)
+    kinds = {m.policy: parse_policy_name(m.policy).kind for m in main}
+    reactive = [m for m in main if kinds[m.policy] == "reactive"]
+    for family, style, color in zip(PEERS, ("-o", "-s", "-^"),
+                                    ("tab:gray", "tab:brown", "tab:olive"), strict=True):
+        members = sorted((m for m in main if kinds[m.policy] == family),
+                         key=lambda m: peer_size(parse_policy_name(m.policy)))
+        if not members:
+            continue
+        line = reactive + members
+        axis.plot([getattr(m, attr) - base for m in line],
+                  [m.pending_gpu_minutes for m in line], style, color=color,
+                  label=f"reactive + {family}", markersize=4)
     for m in main:
         axis.annotate(m.policy, (getattr(m, attr) - base, m.pending_gpu_minutes),
                       fontsize=8, xytext=(4, 4), textcoords="offset points")
-    predictive = sorted((m for m in main if kinds[m.policy][0] == "predictive"),
+    predictive = sorted((m for m in main if kinds[m.policy] == "predictive"),
                         key=lambda m: m.gpu_hours)
     if len(predictive) > 1:
         axis.plot([getattr(m, attr) - base for m in predictive],
@@ -113,7 +119,7 @@ def draw_tradeoff(axis, main: Sequence, attr: str, base: float, label: str) -> N
     for name, color in (("predictive", "tab:orange"), ("oracle", "tab:green"),
                         ("rate-oracle", "tab:purple")):
         # `name` or `name:Q`; one legend entry per family.
-        family = [m for m in main if kinds[m.policy][0] == name]
+        family = [m for m in main if kinds[m.policy] == name]
         for index, m in enumerate(family):
             axis.plot(getattr(m, attr) - base, m.pending_gpu_minutes, "*",
                       markersize=13, color=color, label=name if index == 0 else None)

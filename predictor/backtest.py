@@ -6,7 +6,12 @@ sees, and which rows the report holds.
 The schedule: with T ticks, the test targets are the last `test_fraction` of them,
 ticks t = test_start .. T-1 (test_start = T - ceil(test_fraction * T)). The forecast for
 target t is made at origin o = t - h (h = horizon_ticks) from history rows 0..o (nothing
-after the origin is seen) and read at step h, at the configured quantile. A model is
+after the origin is seen). What is scored is what placeholders are sized to: the
+forecast's peak at the configured quantile (`Forecast.peak(q, h)`, the quantile of the
+most demand over ticks o+1 .. o+h) against the most demand actually reached over those
+ticks (`most_within`); so a shortfall rate of 10% at q 0.9 means demand outran the
+placeholders somewhere within one horizon from 1 origin in 10. The point forecast (MAE)
+is scored against the demand at t. A model is
 fitted at the first origin on rows 0..o and refitted at the first origin at least
 `refit_every_ticks` after its last fit (None = fitted once). Each *target* (a group of
 columns a model forecasts jointly: all buckets, or the total GPUs) gets its own fits;
@@ -18,8 +23,9 @@ NotEnoughHistory (a long gap before the origin) leaves that tick's forecast NaN,
 the metrics count as skipped ticks.
 
 The `last+margin` row: the last observed value at the origin (carried over gaps) plus
-the smallest constant margin whose shortfall rate on the test ticks is at most
-1 - quantile (tuned in-sample, in the baseline's favour). Every model row also carries
+the smallest constant margin whose shortfall rate (against the most demand over the
+horizon) on the test ticks is at most 1 - quantile (tuned in-sample, in the baseline's
+favour). Every model row also carries
 `fair_overprovision`: the mean over-provision of last+margin tuned to that model's own
 shortfall rate, so "over-provides less than the last value plus a margin at the same
 shortfall rate" is one comparison per row.
@@ -86,7 +92,8 @@ class Target:
 class ModelRun:
     """One model's forecasts over the test ticks of one target.
 
-    point, upper: (n_test, K) point and quantile forecasts (NaN where none was made).
+    point, upper: (n_test, K) point forecast at step h and the peak at the quantile over
+        steps 1..h (NaN where none was made).
     fit_seconds: mean seconds per fit; predict_seconds: mean seconds per predict call.
     skipped: the reason the model produced nothing, or None.
     """
@@ -146,7 +153,8 @@ class BacktestResult:
 
     test_index: (n_test,) row indices of the tested ticks in the series.
     actual: column -> (n_test,) actual values.
-    forecasts: (column, model) -> (point, upper), each (n_test,).
+    forecasts: (column, model) -> (point, upper), each (n_test,); upper is the peak the
+        placeholders cover over the horizon ending at the tick.
     """
 
     rows: tuple[BacktestRow, ...]
@@ -220,7 +228,7 @@ def run_model(
         predict_time += clock() - began
         predict_calls += 1
         point[position] = forecast.at(None, h)
-        upper[position] = forecast.at(config.quantile, h)
+        upper[position] = forecast.peak(config.quantile, h)
     skipped = None
     if predict_calls == 0:
         skipped = last_reason or "no forecast could be made"
@@ -233,6 +241,22 @@ def run_model(
         predict_time / predict_calls if predict_calls else math.nan,
         skipped,
     )
+
+
+def most_within(values: np.ndarray, config: BacktestConfig) -> np.ndarray:
+    """(n_test, K) per test tick t, the most demand over ticks t-h+1 .. t (the horizon of
+    the forecast made at t-h); missing ticks are left out, NaN when all are missing.
+    Example: values 1, 4, 2, 3 with h 2 and targets 2, 3 -> 4, 3."""
+    start = first_test_row(len(values), config.test_fraction)
+    h = config.horizon_ticks
+    most = np.full((len(values) - start, values.shape[1]), np.nan)
+    for position, t in enumerate(range(start, len(values))):
+        block = values[max(0, t - h + 1): t + 1]
+        seen = ~np.isnan(block)
+        if seen.any():
+            most[position] = np.where(seen.any(axis=0),
+                                      np.max(np.where(seen, block, -np.inf), axis=0), np.nan)
+    return most
 
 
 def last_values(values: np.ndarray, config: BacktestConfig) -> np.ndarray:
@@ -265,13 +289,15 @@ def backtest(
         start = first_test_row(len(values), config.test_fraction)
         test_index = np.arange(start, len(values))
         actual = values[start:]
+        peak = most_within(values, config)
         base = last_values(values, config)
         runs = [run_model(name, factory, values, config, clock)
                 for name, factory in factories.items()]
         for k, column in enumerate(target.columns):
             actual_by_column[column] = actual[:, k]
             for run in runs:
-                rows.append(_model_row(column, run, k, actual[:, k], base[:, k], config))
+                rows.append(_model_row(column, run, k, actual[:, k], peak[:, k], base[:, k],
+                                       config))
                 if run.skipped is None:
                     forecasts[(column, run.model)] = (run.point[:, k], run.upper[:, k])
             if start - config.horizon_ticks < 0 or len(actual) == 0:
@@ -283,7 +309,7 @@ def backtest(
                             f"{config.horizon_ticks}-tick horizon",
                 ))
                 continue
-            margin = tune_margin(base[:, k], actual[:, k], 1.0 - config.quantile)
+            margin = tune_margin(base[:, k], peak[:, k], 1.0 - config.quantile)
             baseline = base[:, k] + margin
             forecasts[(column, LAST_MARGIN)] = (base[:, k], baseline)
             rows.append(BacktestRow(
@@ -291,7 +317,7 @@ def backtest(
                 model=LAST_MARGIN,
                 horizon_ticks=config.horizon_ticks,
                 quantile=config.quantile,
-                metrics=error_metrics(baseline, actual[:, k]),
+                metrics=error_metrics(baseline, peak[:, k]),
                 point_mae=error_metrics(base[:, k], actual[:, k]).mae,
                 fit_seconds=0.0,
                 predict_seconds=0.0,
@@ -301,20 +327,22 @@ def backtest(
 
 
 def _model_row(
-    column: str, run: ModelRun, k: int, actual: np.ndarray, base: np.ndarray,
-    config: BacktestConfig,
+    column: str, run: ModelRun, k: int, actual: np.ndarray, peak: np.ndarray,
+    base: np.ndarray, config: BacktestConfig,
 ) -> BacktestRow:
+    """actual: the demand at each test tick (for the point's MAE); peak: the most demand
+    over the horizon ending there (for everything the quantile is judged on)."""
     common = dict(series=column, model=run.model, horizon_ticks=config.horizon_ticks,
                   quantile=config.quantile)
     if run.skipped is not None:
         return BacktestRow(**common, metrics=None, skipped=run.skipped)
-    metrics = error_metrics(run.upper[:, k], actual)
+    metrics = error_metrics(run.upper[:, k], peak)
     # Judge the baseline on the ticks the model forecast, no others.
     base = np.where(np.isnan(run.upper[:, k]), np.nan, base)
     fair = math.nan
     if not math.isnan(metrics.shortfall_rate):
-        margin = tune_margin(base, actual, metrics.shortfall_rate)
-        fair = error_metrics(base + margin, actual).mean_overprovision
+        margin = tune_margin(base, peak, metrics.shortfall_rate)
+        fair = error_metrics(base + margin, peak).mean_overprovision
     return BacktestRow(
         **common,
         metrics=metrics,
@@ -343,3 +371,58 @@ def choose_model(
         return min(meeting, key=lambda r: r.metrics.mean_overprovision)
     return min(candidates, key=lambda r: (r.metrics.shortfall_rate,
                                           r.metrics.mean_overprovision))
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The one model to run for every series (the service runs one `forecast.model`).
+
+    model: its name; quantile: the level it was judged at; series: how many series it
+    was judged on; short_on: on how many of them it falls short more often than
+    1 - quantile + tolerance; shortfall_rate: its mean shortfall rate over them;
+    over_vs_fair: its mean over-provision as a multiple of the fair baseline's (last
+    value + a margin tuned to the same shortfall rate; below 1 beats it), NaN when the
+    fair baseline over-provides nothing.
+    """
+
+    model: str
+    quantile: float
+    series: int
+    short_on: int
+    shortfall_rate: float
+    over_vs_fair: float
+
+    def snippet(self) -> str:
+        """The overprovisioner config lines that select it."""
+        return f"forecast: {{model: {self.model}, quantile: {self.quantile:g}}}"
+
+
+def recommend_model(rows: Sequence[BacktestRow], series: Sequence[str] | None = None,
+                    shortfall_tolerance: float = 0.02) -> Recommendation | None:
+    """The model to configure for the whole service: among forecasters scored on every one
+    of `series` (default: every series in the rows), the one falling short too often
+    (above 1 - quantile + tolerance) on the fewest series, then over-providing least
+    against the fair baseline on average. None when no model was scored on all of them.
+    """
+    names = list(series) if series is not None else list(dict.fromkeys(r.series for r in rows))
+    scored: dict[str, list[BacktestRow]] = {}
+    for row in rows:
+        if (row.series in names and row.model != LAST_MARGIN and row.metrics is not None
+                and not math.isnan(row.metrics.shortfall_rate)):
+            scored.setdefault(row.model, []).append(row)
+    candidates = []
+    for model, mine in scored.items():
+        if len({r.series for r in mine}) < len(names):
+            continue
+        short_on = sum(r.metrics.shortfall_rate > 1.0 - r.quantile + shortfall_tolerance
+                       for r in mine)
+        ratios = [r.metrics.mean_overprovision / r.fair_overprovision for r in mine
+                  if r.fair_overprovision > 0]
+        over = float(np.mean(ratios)) if ratios else math.nan
+        rate = float(np.mean([r.metrics.shortfall_rate for r in mine]))
+        candidates.append(Recommendation(model, mine[0].quantile, len(mine), short_on, rate,
+                                         over))
+    if not candidates:
+        return None
+    return min(candidates, key=lambda c: (c.short_on, math.inf if math.isnan(c.over_vs_fair)
+                                          else c.over_vs_fair, c.shortfall_rate))

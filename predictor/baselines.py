@@ -2,12 +2,15 @@
 
 Decides: the point forecast of each baseline and its quantiles, which are the
 point plus empirical quantiles of in-sample h-step residuals (per series, per
-step), computed in `fit` from the training history.
+step), computed in `fit` from the training history; and its peaks (the quantile of
+the most demand over steps 1..h: `Forecast.peaks`), the point's running maximum
+plus the quantiles of the in-sample `quantiles.peak_excess`. For the last value
+that is the last value plus the quantile of the largest rise within h ticks.
 
-With `recent_residual_ticks` > 0 the quantiles come instead from the residuals
-of the most recent ticks of the history given to `predict` (the last day by
-default for `last_adaptive`), so the margin widens in volatile hours and
-narrows in calm ones; a (step, series) with fewer than MIN_RECENT_RESIDUALS
+With `recent_residual_ticks` > 0 the quantiles (and peaks) come instead from the
+residuals (peak excesses) of the most recent ticks of the history given to
+`predict` (the last day by default for `last_adaptive`), so the margin widens in
+volatile hours and narrows in calm ones; a (step, series) with fewer than MIN_RECENT_RESIDUALS
 recent residuals uses the fit-time quantiles. On the real traces this beat a
 constant margin tuned in hindsight (docs/forecasters.md).
 
@@ -32,7 +35,7 @@ from predictor.forecast import (
     forward_fill,
     make_forecast,
 )
-from predictor.quantiles import offsets_at, residual_quantile_grid
+from predictor.quantiles import offsets_at, peak_excess, residual_quantile_grid
 
 MIN_RECENT_RESIDUALS = 30
 
@@ -84,7 +87,23 @@ class _CopyPastValue:
         self.fit_n_ticks_ = int(n_ticks)
         self.n_residuals_ = np.sum(~np.isnan(residuals), axis=1)
         self.residual_grid_ = residual_quantile_grid(residuals)
+        actual, point = self._paths(observed, filled, np.arange(n_ticks), self.max_horizon)
+        self.peak_grid_ = residual_quantile_grid(peak_excess(actual, point))
         return self
+
+    def _paths(self, observed: np.ndarray, filled: np.ndarray, origins: np.ndarray,
+               steps: int) -> tuple[np.ndarray, np.ndarray]:
+        """(H, N, K) targets and point forecasts for steps 1..H from each origin row
+        (NaN where the target lies past the history or the copied row before it)."""
+        n_ticks = observed.shape[0]
+        step = np.arange(1, steps + 1)[:, None]
+        target = origins[None, :] + step  # (H, N)
+        copied = target - np.array([self._lag(int(s)) for s in step[:, 0]])[:, None]
+        inside = (target < n_ticks)[..., None]
+        valid = ((copied >= 0) & (copied < n_ticks))[..., None]
+        actual = np.where(inside, observed[np.clip(target, 0, n_ticks - 1)], np.nan)
+        point = np.where(valid, filled[np.clip(copied, 0, n_ticks - 1)], np.nan)
+        return actual, point
 
     def predict(
         self,
@@ -105,9 +124,44 @@ class _CopyPastValue:
             raise NotEnoughHistory(self.name, self.min_history_, n_ticks, "predict",
                                    f"series {series} has no observed tick to copy")
         offsets = {q: offsets_at(self.residual_grid_, q, horizon) for q in levels}
+        peak_offsets = {q: offsets_at(self.peak_grid_, q, horizon) for q in levels}
         if self.recent_residual_ticks > 0:
             offsets = self._recent_offsets(observed, filled, horizon, levels, offsets)
-        return make_forecast(point, {q: point + offsets[q] for q in levels})
+            peak_offsets = self._recent_peak_offsets(observed, filled, horizon, levels,
+                                                     peak_offsets)
+        most = np.maximum.accumulate(point, axis=0)
+        return make_forecast(point, {q: point + offsets[q] for q in levels},
+                             {q: most + peak_offsets[q] for q in levels})
+
+    def _recent_peak_offsets(self, observed: np.ndarray, filled: np.ndarray, horizon: int,
+                             levels: tuple[float, ...], fitted: dict[float, np.ndarray],
+                             ) -> dict[float, np.ndarray]:
+        """Peak-excess quantiles over the last recent_residual_ticks origins whose step-h
+        target lies in this history, step by step; the fit-time ones where fewer than
+        MIN_RECENT_RESIDUALS excesses are observed."""
+        window = self.recent_residual_ticks
+        n_ticks = observed.shape[0]
+        first = max(0, n_ticks - window - horizon)
+        origins = np.arange(first, n_ticks - 1)
+        if origins.size == 0:
+            return fitted
+        offsets = {q: fitted[q].copy() for q in levels}
+        excess = peak_excess(*self._paths(observed, filled, origins, horizon))
+        if n_ticks >= window + horizon + 1 and window >= MIN_RECENT_RESIDUALS:
+            # The common case (the simulator, every tick): every step's window of origins
+            # in one (steps, window, series) array, one quantile call; the loop below
+            # gives the same values and handles gaps and short histories.
+            rows = (n_ticks - window - first - np.arange(1, horizon + 1))[:, None] \
+                + np.arange(window)[None, :]
+            block = excess[np.arange(horizon)[:, None], rows]
+            if not np.isnan(block).any():
+                recent = np.quantile(block, levels, axis=1)  # (levels, steps, series)
+                return {q: recent[i] for i, q in enumerate(levels)}
+        for step in range(1, horizon + 1):
+            # origins o with n_ticks - window <= o + step <= n_ticks - 1
+            low = max(0, n_ticks - window - step - first)
+            _write_recent(offsets, step, excess[step - 1, low:n_ticks - step - first], levels)
+        return offsets
 
     def _recent_offsets(self, observed: np.ndarray, filled: np.ndarray, horizon: int,
                         levels: tuple[float, ...], fitted: dict[float, np.ndarray],
@@ -130,19 +184,24 @@ class _CopyPastValue:
             lag = self._lag(step)
             if observed.shape[0] <= lag:
                 continue
-            residuals = (observed[lag:] - filled[:-lag])[-window:]
-            counts = np.sum(~np.isnan(residuals), axis=0)
-            enough = counts >= MIN_RECENT_RESIDUALS
-            if not enough.any():
-                continue
-            block = residuals[:, enough]
-            # np.nanquantile loops in Python per column; without gaps np.quantile gives
-            # the same values vectorised (the simulator calls this every policy tick).
-            quantile = np.nanquantile if np.isnan(block).any() else np.quantile
-            recent = quantile(block, levels, axis=0)
-            for i, q in enumerate(levels):
-                offsets[q][step - 1, enough] = recent[i]
+            _write_recent(offsets, step, (observed[lag:] - filled[:-lag])[-window:], levels)
         return offsets
+
+
+def _write_recent(offsets: dict[float, np.ndarray], step: int, block: np.ndarray,
+                  levels: tuple[float, ...]) -> None:
+    """offsets[q][step - 1] = the q-quantile of `block` (n, K) per series, for the series
+    with at least MIN_RECENT_RESIDUALS observed values (the others keep theirs)."""
+    enough = np.sum(~np.isnan(block), axis=0) >= MIN_RECENT_RESIDUALS
+    if not enough.any():
+        return
+    block = block[:, enough]
+    # np.nanquantile loops in Python per column; without gaps np.quantile gives the same
+    # values vectorised (the simulator calls this every policy tick).
+    quantile = np.nanquantile if np.isnan(block).any() else np.quantile
+    recent = quantile(block, levels, axis=0)
+    for i, q in enumerate(levels):
+        offsets[q][step - 1, enough] = recent[i]
 
 
 class LastValue(_CopyPastValue):

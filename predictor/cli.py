@@ -17,8 +17,9 @@ from typing import Any
 from bucketing.bucket_file import read_bucket_file
 from bucketing.durations import parse_duration
 from bucketing.errors import InputError
+from predictor.registry import DEFAULT_MODEL
 
-DEFAULT_MODELS = "last,seasonal,hw"
+DEFAULT_MODELS = DEFAULT_MODEL
 
 
 def whole_ticks(seconds: float, tick_s: float, option: str) -> int:
@@ -63,8 +64,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--horizon", required=True, metavar="DURATION",
                         help="how far ahead to forecast (the node start-up time), e.g. 10m")
     parser.add_argument("--models", default=DEFAULT_MODELS, metavar="LIST",
-                        help=f"comma-separated forecasters (default: {DEFAULT_MODELS}; also "
-                        "seasonal_week, transformer)")
+                        help=f"comma-separated forecasters (default: {DEFAULT_MODELS}, the "
+                        "overprovisioner's default; others: last, conditional, seasonal, "
+                        "seasonal_week, hw, transformer)")
     parser.add_argument("--quantile", type=float, default=0.9,
                         help="forecast level to provision and judge (default: 0.9)")
     parser.add_argument("--refit-every", default="1d", metavar="DURATION|never",
@@ -212,18 +214,33 @@ def format_table(rows: Any, source: str, tick_s: float) -> str:
             f"{m.mean_overprovision:>9.3f} {_num(row.fair_overprovision):>9} "
             f"{_num(row.fit_seconds):>7} {_num(1000 * row.predict_seconds):>8}"
         )
-    lines.append("fairOver = mean over-provision of last value + a margin tuned to the same "
-                 "shortfall rate (lower overProv than fairOver beats it)")
-    from predictor.backtest import choose_model
+    lines.append("short% = share of origins where demand rose above the forecast somewhere "
+                 "within the horizon (what placeholders must cover); fairOver = mean "
+                 "over-provision of last value + a margin tuned to the same shortfall rate "
+                 "(lower overProv than fairOver beats it)")
+    from predictor.backtest import choose_model, recommend_model
 
-    for series in dict.fromkeys(row.series for row in rows):
+    all_series = list(dict.fromkeys(row.series for row in rows))
+    for series in all_series:
         chosen = choose_model(rows, series)
         if chosen is not None:
             lines.append(
-                f"choice for {series}: {chosen.model} (short "
+                f"best for {series} alone: {chosen.model} (short "
                 f"{100 * chosen.metrics.shortfall_rate:.1f}%, over-provision "
                 f"{chosen.metrics.mean_overprovision:.3f}; fair {_num(chosen.fair_overprovision)})"
             )
+    # The service runs one model for every bucket: judge on the bucket series (the
+    # total is not a series it forecasts) when there are any.
+    buckets = [s for s in all_series if s != "total_gpus"] or all_series
+    pick = recommend_model(rows, buckets)
+    if pick is not None:
+        over = ("-" if math.isnan(pick.over_vs_fair)
+                else f"{pick.over_vs_fair:.2f}x the fair baseline's over-provision")
+        lines.append(
+            f"recommendation for the service (one model for all {pick.series} bucket "
+            f"series): {pick.model} (falls short on {100 * pick.shortfall_rate:.1f}% of "
+            f"horizons on average, too often on {pick.short_on} of {pick.series}; {over})")
+        lines.append(f"  config: {pick.snippet()}")
     return "\n".join(lines) + "\n"
 
 

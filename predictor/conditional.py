@@ -13,6 +13,9 @@ origin's
   `activity_ticks` ticks; bin 0 = no rise at all, then (with `activity_bins` 3)
   at most / above the median of the non-zero fit-time values.
 
+Peaks (`Forecast.peaks`): the same cells hold the quantiles of the largest increase
+within 1..h ticks, `max(y[t+1..t+h]) - y[t]`, added to the last value.
+
 A cell (day bin, activity bin) with fewer than `min_samples` observed increases at
 the longest step falls back to its activity bin over all hours, and that to the
 unconditional quantiles. So quiet hours after a quiet hour get zero headroom and
@@ -128,6 +131,8 @@ class ConditionalIncrease:
                 increases[step - 1] = target - risen[:origins]
             else:
                 increases[step - 1] = observed[step:origins + step] - filled[:origins]
+        # The largest increase within 1..h: a missing target is skipped, not read as 0.
+        peaks = np.fmax.accumulate(increases, axis=0)
         rise = recent_rise(filled, int(self.activity_ticks))[:origins]
         nonzero = [rise[rise[:, k] > 0, k] for k in range(n_series)]
         self.activity_edge_ = np.array(
@@ -139,6 +144,7 @@ class ConditionalIncrease:
         # grid[day, activity] -> (L, H, K); day index n_day = that activity bin over all hours,
         # activity index activity_bins = unconditional.
         grid = np.zeros((n_day + 1, self.activity_bins + 1, levels, steps, n_series))
+        peak_grid = np.zeros_like(grid)
         counts = np.zeros((n_day + 1, self.activity_bins + 1, n_series), dtype=int)
         for k in range(n_series):
             cells: list[tuple[int, int, np.ndarray]] = [(n_day, self.activity_bins,
@@ -154,7 +160,9 @@ class ConditionalIncrease:
                     with warnings.catch_warnings():  # a step with no observed target
                         warnings.simplefilter("ignore", RuntimeWarning)
                         cell = np.nanquantile(block, QUANTILE_GRID, axis=1)
+                        peak = np.nanquantile(peaks[:, mask, k], QUANTILE_GRID, axis=1)
                     grid[d, a, :, :, k] = np.nan_to_num(cell)
+                    peak_grid[d, a, :, :, k] = np.nan_to_num(peak)
         self.n_series_ = n_series
         self.min_history_ = self.min_history()
         self.max_horizon_ = steps
@@ -162,6 +170,7 @@ class ConditionalIncrease:
         self.fit_n_ticks_ = int(n_ticks)
         self.n_day_bins_ = n_day
         self.grid_ = grid
+        self.peak_grid_ = peak_grid
         self.counts_ = counts
         return self
 
@@ -194,14 +203,17 @@ class ConditionalIncrease:
         day = int(self._day_bin(np.array([first_tick + n_ticks - 1]))[0])
         day = day if day < self.n_day_bins_ else self.n_day_bins_
         point = np.repeat(last[None, :], horizon, axis=0)
-        result = {}
+        result, peaks = {}, {}
         for q in levels:
             offsets = np.empty((horizon, self.n_series_))
+            peak_offsets = np.empty((horizon, self.n_series_))
             for k in range(self.n_series_):
                 d, a = self._cell(day, int(activity[k]), k)
                 offsets[:, k] = offsets_at(self.grid_[d, a, :, :, k], q, horizon)
+                peak_offsets[:, k] = offsets_at(self.peak_grid_[d, a, :, :, k], q, horizon)
             result[q] = point + offsets
-        return make_forecast(point, result)
+            peaks[q] = point + peak_offsets
+        return make_forecast(point, result, peaks)
 
 
 def build(tick_seconds: int, **params: object) -> ConditionalIncrease:

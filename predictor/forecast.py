@@ -59,13 +59,23 @@ class Forecast:
 
     horizon_ticks: H, the number of ticks ahead the last row of `point` is.
     point: (H, K) point forecast (median-like; never negative).
-    quantiles: level -> (H, K) forecast at that quantile level; a higher level is
-        never lower than a lower one (never negative).
+    quantiles: level -> (H, K) forecast at that quantile level, step by step: row s-1
+        is the level's quantile of the demand at tick s; a higher level is never lower
+        than a lower one (never negative).
+    peaks: level -> (H, K) the level's quantile of the *largest* demand over ticks
+        1..s (row s-1): what placeholders must cover, since a pod arriving at any tick
+        before the nodes are ready waits. Row s-1 is never below any per-step quantile
+        of rows 0..s-1 (the most demand reaches up to s is at least its value at each
+        tick), and rows never decrease with s. At q 0.9 the demand stays at or under
+        `peaks[0.9][s-1]` over the whole of ticks 1..s at about 9 origins in 10, where
+        the per-step quantiles cover each tick 9 times in 10 but the whole stretch less
+        often.
     """
 
     horizon_ticks: int
     point: np.ndarray
     quantiles: Mapping[float, np.ndarray]
+    peaks: Mapping[float, np.ndarray]
 
     def at(self, q: float | None = None, step: int | None = None) -> np.ndarray:
         """The (K,) forecast at quantile `q` (None = point) for `step` (default H)."""
@@ -79,6 +89,23 @@ class Forecast:
                 return values[step - 1]
         levels = ", ".join(f"{level:g}" for level in sorted(self.quantiles))
         raise InputError(f"no quantile {q:g} in this forecast (it has: {levels or 'none'})")
+
+    def peak(self, q: float, step: int | None = None) -> np.ndarray:
+        """The (K,) q-quantile of the most demand over steps 1..`step` (default H): the
+        statistic placeholders are sized to (see `peaks`)."""
+        step = self.horizon_ticks if step is None else step
+        if not 1 <= step <= self.horizon_ticks:
+            raise InputError(f"forecast step {step} is outside 1..{self.horizon_ticks}")
+        for level, values in self.peaks.items():
+            if abs(level - q) < 1e-12:
+                return values[step - 1]
+        levels = ", ".join(f"{level:g}" for level in sorted(self.peaks))
+        raise InputError(f"no quantile {q:g} in this forecast (it has: {levels or 'none'})")
+
+    def peak_path(self, q: float) -> np.ndarray:
+        """(H, K) `peak(q, s)` for s = 1..H."""
+        self.peak(q, 1)  # one error message for an absent level
+        return next(v for level, v in self.peaks.items() if abs(level - q) < 1e-12)
 
 
 @runtime_checkable
@@ -221,17 +248,33 @@ def forward_fill(history: np.ndarray) -> np.ndarray:
     return filled[index, np.arange(filled.shape[1])[None, :]]
 
 
-def make_forecast(point: np.ndarray, quantiles: Mapping[float, np.ndarray]) -> Forecast:
-    """A Forecast with values clipped at 0, quantiles made monotone, arrays read-only."""
+def make_forecast(point: np.ndarray, quantiles: Mapping[float, np.ndarray],
+                  peaks: Mapping[float, np.ndarray]) -> Forecast:
+    """A Forecast with values clipped at 0, quantiles made monotone, arrays read-only.
+
+    `peaks` (the models' estimates of the quantiles of the most demand over steps 1..s)
+    are raised where needed to hold what the statistic guarantees: never below the
+    per-step quantiles up to s, never decreasing in s, never decreasing in the level.
+    An estimate breaking those is sampling noise (two quantiles from different
+    origins), and the raise only ever adds headroom.
+    """
     point = np.maximum(np.asarray(point, dtype=np.float64), 0.0)
     levels = sorted(quantiles)
+    if sorted(peaks) != levels:
+        raise InputError(f"forecast: peaks at levels {sorted(peaks)} but quantiles at {levels}")
     stacked = np.maximum(np.stack([np.asarray(quantiles[q], np.float64) for q in levels]), 0.0)
+    peak = np.stack([np.asarray(peaks[q], np.float64) for q in levels])
     if stacked.size:
         stacked = np.maximum.accumulate(stacked, axis=0)
+        peak = np.maximum(np.nan_to_num(peak, nan=0.0), stacked)
+        peak = np.maximum.accumulate(np.maximum.accumulate(peak, axis=1), axis=0)
     point.setflags(write=False)
     frozen: dict[float, np.ndarray] = {}
+    frozen_peaks: dict[float, np.ndarray] = {}
     for i, q in enumerate(levels):
-        values = stacked[i].copy()
-        values.setflags(write=False)
-        frozen[q] = values
-    return Forecast(horizon_ticks=point.shape[0], point=point, quantiles=frozen)
+        for target, block in ((frozen, stacked), (frozen_peaks, peak)):
+            values = block[i].copy()
+            values.setflags(write=False)
+            target[q] = values
+    return Forecast(horizon_ticks=point.shape[0], point=point, quantiles=frozen,
+                    peaks=frozen_peaks)

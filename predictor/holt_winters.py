@@ -11,8 +11,9 @@ otherwise the model is simple exponential smoothing (no trend, no season) and
 NaN); the recursion skips the update on a missing tick (the state runs on, as a
 state-space model does with a missing observation), and residuals are taken only
 where the target was observed. Quantiles: point + in-sample h-step residual
-quantiles. Must not: read files or log (statsmodels' convergence warnings are
-caught and counted in `convergence_warnings_`).
+quantiles; peaks (`Forecast.peaks`): the point's running maximum + in-sample
+quantiles of `quantiles.peak_excess`. Must not: read files or log (statsmodels'
+convergence warnings are caught and counted in `convergence_warnings_`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from predictor.forecast import (
     forward_fill,
     make_forecast,
 )
-from predictor.quantiles import offsets_at, residual_quantile_grid
+from predictor.quantiles import offsets_at, peak_excess, residual_quantile_grid
 
 MIN_FIT_TICKS = 10
 
@@ -172,12 +173,14 @@ class HoltWinters:
         self.lookback_ticks_ = max(self.min_history_, self.window_ticks)
         self.fit_first_tick_ = int(first_tick)
         self.fit_n_ticks_ = int(n_ticks)
-        self.residual_grid_ = residual_quantile_grid(
-            self._in_sample_residuals(observed, filled, first_tick))
+        residuals, excess = self._in_sample_residuals(observed, filled, first_tick)
+        self.residual_grid_ = residual_quantile_grid(residuals)
+        self.peak_grid_ = residual_quantile_grid(excess)
         return self
 
     def _in_sample_residuals(self, observed: np.ndarray, filled: np.ndarray,
-                             first_tick: int) -> np.ndarray:
+                             first_tick: int) -> tuple[np.ndarray, np.ndarray]:
+        """(H, T, K) residuals aligned by target row, and peak excesses aligned by origin."""
         level0 = np.where(np.isnan(filled[0]), np.nanmean(filled, axis=0), filled[0])
         level0 = np.nan_to_num(level0)
         level, trend, _ = smooth(observed, self.params_, level0, self.seasonal_profile_,
@@ -186,11 +189,16 @@ class HoltWinters:
         forecasts = _step_forecasts(level, trend, self._profile_at(first_tick, n_ticks),
                                     self.params_[3], self.max_horizon)
         residuals = np.full_like(forecasts, np.nan)
+        actual = np.full_like(forecasts, np.nan)  # by origin: actual[s-1, o] = y[o + s]
         for step in range(1, self.max_horizon + 1):
             residuals[step - 1, step:] = observed[step:] - forecasts[step - 1, :-step]
+            actual[step - 1, :-step] = observed[step:]
         # The first rows are the recursion settling in, not the model.
-        residuals[:, : min(self.max_horizon * 2, n_ticks // 4)] = np.nan
-        return residuals
+        settling = min(self.max_horizon * 2, n_ticks // 4)
+        residuals[:, :settling] = np.nan
+        excess = peak_excess(actual, forecasts)
+        excess[:, :settling] = np.nan
+        return residuals, excess
 
     def _profile_at(self, first_tick: int, n_ticks: int):
         """step -> (T, K) seasonal value of tick t + step for every row t."""
@@ -236,5 +244,7 @@ class HoltWinters:
             seasonal = (0.0 if self.seasonal_profile_ is None
                         else self.seasonal_profile_[(last_tick + step) % period])
             point[step - 1] = level[-1] + damp_sum * trend[-1] + seasonal
+        most = np.maximum.accumulate(point, axis=0)
         return make_forecast(
-            point, {q: point + offsets_at(self.residual_grid_, q, horizon) for q in levels})
+            point, {q: point + offsets_at(self.residual_grid_, q, horizon) for q in levels},
+            {q: most + offsets_at(self.peak_grid_, q, horizon) for q in levels})

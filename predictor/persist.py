@@ -35,7 +35,8 @@ import torch
 from bucketing.errors import ConfigError, HeadstartError
 from predictor.forecast import Forecaster
 
-FORMAT_VERSION = 1
+# 2: forecasters keep `peak_grid_` (the quantiles of the most demand over the horizon).
+FORMAT_VERSION = 2
 
 
 class ModelFileError(HeadstartError):

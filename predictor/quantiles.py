@@ -5,6 +5,12 @@ quantile forecasts. `fit` computes residual quantiles once on a fixed grid of
 levels; `predict` reads any level off the grid by linear interpolation, so a
 forecaster fitted once answers any quantile the operator picks.
 
+Also the peak statistic placeholders are sized to (`Forecast.peaks`): from origin o,
+the most demand over steps 1..h less the most the point forecast reaches over them,
+`peak_excess`; its quantiles added to the point's running maximum give the quantile of
+the most demand over the horizon (exactly so when the point path is flat, as for the
+last value: then it is the quantile of the largest rise within the horizon).
+
 Must not: know any model. Residuals at missing targets (NaN) are skipped, never
 counted as zero.
 """
@@ -43,6 +49,21 @@ def residual_quantile_grid(residuals: np.ndarray) -> np.ndarray:
                 np.quantile(column, QUANTILE_GRID) if column.size else pooled_q
             )
     return grid
+
+
+def peak_excess(actual: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """(H, N, K) most actual demand over steps 1..h less the most the point reaches.
+
+    actual, point: (H, N, K) the target value and the point forecast for steps 1..H from
+    N origins (aligned by origin, not by target). Missing targets (NaN) are left out of
+    the running maximum; a step with no target observed up to it is NaN. Example: one
+    origin, actual 3, 5, 4 and a flat point 2: excess 1, 3, 3.
+    """
+    if actual.shape != point.shape or actual.ndim != 3:
+        raise InputError(f"peak_excess: actual {actual.shape} and point {point.shape} must be "
+                         "the same (steps, origins, series)")
+    most_actual = np.fmax.accumulate(actual, axis=0)
+    return most_actual - np.maximum.accumulate(point, axis=0)
 
 
 def offsets_at(grid: np.ndarray, q: float, horizon_ticks: int) -> np.ndarray:

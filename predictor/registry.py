@@ -79,6 +79,9 @@ FACTORIES: dict[str, Callable[..., Forecaster]] = {
     "conditional": lambda t, **p: __import__("predictor.conditional").conditional.build(t, **p),
 }
 FORECASTER_NAMES: tuple[str, ...] = tuple(FACTORIES)
+# The overprovisioner's `forecast.model` default and `headstart backtest`'s default model:
+# one name, so the backtest scores by default what the service runs by default.
+DEFAULT_MODEL = "last_adaptive"
 
 
 def make_forecaster(name: str, tick_seconds: int = 300, **params: Any) -> Forecaster:

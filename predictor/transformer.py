@@ -15,6 +15,11 @@ Choices worth knowing:
   the level covers its share of the held-out targets (split-conformal scaling,
   `quantiles.spread_factors`). The pinball head alone fell short on 11-17% of
   ticks at q0.9 on the real traces depending on the run.
+- Peaks (`Forecast.peaks`, the quantile of the most demand over steps 1..h): the
+  median path's running maximum plus the quantiles of the held-out
+  `quantiles.peak_excess`; without a held-out part (a short fit history) the
+  per-step quantiles' running maximum, which covers the whole horizon less often
+  than the level asks.
 - Quantiles other than the trained `levels` are interpolated linearly between
   neighbouring levels; one outside the trained range is an InputError.
 - Gaps: inputs are forward-filled (leading gaps read as the series' training
@@ -47,7 +52,12 @@ from predictor.forecast import (
     forward_fill,
     make_forecast,
 )
-from predictor.quantiles import spread_factors
+from predictor.quantiles import (
+    offsets_at,
+    peak_excess,
+    residual_quantile_grid,
+    spread_factors,
+)
 from predictor.transformer_model import DemandTransformer, pinball
 
 MIN_CALIBRATION_ORIGINS = 50
@@ -178,6 +188,7 @@ class TransformerForecaster:
                                  first_tick, device)
         module.eval()
         factors = np.ones((self.max_horizon, len(module.levels)))
+        peak_grid = None
         if held_out:
             origins = np.arange(max(self.context_ticks - 1, train_end - 1),
                                 n_ticks - self.max_horizon)
@@ -185,7 +196,11 @@ class TransformerForecaster:
             rows = origins[:, None] + np.arange(1, self.max_horizon + 1)[None, :]
             truth = scaled_target[rows] - scaled_input[origins][:, None, :]
             factors = spread_factors(delta, truth, module.levels, module.median_index)
+            median = delta[..., module.median_index]  # (N, H, K), scaled change from last
+            peak_grid = residual_quantile_grid(
+                peak_excess(truth.transpose(1, 0, 2), median.transpose(1, 0, 2)))
         self.calibration_ = factors
+        self.peak_grid_ = peak_grid
         self.held_out_ticks_ = held_out
         self.module_ = module
         self.device_ = device
@@ -303,7 +318,13 @@ class TransformerForecaster:
         values = last[None, :, None] + delta * self.scale_[None, :, None]
         levels = np.asarray(self.levels_)
         point = values[..., self.levels_.index(0.5)]
-        return make_forecast(point, {q: _interpolate(values, levels, q) for q in requested})
+        quantiles = {q: _interpolate(values, levels, q) for q in requested}
+        peaks = quantiles  # raised to their running maximum by make_forecast
+        if self.peak_grid_ is not None:
+            most = np.maximum.accumulate(median[..., 0], axis=0)
+            peaks = {q: last + (most + offsets_at(self.peak_grid_, q, horizon)) * self.scale_
+                     for q in requested}
+        return make_forecast(point, quantiles, peaks)
 
 
 def _interpolate(values: np.ndarray, levels: np.ndarray, q: float) -> np.ndarray:

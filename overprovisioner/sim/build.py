@@ -1,103 +1,105 @@
-"""Building one run's pieces from the config: node groups per type and the policy object.
+"""Building one run's pieces from the config: node groups per type, the service config the
+predictive policy runs, and the policy object.
 
-Decides which placement groups each instance type's node groups span, and how a policy
-name (`reactive`, `static:N`, `predictive[:Q]`, `oracle`, `rate-oracle[:Q]`) becomes a
-policy wired to the plan, the forecaster and (optionally) the service's forecast
-adjuster.
+Decides:
+- which placement groups each instance type's node groups span: the service config's
+  `limits.placement_groups` for a type it names, else `groups_per_gpu_type` groups
+  (pg-a, pg-b, ...) for GPU types and none for GPU-less ones;
+- the service config the run uses: the given one with the simulated instance types and
+  those groups (as a user with such node groups configures it), checked as the service
+  checks it against the catalog (`config_catalog.make_plan_config(...).validate`);
+- how a policy spec becomes a policy wired to its plan: the service-driven ones
+  (predictive, oracle, rate-oracle) plan with the service's limits at its tick and
+  horizon; the peers (static, proportional, scheduled) with none of headstart's limits.
 
 Must not: run the simulation or touch files.
 """
 
 from __future__ import annotations
 
-import math
+from dataclasses import replace
 
 import numpy as np
 
 from bucketing.catalog import Catalog
+from bucketing.errors import ConfigError
+from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.config_catalog import make_plan_config
 from overprovisioner.plan_config import PlanConfig
 from overprovisioner.sim.config import SimConfig
+from overprovisioner.sim.oracles import Oracle, RateOracle
 from overprovisioner.sim.policies import (
-    Oracle,
     PlanContext,
     Policy,
-    Predictive,
-    RateOracle,
+    Proportional,
     Reactive,
+    Scheduled,
     Static,
-    horizon_in_ticks,
-    parse_policy_name,
 )
-from overprovisioner.sim.workload import Workload, true_demand
+from overprovisioner.sim.policy_names import parse_policy_name
+from overprovisioner.sim.predictive import Predictive
+from overprovisioner.sim.workload import Workload
 
 
 def placement_groups(workload: Workload, config: SimConfig) -> dict[int, tuple[str, ...]]:
     """The placement groups of each type's node groups ("" = none)."""
-    names = tuple(f"pg-{chr(ord('a') + i)}" for i in range(config.groups_per_gpu_type))
-    return {
-        b: (names if kind.gpus > 0 and config.groups_per_gpu_type > 1 else ("",))
-        for b, kind in enumerate(workload.types)
-    }
+    named = config.service.limits.placement_groups
+    default = tuple(f"pg-{chr(ord('a') + i)}" for i in range(config.groups_per_gpu_type))
+    groups = {}
+    for b, kind in enumerate(workload.types):
+        if named.get(kind.name):
+            groups[b] = tuple(named[kind.name])
+        elif kind.gpus > 0 and config.groups_per_gpu_type > 1:
+            groups[b] = default
+        else:
+            groups[b] = ("",)
+    return groups
+
+
+def service_config(workload: Workload, catalog: Catalog, config: SimConfig,
+                   groups: dict[int, tuple[str, ...]]) -> OverprovisionerConfig:
+    """The service config for this workload's types and node groups, validated against
+    the catalog as the service validates it (errors name the config file and field)."""
+    service = config.service
+    names = tuple(kind.name for kind in workload.types)
+    for section in ("per_bucket", "placement_groups"):
+        for name in getattr(service.limits, section):
+            if name not in names:
+                raise ConfigError(f"{service.source}: limits.{section}.{name}: not one of the "
+                                  f"simulated instance types ({', '.join(names)})")
+    service = replace(
+        service, instance_types=names,
+        limits=replace(service.limits, placement_groups={
+            workload.types[b].name: g for b, g in groups.items() if g != ("",)}),
+    )
+    make_plan_config(service).validate(catalog.subset(names), f"{service.source}: limits")
+    return service
 
 
 def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConfig,
                 groups: dict[int, tuple[str, ...]]) -> Policy:
-    kind, parameter = parse_policy_name(name)
-    if kind == "reactive":
-        return Reactive()
-    if kind in ("predictive", "rate-oracle") and parameter:
-        from dataclasses import replace
-
-        config = replace(config, quantile=float(parameter))
-    startups = [config.gpu_startup_s if t.gpus > 0 else config.cpu_startup_s
-                for t in workload.types]
-    horizons = np.array(
-        [horizon_in_ticks(s, config.scan_s, config.policy_tick_s) for s in startups]
-    )
-    plan_config = PlanConfig(
-        quantile=config.quantile,
-        horizon_s=max(startups),
-        cost_cap_per_hour=config.cost_cap_per_hour,
-        placement_groups={workload.types[b].name: g for b, g in groups.items() if g != ("",)},
-        virtual_instance_nodes=config.virtual_instance_nodes,
-    ).validate(catalog, "simulate")
-    context = PlanContext(workload.types, groups, catalog, plan_config, horizons)
-    if kind == "static":
-        return Static(context, int(parameter))
-    if kind == "oracle":
-        return Oracle(context, true_demand(workload, config.policy_tick_s))
-    if kind == "rate-oracle":
-        window = max(1, round(config.rate_window_s / config.policy_tick_s))
-        return RateOracle(context, true_demand(workload, config.policy_tick_s),
-                          config.quantile, window, name=name)
-    from predictor.registry import make_forecaster
-
-    tick = int(config.policy_tick_s)
-    max_horizon = int(horizons.max())
-    params = dict(config.model_params)
-    make_forecaster(config.model, tick, max_horizon=max_horizon, **params)  # validates
-    adjuster = None
-    if config.adjust:
-        from overprovisioner.adjust import ForecastAdjuster
-        from predictor.fallback import FallbackConfig
-
-        # The service's defaults (overprovisioner.config: tau 600 s, rho 1, a 30-minute
-        # fallback window of 6 five-minute ticks), converted to this tick.
-        adjuster = ForecastAdjuster(
-            horizon_ticks=max_horizon,
-            tau_ticks=max(0, math.ceil(600.0 / config.policy_tick_s - 1e-9)),
-            rho=1.0,
-            fallback=FallbackConfig(max(1, round(1800.0 / config.policy_tick_s)), 1.0, 0.25),
-        )
-    max_horizon = max_horizon + (adjuster.tau_ticks if adjuster else 0)
-    return Predictive(
-        context,
-        lambda: make_forecaster(config.model, tick, max_horizon=max_horizon, **params),
-        config.model,
-        refit_ticks=round(config.refit_s / config.policy_tick_s),
-        train_ticks=round(config.train_s / config.policy_tick_s),
-        cold_start_placeholders=config.cold_start_placeholders,
-        hold_ticks=round(config.hold_s / config.policy_tick_s),
-        name=name,
-        adjuster=adjuster,
-    )
+    spec = parse_policy_name(name)
+    if spec.kind == "reactive":
+        return Reactive(config.peer_tick_s)
+    service = service_config(workload, catalog, config, groups)
+    if spec.quantile is not None:
+        service = replace(service, forecast=replace(service.forecast, quantile=spec.quantile))
+    horizons = np.full(len(workload.types), service.horizon_ticks)
+    if spec.is_peer:
+        # Not headstart: no limits, no cost cap; one placeholder per scale-up.
+        peer_config = PlanConfig(placement_groups=service.limits.placement_groups)
+        context = PlanContext(workload.types, groups, catalog, peer_config, horizons)
+        if spec.kind == "static":
+            return Static(context, spec, config.peer_tick_s)
+        if spec.kind == "proportional":
+            return Proportional(context, spec, config.cpa_poll_s)
+        return Scheduled(context, spec, config.peer_tick_s)
+    context = PlanContext(workload.types, groups, catalog, make_plan_config(service), horizons)
+    tick = service.tick_s
+    if spec.kind == "oracle":
+        return Oracle(context, workload, tick, name=name)
+    if spec.kind == "rate-oracle":
+        window = max(1, round(config.rate_window_s / tick))
+        return RateOracle(context, workload, service.forecast.quantile, window, tick,
+                          name=name)
+    return Predictive(context, service, name=name)

@@ -107,6 +107,7 @@ class Cluster:
         self.launching: dict[tuple[int, str], set[int]] = {}
         self.with_placeholder: dict[tuple[int, str], set[int]] = {}
         self.live_count = [0] * len(types)
+        self.ready_count = [0] * len(types)
         for t, names in groups.items():
             for g in names:
                 self.empty[(t, g)] = set()
@@ -118,6 +119,7 @@ class Cluster:
         self.nodes.append(node)
         self.live_count[type_index] += 1
         if initial:
+            self.ready_count[type_index] += 1
             self.refresh(node, now)
         else:
             self.launching[(type_index, group)].add(node.index)
@@ -126,11 +128,14 @@ class Cluster:
     def node_ready(self, node: SimNode, now: float) -> None:
         node.status = READY
         node.ready_at = now
+        self.ready_count[node.type_index] += 1
         self.launching[(node.type_index, node.group)].discard(node.index)
         self.refresh(node, now)
 
     def remove_node(self, node: SimNode, now: float) -> None:
         key = (node.type_index, node.group)
+        if node.status == READY:
+            self.ready_count[node.type_index] -= 1
         node.status = REMOVED
         node.removed_at = now
         self.live_count[node.type_index] -= 1

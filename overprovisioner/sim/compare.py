@@ -1,12 +1,12 @@
-"""Running several policies on one workload and judging them against each other.
+"""Running several policies on one workload and judging them against what users run today.
 
-Decides the comparison the project's targets are stated in: each policy's reduction of
-capacity-caused pending GPU-minutes against `reactive`, its extra GPU-hours over
-`reactive`, and, for the predictive policy, the extra GPU-hours static headroom needs
-for the same reduction, interpolated linearly between static levels (static:0 =
-reactive is the origin). Also how far predictive is from the oracle on both axes. Every
-run named `predictive*` (each quantile) and `rate-oracle*` (the yardstick of a perfect
-forecast of demand) is judged the same way.
+Decides the comparison: each policy's reduction of capacity-caused pending GPU-minutes
+against `reactive`, its extra GPU-hours over `reactive`, and, for every judged run
+(`predictive*`, and `rate-oracle*`, the yardstick of a perfect forecast of demand), the
+extra GPU-hours each peer family (static, proportional, scheduled headroom) needs for the
+same reduction, interpolated linearly along the family's cost curve (its members in
+order of headroom, reactive as the origin), and the cheapest of them: the best peer.
+Also how far the judged run is from the oracle on both axes.
 
 Must not: read files or print (the CLI does); runs work on their own state.
 """
@@ -22,67 +22,110 @@ from bucketing.catalog import Catalog
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import RunResult, run
 from overprovisioner.sim.metrics import Metrics, measure
-from overprovisioner.sim.policies import parse_policy_name
-from overprovisioner.sim.workload import Workload
+from overprovisioner.sim.policy_names import (
+    JUDGED,
+    PEERS,
+    parse_policy_name,
+    peer_size,
+    schedule_name,
+)
+from overprovisioner.sim.workload import Workload, busy_hours, true_demand
 
 DEFAULT_POLICIES = ("reactive", "static:1", "static:2", "static:4", "static:8", "predictive",
                     "oracle")
+# Schedules kept during the workload's busy hours / outside them (`scheduled_policies`).
+SCHEDULES = ((1, 0), (2, 0), (4, 1))
+# Placeholders `proportional_policies` aims at, on average, for the busiest type.
+PROPORTIONAL_TARGETS = (1, 2, 4)
 # The demo also draws predictive's own trade-off curve, at higher quantiles.
-DEMO_POLICIES = DEFAULT_POLICIES + ("predictive:0.97", "predictive:0.99", "rate-oracle:0.97")
-JUDGED_KINDS = ("predictive", "rate-oracle")
+DEMO_EXTRA = ("predictive:0.97", "predictive:0.99")
+
+
+def scheduled_policies(workload: Workload) -> tuple[str, ...]:
+    """`scheduled` peers following the workload's own busy hours (`busy_hours`: chosen
+    in hindsight on the trace they are judged on, which flatters them)."""
+    hours = busy_hours(workload)
+    names = (schedule_name(hours, busy, otherwise) for busy, otherwise in SCHEDULES)
+    return tuple(name for name in names if name)
+
+
+def proportional_policies(workload: Workload) -> tuple[str, ...]:
+    """`proportional:R` peers sized to the workload as a user sizes nodesPerReplica to the
+    cluster: R = the busiest type's mean node count (true demand every 5 minutes over
+    the window) divided by 1, 2 and 4, so each keeps about that many placeholders on
+    average (R >= 1; equal ratios once)."""
+    demand = true_demand(workload, 300.0)[:-1]  # the last row is the window's end
+    mean_nodes = float(demand.mean(axis=0).max()) if demand.size else 0.0
+    ratios = dict.fromkeys(max(1, round(mean_nodes / target))
+                           for target in PROPORTIONAL_TARGETS)
+    return tuple(f"proportional:{ratio}" for ratio in ratios)
+
+
+def default_policies(workload: Workload, demo: bool = False) -> tuple[str, ...]:
+    """What `simulate` runs without --policy (the demo adds predictive's higher quantiles):
+    reactive, every peer family, predictive, the oracle."""
+    head, tail = DEFAULT_POLICIES[:-2], DEFAULT_POLICIES[-2:]
+    return (head + proportional_policies(workload) + scheduled_policies(workload) + tail
+            + (DEMO_EXTRA if demo else ()))
+
+
+@dataclass(frozen=True)
+class PeerCost:
+    """One peer family at a judged run's reduction: `extra` = its interpolated extra
+    GPU-hours (None when no member of the family reaches the reduction)."""
+
+    family: str
+    extra: float | None
 
 
 @dataclass(frozen=True)
 class Assessment:
-    """One policy (predictive by default) against reactive, static and the oracle (None
-    where a run is missing).
+    """One judged run against reactive, the peers and the oracle (None where a run is
+    missing).
 
     policy: the judged run's name. reduction: 1 - pending GPU-minutes / reactive's;
-    extra_gpu_hours: over reactive's.
-    static_extra_for_same: extra GPU-hours static needs for the judged run's reduction
-        (interpolated; None when no static level reaches it).
+    extra_gpu_hours: over reactive's. peers: each peer family present in the runs.
     """
 
     reduction: float | None
     extra_gpu_hours: float | None
-    static_extra_for_same: float | None
+    peers: tuple[PeerCost, ...]
     oracle_reduction: float | None
     oracle_extra_gpu_hours: float | None
     policy: str = "predictive"
 
     @property
-    def meets_reduction_target(self) -> bool:
-        return self.reduction is not None and self.reduction >= 0.9
+    def best_peer(self) -> PeerCost | None:
+        """The cheapest peer family that reaches the judged run's reduction."""
+        reaching = [p for p in self.peers if p.extra is not None]
+        return min(reaching, key=lambda p: p.extra) if reaching else None
 
     @property
-    def extra_ratio_to_static(self) -> float | None:
-        if self.static_extra_for_same is None or self.extra_gpu_hours is None:
+    def ratio_to_best_peer(self) -> float | None:
+        best = self.best_peer
+        if best is None or self.extra_gpu_hours is None or best.extra <= 0:
             return None
-        if self.static_extra_for_same <= 0:
-            return None
-        return self.extra_gpu_hours / self.static_extra_for_same
+        return self.extra_gpu_hours / best.extra
 
     def lines(self) -> list[str]:
         if self.reduction is None:
             return [f"(assessment needs the reactive and {self.policy} runs)"]
         name = self.policy
-        out = [
-            f"{name} cuts pending GPU-minutes by {self.reduction:.1%} vs reactive "
-            f"(target >= 90%: {'met' if self.meets_reduction_target else 'NOT met'}) for "
-            f"{self.extra_gpu_hours:+.1f} GPU-hours",
-        ]
-        if self.static_extra_for_same is not None:
-            ratio = self.extra_ratio_to_static
-            out.append(
-                f"static headroom needs {self.static_extra_for_same:+.1f} GPU-hours for the same "
-                f"reduction; {name} spends {ratio:.2f}x that (target <= 0.5x: "
-                f"{'met' if ratio is not None and ratio <= 0.5 else 'NOT met'})"
-                if ratio is not None else
-                f"static headroom needs {self.static_extra_for_same:+.1f} GPU-hours for the same "
-                "reduction"
-            )
+        out = [f"{name} cuts pending GPU-minutes by {self.reduction:.1%} vs reactive for "
+               f"{self.extra_gpu_hours:+.1f} GPU-hours"]
+        costs = "; ".join(
+            f"{p.family} {p.extra:+.1f}" if p.extra is not None else f"{p.family} never gets there"
+            for p in self.peers)
+        best, ratio = self.best_peer, self.ratio_to_best_peer
+        if best is None:
+            out.append(f"no peer headroom in these runs reaches {name}'s reduction"
+                       + (f" ({costs})" if costs else ""))
+        elif ratio is None:
+            out.append(f"peers for the same reduction: {costs}")
         else:
-            out.append(f"no static level in this run reaches {name}'s reduction")
+            verdict = "cheaper than" if ratio < 1 else "no cheaper than"
+            out.append(f"peers need, for the same reduction: {costs} GPU-hours; {name} spends "
+                       f"{ratio:.2f}x the cheapest ({best.family}): {verdict} the best peer")
         if self.oracle_reduction is not None:
             out.append(
                 f"oracle: {self.oracle_reduction:.1%} reduction for "
@@ -113,7 +156,8 @@ def run_policies(
         result = run(workload, catalog, name, config)
         results.append((result, measure(result)))
     if compare_scoring and (workload.job >= 0).any() and policies:
-        chosen = "predictive" if "predictive" in policies else policies[0]
+        chosen = next((p for p in policies if parse_policy_name(p).kind == "predictive"),
+                      policies[0])
         other = "default" if config.scoring == "headstart" else "headstart"
         if progress:
             progress(f"{chosen} ({other} scoring)")
@@ -132,36 +176,39 @@ def assess_all(metrics: Sequence[Metrics]) -> list[Assessment]:
     """An assessment per judged run (`predictive*`, `rate-oracle*`), in run order;
     the plain `predictive` one (possibly empty) when there is none."""
     names = [m.policy for m in metrics if m.scoring == metrics[0].scoring
-             and parse_policy_name(m.policy)[0] in JUDGED_KINDS] if metrics else []
+             and parse_policy_name(m.policy).kind in JUDGED] if metrics else []
     return [assess(metrics, name) for name in names] or [assess(metrics)]
 
 
 def assess(metrics: Sequence[Metrics], policy: str = "predictive") -> Assessment:
     if not metrics:
-        return Assessment(None, None, None, None, None, policy)
+        return Assessment(None, None, (), None, None, policy)
     by_name = {m.policy: m for m in metrics if m.scoring == metrics[0].scoring}
     reactive = by_name.get("reactive")
-    predictive = by_name.get(policy)
+    judged = by_name.get(policy)
     oracle = by_name.get("oracle")
-    if reactive is None or predictive is None:
-        return Assessment(None, None, None, None, None, policy)
+    if reactive is None or judged is None:
+        return Assessment(None, None, (), None, None, policy)
     base = reactive.pending_gpu_minutes
 
     def reduction(m: Metrics) -> float:
         return 1.0 - m.pending_gpu_minutes / base if base > 0 else 0.0
 
-    statics = sorted(
-        (parse_policy_name(m.policy)[1], reduction(m), m.gpu_hours - reactive.gpu_hours)
-        for m in metrics
-        if parse_policy_name(m.policy)[0] == "static" and m.scoring == reactive.scoring
-    )
-    target = reduction(predictive)
-    curve = [(0.0, 0.0)] + [(r, extra) for _, r, extra in statics]
-    static_extra = interpolate_extra(curve, target)
+    target = reduction(judged)
+    peers = []
+    for family in PEERS:
+        members = sorted(
+            (peer_size(spec), reduction(m), m.gpu_hours - reactive.gpu_hours)
+            for m, spec in ((m, parse_policy_name(m.policy)) for m in by_name.values())
+            if spec.kind == family
+        )
+        if members:
+            curve = [(0.0, 0.0)] + [(r, extra) for _, r, extra in members]
+            peers.append(PeerCost(family, interpolate_extra(curve, target)))
     return Assessment(
         reduction=target,
-        extra_gpu_hours=predictive.gpu_hours - reactive.gpu_hours,
-        static_extra_for_same=static_extra,
+        extra_gpu_hours=judged.gpu_hours - reactive.gpu_hours,
+        peers=tuple(peers),
         oracle_reduction=reduction(oracle) if oracle else None,
         oracle_extra_gpu_hours=(oracle.gpu_hours - reactive.gpu_hours) if oracle else None,
         policy=policy,

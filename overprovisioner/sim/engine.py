@@ -8,13 +8,18 @@ Decides the order of events and what each does:
 - CA scan (every scan_s, only while some type has a change CA has not seen): scale up
   for pending pods and pending placeholders (`autoscaler.scale_up`); nodes empty for
   unneeded_s are removed (a placeholder's node is not empty: CA keeps it);
-- policy tick (every policy_tick_s): demand is recorded, the policy plans, and the
-  placeholder count of each (type, group) moves to the plan: new placeholders are
-  pending until a node takes them, removed ones free their node;
-- re-plan (replan_on_preemption_s after a placeholder is preempted): the ReplicaSet has
-  recreated the preempted placeholder (pending, so CA may launch a node for it at its
-  next scan); the service, watching pods, re-plans with the last forecast and the
-  new observation, which cancels the replacement when the plan no longer wants it.
+- policy tick (every `policy.tick_s`: the service's tick for predictive and the
+  oracles, CPA's poll for proportional, peer_tick_s for the others): demand is
+  recorded (for policies that forecast), the policy plans, and the placeholder count
+  of each (type, group) moves to the plan: new placeholders are pending until a node
+  takes them, removed ones free their node;
+- a preempted placeholder is recreated by its ReplicaSet at once (pending, so CA may
+  launch a node for it at its next scan); for the service-driven policies
+  (`policy.replans`) the service's pod watch wakes its loop, which runs the tick again
+  the service config's `placeholders.wake_debounce` after the first preemption (later
+  ones join that re-plan; 0 = no watch, the next tick only; the tick's own work is
+  taken as instant): it re-records demand, re-forecasts, re-plans, which cancels the
+  replacement when the plan no longer wants it. The peers' controllers do not react.
 Events at one instant run finishes, then node-readies, then arrivals, then scans,
 then policy ticks, so freed capacity is visible to what arrives at the same second.
 
@@ -40,7 +45,8 @@ from overprovisioner.sim.autoscaler import scale_up
 from overprovisioner.sim.build import make_policy, placement_groups
 from overprovisioner.sim.cluster import READY, REMOVED, Cluster
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.policies import Predictive, TickView
+from overprovisioner.sim.policies import Peer, TickView
+from overprovisioner.sim.predictive import Predictive
 from overprovisioner.sim.scheduler import (
     DefaultScorer,
     HeadstartScorer,
@@ -51,6 +57,7 @@ from overprovisioner.sim.workload import Workload, bucket_vectors
 
 FINISH, READY_EVENT, SCAN, TICK, EMPTY_CHECK, REPLAN = 0, 1, 3, 4, 5, 6
 ARRIVAL_ORDER = 2  # arrivals run after finishes and readies at the same instant
+SAMPLE_S = 60.0  # the timeline (plots) keeps at most one row per this many seconds
 
 
 @dataclass
@@ -59,7 +66,8 @@ class RunResult:
 
     placed_at: (N,) when each pod got a node (NaN = still pending at the end).
     node_*: per node launched (initial nodes included, flagged), times in trace seconds.
-    times / demand / capacity / placeholders / forecast: per policy tick, per type.
+    times / demand / capacity / placeholders / forecast: per policy tick (at most one a
+        minute), per type.
     """
 
     policy: str
@@ -142,8 +150,10 @@ class _Run:
         self.capacity_rows: list[list[int]] = []
         self.placeholder_rows: list[list[int]] = []
         self.forecast_rows: list[np.ndarray] = []
-        n_ticks = int(math.ceil((workload.end_s - workload.start_s) / config.policy_tick_s)) + 1
-        self.history = np.zeros((n_ticks, n_types))
+        self.tick_s = float(self.policy.tick_s)
+        n_ticks = int(math.ceil((workload.end_s - workload.start_s) / self.tick_s)) + 1
+        self.history = np.zeros((n_ticks if self.policy.needs_history else 0, n_types))
+        self.next_sample = -math.inf
         # Bumped on every change a policy could see; a tick with an unchanged version
         # reuses the previous tick's observation instead of recomputing it.
         self.version = 0
@@ -255,9 +265,10 @@ class _Run:
             self.pending_placeholders[(b, node.group)] += 1
             self.preemptions += 1
             self.want_scan(now, b)
-            if self.config.replan_on_preemption_s is not None and not self.replan_pending:
+            latency = self.config.service.placeholders.wake_debounce_s
+            if latency > 0 and self.policy.replans and not self.replan_pending:
                 self.replan_pending = True
-                self.push(now + self.config.replan_on_preemption_s, REPLAN, 0)
+                self.push(now + latency, REPLAN, 0)
         self._bind(pod, node, now)
         return True
 
@@ -345,41 +356,64 @@ class _Run:
             self.version += 1
             self.cluster.remove_node(node, now)
 
-    def _tick(self, tick: int, now: float) -> None:
+    def _tick(self, tick: int, now: float, again: bool = False) -> None:
+        """One policy tick; `again` = the service's tick run again after a preemption
+        (same tick index: demand re-recorded, no timeline row, no next tick pushed)."""
         self.last_tick = tick
+        if not again and self._peer_steady(now):
+            # A peer whose count per type is what already runs would plan exactly what
+            # runs (the planner keeps placeholders where they are): nothing to do.
+            self._sample(now, None)
+            self.push(now + self.tick_s, TICK, tick + 1)
+            return
         if self.version != self.seen_version:
             self.cached_view = self._observe()
             self.seen_version = self.version
-        in_use, pending, free, held, capacity, placeholders = self.cached_view
+        in_use, pending, free, held, _, _ = self.cached_view
         if tick < len(self.history):
             self.history[tick] = in_use + pending
-        view = TickView(now, tick, self.history[: tick + 1], in_use, pending, free, held)
+        view = TickView(now, tick, self.history[: tick + 1], in_use, pending, free, held,
+                        tuple(self.cluster.ready_count))
         plan, forecast = self.policy.decide(view)
         if plan is not None:
             self._apply(plan, now)
-            if self.version != self.seen_version:
-                self.cached_view = self._observe()
-                self.seen_version = self.version
-                placeholders = self.cached_view[5]
+        if again:
+            return
+        self._sample(now, forecast)
+        self.push(now + self.tick_s, TICK, tick + 1)
+
+    def _peer_steady(self, now: float) -> bool:
+        """A peer policy wants, for every type, as many placeholders as exist (running or
+        pending): its plan would change nothing."""
+        if not isinstance(self.policy, Peer):
+            return False
+        wanted = self.policy.counts(now, tuple(self.cluster.ready_count))
+        for b, count in enumerate(wanted):
+            have = sum(len(self.cluster.with_placeholder[(b, g)])
+                       + self.pending_placeholders[(b, g)] for g in self.groups[b])
+            if have != count:
+                return False
+        return True
+
+    def _sample(self, now: float, forecast: np.ndarray | None) -> None:
+        """One timeline row, at most every SAMPLE_S seconds."""
+        if now < self.next_sample:
+            return
+        if self.version != self.seen_version:
+            self.cached_view = self._observe()
+            self.seen_version = self.version
+        in_use, pending, _, _, capacity, placeholders = self.cached_view
+        self.next_sample = now + SAMPLE_S - 1e-6
         self.ticks.append(now)
         self.demand_rows.append(in_use + pending)
         self.capacity_rows.append(capacity)
         self.placeholder_rows.append(placeholders)
         self.forecast_rows.append(forecast)
-        self.push(now + self.config.policy_tick_s, TICK, tick + 1)
 
     def _replan(self, now: float) -> None:
-        """The policy's plan again at the last tick's forecast, on the current cluster."""
+        """The service's tick again, on the current cluster (its pod watch woke it)."""
         self.replan_pending = False
-        if self.version != self.seen_version:
-            self.cached_view = self._observe()
-            self.seen_version = self.version
-        in_use, pending, free, held, _, _ = self.cached_view
-        tick = self.last_tick
-        view = TickView(now, tick, self.history[: tick + 1], in_use, pending, free, held)
-        plan, _ = self.policy.decide(view)
-        if plan is not None:
-            self._apply(plan, now)
+        self._tick(self.last_tick, now, again=True)
 
     def _observe(self) -> tuple:
         n_types = len(self.w.types)
@@ -462,6 +496,7 @@ class _Run:
         policy = self.policy
         if isinstance(policy, Predictive):
             notes["model"] = policy.model_name
+            notes["tick_s"] = policy.tick_s
             notes["fits"] = policy.fits
             notes["cold_start_ticks"] = policy.cold_ticks
             notes["fallback_ticks"] = policy.fallback_ticks

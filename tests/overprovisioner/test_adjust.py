@@ -84,3 +84,15 @@ def test_the_same_tick_twice_counts_once() -> None:
     np.testing.assert_array_equal(np.array(twice.state.shortfalls),
                                   np.array(once.state.shortfalls))  # [[nan], [3]]
     assert expected[2] == 5.0
+
+
+def test_without_a_fallback_every_series_follows_the_forecast():
+    # The forecast for tick 2 (made at tick 0: 1) falls 9 short of the actual 10 at tick
+    # 2: with a fallback (window 2, enter 1) the plan turns reactive and plans 10; without
+    # one it keeps the forecast 1 (no stabilization here: tau 0).
+    ticks = [(0, 0, (1, 1, 1)), (1, 0, (1, 1, 1)), (2, 10, (1, 1, 1))]
+    with_fallback = ForecastAdjuster(H, 0, 1.0, FallbackConfig(2, 1.0, 0.25))
+    without = ForecastAdjuster(H, 0, 1.0, None)
+    assert run(with_fallback, ticks) == [1, 1, 10]
+    assert run(without, ticks) == [1, 1, 1]
+    assert without.adjust(["g5.xlarge"], 3, np.array([10.0]), ahead(1, 1, 1)).reactive == (False,)

@@ -62,18 +62,18 @@ def test_demo_writes_report(tmp_path, capsys):
         (["--policy", "static:-1"], "static:N"),
         (["--node-startup", "5x"], "not a duration"),
         (["--node-startup=-5m"], "is not a duration"),
-        (["--quantile", "1.5"], "quantile"),
-        (["--cost-cap", "-1"], "cost cap"),
+        (["--policy", "predictive:1.5"], "0 < Q < 1"),
+        (["--policy", "proportional:4,min=0"], "raises min 0 to 1"),
+        (["--policy", "scheduled:08-20=4,18-22=1"], "overlaps another range"),
         (["--days", "0"], "--days"),
         (["--seed", "-1"], "seed"),
         (["--groups", "0"], "groups_per_gpu_type"),
         (["--catalog", "nowhere.yaml"], "nowhere.yaml"),
-        (["--model-param", "day_bins"], "NAME=NUMBER"),
-        (["--model-param", "day_bins=six"], "NAME=NUMBER"),
+        (["--config", "missing.yaml"], "missing.yaml"),
     ],
     ids=["unknown-policy", "negative-static", "bad-duration", "negative-duration",
-         "quantile", "negative-cost-cap", "zero-days", "negative-seed", "zero-groups",
-         "missing-catalog", "model-param-no-value", "model-param-not-number"],
+         "quantile", "cpa-min-0", "overlapping-schedule", "zero-days", "negative-seed",
+         "zero-groups", "missing-catalog", "missing-config"],
 )
 def test_bad_input_is_one_line_exit_2(trace_file, extra, message, capsys):
     code = main(["simulate", "--trace", str(trace_file), *extra])
@@ -99,17 +99,57 @@ def test_tuner_bucket_file_is_accepted(trace_file, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)[0]["pods"] == 7
 
 
-def test_conditional_model_with_params_runs(trace_file, capsys):
-    code = main(["simulate", "--trace", str(trace_file), "--json", "--policy", "predictive",
-                 "--model", "conditional", "--model-param", "day_bins=6",
-                 "--model-param", "activity_bins=2"])
+def service_file(tmp_path, body: str):
+    path = tmp_path / "op.yaml"
+    path.write_text(body)
+    return path
+
+
+def test_config_file_is_what_predictive_runs(trace_file, tmp_path, capsys):
+    # The service's own file: its types are the simulated ones, its tick and forecast
+    # settings what predictive runs (printed on the summary's second line).
+    path = service_file(tmp_path, "instance_types: [g4dn.xlarge]\ntick: 1m\n"
+                                  "forecast: {model: last, quantile: 0.8, fallback: false,"
+                                  " stabilize_tau: 0s}\nplaceholders: {wake_debounce: 0s}\n")
+    code = main(["simulate", "--trace", str(trace_file), "--config", str(path),
+                 "--policy", "reactive", "predictive"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"as configured ({path}): 60-s tick" in out
+    assert "last at quantile 0.8, no stabilization, no fallback" in out
+    assert "on g4dn.xlarge;" in out
+    assert "re-plans at its next tick" in out  # wake_debounce 0: no pod watch
+
+
+@pytest.mark.parametrize(
+    "body, extra, message",
+    [
+        # the service's own validation, naming file and field
+        ("instance_types: [g4dn.xlarge]\nforecast: {quantile: 2}\n", [],
+         "forecast.quantile: must lie strictly between 0 and 1"),
+        ("instance_types: [g4dn.xlarge]\nforecast: {colour: red}\n", [],
+         "forecast.colour: unknown field"),
+        ("instance_types: [x9.huge]\n", [], "instance_types[0]: unknown instance type"),
+        # the file names the types: --buckets would contradict it
+        ("instance_types: [g4dn.xlarge]\n", ["--buckets", "b.yaml"], "--buckets: the --config"),
+    ],
+    ids=["bad-quantile", "unknown-field", "unknown-type", "buckets-too"],
+)
+def test_bad_config_file_is_one_line_exit_2(trace_file, tmp_path, capsys, body, extra,
+                                            message):
+    path = service_file(tmp_path, body)
+    code = main(["simulate", "--trace", str(trace_file), "--config", str(path), *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and message in err[0]
+    if not extra:  # the service's loader names the file
+        assert str(path) in err[0]
+
+
+def test_peers_run_from_the_command_line(trace_file, capsys):
+    code = main(["simulate", "--trace", str(trace_file), "--json", "--policy", "reactive",
+                 "proportional:2,max=3", "scheduled:00-01=2,else=0"])
     assert code == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["policy"] for r in rows] == ["predictive"]
-
-
-def test_unknown_model_param_is_a_clear_error(trace_file, capsys):
-    code = main(["simulate", "--trace", str(trace_file), "--policy", "predictive",
-                 "--model", "conditional", "--model-param", "colour=1"])
-    assert code == 2
-    assert "bad parameter" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert [r["policy"] for r in rows] == ["reactive", "proportional:2,max=3",
+                                           "scheduled:00-01=2,else=0"]

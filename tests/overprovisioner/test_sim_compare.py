@@ -1,10 +1,10 @@
-"""Judging every predictive quantile and the rate-oracle against static and the oracle."""
+"""Judging every predictive quantile and the rate-oracle against the best peer and the oracle."""
 
 from __future__ import annotations
 
 import pytest
 
-from overprovisioner.sim.compare import assess, assess_all
+from overprovisioner.sim.compare import assess, assess_all, default_policies
 from overprovisioner.sim.metrics import Metrics
 
 
@@ -28,12 +28,40 @@ RUNS = [
 def test_every_predictive_quantile_and_the_rate_oracle_is_judged_in_run_order():
     judged = assess_all(RUNS)
     assert [a.policy for a in judged] == ["predictive", "predictive:0.97", "rate-oracle:0.97"]
-    ratios = [a.extra_ratio_to_static for a in judged]
+    ratios = [a.ratio_to_best_peer for a in judged]
     assert ratios == pytest.approx([3 / 6, 12 / 20, 14 / 30])
     lines = judged[2].lines()
-    assert lines[0].startswith("rate-oracle:0.97 cuts pending GPU-minutes by 90.0%")
-    assert "target >= 90%: met" in lines[0]
-    assert "rate-oracle:0.97 spends 0.47x" in lines[1] and "target <= 0.5x: met" in lines[1]
+    assert lines[0] == "rate-oracle:0.97 cuts pending GPU-minutes by 90.0% vs reactive for " \
+                       "+14.0 GPU-hours"
+    assert "rate-oracle:0.97 spends 0.47x the cheapest (static)" in lines[1]
+    assert "cheaper than the best peer" in lines[1]
+
+
+# The proportional curve (ordered by headroom: R 8, then R 2) is cheaper at 70%:
+# proportional:8 60% for +8, proportional:2 95% for +40 -> at 70%:
+# 8 + 32 x (70 - 60) / (95 - 60) = 8 + 32 x 10 / 35 = 17.14; static needs 20 (above).
+PEERS = RUNS[:3] + [metrics("proportional:2", 50.0, 140.0),
+                    metrics("proportional:8", 400.0, 108.0),
+                    metrics("scheduled:08-20=1,else=0", 800.0, 104.0),  # 20% for +4
+                    RUNS[4]]
+
+
+def test_the_best_peer_is_the_cheapest_family_at_the_same_reduction():
+    judged = assess(PEERS, "predictive:0.97")
+    by_family = {p.family: p.extra for p in judged.peers}
+    assert by_family["static"] == pytest.approx(20.0)
+    assert by_family["proportional"] == pytest.approx(8 + 32 * 10 / 35)
+    assert by_family["scheduled"] is None  # its only member reaches 20%
+    assert judged.best_peer.family == "proportional"
+    assert judged.ratio_to_best_peer == pytest.approx(12 / (8 + 32 * 10 / 35))
+    assert "scheduled never gets there" in judged.lines()[1]
+
+
+def test_no_peer_reaching_the_reduction_is_said():
+    runs = [metrics("reactive", 1000.0, 100.0), metrics("static:1", 500.0, 110.0),
+            metrics("predictive", 10.0, 150.0)]
+    assert assess(runs).lines()[1].startswith(
+        "no peer headroom in these runs reaches predictive's reduction")
 
 
 @pytest.mark.parametrize(
@@ -49,3 +77,29 @@ def test_missing_runs_say_which(runs, policy, first_line):
     assert assess(runs, policy).lines() == [first_line]
     if policy == "predictive":
         assert [a.lines()[0] for a in assess_all(runs)] == [first_line]
+
+
+def test_default_policies_hold_every_peer_family():
+    from bucketing.synthetic import SyntheticWorkload, generate
+    from overprovisioner.sim.workload import build_workload, default_types
+    from tests.overprovisioner.simbuild import CATALOG
+
+    table = generate(SyntheticWorkload(days=2))
+    workload = build_workload(table, default_types(table, CATALOG))
+    names = default_policies(workload)
+    kinds = {name.partition(":")[0] for name in names}
+    assert kinds == {"reactive", "static", "proportional", "scheduled", "predictive", "oracle"}
+    assert default_policies(workload, demo=True)[-2:] == ("predictive:0.97", "predictive:0.99")
+
+
+def test_proportional_peers_are_sized_to_the_workload():
+    # 8 one-GPU pods running the whole 2 hours: the type's mean is 8 nodes, so R =
+    # 8 / 1, 8 / 2, 8 / 4 -> one, two and four placeholders.
+    from overprovisioner.sim.compare import proportional_policies
+    from overprovisioner.sim.workload import build_workload
+    from tests.overprovisioner.simbuild import pod, table, types
+
+    rows = [pod(f"p{i}", 0, 7200) for i in range(8)]
+    workload = build_workload(table(rows, end=7200.0), types("g4dn.xlarge"))
+    assert proportional_policies(workload) == ("proportional:8", "proportional:4",
+                                               "proportional:2")

@@ -1,7 +1,8 @@
 """The event loop on tiny traces whose waits, node lifetimes and costs can be worked by hand.
 
 Defaults: GPU node start-up 300 s, CA scan every 10 s from t0, scale-down after 600 s
-empty, policy tick 60 s; g4dn.xlarge = 1 GPU at 0.526 $/h.
+empty; the service ticks every 60 s here (ONE_MINUTE) with a 310-s horizon (6 ticks),
+peers every 60 s; g4dn.xlarge = 1 GPU at 0.526 $/h.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from overprovisioner.config import ForecastConfig, OverprovisionerConfig
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import run
 from overprovisioner.sim.metrics import measure
@@ -18,7 +20,8 @@ from overprovisioner.sim.workload import build_workload
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 
 G4 = types("g4dn.xlarge")
-NO_GROUPS = SimConfig(groups_per_gpu_type=1)
+ONE_MINUTE = OverprovisionerConfig(tick_s=60.0, horizon_s=310.0)
+NO_GROUPS = SimConfig(groups_per_gpu_type=1, service=ONE_MINUTE)
 
 
 def simulate(rows, policy="reactive", config=NO_GROUPS, kinds=G4, end=7200.0):
@@ -143,7 +146,7 @@ def test_locality_headstart_packs_a_job_default_spreads():
     ]
     spans = {}
     for scoring in ("headstart", "default"):
-        config = SimConfig(groups_per_gpu_type=1, scoring=scoring)
+        config = SimConfig(groups_per_gpu_type=1, scoring=scoring, service=ONE_MINUTE)
         spans[scoring] = measure(simulate(rows, config=config, kinds=kinds)).mean_nodes_per_job
     assert spans == {"headstart": 1.0, "default": 2.0}
 
@@ -159,17 +162,95 @@ def test_headstart_profile_packs_single_pods_default_spreads():
             pod("single", 100, 3000)]
     removed = {}
     for scoring in ("headstart", "default"):
-        config = SimConfig(groups_per_gpu_type=1, scoring=scoring)
+        config = SimConfig(groups_per_gpu_type=1, scoring=scoring, service=ONE_MINUTE)
         result = simulate(rows, config=config, kinds=kinds)
         removed[scoring] = result.node_removed[~np.isnan(result.node_removed)].tolist()
     assert removed == {"headstart": [650.0], "default": [3700.0]}
 
 
-def test_predictive_with_the_service_adjuster_runs():
-    # The service's fallback + stabilization on top of the same forecaster.
+@pytest.mark.parametrize(
+    "forecast",
+    [ForecastConfig(), ForecastConfig(fallback=False, stabilize_tau_s=0.0)],
+    ids=["fallback-and-stabilization", "neither"],
+)
+def test_predictive_runs_the_service_config(forecast):
     rows = [pod(f"p{i}", 600 * i, 1800) for i in range(20)]
-    config = SimConfig(groups_per_gpu_type=1, adjust=True)
-    result = simulate(rows, policy="predictive", config=config, end=14_400)
+    service = OverprovisionerConfig(tick_s=60.0, horizon_s=310.0, forecast=forecast)
+    result = simulate(rows, policy="predictive", end=14_400,
+                      config=SimConfig(groups_per_gpu_type=1, service=service))
     reactive = measure(simulate(rows, end=14_400))
-    assert "fallback_ticks" in result.notes
+    assert result.notes["tick_s"] == 60.0
     assert measure(result).pending_gpu_minutes < reactive.pending_gpu_minutes
+
+
+THREE_RUNNING = [pod(f"old{i}", -100, 5000, start=-50) for i in range(3)]
+
+
+@pytest.mark.parametrize(
+    "policy, launches",
+    [
+        # 3 ready nodes at t0: ceil(3 / 2) = 2 placeholders, launched at 0, ready at 300;
+        # then 5 nodes: ceil(5 / 2) = 3, one more launched at the 300-s poll; 6 nodes:
+        # ceil(6 / 2) = 3, stable. 3 launches.
+        ("proportional:2", 3),
+        # the same capped at max 2: 2 launches
+        ("proportional:2,max=2", 2),
+        # ceil(3 / 8) = 1, then ceil(4 / 8) = 1: 1 launch
+        ("proportional:8", 1),
+        # min 2 beats ceil(3 / 8) = 1: 2 launches, then ceil(5 / 8) = 1 < min: stable
+        ("proportional:8,min=2", 2),
+    ],
+    ids=["half", "half-max-2", "eighth", "eighth-min-2"],
+)
+def test_proportional_follows_the_types_ready_nodes(policy, launches):
+    result = simulate(THREE_RUNNING, policy=policy, end=2000.0)
+    assert int((~result.node_initial).sum()) == launches
+
+
+def test_scheduled_keeps_its_count_in_its_hours_only():
+    # 2 placeholders from 00:00 to 01:00 (trace clock), none after: both nodes launched
+    # at 0; at 3600 the placeholders go, the nodes empty and are removed 600 s later.
+    result = simulate([pod("late", 7000, 10)], policy="scheduled:00-01=2,else=0",
+                      end=7200.0)
+    launched = ~result.node_initial
+    assert result.node_launched[launched][:2].tolist() == [0.0, 0.0]
+    assert result.node_removed[launched][:2].tolist() == [4200.0, 4200.0]
+
+
+def woken_after(debounce_s: float) -> OverprovisionerConfig:
+    """ONE_MINUTE whose placeholder-pod watch re-plans `debounce_s` after a preemption."""
+    from dataclasses import replace
+
+    return replace(ONE_MINUTE, placeholders=replace(ONE_MINUTE.placeholders,
+                                                    wake_debounce_s=debounce_s))
+
+
+@pytest.mark.parametrize(
+    "debounce, launches",
+    [
+        # The oracle keeps 1 placeholder for the pod at 1805, which preempts it; the
+        # ReplicaSet recreates it and CA's next scan is at 1810. Re-planning 1 s later
+        # (1806) the service sees the pod running and wants none: the replacement is
+        # cancelled before the scan, 1 launch in all.
+        (1.0, 1),
+        # 5 s later (1810, the default wake_debounce) the scan runs first (same instant,
+        # CA's scan before the service's tick) and launches a node for the replacement.
+        (5.0, 2),
+        # 0 = no watch, never before the next tick (1860): the scan at 1810 launches too.
+        (0.0, 2),
+    ],
+    ids=["1s", "5s", "no-watch"],
+)
+def test_wake_debounce_races_cluster_autoscalers_scan(debounce, launches):
+    config = SimConfig(groups_per_gpu_type=1, service=woken_after(debounce))
+    result = simulate([pod("p", 1805, 600)], policy="oracle", config=config)
+    assert result.placed_at[0] == pytest.approx(1805.0) and result.preemptions == 1
+    assert int((~result.node_initial).sum()) == launches
+
+
+def test_peers_do_not_replan_after_a_preemption():
+    # static:1 beside a service that would re-plan 1 s after: its ReplicaSet's
+    # replacement is launched at the next scan (1810) whatever the service does.
+    config = SimConfig(groups_per_gpu_type=1, service=woken_after(1.0))
+    result = simulate([pod("p", 1805, 600)], policy="static:1", config=config)
+    assert result.node_launched.tolist() == [0.0, 1810.0]

@@ -16,6 +16,7 @@ from predictor.backtest import (
     backtest,
     first_test_row,
     last_values,
+    most_within,
 )
 from predictor.forecast import NotEnoughHistory, make_forecast
 from predictor.registry import make_forecaster
@@ -49,7 +50,8 @@ class Recorder:
     def predict(self, history, horizon_ticks, quantiles=(0.9,), first_tick=0):
         self.log.append(("predict", len(history)))
         point = np.full((horizon_ticks, history.shape[1]), float(len(history)))
-        return make_forecast(point, {q: point + 1 for q in quantiles})
+        upper = {q: point + 1 for q in quantiles}
+        return make_forecast(point, upper, upper)
 
 
 def single(values) -> list[Target]:
@@ -113,6 +115,58 @@ def test_series_too_short_for_the_horizon_is_skipped():
     # ... and so is the last+margin baseline, rather than a row of NaN.
     margin_row = next(r for r in result.rows if r.model == LAST_MARGIN)
     assert margin_row.metrics is None and "too short" in margin_row.skipped
+
+
+class Flat:
+    """Forecasts `level` at every step and for every statistic."""
+
+    name = "flat"
+
+    def __init__(self, level: float = 0.0) -> None:
+        self.level = level
+
+    def min_history(self, for_fit=False):
+        return 1
+
+    def fit(self, history, first_tick=0):
+        return self
+
+    def predict(self, history, horizon_ticks, quantiles=(0.9,), first_tick=0):
+        point = np.full((horizon_ticks, history.shape[1]), self.level)
+        return make_forecast(point, {q: point for q in quantiles},
+                             {q: point for q in quantiles})
+
+
+def test_the_most_demand_within_the_horizon_is_what_is_scored():
+    # 0, 5, 0, 5, ...: at horizon 2 every forecast's horizon holds a 5, though half the
+    # targets themselves are 0. A flat 0 falls short on all 4 test ticks (scored on the
+    # value at t it would fall short on 2), a flat 5 on none.
+    values = np.tile([0.0, 5.0], 10)
+    config = BacktestConfig(horizon_ticks=2, refit_every_ticks=None)
+    result = backtest(single(values), {"zero": lambda: Flat(0.0), "five": lambda: Flat(5.0)},
+                      config, fake_clock())
+    rates = {r.model: r.metrics.shortfall_rate for r in result.rows}
+    assert rates["zero"] == 1.0 and rates["five"] == 0.0
+    # the baseline's margin is tuned against the same statistic: last value (0 or 5) +
+    # 5 covers every horizon
+    assert next(r for r in result.rows if r.model == LAST_MARGIN).margin == 5.0
+
+
+@pytest.mark.parametrize(
+    "values, horizon, expected",
+    [
+        # targets 8, 9 (last 20% of 10): h 2 -> max(y7, y8), max(y8, y9)
+        ([0, 0, 0, 0, 0, 0, 0, 1, 4, 2], 2, [4.0, 4.0]),
+        # h 1: the values themselves
+        ([0, 0, 0, 0, 0, 0, 0, 1, 4, 2], 1, [4.0, 2.0]),
+        # a missing tick is left out; all missing -> NaN
+        ([0, 0, 0, 0, 0, 0, 0, np.nan, np.nan, 2], 2, [np.nan, 2.0]),
+    ],
+    ids=["h2", "h1", "gaps"],
+)
+def test_most_within(values, horizon, expected):
+    got = most_within(np.array(values, dtype=float)[:, None], BacktestConfig(horizon))
+    np.testing.assert_array_equal(got[:, 0], expected)
 
 
 def test_last_value_carries_over_gaps():
@@ -207,3 +261,41 @@ def test_choose_model(rows, chosen):
 
     picked = choose_model(rows, "s")
     assert (picked.model if picked else None) == chosen
+
+
+def scored(model, series, shortfall, over, fair, quantile=0.9):
+    from dataclasses import replace
+
+    return replace(row(model, shortfall, over, series=series, quantile=quantile),
+                   fair_overprovision=fair)
+
+
+@pytest.mark.parametrize(
+    "rows, expected",
+    [
+        # both meet 10% + 2% on both series: the lower mean over/fair wins:
+        # last (10/10 + 4/5) / 2 = 0.9, hw (8/10 + 6/5) / 2 = 1.0
+        ([scored("last", "a", 0.09, 10, 10), scored("last", "b", 0.10, 4, 5),
+          scored("hw", "a", 0.08, 8, 10), scored("hw", "b", 0.11, 6, 5)], ("last", 0, 0.9)),
+        # hw falls short too often on b (0.15 > 0.12): last wins though it over-provides more
+        ([scored("last", "a", 0.09, 12, 10), scored("last", "b", 0.10, 6, 5),
+          scored("hw", "a", 0.08, 8, 10), scored("hw", "b", 0.15, 1, 5)], ("last", 0, 1.2)),
+        # a model not scored on every series is not a candidate
+        ([scored("last", "a", 0.09, 12, 10), scored("last", "b", 0.10, 6, 5),
+          scored("hw", "a", 0.08, 1, 10)], ("last", 0, 1.2)),
+        # the last+margin yardstick is never recommended
+        ([scored(LAST_MARGIN, "a", 0.1, 1, 10)], None),
+    ],
+    ids=["both-meet", "one-too-short", "partly-scored", "only-yardstick"],
+)
+def test_recommend_one_model_for_every_series(rows, expected):
+    from predictor.backtest import recommend_model
+
+    pick = recommend_model(rows)
+    if expected is None:
+        assert pick is None
+        return
+    model, short_on, over = expected
+    assert (pick.model, pick.short_on) == (model, short_on)
+    assert pick.over_vs_fair == pytest.approx(over)
+    assert pick.snippet() == f"forecast: {{model: {model}, quantile: 0.9}}"

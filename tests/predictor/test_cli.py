@@ -217,3 +217,17 @@ def test_bad_history_exit_2(run, tmp_path, content, extra, message):
         path.write_bytes(content)
     code, _, err = run("backtest", "--history", path, "--horizon", "10m", *extra)
     assert code == 2 and message in err
+
+
+def test_default_model_is_the_services_and_one_model_is_recommended(run, tmp_path):
+    from overprovisioner.config import ForecastConfig
+
+    code, out, err = run("backtest", "--series", write_series(tmp_path, wave()), "--column",
+                         "gpus", "--horizon", "10m", "--quantile", "0.95")
+    assert code == 0, err
+    models = [line.split()[1] for line in out.splitlines() if line.startswith("gpus ")]
+    assert models == [ForecastConfig().model, "last+margin"]
+    assert "recommendation for the service (one model for all 1 bucket series): " \
+           f"{ForecastConfig().model}" in out
+    assert out.splitlines()[-1] == \
+        f"  config: forecast: {{model: {ForecastConfig().model}, quantile: 0.95}}"
