@@ -181,6 +181,12 @@ def test_a_training_pod_takes_a_capacity_buffers_node_and_ca_adds_one_node(
         c["type"] == "Ready" and c["status"] == "True"
         for c in kube.get(f"/api/v1/nodes/{taken}")["status"].get("conditions") or []),
         30, ["kwok"])
+    # headstart infers a buffer's node was taken from two observations (free, then
+    # running a real pod): the pod comes once a tick has seen the node free.
+    cluster.wait("the overprovisioner to see the buffer's node free", lambda: [
+        b for b in overprovisioner.plan()["buckets"]
+        if (b["instance_type"], b["placement_group"], b["free"]) == (INSTANCE_TYPE, "pg-a", 1)],
+        30, LOGS)
 
     node, bind_s = create_and_wait_bound(cluster, namespace)
     assert node == taken, f"the training pod went to {node}, not the buffer's {taken}"
