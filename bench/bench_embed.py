@@ -10,6 +10,7 @@ scaled linearly to N pods. Also times the FFD packer on the same snapshot.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -74,7 +75,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--record", action="store_true",
+                        help="write the figures into bench/results.json")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     rng = np.random.default_rng(0)
     pods = make_pods(args.pods, rng)
     sample = pods[:10_000]
@@ -96,6 +100,12 @@ def main() -> None:
     print(f"pack (FFD, grouped by identical vectors) the same snapshot: {packed:.3f} s; "
           f"nodes {pack(pods, BUCKETS).nodes.sum():,} vs embedding bound "
           f"{result.counts.sum():,}")
+    if args.record:
+        from results_file import record
+
+        record("embed", {"pods": args.pods, "buckets": len(BUCKETS), "repeats": args.repeats,
+                         "median_s": round(vectorised, 3),
+                         "speedup": round(loop_scaled / vectorised)}, load_before)
 
 
 if __name__ == "__main__":

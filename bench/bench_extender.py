@@ -4,6 +4,7 @@ flight costs, against the same extender with the wait off.
 
     python bench/bench_extender.py            # full run, about 3-4 minutes
     python bench/bench_extender.py --quick    # a smoke run, fewer requests
+    python bench/bench_extender.py --no-binds-in-flight   # the per-verb table only
 
 Setup per cluster size (100, 1,000, 5,000 nodes): 8-GPU nodes in placement groups of
 50, background pods using 0-6 GPUs per node, 10% of the nodes publishing two NUMA
@@ -407,6 +408,9 @@ def measure(url: str, bodies: dict[str, bytes], requests: int, runs: int,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
+    parser.add_argument("--no-binds-in-flight", action="store_true",
+                        help="skip the binds-in-flight part (an A/B of two builds needs only "
+                             "the per-verb table and the server CPU per pod)")
     args = parser.parse_args()
     runs = 1 if args.quick else 3
     requests = {100: 300, 1000: 300, 5000: 100}
@@ -473,6 +477,9 @@ def main() -> int:
         print(f"{size:>6} {payload / 1e6:>10.1f} {ours['filter'][0]:>8.1f} "
               f"{ours['prioritize'][0]:>10.1f} | {base['filter'][0]:>17.1f} "
               f"{base['prioritize'][0]:>10.1f}")
+    if args.no_binds_in_flight:
+        print(f"total {time.perf_counter() - started:.0f} s")
+        return 0
     in_flight = measure_binds_in_flight(1000, 8 if args.quick else 32, 1 if args.quick else 5)
     print("binds in flight, 1,000 nodes, a job's pods back to back (filter+prioritize, ms; "
           "bind_wait_seconds 0.25 vs 0; server = time the server's calls waited):")

@@ -1,6 +1,6 @@
 """Benchmark: Transformer training and predict time on 30 days x 10 buckets.
 
-Targets (issue 4): train on 30 days of 5-minute ticks (8,640) for 10 buckets in
+Targets: train on 30 days of 5-minute ticks (8,640) for 10 buckets in
 under 5 minutes on this machine's 2 cores; predict in under 50 ms.
 
 Data: a seeded synthetic demand (daily and weekly waves, a slow random walk and
@@ -19,6 +19,7 @@ threads wait on each other); `--threads 2` measures that case.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -72,7 +73,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1, help="training runs (median), default 1")
     parser.add_argument("--threads", type=int, default=1, help="torch threads, default 1")
     parser.add_argument("--predicts", type=int, default=50, help="predict calls, default 50")
+    parser.add_argument("--record", action="store_true",
+                        help="write the figures into bench/results.json")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     import torch
 
     torch.set_num_threads(args.threads)
@@ -90,6 +94,14 @@ def main() -> int:
           f"predict x{tf['predict_ms'] / hw['predict_ms']:.1f}")
     print(f"targets: train < 300 s -> {'met' if tf['fit_s'] < 300 else 'MISSED'}; "
           f"predict < 50 ms -> {'met' if tf['predict_ms'] < 50 else 'MISSED'}")
+    if args.record:
+        from results_file import record
+
+        record("transformer", {"threads": args.threads, "runs": args.runs,
+                               "predicts": args.predicts,
+                               **{f"{name}_{key}": round(value, 2)
+                                  for name, r in results.items() for key, value in r.items()}},
+               load_before)
     return 0
 
 

@@ -126,10 +126,12 @@ def run_tune(args: argparse.Namespace) -> int:
     from bucketing.catalog import load_catalog
     from bucketing.demand import snapshots
     from bucketing.durations import parse_duration
+    from bucketing.progress import Progress
     from bucketing.tune import tune
 
     tick_s = parse_duration(args.tick, "--tick")
     catalog = load_catalog(args.catalog, "--catalog")
+    progress = Progress()
     if args.synthetic:
         if args.format:
             raise InputError("--format applies to --trace only")
@@ -139,11 +141,13 @@ def run_tune(args: argparse.Namespace) -> int:
     else:
         from bucketing.traces import load_trace
 
-        table = load_trace(args.trace, args.format)
-    report = tune(
-        table, snapshots(table, tick_s), catalog,
-        gpu_model=args.gpu_model, include_pending=not args.running_only,
-    )
+        with progress.meanwhile("loading the trace"):
+            table = load_trace(args.trace, args.format)
+    with progress.meanwhile("embedding and packing the trace for each candidate list"):
+        report = tune(
+            table, snapshots(table, tick_s), catalog,
+            gpu_model=args.gpu_model, include_pending=not args.running_only,
+        )
     if args.out:
         try:
             Path(args.out).write_text(snippet(report, args.catalog))
@@ -159,7 +163,8 @@ def run_tune(args: argparse.Namespace) -> int:
     if args.plot:
         from bucketing.tune_plot import plot_report
 
-        plot_report(report, args.plot)
+        with progress.meanwhile("drawing the plot"):
+            plot_report(report, args.plot)
     if args.json:
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

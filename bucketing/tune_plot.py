@@ -1,8 +1,9 @@
-"""Draw the tuner's picture: the scale each candidate bucket list needs over time.
+"""Draw the tuner's picture: what each candidate bucket list costs, and its scale over time.
 
-Decides: the figure `headstart buckets tune --plot` writes (one line per candidate:
-the embedded bucket counts priced in $/hour on top, packed nodes below). Uses the
-Agg backend, so it never needs a display.
+Decides: the figure `headstart buckets tune --plot` writes (each candidate's cost
+against the recommended list's as bars on top; the scale needed over time below, for
+the recommended list and the full catalog). Uses the Agg backend, so it never needs a
+display.
 
 Must not: compute anything the report does not already hold.
 """
@@ -22,33 +23,69 @@ def candidate_name(candidate: Candidate) -> str:
     return f"{candidate.label}: from {base} ({len(candidate.instance_types)} types, {verdict})"
 
 
+def _color(candidate: Candidate, recommended: bool) -> str:
+    if recommended:
+        return "tab:red"
+    return {True: "tab:blue", False: "0.7", None: "0.4"}[candidate.accepted]
+
+
 def plot_report(report: TuneReport, path: str | Path) -> None:
-    """Write the figure to `path` (PNG, SVG or PDF by its suffix)."""
+    """Write the figure to `path` (PNG, SVG or PDF by its suffix): on top, each
+    candidate's cost over the trace against the recommended list's (bars: the lists
+    differ by a few percent at most, which lines over time cannot show); below, the
+    scale needed over time for the recommended list and the full catalog, the other
+    candidates as one band."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     hours = (report.times - report.times[0]) / 3600.0
-    figure, (scale_axes, nodes_axes) = plt.subplots(
-        2, 1, figsize=(11, 7), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
-    )
-    styles = ["-", "--", "-.", ":"]
-    for number, candidate in enumerate(report.candidates):
-        style = styles[number % len(styles)]
-        width = 2.2 if candidate.instance_types == report.recommended else 1.0
-        scale_axes.plot(hours, candidate.scale_series, style, linewidth=width,
-                        label=candidate_name(candidate))
-        nodes_axes.plot(hours, candidate.nodes_series, style, linewidth=width)
-    scale_axes.set_ylabel("scale needed ($/hour of bucket counts)")
-    scale_axes.set_title(
-        f"{report.source}: scale per candidate base instance "
-        f"(catalog {report.catalog}, GPU model {report.gpu_model}; thick = recommended)",
-        fontsize=9,
-    )
-    scale_axes.legend(fontsize=7, loc="upper left")
-    nodes_axes.set_ylabel("packed nodes")
-    nodes_axes.set_xlabel(f"hours since trace start (tick {report.tick_s:g} s)")
+    figure, (bars_axes, scale_axes) = plt.subplots(
+        2, 1, figsize=(11, 8), gridspec_kw={"height_ratios": [1, 1.2]})
+    chosen = next((c for c in report.candidates if c.instance_types == report.recommended),
+                  report.candidates[0])
+    names = [candidate_name(c) for c in report.candidates]
+    above = [100.0 * (c.cost_usd / chosen.cost_usd - 1) if chosen.cost_usd else 0.0
+             for c in report.candidates]
+    colors = [_color(c, c is chosen) for c in report.candidates]
+    rows = np.arange(len(names))
+    bars_axes.barh(rows, above, color=colors)
+    bars_axes.set_yticks(rows, names, fontsize=8)
+    bars_axes.invert_yaxis()
+    for row, (candidate, extra) in enumerate(zip(report.candidates, above, strict=True)):
+        note = "recommended" if candidate is chosen else f"{extra:+.1f}%"
+        bars_axes.annotate(
+            f"{note}: ${candidate.cost_usd:,.0f}, {candidate.node_hours:,.0f} node-h, waste "
+            f"GPU {candidate.gpu_waste_fraction:.0%} CPU {candidate.cpu_waste_fraction:.0%}",
+            (max(extra, 0.0), row), xytext=(4, 0), textcoords="offset points", va="center",
+            fontsize=8)
+    bars_axes.set_xlim(min(0.0, min(above)) * 1.1, max(max(above), 1.0) * 1.9)
+    bars_axes.set_xlabel("cost over the trace above the recommended list (%, packed nodes at "
+                         "catalog prices)")
+    bars_axes.set_title(
+        f"{report.source}: candidate bucket lists (catalog {report.catalog}, GPU model "
+        f"{report.gpu_model}); red = recommended, blue = kept, light = rejected", fontsize=10)
+    bars_axes.grid(axis="x", alpha=0.3)
+
+    others = [c.scale_series for c in report.candidates
+              if c is not chosen and c.accepted is not None]
+    if others:
+        stack = np.vstack(others)
+        scale_axes.fill_between(hours, stack.min(axis=0), stack.max(axis=0), step="post",
+                                color="tab:blue", alpha=0.25,
+                                label="the other candidates (range)")
+    catalog = next((c for c in report.candidates if c.accepted is None), None)
+    if catalog is not None and catalog is not chosen:
+        scale_axes.step(hours, catalog.scale_series, where="post", color="0.4", linewidth=0.8,
+                        label=candidate_name(catalog))
+    scale_axes.step(hours, chosen.scale_series, where="post", color="tab:red", linewidth=1.0,
+                    label=candidate_name(chosen) + " (recommended)")
+    scale_axes.set_ylabel("scale needed ($/hour of\nembedded bucket counts)")
+    scale_axes.set_xlabel(f"hours since trace start (tick {report.tick_s:g} s)")
+    scale_axes.legend(fontsize=8, loc="upper left")
+    scale_axes.grid(alpha=0.3)
     figure.tight_layout()
     try:
         figure.savefig(path, dpi=110)

@@ -33,13 +33,13 @@ Must not: do I/O, or decide placements (that is `locality`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 
-from bucketing.resources import Resources
 from locality.config import LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Node, NodeState, NodeTopology, Pod
+from locality.numa import NumaDemand
 from locality.placement import AssumedPlacements
 from locality.table import NodeTable
 
@@ -78,7 +78,7 @@ class ClusterCache:
         self._topologies: dict[str, NodeTopology] = {}
         # Node -> {pod key: NUMA request}, bind order: pods taking a zone seen bound since
         # the node's NRT object last changed, i.e. not yet counted in its published zones.
-        self._unreflected: dict[str, dict[str, Resources]] = {}
+        self._unreflected: dict[str, dict[str, NumaDemand]] = {}
         # Nodes whose NRT zones changed since the last pod event or list: after a pod
         # watch gap, a binding the relist shows on such a node is likely already counted.
         self._nrt_changed_since_pods: set[str] = set()
@@ -87,6 +87,9 @@ class ClusterCache:
         # a burst of watch events costs one column copy at the next request.
         self._table: NodeTable | None = None
         self._dirty: set[str] = set()
+        self.resolve_pod: Callable[[Pod], Pod] = _as_parsed
+        """Adds what a pod takes from other objects (DRA claims, its PodGroup's size);
+        `extender.sync` sets it, the request path calls it on kube-scheduler's pod."""
 
     # ---- reads -------------------------------------------------------------------
 
@@ -202,7 +205,7 @@ class ClusterCache:
         self._pods_generation += 1
         for pod in pods:
             self._index(pod_key(pod.namespace, pod.name), pod)
-        unreflected: dict[str, dict[str, Resources]] = {}
+        unreflected: dict[str, dict[str, NumaDemand]] = {}
         for key, pod in self._pods.items():
             if not _charges_zone(pod):
                 continue
@@ -353,7 +356,7 @@ class ClusterCache:
             self.nodes[node_name] = state.with_topology(self._topology_of(node_name))
             self._dirty.add(node_name)
 
-    def _charge_zone(self, node_name: str, key: str, request: Resources) -> None:
+    def _charge_zone(self, node_name: str, key: str, request: NumaDemand) -> None:
         if node_name in self._topologies:
             self._unreflected.setdefault(node_name, {})[key] = request
             self._refresh_topology(node_name)
@@ -372,6 +375,10 @@ class ClusterCache:
         if assumed is not self.assumed:
             self.assumed = assumed
             self.version += 1
+
+
+def _as_parsed(pod: Pod) -> Pod:
+    return pod
 
 
 def _same_node(old: Node, new: Node) -> bool:

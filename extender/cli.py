@@ -97,6 +97,7 @@ def serve(config, api_client) -> None:
     sync = ClusterSync(
         api_client, cache, config.locality, settings,
         watch_topology=config.watch_topology, stale_after_seconds=config.stale_after_seconds,
+        watch_dra=config.watch_dra, watch_pod_groups=config.watch_pod_groups,
     )
     binder = ApiBinder(api_client) if config.bind_enabled else None
     app = create_app(config, cache, sync, binder)

@@ -98,6 +98,16 @@ class ExtenderConfig:
     """Watch NodeResourceTopology objects (topology.node.k8s.io/v1alpha2) for NUMA data;
     a cluster without the CRD simply has no NUMA data."""
 
+    watch_dra: bool = True
+    """Watch ResourceSlices, ResourceClaims and ResourceClaimTemplates
+    (resource.k8s.io/v1, Kubernetes 1.34+) so that GPUs published through DRA count
+    (`locality.dra_gpus`); a cluster that does not serve the API has no DRA GPUs."""
+
+    watch_pod_groups: bool = True
+    """Watch Volcano (scheduling.volcano.sh/v1beta1) and Coscheduling
+    (scheduling.x-k8s.io/v1alpha1) PodGroups: their minMember is the job size; a
+    cluster without the CRD has none."""
+
     locality: LocalityConfig = field(default_factory=LocalityConfig)
     """Job labels, policy annotations and defaults; see docs/locality.md."""
 
@@ -148,7 +158,8 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
         where = f"{source}: {name}"
         if name == "locality":
             values[name] = LocalityConfig.from_mapping(raw, f"{source}: locality")
-        elif name in ("node_cache_capable", "bind_enabled", "watch_topology"):
+        elif name in ("node_cache_capable", "bind_enabled", "watch_topology", "watch_dra",
+                      "watch_pod_groups"):
             values[name] = _bool(raw, where)
         elif name in ("port", "ops_port"):
             values[name] = _int(raw, where, 1, 65535)

@@ -114,11 +114,12 @@ class Decider:
         uid, version = metadata.get("uid"), metadata.get("resourceVersion")
         memo = self._pod_memo
         if memo is not None and uid and version and memo[0] == uid and memo[1] == version:
-            return memo[2]
+            return self.cache.resolve_pod(memo[2])
         pod = parse_pod(raw, self.config, where="Pod")
         if isinstance(uid, str) and isinstance(version, str):
             self._pod_memo = (uid, version, pod)
-        return pod
+        # DRA claims' GPUs and the PodGroup's size, as the cache's pods have them.
+        return self.cache.resolve_pod(pod)
 
     def explain(self, pod: Pod, now: float) -> Explanation:
         """Every cached node's verdict and score terms for `pod` (records nothing)."""

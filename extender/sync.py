@@ -1,11 +1,17 @@
 """Keeps a `ClusterCache` in step with the API: one list+watch thread per kind.
 
-Decides: which API calls feed the cache (nodes, pods in all namespaces, and
-NodeResourceTopology `topology.node.k8s.io/v1alpha2` cluster objects, the last one
-optional: 404 means "no NUMA data"), how each kind's parsed objects are applied, and
-what readiness means: ready once nodes and pods have been listed, and not ready again
-when a watch has been failing for longer than `stale_after_seconds` (a stale cache
-steers pods onto full nodes; kube-scheduler should rather skip or wait).
+Decides: which API calls feed the cache (nodes, pods in all namespaces, and the
+optional kinds, for which 404 means "not served here", logged once and re-checked
+every minute: NodeResourceTopology `topology.node.k8s.io/v1alpha2` for NUMA data;
+ResourceSlices, ResourceClaims and ResourceClaimTemplates `resource.k8s.io/v1` for
+DRA GPUs; Volcano `scheduling.volcano.sh/v1beta1` and Coscheduling
+`scheduling.x-k8s.io/v1alpha1` PodGroups for job sizes), how each kind's parsed
+objects are applied (pods and nodes through `extender.resolve.Resolver`, which adds
+what they take from the DRA objects and PodGroups), and what readiness means: ready
+once nodes and pods have been listed, and not ready again when a watch has been
+failing for longer than `stale_after_seconds` (a stale cache steers pods onto full
+nodes; kube-scheduler should rather skip or wait). The optional kinds never hold
+readiness back: until they are listed, DRA GPUs and PodGroup sizes are unknown.
 
 Must not: decide placements; mutate the cache from a watch thread.
 """
@@ -21,17 +27,26 @@ from typing import Any
 from kubernetes import client as k8s
 
 from extender.cache import NODES, PODS, TOPOLOGIES, ClusterCache
+from extender.resolve import Resolver
 from extender.watch import ResourceWatch, WatchSettings, WatchStatus
 from locality.config import LocalityConfig
+from locality.dra import parse_resource_claim, parse_resource_claim_template, parse_resource_slice
 from locality.parse import parse_node, parse_node_topology, parse_pod
+from locality.podgroups import POD_GROUP_APIS, parse_pod_group
 
 NRT_GROUP = "topology.node.k8s.io"
 NRT_VERSION = "v1alpha2"
 NRT_PLURAL = "noderesourcetopologies"
+DRA_GROUP = "resource.k8s.io"
+DRA_VERSION = "v1"
+RESOURCE_SLICES = "resourceslices"
+RESOURCE_CLAIMS = "resourceclaims"
+RESOURCE_CLAIM_TEMPLATES = "resourceclaimtemplates"
+POD_GROUPS = "podgroups"
 
 
 class ClusterSync:
-    """The three watches feeding one cache."""
+    """The watches feeding one cache."""
 
     def __init__(
         self,
@@ -41,13 +56,19 @@ class ClusterSync:
         settings: WatchSettings,
         watch_topology: bool = True,
         stale_after_seconds: float = 120.0,
+        watch_dra: bool = True,
+        watch_pod_groups: bool = True,
     ) -> None:
         self._api_client = api_client
         self._cache = cache
         self._config = config
         self._settings = settings
         self._watch_topology = watch_topology
+        self._watch_dra = watch_dra
+        self._watch_pod_groups = watch_pod_groups
         self._stale_after = stale_after_seconds
+        self.resolver = Resolver(config)
+        cache.resolve_pod = self.resolver.pod  # the request path's pods, resolved alike
         self.watches: list[ResourceWatch] = []
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -80,8 +101,48 @@ class ClusterSync:
             )
         else:
             self._cache.replace_topologies(())
+        if self._watch_dra:
+            self.watches += self._dra_watches(loop)
+        if self._watch_pod_groups:
+            self.watches += self._pod_group_watches(loop)
         for watch in self.watches:
             watch.start()
+
+    def _optional_watch(self, loop: asyncio.AbstractEventLoop, group: str, version: str,
+                        plural: str, kind: str, parse: Any, sink: Any) -> ResourceWatch:
+        """A watch of a kind some clusters do not serve (404: absent, re-checked)."""
+        custom = k8s.CustomObjectsApi(self._api_client)
+        return ResourceWatch(
+            kind,
+            functools.partial(custom.list_cluster_custom_object, group, version, plural),
+            parse, sink, loop, self._settings, optional=True,
+        )
+
+    def _dra_watches(self, loop: asyncio.AbstractEventLoop) -> list[ResourceWatch]:
+        config = self._config
+        return [
+            self._optional_watch(
+                loop, DRA_GROUP, DRA_VERSION, RESOURCE_SLICES, RESOURCE_SLICES,
+                functools.partial(parse_resource_slice, config=config), self._slice_sink),
+            self._optional_watch(
+                loop, DRA_GROUP, DRA_VERSION, RESOURCE_CLAIMS, RESOURCE_CLAIMS,
+                functools.partial(parse_resource_claim, config=config),
+                functools.partial(self._claim_sink, "claim")),
+            self._optional_watch(
+                loop, DRA_GROUP, DRA_VERSION, RESOURCE_CLAIM_TEMPLATES,
+                RESOURCE_CLAIM_TEMPLATES,
+                functools.partial(parse_resource_claim_template, config=config),
+                functools.partial(self._claim_sink, "template")),
+        ]
+
+    def _pod_group_watches(self, loop: asyncio.AbstractEventLoop) -> list[ResourceWatch]:
+        return [
+            self._optional_watch(
+                loop, group, version, POD_GROUPS, f"{POD_GROUPS}.{group}",
+                functools.partial(parse_pod_group, api_group=group),
+                functools.partial(self._pod_group_sink, group))
+            for group, version in POD_GROUP_APIS
+        ]
 
     async def stop(self, timeout: float = 5.0) -> None:
         """Stop every watch and wait (off the loop) for their threads to end."""
@@ -124,22 +185,52 @@ class ClusterSync:
         gc.freeze()
 
     def _node_sink(self, op: str, payload: Any) -> None:
+        resolver = self.resolver
         if op == "replace":
-            self._cache.replace_nodes(payload)
+            self._cache.replace_nodes(resolver.replace_nodes(payload))
             self._settle_heap()
         elif op == "upsert":
-            self._cache.apply_node(payload)
+            self._cache.apply_node(resolver.node(payload))
         else:
+            resolver.forget_node(payload.name)
             self._cache.delete_node(payload.name)
 
     def _pod_sink(self, op: str, payload: Any) -> None:
+        resolver = self.resolver
         if op == "replace":
-            self._cache.replace_pods(payload)
+            self._cache.replace_pods(resolver.replace_pods(payload))
             self._settle_heap()
         elif op == "upsert":
-            self._cache.apply_pod(payload)
+            self._cache.apply_pod(resolver.track_pod(payload))
         else:
+            resolver.forget_pod(payload)
             self._cache.delete_pod(payload)
+
+    def _slice_sink(self, op: str, payload: Any) -> None:
+        resolver = self.resolver
+        if op == "replace":
+            nodes = resolver.replace_slices(payload)
+        else:
+            nodes = resolver.apply_slice(payload, deleted=op == "delete")
+        for node in nodes:
+            self._cache.apply_node(node)
+
+    def _claim_sink(self, kind: str, op: str, payload: Any) -> None:
+        if op == "replace":
+            self._apply_pods(self.resolver.replace_claims(payload, kind))
+        else:
+            self._apply_pods(self.resolver.apply_claim(payload, deleted=op == "delete"))
+
+    def _pod_group_sink(self, api_group: str, op: str, payload: Any) -> None:
+        if op == "replace":
+            self._apply_pods(self.resolver.replace_pod_groups(payload, api_group))
+        else:
+            self._apply_pods(self.resolver.apply_pod_group(payload, deleted=op == "delete"))
+
+    def _apply_pods(self, pods: list[Any]) -> None:
+        """Pods whose claims or PodGroup changed, resolved again: into the cache."""
+        for pod in pods:
+            self._cache.apply_pod(pod)
 
     def _topology_sink(self, op: str, payload: Any) -> None:
         if op == "replace":

@@ -1,9 +1,13 @@
 """The locality settings: which labels name a job and its role, which annotations set
-a job's policy, the defaults, the placement-group node labels, the GPU resource.
+a job's policy, the defaults, the topology levels and placement-group node labels, the
+GPU and device resources (extended resources and DRA), the NUMA defaults.
 
-Decides: the defaults (`pack`, placement group `preferred`, NUMA `preferred`) and how a
-mapping (a YAML section) is validated. Must not: read files (the caller loads YAML and
-passes the mapping and its source name for error messages).
+Decides: the defaults (`pack`, placement group `preferred`, NUMA `preferred`, the
+label keys of the Kubeflow, MPI, JobSet and Volcano operators, the EKS, GKE and NVLink
+topology labels, NVIDIA's GPU, MIG and DRA names) and how a mapping (a YAML section)
+is validated. Where each default label comes from is cited in docs/locality.md.
+Must not: read files (the caller loads YAML and passes the mapping and its source name
+for error messages).
 """
 
 from __future__ import annotations
@@ -14,22 +18,94 @@ from typing import Any
 
 from bucketing.errors import ConfigError
 from bucketing.labels import PLACEMENT_GROUP_LABELS
-from bucketing.resources import DEFAULT_GPU_RESOURCE
+from bucketing.resources import DEFAULT_GPU_RESOURCE, DeviceNames
 from locality.model import Locality, Packing
+from locality.numa import TopologyManagerPolicy, TopologyManagerScope
 
 
 @dataclass(frozen=True, slots=True)
 class JobLabelKeys:
-    """A pair of pod label keys: the one naming the job and the one naming the role."""
+    """Pod label keys: the one naming the job, and the one(s) naming the role.
+
+    role: one key, or several tried in order (the first present gives the role).
+    """
 
     job: str
-    role: str
+    role: str | tuple[str, ...]
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return (self.role,) if isinstance(self.role, str) else self.role
 
 
 DEFAULT_JOB_LABELS: tuple[JobLabelKeys, ...] = (
-    JobLabelKeys("training.kubeflow.org/job-name", "training.kubeflow.org/replica-type"),
+    # Kubeflow training-operator v1 (TFJob, PyTorchJob, MPIJob v1: replica-type ps,
+    # worker, chief, master, launcher) and mpi-operator v2 (MPIJob: job-role launcher,
+    # worker; no replica-type label).
+    JobLabelKeys(
+        "training.kubeflow.org/job-name",
+        ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role"),
+    ),
+    # JobSet, and Kubeflow Trainer v2 TrainJobs (their JobSet carries the TrainJob's
+    # name; replicated jobs `node`, `launcher`, `dataset-initializer`, ...).
+    JobLabelKeys("jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/replicatedjob-name"),
     JobLabelKeys("volcano.sh/job-name", "volcano.sh/task-spec"),
     JobLabelKeys("headstart.io/job", "headstart.io/role"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyLevel:
+    """One level of the network topology: a name and the node label keys giving a
+    node's domain at this level (the first present wins). The level named
+    `placement-group` takes its keys from `placement_group_labels`."""
+
+    name: str
+    labels: tuple[str, ...] = ()
+
+
+PLACEMENT_GROUP_LEVEL = "placement-group"
+
+# Widest first. EKS: topology.k8s.aws/network-node-layer-1 is the top of the network
+# hierarchy, layer-2 the middle, layer-3 the bottom on most instance types. GKE:
+# gce-topology-block > subblock (> host). NVIDIA GPU Feature Discovery: the NVLink
+# clique (multi-node NVLink domain such as GB200 NVL72). See docs/locality.md.
+DEFAULT_TOPOLOGY_LEVELS: tuple[TopologyLevel, ...] = (
+    TopologyLevel(
+        "block", ("topology.k8s.aws/network-node-layer-1", "cloud.google.com/gce-topology-block")
+    ),
+    TopologyLevel(
+        "subblock",
+        ("topology.k8s.aws/network-node-layer-2", "cloud.google.com/gce-topology-subblock"),
+    ),
+    TopologyLevel(PLACEMENT_GROUP_LEVEL),
+    TopologyLevel("nvlink", ("nvidia.com/gpu.clique",)),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DraGpuSource:
+    """GPUs published by a DRA driver as ResourceSlice devices.
+
+    driver: `spec.driver` of the ResourceSlices. attributes: device attributes that
+    must equal these values for a device to count (a key without a domain means the
+    driver's domain, as in CEL `device.attributes['<driver>'].<key>`). resource: the
+    device kind they count as (a GPU resource name: node capacity and pod requests of
+    that name meet). device_classes: DeviceClasses whose ResourceClaim requests count
+    as GPUs of that kind.
+    """
+
+    driver: str
+    resource: str
+    device_classes: tuple[str, ...] = ()
+    attributes: tuple[tuple[str, str], ...] = ()
+
+
+# NVIDIA's DRA driver: driver gpu.nvidia.com, DeviceClass gpu.nvidia.com selecting
+# `device.attributes['gpu.nvidia.com'].type == 'gpu'` with extendedResourceName
+# nvidia.com/gpu (MIG devices have type `mig`, class mig.nvidia.com).
+DEFAULT_DRA_GPUS: tuple[DraGpuSource, ...] = (
+    DraGpuSource("gpu.nvidia.com", "nvidia.com/gpu", ("gpu.nvidia.com",), (("type", "gpu"),)),
 )
 
 DEFAULT_PLACEMENT_GROUP_LABELS: tuple[str, ...] = PLACEMENT_GROUP_LABELS
@@ -67,12 +143,24 @@ class LocalityConfig:
     placement_group_annotation: str = "headstart.io/placement-group"
     """Pod annotation choosing placement-group locality `required`, `preferred` or `none`."""
 
+    topology_level_annotation: str = "headstart.io/topology-level"
+    """Pod annotation naming the topology level (`topology_levels`) that a `required`
+    placement-group policy holds the job to; absent: the placement-group level."""
+
     numa_annotation: str = "headstart.io/numa"
     """Pod annotation choosing single-NUMA fit `required`, `preferred` or `none` (GPU pods)."""
 
     job_size_annotation: str = "headstart.io/job-size"
     """Pod annotation with the job's total pod count, for jobs whose pods are not all
     created at once; pods the cache has not seen are assumed to request what this pod does."""
+
+    pod_group_annotation: str = "scheduling.k8s.io/group-name"
+    """Pod annotation naming its Volcano PodGroup (scheduling.volcano.sh/v1beta1), whose
+    `minMember` is the job size when the job-size annotation is absent."""
+
+    pod_group_label: str = "scheduling.x-k8s.io/pod-group"
+    """Pod label naming its scheduler-plugins Coscheduling PodGroup
+    (scheduling.x-k8s.io/v1alpha1), used the same way."""
 
     default_packing: Packing = Packing.PACK
     """Packing when the pod has no (valid) packing annotation."""
@@ -85,6 +173,10 @@ class LocalityConfig:
 
     placement_group_labels: tuple[str, ...] = DEFAULT_PLACEMENT_GROUP_LABELS
     """Node label keys naming a node's placement group; the first present wins."""
+
+    topology_levels: tuple[TopologyLevel, ...] = DEFAULT_TOPOLOGY_LEVELS
+    """Network topology levels, widest first, each with the node label keys of its
+    domains; one must be `placement-group` (its keys are `placement_group_labels`)."""
 
     instance_type_label: str = "node.kubernetes.io/instance-type"
     """Node label with the instance type."""
@@ -99,8 +191,30 @@ class LocalityConfig:
     """Taint keys (effect NoSchedule or NoExecute) that mean a node takes no new pods:
     its capacity does not count when sizing placement groups for a job's first pod."""
 
-    gpu_resource: str = DEFAULT_GPU_RESOURCE
-    """Extended-resource name of a GPU, in pod requests, node allocatable and NRT zones."""
+    gpu_resources: tuple[str, ...] = (DEFAULT_GPU_RESOURCE, "amd.com/gpu")
+    """Extended-resource names of whole GPUs (in pod requests, node allocatable, NRT
+    zones); a node's GPUs are their sum, and each name is also a kind of its own (an
+    `amd.com/gpu` pod fits only nodes with `amd.com/gpu`). The key `gpu_resource`
+    (one name) is accepted too."""
+
+    device_resource_prefixes: tuple[str, ...] = ("nvidia.com/mig-",)
+    """Extended resources that are devices of their own kind but not whole GPUs: MIG
+    slices under the device plugin's mixed strategy (`nvidia.com/mig-1g.5gb` ...). A pod
+    asking for one fits only nodes advertising that kind."""
+
+    dra_gpus: tuple[DraGpuSource, ...] = DEFAULT_DRA_GPUS
+    """GPUs published through DRA: ResourceSlice devices of these drivers count as GPUs
+    of the given resource on their node, ResourceClaim requests of these DeviceClasses
+    as the pod's GPUs."""
+
+    numa_default_policy: TopologyManagerPolicy = TopologyManagerPolicy.NONE
+    """The Topology Manager policy assumed for a node whose NodeResourceTopology
+    publishes no `topologyManagerPolicy` attribute (kubelet's default, `none`, as
+    scheduler-plugins assumes)."""
+
+    numa_default_scope: TopologyManagerScope = TopologyManagerScope.CONTAINER
+    """The scope assumed when the NRT publishes no `topologyManagerScope` (kubelet's
+    default, `container`)."""
 
     assumed_ttl_seconds: float = 90.0
     """How long the extender trusts what it knows before the API shows it: a pod's node
@@ -123,20 +237,35 @@ class LocalityConfig:
             return cls()
         if not isinstance(data, Mapping):
             raise ConfigError(f"{source}: expected a mapping, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} | {"gpu_resource"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(
                 f"{source}: unknown field(s) {', '.join(map(str, unknown))}; "
                 f"known: {', '.join(sorted(known))}"
             )
+        if "gpu_resource" in data and "gpu_resources" in data:
+            raise ConfigError(f"{source}: gpu_resource: give gpu_resources or gpu_resource, "
+                              "not both")
         values: dict[str, Any] = {}
         for name, raw in data.items():
             where = f"{source}: {name}"
             if name == "job_labels":
                 values[name] = _job_labels(raw, where)
-            elif name in ("placement_group_labels", "unavailable_node_taints"):
+            elif name in ("placement_group_labels", "unavailable_node_taints", "gpu_resources"):
                 values[name] = _string_tuple(raw, where)
+            elif name == "device_resource_prefixes":
+                values[name] = _string_tuple(raw, where, allow_empty=True)
+            elif name == "gpu_resource":
+                values["gpu_resources"] = (_string(raw, where),)
+            elif name == "topology_levels":
+                values[name] = _topology_levels(raw, where)
+            elif name == "dra_gpus":
+                values[name] = _dra_gpus(raw, where)
+            elif name == "numa_default_policy":
+                values[name] = _enum(TopologyManagerPolicy, raw, where)
+            elif name == "numa_default_scope":
+                values[name] = _enum(TopologyManagerScope, raw, where)
             elif name == "default_packing":
                 values[name] = _enum(Packing, raw, where)
             elif name in ("default_placement_group", "default_numa"):
@@ -151,6 +280,35 @@ class LocalityConfig:
                 values[name] = _string(raw, where)
         return cls(**values)
 
+    @property
+    def gpu_resource(self) -> str:
+        """The first whole-GPU resource name (the one placeholders and traces use)."""
+        return self.gpu_resources[0]
+
+    @property
+    def device_names(self) -> DeviceNames | None:
+        """The resource names kept per kind (`bucketing.resources.Resources.devices`);
+        None when there is only one kind to count (one GPU name, no MIG prefixes, no
+        DRA sources of another name): then the GPU dimension says it all."""
+        names = frozenset(self.gpu_resources) | {source.resource for source in self.dra_gpus}
+        if len(names) <= 1 and not self.device_resource_prefixes:
+            return None
+        return DeviceNames(names, self.device_resource_prefixes)
+
+    @property
+    def placement_group_level(self) -> int:
+        """Index of the `placement-group` level in `topology_levels`."""
+        for index, level in enumerate(self.topology_levels):
+            if level.name == PLACEMENT_GROUP_LEVEL:
+                return index
+        raise AssertionError("validated: topology_levels has a placement-group level")
+
+    def level_labels(self, index: int) -> tuple[str, ...]:
+        """The node label keys of level `index` (the placement-group level's are
+        `placement_group_labels`)."""
+        level = self.topology_levels[index]
+        return self.placement_group_labels if level.name == PLACEMENT_GROUP_LEVEL else level.labels
+
 
 def _string(raw: Any, where: str) -> str:
     if not isinstance(raw, str) or not raw:
@@ -158,8 +316,8 @@ def _string(raw: Any, where: str) -> str:
     return raw
 
 
-def _string_tuple(raw: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(raw, list | tuple) or not raw:
+def _string_tuple(raw: Any, where: str, allow_empty: bool = False) -> tuple[str, ...]:
+    if not isinstance(raw, list | tuple) or (not raw and not allow_empty):
         raise ConfigError(f"{where}: expected a non-empty list of strings, got {raw!r}")
     return tuple(_string(item, f"{where}[{index}]") for index, item in enumerate(raw))
 
@@ -172,11 +330,75 @@ def _job_labels(raw: Any, where: str) -> tuple[JobLabelKeys, ...]:
         item_where = f"{where}[{index}]"
         if not isinstance(item, Mapping) or set(item) != {"job", "role"}:
             raise ConfigError(f"{item_where}: expected exactly the keys job and role, got {item!r}")
-        pairs.append(
-            JobLabelKeys(_string(item["job"], f"{item_where}.job"),
-                         _string(item["role"], f"{item_where}.role"))
-        )
+        role = item["role"]
+        roles = (_string_tuple(role, f"{item_where}.role") if isinstance(role, list | tuple)
+                 else _string(role, f"{item_where}.role"))
+        pairs.append(JobLabelKeys(_string(item["job"], f"{item_where}.job"), roles))
     return tuple(pairs)
+
+
+def _topology_levels(raw: Any, where: str) -> tuple[TopologyLevel, ...]:
+    if not isinstance(raw, list | tuple) or not raw:
+        raise ConfigError(f"{where}: expected a non-empty list of {{name: ..., labels: [...]}}")
+    levels: list[TopologyLevel] = []
+    for index, item in enumerate(raw):
+        item_where = f"{where}[{index}]"
+        if not isinstance(item, Mapping) or not set(item) <= {"name", "labels"} \
+                or "name" not in item:
+            raise ConfigError(f"{item_where}: expected the keys name and labels, got {item!r}")
+        name = _string(item["name"], f"{item_where}.name")
+        if any(level.name == name for level in levels):
+            raise ConfigError(f"{item_where}.name: level {name!r} is listed twice")
+        if name == PLACEMENT_GROUP_LEVEL:
+            if "labels" in item:
+                raise ConfigError(f"{item_where}.labels: the placement-group level takes its "
+                                  "labels from placement_group_labels")
+            levels.append(TopologyLevel(name))
+        else:
+            levels.append(TopologyLevel(name, _string_tuple(item.get("labels"),
+                                                            f"{item_where}.labels")))
+    if not any(level.name == PLACEMENT_GROUP_LEVEL for level in levels):
+        raise ConfigError(f"{where}: expected a level named {PLACEMENT_GROUP_LEVEL} (the level "
+                          "of the headstart.io/placement-group policy)")
+    return tuple(levels)
+
+
+def _dra_gpus(raw: Any, where: str) -> tuple[DraGpuSource, ...]:
+    if not isinstance(raw, list | tuple):
+        raise ConfigError(f"{where}: expected a list of {{driver, resource, device_classes, "
+                          "attributes}}")
+    sources = []
+    allowed = {"driver", "resource", "device_classes", "attributes"}
+    for index, item in enumerate(raw):
+        item_where = f"{where}[{index}]"
+        if not isinstance(item, Mapping) or not set(item) <= allowed \
+                or not {"driver", "resource"} <= set(item):
+            raise ConfigError(f"{item_where}: expected driver and resource (and optionally "
+                              f"device_classes, attributes), got {item!r}")
+        attributes = item.get("attributes") or {}
+        if not isinstance(attributes, Mapping):
+            raise ConfigError(f"{item_where}.attributes: expected a map of attribute to value")
+        pairs = []
+        for key, value in attributes.items():
+            if not isinstance(value, str | int | bool) or isinstance(value, float):
+                raise ConfigError(f"{item_where}.attributes.{key}: expected a string, integer "
+                                  f"or boolean, got {value!r}")
+            pairs.append((_string(key, f"{item_where}.attributes"), _attribute_text(value)))
+        sources.append(DraGpuSource(
+            _string(item["driver"], f"{item_where}.driver"),
+            _string(item["resource"], f"{item_where}.resource"),
+            _string_tuple(item.get("device_classes", []), f"{item_where}.device_classes",
+                          allow_empty=True),
+            tuple(sorted(pairs)),
+        ))
+    return tuple(sources)
+
+
+def _attribute_text(value: str | int | bool) -> str:
+    """An attribute value as compared with a ResourceSlice's (`true`, `8`, `gpu`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _enum(enum_type: Any, raw: Any, where: str) -> Any:

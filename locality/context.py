@@ -1,13 +1,20 @@
 """Everything the per-node filter and score need about one pod, computed once per request.
 
-Decides: the job's home placement group (the PS's group, else the group holding most
-of the job's placed pods), the nodes holding the pod's counterpart role and the job's
-other pods, which placement groups can still hold the job's remaining pods (only while
-the job has no home group, so only its first pod pays for that scan), and which
-resource dimensions count when measuring how idle a node is.
+Decides: the job's home placement group (the coordinator's group, else the group
+holding most of the job's placed pods) and its home domain at every topology level,
+the nodes holding the pod's counterpart role and the job's other pods, which
+placement groups and topology domains can still hold the job's remaining pods (only
+while the job has no pod placed, so only its first pod pays for that scan), the
+topology targets the score aims at (`locality.topology`), and which resource
+dimensions count when measuring how idle a node is.
+
+The job's centre: its PS pods; in a job without a PS (a PyTorchJob master and
+workers, a JobSet leader and workers, TFJob chief and workers) its chief / master /
+leader. Workers aim for the centre's node; the centre aims for the workers. An MPI
+launcher joins no communication: it aims for the workers and never decides a home.
 
 After this, `filter_nodes` and `score_nodes` do O(1) work per node: a few integer
-comparisons, two set lookups, one dict lookup.
+comparisons, set and dict lookups.
 
 Must not: read the clock (`now` is passed in), log, mutate its inputs.
 """
@@ -32,15 +39,28 @@ from locality.model import (
     Pod,
     Role,
 )
+from locality.numa import NumaDemand
 from locality.placement import AssumedPlacements, JobPlacement, add_requests, job_placement
+from locality.topology import (
+    domain_at,
+    domains_of,
+    homes,
+    most_common,
+    targets_from_holding,
+    targets_from_homes,
+)
 
 _NO_EXTRA: Mapping[str, Resources] = {}
 _NO_TOPOLOGIES: Mapping[str, NodeTopology] = {}
+_DEFAULT_CONFIG = LocalityConfig()
+
+Targets = tuple[tuple[str, frozenset[str]], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class GroupFit:
-    """How many of the job's remaining pods a placement group can hold (first-fit)."""
+    """How many of the job's remaining pods a placement group (or a topology domain)
+    can hold (first-fit)."""
 
     group: str
     pods_that_fit: int
@@ -58,23 +78,30 @@ class DecisionContext:
     identity is None for pods of no job: then every node passes and scores 0.
     extra_requested: requests of assumed placements per node (all jobs), not yet in
     the NodeStates. counterpart_nodes: nodes holding the pod's counterpart role (the
-    PS for a worker or chief, the workers and chief for a PS, any job pod otherwise or
-    when the counterpart is not placed yet). job_nodes: nodes holding any pod of the job.
-    home_group: the group the job occupies, None before its first pod lands in a group.
-    group_fits: per placement group, how much of the job's remaining demand it can hold
-    (capacity), only while home_group is None and the policy is not `none`; the
-    `required` filter reads it. preferred_groups: the groups the score's group term
-    favours while there is no home group: those that hold the job, and for `spread`
-    jobs, among them the ones with a free node per pod when any has.
+    job's centre for a worker or chief, its workers for the centre and a launcher, any
+    job pod otherwise or when the counterpart is not placed yet). job_nodes: nodes
+    holding any pod of the job.
+    home_group: the placement group the job occupies, None before its first pod lands
+    in a group. group_fits: per placement group, how much of the job's remaining
+    demand it can hold, only while home_group is None and the policy is `required`
+    (the filter reads it).
+    targets: the topology score's targets, narrowest level first (`locality.topology`);
+    empty under placement-group policy `none`.
+    required_level: the topology level a `required` policy holds the job to when the
+    pod names one (`headstart.io/topology-level`), None for the placement group.
+    required_home / required_fits: the job's domain at that level, or (while it has
+    none) what each domain there can hold.
     idle_dims: (gpu, cpu, memory) flags of the dimensions the job requests.
     assumed_topologies: for nodes with NUMA data and live assumptions of pods taking a
     zone (GPUs or pinned CPUs; all jobs), the node's zones after those pods took theirs
-    (`NodeTopology.charged`, the zone `NodeTopology.zone_for` picks, oldest assumption
-    first); the NUMA rule and term read these instead of `NodeState.topology`. See
-    `numa_topology`.
+    (`NodeTopology.charged`, oldest assumption first); the NUMA rule and term read
+    these instead of `NodeState.topology`. See `numa_topology`.
+    preferred_groups: the groups of the narrowest target level for a job's first pod
+    (kept for /explain and callers of the single-level API).
     expected_requested: extra_requested plus other jobs' claims (`locality.claims`):
-    what each node is expected to hold beyond its bound pods. The idle term and
-    preferred_groups read it; filters read extra_requested only (claims are soft).
+    what each node is expected to hold beyond its bound pods. The idle term and the
+    topology targets of a job's first pod read it; filters read extra_requested only
+    (claims are soft).
     """
 
     pod: Pod
@@ -89,12 +116,20 @@ class DecisionContext:
     preferred_groups: frozenset[str] = frozenset()
     idle_dims: tuple[bool, bool, bool] = (True, True, True)
     assumed_topologies: Mapping[str, NodeTopology] = field(default_factory=dict)
+    targets: Targets = ()
+    required_level: str | None = None
+    required_home: str | None = None
+    required_fits: Mapping[str, GroupFit] = field(default_factory=dict)
     expected_requested: Mapping[str, Resources] = field(default_factory=dict)
 
     def numa_topology(self, state: NodeState) -> NodeTopology | None:
         """The node's NUMA zones as the pod would find them: assumed placements charged."""
         charged = self.assumed_topologies.get(state.name)
         return charged if charged is not None else state.topology
+
+    @property
+    def numa_demand(self) -> NumaDemand:
+        return self.pod.numa_request
 
     @cached_property
     def node_scorer(self) -> Callable[[NodeState], tuple[int, int, int, int]]:
@@ -129,21 +164,23 @@ def decision_context(
         return DecisionContext(pod, None, policy, None)
     placement = job_placement(pod, identity.key, policy, job_pods, assumed, now, config)
     if not len(assumed):
-        return build_context(pod, identity, policy, placement, cluster, claimed=claimed)
+        return build_context(pod, identity, policy, placement, cluster, claimed=claimed,
+                             config=config)
     extra = assumed.requested_by_node(now, excluding=pod.uid)
     topologies: Mapping[str, NodeTopology] = _NO_TOPOLOGIES
-    if pod.request.gpu_milli > 0 and policy.numa is not Locality.NONE:
-        # Only GPU pods under a NUMA policy read zones (filter rule 3, score term).
+    if pod.takes_numa_zone and policy.numa is not Locality.NONE:
+        # Only pods with something to align, under a NUMA policy, read zones.
         topologies = topologies_after_assumed(
             assumed.numa_requests_by_node(now, excluding=pod.uid), cluster
         )
-    return build_context(pod, identity, policy, placement, cluster, extra, topologies, claimed)
+    return build_context(pod, identity, policy, placement, cluster, extra, topologies, claimed,
+                         config=config)
 
 
 def topologies_after_assumed(
-    numa_requests_by_node: Mapping[str, list[Resources]], cluster: Mapping[str, NodeState]
+    numa_requests_by_node: Mapping[str, list[NumaDemand]], cluster: Mapping[str, NodeState]
 ) -> dict[str, NodeTopology]:
-    """Per node with NUMA data, its zones after the assumed GPU pods took theirs.
+    """Per node with NUMA data, its zones after the assumed pods took theirs.
 
     Why: the NodeResourceTopology object shows a zone free until NFD's topology
     updater republishes it (60 s by default), so without this two GPU pods steered
@@ -170,58 +207,94 @@ def build_context(
     extra_requested: Mapping[str, Resources] = _NO_EXTRA,
     assumed_topologies: Mapping[str, NodeTopology] = _NO_TOPOLOGIES,
     claimed: Mapping[str, Resources] = _NO_EXTRA,
+    *,
+    config: LocalityConfig = _DEFAULT_CONFIG,
 ) -> DecisionContext:
     """The lower-level constructor, for callers (the simulator) that track placement
-    themselves. Cost: O(job pods), plus O(nodes in `cluster`) when the job has no home
-    group yet and the placement-group policy is not `none`."""
+    themselves. Cost: O(job pods x levels), plus O(nodes in `cluster` x levels) when
+    the job has no pod placed yet and the placement-group policy is not `none`."""
     if identity is None or placement is None:
         return DecisionContext(pod, None, policy, None)
 
-    ps_nodes: set[str] = set()
+    level_order = tuple(level.name for level in config.topology_levels)
+    has_ps = Role.PS in placement.roles or any(p.role is Role.PS for p in placement.placed)
+    centre = (Role.PS,) if has_ps else (Role.CHIEF,)
+    centre_nodes: set[str] = set()
     worker_nodes: set[str] = set()
     job_nodes: set[str] = set()
-    ps_groups: Counter[str] = Counter()
+    centre_groups: Counter[str] = Counter()
     groups: Counter[str] = Counter()
+    placed_domains = []
     for placed in placement.placed:
-        job_nodes.add(placed.node_name)
-        state = cluster.get(placed.node_name)
-        group = state.placement_group if state is not None else None
-        if placed.role is Role.PS:
-            ps_nodes.add(placed.node_name)
-            if group is not None:
-                ps_groups[group] += 1
-        elif placed.role in (Role.WORKER, Role.CHIEF):
-            worker_nodes.add(placed.node_name)
+        node_name, role = placed.node_name, placed.role
+        job_nodes.add(node_name)
+        state = cluster.get(node_name)
+        is_centre = role in centre
+        if is_centre:
+            centre_nodes.add(node_name)
+        elif role is Role.WORKER or role is Role.CHIEF:
+            worker_nodes.add(node_name)
+        if state is None or role is Role.LAUNCHER:
+            continue  # a launcher joins no collective: it decides no home
+        group = state.placement_group
         if group is not None:
             groups[group] += 1
+            if is_centre:
+                centre_groups[group] += 1
+        placed_domains.append((state.node.domains or domains_of((), group), is_centre))
 
-    if identity.role is Role.PS:
+    if identity.role in centre or identity.role is Role.LAUNCHER:
         counterpart = worker_nodes or job_nodes
     elif identity.role in (Role.WORKER, Role.CHIEF):
-        counterpart = ps_nodes or job_nodes
+        counterpart = centre_nodes or job_nodes
     else:
         counterpart = job_nodes
 
-    home_group = _most_common(ps_groups) or _most_common(groups)
+    home_group = most_common(centre_groups) or most_common(groups)
+    found_homes = homes(placed_domains, level_order)
 
     expected = add_requests(extra_requested, claimed) if claimed else extra_requested
+    required = policy.placement_group is Locality.REQUIRED
+    required_level = (
+        level_order[policy.topology_level] if policy.topology_level is not None else None
+    )
     group_fits: dict[str, GroupFit] = {}
-    preferred_groups: frozenset[str] = frozenset()
-    if home_group is None and policy.placement_group is not Locality.NONE:
-        # The required filter sizes groups on capacity; the preference also leaves other
-        # jobs' claims alone, and falls back to capacity when no group has room for both.
+    if required and required_level is None and home_group is None:
         group_fits = _fit(cluster, placement, extra_requested, None)
-        preferred_groups = frozenset(g for g, fit in group_fits.items() if fit.holds_job)
-        if claimed and preferred_groups:
-            unclaimed = _fit(cluster, placement, expected, None)
-            preferred_groups = frozenset(
-                g for g, fit in unclaimed.items() if fit.holds_job) or preferred_groups
-        if policy.packing is Packing.SPREAD and preferred_groups:
-            # Spread wants a node per pod: prefer groups with that many free nodes when
-            # any has them. The required filter still only asks for capacity.
-            spread_fits = _fit(cluster, placement, expected, 1)
-            roomy = frozenset(g for g, fit in spread_fits.items() if fit.holds_job)
-            preferred_groups = roomy or preferred_groups
+
+    targets: Targets = ()
+    preferred_groups: frozenset[str] = frozenset()
+    required_fits: dict[str, GroupFit] = {}
+    if policy.placement_group is not Locality.NONE:
+        if found_homes:
+            targets = targets_from_homes(found_homes, level_order)
+        else:
+            holding: dict[str, frozenset[str]] = {}
+            for level in _levels_present(cluster, level_order):
+                fits = _fit(cluster, placement, extra_requested, None, level)
+                if level == required_level and required:
+                    required_fits = fits
+                held = frozenset(domain for domain, fit in fits.items() if fit.holds_job)
+                if claimed and held:
+                    # The required filter sizes domains on capacity; the preference also
+                    # leaves other jobs' claims alone, and falls back to capacity when no
+                    # domain has room for both.
+                    unclaimed = _fit(cluster, placement, expected, None, level)
+                    held = frozenset(
+                        d for d, fit in unclaimed.items() if fit.holds_job) or held
+                if policy.packing is Packing.SPREAD and held:
+                    # Spread wants a node per pod: prefer domains with that many free nodes
+                    # when any has them. The required filter still only asks for capacity.
+                    spread_fits = _fit(cluster, placement, expected, 1, level)
+                    held = frozenset(
+                        d for d, fit in spread_fits.items() if fit.holds_job) or held
+                holding[level] = held
+            targets = targets_from_holding(holding, level_order)
+            if targets:
+                preferred_groups = targets[0][1]
+    required_home = found_homes.get(required_level) if required_level is not None else None
+    if required and required_level is not None and required_home is None and not required_fits:
+        required_fits = _fit(cluster, placement, extra_requested, None, required_level)
 
     demand = pod.request
     for request, _count in placement.remaining:
@@ -231,8 +304,21 @@ def build_context(
     return DecisionContext(
         pod, identity, policy, placement, extra_requested,
         frozenset(counterpart), frozenset(job_nodes), home_group, group_fits,
-        preferred_groups, idle_dims, assumed_topologies, expected,
+        preferred_groups, idle_dims, assumed_topologies, targets, required_level,
+        required_home, required_fits, expected,
     )
+
+
+def _levels_present(cluster: Mapping[str, NodeState], level_order: tuple[str, ...]) -> list[str]:
+    """The levels some node has a domain at (a NodeTable knows; else one pass)."""
+    columnar = getattr(cluster, "levels_present", None)
+    if columnar is not None:
+        return [level for level in level_order if level in columnar]
+    present: set[str] = set()
+    for state in cluster.values():
+        for level, _ in domains_of(state.node.domains, state.placement_group):
+            present.add(level)
+    return [level for level in level_order if level in present]
 
 
 def _fit(
@@ -240,21 +326,15 @@ def _fit(
     placement: JobPlacement,
     extra_requested: Mapping[str, Resources],
     max_pods_per_node: int | None,
+    level: str | None = None,
 ) -> dict[str, GroupFit]:
     # A NodeTable (locality.table) does the same greedy with numpy.
     columnar = getattr(cluster, "fit_job_into_groups", None)
     if columnar is not None:
-        return columnar(placement.remaining, extra_requested, max_pods_per_node)
+        return columnar(placement.remaining, extra_requested, max_pods_per_node, level)
     return fit_job_into_groups(
-        placement.remaining, cluster.values(), extra_requested, max_pods_per_node
+        placement.remaining, cluster.values(), extra_requested, max_pods_per_node, level
     )
-
-
-def _most_common(counts: Counter[str]) -> str | None:
-    if not counts:
-        return None
-    # Most pods first, then the name, so the choice does not depend on dict order.
-    return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
 
 
 def fit_job_into_groups(
@@ -262,8 +342,10 @@ def fit_job_into_groups(
     nodes: Iterable[NodeState],
     extra_requested: Mapping[str, Resources] = _NO_EXTRA,
     max_pods_per_node: int | None = None,
+    level: str | None = None,
 ) -> dict[str, GroupFit]:
-    """Per placement group, how many of `remaining` fit, first-fit, largest requests first.
+    """Per placement group (or per domain of topology `level`), how many of `remaining`
+    fit, first-fit, largest requests first.
 
     Each request shape in turn (the largest GPU request first) fills the group's nodes
     in their order, then the next shape takes what is left. Free capacity counts
@@ -272,25 +354,34 @@ def fit_job_into_groups(
     `spread` jobs (a node takes one pod of the job). Greedy packing can miss a packing
     a search would find (it is conservative), never the reverse. Nodes without a group
     and nodes that take no new pods (`Node.takes_new_pods`: cordoned, not Ready,
-    tainted away) hold nothing. `NodeTable.fit_job_into_groups` computes the
-    same with numpy. Cost: O(nodes x request shapes).
+    tainted away) hold nothing. A device kind (`Resources.devices`: a MIG slice, a
+    vendor's GPU) counts only where the node has free devices of that kind.
+    `NodeTable.fit_job_into_groups` computes the same with numpy. Cost: O(nodes x
+    request shapes).
     """
     needed = sum(count for _, count in remaining)
     room_per_node = max_pods_per_node if max_pods_per_node is not None else needed
     rows_by_group: dict[str, list[list[int]]] = {}
+    kinds = sorted({kind for request, _ in remaining for kind, _ in request.devices})
     for state in nodes:
-        group = state.placement_group
+        if level is None:
+            group = state.placement_group
+        else:
+            group = domain_at(domains_of(state.node.domains, state.placement_group), level)
         if group is None:
             continue
         rows = rows_by_group.setdefault(group, [])
         if not state.node.takes_new_pods:
             continue
         row = [state.free_gpu_milli, state.free_cpu_milli, state.free_memory_bytes, room_per_node]
+        row.extend(state.free_device(kind) for kind in kinds)
         extra = extra_requested.get(state.name)
         if extra is not None:
             row[0] -= extra.gpu_milli
             row[1] -= extra.cpu_milli
             row[2] -= extra.memory_bytes
+            for offset, kind in enumerate(kinds):
+                row[4 + offset] -= extra.device(kind)
         rows.append(row)
     fits: dict[str, GroupFit] = {}
     for group, rows in rows_by_group.items():
@@ -300,19 +391,23 @@ def fit_job_into_groups(
             for row in rows:
                 if left == 0:
                     break
-                copies = _copies_that_fit(request, row, min(left, row[3]))
+                copies = _copies_that_fit(request, row, min(left, row[3]), kinds)
                 if copies:
                     row[0] -= copies * request.gpu_milli
                     row[1] -= copies * request.cpu_milli
                     row[2] -= copies * request.memory_bytes
                     row[3] -= copies
+                    for kind, amount in request.devices:
+                        row[4 + kinds.index(kind)] -= copies * amount
                     left -= copies
             fitted += count - left
         fits[group] = GroupFit(group, fitted, needed)
     return fits
 
 
-def _copies_that_fit(request: Resources, row: list[int], at_most: int) -> int:
+def _copies_that_fit(
+    request: Resources, row: list[int], at_most: int, kinds: list[str]
+) -> int:
     copies = at_most
     if request.gpu_milli > 0:
         copies = min(copies, max(row[0], 0) // request.gpu_milli)
@@ -320,4 +415,7 @@ def _copies_that_fit(request: Resources, row: list[int], at_most: int) -> int:
         copies = min(copies, max(row[1], 0) // request.cpu_milli)
     if request.memory_bytes > 0:
         copies = min(copies, max(row[2], 0) // request.memory_bytes)
+    for kind, amount in request.devices:
+        if amount > 0:
+            copies = min(copies, max(row[4 + kinds.index(kind)], 0) // amount)
     return copies

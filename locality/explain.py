@@ -32,7 +32,12 @@ class NodeExplanation:
 
 @dataclass(frozen=True, eq=False)
 class Explanation:
-    """A pod's job, role, policy and the job's placement, then every node's verdict."""
+    """A pod's job, role, policy and the job's placement, then every node's verdict.
+
+    topology_level: the level a `required` policy holds the job to. topology_targets:
+    what the score's topology term aims at, narrowest level first (level, domains).
+    job_size: the declared size (annotation or PodGroup minMember), None if unknown.
+    """
 
     pod: str
     job: str | None
@@ -45,11 +50,17 @@ class Explanation:
     placed_pods: int
     remaining_pods: int
     nodes: tuple[NodeExplanation, ...]
+    topology_level: str = "placement-group"
+    topology_targets: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    job_size: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict (score terms plus their total per node)."""
         data = asdict(self)
         data["policy_problems"] = list(self.policy_problems)
+        data["topology_targets"] = [
+            {"level": level, "domains": list(domains)} for level, domains in self.topology_targets
+        ]
         data["nodes"] = [
             {**asdict(node), "score": {**asdict(node.score), "total": node.score.total}}
             for node in self.nodes
@@ -81,4 +92,8 @@ def explain(context: DecisionContext, nodes: Sequence[NodeState]) -> Explanation
         placed_pods=len(placement.placed) if placement else 0,
         remaining_pods=placement.remaining_pods if placement else 0,
         nodes=tuple(rows),
+        topology_level=context.required_level or "placement-group",
+        topology_targets=tuple((level, tuple(sorted(domains)))
+                               for level, domains in context.targets),
+        job_size=policy.job_size,
     )

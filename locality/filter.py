@@ -3,22 +3,30 @@
 Rules, in this order (the first that fails gives the reason):
 1. Pods of no job pass everywhere: filtering them is not the extender's business
    (kube-scheduler's own plugins already checked fit, taints and affinity).
-2. Placement group, policy `required` only. A job with a home group: a node outside it
-   (or without a group label) is unresolvable. A job's first pod: a node in a group that
-   cannot hold the job's remaining pods, or in no group, is unresolvable. Unresolvable
-   because evicting pods on that node could never make it acceptable, so kube-scheduler
-   must not preempt there.
-3. Single-NUMA fit, policy `required`, pods requesting GPUs, nodes publishing NUMA
-   zones: no zone holds the pod's GPUs and pinned CPUs together (`Pod.numa_request`;
-   only a Guaranteed pod's whole CPUs are pinned) -> unresolvable, except on a node
-   holding headstart placeholders: NFD's zones count their devices too, and preempting
-   them can free a zone, so there it is resolvable. Nodes without
-   NodeResourceTopology data are not NUMA-filtered. The zones are the published ones
-   less the GPU pods assumed on the node, each charged to the zone kubelet would admit
-   it to (`DecisionContext.numa_topology`, `NodeTopology.zone_for`).
+2. Placement group / topology domain, policy `required` only, at the placement-group
+   level or at the level the pod names (`headstart.io/topology-level`). A job with a
+   home there: a node outside it (or without a label of that level) is unresolvable.
+   A job's first pod: a node whose group / domain cannot hold the job's remaining
+   pods, or that has none, is unresolvable. Unresolvable because evicting pods on that
+   node could never make it acceptable, so kube-scheduler must not preempt there.
+3. NUMA, for pods with something kubelet aligns (device-plugin GPUs, pinned CPUs), on
+   nodes publishing NodeResourceTopology zones, NUMA policy not `none`: kubelet's
+   Topology Manager would reject the pod there (policy `single-numa-node` or
+   `restricted`, `locality.numa`), or, for a GPU pod under NUMA policy `required`,
+   its GPUs and pinned CPUs would not each sit in one zone. Always unresolvable, even
+   on nodes holding placeholders whose devices a preemption could free: preemption's
+   dry run (kube-scheduler pkg/scheduler/framework/preemption, `DryRunPreemption` and
+   defaultpreemption `SelectVictimsOnNode`) re-runs only the filter *plugins* with
+   the victims removed. The extender's filter only ever sees nodes that passed those
+   plugins, so the dry run reprieves every victim, finds none, and reports "expected
+   at least one victim pod" as an error; extenders enter preemption only through a
+   `preemptVerb` (`ProcessPreemption`), which may trim the candidates the dry run
+   found but cannot add a node it found no victims on. The zones are the published
+   ones less the pods assumed on the node (`DecisionContext.numa_topology`).
 4. Resource fit: the request against allocatable minus bound real pods minus assumed
-   placements; capacity held by headstart placeholders counts as free (a real pod
-   preempts them). Failing it is resolvable (preemption may free room).
+   placements, and every device kind the pod asks for (a vendor's GPUs, MIG slices,
+   DRA GPUs) against the node's free devices of that kind; capacity held by headstart
+   placeholders counts as free (a real pod preempts them). Failing it is resolvable.
 
 Cordons, readiness, taints and affinity are not checked: kube-scheduler's filter
 plugins run before the extender and every candidate has passed them. (Group
@@ -40,6 +48,8 @@ from enum import StrEnum
 
 from locality.context import DecisionContext
 from locality.model import Locality, NodeState
+from locality.numa import NodeTopology, NumaFit, TopologyManagerPolicy
+from locality.topology import domain_at, domains_of
 
 
 class ReasonCode(StrEnum):
@@ -48,8 +58,9 @@ class ReasonCode(StrEnum):
     INSUFFICIENT_GPU = "insufficient_gpu"
     INSUFFICIENT_CPU = "insufficient_cpu"
     INSUFFICIENT_MEMORY = "insufficient_memory"
-    PLACEMENT_GROUP = "placement_group"  # outside the home group, no group, group too small
-    NUMA = "numa"
+    # Outside the job's group or domain, none, or too small, at any topology level.
+    PLACEMENT_GROUP = "placement_group"
+    NUMA = "numa"  # kubelet's Topology Manager would reject, or policy required unmet
     UNKNOWN_NODE = "unknown_node"  # only the numpy path: a name its table does not know
     # No rule yields OTHER today; it keeps the documented label set stable for a future rule
     # that does not deserve its own label.
@@ -96,30 +107,22 @@ def node_verdict(
         return None, None, True
     policy = context.policy
     request = context.pod.request
-    group = state.placement_group
 
     if policy.placement_group is Locality.REQUIRED:
-        home = context.home_group
-        if home is not None:
-            if group != home:
-                return outside_group_reason(context, group), ReasonCode.PLACEMENT_GROUP, False
-        elif group is None:
-            return NO_GROUP_REASON, ReasonCode.PLACEMENT_GROUP, False
-        else:
-            fit = context.group_fits.get(group)
-            if fit is None or not fit.holds_job:
-                return group_too_small_reason(context, group), ReasonCode.PLACEMENT_GROUP, False
+        reason = group_verdict(context, state)
+        if reason is not None:
+            return reason, ReasonCode.PLACEMENT_GROUP, False
 
-    if request.gpu_milli > 0 and policy.numa is Locality.REQUIRED:
-        topology = context.numa_topology(state)  # zones less assumed GPU pods
-    else:
-        topology = None
-    if topology is not None and topology.zone_for(
-        request.gpu_milli, context.pod.pinned_cpu_milli
-    ) is None:
-        # The NRT counts the devices of headstart placeholders too, and a real pod
-        # preempts them: on their nodes eviction can free a zone, so resolvable there.
-        return numa_reason(context), ReasonCode.NUMA, state.holds_placeholders
+    if policy.numa is not Locality.NONE and context.pod.takes_numa_zone:
+        topology = context.numa_topology(state)  # zones less assumed pods
+        if topology is not None:
+            demand = context.pod.numa_request
+            fit = topology.fit(demand)
+            if fit is NumaFit.REJECTED:
+                return numa_rejected_reason(context, topology), ReasonCode.NUMA, False
+            if (fit is NumaFit.UNALIGNED and policy.numa is Locality.REQUIRED
+                    and demand.gpu_milli > 0):
+                return numa_reason(context, topology), ReasonCode.NUMA, False
 
     free_gpu = state.free_gpu_milli
     free_cpu = state.free_cpu_milli
@@ -133,6 +136,11 @@ def node_verdict(
     if request.gpu_milli and request.gpu_milli > free_gpu:
         return (insufficient_reason("GPU", gpus_text(request.gpu_milli)),
                 ReasonCode.INSUFFICIENT_GPU, True)
+    for kind, amount in request.devices:
+        free = state.free_device(kind) - (extra.device(kind) if extra is not None else 0)
+        if amount > free:
+            return (insufficient_reason(kind, gpus_text(amount)),
+                    ReasonCode.INSUFFICIENT_GPU, True)
     if request.cpu_milli and request.cpu_milli > free_cpu:
         return (insufficient_reason("CPU", cpus_text(request.cpu_milli)),
                 ReasonCode.INSUFFICIENT_CPU, True)
@@ -140,6 +148,32 @@ def node_verdict(
         return (insufficient_reason("memory", gib_text(request.memory_bytes)),
                 ReasonCode.INSUFFICIENT_MEMORY, True)
     return None, None, True
+
+
+def group_verdict(context: DecisionContext, state: NodeState) -> str | None:
+    """The reason a `required` policy excludes the node, None when it does not."""
+    level = context.required_level
+    if level is None:
+        group = state.placement_group
+        home = context.home_group
+        if home is not None:
+            return outside_group_reason(context, group) if group != home else None
+        if group is None:
+            return NO_GROUP_REASON
+        fit = context.group_fits.get(group)
+        if fit is None or not fit.holds_job:
+            return group_too_small_reason(context, group)
+        return None
+    domain = domain_at(domains_of(state.node.domains, state.placement_group), level)
+    home = context.required_home
+    if home is not None:
+        return outside_domain_reason(context, level, domain) if domain != home else None
+    if domain is None:
+        return no_domain_reason(level)
+    fit = context.required_fits.get(domain)
+    if fit is None or not fit.holds_job:
+        return domain_too_small_reason(context, level, domain)
+    return None
 
 
 def insufficient_reason(resource: str, requested: str) -> str:
@@ -170,15 +204,54 @@ def group_too_small_reason(context: DecisionContext, group: str) -> str:
 NO_GROUP_REASON = "node has no placement-group label (placement-group policy required)"
 
 
-def numa_reason(context: DecisionContext) -> str:
-    pod = context.pod
-    gpus = gpus_text(pod.request.gpu_milli)
-    if not pod.pinned_cpu_milli:  # kubelet aligns only this pod's GPUs
-        return f"no NUMA zone holds {gpus} GPU (policy required)"
+def outside_domain_reason(context: DecisionContext, level: str, domain: str | None) -> str:
+    where = f"{level} domain {domain}" if domain is not None else f"no {level} domain"
     return (
-        f"no NUMA zone holds {gpus} GPU and {cpus_text(pod.pinned_cpu_milli)} pinned CPU "
-        "together (policy required)"
+        f"job {context.identity.key if context.identity else '?'} is in {level} domain "
+        f"{context.required_home} (policy required); node is in {where}"
     )
+
+
+def no_domain_reason(level: str) -> str:
+    return f"node has no {level} domain label (placement-group policy required at {level})"
+
+
+def domain_too_small_reason(context: DecisionContext, level: str, domain: str) -> str:
+    fit = context.required_fits.get(domain)
+    can = fit.pods_that_fit if fit is not None else 0
+    needed = context.placement.remaining_pods if context.placement else 1
+    return (
+        f"{level} domain {domain} can hold {can} of the job's {needed} remaining pods "
+        "(policy required)"
+    )
+
+
+def numa_reason(context: DecisionContext, topology: NodeTopology | None = None) -> str:
+    """Policy `required` unmet: the pod would not sit in one NUMA zone."""
+    if topology is not None and topology.policy is TopologyManagerPolicy.NONE:
+        return (f"topology manager policy none does not align {_numa_what(context, topology)} "
+                "(policy required)")
+    return f"no NUMA zone holds {_numa_what(context, topology)} (policy required)"
+
+
+def numa_rejected_reason(context: DecisionContext, topology: NodeTopology) -> str:
+    """kubelet's Topology Manager would refuse the pod (TopologyAffinityError)."""
+    what = _numa_what(context, topology)
+    where = f"topology manager {topology.policy.value}, {topology.scope.value} scope"
+    if topology.policy is TopologyManagerPolicy.RESTRICTED:
+        return f"no preferred NUMA placement for {what} ({where}, would reject the pod)"
+    return f"no NUMA zone holds {what} ({where}, would reject the pod)"
+
+
+def _numa_what(context: DecisionContext, topology: NodeTopology | None) -> str:
+    demand = context.pod.numa_request
+    gpus = demand.gpu_milli if topology is None or topology.gpu_reported else 0
+    cpus = demand.cpu_milli
+    if gpus and cpus:
+        return f"{gpus_text(gpus)} GPU and {cpus_text(cpus)} pinned CPU together"
+    if gpus:  # kubelet aligns only this pod's GPUs
+        return f"{gpus_text(gpus)} GPU"
+    return f"{cpus_text(cpus)} pinned CPU"
 
 
 def gpus_text(milli: int) -> str:

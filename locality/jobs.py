@@ -1,17 +1,46 @@
 """Which job a pod belongs to, its role there, and the job's placement policy.
 
 Decides: job identity from the configured label pairs (first pair whose job key is on
-the pod wins), the role from the paired role label (case-insensitive: `ps`/`PS`,
-`worker`/`Worker`, `Chief`/`Master`/`Launcher`, anything else is OTHER), and the policy
-from the pod's annotations. An invalid annotation value falls back to the default and
-is reported in `JobPolicy.problems`; it never raises.
+the pod wins), the role from the pair's role label(s) (the first present; values
+case-insensitive), and the policy from the pod's annotations. An invalid annotation
+value falls back to the default and is reported in `JobPolicy.problems`; it never
+raises. The job size is the `headstart.io/job-size` annotation, else the `minMember`
+of the pod's PodGroup (when the extender has seen it).
+
+The default label keys and role values, checked in the operators' sources:
+- Kubeflow training-operator v1 (TFJob, PyTorchJob, MXJob, XGBoostJob, PaddleJob,
+  MPIJob v1): `training.kubeflow.org/job-name`, `training.kubeflow.org/replica-type`
+  with the lower-cased replica type (`ps`, `worker`, `chief`, `master`, `launcher`),
+  and `training.kubeflow.org/job-role: master` on the master role
+  (kubeflow/training-operator pkg/controller.v1/common/pod.go `createNewPod`).
+- mpi-operator v2 (MPIJob v2beta1): `training.kubeflow.org/job-name` and
+  `training.kubeflow.org/job-role: launcher|worker`, no replica-type label
+  (kubeflow/mpi-operator pkg/controller/mpi_job_controller.go `defaultLabels`).
+- JobSet: `jobset.sigs.k8s.io/jobset-name` and `jobset.sigs.k8s.io/replicatedjob-name`
+  (kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go). Kubeflow Trainer v2
+  runs a TrainJob as a JobSet of the TrainJob's name (kubeflow/trainer
+  pkg/runtime/framework/plugins/jobset) whose replicated jobs are `node` (the trainer
+  nodes), `launcher` (MPI), `dataset-initializer` and `model-initializer`
+  (pkg/constants), so TrainJob pods need no label of their own.
+- Volcano Job: `volcano.sh/job-name`, `volcano.sh/task-spec`.
+- PodGroups: Volcano's pod annotation `scheduling.k8s.io/group-name`
+  (volcano.sh/apis pkg/apis/scheduling/v1beta1 `KubeGroupNameAnnotationKey`),
+  scheduler-plugins' pod label `scheduling.x-k8s.io/pod-group`
+  (apis/scheduling/v1alpha1 `PodGroupLabel`).
+
+Roles: `ps` (and parameter-server spellings) is the PS; `worker`, `workers` and `node`
+(Trainer's trainer nodes) workers; `chief`, `master`, `leader`, `driver` and
+`coordinator` the coordinating worker (the job's centre when it has no PS: a
+PyTorchJob master, a JobSet leader); `launcher` the MPI launcher; anything else OTHER.
 
 Must not: look at other pods or nodes.
 """
 
 from __future__ import annotations
 
-from locality.config import LocalityConfig
+from collections.abc import Mapping
+
+from locality.config import JobLabelKeys, LocalityConfig
 from locality.model import JobIdentity, JobKey, JobPolicy, Locality, Packing, Pod, Role
 
 _ROLE_ALIASES: dict[str, Role] = {
@@ -21,9 +50,13 @@ _ROLE_ALIASES: dict[str, Role] = {
     "parameter_server": Role.PS,
     "worker": Role.WORKER,
     "workers": Role.WORKER,
+    "node": Role.WORKER,
     "chief": Role.CHIEF,
     "master": Role.CHIEF,
-    "launcher": Role.CHIEF,
+    "leader": Role.CHIEF,
+    "driver": Role.CHIEF,
+    "coordinator": Role.CHIEF,
+    "launcher": Role.LAUNCHER,
 }
 
 
@@ -48,8 +81,26 @@ def identify(pod: Pod, config: LocalityConfig) -> JobIdentity | None:
     for keys in config.job_labels:
         name = labels.get(keys.job)
         if name:
-            return JobIdentity(JobKey(pod.namespace, name), parse_role(labels.get(keys.role)))
+            return JobIdentity(JobKey(pod.namespace, name), _role(labels, keys))
     return None
+
+
+def role_of(pod: Pod, config: LocalityConfig) -> Role:
+    """The role `identify` gives a pod known to be in a job, without building its
+    identity: called for every pod of a job in every request."""
+    labels = pod.labels
+    for keys in config.job_labels:
+        if labels.get(keys.job):
+            return _role(labels, keys)
+    return Role.OTHER
+
+
+def _role(labels: Mapping[str, str], keys: JobLabelKeys) -> Role:
+    for key in (keys.role,) if isinstance(keys.role, str) else keys.role:
+        value = labels.get(key)
+        if value:
+            return _ROLE_ALIASES.get(value.strip().lower(), Role.OTHER)
+    return Role.OTHER
 
 
 def job_policy(pod: Pod, config: LocalityConfig) -> JobPolicy:
@@ -86,8 +137,25 @@ def job_policy(pod: Pod, config: LocalityConfig) -> JobPolicy:
                 "ignored"
             )
             job_size = None
+    if job_size is None and pod.group_min_member is not None and pod.group_min_member > 0:
+        job_size = pod.group_min_member
 
-    return JobPolicy(packing, group, numa, job_size, tuple(problems))
+    level: int | None = None
+    raw = annotations.get(config.topology_level_annotation)
+    if raw is not None:
+        names = [entry.name for entry in config.topology_levels]
+        wanted = raw.strip().lower()
+        if wanted in names:
+            level = names.index(wanted)
+            if level == config.placement_group_level:
+                level = None  # the placement-group level: the policy as before levels
+        else:
+            problems.append(
+                f"annotation {config.topology_level_annotation}={raw!r} is not one of "
+                f"{', '.join(names)}; using {names[config.placement_group_level]}"
+            )
+
+    return JobPolicy(packing, group, numa, job_size, tuple(problems), level)
 
 
 def _locality(raw: str | None, key: str, default: Locality, problems: list[str]) -> Locality:

@@ -15,10 +15,16 @@ Must not: parse JSON, log, read the clock.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from bucketing.resources import ZERO, Resources
+from bucketing.resources import ZERO, Devices, Resources
+from locality.numa import NodeTopology, NumaDemand, NumaZone, pod_numa_demand
+
+__all__ = [  # NodeTopology and NumaZone live in locality.numa; kept importable from here
+    "JobIdentity", "JobKey", "JobPolicy", "Locality", "Node", "NodeState", "NodeTopology",
+    "NumaZone", "Packing", "Pod", "Role", "node_state",
+]
 
 
 class Role(enum.Enum):
@@ -26,8 +32,12 @@ class Role(enum.Enum):
 
     PS = "ps"
     WORKER = "worker"
-    CHIEF = "chief"  # chief / master / launcher: talks to the PS like a worker
-    OTHER = "other"  # evaluator or any role we do not know
+    # chief / master / leader / driver: a worker that coordinates. Its counterpart is the
+    # PS; in a job without a PS (PyTorchJob master + workers, JobSet leader) it is the
+    # coordinator the workers gather around, as a PS is in a PS job.
+    CHIEF = "chief"
+    LAUNCHER = "launcher"  # MPIJob / Trainer launcher: starts the workers, joins none
+    OTHER = "other"  # evaluator, initializers, or any role we do not know
 
 
 class Packing(enum.Enum):
@@ -71,7 +81,10 @@ class JobPolicy:
     problems: human-readable notes about annotation values that were invalid and
     replaced by the default (shown by /explain); never an exception.
     job_size: total number of pods the job will have, when the pod says so
-    (`headstart.io/job-size`); None when unknown.
+    (`headstart.io/job-size`, else its PodGroup's `minMember`); None when unknown.
+    topology_level: the index (in `LocalityConfig.topology_levels`) of the level the
+    placement-group policy applies at (`headstart.io/topology-level`); None means the
+    placement-group level, as before levels existed.
     """
 
     packing: Packing = Packing.PACK
@@ -79,6 +92,7 @@ class JobPolicy:
     numa: Locality = Locality.PREFERRED
     job_size: int | None = None
     problems: tuple[str, ...] = ()
+    topology_level: int | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -98,6 +112,15 @@ class Pod:
     (Guaranteed QoS, whole CPUs; `locality.parse`), 0 otherwise. Only these CPUs are
     NUMA-aligned by the topology manager and counted in NodeResourceTopology zones, so
     the NUMA rules ask a zone for these, not for `request.cpu_milli`.
+    numa: what kubelet aligns, per container and for the pod (`locality.numa`);
+    None for hand-built pods, which count as one container (GPUs + pinned CPUs).
+    claims: the pod's ResourceClaims, as (kind, name): ("claim", generated or named
+    claim) or ("template", template name) while the claim is not generated yet.
+    pod_group: (API group, name) of the PodGroup the pod names (Volcano's annotation
+    `scheduling.k8s.io/group-name`, or scheduler-plugins' label
+    `scheduling.x-k8s.io/pod-group`). group_min_member: that PodGroup's
+    `spec.minMember` once the extender has seen the object (`extender.resolve`), else
+    None.
     """
 
     namespace: str
@@ -113,21 +136,27 @@ class Pod:
     terminal: bool = False
     succeeded: bool = False
     pinned_cpu_milli: int = 0
+    numa: NumaDemand | None = None
+    claims: tuple[tuple[str, str], ...] = ()
+    pod_group: tuple[str, str] | None = None
+    group_min_member: int | None = None
 
     @property
     def full_name(self) -> str:
         return f"{self.namespace}/{self.name}"
 
     @property
-    def numa_request(self) -> Resources:
-        """What one NUMA zone must hold for kubelet's single-numa-node policy: the GPUs,
-        and the CPUs only when they are pinned (`pinned_cpu_milli`)."""
-        return Resources(self.request.gpu_milli, self.pinned_cpu_milli, 0)
+    def numa_request(self) -> NumaDemand:
+        """What kubelet aligns to NUMA zones: the device-plugin GPUs and the pinned CPUs,
+        per container and for the pod (`locality.numa.NumaDemand`)."""
+        if self.numa is not None:
+            return self.numa
+        return pod_numa_demand(self.request.gpu_milli, self.pinned_cpu_milli)
 
     @property
     def takes_numa_zone(self) -> bool:
         """Kubelet aligns it to a zone: it asks for GPUs or has pinned CPUs."""
-        return self.request.gpu_milli > 0 or self.pinned_cpu_milli > 0
+        return not self.numa_request.is_zero()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -140,6 +169,9 @@ class Node:
     blocking_taints: keys of its NoSchedule/NoExecute taints that mean the node is
     going away or not usable (`LocalityConfig.unavailable_node_taints`: not-ready,
     unreachable, pressure, scale-down by cluster-autoscaler or Karpenter).
+    domains: (level name, domain) for each configured topology level the node has a
+    label of, widest first (`LocalityConfig.topology_levels`, `locality.topology`).
+    Empty for hand-built nodes: then the placement group is their only level.
     """
 
     name: str
@@ -150,87 +182,13 @@ class Node:
     unschedulable: bool = False
     ready: bool = True
     blocking_taints: tuple[str, ...] = ()
+    domains: tuple[tuple[str, str], ...] = ()
 
     @property
     def takes_new_pods(self) -> bool:
         """False when no pod of a job can land here now: cordoned, not Ready, or tainted
         away. Such a node's free capacity must not make its group look big enough."""
         return not self.unschedulable and self.ready and not self.blocking_taints
-
-
-@dataclass(frozen=True, slots=True)
-class NumaZone:
-    """One NUMA node of a machine and what is still free on it (NRT `available`)."""
-
-    name: str
-    cpu_free_milli: int
-    gpu_free_milli: int
-
-    def holds(self, gpu_milli: int, cpu_milli: int) -> bool:
-        return self.gpu_free_milli >= gpu_milli and self.cpu_free_milli >= cpu_milli
-
-
-@dataclass(frozen=True, slots=True)
-class NodeTopology:
-    """The NUMA zones of a node, from its NodeResourceTopology object.
-
-    zones: in NUMA-id order (`locality.parse` sorts NFD's `node-N` zone names by N),
-    because that order is how kubelet breaks ties between zones.
-    """
-
-    node_name: str
-    zones: tuple[NumaZone, ...]
-
-    def zone_for(self, gpu_milli: int, cpu_milli: int) -> NumaZone | None:
-        """The zone kubelet's single-numa-node topology manager admits such a pod to:
-        the lowest-numbered zone that holds both amounts; None if none can.
-
-        cpu_milli: the pod's pinned CPUs (`Pod.numa_request`), not its CPU request: the
-        CPU manager gives a topology hint only for a Guaranteed pod's whole CPUs, so for
-        any other pod kubelet picks the zone by its GPUs alone, and NFD counts only
-        those pinned CPUs in a zone's `available`.
-
-        Why the lowest: every single-zone hint that fits is "preferred" and equally
-        narrow, and kubelet's merge keeps the narrower mask, breaking equal widths
-        towards the lower-numbered NUMA node (topologymanager bitmask
-        `IsNarrowerThan`). The fit check, the score and the charge for assumed
-        placements (`charged`) all use this one rule.
-        """
-        index = _first_holding(self.zones, gpu_milli, cpu_milli)
-        return None if index is None else self.zones[index]
-
-    def charged(self, requests: Iterable[Resources]) -> NodeTopology:
-        """The topology after pods with these NUMA requests (`Pod.numa_request`: GPUs
-        and pinned CPUs) are admitted, in this order.
-
-        Each request takes its GPUs and pinned CPUs from `zone_for`'s zone at that
-        moment; that includes a CPU-only Guaranteed pod's pinned CPUs (the CPU manager's
-        hints follow the same lowest-fitting-zone rule). A request with neither takes
-        nothing, and so does one no zone holds: kubelet with single-numa-node would
-        reject that pod. Returns self when nothing is charged.
-        """
-        zones = list(self.zones)
-        changed = False
-        for request in requests:
-            gpu, cpu = request.gpu_milli, request.cpu_milli
-            if gpu <= 0 and cpu <= 0:
-                continue
-            index = _first_holding(zones, gpu, cpu)
-            if index is not None:
-                zone = zones[index]
-                zones[index] = NumaZone(
-                    zone.name, zone.cpu_free_milli - cpu, zone.gpu_free_milli - gpu
-                )
-                changed = True
-        return NodeTopology(self.node_name, tuple(zones)) if changed else self
-
-
-def _first_holding(zones: Sequence[NumaZone], gpu_milli: int, cpu_milli: int) -> int | None:
-    """The index of the lowest-numbered zone holding both amounts (`zone_for`'s rule)."""
-    for index, zone in enumerate(zones):
-        if zone.holds(gpu_milli, cpu_milli):
-            return index
-    return None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -245,6 +203,8 @@ class NodeState:
     per-node loops read flat integers). free_* is allocatable minus `requested`:
     capacity held by placeholders counts as free because a real pod preempts them. It
     may be negative when the cache saw more pods than the allocatable holds.
+    free_devices: the same per device kind (`Resources.devices`: whole GPUs of each
+    vendor, MIG slices), empty on nodes and pods without per-kind devices.
     """
 
     node: Node
@@ -260,9 +220,15 @@ class NodeState:
     allocatable_cpu_milli: int = field(init=False)
     allocatable_memory_bytes: int = field(init=False)
     holds_placeholders: bool = field(init=False)
+    free_devices: Devices = field(init=False)
 
     def __post_init__(self) -> None:
         allocatable = self.node.allocatable
+        object.__setattr__(
+            self, "free_devices",
+            (allocatable - self.requested).devices if self.requested.devices
+            else allocatable.devices,
+        )
         object.__setattr__(self, "allocatable_gpu_milli", allocatable.gpu_milli)
         object.__setattr__(self, "allocatable_cpu_milli", allocatable.cpu_milli)
         object.__setattr__(self, "allocatable_memory_bytes", allocatable.memory_bytes)
@@ -284,7 +250,16 @@ class NodeState:
     @property
     def free(self) -> Resources:
         """Free for a real pod (placeholders count as free)."""
-        return Resources(self.free_gpu_milli, self.free_cpu_milli, self.free_memory_bytes)
+        return Resources(
+            self.free_gpu_milli, self.free_cpu_milli, self.free_memory_bytes, self.free_devices
+        )
+
+    def free_device(self, kind: str) -> int:
+        """Free amount of one device kind (thousandths; 0 when the node has none)."""
+        for name, amount in self.free_devices:
+            if name == kind:
+                return amount
+        return 0
 
     @property
     def free_without_preemption(self) -> Resources:

@@ -2,8 +2,10 @@
 
 Reads only the fields the decisions need, so admission add-ons and unknown fields
 never matter. A pod's request comes from `bucketing.resources.pod_effective_request`
-(the one place that sum is written). Malformed objects raise `InputError` naming the
-field path (`pod.metadata.labels`, `nodeResourceTopology.zones[1].resources[0].available`).
+(the one place that sum is written), with GPUs summed over `gpu_resources` and every
+device kind (GPUs per vendor, MIG slices) kept apart. Malformed objects raise
+`InputError` naming the field path (`pod.metadata.labels`,
+`nodeResourceTopology.zones[1].resources[0].available`).
 
 Must not: log, read the clock, or keep state.
 """
@@ -11,32 +13,48 @@ Must not: log, read the clock, or keep state.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from bucketing.errors import InputError
 from bucketing.resources import (
+    DeviceNames,
+    Resources,
+    combine_containers,
+    container_request,
     parse_resource_quantity,
     pod_effective_request,
     resources_from_list,
 )
 from locality.config import LocalityConfig
-from locality.model import Node, NodeTopology, NumaZone, Pod
+from locality.model import Node, Pod
+from locality.numa import (
+    NO_NUMA_DEMAND,
+    NodeTopology,
+    NumaDemand,
+    NumaZone,
+    TopologyManagerPolicy,
+    TopologyManagerScope,
+)
+from locality.topology import LevelKeys, node_domains
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 NRT_API_VERSION = "topology.node.k8s.io/v1alpha2"
+VOLCANO_PODGROUP_GROUP = "scheduling.volcano.sh"
+COSCHEDULING_PODGROUP_GROUP = "scheduling.x-k8s.io"
 
 
 def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
     """A Pod object (as in an extender request or a watch event) to a `Pod`."""
     if not isinstance(obj, Mapping):
         raise InputError(f"{where}: expected a JSON object")
-    metadata = _object(obj.get("metadata"), f"{where}.metadata", required=True)
-    spec = _object(obj.get("spec"), f"{where}.spec", required=True)
-    status = _object(obj.get("status"), f"{where}.status", required=False)
+    metadata = json_object(obj.get("metadata"), f"{where}.metadata", required=True)
+    spec = json_object(obj.get("spec"), f"{where}.spec", required=True)
+    status = json_object(obj.get("status"), f"{where}.status", required=False)
     labels = _string_map(metadata.get("labels"), f"{where}.metadata.labels")
     annotations = _string_map(metadata.get("annotations"), f"{where}.metadata.annotations")
     try:
-        request = pod_effective_request(obj, config.gpu_resource)
+        request = pod_effective_request(obj, config.gpu_resources, _device_names(config))
     except InputError as error:
         # pod_effective_request names paths from "pod."; keep the caller's prefix.
         message = str(error)
@@ -56,10 +74,11 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         raise InputError(f"{where}.status.phase: expected a string, got {phase!r}")
     is_placeholder = labels.get(config.placeholder_label) == "true"
     group = labels.get(config.placeholder_group_label) if is_placeholder else None
+    numa = _numa_demand(spec, config.gpu_resources)
     return Pod(
-        namespace=_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace"),
-        name=_string(metadata.get("name"), f"{where}.metadata.name"),
-        uid=_string(metadata.get("uid", ""), f"{where}.metadata.uid", allow_empty=True),
+        namespace=json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace"),
+        name=json_string(metadata.get("name"), f"{where}.metadata.name"),
+        uid=json_string(metadata.get("uid", ""), f"{where}.metadata.uid", allow_empty=True),
         labels=labels,
         annotations=annotations,
         request=request,
@@ -69,54 +88,137 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         placement_group=group or None,
         terminal=phase in _TERMINAL_PHASES,
         succeeded=phase == "Succeeded",
-        pinned_cpu_milli=_pinned_cpu_milli(spec, config.gpu_resource),
+        pinned_cpu_milli=numa.cpu_milli,
+        numa=numa,
+        claims=_claims(spec, status, where),
+        pod_group=_pod_group(labels, annotations, config),
     )
 
 
-def _pinned_cpu_milli(spec: Mapping[str, Any], gpu_resource: str) -> int:
-    """The CPUs kubelet's static CPU manager pins for the pod, in thousandths.
+def _numa_demand(spec: Mapping[str, Any], gpu_resources: tuple[str, ...]) -> NumaDemand:
+    """What kubelet's Topology Manager aligns for the pod: per container and for the pod,
+    its device-plugin GPUs and the CPUs the static CPU manager pins.
 
     Only a Guaranteed pod (every container, init containers included, with cpu and
     memory limits equal to its requests) gets exclusive CPUs, and of its containers
-    only those asking for a whole number of CPUs (cpumanager `guaranteedCPUs`). Pod
-    scope: the app containers summed, max with each init container. Burstable and
-    BestEffort pods count 0: kubelet aligns only their devices. Pods with pod-level
-    resources (`spec.resources`) count 0 too: how kubelet pins CPUs for them is not
-    modelled. Restartable init containers (sidecars) are taken as init containers.
-    The quantities were already validated by `pod_effective_request`.
+    only those asking for a whole number of CPUs (cpumanager `guaranteedCPUs`).
+    Burstable and BestEffort pods pin no CPU: kubelet aligns only their devices. Pods
+    with pod-level resources (`spec.resources`) pin none either: how kubelet pins CPUs
+    for them is not modelled. Pod scope: the app containers summed, max with each init
+    container (restartable init containers, sidecars, counted like init containers
+    there, as before); container scope: init containers one by one, then sidecars
+    and app containers in start order. The quantities were already validated by
+    `pod_effective_request`.
     """
-    if spec.get("resources"):
-        return 0
     containers = spec.get("containers") or []
     init_containers = spec.get("initContainers") or []
-    whole_cpus: list[int] = []
+    guaranteed = not spec.get("resources")
+    gpus: list[int] = []
+    pinned: list[int] = []
     for container in [*init_containers, *containers]:
         resources = container.get("resources") or {}
         limits_raw = resources.get("limits") or {}
         requests_raw = resources.get("requests") or {}
+        gpus.append(container_request(container, gpu_resources).gpu_milli)
+        if not guaranteed:
+            pinned.append(0)
+            continue
         if "cpu" not in limits_raw or "memory" not in limits_raw:
-            return 0  # not Guaranteed
-        limits = resources_from_list(limits_raw, gpu_resource, "limits")
-        requests = resources_from_list(requests_raw, gpu_resource, "requests")
+            guaranteed = False  # not Guaranteed
+            pinned.append(0)
+            continue
+        limits = resources_from_list(limits_raw, gpu_resources, "limits")
+        requests = resources_from_list(requests_raw, gpu_resources, "requests")
         cpu = requests.cpu_milli if "cpu" in requests_raw else limits.cpu_milli
         memory = requests.memory_bytes if "memory" in requests_raw else limits.memory_bytes
         if cpu != limits.cpu_milli or memory != limits.memory_bytes:
-            return 0  # not Guaranteed
-        whole_cpus.append(cpu if cpu % 1000 == 0 else 0)
+            guaranteed = False
+        pinned.append(cpu if cpu % 1000 == 0 else 0)
+    if not guaranteed:
+        pinned = [0] * len(pinned)
     init_count = len(init_containers)
-    return max([sum(whole_cpus[init_count:]), *whole_cpus[:init_count]])
+    units = list(zip(gpus, pinned, strict=True))
+    init_units = units[:init_count]
+    app_units = units[init_count:]
+    sidecar_flags = [
+        isinstance(container, Mapping) and container.get("restartPolicy") == "Always"
+        for container in init_containers
+    ]
+    # Pod scope: the units combined the way the pod's request is (the one walk).
+    pod_unit = combine_containers(
+        [Resources(gpu, cpu) for gpu, cpu in app_units],
+        [(Resources(gpu, cpu), flag)
+         for (gpu, cpu), flag in zip(init_units, sidecar_flags, strict=True)],
+    )
+    pod_gpu, pod_cpu = pod_unit.gpu_milli, pod_unit.cpu_milli
+    if pod_gpu == 0 and pod_cpu == 0:
+        return NO_NUMA_DEMAND
+    sidecars = [unit for unit, flag in zip(init_units, sidecar_flags, strict=True) if flag]
+    plain_init = [unit for unit, flag in zip(init_units, sidecar_flags, strict=True) if not flag]
+    return NumaDemand(
+        (pod_gpu, pod_cpu),
+        tuple(unit for unit in plain_init if unit != (0, 0)),
+        tuple(unit for unit in [*sidecars, *app_units] if unit != (0, 0)),
+    )
+
+
+def _claims(
+    spec: Mapping[str, Any], status: Mapping[str, Any], where: str
+) -> tuple[tuple[str, str], ...]:
+    """The pod's ResourceClaims (spec.resourceClaims): ("claim", name) for a claim by
+    name or one generated from a template (its name is in status.resourceClaimStatuses),
+    ("template", template name) while the generated claim's name is not known yet."""
+    entries = _list(spec.get("resourceClaims"), f"{where}.spec.resourceClaims")
+    if not entries:
+        return ()
+    generated = {}
+    for index, entry in enumerate(
+        _list(status.get("resourceClaimStatuses"), f"{where}.status.resourceClaimStatuses")
+    ):
+        entry = json_object(entry, f"{where}.status.resourceClaimStatuses[{index}]", required=True)
+        name, claim = entry.get("name"), entry.get("resourceClaimName")
+        if isinstance(name, str) and isinstance(claim, str) and claim:
+            generated[name] = claim
+    claims = []
+    for index, entry in enumerate(entries):
+        entry_where = f"{where}.spec.resourceClaims[{index}]"
+        entry = json_object(entry, entry_where, required=True)
+        name = entry.get("name")
+        claim_name = entry.get("resourceClaimName")
+        template = entry.get("resourceClaimTemplateName")
+        if isinstance(claim_name, str) and claim_name:
+            claims.append(("claim", claim_name))
+        elif isinstance(template, str) and template:
+            claim = generated.get(name) if isinstance(name, str) else None
+            claims.append(("claim", claim) if claim else ("template", template))
+    return tuple(claims)
+
+
+def _pod_group(
+    labels: Mapping[str, str], annotations: Mapping[str, str], config: LocalityConfig
+) -> tuple[str, str] | None:
+    """(API group, PodGroup name) of the pod's PodGroup: Volcano's annotation, else
+    scheduler-plugins Coscheduling's label; None when it names none."""
+    name = annotations.get(config.pod_group_annotation)
+    if name:
+        return (VOLCANO_PODGROUP_GROUP, name)
+    name = labels.get(config.pod_group_label)
+    if name:
+        return (COSCHEDULING_PODGROUP_GROUP, name)
+    return None
 
 
 def parse_node(obj: Any, config: LocalityConfig, where: str = "node") -> Node:
     """A Node object to a `Node`: allocatable, placement group, instance type."""
     if not isinstance(obj, Mapping):
         raise InputError(f"{where}: expected a JSON object")
-    metadata = _object(obj.get("metadata"), f"{where}.metadata", required=True)
-    spec = _object(obj.get("spec"), f"{where}.spec", required=False)
-    status = _object(obj.get("status"), f"{where}.status", required=False)
+    metadata = json_object(obj.get("metadata"), f"{where}.metadata", required=True)
+    spec = json_object(obj.get("spec"), f"{where}.spec", required=False)
+    status = json_object(obj.get("status"), f"{where}.status", required=False)
     labels = _string_map(metadata.get("labels"), f"{where}.metadata.labels")
     allocatable = resources_from_list(
-        status.get("allocatable"), config.gpu_resource, f"{where}.status.allocatable"
+        status.get("allocatable"), config.gpu_resources, f"{where}.status.allocatable",
+        _device_names(config),
     )
     group = None
     for key in config.placement_group_labels:
@@ -128,7 +230,7 @@ def parse_node(obj: Any, config: LocalityConfig, where: str = "node") -> Node:
     if not isinstance(unschedulable, bool):
         raise InputError(f"{where}.spec.unschedulable: expected a boolean, got {unschedulable!r}")
     return Node(
-        name=_string(metadata.get("name"), f"{where}.metadata.name"),
+        name=json_string(metadata.get("name"), f"{where}.metadata.name"),
         labels=labels,
         allocatable=allocatable,
         placement_group=group,
@@ -138,14 +240,25 @@ def parse_node(obj: Any, config: LocalityConfig, where: str = "node") -> Node:
         blocking_taints=_blocking_taints(
             spec.get("taints"), config.unavailable_node_taints, f"{where}.spec.taints"
         ),
+        domains=node_domains(labels, _level_keys(config)),
     )
+
+
+@lru_cache(maxsize=8)
+def _level_keys(config: LocalityConfig) -> LevelKeys:
+    return LevelKeys.of(config)
+
+
+@lru_cache(maxsize=8)
+def _device_names(config: LocalityConfig) -> DeviceNames | None:
+    return config.device_names
 
 
 def _ready(conditions: Any, where: str) -> bool:
     """The Ready condition's status is "True"; a node reporting no Ready condition counts
     as ready (objects built by hand, simulators)."""
     for index, condition in enumerate(_list(conditions, where)):
-        condition = _object(condition, f"{where}[{index}]", required=True)
+        condition = json_object(condition, f"{where}[{index}]", required=True)
         if condition.get("type") == "Ready":
             return condition.get("status") == "True"
     return True
@@ -159,7 +272,7 @@ def _blocking_taints(taints: Any, keys: tuple[str, ...], where: str) -> tuple[st
     only steers, so it never blocks)."""
     found: list[str] = []
     for index, taint in enumerate(_list(taints, where)):
-        taint = _object(taint, f"{where}[{index}]", required=True)
+        taint = json_object(taint, f"{where}[{index}]", required=True)
         key, effect = taint.get("key"), taint.get("effect")
         # isinstance first: a malformed effect (a list) is not hashable for the set.
         hard = isinstance(effect, str) and effect in _HARD_EFFECTS
@@ -183,21 +296,29 @@ def parse_node_topology(
 
     Zones of type `Node` (NUMA nodes; a zone without a type counts as one) become
     `NumaZone`s with `available` CPU and GPUs (falling back to `allocatable` when a
-    resource has no `available`). Other zone types are ignored. The object is named
+    resource has no `available`) and their `capacity` (else `allocatable`); the GPUs
+    are summed over `gpu_resources`. Other zone types are ignored. The object is named
     after its node. Zones come out in NUMA-id order (NFD names them `node-<id>`; other
-    names keep their place after those), the order kubelet breaks ties in
-    (`NodeTopology.zone_for`).
+    names keep their place after those), the order kubelet breaks ties in.
+
+    The Topology Manager settings come from the `attributes` NFD's topology updater
+    publishes (`topologyManagerPolicy`, `topologyManagerScope`), else from the
+    deprecated `topologyPolicies` field (`SingleNUMANodePodLevel` ...), else the
+    configured defaults; unknown values count as absent, as in scheduler-plugins'
+    nodeconfig.
     """
     if not isinstance(obj, Mapping):
         raise InputError(f"{where}: expected a JSON object")
-    metadata = _object(obj.get("metadata"), f"{where}.metadata", required=True)
-    name = _string(metadata.get("name"), f"{where}.metadata.name")
+    metadata = json_object(obj.get("metadata"), f"{where}.metadata", required=True)
+    name = json_string(metadata.get("name"), f"{where}.metadata.name")
     zones_raw = obj.get("zones")
     if zones_raw is None:
         zones_raw = []
     if not isinstance(zones_raw, list):
         raise InputError(f"{where}.zones: expected a list")
+    gpu_names = frozenset(config.gpu_resources)
     zones: list[NumaZone] = []
+    gpu_reported = False
     for index, zone in enumerate(zones_raw):
         zone_where = f"{where}.zones[{index}]"
         if not isinstance(zone, Mapping):
@@ -205,31 +326,80 @@ def parse_node_topology(
         zone_type = zone.get("type", "Node")
         if zone_type not in ("Node", None):
             continue
-        zone_name = _string(zone.get("name"), f"{zone_where}.name")
+        zone_name = json_string(zone.get("name"), f"{zone_where}.name")
         resources = zone.get("resources") or []
         if not isinstance(resources, list):
             raise InputError(f"{zone_where}.resources: expected a list")
-        cpu_milli = 0
-        gpu_milli = 0
+        free = {"cpu": 0, "gpu": 0}
+        capacity: dict[str, int | None] = {"cpu": None, "gpu": None}
         for r_index, resource in enumerate(resources):
             r_where = f"{zone_where}.resources[{r_index}]"
             if not isinstance(resource, Mapping):
                 raise InputError(f"{r_where}: expected an object")
-            resource_name = _string(resource.get("name"), f"{r_where}.name")
-            if resource_name not in ("cpu", config.gpu_resource):
+            resource_name = json_string(resource.get("name"), f"{r_where}.name")
+            if resource_name == "cpu":
+                dim = "cpu"
+            elif resource_name in gpu_names:
+                dim = "gpu"
+                gpu_reported = True
+            else:
                 continue
             field = "available" if resource.get("available") is not None else "allocatable"
             raw = resource.get(field)
             if raw is None:
                 raise InputError(f"{r_where}.available: missing (and no allocatable)")
-            milli = int(parse_resource_quantity(raw, f"{r_where}.{field}") * 1000)
-            if resource_name == "cpu":
-                cpu_milli = milli
-            else:
-                gpu_milli = milli
-        zones.append(NumaZone(zone_name, cpu_milli, gpu_milli))
+            free[dim] += _milli(raw, f"{r_where}.{field}")
+            cap_field = "capacity" if resource.get("capacity") is not None else "allocatable"
+            cap_raw = resource.get(cap_field)
+            if cap_raw is not None:
+                capacity[dim] = (capacity[dim] or 0) + _milli(cap_raw, f"{r_where}.{cap_field}")
+        zones.append(NumaZone(zone_name, free["cpu"], free["gpu"], capacity["cpu"],
+                              capacity["gpu"]))
     zones.sort(key=_numa_id)
-    return NodeTopology(name, tuple(zones))
+    policy, scope = _topology_manager(obj, config, where)
+    return NodeTopology(name, tuple(zones), policy, scope, gpu_reported)
+
+
+def _milli(raw: Any, where: str) -> int:
+    return int(parse_resource_quantity(raw, where) * 1000)
+
+
+_LEGACY_POLICIES: dict[str, tuple[TopologyManagerPolicy, TopologyManagerScope]] = {
+    "SingleNUMANodePodLevel": (TopologyManagerPolicy.SINGLE_NUMA_NODE, TopologyManagerScope.POD),
+    "SingleNUMANodeContainerLevel": (
+        TopologyManagerPolicy.SINGLE_NUMA_NODE, TopologyManagerScope.CONTAINER),
+    "BestEffortPodLevel": (TopologyManagerPolicy.BEST_EFFORT, TopologyManagerScope.POD),
+    "BestEffortContainerLevel": (
+        TopologyManagerPolicy.BEST_EFFORT, TopologyManagerScope.CONTAINER),
+    "RestrictedPodLevel": (TopologyManagerPolicy.RESTRICTED, TopologyManagerScope.POD),
+    "RestrictedContainerLevel": (
+        TopologyManagerPolicy.RESTRICTED, TopologyManagerScope.CONTAINER),
+}
+
+
+def _topology_manager(
+    obj: Mapping[str, Any], config: LocalityConfig, where: str
+) -> tuple[TopologyManagerPolicy, TopologyManagerScope]:
+    """The node's Topology Manager policy and scope (see `parse_node_topology`)."""
+    policy, scope = config.numa_default_policy, config.numa_default_scope
+    legacy = _list(obj.get("topologyPolicies"), f"{where}.topologyPolicies")
+    if legacy and isinstance(legacy[0], str) and legacy[0] in _LEGACY_POLICIES:
+        # Deprecated since NRT v1alpha2; scheduler-plugins reads it before the attributes.
+        policy, scope = _LEGACY_POLICIES[legacy[0]]
+    for index, attribute in enumerate(_list(obj.get("attributes"), f"{where}.attributes")):
+        attribute = json_object(attribute, f"{where}.attributes[{index}]", required=True)
+        name, value = attribute.get("name"), attribute.get("value")
+        if not isinstance(value, str):
+            continue  # not a value scheduler-plugins accepts either: the default stands
+        if name == "topologyManagerPolicy" and value in _POLICY_VALUES:
+            policy = TopologyManagerPolicy(value)
+        elif name == "topologyManagerScope" and value in _SCOPE_VALUES:
+            scope = TopologyManagerScope(value)
+    return policy, scope
+
+
+_POLICY_VALUES = frozenset(policy.value for policy in TopologyManagerPolicy)
+_SCOPE_VALUES = frozenset(scope.value for scope in TopologyManagerScope)
 
 
 def _numa_id(zone: NumaZone) -> int:
@@ -239,7 +409,10 @@ def _numa_id(zone: NumaZone) -> int:
     return 1 << 30  # unknown naming: after the numbered zones, in listed order (stable)
 
 
-def _object(value: Any, where: str, required: bool) -> Mapping[str, Any]:
+def json_object(value: Any, where: str, required: bool = False) -> Mapping[str, Any]:
+    """`value` as a JSON object ({} when null and not required); InputError naming
+    `where` otherwise. Shared by the parsers of the other kinds (`locality.dra`,
+    `locality.podgroups`)."""
     if value is None:
         if required:
             raise InputError(f"{where}: missing")
@@ -249,7 +422,8 @@ def _object(value: Any, where: str, required: bool) -> Mapping[str, Any]:
     return value
 
 
-def _string(value: Any, where: str, allow_empty: bool = False) -> str:
+def json_string(value: Any, where: str, allow_empty: bool = False) -> str:
+    """`value` as a (non-empty) string; InputError naming `where` otherwise."""
     if not isinstance(value, str) or (not value and not allow_empty):
         raise InputError(f"{where}: expected a non-empty string, got {value!r}")
     return value

@@ -25,15 +25,16 @@ from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
 from locality.config import LocalityConfig
-from locality.jobs import identify
+from locality.jobs import identify, role_of
 from locality.model import JobKey, JobPolicy, Pod, Role
+from locality.numa import NO_NUMA_DEMAND, NumaDemand
 
 
 @dataclass(frozen=True, slots=True)
 class Assumption:
     """Pod `uid` of `job` is being bound to `node_name`; trusted until `expires_at`.
 
-    pinned_cpu_milli: the pod's `Pod.pinned_cpu_milli` (what its NUMA zone is charged).
+    numa: the pod's `Pod.numa_request` (what its NUMA zones are charged).
     """
 
     job: JobKey
@@ -43,12 +44,12 @@ class Assumption:
     node_name: str
     request: Resources
     expires_at: float
-    pinned_cpu_milli: int = 0
+    numa: NumaDemand = NO_NUMA_DEMAND
 
     @property
-    def numa_request(self) -> Resources:
-        """What the pod takes from its NUMA zone (`Pod.numa_request`)."""
-        return Resources(self.request.gpu_milli, self.pinned_cpu_milli, 0)
+    def numa_request(self) -> NumaDemand:
+        """What the pod takes from its NUMA zones (`Pod.numa_request`)."""
+        return self.numa
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,8 +121,8 @@ class AssumedPlacements:
 
     def numa_requests_by_node(
         self, now: float, excluding: str | None = None
-    ) -> dict[str, list[Resources]]:
-        """NUMA requests (`Pod.numa_request`: GPUs and pinned CPUs) of live assumptions
+    ) -> dict[str, list[NumaDemand]]:
+        """NUMA demands (`Pod.numa_request`: GPUs and pinned CPUs) of live assumptions
         that take a zone (GPUs or pinned CPUs), per node, oldest first.
 
         The order is the order the pods were steered (a re-steered pod moves to the
@@ -130,11 +131,10 @@ class AssumedPlacements:
         (`NodeTopology.charged`).
         excluding: as in `requested_by_node`.
         """
-        by_node: dict[str, list[Resources]] = {}
+        by_node: dict[str, list[NumaDemand]] = {}
         for a in self.by_uid.values():
-            numa = a.numa_request
-            takes_zone = numa.gpu_milli > 0 or numa.cpu_milli > 0
-            if takes_zone and a.expires_at > now and a.uid != excluding:
+            numa = a.numa
+            if not numa.is_zero() and a.expires_at > now and a.uid != excluding:
                 by_node.setdefault(a.node_name, []).append(numa)
         return by_node
 
@@ -158,7 +158,7 @@ def assumption_for(
         return None
     return Assumption(
         identity.key, pod.uid, pod.name, identity.role, node_name, pod.request,
-        now + config.assumed_ttl_seconds, pod.pinned_cpu_milli,
+        now + config.assumed_ttl_seconds, pod.numa_request,
     )
 
 
@@ -179,11 +179,14 @@ class JobPlacement:
 
     remaining: (request, count) of the pods not placed yet, the pod being scheduled
     included, largest GPU request first. remaining_pods: their total count.
+    roles: the roles of the job's known pods, placed or not (a job with a PS pod is
+    centred on it; one without is centred on its chief / master / leader).
     """
 
     key: JobKey
     placed: tuple[PlacedPod, ...]
     remaining: tuple[tuple[Resources, int], ...]
+    roles: frozenset[Role] = frozenset()
 
     @property
     def remaining_pods(self) -> int:
@@ -212,6 +215,7 @@ def job_placement(
     placed: list[PlacedPod] = []
     remaining: Counter[Resources] = Counter()
     seen: set[str] = {pod.uid}
+    roles: set[Role] = {role_of(pod, config)}
     live = {a.uid: a for a in assumed.for_job(job, now)}
     for other in job_pods:
         if other.uid in seen:
@@ -223,9 +227,9 @@ def job_placement(
                 seen.add(other.uid)
             continue
         seen.add(other.uid)
+        role = role_of(other, config)
+        roles.add(role)
         if other.node_name is not None:
-            identity = identify(other, config)
-            role = identity.role if identity is not None else Role.OTHER
             placed.append(PlacedPod(other.uid, role, other.node_name, other.request, False))
         elif other.uid in live:
             a = live[other.uid]
@@ -236,6 +240,7 @@ def job_placement(
     for uid, a in live.items():
         if uid not in seen:
             seen.add(uid)
+            roles.add(a.role)
             placed.append(PlacedPod(a.uid, a.role, a.node_name, a.request, True))
     remaining[pod.request] += 1
     if policy.job_size is not None and policy.job_size > len(seen):
@@ -244,4 +249,4 @@ def job_placement(
         remaining.items(),
         key=lambda item: (-item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes),
     )
-    return JobPlacement(job, tuple(placed), tuple(ordered))
+    return JobPlacement(job, tuple(placed), tuple(ordered), frozenset(roles))

@@ -13,17 +13,23 @@ node, `pack` (as few nodes as possible, the counterpart's node first):
        and a CPU-only PS prefers a GPU node its workers can join.
 node, `spread` (one pod per node; only this term is inverted):
     0  counterpart on the node, 1 other job pods on it, 2 + idle (2..5) otherwise.
-group (policy `required` or `preferred`; `none` gives 0):
-    3  the node is in the job's home group, or, for a job with no home group yet, in a
-       group that can hold all of the job's remaining pods (for `spread`, with a free
-       node per pod, when some group has that); 0 otherwise.
-numa (pods requesting GPUs, NUMA policy not `none`):
-    1  the node publishes NUMA zones and one holds the pod's GPUs and pinned CPUs,
-       after the GPU pods assumed on the node took their zones;
-    0  otherwise (no zone fits, or no NodeResourceTopology data).
+group, the topology term (policy `required` or `preferred`; `none` gives 0;
+`locality.topology`):
+    3  the node is in the job's home domain at the narrowest topology level where the
+       job has one, or, for a job with no pod placed yet, in a domain that can hold
+       all of its remaining pods at the narrowest level where any can (for `spread`,
+       with a free node per pod, when some domain has that);
+    2  not that, but in the target domain one level up; 1 further up; 0 otherwise.
+    With the placement group as the only level in use this is the placement-group
+    term it always was: 3 in the home group (or a group holding the job), else 0.
+numa (pods with device-plugin GPUs, NUMA policy not `none`):
+    1  the node publishes NUMA zones and kubelet's Topology Manager would put each of
+       the pod's GPUs-and-pinned-CPUs units in one zone (`locality.numa`), after the
+       pods assumed on the node took their zones;
+    0  otherwise (no zone fits, the policy does not align, or no NUMA data).
 placeholder:
     1  the node holds headstart placeholders (capacity already paid for) and is in the
-       right group (home group; a group that holds the job; any group under policy none).
+       right group (topology term > 0; any node under policy none).
 
 Pods of no job score 0 on every node (neutral).
 
@@ -39,6 +45,8 @@ from dataclasses import dataclass
 
 from locality.context import DecisionContext
 from locality.model import Locality, NodeState, Packing
+from locality.numa import NumaFit
+from locality.topology import domains_of, topology_term
 
 NODE_COUNTERPART = 5
 NODE_JOB = 4
@@ -106,15 +114,13 @@ def node_scorer(context: DecisionContext) -> Callable[[NodeState], tuple[int, in
     counterpart_nodes = context.counterpart_nodes
     job_nodes = context.job_nodes
     extra_requested = context.expected_requested  # assumptions + other jobs' claims
-    assumed_topologies = context.assumed_topologies  # NUMA zones less assumed GPU pods
+    assumed_topologies = context.assumed_topologies  # NUMA zones less assumed pods
     group_policy_none = policy.placement_group is Locality.NONE
-    home_group = context.home_group
-    # For a job with no home group: the groups that can hold all of its remaining pods.
-    holding_groups = context.preferred_groups
+    targets = context.targets
     request = context.pod.request
     gpu, cpu, memory = request.gpu_milli, request.cpu_milli, request.memory_bytes
-    numa_wanted = gpu > 0 and policy.numa is not Locality.NONE
-    pinned_cpu = context.pod.pinned_cpu_milli  # a zone must hold only pinned CPUs
+    demand = context.pod.numa_request
+    numa_wanted = demand.gpu_milli > 0 and policy.numa is not Locality.NONE
     use_gpu, use_cpu, use_memory = context.idle_dims
     dims = use_gpu + use_cpu + use_memory
     idle_scale = NODE_IDLE_MAX / dims if dims else 0.0
@@ -158,20 +164,18 @@ def node_scorer(context: DecisionContext) -> Callable[[NodeState], tuple[int, in
             # rounding up despite float error.
             node_term = idle_offset + int(idle * idle_scale + 0.5 + 1e-9)
 
-        group = state.placement_group
-        if group_policy_none or group is None:
+        if group_policy_none or not targets:
             group_term = 0
-        elif home_group is not None:
-            group_term = GROUP if group == home_group else 0
         else:
-            group_term = GROUP if group in holding_groups else 0
+            group_term = topology_term(
+                domains_of(state.node.domains, state.placement_group), targets)
 
         numa_term = 0
         if numa_wanted:
             topology = assumed_topologies.get(name)
             if topology is None:
                 topology = state.topology
-            if topology is not None and topology.zone_for(gpu, pinned_cpu) is not None:
+            if topology is not None and topology.fit(demand) is NumaFit.ALIGNED:
                 numa_term = NUMA
 
         placeholder_term = 0

@@ -1,293 +1,64 @@
-"""A columnar, immutable snapshot of the cluster's node states, for numpy filter and score.
+"""The numpy filter and score: `filter_nodes` and `score_totals` over a `NodeTable`.
 
 Why: kube-scheduler calls the extender inside its scheduling cycle, so every
-millisecond is a millisecond per pod. A Python loop over 5,000 `NodeState`s costs
-milliseconds; the same rules over numpy columns cost tens of microseconds plus one
-dict lookup per candidate name. `filter_table` and `score_table` give exactly the
-results of `filter_nodes` and `score_totals` (tests check this on generated clusters).
+millisecond is a millisecond per pod; over the columns of a `NodeTable`
+(`locality.columns`) the rules cost tens of microseconds plus one dict lookup per
+candidate name. `filter_table` and `score_table` give exactly the results of
+`filter_nodes` and `score_totals` (tests check this on generated clusters): the same
+rules in the same order, the same reasons and reason codes, the same float
+operations for the idle term.
 
-The table is a value: `with_states` returns a new table (the columns are copied, a
-memcpy, and the changed rows set), so a request reads a consistent snapshot while the
-watch task builds the next. It is also a `Mapping[str, NodeState]`, so it can be
-passed as the `cluster` of `decision_context`.
-
-One cache inside: single-NUMA fit per (GPUs, pinned CPUs) request, memoised per table.
-The table never changes, so the memo is a pure function's result kept next to its
-input; `with_states` carries it over for the newest request shapes, recomputing only
-the changed rows.
-Assumed GPU pods' NUMA charges are per request (they depend on the pod being
-scheduled), so they are applied on a copy of the memo's row, for their nodes only.
-
-Must not: read the clock, log, or change after construction (apart from that memo).
+Must not: read the clock, log, or change the table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from itertools import compress
 from operator import itemgetter, not_
 
 import numpy as np
 
-from bucketing.resources import Resources
-from locality.context import DecisionContext, GroupFit
+from locality.columns import NodeTable
+from locality.context import DecisionContext
 from locality.filter import (
     NO_GROUP_REASON,
     FilterResult,
     ReasonCode,
     cpus_text,
+    domain_too_small_reason,
     gib_text,
     gpus_text,
     group_too_small_reason,
     insufficient_reason,
+    no_domain_reason,
     numa_reason,
+    numa_rejected_reason,
+    outside_domain_reason,
     outside_group_reason,
 )
-from locality.model import Locality, NodeState, NodeTopology, Packing
-from locality.score import GROUP, NODE_COUNTERPART, NODE_IDLE_MAX, NODE_JOB, NUMA, PLACEHOLDER
+from locality.model import Locality, Packing
+from locality.numa import NumaFit
+from locality.score import NODE_COUNTERPART, NODE_IDLE_MAX, NODE_JOB, NUMA, PLACEHOLDER
+from locality.topology import TOPOLOGY_MAX, domain_at, domains_of
+
+__all__ = ["UNKNOWN_NODE_REASON", "NodeTable", "filter_table", "score_columns", "score_table"]
 
 UNKNOWN_NODE_REASON = "node not (yet) in the extender's node cache"
-_NUMA_MEMO_CARRIED = 16  # request shapes whose NUMA fit `with_states` carries over
 
 # filter_table's verdict numbers -> the ReasonCode node_verdict gives for the same rule.
 _REASON_CODES: dict[int, ReasonCode] = {
     1: ReasonCode.UNKNOWN_NODE,
-    2: ReasonCode.PLACEMENT_GROUP,  # outside the home group
-    3: ReasonCode.PLACEMENT_GROUP,  # no group
-    4: ReasonCode.PLACEMENT_GROUP,  # group too small
+    2: ReasonCode.PLACEMENT_GROUP,  # outside the home group / domain
+    3: ReasonCode.PLACEMENT_GROUP,  # no group / domain
+    4: ReasonCode.PLACEMENT_GROUP,  # group / domain too small
     5: ReasonCode.NUMA,
     6: ReasonCode.INSUFFICIENT_GPU,
     7: ReasonCode.INSUFFICIENT_CPU,
     8: ReasonCode.INSUFFICIENT_MEMORY,
+    9: ReasonCode.INSUFFICIENT_GPU,  # a device kind (MIG slice, vendor, DRA GPUs)
 }
-
-
-class NodeTable(Mapping[str, NodeState]):
-    """Node states as columns: free and allocatable per dimension, group codes, flags."""
-
-    __slots__ = (
-        "states", "names", "index", "groups", "group_codes", "free_gpu", "free_cpu",
-        "free_memory", "allocatable_gpu", "allocatable_cpu", "allocatable_memory",
-        "holds_placeholders", "closed", "topology_rows", "_numa_memo", "_group_order",
-    )
-
-    def __init__(self, states: Iterable[NodeState]) -> None:
-        self.states: tuple[NodeState, ...] = tuple(states)
-        self.names: tuple[str, ...] = tuple(state.name for state in self.states)
-        self.index: dict[str, int] = {name: row for row, name in enumerate(self.names)}
-        if len(self.index) != len(self.names):
-            raise ValueError("NodeTable: duplicate node names")
-        groups = sorted({s.placement_group for s in self.states if s.placement_group is not None})
-        self.groups: tuple[str, ...] = tuple(groups)
-        code_of = {group: code for code, group in enumerate(groups)}
-        self.group_codes = np.array(
-            [code_of.get(s.placement_group, -1) if s.placement_group is not None else -1
-             for s in self.states],
-            dtype=np.int64,
-        )
-        self.free_gpu = np.array([s.free_gpu_milli for s in self.states], dtype=np.int64)
-        self.free_cpu = np.array([s.free_cpu_milli for s in self.states], dtype=np.int64)
-        self.free_memory = np.array([s.free_memory_bytes for s in self.states], dtype=np.int64)
-        self.allocatable_gpu = np.array(
-            [s.allocatable_gpu_milli for s in self.states], dtype=np.int64)
-        self.allocatable_cpu = np.array(
-            [s.allocatable_cpu_milli for s in self.states], dtype=np.int64)
-        self.allocatable_memory = np.array(
-            [s.allocatable_memory_bytes for s in self.states], dtype=np.int64)
-        self.holds_placeholders = np.array(
-            [s.holds_placeholders for s in self.states], dtype=bool)
-        # Nodes that take no new pods (cordoned, not Ready, tainted away): no group room.
-        self.closed = np.array([not s.node.takes_new_pods for s in self.states], dtype=bool)
-        self.topology_rows: tuple[int, ...] = tuple(
-            row for row, s in enumerate(self.states) if s.topology is not None
-        )
-        self._numa_memo: dict[tuple[int, int], np.ndarray] = {}
-        self._group_order: np.ndarray | None = None
-
-    # Mapping[str, NodeState]
-    def __getitem__(self, name: str) -> NodeState:
-        return self.states[self.index[name]]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.names)
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.index
-
-    def with_states(self, changed: Iterable[NodeState]) -> NodeTable:
-        """A new table with these node states replacing (or adding) rows by name.
-
-        Replacing rows copies the columns (O(nodes) memcpy) and keeps the group codes
-        when no new group appears; anything else rebuilds the table.
-        """
-        changed = list(changed)
-        if not changed:
-            return self
-        rows = [self.index.get(state.name) for state in changed]
-        new_group = any(
-            s.placement_group is not None and s.placement_group not in self.groups
-            for s in changed
-        )
-        if any(row is None for row in rows) or new_group:
-            by_name = dict(zip(self.names, self.states, strict=True))
-            by_name.update((state.name, state) for state in changed)
-            return NodeTable(by_name.values())
-        table = object.__new__(NodeTable)
-        states = list(self.states)
-        for row, state in zip(rows, changed, strict=True):
-            states[row] = state
-        table.states = tuple(states)
-        table.names = self.names
-        table.index = self.index
-        table.groups = self.groups
-        table.group_codes = self.group_codes.copy()
-        table.free_gpu = self.free_gpu.copy()
-        table.free_cpu = self.free_cpu.copy()
-        table.free_memory = self.free_memory.copy()
-        table.allocatable_gpu = self.allocatable_gpu.copy()
-        table.allocatable_cpu = self.allocatable_cpu.copy()
-        table.allocatable_memory = self.allocatable_memory.copy()
-        table.holds_placeholders = self.holds_placeholders.copy()
-        table.closed = self.closed.copy()
-        code_of = {group: code for code, group in enumerate(self.groups)}
-        topology_rows = set(self.topology_rows)
-        for row, s in zip(rows, changed, strict=True):
-            table.group_codes[row] = code_of[s.placement_group] if s.placement_group else -1
-            table.free_gpu[row] = s.free_gpu_milli
-            table.free_cpu[row] = s.free_cpu_milli
-            table.free_memory[row] = s.free_memory_bytes
-            table.allocatable_gpu[row] = s.allocatable_gpu_milli
-            table.allocatable_cpu[row] = s.allocatable_cpu_milli
-            table.allocatable_memory[row] = s.allocatable_memory_bytes
-            table.holds_placeholders[row] = s.holds_placeholders
-            table.closed[row] = not s.node.takes_new_pods
-            if s.topology is not None:
-                topology_rows.add(row)
-            else:
-                topology_rows.discard(row)
-        table.topology_rows = tuple(sorted(topology_rows))
-        # Carry the NUMA memo over, judging only the changed rows again: rebuilding it
-        # costs a Python zone_for per NRT node (milliseconds at 5,000), and bindings and
-        # NRT republishes change a few rows between most requests. The newest shapes
-        # only, so a long-running extender's memo stays small.
-        table._numa_memo = {}
-        for key in list(self._numa_memo)[-_NUMA_MEMO_CARRIED:]:
-            fit = self._numa_memo[key].copy()
-            for row, s in zip(rows, changed, strict=True):
-                fit[row] = s.topology is not None and s.topology.zone_for(*key) is not None
-            table._numa_memo[key] = fit
-        table._group_order = None
-        return table
-
-    def without(self, names: Iterable[str]) -> NodeTable:
-        """A new table without these nodes (rebuilds)."""
-        gone = set(names)
-        if not gone & self.index.keys():
-            return self
-        return NodeTable(s for s in self.states if s.name not in gone)
-
-    def rows_of(self, names: Sequence[str]) -> tuple[int, ...]:
-        """Row numbers of `names`; a name not in the table maps to len(table)."""
-        if not names:
-            return ()
-        try:
-            # One C-level call for the common case where every name is known.
-            found = itemgetter(*names)(self.index)
-        except KeyError:
-            missing = len(self.names)
-            return tuple(self.index.get(name, missing) for name in names)
-        return (found,) if len(names) == 1 else found
-
-    def numa_fit(self, gpu_milli: int, cpu_milli: int) -> np.ndarray:
-        """Per row: the node publishes NUMA zones and one holds both amounts (the GPUs and
-        the pinned CPUs, `Pod.numa_request`)."""
-        key = (gpu_milli, cpu_milli)
-        fit = self._numa_memo.get(key)
-        if fit is None:
-            fit = np.zeros(len(self.names), dtype=bool)
-            for row in self.topology_rows:
-                topology = self.states[row].topology
-                if topology is not None and topology.zone_for(gpu_milli, cpu_milli):
-                    fit[row] = True
-            self._numa_memo[key] = fit
-        return fit
-
-    def numa_fit_after_assumed(
-        self, gpu_milli: int, cpu_milli: int, assumed_topologies: Mapping[str, NodeTopology]
-    ) -> np.ndarray:
-        """`numa_fit` with the rows of nodes holding assumed GPU pods judged on their
-        charged zones (`DecisionContext.assumed_topologies`); copies only if needed."""
-        fit = self.numa_fit(gpu_milli, cpu_milli)
-        if not assumed_topologies:
-            return fit
-        fit = fit.copy()
-        for name, topology in assumed_topologies.items():
-            row = self.index.get(name)
-            if row is not None:
-                fit[row] = topology.zone_for(gpu_milli, cpu_milli) is not None
-        return fit
-
-    def free_after_assumed(
-        self, extra_requested: Mapping[str, Resources]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Free columns less the requests of assumed placements (copies only if needed)."""
-        if not extra_requested:
-            return self.free_gpu, self.free_cpu, self.free_memory
-        gpu, cpu, memory = self.free_gpu.copy(), self.free_cpu.copy(), self.free_memory.copy()
-        for name, extra in extra_requested.items():
-            row = self.index.get(name)
-            if row is not None:
-                gpu[row] -= extra.gpu_milli
-                cpu[row] -= extra.cpu_milli
-                memory[row] -= extra.memory_bytes
-        return gpu, cpu, memory
-
-    def fit_job_into_groups(
-        self,
-        remaining: tuple[tuple[Resources, int], ...],
-        extra_requested: Mapping[str, Resources],
-        max_pods_per_node: int | None = None,
-    ) -> dict[str, GroupFit]:
-        """`context.fit_job_into_groups` over the columns (same greedy, same result)."""
-        needed = sum(count for _, count in remaining)
-        if self._group_order is None:
-            self._group_order = np.argsort(self.group_codes, kind="stable")
-        order = self._group_order
-        order = order[self.group_codes[order] >= 0]
-        codes = self.group_codes[order]
-        if len(order) == 0:
-            return {}
-        gpu, cpu, memory = self.free_after_assumed(extra_requested)
-        gpu, cpu, memory = gpu[order], cpu[order], memory[order]
-        room = np.full(len(order), max_pods_per_node if max_pods_per_node else needed,
-                       dtype=np.int64)
-        room[self.closed[order]] = 0
-        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-        row_group = np.cumsum(np.r_[False, codes[1:] != codes[:-1]])
-        fitted = np.zeros(len(starts), dtype=np.int64)
-        for request, count in remaining:
-            copies = np.minimum(room, count)
-            if request.gpu_milli > 0:
-                copies = np.minimum(copies, np.maximum(gpu, 0) // request.gpu_milli)
-            if request.cpu_milli > 0:
-                copies = np.minimum(copies, np.maximum(cpu, 0) // request.cpu_milli)
-            if request.memory_bytes > 0:
-                copies = np.minimum(copies, np.maximum(memory, 0) // request.memory_bytes)
-            before = np.cumsum(copies) - copies
-            before_in_group = before - before[starts][row_group]
-            take = np.clip(count - before_in_group, 0, copies)
-            gpu = gpu - take * request.gpu_milli
-            cpu = cpu - take * request.cpu_milli
-            memory = memory - take * request.memory_bytes
-            room = room - take
-            fitted += np.bincount(row_group, weights=take, minlength=len(starts)).astype(np.int64)
-        return {
-            self.groups[codes[start]]: GroupFit(self.groups[codes[start]], int(fit), needed)
-            for start, fit in zip(starts.tolist(), fitted.tolist(), strict=True)
-        }
+_NO_CODES = np.full(1, -1, dtype=np.int64)
 
 
 def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str]) -> FilterResult:
@@ -300,39 +71,52 @@ def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str
     size = len(table)
     policy = context.policy
     request = context.pod.request
-    codes = np.r_[table.group_codes, -1]
 
     # Reason codes per row (0 = passes), the first failing rule wins as in node_verdict:
-    # 1 unknown, 2 outside home group, 3 no group, 4 group too small, 5 NUMA, 6..8 fit.
+    # 1 unknown, 2 outside home group, 3 no group, 4 group too small, 5 NUMA,
+    # 6..8 fit, 9 a device kind.
     verdict = np.zeros(size + 1, dtype=np.int8)
     unresolved = verdict == 0
     if policy.placement_group is Locality.REQUIRED:
-        home = context.home_group
+        level = context.required_level
+        if level is None:
+            domains, home, fits = table.groups, context.home_group, context.group_fits
+            codes = np.r_[table.group_codes, -1]
+        else:
+            domains = table.level_domains.get(level, ())
+            home, fits = context.required_home, context.required_fits
+            codes = np.r_[table.level_codes.get(level, np.full(size, -1, dtype=np.int64)), -1]
         if home is not None:
-            home_code = table.groups.index(home) if home in table.groups else -2
-            mark = unresolved & (codes != home_code)
-            verdict[mark] = 2
+            home_code = domains.index(home) if home in domains else -2
+            verdict[unresolved & (codes != home_code)] = 2
         else:
             holds = np.array(
-                [bool((fit := context.group_fits.get(group)) and fit.holds_job)
-                 for group in table.groups] + [False],
+                [bool((fit := fits.get(domain)) and fit.holds_job) for domain in domains]
+                + [False],
                 dtype=bool,
             )
             verdict[unresolved & (codes < 0)] = 3
             verdict[(verdict == 0) & (codes >= 0) & ~holds[codes]] = 4
         unresolved = verdict == 0
-    if (
-        request.gpu_milli > 0 and policy.numa is Locality.REQUIRED and table.topology_rows
-    ):
-        has_topology = np.zeros(size + 1, dtype=bool)
-        has_topology[list(table.topology_rows)] = True
-        fit = np.r_[table.numa_fit_after_assumed(
-            request.gpu_milli, context.pod.pinned_cpu_milli, context.assumed_topologies), False]
-        verdict[unresolved & has_topology & ~fit] = 5
-        unresolved = verdict == 0
-    gpu, cpu, memory = table.free_after_assumed(context.extra_requested)
+    demand = context.pod.numa_request
+    if policy.numa is not Locality.NONE and not demand.is_zero() and table.topology_rows:
+        rejected, unaligned, _ = table.numa_masks(demand, context.assumed_topologies)
+        if policy.numa is Locality.REQUIRED and demand.gpu_milli > 0 and unaligned is not None:
+            rejected = unaligned if rejected is None else rejected | unaligned
+        if rejected is not None:
+            verdict[:size][unresolved[:size] & rejected] = 5
+            unresolved = verdict == 0
+    extra = context.extra_requested
+    gpu, cpu, memory = table.free_after_assumed(extra)
     if request.gpu_milli:
         verdict[unresolved & (np.r_[gpu, 0] < request.gpu_milli)] = 6
+        unresolved = verdict == 0
+    kinds_failed: dict[int, str] = {}
+    for kind, amount in _device_checks(table, request):
+        short = unresolved & (np.r_[table.device_free_after_assumed(kind, extra), 0] < amount)
+        for row in np.flatnonzero(short).tolist():
+            kinds_failed.setdefault(row, kind)
+        verdict[short] = 9
         unresolved = verdict == 0
     if request.cpu_milli:
         verdict[unresolved & (np.r_[cpu, 0] < request.cpu_milli)] = 7
@@ -347,7 +131,7 @@ def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str
     passed = tuple(compress(names, map(not_, picked)))
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
-    codes: dict[str, ReasonCode] = {}
+    reason_codes: dict[str, ReasonCode] = {}
     fit_reasons = {
         6: insufficient_reason("GPU", gpus_text(request.gpu_milli)),
         7: insufficient_reason("CPU", cpus_text(request.cpu_milli)),
@@ -358,24 +142,54 @@ def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str
             continue
         name = names[position]
         row = rows[position]
-        codes[name] = _REASON_CODES[code]
+        reason_codes[name] = _REASON_CODES[code]
         if code == 1:
             failed[name] = UNKNOWN_NODE_REASON
+        elif code == 9:
+            kind = kinds_failed[row]
+            failed[name] = insufficient_reason(kind, gpus_text(request.device(kind)))
         elif code >= 6:
             failed[name] = fit_reasons[code]
         elif code == 5:
-            # Resolvable where placeholders sit: preempting them frees their zone.
-            (failed if table.holds_placeholders[row] else unresolvable)[name] = (
-                numa_reason(context))
-        else:
-            group = table.states[row].placement_group
-            if code == 2:
-                unresolvable[name] = outside_group_reason(context, group)
-            elif code == 3:
-                unresolvable[name] = NO_GROUP_REASON
+            state = table.states[row]
+            topology = context.numa_topology(state)
+            if topology is not None and topology.fit(demand) is NumaFit.REJECTED:
+                unresolvable[name] = numa_rejected_reason(context, topology)
             else:
-                unresolvable[name] = group_too_small_reason(context, group or "")
-    return FilterResult(passed, failed, unresolvable, codes)
+                unresolvable[name] = numa_reason(context, topology)
+        else:
+            unresolvable[name] = _group_reason(context, table, row, code)
+    return FilterResult(passed, failed, unresolvable, reason_codes)
+
+
+def _device_checks(table: NodeTable, request) -> list[tuple[str, int]]:
+    """The device kinds to check per column: all the pod asks for, except when the
+    table's only kind is the pod's only one and equals its GPUs (the GPU check did it)."""
+    devices = request.devices
+    if not devices:
+        return []
+    if (not table.device_free and len(devices) == 1 and table.device_kinds == (devices[0][0],)
+            and devices[0][1] == request.gpu_milli):
+        return []
+    return list(devices)
+
+
+def _group_reason(context: DecisionContext, table: NodeTable, row: int, code: int) -> str:
+    state = table.states[row]
+    level = context.required_level
+    if level is None:
+        group = state.placement_group
+        if code == 2:
+            return outside_group_reason(context, group)
+        if code == 3:
+            return NO_GROUP_REASON
+        return group_too_small_reason(context, group or "")
+    domain = domain_at(domains_of(state.node.domains, state.placement_group), level)
+    if code == 2:
+        return outside_domain_reason(context, level, domain)
+    if code == 3:
+        return no_domain_reason(level)
+    return domain_too_small_reason(context, level, domain or "")
 
 
 def score_table(context: DecisionContext, table: NodeTable, names: Sequence[str]) -> list[int]:
@@ -439,23 +253,29 @@ def score_columns(context: DecisionContext, table: NodeTable) -> np.ndarray:
         if row is not None:
             node[row] = counterpart_term
 
-    codes = table.group_codes
     group_policy_none = policy.placement_group is Locality.NONE
-    if group_policy_none:
-        group = np.zeros(size, dtype=np.int64)
-    elif context.home_group is not None:
-        home_code = table.groups.index(context.home_group) if (
-            context.home_group in table.groups) else -2
-        group = np.where(codes == home_code, GROUP, 0)
-    else:
-        preferred = context.preferred_groups
-        holds = np.array([g in preferred for g in table.groups] + [False], dtype=bool)
-        group = np.where(holds[codes], GROUP, 0)  # code -1 reads the trailing False
+    group = np.zeros(size, dtype=np.int64)
+    if not group_policy_none:
+        # The topology term, narrowest target level first (locality.topology).
+        for rank, (level, wanted) in enumerate(context.targets):
+            codes = table.level_codes.get(level)
+            if codes is None:
+                continue
+            if len(wanted) == 1:  # a placed job's home domain: one comparison
+                code = table.level_index[level].get(next(iter(wanted)), -2)
+                inside = codes == code
+            else:
+                holds = np.array([domain in wanted for domain in table.level_domains[level]]
+                                 + [False], dtype=bool)
+                inside = holds[codes]  # code -1 reads the trailing False
+            value = max(TOPOLOGY_MAX - rank, 1)
+            group = np.where(inside, value, 0) if rank == 0 else np.where(
+                (group == 0) & inside, value, group)
 
-    if gpu_request > 0 and policy.numa is not Locality.NONE:
-        numa = table.numa_fit_after_assumed(
-            gpu_request, context.pod.pinned_cpu_milli, context.assumed_topologies,
-        ).astype(np.int64) * NUMA
+    demand = context.pod.numa_request
+    if demand.gpu_milli > 0 and policy.numa is not Locality.NONE and table.topology_rows:
+        aligned = table.numa_masks(demand, context.assumed_topologies)[2]
+        numa = aligned.astype(np.int64) * NUMA
     else:
         numa = np.zeros(size, dtype=np.int64)
 

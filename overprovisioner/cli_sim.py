@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from bucketing.errors import ConfigError, InputError
+from overprovisioner.sim_summary import QUICK_DAYS, Progress, print_summary, quick_policies
 
 POLICY_HELP = (
     "policies to compare: reactive; the peers users run today: static:N (N placeholder "
@@ -57,8 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run every policy on the synthetic workload and write an HTML report",
         description="Run reactive, the peer headrooms (static, proportional, scheduled), "
         "predictive (the service's defaults, and quantiles 0.97 and 0.99) and the oracle on "
-        "the synthetic workload (or --trace), write an HTML report with plots and the "
-        "summary table into a new folder (named on stdout), and print the table.",
+        "the synthetic workload (or --trace); print the verdict (which quantile to "
+        "configure, what it cuts and costs in GPU-hours and dollars against each headroom, "
+        "the config lines) and the table, and write the same as an HTML report with plots "
+        "into a new folder (named on stdout). Progress goes to stderr.",
     )
     demo.add_argument("--trace", metavar="PATH", help="use this trace instead of the "
                       "synthetic workload")
@@ -66,6 +68,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="folder for the report (default: ./headstart-demo-<time>)")
     demo.add_argument("--format", default=None, help="trace format (default: detected)")
     demo.add_argument("--days", type=float, default=None, help="simulate only N days")
+    demo.add_argument("--compare-scoring", action="store_true",
+                      help="one more run: predictive with kube-scheduler's default scoring "
+                      "(only with multi-pod jobs)")
+    demo.add_argument("--quick", action="store_true",
+                      help=f"a quick look: the first {QUICK_DAYS:g} days (unless --days) and 8 "
+                      "policies: reactive, static:1, static:2, the middle proportional ratio "
+                      "and schedule, predictive, predictive:0.97, oracle (drops static:4 and "
+                      ":8, the other ratios and schedules, predictive:0.99)")
     demo.set_defaults(func=demo_command)
 
 
@@ -98,8 +108,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         "(default 2; 1 = none)")
     parser.add_argument("--scoring", choices=("headstart", "default"), default="headstart",
                         help="scheduler scoring of the main runs (default headstart)")
+    parser.add_argument("--compare-scoring", action="store_true",
+                        help="also run the predictive policy (or the first) with the other "
+                        "scoring, to see what headstart's locality scoring changes (one more "
+                        "run; only with multi-pod jobs)")
+    # The comparison used to run by default; the old opt-out is still accepted.
     parser.add_argument("--no-scoring-comparison", action="store_true",
-                        help="skip the extra run with the other scoring")
+                        help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help="seed for CA's tie-breaks")
 
 
@@ -179,66 +194,70 @@ def _load(args: argparse.Namespace, synthetic: bool, catalog: Any,
 
 
 def simulate_command(args: argparse.Namespace) -> int:
-    from overprovisioner.sim.compare import assess_all, default_policies, run_policies
+    from overprovisioner.sim.compare import default_policies, run_policies
     from overprovisioner.sim.policy_names import parse_policy_name
+    from overprovisioner.sim_summary import build_verdict_for
 
     for name in args.policy or ():
         parse_policy_name(name)
     service, catalog = _service_config(args)
     config = _config(args, service)
-    table, workload = _load(args, args.synthetic, catalog, service)
+    progress = Progress()
+    with progress.meanwhile("loading the trace"):
+        table, workload = _load(args, args.synthetic, catalog, service)
     policies = tuple(args.policy or default_policies(workload))
-    started = time.perf_counter()
+    progress.total = len(policies) + int(args.compare_scoring)
     results = run_policies(workload, catalog, policies, config,
-                           compare_scoring=not args.no_scoring_comparison,
-                           progress=None if args.json else _progress)
-    elapsed = time.perf_counter() - started
+                           compare_scoring=args.compare_scoring, progress=progress)
     metrics = [m for _, m in results]
+    verdict = build_verdict_for(metrics, config, workload)
     if args.plot:
         from overprovisioner.report import write_plots
 
-        paths = write_plots(results, Path(args.plot))
-        if not args.json:
-            print(f"plots: {', '.join(str(p) for p in paths)}", file=sys.stderr)
+        progress.say("drawing the plots")
+        paths = write_plots(results, Path(args.plot), verdict.assessment, verdict.ring)
+        progress.say(f"plots: {', '.join(str(p) for p in paths)}")
     if args.json:
         print(json.dumps([m.as_dict() for m in metrics], indent=2))
         return 0
-    print(describe_workload(table, workload))
-    print(describe_service(config))
-    print(format_table(metrics))
-    for assessment in assess_all(metrics):
-        for line in assessment.lines():
-            print(line)
-    print(f"({len(results)} runs in {elapsed:.1f} s)")
+    print_summary(verdict, describe_workload(table, workload), describe_service(config),
+                  metrics)
+    print(f"({len(results)} runs in {progress.elapsed():.1f} s)")
     return 0
 
 
 def demo_command(args: argparse.Namespace) -> int:
     from overprovisioner.report import write_report
-    from overprovisioner.sim.compare import assess_all, default_policies, run_policies
+    from overprovisioner.sim.compare import default_policies, run_policies
     from overprovisioner.sim.config import SimConfig
+    from overprovisioner.sim_summary import build_verdict_for
 
     args.buckets = None
     args.from_day = 0.0
     args.catalog = "aws"
+    if args.quick and args.days is None:
+        args.days = QUICK_DAYS
+    progress = Progress()
     service, catalog = _service_config(args)
-    table, workload = _load(args, args.trace is None, catalog, service)
+    with progress.meanwhile("loading the trace"):
+        table, workload = _load(args, args.trace is None, catalog, service)
     out = Path(args.out) if args.out else Path(f"headstart-demo-{time.strftime('%Y%m%d-%H%M%S')}")
     config = SimConfig(service=service).validate()
-    started = time.perf_counter()
-    results = run_policies(workload, catalog, default_policies(workload, demo=True), config,
-                           progress=_progress)
+    policies = default_policies(workload, demo=True)
+    if args.quick:
+        policies = quick_policies(policies)
+    progress.total = len(policies) + int(args.compare_scoring)
+    results = run_policies(workload, catalog, policies, config,
+                           compare_scoring=args.compare_scoring, progress=progress)
     metrics = [m for _, m in results]
+    progress.say("writing the report")
+    verdict = build_verdict_for(metrics, config, workload)
     index = write_report(results, out, title=f"headstart demo: {table.source}",
-                         workload_text=describe_workload(table, workload) + " "
-                         + describe_service(config))
-    print(describe_workload(table, workload))
-    print(describe_service(config))
-    print(format_table(metrics))
-    for assessment in assess_all(metrics):
-        for line in assessment.lines():
-            print(line)
-    print(f"({len(results)} runs in {time.perf_counter() - started:.1f} s)")
+                         workload_text=describe_workload(table, workload) + ". "
+                         + describe_service(config) + ".", verdict=verdict)
+    print_summary(verdict, describe_workload(table, workload), describe_service(config),
+                  metrics)
+    print(f"({len(results)} runs in {progress.elapsed():.1f} s)")
     print(f"report: {index}")
     return 0
 
@@ -262,10 +281,6 @@ def describe_service(config: Any) -> str:
             f"{latency}")
 
 
-def _progress(name: str) -> None:
-    print(f"simulating {name} ...", file=sys.stderr, flush=True)
-
-
 def describe_workload(table: Any, workload: Any) -> str:
     excluded = ", ".join(f"{n} {reason}" for reason, n in workload.excluded.items()) or "none"
     days = (workload.end_s - workload.start_s) / 86_400
@@ -274,34 +289,3 @@ def describe_workload(table: Any, workload: Any) -> str:
         f"{', '.join(t.name for t in workload.types)}; {int(workload.initial.sum())} running "
         f"at the start on existing nodes; not replayed: {excluded}"
     )
-
-
-COLUMNS = (
-    ("policy", "policy", "{}"),
-    ("scoring", "scoring", "{}"),
-    ("pods", "pods_submitted_in_window", "{}"),
-    ("pend mean s", "pending_seconds_mean", "{:.1f}"),
-    ("pend p95 s", "pending_seconds_p95", "{:.0f}"),
-    (">60s", "share_pending_over_60s", "{:.1%}"),
-    ("pend GPU-min", "pending_gpu_minutes", "{:.0f}"),
-    ("GPU-h", "gpu_hours", "{:.0f}"),
-    ("idle GPU-h", "idle_gpu_hours", "{:.0f}"),
-    ("cost $", "cost_usd", "{:.0f}"),
-    ("launches", "node_launches", "{}"),
-    ("hits", "placeholder_preemptions", "{}"),
-    ("nodes/job", "mean_nodes_per_job", "{:.2f}"),
-    ("groups/job", "mean_groups_per_job", "{:.2f}"),
-)
-
-
-def table_rows(metrics: list) -> list[list[str]]:
-    return [[fmt.format(getattr(m, field)) for _, field, fmt in COLUMNS] for m in metrics]
-
-
-def format_table(metrics: list) -> str:
-    header = [title for title, _, _ in COLUMNS]
-    rows = table_rows(metrics)
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in
-                       enumerate(zip(row, widths, strict=True))) for row in [header, *rows]]
-    return "\n".join(lines)

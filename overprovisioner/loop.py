@@ -135,6 +135,9 @@ class OverprovisionerLoop:
         self.plan_config = make_plan_config(config)
         self.forecaster = ServiceForecaster(config, catalog, metrics, load_model, save_model)
         self.latest: TickReport | None = None
+        # Consecutive failed ticks: an outage is logged once, at its first tick, and once
+        # when a tick succeeds again, not on every tick in between.
+        self.failed_ticks = 0
         self.checks = PlaceholderChecks(config, reader, metrics)
         self._wake: asyncio.Event | None = None
         self._event_loop: asyncio.AbstractEventLoop | None = None
@@ -186,7 +189,8 @@ class OverprovisionerLoop:
             self.demand.record(now_s)
         except Exception as error:  # the tick goes on with the history it has
             errors.append(f"record: {type(error).__name__}: {error}")
-            log.warning("recording demand failed: %s", error)
+            (log.debug if self.failed_ticks else log.warning)("recording demand failed: %s",
+                                                              error)
         known = self._known_step(now_s, errors)
         mode, forecasts = self._forecast_step(now_s, errors, known)
         model_name = self.forecaster.model.name or self.config.forecast.model
@@ -229,6 +233,9 @@ class OverprovisionerLoop:
         self.metrics.ticks.labels("ok" if ok else "partial").inc()
         if ok:
             self.metrics.last_success.set(now_s)
+            if self.failed_ticks:
+                log.info("ticks succeed again after %d failed", self.failed_ticks)
+            self.failed_ticks = 0
         self.latest = report
         return report
 
@@ -314,8 +321,12 @@ class OverprovisionerLoop:
 
     def _failed(self, now_s: float, leader: bool, model: str, mode: str,
                 forecasts: Mapping[Bucket, BucketForecast], errors: list[str]) -> TickReport:
+        said = log.debug if self.failed_ticks else log.error
         for error in errors:
-            log.error("tick failed, previous placeholders left in place: %s", error)
+            said("tick failed, previous placeholders left in place: %s%s", error,
+                 "" if self.failed_ticks else " (said once until a tick succeeds; "
+                 "headstart_overprovisioner_ticks_total{result=\"failed\"} counts them)")
+        self.failed_ticks += 1
         self.metrics.ticks.labels("failed").inc()
         previous = self.latest.plan if self.latest else None
         report = TickReport(now_s, False, leader, self.config.dry_run, model, mode, previous,

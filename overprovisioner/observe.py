@@ -85,7 +85,8 @@ def _node_reading(group_label: str, gpu_resource: str) -> LocalityConfig:
     select their group with that key, so a group read from any other key (say GKE's,
     with headstart's key configured) would give placeholders that match no node."""
     return LocalityConfig(placement_group_labels=(group_label,),
-                          instance_type_label=NODE_INSTANCE_TYPE, gpu_resource=gpu_resource)
+                          instance_type_label=NODE_INSTANCE_TYPE, gpu_resources=(gpu_resource,),
+                          device_resource_prefixes=(), dra_gpus=())
 
 
 def parse_node(node: Mapping[str, Any], group_label: str,

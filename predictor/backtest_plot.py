@@ -57,6 +57,8 @@ def plot_backtest(
             axis.fill_between(hours, np.minimum(point, upper), upper, alpha=0.2,
                               color=line.get_color(), label=f"{model} band")
         axis.set_title(f"{title} {column}".strip(), fontsize=9)
+        # the series' own unit: nodes of a bucket, or GPUs for the totals
+        axis.set_ylabel(column.replace("_", " "), fontsize=8)
         axis.legend(fontsize=7, loc="upper left", ncol=4)
     axes[-1, 0].set_xlabel("hours since the start of the test period")
     figure.tight_layout()

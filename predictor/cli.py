@@ -108,7 +108,11 @@ def run_backtest(args: argparse.Namespace) -> int:
         from predictor.backtest_plot import check_plot_path
 
         check_plot_path(Path(args.plot))
-    series, targets = _load_targets(args, Target)
+    from bucketing.progress import Progress
+
+    progress = Progress()
+    with progress.meanwhile("loading the series"):
+        series, targets = _load_targets(args, Target)
     tick_s = series.tick_s
     horizon = whole_ticks(parse_duration(args.horizon, "--horizon"), tick_s, "--horizon")
     refit = None
@@ -130,7 +134,9 @@ def run_backtest(args: argparse.Namespace) -> int:
                                                  max_horizon=horizon))
         for name in models
     }
-    result = backtest(targets, factories, config, time.perf_counter)
+    with progress.meanwhile(f"backtesting {', '.join(models)} (rolling origin over the last "
+                            f"{args.test_fraction:.0%})"):
+        result = backtest(targets, factories, config, time.perf_counter)
     if args.plot:
         from predictor.backtest_plot import plot_backtest
 

@@ -63,6 +63,9 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("policy/v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True),
     ("topology.node.k8s.io/v1alpha2", "noderesourcetopologies"): ("NodeResourceTopology", False),
     ("autoscaling.x-k8s.io/v1alpha1", "capacitybuffers"): ("CapacityBuffer", True),
+    ("resource.k8s.io/v1", "resourceslices"): ("ResourceSlice", False),
+    ("resource.k8s.io/v1", "resourceclaims"): ("ResourceClaim", True),
+    ("resource.k8s.io/v1", "resourceclaimtemplates"): ("ResourceClaimTemplate", True),
     # What the known-demand sources read (predictor.known.reader.WATCHED).
     ("batch/v1", "jobs"): ("Job", True),
     ("batch/v1", "cronjobs"): ("CronJob", True),
@@ -353,6 +356,11 @@ class FakeKube:
         "timeout": hold the request `delay_s` seconds, then 504)."""
         with self._lock:
             self._injected.append(_Injected(method.upper(), path_contains, status, count, delay_s))
+
+    def heal(self) -> None:
+        """Drop every failure `fail_next` still holds: the API answers normally again."""
+        with self._lock:
+            self._injected.clear()
 
     def expire_history(self) -> None:
         """Forget all events so far: any watch from an older resourceVersion gets 410."""

@@ -72,10 +72,12 @@ def default_policies(workload: Workload, demo: bool = False) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class PeerCost:
     """One peer family at a judged run's reduction: `extra` = its interpolated extra
-    GPU-hours (None when no member of the family reaches the reduction)."""
+    GPU-hours, `extra_usd` its extra dollars interpolated the same way (both None when
+    no member of the family reaches the reduction)."""
 
     family: str
     extra: float | None
+    extra_usd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ class Assessment:
     missing).
 
     policy: the judged run's name. reduction: 1 - pending GPU-minutes / reactive's;
-    extra_gpu_hours: over reactive's. peers: each peer family present in the runs.
+    extra_gpu_hours, extra_usd: over reactive's. peers: each peer family present in the
+    runs.
     """
 
     reduction: float | None
@@ -93,6 +96,7 @@ class Assessment:
     oracle_reduction: float | None
     oracle_extra_gpu_hours: float | None
     policy: str = "predictive"
+    extra_usd: float | None = None
 
     @property
     def best_peer(self) -> PeerCost | None:
@@ -108,30 +112,32 @@ class Assessment:
         return self.extra_gpu_hours / best.extra
 
     def lines(self) -> list[str]:
+        """The run in the user's terms: waiting cut and GPU-hours over cluster-autoscaler
+        alone, what each headroom family needs for the same cut, the oracle's distance."""
         if self.reduction is None:
-            return [f"(assessment needs the reactive and {self.policy} runs)"]
+            return [f"{self.policy}: not compared (needs a reactive run too)"]
         name = self.policy
-        out = [f"{name} cuts pending GPU-minutes by {self.reduction:.1%} vs reactive for "
-               f"{self.extra_gpu_hours:+.1f} GPU-hours"]
+        out = [f"{name}: waiting for capacity cut by {self.reduction:.1%} for "
+               f"{self.extra_gpu_hours:+,.1f} GPU-hours over cluster-autoscaler alone"]
         costs = "; ".join(
-            f"{p.family} {p.extra:+.1f}" if p.extra is not None else f"{p.family} never gets there"
-            for p in self.peers)
+            f"{p.family} {p.extra:+,.1f} GPU-hours" if p.extra is not None
+            else f"{p.family} never cuts that much" for p in self.peers)
         best, ratio = self.best_peer, self.ratio_to_best_peer
         if best is None:
-            out.append(f"no peer headroom in these runs reaches {name}'s reduction"
-                       + (f" ({costs})" if costs else ""))
+            out.append("  no headroom run cuts that much" + (f" ({costs})" if costs else ""))
         elif ratio is None:
-            out.append(f"peers for the same reduction: {costs}")
+            out.append(f"  headroom for the same cut: {costs}")
         else:
             verdict = "cheaper than" if ratio < 1 else "no cheaper than"
-            out.append(f"peers need, for the same reduction: {costs} GPU-hours; {name} spends "
-                       f"{ratio:.2f}x the cheapest ({best.family}): {verdict} the best peer")
+            out.append(f"  headroom for the same cut: {costs}; {name} spends "
+                       f"{ratio:.2f}x the cheapest ({best.family}): {verdict} it")
         if self.oracle_reduction is not None:
             out.append(
-                f"oracle: {self.oracle_reduction:.1%} reduction for "
-                f"{self.oracle_extra_gpu_hours:+.1f} GPU-hours; {name} is "
-                f"{(self.oracle_reduction - self.reduction) * 100:.1f} points of reduction and "
-                f"{self.extra_gpu_hours - self.oracle_extra_gpu_hours:+.1f} GPU-hours away"
+                f"  the oracle (a yardstick that knows the future) cuts "
+                f"{self.oracle_reduction:.1%} for {self.oracle_extra_gpu_hours:+,.1f} GPU-hours "
+                f"({(self.oracle_reduction - self.reduction) * 100:+.1f} points of cut, "
+                f"{self.oracle_extra_gpu_hours - self.extra_gpu_hours:+,.1f} GPU-hours "
+                f"against {name})"
             )
         return out
 
@@ -141,12 +147,13 @@ def run_policies(
     catalog: Catalog,
     policies: Sequence[str],
     config: SimConfig,
-    compare_scoring: bool = True,
+    compare_scoring: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> list[tuple[RunResult, Metrics]]:
-    """One run per policy (headstart scoring as configured); with compare_scoring and
-    multi-pod jobs in the workload, one more run of the locality-relevant policy (the
-    predictive one if listed, else the first) with the other scorer."""
+    """One run per policy (headstart scoring as configured); with compare_scoring (opt-in:
+    it is one more run) and multi-pod jobs in the workload, one more run of the
+    locality-relevant policy (the predictive one if listed, else the first) with the other
+    scorer."""
     for name in policies:
         parse_policy_name(name)  # fail before the first run, not after it
     results = []
@@ -198,13 +205,16 @@ def assess(metrics: Sequence[Metrics], policy: str = "predictive") -> Assessment
     peers = []
     for family in PEERS:
         members = sorted(
-            (peer_size(spec), reduction(m), m.gpu_hours - reactive.gpu_hours)
+            (peer_size(spec), reduction(m), m.gpu_hours - reactive.gpu_hours,
+             m.cost_usd - reactive.cost_usd)
             for m, spec in ((m, parse_policy_name(m.policy)) for m in by_name.values())
             if spec.kind == family
         )
         if members:
-            curve = [(0.0, 0.0)] + [(r, extra) for _, r, extra in members]
-            peers.append(PeerCost(family, interpolate_extra(curve, target)))
+            hours = [(0.0, 0.0)] + [(r, extra) for _, r, extra, _ in members]
+            dollars = [(0.0, 0.0)] + [(r, usd) for _, r, _, usd in members]
+            peers.append(PeerCost(family, interpolate_extra(hours, target),
+                                  interpolate_extra(dollars, target)))
     return Assessment(
         reduction=target,
         extra_gpu_hours=judged.gpu_hours - reactive.gpu_hours,
@@ -212,6 +222,7 @@ def assess(metrics: Sequence[Metrics], policy: str = "predictive") -> Assessment
         oracle_reduction=reduction(oracle) if oracle else None,
         oracle_extra_gpu_hours=(oracle.gpu_hours - reactive.gpu_hours) if oracle else None,
         policy=policy,
+        extra_usd=judged.cost_usd - reactive.cost_usd,
     )
 
 

@@ -130,3 +130,24 @@ def test_every_command_with_kubeconfig_exits_2_with_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith(f"headstart {command}: error: {path}: ") and message in err
+
+
+def _commands_with_kubeconfig(parser, prefix=()) -> list[tuple[str, ...]]:
+    import argparse
+
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _commands_with_kubeconfig(sub, (*prefix, name))
+        elif "--kubeconfig" in action.option_strings:
+            found.append(prefix)
+    return found
+
+
+def test_the_kubeconfig_test_above_covers_every_command_that_takes_one() -> None:
+    # A new command with --kubeconfig must join the parametrized test above.
+    from headstart.cli import build_parser
+
+    assert sorted(_commands_with_kubeconfig(build_parser())) == [("extender",),
+                                                                 ("overprovisioner",)]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bucketing.errors import InputError
-from bucketing.resources import GIB, Resources, pod_effective_request
+from bucketing.resources import GIB, DeviceNames, Resources, pod_effective_request
 
 
 def container(cpu=None, memory=None, gpu=None, limits=None, restart_policy=None) -> dict:
@@ -186,3 +186,47 @@ def test_resources_arithmetic_and_vector():
     assert a.max(b) == Resources(1000, 3000, 4 * GIB)
     assert b.fits_in(a) is False  # 3 CPUs do not fit in 2
     np.testing.assert_array_equal(a.as_vector(), [1.0, 2.0, 4.0])
+
+
+DEVICES = DeviceNames(frozenset({"nvidia.com/gpu", "amd.com/gpu"}), ("nvidia.com/mig-",))
+GPUS = ("nvidia.com/gpu", "amd.com/gpu")
+
+
+def device_container(requests, limits=None):
+    return {"name": "c", "resources": {"requests": requests, "limits": limits or {}}}
+
+
+@pytest.mark.parametrize(
+    ("pod", "gpu_milli", "devices"),
+    [
+        # MIG slices are devices of their own kind, never whole GPUs.
+        pytest.param(make_pod([device_container({"nvidia.com/mig-1g.5gb": "2"})]),
+                     0, (("nvidia.com/mig-1g.5gb", 2000),), id="mig-is-not-a-gpu"),
+        # Both vendors' GPUs are GPUs (1 + 2 = 3) and stay apart as kinds.
+        pytest.param(make_pod([device_container({"nvidia.com/gpu": "1"}),
+                               device_container({"amd.com/gpu": "2"})]),
+                     3000, (("amd.com/gpu", 2000), ("nvidia.com/gpu", 1000)),
+                     id="vendors-summed-and-apart"),
+        # Per kind the same walk: app containers summed (1 + 1 = 2 slices), max with an
+        # init container's 3; a limit stands in for a missing request.
+        pytest.param(make_pod([device_container({"nvidia.com/mig-2g.10gb": "1"})] * 2,
+                              [device_container({}, {"nvidia.com/mig-2g.10gb": "3"})]),
+                     0, (("nvidia.com/mig-2g.10gb", 3000),), id="init-max-per-kind"),
+        pytest.param(make_pod([device_container({"example.com/fpga": "1", "cpu": "1"})]),
+                     0, (), id="other-extended-resources-ignored"),
+    ],
+)
+def test_device_kinds(pod, gpu_milli, devices):
+    request = pod_effective_request(pod, GPUS, DEVICES)
+    assert (request.gpu_milli, request.devices) == (gpu_milli, devices)
+    # Without DeviceNames the request has no kinds at all (bucketing's, predictor's view).
+    assert pod_effective_request(pod, GPUS).devices == ()
+
+
+def test_device_arithmetic():
+    a = Resources(1000, 0, 0, (("nvidia.com/gpu", 1000),))
+    b = Resources(0, 0, 0, (("nvidia.com/mig-1g.5gb", 2000),))
+    assert (a + b).devices == (("nvidia.com/gpu", 1000), ("nvidia.com/mig-1g.5gb", 2000))
+    assert (a + b - b) == a  # zero amounts drop out: equal and same hash
+    assert b.fits_in(Resources(0, 0, 0, (("nvidia.com/mig-1g.5gb", 7000),)))
+    assert not b.fits_in(Resources(8000, 96000, 0, (("nvidia.com/gpu", 8000),)))

@@ -86,13 +86,19 @@ def make_pod(
     }
 
 
-def make_nrt(node: str, zones: list[tuple[int, int]]) -> dict[str, Any]:
-    """A NodeResourceTopology with (free CPUs, free GPUs) per NUMA zone."""
+def make_nrt(node: str, zones: list[tuple[int, int]], policy: str = "single-numa-node",
+             scope: str = "container") -> dict[str, Any]:
+    """A NodeResourceTopology with (free CPUs, free GPUs) per NUMA zone, as NFD's
+    topology updater publishes it (attributes and the deprecated topologyPolicies)."""
+    legacy = {"single-numa-node": "SingleNUMANode", "restricted": "Restricted",
+              "best-effort": "BestEffort"}.get(policy)
     return {
         "apiVersion": "topology.node.k8s.io/v1alpha2",
         "kind": "NodeResourceTopology",
         "metadata": {"name": node},
-        "topologyPolicies": ["SingleNUMANodeContainerLevel"],
+        "attributes": [{"name": "topologyManagerPolicy", "value": policy},
+                       {"name": "topologyManagerScope", "value": scope}],
+        "topologyPolicies": [f"{legacy}{scope.capitalize()}Level" if legacy else "None"],
         "zones": [
             {
                 "name": f"node-{index}",

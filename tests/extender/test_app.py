@@ -451,7 +451,8 @@ async def test_gpu_pods_back_to_back_do_not_share_a_numa_zone_before_the_nrt_cat
     await scheduler.drain()
     node = placed[0]
     assert placed == [node, node]
-    no_zone = "no NUMA zone holds 2 GPU and 4 pinned CPU together (policy required)"
+    no_zone = ("no NUMA zone holds 2 GPU and 4 pinned CPU together (topology manager "
+               "single-numa-node, container scope, would reject the pod)")
 
     async def chief_on_node():
         _, text = await post(client, "filter", args_body(chief, names=["a", "b"]))
@@ -476,3 +477,32 @@ async def test_gpu_pods_back_to_back_do_not_share_a_numa_zone_before_the_nrt_cat
     # w1 finished and the updater republished node-1 with its 4 GPUs: the chief fits.
     cache.apply_topology(parse_node_topology(make_nrt(node, [(40, 1), (48, 4)]), LOCALITY))
     assert await chief_on_node() == "passed"
+
+
+async def test_a_pytorchjob_lands_in_the_one_nvlink_clique_that_holds_it(serve):
+    # Two GB200-style cliques of 2 nodes (4 GPUs each): c-big has one node free and one
+    # half used, c-small's nodes are each 3 GPUs busy. A PyTorchJob of a master and 5
+    # one-GPU workers (6 GPUs) fits c-big only (4 + 2 = 6 free; c-small: 1 + 1 = 2), so
+    # its first pod must not open c-small, and the rest follow it into c-big.
+    clique = "nvidia.com/gpu.clique"
+    nodes = [make_node("big-1", gpus=4, labels={clique: "c-big"}),
+             make_node("big-2", gpus=4, labels={clique: "c-big"}),
+             make_node("small-1", gpus=4, labels={clique: "c-small"}),
+             make_node("small-2", gpus=4, labels={clique: "c-small"})]
+    busy = [make_pod("busy-big", gpus=2, node="big-2", phase="Running"),
+            make_pod("busy-small-1", gpus=3, node="small-1", phase="Running"),
+            make_pod("busy-small-2", gpus=3, node="small-2", phase="Running")]
+    labels = {"training.kubeflow.org/job-name": "ddp"}
+    job = [make_pod("ddp-master-0", gpus=1, labels={
+        **labels, "training.kubeflow.org/replica-type": "master",
+        "training.kubeflow.org/job-role": "master"})]
+    job += [make_pod(f"ddp-worker-{i}", gpus=1, labels={
+        **labels, "training.kubeflow.org/replica-type": "worker"}) for i in range(5)]
+    cache = build_cache(nodes, [*busy, *job])
+    client = await serve(cache, binder=RecordingBinder())
+    for seed in range(3):  # kube-scheduler breaks ties at random
+        scheduler = KubeSchedulerStandIn(client, nodes, busy, random.Random(seed))
+        placed = [await scheduler.schedule(pod) for pod in job]
+        await scheduler.drain()
+        assert set(placed) == {"big-1", "big-2"}, (seed, placed)
+        cache.set_assumed(type(cache.assumed)())  # the next seed starts from scratch

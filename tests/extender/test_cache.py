@@ -9,6 +9,7 @@ from bucketing.resources import Resources
 from extender.cache import ClusterCache
 from locality.config import LocalityConfig
 from locality.model import JobKey, Role
+from locality.numa import NumaFit, pod_numa_demand
 from locality.parse import parse_node, parse_node_topology, parse_pod
 from locality.placement import Assumption
 from tests.extender.builders import make_node, make_nrt, make_pod
@@ -237,7 +238,8 @@ def test_bound_gpu_pods_hold_their_zone_until_the_nrt_changes(listed, events, zo
     assert list(cache.unreflected_pods("a")) == charged
     # The numpy table sees the same zones: a 4-GPU pod fits a zone iff one has 4 free.
     table = cache.table()
-    assert bool(table.numa_fit(4 * GPU, 8_000)[table.index["a"]]) == (4 in zone_gpus)
+    fit = table.numa_fits(pod_numa_demand(4 * GPU, 8_000))[table.index["a"]]
+    assert (fit == NumaFit.ALIGNED) == (4 in zone_gpus)
 
 
 @pytest.mark.parametrize(

@@ -28,11 +28,21 @@ from tests.extender.builders import args_body, make_node, make_pod
         ("locality:\n  default_packing: tight\n", "locality: default_packing: expected one of"),
         ("tls_cert_file: /x.pem\n", "tls_cert_file and tls_key_file must be set together"),
         ("port: [\n", "not valid YAML"),
+        ("watch_dra: yes please\n", "watch_dra: expected true or false"),
+        ("locality:\n  topology_levels: [{name: rack, labels: [example.com/rack]}]\n",
+         "locality: topology_levels: expected a level named placement-group"),
+        ("locality:\n  dra_gpus: [{driver: gpu.nvidia.com}]\n",
+         "locality: dra_gpus[0]: expected driver and resource"),
+        ("locality:\n  numa_default_policy: strict\n",
+         "locality: numa_default_policy: expected one of none, best-effort, restricted, "
+         "single-numa-node, got 'strict'"),
         ("bind_wait_seconds: 3\n",
          "bind_wait_seconds: expected a number of seconds from 0 to 2, got 3"),
         ("ops_port: 8888\n", "port and ops_port are both 8888"),
     ],
-    ids=["port-range", "typo", "locality-field", "tls-half", "yaml", "bind-wait", "same-ports"],
+    ids=["port-range", "typo", "locality-field", "tls-half", "yaml", "watch-dra-not-bool",
+         "levels-without-placement-group", "dra-without-resource", "numa-policy-unknown",
+         "bind-wait", "same-ports"],
 )
 def test_config_errors_are_one_line_naming_file_and_field(tmp_path, capsys, text, message):
     path = tmp_path / "extender.yaml"

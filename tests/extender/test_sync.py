@@ -19,6 +19,7 @@ from extender.watch import WatchSettings
 from extender.wire import BindingArgs
 from locality.config import LocalityConfig
 from locality.model import JobKey
+from locality.parse import parse_pod
 from tests.extender.builders import make_node, make_nrt, make_pod
 
 LOCALITY = LocalityConfig()
@@ -178,7 +179,76 @@ async def test_stop_ends_every_watch_thread(fake_kube):
     await eventually(cache.ready)
     await sync.stop(timeout=5)
     assert all(watch.join(0) for watch in sync.watches)
-    assert {status.kind for status in sync.statuses()} == {NODES, PODS, TOPOLOGIES}
+    assert {status.kind for status in sync.statuses()} == {
+        NODES, PODS, TOPOLOGIES, "resourceslices", "resourceclaims", "resourceclaimtemplates",
+        "podgroups.scheduling.volcano.sh", "podgroups.scheduling.x-k8s.io"}
+
+
+def gpu_slice(name: str, node: str, gpus: int, mig: int = 0, generation: int = 1) -> dict:
+    """A ResourceSlice as NVIDIA's DRA driver publishes it: GPUs (type gpu) and MIG
+    devices (type mig) of one node's pool."""
+    devices = [{"name": f"gpu-{i}", "attributes": {"type": {"string": "gpu"},
+                                                   "productName": {"string": "H100"}}}
+               for i in range(gpus)]
+    devices += [{"name": f"mig-{i}", "attributes": {"gpu.nvidia.com/type": {"string": "mig"}}}
+                for i in range(mig)]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": name},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": node,
+                     "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
+                     "devices": devices}}
+
+
+def gpu_claim(name: str, count: int, kind: str = "ResourceClaim") -> dict:
+    spec = {"devices": {"requests": [{"name": "gpus", "exactly": {
+        "deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": count}}]}}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": kind,
+            "metadata": {"name": name, "namespace": "team"},
+            "spec": spec if kind == "ResourceClaim" else {"spec": spec}}
+
+
+async def test_dra_gpus_count_on_nodes_and_pods(fake_kube, started):
+    # Node d publishes no nvidia.com/gpu in allocatable: its 8 GPUs are slice devices
+    # (the 2 MIG devices of the same driver are not whole GPUs).
+    fake_kube.create(make_node("d", gpus=0))
+    fake_kube.create(gpu_slice("d-gpus", "d", 8, mig=2))
+    fake_kube.create(gpu_claim("four-gpus", 4))
+    fake_kube.create(gpu_claim("two-gpus", 2, kind="ResourceClaimTemplate"))
+    bound = make_pod("bound", node="d", phase="Running")
+    bound["spec"]["resourceClaims"] = [{"name": "g", "resourceClaimName": "four-gpus"}]
+    fake_kube.create(bound)
+    waiting = make_pod("waiting", job="j", role="worker")
+    waiting["spec"]["resourceClaims"] = [{"name": "g", "resourceClaimTemplateName": "two-gpus"}]
+    fake_kube.create(waiting)
+    cache, sync = started()
+    # 8 DRA GPUs less the bound pod's claim of 4.
+    await eventually(lambda: cache.ready() and cache.nodes["d"].free_gpu_milli == 4 * GPU)
+    assert cache.nodes["d"].node.allocatable.devices == (("nvidia.com/gpu", 8 * GPU),)
+    await eventually(lambda: cache.pod("team", "waiting").request.gpu_milli == 2 * GPU)
+    # The request path's pod (kube-scheduler sends its own copy) is resolved the same way.
+    parsed = parse_pod(waiting, LOCALITY)
+    assert (parsed.request.gpu_milli, cache.resolve_pod(parsed).request.gpu_milli) == (0, 2 * GPU)
+    # The driver republishes the pool with one GPU gone (a newer generation wins).
+    fake_kube.create(gpu_slice("d-gpus-2", "d", 7, generation=2))
+    await eventually(lambda: cache.nodes["d"].free_gpu_milli == 3 * GPU)
+
+
+async def test_pod_group_min_member_sizes_the_job(fake_kube, started):
+    pod = make_pod("w0", gpus=1, job="j", role="worker")
+    pod["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "j-group"}
+    fake_kube.create(pod)
+    fake_kube.create(make_node("n1"))
+    fake_kube.serve("scheduling.volcano.sh/v1beta1")  # Volcano installed, Coscheduling not
+    cache, sync = started()
+    await eventually(cache.ready)
+    assert cache.pod("team", "w0").group_min_member is None  # not seen yet
+    fake_kube.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                      "metadata": {"name": "j-group", "namespace": "team"},
+                      "spec": {"minMember": 16}})
+    await eventually(lambda: cache.pod("team", "w0").group_min_member == 16)
+    absent = next(s for s in sync.statuses() if s.kind == "podgroups.scheduling.x-k8s.io")
+    assert absent.absent and absent.errors_total == 0
+    assert sync.readiness(time.monotonic())[0] is True
 
 
 async def test_api_binder_creates_the_binding_and_reports_conflicts(fake_kube):

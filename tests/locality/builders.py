@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
-from bucketing.resources import Resources
+from bucketing.resources import Resources, device_tuple
 from locality.config import LocalityConfig
 from locality.context import DecisionContext, decision_context
 from locality.model import Node as NodeModel
 from locality.model import NodeState, NodeTopology, NumaZone, Pod, node_state
+from locality.numa import TopologyManagerPolicy, TopologyManagerScope
 from locality.placement import AssumedPlacements
 
 CONFIG = LocalityConfig()
@@ -33,6 +35,7 @@ def make_pod(
     terminal: bool = False,
     uid: str | None = None,
     pinned: bool = False,
+    devices: Iterable[tuple[str, float]] = (),
 ) -> Pod:
     """A pod; `job`/`role` use the headstart labels, policy goes in annotations.
 
@@ -62,7 +65,9 @@ def make_pod(
         uid=uid or f"uid-{namespace}-{name}",
         labels=labels,
         annotations=annotations,
-        request=Resources.of(gpus, cores, memory_gib),
+        request=replace(Resources.of(gpus, cores, memory_gib),
+                        devices=device_tuple((kind, round(count * 1000))
+                                             for kind, count in devices)),
         node_name=node,
         priority=-5 if placeholder else 0,
         is_placeholder=placeholder,
@@ -87,19 +92,39 @@ def make_state(
     memory_gib: float = 768,
     group: str | None = None,
     pods: Iterable[Pod] = (),
-    zones: Iterable[tuple[float, float]] | None = None,
+    zones: Iterable[tuple[float, ...]] | None = None,
+    policy: str = "single-numa-node",
+    scope: str = "pod",
+    domains: Iterable[tuple[str, str]] = (),
+    devices: Iterable[tuple[str, float]] = (),
 ) -> NodeState:
-    """A node state; `zones` as (free GPUs, free CPUs) per NUMA zone, None = no NRT data."""
+    """A node state; `zones` as (free GPUs, free CPUs[, GPU capacity, CPU capacity]) per
+    NUMA zone, None = no NRT data;
+    `policy` / `scope` the kubelet Topology Manager's; `domains` (level, domain) pairs;
+    `devices` (kind, count) advertised per device kind."""
     topology = None
     if zones is not None:
         topology = NodeTopology(
             name,
             tuple(
-                NumaZone(f"node-{index}", round(zone_cpu * 1000), round(zone_gpus * 1000))
-                for index, (zone_gpus, zone_cpu) in enumerate(zones)
+                NumaZone(f"node-{index}", round(zone[1] * 1000), round(zone[0] * 1000),
+                         round(zone[3] * 1000) if len(zone) > 2 else None,
+                         round(zone[2] * 1000) if len(zone) > 2 else None)
+                for index, zone in enumerate(zones)
             ),
+            TopologyManagerPolicy(policy),
+            TopologyManagerScope(scope),
         )
     node = make_node(name, gpus=gpus, cpu=cpu, memory_gib=memory_gib, group=group)
+    if domains or devices:
+        allocatable = node.allocatable
+        node = replace(
+            node, domains=tuple(domains),
+            allocatable=Resources(allocatable.gpu_milli, allocatable.cpu_milli,
+                                  allocatable.memory_bytes,
+                                  device_tuple((kind, round(count * 1000))
+                                               for kind, count in devices)),
+        )
     return node_state(node, list(pods), topology)
 
 

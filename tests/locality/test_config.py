@@ -16,8 +16,12 @@ def test_defaults_match_the_docs():
     assert config.default_placement_group is Locality.PREFERRED
     assert config.placement_group_labels[0] == "headstart.io/placement-group"
     assert config.job_labels[0] == JobLabelKeys(
-        "training.kubeflow.org/job-name", "training.kubeflow.org/replica-type"
+        "training.kubeflow.org/job-name",
+        ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role"),
     )
+    assert [level.name for level in config.topology_levels] == [
+        "block", "subblock", "placement-group", "nvlink"]
+    assert config.gpu_resources == ("nvidia.com/gpu", "amd.com/gpu")
     # 90 s: outlasts Coscheduling's default Permit wait (60 s) for a gang's binds.
     assert (config.gpu_resource, config.assumed_ttl_seconds) == ("nvidia.com/gpu", 90.0)
     assert "ToBeDeletedByClusterAutoscaler" in config.unavailable_node_taints
@@ -43,6 +47,30 @@ def test_from_mapping_reads_every_kind_of_field():
     assert config.assumed_ttl_seconds == 20.0
     assert config.gpu_resource == "amd.com/gpu"
     assert config.unavailable_node_taints == ("example.com/draining",)
+
+
+def test_from_mapping_reads_the_topology_device_and_numa_fields():
+    config = LocalityConfig.from_mapping(
+        {
+            "job_labels": [{"job": "example.com/job", "role": ["example.com/a", "example.com/b"]}],
+            "topology_levels": [{"name": "rack", "labels": ["example.com/rack"]},
+                                {"name": "placement-group"}],
+            "gpu_resources": ["nvidia.com/gpu"],
+            "device_resource_prefixes": [],
+            "dra_gpus": [{"driver": "gpu.example.com", "resource": "example.com/gpu",
+                          "device_classes": ["gpu.example.com"],
+                          "attributes": {"kind": "full", "fast": True}}],
+            "numa_default_policy": "single-numa-node",
+            "numa_default_scope": "pod",
+        },
+        "extender.yaml: locality",
+    )
+    assert config.job_labels[0].roles == ("example.com/a", "example.com/b")
+    assert (config.placement_group_level, config.level_labels(0)) == (1, ("example.com/rack",))
+    assert config.device_names.names == frozenset({"nvidia.com/gpu", "example.com/gpu"})
+    assert config.dra_gpus[0].attributes == (("fast", "true"), ("kind", "full"))
+    assert (config.numa_default_policy.value, config.numa_default_scope.value) == (
+        "single-numa-node", "pod")
 
 
 @pytest.mark.parametrize(
@@ -71,6 +99,23 @@ def test_from_mapping_reads_every_kind_of_field():
                      id="taints-not-a-list"),
         pytest.param({"gpu_resource": None},
                      "f.yaml: gpu_resource: expected a non-empty string", id="gpu-none"),
+        pytest.param({"gpu_resource": "a", "gpu_resources": ["b"]},
+                     "f.yaml: gpu_resource: give gpu_resources or gpu_resource, not both",
+                     id="gpu-both-spellings"),
+        pytest.param({"job_labels": [{"job": "a", "role": ["r", ""]}]},
+                     "f.yaml: job_labels[0].role[1]: expected a non-empty string",
+                     id="job-labels-empty-role-in-list"),
+        pytest.param({"topology_levels": [{"name": "placement-group", "labels": ["x"]}]},
+                     "f.yaml: topology_levels[0].labels: the placement-group level takes its "
+                     "labels from placement_group_labels", id="placement-group-level-labels"),
+        pytest.param({"topology_levels": [{"name": "placement-group"},
+                                          {"name": "rack", "labels": ["a"]},
+                                          {"name": "rack", "labels": ["b"]}]},
+                     "f.yaml: topology_levels[2].name: level 'rack' is listed twice",
+                     id="level-twice"),
+        pytest.param({"dra_gpus": [{"driver": "d", "resource": "r", "attributes": {"t": 1.5}}]},
+                     "f.yaml: dra_gpus[0].attributes.t: expected a string, integer or boolean",
+                     id="dra-attribute-float"),
     ],
 )
 def test_errors_name_source_and_field(data, message):

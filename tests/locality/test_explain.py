@@ -37,6 +37,9 @@ def test_explain_agrees_with_filter_and_score():
     assert explanation.nodes[-2].code == "insufficient_gpu"
     assert (explanation.job, explanation.role, explanation.home_group) == ("ns/j", "worker", "pg-a")
     assert (explanation.placed_pods, explanation.remaining_pods) == (1, 1)
+    # The placed PS is in pg-a: the topology term aims at it (STATES have no other level).
+    assert explanation.topology_targets == (("placement-group", ("pg-a",)),)
+    assert explanation.topology_level == "placement-group"
     assert explanation.policy_problems == (
         "annotation headstart.io/packing='Tight' is not pack or spread; using pack",
     )

@@ -142,10 +142,11 @@ CASES = [
     pytest.param(
         replace(WORKER_2GPU, annotations={"headstart.io/numa": "required"},
                 pinned_cpu_milli=8000),
+        # best-effort nodes admit everything: only the policy required excludes them.
         [
-            make_state("split", zones=[(1, 32), (1, 32)]),
-            make_state("few-cpus", zones=[(2, 4), (0, 40)]),
-            make_state("fits", zones=[(0, 40), (2, 16)]),
+            make_state("split", zones=[(1, 32), (1, 32)], policy="best-effort"),
+            make_state("few-cpus", zones=[(2, 4), (0, 40)], policy="best-effort"),
+            make_state("fits", zones=[(0, 40), (2, 16)], policy="best-effort"),
             make_state("no-nrt"),
         ],
         [],
@@ -165,8 +166,8 @@ CASES = [
         # GPUs and 4 CPUs is enough.
         replace(WORKER_2GPU, annotations={"headstart.io/numa": "required"}),
         [
-            make_state("split", zones=[(1, 32), (1, 32)]),
-            make_state("few-cpus", zones=[(2, 4), (0, 40)]),
+            make_state("split", zones=[(1, 32), (1, 32)], policy="best-effort"),
+            make_state("few-cpus", zones=[(2, 4), (0, 40)], policy="best-effort"),
         ],
         [],
         {
@@ -177,10 +178,62 @@ CASES = [
     ),
     pytest.param(
         WORKER_2GPU,
-        [make_state("split", zones=[(1, 32), (1, 32)])],
+        [make_state("split", zones=[(1, 32), (1, 32)], policy="best-effort")],
         [],
         {"split": ("passed", None)},
         id="numa-preferred-does-not-filter",
+    ),
+    pytest.param(
+        # Whatever the job prefers, kubelet's single-numa-node and restricted policies
+        # refuse a pod no zone holds (TopologyAffinityError): no node for it there. The
+        # restricted node's GPUs could each hold 2 (capacity 4 per zone), so its
+        # preferred hint is one zone wide, and no zone has 2 free.
+        WORKER_2GPU,
+        [make_state("single", zones=[(1, 32), (1, 32)]),
+         make_state("restricted", zones=[(1, 32, 4, 48), (1, 32, 4, 48)],
+                    policy="restricted"),
+         make_state("none", zones=[(1, 32), (1, 32)], policy="none"),
+         make_state("fits", zones=[(1, 32), (2, 32)])],
+        [],
+        {"single": ("unresolvable", "no NUMA zone holds 2 GPU (topology manager "
+                                    "single-numa-node, pod scope, would reject the pod)"),
+         "restricted": ("unresolvable", "no preferred NUMA placement for 2 GPU (topology "
+                                        "manager restricted, pod scope, would reject the pod)"),
+         "none": ("passed", None),
+         "fits": ("passed", None)},
+        id="numa-preferred-still-avoids-nodes-kubelet-would-reject",
+    ),
+    pytest.param(
+        # policy none: kubelet aligns nothing, so `required` cannot be met there.
+        replace(WORKER_2GPU, annotations={"headstart.io/numa": "required"}),
+        [make_state("none", zones=[(2, 32), (2, 32)], policy="none")],
+        [],
+        {"none": ("unresolvable",
+                  "topology manager policy none does not align 2 GPU (policy required)")},
+        id="numa-required-needs-an-aligning-policy",
+    ),
+    pytest.param(
+        # A MIG slice fits only nodes advertising that profile; whole GPUs do not count.
+        make_pod("mig", cpu=2, job="j", role="worker",
+                 devices=[("nvidia.com/mig-1g.5gb", 1)]),
+        [make_state("mig-node", gpus=0, devices=[("nvidia.com/mig-1g.5gb", 7)]),
+         make_state("whole-gpus", devices=[("nvidia.com/gpu", 8)]),
+         make_state("other-profile", gpus=0, devices=[("nvidia.com/mig-3g.20gb", 2)])],
+        [],
+        {"mig-node": ("passed", None),
+         "whole-gpus": ("failed", "insufficient nvidia.com/mig-1g.5gb (pod requests 1)"),
+         "other-profile": ("failed", "insufficient nvidia.com/mig-1g.5gb (pod requests 1)")},
+        id="mig-slices-are-their-own-kind",
+    ),
+    pytest.param(
+        # An AMD GPU pod: the NVIDIA node has 8 GPUs, but none of its kind.
+        make_pod("amd", cpu=2, gpus=1, job="j", role="worker", devices=[("amd.com/gpu", 1)]),
+        [make_state("nvidia", devices=[("nvidia.com/gpu", 8)]),
+         make_state("amd", devices=[("amd.com/gpu", 8)])],
+        [],
+        {"nvidia": ("failed", "insufficient amd.com/gpu (pod requests 1)"),
+         "amd": ("passed", None)},
+        id="gpu-vendors-are-kinds",
     ),
     pytest.param(
         replace(PS, annotations={"headstart.io/numa": "required"}),
@@ -294,7 +347,7 @@ def steered(*pods_and_times, node=NUMA_NODE):
     for pod, at in pods_and_times:
         assumed = assumed.assume(
             Assumption(JobKey("ns", "j"), pod.uid, pod.name, Role.WORKER, node, pod.request,
-                       expires_at=at + 30.0, pinned_cpu_milli=pod.pinned_cpu_milli))
+                       expires_at=at + 30.0, numa=pod.numa_request))
     return assumed
 
 
@@ -371,7 +424,8 @@ def test_assumed_gpu_pods_take_their_numa_zone(pod, assumed, now, zones_after, v
     from locality.score import score_nodes
     from locality.table import NodeTable, filter_table, score_columns
 
-    state = make_state(NUMA_NODE, zones=[(4, 48), (4, 48)])
+    # best-effort: the zones charged as kubelet would, and only `required` filters.
+    state = make_state(NUMA_NODE, zones=[(4, 48), (4, 48)], policy="best-effort")
     cluster = NodeTable([state]) if columnar else {state.name: state}
     context = context_for(pod, cluster, job_pods=[pod], assumed=assumed, now=now)
     zones = context.numa_topology(state).zones
@@ -394,25 +448,20 @@ def test_assumed_gpu_pods_take_their_numa_zone(pod, assumed, now, zones_after, v
 
 
 @pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
-@pytest.mark.parametrize(
-    ("placeholders", "verdict"),
-    [
-        # A 4-GPU placeholder fills the node's one zone, and NFD counts its GPUs: the zone
-        # shows 0 free. A real pod preempts placeholders, so the NUMA failure there is
-        # resolvable (kube-scheduler may preempt), as scheduler-plugins' NRT filter's is.
-        pytest.param(True, "failed", id="placeholder-node-resolvable"),
-        # The same zones held by real pods: eviction is not ours to suggest.
-        pytest.param(False, "unresolvable", id="real-pods-unresolvable"),
-    ],
-)
-def test_numa_failure_is_resolvable_where_placeholders_sit(placeholders, verdict, columnar):
+@pytest.mark.parametrize("placeholders", [True, False], ids=["placeholders", "real-pods"])
+def test_numa_failure_is_unresolvable_even_where_placeholders_sit(placeholders, columnar):
+    """A 4-GPU pod fills the node's one zone and NFD counts its GPUs: the zone shows 0
+    free. Even when it is a placeholder a real pod could preempt, kube-scheduler's
+    preemption dry run re-runs only its filter plugins (which this node passed), so it
+    would find no victim here: the failure is unresolvable either way."""
     from locality.table import NodeTable, filter_table
 
     holder = make_pod("holder", cpu=40, gpus=4, node="one", placeholder=placeholders)
-    state = make_state("one", gpus=4, cpu=48, pods=[holder], zones=[(0, 8)])
+    state = make_state("one", gpus=4, cpu=48, pods=[holder], zones=[(0, 8)],
+                       policy="best-effort")
     pod = gpu_pod("w", 2, 4, pinned=False)
     table = NodeTable([state])
     context = context_for(pod, table if columnar else [state], job_pods=[pod])
     result = filter_table(context, table, ["one"]) if columnar else filter_nodes(context, [state])
-    # 4 - 4 = 0 free GPUs in real pods' case: the NUMA rule comes first, so the same text.
-    assert verdicts(result)["one"] == (verdict, "no NUMA zone holds 2 GPU (policy required)")
+    assert verdicts(result)["one"] == ("unresolvable",
+                                       "no NUMA zone holds 2 GPU (policy required)")

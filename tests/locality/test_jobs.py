@@ -34,6 +34,41 @@ BASE = make_pod("p", namespace="team")
                       "headstart.io/role": "ps"},
                      JobIdentity(JobKey("team", "k"), Role.OTHER),
                      id="first-pair-wins-with-its-own-role-key"),
+        # mpi-operator v2: job-role only (no replica-type label on its pods).
+        pytest.param({"training.kubeflow.org/job-name": "allreduce",
+                      "training.kubeflow.org/job-role": "launcher"},
+                     JobIdentity(JobKey("team", "allreduce"), Role.LAUNCHER),
+                     id="mpijob-v2-launcher"),
+        pytest.param({"training.kubeflow.org/job-name": "allreduce",
+                      "training.kubeflow.org/job-role": "worker"},
+                     JobIdentity(JobKey("team", "allreduce"), Role.WORKER),
+                     id="mpijob-v2-worker"),
+        # training-operator v1 PyTorchJob master: replica-type master, job-role master.
+        pytest.param({"training.kubeflow.org/job-name": "ddp",
+                      "training.kubeflow.org/replica-type": "master",
+                      "training.kubeflow.org/job-role": "master"},
+                     JobIdentity(JobKey("team", "ddp"), Role.CHIEF), id="pytorchjob-master"),
+        # replica-type first: a TFJob chief carries job-role master too.
+        pytest.param({"training.kubeflow.org/job-name": "tf",
+                      "training.kubeflow.org/replica-type": "worker",
+                      "training.kubeflow.org/job-role": "launcher"},
+                     JobIdentity(JobKey("team", "tf"), Role.WORKER),
+                     id="replica-type-before-job-role"),
+        pytest.param({"jobset.sigs.k8s.io/jobset-name": "llama",
+                      "jobset.sigs.k8s.io/replicatedjob-name": "workers"},
+                     JobIdentity(JobKey("team", "llama"), Role.WORKER), id="jobset-workers"),
+        pytest.param({"jobset.sigs.k8s.io/jobset-name": "llama",
+                      "jobset.sigs.k8s.io/replicatedjob-name": "driver"},
+                     JobIdentity(JobKey("team", "llama"), Role.CHIEF), id="jobset-driver"),
+        # Kubeflow Trainer v2: the TrainJob's JobSet, replicated job `node`.
+        pytest.param({"jobset.sigs.k8s.io/jobset-name": "fine-tune",
+                      "jobset.sigs.k8s.io/replicatedjob-name": "node",
+                      "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"},
+                     JobIdentity(JobKey("team", "fine-tune"), Role.WORKER), id="trainjob-node"),
+        pytest.param({"jobset.sigs.k8s.io/jobset-name": "fine-tune",
+                      "jobset.sigs.k8s.io/replicatedjob-name": "dataset-initializer"},
+                     JobIdentity(JobKey("team", "fine-tune"), Role.OTHER),
+                     id="trainjob-initializer"),
         pytest.param({"app": "web"}, None, id="no-job"),
         pytest.param({"headstart.io/job": ""}, None, id="empty-job-name"),
         pytest.param({"headstart.io/job": "h", "headstart.io/placeholder": "true"}, None,
@@ -49,7 +84,8 @@ def test_identify(labels, expected):
 @pytest.mark.parametrize(
     ("value", "role"),
     [("ps", Role.PS), ("PS", Role.PS), ("ParameterServer", Role.PS), ("worker", Role.WORKER),
-     (" Worker ", Role.WORKER), ("Master", Role.CHIEF), ("launcher", Role.CHIEF),
+     (" Worker ", Role.WORKER), ("Master", Role.CHIEF), ("launcher", Role.LAUNCHER),
+     ("node", Role.WORKER), ("Leader", Role.CHIEF), ("driver", Role.CHIEF),
      ("evaluator", Role.OTHER), ("", Role.OTHER), (None, Role.OTHER)],
     ids=lambda value: repr(value),
 )
@@ -92,6 +128,31 @@ def test_configured_label_keys():
 )
 def test_job_policy(annotations, expected):
     assert job_policy(replace(BASE, annotations=annotations), CONFIG) == expected
+
+
+@pytest.mark.parametrize(
+    ("annotations", "min_member", "expected"),
+    [
+        # A PodGroup's minMember is the job size when the pod does not say otherwise.
+        pytest.param({}, 16, JobPolicy(job_size=16), id="podgroup-min-member"),
+        pytest.param({"headstart.io/job-size": "20"}, 16, JobPolicy(job_size=20),
+                     id="annotation-wins-over-podgroup"),
+        pytest.param({}, None, JobPolicy(), id="podgroup-not-seen-yet"),
+        # Levels: block 0, subblock 1, placement-group 2 (the default: None), nvlink 3.
+        pytest.param({"headstart.io/topology-level": "NVLink"}, None,
+                     JobPolicy(topology_level=3), id="level-by-name"),
+        pytest.param({"headstart.io/topology-level": "placement-group"}, None, JobPolicy(),
+                     id="placement-group-level-is-the-default"),
+        pytest.param({"headstart.io/topology-level": "rack"}, None,
+                     JobPolicy(problems=(
+                         "annotation headstart.io/topology-level='rack' is not one of block, "
+                         "subblock, placement-group, nvlink; using placement-group",)),
+                     id="unknown-level"),
+    ],
+)
+def test_job_size_and_topology_level(annotations, min_member, expected):
+    pod = replace(BASE, annotations=annotations, group_min_member=min_member)
+    assert job_policy(pod, CONFIG) == expected
 
 
 def test_policy_defaults_come_from_config():

@@ -6,6 +6,7 @@ import pytest
 
 from bucketing.resources import Resources
 from locality.model import NodeTopology, NumaZone, node_state
+from locality.numa import pod_numa_demand
 from tests.locality.builders import make_node, make_pod
 
 REAL = make_pod("real", gpus=2, cpu=10, memory_gib=40)
@@ -77,12 +78,13 @@ TWO_4GPU_ZONES = NodeTopology(
     ],
 )
 def test_charged(requests, expected):
-    charged = TWO_4GPU_ZONES.charged(Resources.of(gpus, cpus, 0) for gpus, cpus in requests)
+    charged = TWO_4GPU_ZONES.charged(
+        pod_numa_demand(round(gpus * 1000), round(cpus * 1000)) for gpus, cpus in requests)
     assert [(z.gpu_free_milli / 1000, z.cpu_free_milli / 1000) for z in charged.zones] == expected
     assert TWO_4GPU_ZONES.zones[0].gpu_free_milli == 4000  # the input is unchanged
 
 
 def test_charged_returns_itself_when_nothing_is_charged():
     # Neither GPUs nor pinned CPUs (a Burstable CPU pod), and a pod no zone holds.
-    nothing = [Resources.of(0, 0, 1), Resources.of(5, 0, 0)]
+    nothing = [pod_numa_demand(0, 0), pod_numa_demand(5000, 0)]
     assert TWO_4GPU_ZONES.charged(nothing) is TWO_4GPU_ZONES

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from bucketing.errors import InputError
-from bucketing.resources import Resources
+from bucketing.resources import GIB, Resources
 from locality.config import LocalityConfig
 from locality.model import NodeTopology, NumaZone
+from locality.numa import NumaDemand, TopologyManagerPolicy, TopologyManagerScope
 from locality.parse import parse_node, parse_node_topology, parse_pod
 
 CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "extender-captures"
@@ -29,7 +30,8 @@ def test_captured_gpu_pod():
     pod = parse_pod(capture("filter-nodecachecapable-true.request.json")["Pod"], CONFIG)
     assert (pod.namespace, pod.name) == ("ext-test", "ext-cache-1")
     assert pod.uid == "ecc9e48a-eff0-4f71-bd1c-81d9574f279f"
-    assert pod.request == Resources.of(gpus=1, cpu=1)  # requests: cpu 1, nvidia.com/gpu 1
+    # requests: cpu 1, nvidia.com/gpu 1 (a whole GPU, and a device of that kind)
+    assert pod.request == Resources(1000, 1000, 0, (("nvidia.com/gpu", 1000),))
     assert pod.labels == {"run": "ext-cache-1"}
     assert (pod.node_name, pod.priority, pod.is_placeholder, pod.terminal) == (
         None, 0, False, False,
@@ -41,7 +43,8 @@ def test_captured_nodes_with_the_clusters_group_label():
     config = LocalityConfig(placement_group_labels=("example.com/placement-group",))
     nodes = {node.name: node for node in (parse_node(item, config) for item in items)}
     assert nodes["cpu-a-1"].allocatable == Resources.of(0, 8, 32)
-    assert nodes["gpu-a-1"].allocatable == Resources.of(8, 96, 1152)
+    assert nodes["gpu-a-1"].allocatable == Resources(
+        8000, 96_000, 1152 * GIB, (("nvidia.com/gpu", 8000),))
     assert nodes["gpu-a-1"].placement_group == "pg-a"
     assert nodes["cpu-a-1"].instance_type == "m5.2xlarge"
     # With the default keys the capture's example.com label is no placement group.
@@ -178,10 +181,14 @@ def test_node_resource_topology_v1alpha2():
     assert parse_node_topology(NRT, CONFIG) == NodeTopology(
         "gpu-a-1",
         (
-            NumaZone("node-0", cpu_free_milli=30_500, gpu_free_milli=1_000),
+            NumaZone("node-0", cpu_free_milli=30_500, gpu_free_milli=1_000,
+                     cpu_capacity_milli=48_000, gpu_capacity_milli=4_000),
             # no `available` for cpu: allocatable 48 stands in
-            NumaZone("node-1", cpu_free_milli=48_000, gpu_free_milli=4_000),
+            NumaZone("node-1", cpu_free_milli=48_000, gpu_free_milli=4_000,
+                     cpu_capacity_milli=48_000, gpu_capacity_milli=4_000),
         ),
+        # From the attributes NFD's topology updater publishes.
+        TopologyManagerPolicy.SINGLE_NUMA_NODE, TopologyManagerScope.CONTAINER,
     )
 
 
@@ -247,7 +254,7 @@ def test_pinned_cpus_only_for_guaranteed_whole_cpus(containers, init_containers,
            "spec": {"containers": containers, "initContainers": init_containers}}
     pod = parse_pod(obj, CONFIG)
     assert pod.pinned_cpu_milli == pinned
-    assert pod.numa_request == Resources(pod.request.gpu_milli, pinned, 0)
+    assert pod.numa_request.pod == (pod.request.gpu_milli, pinned)
 
 
 POD = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}}
@@ -302,3 +309,119 @@ def test_caller_prefix_in_pod_errors():
     bad = {**POD, "spec": {"containers": [{"resources": {"limits": {"cpu": "x"}}}]}}
     with pytest.raises(InputError, match=r"^Pod\.spec\.containers\[0\]\.resources\.limits"):
         parse_pod(bad, CONFIG, where="Pod")
+
+
+@pytest.mark.parametrize(
+    ("fields", "policy", "scope"),
+    [
+        pytest.param({}, "none", "container", id="nothing-published-kubelet-defaults"),
+        pytest.param({"topologyPolicies": ["SingleNUMANodePodLevel"]},
+                     "single-numa-node", "pod", id="deprecated-field"),
+        pytest.param({"topologyPolicies": ["RestrictedContainerLevel"],
+                      "attributes": [{"name": "topologyManagerPolicy", "value": "best-effort"}]},
+                     "best-effort", "container", id="attributes-win"),
+        pytest.param({"attributes": [{"name": "topologyManagerPolicy", "value": "strict"},
+                                     {"name": "topologyManagerScope", "value": "pod"}]},
+                     "none", "pod", id="unknown-value-keeps-the-default"),
+    ],
+)
+def test_topology_manager_settings(fields, policy, scope):
+    obj = {key: value for key, value in NRT.items()
+           if key not in ("attributes", "topologyPolicies")} | fields
+    topology = parse_node_topology(obj, CONFIG)
+    assert (topology.policy.value, topology.scope.value) == (policy, scope)
+
+
+def test_zone_gpus_summed_over_gpu_resources_and_flagged_when_absent():
+    amd = copy.deepcopy(NRT)
+    amd["zones"][0]["resources"][2]["name"] = "amd.com/gpu"  # 1 free of 4
+    topology = parse_node_topology(amd, CONFIG)
+    assert [z.gpu_free_milli for z in topology.zones] == [1000, 4000]
+    no_gpus = copy.deepcopy(NRT)
+    for zone in no_gpus["zones"]:
+        zone["resources"] = [r for r in zone["resources"] if r["name"] != "nvidia.com/gpu"]
+    assert parse_node_topology(no_gpus, CONFIG).gpu_reported is False
+
+
+def gpu_container(gpus, cpu, restart_policy=None, guaranteed=True):
+    resources = {"cpu": cpu, "memory": "1Gi", "nvidia.com/gpu": str(gpus)}
+    spec = {"name": "c", "resources": {"requests": resources,
+                                       "limits": resources if guaranteed else {}}}
+    if restart_policy:
+        spec["restartPolicy"] = restart_policy
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("containers", "init_containers", "demand"),
+    [
+        # Two app containers: 2 GPUs + 8 CPUs and 1 GPU + 4 CPUs; pod scope sums them.
+        pytest.param([gpu_container(2, "8"), gpu_container(1, "4")], [],
+                     NumaDemand((3000, 12000), (), ((2000, 8000), (1000, 4000))),
+                     id="per-container-and-summed"),
+        # An init container (4 GPUs) is checked alone; a sidecar (restartPolicy Always)
+        # runs beside the app containers, first. Pod scope: max(1 + 1, 4) = 4 GPUs.
+        pytest.param([gpu_container(1, "2")],
+                     [gpu_container(4, "2"), gpu_container(1, "1", "Always")],
+                     NumaDemand((4000, 3000), ((4000, 2000),), ((1000, 1000), (1000, 2000))),
+                     id="init-and-sidecar"),
+        # Burstable: no CPU is pinned, the GPUs still are aligned.
+        pytest.param([gpu_container(2, "8", guaranteed=False)], [],
+                     NumaDemand((2000, 0), (), ((2000, 0),)), id="burstable-gpus-only"),
+    ],
+)
+def test_numa_demand(containers, init_containers, demand):
+    obj = {"metadata": {"name": "p", "namespace": "ns"},
+           "spec": {"containers": containers, "initContainers": init_containers}}
+    assert parse_pod(obj, CONFIG).numa_request == demand
+
+
+def test_pod_claims_and_pod_group():
+    obj = {
+        "metadata": {"name": "p", "namespace": "ns",
+                     "annotations": {"scheduling.k8s.io/group-name": "pg-volcano"}},
+        "spec": {"containers": [], "resourceClaims": [
+            {"name": "gpus", "resourceClaimTemplateName": "eight-gpus"},
+            {"name": "nic", "resourceClaimName": "shared-nic"},
+            {"name": "later", "resourceClaimTemplateName": "one-gpu"},
+        ]},
+        # The claim controller generated the first template's claim; not yet the third's.
+        "status": {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "p-gpus-x7"}]},
+    }
+    pod = parse_pod(obj, CONFIG)
+    assert pod.claims == (("claim", "p-gpus-x7"), ("claim", "shared-nic"),
+                          ("template", "one-gpu"))
+    assert pod.pod_group == ("scheduling.volcano.sh", "pg-volcano")
+    obj["metadata"] = {"name": "p", "namespace": "ns",
+                       "labels": {"scheduling.x-k8s.io/pod-group": "pg-coscheduling"}}
+    assert parse_pod(obj, CONFIG).pod_group == ("scheduling.x-k8s.io", "pg-coscheduling")
+
+
+def test_node_devices_and_domains():
+    obj = {
+        "metadata": {"name": "gb200-7", "labels": {
+            "topology.k8s.aws/network-node-layer-1": "nn-1",
+            "topology.k8s.aws/network-node-layer-2": "nn-2",
+            "topology.k8s.aws/network-node-layer-3": "nn-3",
+            "nvidia.com/gpu.clique": "cluster-uuid.3",
+        }},
+        "status": {"allocatable": {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "2",
+                                   "nvidia.com/mig-1g.10gb": "14"}},
+    }
+    node = parse_node(obj, CONFIG)
+    # Whole GPUs: 2 (the MIG slices are a kind of their own, not GPUs).
+    assert node.allocatable.gpu_milli == 2000
+    assert node.allocatable.devices == (("nvidia.com/gpu", 2000),
+                                        ("nvidia.com/mig-1g.10gb", 14000))
+    # layer-3 is the placement-group level's on EKS (a placement-group label would win).
+    assert node.domains == (("block", "nn-1"), ("subblock", "nn-2"),
+                            ("placement-group", "nn-3"), ("nvlink", "cluster-uuid.3"))
+    assert node.placement_group == "nn-3"
+    gke = {"metadata": {"name": "a4x-1", "labels": {
+        "cloud.google.com/gce-topology-block": "b-1",
+        "cloud.google.com/gce-topology-subblock": "sb-2"}}}
+    node = parse_node(gke, CONFIG)
+    # The block label is the block level's: no placement-group domain, but the legacy
+    # placement group (the required policy's) still falls back to it.
+    assert node.domains == (("block", "b-1"), ("subblock", "sb-2"))
+    assert node.placement_group == "b-1"

@@ -13,12 +13,16 @@ from bucketing.resources import Resources
 from locality.context import decision_context, fit_job_into_groups
 from locality.filter import filter_nodes
 from locality.model import NodeState
+from locality.numa import pod_numa_demand
 from locality.placement import AssumedPlacements, assumption_for
 from locality.score import score_nodes, score_totals
 from locality.table import UNKNOWN_NODE_REASON, NodeTable, filter_table, score_table
 from tests.locality.builders import CONFIG, make_node, make_pod, make_state
 
 GROUPS = [None, "pg-a", "pg-b", "pg-c"]
+LEVELS = [("block", ["b1", "b2"]), ("subblock", ["s1", "s2", "s3"]), ("nvlink", ["c1", "c2"])]
+POLICIES = ["single-numa-node", "restricted", "best-effort", "none"]
+MIG = "nvidia.com/mig-1g.5gb"
 
 
 @st.composite
@@ -41,9 +45,21 @@ def clusters(draw):
                                  placeholder=True))
         zones = None
         if draw(st.booleans()):
-            zones = [(draw(st.integers(0, 4)), draw(st.integers(0, 48))) for _ in range(2)]
-        state = make_state(name, gpus=gpus, cpu=cpu, memory_gib=memory,
-                           group=draw(st.sampled_from(GROUPS)), pods=used, zones=zones)
+            zones = [(draw(st.integers(0, 4)), draw(st.integers(0, 48)), 4, 48)
+                     for _ in range(2)]
+        group = draw(st.sampled_from(GROUPS))
+        # Topology levels beside the placement group (a node may lack any of them).
+        domains = [(level, draw(st.sampled_from(values)))
+                   for level, values in LEVELS if draw(st.booleans())]
+        if group is not None and domains:
+            domains.insert(min(2, len(domains)), ("placement-group", group))
+        mig = draw(st.sampled_from([0, 0, 7]))
+        state = make_state(name, gpus=gpus, cpu=cpu, memory_gib=memory, group=group,
+                           pods=used, zones=zones, domains=domains,
+                           policy=draw(st.sampled_from(POLICIES)),
+                           scope=draw(st.sampled_from(["pod", "container"])),
+                           devices=[("nvidia.com/gpu", gpus)] + (
+                               [(MIG, mig)] if mig else []))
         closed = draw(st.sampled_from([{}] * 7 + [
             {"unschedulable": True}, {"ready": False},
             {"blocking_taints": ("ToBeDeletedByClusterAutoscaler",)},
@@ -57,17 +73,22 @@ def clusters(draw):
         "headstart.io/placement-group": draw(st.sampled_from(["required", "preferred", "none"])),
         "headstart.io/numa": draw(st.sampled_from(["required", "preferred", "none"])),
     }
-    shapes = [(0, 4, 8), (1, 8, 32), (2, 16, 64), (0.5, 0.5, 0)]
+    level = draw(st.sampled_from([None, "nvlink", "block", "placement-group"]))
+    if level is not None:
+        annotations["headstart.io/topology-level"] = level
+    shapes = [(0, 4, 8, 0), (1, 8, 32, 0), (2, 16, 64, 0), (0.5, 0.5, 0, 0), (0, 2, 8, 2)]
     job_pods = []
     for index in range(draw(st.integers(0, 10))):
-        gpus, cpu, memory = draw(st.sampled_from(shapes))
+        gpus, cpu, memory, slices = draw(st.sampled_from(shapes))
         node = draw(st.sampled_from([None, *names]))
-        role = draw(st.sampled_from(["ps", "worker", "chief", "evaluator"]))
+        role = draw(st.sampled_from(["ps", "worker", "chief", "launcher", "evaluator"]))
         job_pods.append(make_pod(f"j{index}", gpus=gpus, cpu=cpu, memory_gib=memory, job="j",
-                                 role=role, node=node))
-    gpus, cpu, memory = draw(st.sampled_from(shapes))
+                                 role=role, node=node, pinned=draw(st.booleans()),
+                                 devices=_devices(gpus, slices)))
+    gpus, cpu, memory, slices = draw(st.sampled_from(shapes))
     pod = replace(make_pod("me", gpus=gpus, cpu=cpu, memory_gib=memory, job="j",
-                           role=draw(st.sampled_from(["ps", "worker"]))),
+                           role=draw(st.sampled_from(["ps", "worker", "chief"])),
+                           pinned=draw(st.booleans()), devices=_devices(gpus, slices)),
                   annotations=annotations)
     assumed = AssumedPlacements()
     for other in job_pods:
@@ -76,6 +97,10 @@ def clusters(draw):
                                                     0.0, CONFIG))
     candidates = draw(st.lists(st.sampled_from(names), unique=True))
     return states, [*job_pods, pod], pod, assumed, candidates
+
+
+def _devices(gpus, slices):
+    return ([("nvidia.com/gpu", gpus)] if gpus else []) + ([(MIG, slices)] if slices else [])
 
 
 def contexts(states, job_pods, pod, assumed):
@@ -94,6 +119,8 @@ def test_table_matches_the_reference(case):
     assert columnar.group_fits == reference.group_fits
     assert columnar.preferred_groups == reference.preferred_groups
     assert columnar.home_group == reference.home_group
+    assert columnar.targets == reference.targets
+    assert columnar.required_fits == reference.required_fits
     chosen = [by_name[name] for name in candidates]
     assert filter_table(columnar, table, candidates) == filter_nodes(reference, chosen)
     totals = score_table(columnar, table, candidates)
@@ -107,9 +134,10 @@ def test_with_states_equals_a_rebuild(case, data):
     states, _, _, _, _ = case
     table = NodeTable(states)
     # Warm the NUMA memo: with_states carries it over, recomputing the changed rows.
-    numa_shapes = [(1000, 0), (2000, 8000), (4000, 0)]
+    numa_shapes = [pod_numa_demand(1000, 0), pod_numa_demand(2000, 8000),
+                   pod_numa_demand(4000, 0)]
     for shape in numa_shapes:
-        table.numa_fit(*shape)
+        table.numa_fits(shape)
     changed = []
     for state in data.draw(st.lists(st.sampled_from(states), max_size=4)):
         extra = make_pod("new", gpus=data.draw(st.integers(0, 2)), cpu=2)
@@ -132,8 +160,10 @@ def test_with_states_equals_a_rebuild(case, data):
         assert np.array_equal(getattr(updated, column), getattr(rebuilt, column)), column
     assert updated.topology_rows == rebuilt.topology_rows
     assert list(updated.values()) == list(rebuilt.values())
+    for level, codes in rebuilt.level_codes.items():
+        assert np.array_equal(updated.level_codes[level], codes), level
     for shape in numa_shapes:
-        assert np.array_equal(updated.numa_fit(*shape), rebuilt.numa_fit(*shape)), shape
+        assert np.array_equal(updated.numa_fits(shape), rebuilt.numa_fits(shape)), shape
 
 
 def test_with_states_leaves_the_old_table_alone():

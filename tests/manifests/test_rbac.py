@@ -172,6 +172,9 @@ def post_bind(port: int, fake_kube) -> None:
 
 def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     seed_cluster(fake_kube)
+    # Both PodGroup CRDs installed, so the extender's calls cover their watch rules too.
+    fake_kube.serve("scheduling.volcano.sh/v1beta1")
+    fake_kube.serve("scheduling.x-k8s.io/v1alpha1")
     port, ops_port = free_port(), free_port()
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     result = run_component(

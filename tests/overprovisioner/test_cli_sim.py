@@ -41,7 +41,7 @@ def test_simulate_plot_writes_files(trace_file, tmp_path, capsys):
                  "--plot", str(out)])
     assert code == 0
     assert (out / "tradeoff.png").stat().st_size > 0
-    assert (out / "timeline-static-1-headstart.png").exists()
+    assert (out / "timeline-static-1.png").exists()
     assert "reactive" in capsys.readouterr().out
 
 
@@ -53,6 +53,12 @@ def test_demo_writes_report(tmp_path, capsys):
     assert f"report: {out / 'index.html'}" in printed
     page = (out / "index.html").read_text()
     assert "predictive" in page and "tradeoff.png" in page
+    # It speaks to the user: a verdict first, the yardstick named, no tracker talk.
+    assert printed.startswith("Verdict: ")
+    assert "oracle (yardstick)" in printed and "oracle (yardstick)" in page
+    assert '<div class="verdict"><p>Verdict: ' in page
+    for text in (printed, page):
+        assert "issue" not in text.lower() and "target" not in text.lower()
 
 
 @pytest.mark.parametrize(
@@ -153,3 +159,44 @@ def test_peers_run_from_the_command_line(trace_file, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["policy"] for r in rows] == ["reactive", "proportional:2,max=3",
                                            "scheduled:00-01=2,else=0"]
+
+
+def test_json_stays_pure_while_progress_goes_to_stderr(trace_file, capsys):
+    code = main(["simulate", "--trace", str(trace_file), "--json", "--policy", "reactive",
+                 "static:1"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert [r["policy"] for r in json.loads(captured.out)] == ["reactive", "static:1"]
+    runs = [line for line in captured.err.splitlines() if "run " in line]
+    assert [line.split("] ", 1)[1] for line in runs] == ["run 1/2: reactive",
+                                                        "run 2/2: static:1"]
+
+
+@pytest.mark.parametrize("extra, scorings", [
+    ([], ["headstart", "headstart"]),
+    (["--compare-scoring"], ["headstart", "headstart", "default"]),
+    (["--no-scoring-comparison"], ["headstart", "headstart"]),  # the old opt-out, accepted
+], ids=["default-no-extra-run", "opt-in", "old-flag"])
+def test_the_scoring_comparison_runs_only_when_asked(tmp_path, extra, scorings, capsys):
+    from bucketing.traces.write import write_job_table
+
+    # one two-pod job, so the comparison has something to compare
+    rows = [pod("a-0", 10.0, 600.0, job="a"), pod("a-1", 10.0, 600.0, job="a")]
+    path = write_job_table(table(rows, end=3600.0), tmp_path / "jobs.csv")
+    code = main(["simulate", "--trace", str(path), "--json", "--policy", "reactive",
+                 "predictive", *extra])
+    assert code == 0
+    assert [r["scoring"] for r in json.loads(capsys.readouterr().out)] == scorings
+
+
+def test_quick_demo_keeps_one_run_of_each_family():
+    from overprovisioner.sim_summary import quick_policies
+
+    full = ("reactive", "static:1", "static:2", "static:4", "static:8", "proportional:8",
+            "proportional:4", "proportional:2", "scheduled:08-20=1,else=0",
+            "scheduled:08-20=2,else=0", "predictive",
+            "oracle", "predictive:0.97", "predictive:0.99")
+    # the middle proportional (index 3 // 2 = 1) and schedule (2 // 2 = 1)
+    assert quick_policies(full) == ("reactive", "static:1", "static:2", "proportional:4",
+                                    "scheduled:08-20=2,else=0", "predictive", "predictive:0.97",
+                                    "oracle")

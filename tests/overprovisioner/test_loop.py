@@ -163,6 +163,26 @@ def test_failed_observation_fails_the_tick_and_keeps_the_plan(fake_kube) -> None
         "headstart_overprovisioner_ticks_total", {"result": "failed"}) == 1
 
 
+def test_an_outage_is_logged_once_not_every_tick(fake_kube, caplog) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(), demand)
+    loop.tick(at_tick(26))
+    fake_kube.fail_next("GET", "/api/v1/nodes", 500, count=100)
+    with caplog.at_level("DEBUG", logger="headstart"):
+        for tick in (27, 28, 29):
+            assert not loop.tick(at_tick(tick)).ok
+        fake_kube.heal()
+        assert loop.tick(at_tick(30)).ok
+    said = [(r.levelname, r.getMessage()) for r in caplog.records
+            if r.levelname in ("ERROR", "WARNING", "INFO") and "tick" in r.getMessage()]
+    assert [level for level, _ in said] == ["ERROR", "INFO"]
+    assert "said once until a tick succeeds" in said[0][1]
+    assert said[1][1] == "ticks succeed again after 3 failed"
+    # every failed tick is still counted
+    assert loop.metrics.registry.get_sample_value(
+        "headstart_overprovisioner_ticks_total", {"result": "failed"}) == 3
+
+
 def test_corrupt_model_falls_back_to_seasonal_naive_with_a_metric(fake_kube, tmp_path) -> None:
     from overprovisioner.cli import model_files
 

@@ -31,10 +31,11 @@ def test_every_predictive_quantile_and_the_rate_oracle_is_judged_in_run_order():
     ratios = [a.ratio_to_best_peer for a in judged]
     assert ratios == pytest.approx([3 / 6, 12 / 20, 14 / 30])
     lines = judged[2].lines()
-    assert lines[0] == "rate-oracle:0.97 cuts pending GPU-minutes by 90.0% vs reactive for " \
-                       "+14.0 GPU-hours"
-    assert "rate-oracle:0.97 spends 0.47x the cheapest (static)" in lines[1]
-    assert "cheaper than the best peer" in lines[1]
+    assert lines[0] == "rate-oracle:0.97: waiting for capacity cut by 90.0% for +14.0 " \
+                       "GPU-hours over cluster-autoscaler alone"
+    assert "rate-oracle:0.97 spends 0.47x the cheapest (static): cheaper than it" in lines[1]
+    # the oracle cuts 100% for +1: 10.0 points more, 13 GPU-hours less
+    assert "(+10.0 points of cut, -13.0 GPU-hours against rate-oracle:0.97)" in lines[2]
 
 
 # The proportional curve (ordered by headroom: R 8, then R 2) is cheaper at 70%:
@@ -54,22 +55,21 @@ def test_the_best_peer_is_the_cheapest_family_at_the_same_reduction():
     assert by_family["scheduled"] is None  # its only member reaches 20%
     assert judged.best_peer.family == "proportional"
     assert judged.ratio_to_best_peer == pytest.approx(12 / (8 + 32 * 10 / 35))
-    assert "scheduled never gets there" in judged.lines()[1]
+    assert "scheduled never cuts that much" in judged.lines()[1]
 
 
 def test_no_peer_reaching_the_reduction_is_said():
     runs = [metrics("reactive", 1000.0, 100.0), metrics("static:1", 500.0, 110.0),
             metrics("predictive", 10.0, 150.0)]
-    assert assess(runs).lines()[1].startswith(
-        "no peer headroom in these runs reaches predictive's reduction")
+    assert assess(runs).lines()[1].startswith("  no headroom run cuts that much")
 
 
 @pytest.mark.parametrize(
     "runs, policy, first_line",
     [
-        (RUNS[:3], "predictive", "(assessment needs the reactive and predictive runs)"),
-        ([], "predictive", "(assessment needs the reactive and predictive runs)"),
-        (RUNS, "predictive:0.99", "(assessment needs the reactive and predictive:0.99 runs)"),
+        (RUNS[:3], "predictive", "predictive: not compared (needs a reactive run too)"),
+        ([], "predictive", "predictive: not compared (needs a reactive run too)"),
+        (RUNS, "predictive:0.99", "predictive:0.99: not compared (needs a reactive run too)"),
     ],
     ids=["no-predictive-run", "no-runs", "unknown-quantile"],
 )

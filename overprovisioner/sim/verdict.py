@@ -1,0 +1,152 @@
+"""The verdict `headstart demo` and `headstart simulate` lead with: which deployable run to
+configure, what it buys and costs against the headroom users run today, and the
+overprovisioner config lines that get it.
+
+Decides:
+- the recommended run, among the `predictive` and `predictive:Q` runs only (the oracle
+  and rate-oracle know the future: yardsticks, never recommended): of the runs that cut
+  waiting at all, the one that costs least against the cheapest peer at its own cut
+  (lowest `ratio_to_best_peer`; the larger cut breaks a tie); when no peer reaches any
+  of them, the one with the largest cut;
+- the words: waiting cut, GPU-hours and dollars over cluster-autoscaler alone, the
+  same cut with each peer family, and the ratio to the cheapest in GPU-hours and in
+  dollars (the cheapest family may differ: GPU-less placeholder nodes cost dollars but
+  no GPU-hours); the headline recommends predictive only when it is cheaper on both,
+  and says plainly when it is not;
+- the YAML snippet: the `forecast:` lines of the overprovisioner config.
+
+Must not: print, read files, or run anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from overprovisioner.sim.compare import Assessment, PeerCost
+from overprovisioner.sim.metrics import Metrics
+from overprovisioner.sim.policy_names import parse_policy_name
+
+YARDSTICKS = ("oracle", "rate-oracle")
+
+
+def is_yardstick(policy: str) -> bool:
+    """True for the runs that know the future and cannot be deployed."""
+    return parse_policy_name(policy).kind in YARDSTICKS
+
+
+def display_name(policy: str) -> str:
+    """The policy as tables and plots show it: yardsticks say they are one."""
+    return f"{policy} (yardstick)" if is_yardstick(policy) else policy
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The recommendation. assessment: the chosen run's (None: nothing to recommend);
+    quantile: the forecast quantile it ran at; lines: the verdict in words; snippet: the
+    config lines (empty when nothing is recommended); beats: whether the chosen run is
+    cheaper than every headroom family at its cut (else it is only the best predictive
+    run, and the plots say so)."""
+
+    assessment: Assessment | None
+    quantile: float | None
+    lines: tuple[str, ...]
+    snippet: str
+    beats: bool = False
+
+    @property
+    def ring(self) -> str:
+        """How the plots label the chosen run."""
+        return "recommended" if self.beats else "best predictive run"
+
+
+def recommend(assessments: Sequence[Assessment]) -> Assessment | None:
+    """The predictive run to configure (module docstring), or None."""
+    runs = [a for a in assessments if a.reduction is not None and a.reduction > 0
+            and parse_policy_name(a.policy).kind == "predictive"]
+    if not runs:
+        return None
+    rated = [a for a in runs if a.ratio_to_best_peer is not None]
+    if rated:
+        return min(rated, key=lambda a: (a.ratio_to_best_peer, -a.reduction))
+    return max(runs, key=lambda a: a.reduction)
+
+
+def _money(value: float | None) -> str:
+    return "?" if value is None else f"{'+' if value >= 0 else '-'}${abs(value):,.0f}"
+
+
+def _peer_text(peer: PeerCost) -> str:
+    if peer.extra is None:
+        return f"{peer.family}: none of its runs cuts that much"
+    return f"{peer.family} {peer.extra:+,.0f} GPU-h ({_money(peer.extra_usd)})"
+
+
+def _cheapest_in_dollars(run: Assessment) -> PeerCost | None:
+    priced = [p for p in run.peers if p.extra_usd is not None]
+    return min(priced, key=lambda p: p.extra_usd) if priced else None
+
+
+def _other_text(run: Assessment) -> str:
+    ratio = run.ratio_to_best_peer
+    against = "" if ratio is None else f", {ratio:.2f}x the cheapest headroom"
+    return (f"{run.policy} cuts {run.reduction:.0%} for {run.extra_gpu_hours:+,.0f} GPU-hours "
+            f"({_money(run.extra_usd)}){against}")
+
+
+def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
+                  service_quantile: float, model: str, price_text: str,
+                  config_source: str) -> Verdict:
+    """The verdict for these runs. service_quantile / model: what plain `predictive` ran
+    with; price_text: which prices the dollars use; config_source: the config file the
+    runs used (or `<defaults>`)."""
+    chosen = recommend(assessments)
+    if chosen is None:
+        judged = [a for a in assessments if a.reduction is not None
+                  and parse_policy_name(a.policy).kind == "predictive"]
+        if not judged:
+            return Verdict(None, None, (), "")
+        return Verdict(None, None, (
+            "Verdict: no predictive run cut waiting on this trace; placeholders do not "
+            "help here (cluster-autoscaler alone is as good).",), "")
+    spec = parse_policy_name(chosen.policy)
+    quantile = spec.quantile if spec.quantile is not None else service_quantile
+    reactive = next(m for m in metrics if m.policy == "reactive")
+    pending = reactive.pending_gpu_minutes * (1 - chosen.reduction)
+    best, ratio = chosen.best_peer, chosen.ratio_to_best_peer
+    cheapest_usd = _cheapest_in_dollars(chosen)
+    usd_ratio = (None if cheapest_usd is None or chosen.extra_usd is None
+                 or cheapest_usd.extra_usd <= 0 else chosen.extra_usd / cheapest_usd.extra_usd)
+    beats = ratio is None or (ratio < 1 and (usd_ratio is None or usd_ratio < 1))
+    head = (f"Verdict: configure predictive at quantile {quantile:g}." if beats else
+            "Verdict: on this trace predictive does not beat the headroom users run today "
+            f"for the same cut (below); its best run is quantile {quantile:g}.")
+    lines = [
+        f"{head} On this trace it cuts the time pods wait for capacity by {chosen.reduction:.0%} "
+        f"({reactive.pending_gpu_minutes:,.0f} -> {pending:,.0f} pending GPU-minutes) for "
+        f"{chosen.extra_gpu_hours:+,.0f} GPU-hours, {_money(chosen.extra_usd)} {price_text}, "
+        "over cluster-autoscaler alone."
+    ]
+    if chosen.peers:
+        lines.append("Headroom users run today, for the same cut: "
+                     + "; ".join(_peer_text(p) for p in chosen.peers) + ".")
+    if best is not None and ratio is not None:
+        fewer = best.extra - chosen.extra_gpu_hours
+        lines.append(f"In GPU-hours predictive spends {ratio:.2f}x the cheapest ({best.family} "
+                     f"headroom): " + (f"{fewer:,.0f} fewer." if ratio < 1 else
+                                       "no fewer for the same cut."))
+    elif chosen.peers:
+        lines.append("None of the headroom runs cuts waiting that much.")
+    if usd_ratio is not None:
+        diff = cheapest_usd.extra_usd - chosen.extra_usd
+        lines.append(f"In dollars predictive spends {usd_ratio:.2f}x the cheapest "
+                     f"({cheapest_usd.family} headroom, {_money(cheapest_usd.extra_usd)}): "
+                     + (f"${diff:,.0f} less." if diff > 0 else f"${-diff:,.0f} more."))
+    others = [a for a in assessments if a is not chosen and a.reduction is not None
+              and parse_policy_name(a.policy).kind == "predictive"]
+    if others:
+        lines.append("Other quantiles: " + "; ".join(_other_text(a) for a in others) + ".")
+    snippet = (f"# overprovisioner config (headstart overprovisioner --config FILE); "
+               f"other fields as in {config_source}:\nforecast:\n  model: {model}\n"
+               f"  quantile: {quantile:g}\n")
+    return Verdict(chosen, quantile, tuple(lines), snippet, beats)

@@ -1,0 +1,118 @@
+"""The verdict: which predictive run to configure, in the user's words and dollars, and the
+config lines; the table's columns that mean something for the runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from overprovisioner.sim.compare import assess_all
+from overprovisioner.sim.table import format_table, table_header, table_rows
+from overprovisioner.sim.verdict import build_verdict, display_name, recommend
+from tests.overprovisioner.test_sim_compare import metrics
+
+
+def run(policy, pending, gpu_hours, cost):
+    return replace(metrics(policy, pending, gpu_hours), cost_usd=cost)
+
+
+BASE = [run("reactive", 1000.0, 100.0, 200.0),
+        run("static:1", 500.0, 110.0, 220.0),    # 50% for +10 GPU-h, +$20
+        run("static:2", 100.0, 130.0, 260.0)]    # 90% for +30 GPU-h, +$60
+
+
+@pytest.mark.parametrize("judged, chosen", [
+    # predictive 30% for +3 (static at 30%: 10 x 30/50 = 6; 0.5x);
+    # predictive:0.97 70% for +12 (static 10 + 20 x 20/40 = 20; 0.6x): 0.5x wins
+    ([run("predictive", 700.0, 103.0, 206.0), run("predictive:0.97", 300.0, 112.0, 224.0)],
+     "predictive"),
+    # predictive:0.97 at 70% for +8: 8/20 = 0.4x beats predictive's 0.5x
+    ([run("predictive", 700.0, 103.0, 206.0), run("predictive:0.97", 300.0, 108.0, 216.0)],
+     "predictive:0.97"),
+    # no cut at all: nothing to recommend
+    ([run("predictive", 1000.0, 103.0, 206.0)], None),
+    # cuts 99%, beyond every static run (90%): no ratio, the largest cut
+    ([run("predictive", 10.0, 150.0, 300.0), run("predictive:0.97", 50.0, 140.0, 280.0)],
+     "predictive"),
+    # the rate-oracle is cheaper still but a yardstick: never recommended
+    ([run("predictive", 700.0, 103.0, 206.0), run("rate-oracle", 100.0, 101.0, 202.0)],
+     "predictive"),
+], ids=["lowest-ratio", "lowest-ratio-higher-quantile", "no-cut", "beyond-every-peer",
+        "yardstick-never"])
+def test_the_recommended_run(judged, chosen):
+    picked = recommend(assess_all(BASE + judged))
+    assert (picked.policy if picked else None) == chosen
+
+
+def test_verdict_says_cut_hours_dollars_peers_and_the_config_lines():
+    runs = BASE + [run("predictive:0.97", 300.0, 112.0, 224.0), run("oracle", 0.0, 101.0, 202.0)]
+    verdict = build_verdict(runs, assess_all(runs), 0.9, "last_adaptive", "at test prices",
+                            "op.yaml")
+    # 70% cut: 1000 -> 300; +12 GPU-h, +$24; static at 70%: +20 GPU-h and
+    # 20 + (60 - 20) x 20/40 = +$40: 12/20 = 0.60x, 8 GPU-hours fewer; 24/40 = 0.60x, $16 less
+    assert verdict.lines[0] == (
+        "Verdict: configure predictive at quantile 0.97. On this trace it cuts the time pods "
+        "wait for capacity by 70% (1,000 -> 300 pending GPU-minutes) for +12 GPU-hours, +$24 "
+        "at test prices, over cluster-autoscaler alone.")
+    assert verdict.lines[1] == ("Headroom users run today, for the same cut: static +20 GPU-h "
+                                "(+$40).")
+    assert verdict.lines[2] == ("In GPU-hours predictive spends 0.60x the cheapest (static "
+                                "headroom): 8 fewer.")
+    assert verdict.lines[3] == ("In dollars predictive spends 0.60x the cheapest (static "
+                                "headroom, +$40): $16 less.")
+    assert verdict.snippet.splitlines()[1:] == ["forecast:", "  model: last_adaptive",
+                                                "  quantile: 0.97"]
+    assert "other fields as in op.yaml" in verdict.snippet
+
+
+@pytest.mark.parametrize("predictive, gpu_line, dollar_line", [
+    # predictive 50% for +15 GPU-h, +$30: static:1 does it for +10, +$20: 1.50x both
+    (run("predictive", 500.0, 115.0, 230.0),
+     "In GPU-hours predictive spends 1.50x the cheapest (static headroom): no fewer for "
+     "the same cut.",
+     "In dollars predictive spends 1.50x the cheapest (static headroom, +$20): $10 more."),
+    # fewer GPU-hours (+5 against +10: 0.50x) but dearer in dollars (+$50 against +$20:
+    # 2.50x), as GPU-less placeholder nodes make it
+    (run("predictive", 500.0, 105.0, 250.0),
+     "In GPU-hours predictive spends 0.50x the cheapest (static headroom): 5 fewer.",
+     "In dollars predictive spends 2.50x the cheapest (static headroom, +$20): $30 more."),
+], ids=["dearer-on-both", "dearer-in-dollars-only"])
+def test_verdict_is_honest_when_predictive_is_dearer(predictive, gpu_line, dollar_line):
+    runs = BASE + [predictive]
+    verdict = build_verdict(runs, assess_all(runs), 0.9, "last", "at test prices", "x")
+    assert verdict.lines[0].startswith(
+        "Verdict: on this trace predictive does not beat the headroom users run today for "
+        "the same cut (below); its best run is quantile 0.9. On this trace it cuts")
+    assert verdict.lines[2:4] == (gpu_line, dollar_line)
+
+
+def test_without_predictive_runs_there_is_no_verdict():
+    verdict = build_verdict(BASE, assess_all(BASE), 0.9, "last", "", "x")
+    assert verdict.lines == () and verdict.snippet == ""
+
+
+def test_table_hides_what_means_nothing_and_names_yardsticks():
+    runs = BASE + [run("oracle", 0.0, 101.0, 202.0)]
+    header = table_header(runs)
+    # metrics() builds runs without multi-pod jobs, all with one scoring
+    assert "nodes/job" not in header and "groups/job" not in header
+    assert "scoring" not in header
+    rows = {row[0]: dict(zip(header, row, strict=True)) for row in table_rows(runs)}
+    assert rows["oracle (yardstick)"]["cut"] == "100%"
+    assert rows["static:2"]["extra GPU-h"] == "+30"   # 130 - 100
+    assert rows["static:2"]["extra $"] == "+60"       # 260 - 200
+    with_jobs = [replace(m, multi_pod_jobs=3) for m in runs] + [
+        replace(runs[0], scoring="default")]
+    assert {"nodes/job", "groups/job", "scoring"} <= set(table_header(with_jobs))
+    assert format_table(runs).splitlines()[0].startswith("policy")
+    assert display_name("rate-oracle:0.97") == "rate-oracle:0.97 (yardstick)"
+
+
+def test_the_plots_call_a_run_that_does_not_beat_headroom_only_the_best():
+    dearer = BASE + [run("predictive", 500.0, 115.0, 230.0)]   # 1.50x static (above)
+    cheaper = BASE + [run("predictive", 700.0, 103.0, 206.0)]  # 0.50x in both
+    assert build_verdict(dearer, assess_all(dearer), 0.9, "last", "", "x").ring == \
+        "best predictive run"
+    assert build_verdict(cheaper, assess_all(cheaper), 0.9, "last", "", "x").ring == \
+        "recommended"
