@@ -26,7 +26,7 @@ from bucketing.errors import InputError
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0, "w": 604_800.0}
-EXAMPLES = "like 300, 90s, 5m, 6m30s, 1h, 1d"
+EXAMPLES = "like 90s, 5m, 6m30s, 1h, 1d"
 
 
 def duration_seconds(value: Any) -> float:

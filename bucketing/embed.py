@@ -162,15 +162,18 @@ def bucket_sums(vectors: np.ndarray, bucket_of: np.ndarray, bucket_count: int) -
 
 
 def embed_series(
-    vectors: np.ndarray, buckets: np.ndarray, snapshots: Sequence[np.ndarray]
+    vectors: np.ndarray, buckets: np.ndarray, snapshots: Sequence[np.ndarray],
+    bucket_of: np.ndarray | None = None,
 ) -> np.ndarray:
     """(T, B) raw counts of many snapshots, each a row-index array into `vectors`.
 
-    Every vector is assigned once (assignment depends on the vector alone), then each
+    Every vector is assigned once (assignment depends on the vector alone; `bucket_of`
+    gives the assignment instead, e.g. pods pinned to a type, -1 = none), then each
     tick only sums its rows per bucket. Round with `round_up` for bucket counts.
     """
     vectors, buckets = _checked(vectors, buckets)
-    bucket_of = assign(vectors, buckets)
+    if bucket_of is None:
+        bucket_of = assign(vectors, buckets)
     bucket_count = len(buckets)
     lengths = np.array([len(rows) for rows in snapshots], dtype=np.int64)
     rows = (

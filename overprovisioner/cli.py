@@ -262,7 +262,8 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     catalog = resolve_catalog(config)
     recorder = make_recorder(recorder_config(config), api_client, clock,
                              known=config.known_demand,
-                             horizon_s=config.horizon_ticks * config.tick_s)
+                             horizon_s=config.known_window_s,
+                             startup_s=config.horizon_s)
     backfill = (prometheus_backfill(config, catalog, recorder)
                 if config.forecast.prometheus_url else None)
     demand = RecorderDemand(recorder, config.forecast.retention_s, backfill=backfill)

@@ -49,7 +49,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           help="print one JSON object per policy run (a JSON list)")
     simulate.add_argument("--plot", metavar="DIR",
                           help="write demand/forecast/capacity plots per policy and the "
-                          "pending-time vs cost trade-off into DIR")
+                          "pending-time vs cost trade-off into DIR (with --lead-curve: "
+                          "the lead curve, lead-curve.png)")
+    what_if = simulate.add_argument_group(
+        "what-if: jobs known ahead (docs/known-demand.md)",
+        "predictive plans for announced work (Kueue Workloads, CronJobs, ...) before its "
+        "pods exist; the trace's known_at_s column says when each pod was known. These "
+        "options mark a seeded random share of whole jobs as known a lead before creation "
+        "(a pod known earlier by the trace keeps that).")
+    what_if.add_argument("--lead-share", metavar="F",
+                         help="share of jobs known ahead, 0-1 (with --lead or --lead-curve)")
+    what_if.add_argument("--lead", metavar="DURATION",
+                         help="how long before creation those jobs are known, e.g. 10m")
+    what_if.add_argument("--lead-curve", metavar="D1,D2,...",
+                         help="run predictive once per lead (e.g. 0,2m,5m,10m,20m; the "
+                         "other policies once) and report the cut and cost per lead")
     simulate.set_defaults(func=simulate_command)
 
     demo = subparsers.add_parser(
@@ -170,17 +184,29 @@ def _service_config(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def _load(args: argparse.Namespace, synthetic: bool, catalog: Any,
           service: Any) -> tuple[Any, Any]:
-    from overprovisioner.sim.workload import build_workload, default_types
+    table = _load_table(args, synthetic)
+    return table, _workload(args, table, catalog, service)
 
+
+def _load_table(args: argparse.Namespace, synthetic: bool) -> Any:
     if synthetic:
         from bucketing.synthetic import SyntheticWorkload, generate
 
-        table = generate(SyntheticWorkload())
-    else:
-        from bucketing.traces import load_trace
+        return generate(SyntheticWorkload())
+    from bucketing.traces import load_trace
 
-        table = load_trace(args.trace, args.format)
-    if getattr(args, "config", None):
+    return load_trace(args.trace, args.format)
+
+
+def _workload(args: argparse.Namespace, table: Any, catalog: Any, service: Any,
+              types: tuple | None = None) -> Any:
+    """The replayed workload of `table`: the config's, bucket file's or default types
+    (`types` given: those), in the --from-day/--days window."""
+    from overprovisioner.sim.workload import build_workload, default_types
+
+    if types is not None:
+        pass
+    elif getattr(args, "config", None):
         types = tuple(catalog.get(name) for name in service.instance_types)
     elif getattr(args, "buckets", None):
         types = load_bucket_types(args.buckets, catalog)
@@ -190,22 +216,33 @@ def _load(args: argparse.Namespace, synthetic: bool, catalog: Any,
                               from_day=getattr(args, "from_day", 0.0))
     if len(workload) == 0:
         raise InputError(f"{table.source}: no pod to replay in the chosen window")
-    return table, workload
+    return workload
 
 
 def simulate_command(args: argparse.Namespace) -> int:
     from overprovisioner.sim.compare import default_policies, run_policies
     from overprovisioner.sim.policy_names import parse_policy_name
+    from overprovisioner.sim.what_if import parse_what_if
     from overprovisioner.sim_summary import build_verdict_for
 
     for name in args.policy or ():
         parse_policy_name(name)
+    what_if = parse_what_if(args.lead_share, args.lead, args.lead_curve, args.seed)
     service, catalog = _service_config(args)
     config = _config(args, service)
     progress = Progress()
     with progress.meanwhile("loading the trace"):
-        table, workload = _load(args, args.synthetic, catalog, service)
+        table = _load_table(args, args.synthetic)
+        workload = _workload(args, table, catalog, service)
     policies = tuple(args.policy or default_policies(workload))
+    if what_if is not None and what_if.curve:
+        return _lead_curve_command(args, table, workload, catalog, service, config, policies,
+                                   what_if, progress)
+    lead = None
+    if what_if is not None:
+        lead = what_if.leads[0]
+        workload = _workload(args, what_if.apply(table, lead), catalog, service,
+                             workload.types)
     progress.total = len(policies) + int(args.compare_scoring)
     results = run_policies(workload, catalog, policies, config,
                            compare_scoring=args.compare_scoring, progress=progress)
@@ -218,12 +255,84 @@ def simulate_command(args: argparse.Namespace) -> int:
         paths = write_plots(results, Path(args.plot), verdict.assessment, verdict.ring)
         progress.say(f"plots: {', '.join(str(p) for p in paths)}")
     if args.json:
-        print(json.dumps([m.as_dict() for m in metrics], indent=2))
+        print(json.dumps([dict(m.as_dict(), lead_seconds=lead) for m in metrics], indent=2))
         return 0
     print_summary(verdict, describe_workload(table, workload), describe_service(config),
                   metrics)
+    print(describe_known(workload, what_if))
     print(f"({len(results)} runs in {progress.elapsed():.1f} s)")
     return 0
+
+
+def _lead_curve_command(args: argparse.Namespace, table: Any, workload: Any, catalog: Any,
+                        service: Any, config: Any, policies: tuple, what_if: Any,
+                        progress: Any) -> int:
+    from overprovisioner.sim.lead_curve import judged, run_lead_curve
+    from overprovisioner.sim.table import format_table
+
+    if not judged(policies):
+        raise InputError("--lead-curve: needs a predictive policy in --policy (only "
+                         "predictive reads known demand)")
+    names = judged(policies)
+    progress.total = len(policies) - len(names) + len(names) * len(what_if.leads)
+    runs, curve = run_lead_curve(
+        table, lambda t: _workload(args, t, catalog, service, workload.types), catalog,
+        policies, config, what_if, progress=progress)
+    if args.plot:
+        from overprovisioner.lead_plot import write_lead_plot
+
+        progress.say("drawing the lead curve")
+        path = write_lead_plot(curve, Path(args.plot), table.source)
+        progress.say(f"plot: {path}")
+    if args.json:
+        print(json.dumps([dict(m.as_dict(), lead_seconds=lead) for _, m, lead in runs],
+                         indent=2))
+        return 0
+    print(describe_workload(table, workload))
+    print(describe_known(workload, what_if))
+    print(describe_service(config))
+    print(format_table(list(curve.baseline)))
+    print(format_lead_curve(curve))
+    print(f"({len(runs)} runs in {progress.elapsed():.1f} s)")
+    return 0
+
+
+def describe_known(workload: Any, what_if: Any) -> str:
+    """One line: how much of the window's demand is known ahead, and from where."""
+    share = float(workload.known_ahead[~workload.initial].mean()) if len(workload) else 0.0
+    if what_if is None:
+        return (f"known ahead: {share:.1%} of the window's pods (the trace's known_at_s; "
+                "--lead-share/--lead to try more)")
+    leads = ", ".join(f"{lead:g}" for lead in what_if.leads)
+    return (f"known ahead: the trace's known_at_s plus a what-if: {what_if.share:.0%} of "
+            f"jobs (seed {what_if.seed}) known {leads} s before creation"
+            + ("" if what_if.curve else f": {share:.1%} of the window's pods"))
+
+
+def format_lead_curve(curve: Any) -> str:
+    """Per judged policy and lead: the cut, the cost, the best peer's cost, the oracle."""
+    header = ["policy", "lead s", "known pods", "pend cut", "extra GPU-h", "best peer",
+              "peer GPU-h", "x best peer"]
+    rows = []
+    for point in curve.points:
+        a = point.assessment
+        best = a.best_peer
+        ratio = a.ratio_to_best_peer
+        rows.append([point.policy, f"{point.lead_s:g}", f"{point.known_share:.1%}",
+                     f"{a.reduction:.1%}" if a.reduction is not None else "-",
+                     f"{a.extra_gpu_hours:+.1f}" if a.extra_gpu_hours is not None else "-",
+                     best.family if best else "none reaches it",
+                     f"{best.extra:+.1f}" if best else "-",
+                     f"{ratio:.2f}" if ratio is not None else "-"])
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+             for row in [header, *rows]]
+    first = curve.points[0].assessment if curve.points else None
+    if first is not None and first.oracle_reduction is not None:
+        lines.append(f"oracle: {first.oracle_reduction:.1%} cut for "
+                     f"{first.oracle_extra_gpu_hours:+.1f} GPU-hours")
+    return "\n".join(lines)
 
 
 def demo_command(args: argparse.Namespace) -> int:

@@ -285,6 +285,15 @@ class OverprovisionerConfig:
     """Where this config was loaded from (for messages); not a YAML field."""
 
     @property
+    def known_window_s(self) -> float:
+        """How far ahead known demand counts (docs/known-demand.md): work due before the
+        next tick plus a start-up, `tick + horizon` (11m30s at the defaults). A tick
+        must ask for the nodes of what the next tick would ask for too late, so each
+        announced pod is counted at a tick at least a start-up before it comes when its
+        lead allows."""
+        return self.tick_s + self.horizon_s
+
+    @property
     def horizon_ticks(self) -> int:
         """The forecast horizon in ticks: 6m30s at 5-minute ticks is 2 (390 / 300 = 1.3 -> 2)."""
         return max(1, math.ceil(self.horizon_s / self.tick_s - 1e-9))

@@ -67,3 +67,17 @@ def known_by_source(state: KnownState | None, bucket: Bucket) -> dict[str, float
     column = bucket[0] if not bucket[1] else f"{bucket[0]}@{bucket[1]}"
     return {source: float(values.get(column, 0.0))
             for source, values in state.values.by_source.items() if values.get(column, 0.0)}
+
+
+def known_source_nodes(state: KnownState | None) -> dict[tuple[str, str, str], float]:
+    """Per (instance type, placement group, source), the nodes that source's due items
+    need (each source embedded alone, as `known_by_source`); zeros left out."""
+    if state is None:
+        return {}
+    nodes: dict[tuple[str, str, str], float] = {}
+    for source, values in state.values.by_source.items():
+        for column, value in values.items():
+            if value:
+                bucket, group = split_column(column)
+                nodes[(bucket, group or "", source)] = float(value)
+    return nodes

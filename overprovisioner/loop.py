@@ -52,7 +52,7 @@ from overprovisioner.forecasting import (
     ModelSaver,
     ServiceForecaster,
 )
-from overprovisioner.known_plan import known_nodes, with_announced
+from overprovisioner.known_plan import known_nodes, known_source_nodes, with_announced
 from overprovisioner.metrics import Metrics
 from overprovisioner.objects import desired_objects, priority_class
 from overprovisioner.observe import ClusterReader, ClusterView
@@ -192,6 +192,8 @@ class OverprovisionerLoop:
             (log.debug if self.failed_ticks else log.warning)("recording demand failed: %s",
                                                               error)
         known = self._known_step(now_s, errors)
+        self.metrics.set_known(known_nodes(known), known_source_nodes(known),
+                               known.values.pods if known else {})
         mode, forecasts = self._forecast_step(now_s, errors, known)
         model_name = self.forecaster.model.name or self.config.forecast.model
         self.metrics.set_model(model_name, mode)

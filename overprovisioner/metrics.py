@@ -94,6 +94,20 @@ class Metrics:
         self.leader = Gauge(
             PREFIX + "is_leader", "1 while this replica holds the Lease and may write.",
             registry=r)
+        self.known = Gauge(
+            PREFIX + "known_nodes",
+            "Nodes of known-ahead demand (announced work whose pods do not exist yet) due "
+            "within the horizon that the plan adds, per bucket.", BUCKET, registry=r)
+        self.known_by_source = Gauge(
+            PREFIX + "known_source_nodes",
+            "Nodes of known-ahead demand due within the horizon per bucket and source "
+            "(kueue, jobsets, kubeflow, jobs, podgroups, cronjobs), each source's items "
+            "embedded alone (so sources can add up to more than known_nodes).",
+            (*BUCKET, "source"), registry=r)
+        self.known_pods = Gauge(
+            PREFIX + "known_counted_pods",
+            "Pods of known-ahead demand due within the horizon, per source.", ("source",),
+            registry=r)
         self.dry_run = Gauge(
             PREFIX + "dry_run", "1 in forecast-only mode (never writes).", registry=r)
         for kind in ("temporary", "permanent"):
@@ -107,6 +121,18 @@ class Metrics:
         gauge.clear()
         for (instance_type, group), value in values.items():
             gauge.labels(instance_type, group, *extra).set(value)
+
+    def set_known(self, nodes: Mapping[tuple[str, str], float],
+                  by_source: Mapping[tuple[str, str, str], float],
+                  pods: Mapping[str, int]) -> None:
+        """Replace the known-demand gauges (empty mappings: none recorded this tick)."""
+        self.set_buckets(self.known, nodes)
+        self.known_by_source.clear()
+        for (instance_type, group, source), value in by_source.items():
+            self.known_by_source.labels(instance_type, group, source).set(value)
+        self.known_pods.clear()
+        for source, count in pods.items():
+            self.known_pods.labels(source).set(count)
 
     def set_model(self, model: str, mode: str) -> None:
         self.model.clear()

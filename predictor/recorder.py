@@ -361,11 +361,13 @@ class Recorder:
 
 
 def make_recorder(config: RecorderConfig, api_client: Any, clock: Callable[[], float] = time.time,
-                  known: Any = None, horizon_s: float = 0.0) -> Recorder:
+                  known: Any = None, horizon_s: float = 0.0,
+                  startup_s: float = 0.0) -> Recorder:
     """Wire a Recorder to a kubernetes ApiClient, the catalog and the SQLite store in config.
 
     known: a `predictor.known.config.KnownDemandConfig` to record known-ahead demand due
-    within `horizon_s` too (discovers the sources' resources now), or None."""
+    within `horizon_s` too (discovers the sources' resources now), or None; pods created
+    less than `startup_s` after their work was first counted are not announced."""
     from kubernetes import client
 
     from bucketing.catalog import load_catalog
@@ -395,7 +397,7 @@ def make_recorder(config: RecorderConfig, api_client: Any, clock: Callable[[], f
         from predictor.known.recording import KnownRecorder
 
         reader = make_known_reader(known, config, api_client, gpu_resource, horizon_s, clock)
-        known_recorder = KnownRecorder(reader, store, types)
+        known_recorder = KnownRecorder(reader, store, types, startup_s)
     return Recorder(config, store, types, pods, nodes, clock, known_recorder)
 
 

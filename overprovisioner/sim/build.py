@@ -10,13 +10,16 @@ Decides:
   checks it against the catalog (`config_catalog.make_plan_config(...).validate`);
 - how a policy spec becomes a policy wired to its plan: the service-driven ones
   (predictive, oracle, rate-oracle) plan with the service's limits at its tick and
-  horizon; the peers (static, proportional, scheduled) with none of headstart's limits.
+  horizon; the peers (static, proportional, scheduled) with none of headstart's limits;
+  predictive replays the workload's known demand (`sim.known`); the oracles know the
+  future already and the peers read none.
 
 Must not: run the simulation or touch files.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -27,6 +30,7 @@ from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config_catalog import make_plan_config
 from overprovisioner.plan_config import PlanConfig
 from overprovisioner.sim.config import SimConfig
+from overprovisioner.sim.known import replay_known
 from overprovisioner.sim.oracles import Oracle, RateOracle
 from overprovisioner.sim.policies import (
     PlanContext,
@@ -102,4 +106,5 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
         window = max(1, round(config.rate_window_s / tick))
         return RateOracle(context, workload, service.forecast.quantile, window, tick,
                           name=name)
-    return Predictive(context, service, name=name)
+    ticks = int(math.ceil((workload.end_s - workload.start_s) / tick)) + 1  # as the engine
+    return Predictive(context, service, name=name, known=replay_known(workload, service, ticks))

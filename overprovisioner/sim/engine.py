@@ -10,7 +10,8 @@ Decides the order of events and what each does:
   unneeded_s are removed (a placeholder's node is not empty: CA keeps it);
 - policy tick (every `policy.tick_s`: the service's tick for predictive and the
   oracles, CPA's poll for proportional, peer_tick_s for the others): demand is
-  recorded (for policies that forecast), the policy plans, and the placeholder count
+  recorded (for policies that forecast; the running and pending demand of the pods a
+  policy's `announced` mask names is also summed apart), the policy plans, and the placeholder count
   of each (type, group) moves to the plan: new placeholders are pending until a node
   takes them, removed ones free their node;
 - a preempted placeholder is recreated by its ReplicaSet at once (pending, so CA may
@@ -139,6 +140,11 @@ class _Run:
         # Requests summed per type in integer units (Python ints: exact and fast here).
         self.running_sum = [[0, 0, 0] for _ in range(n_types)]
         self.pending_sum = [[0, 0, 0] for _ in range(n_types)]
+        # Running plus pending requests of the pods the policy calls announced (known
+        # demand that arrived: the service keeps it out of the forecaster's history).
+        mask = getattr(self.policy, "announced", None)
+        self.announced = [bool(v) for v in mask] if mask is not None else None
+        self.announced_sum = [[0, 0, 0] for _ in range(n_types)]
         self.vector_list = [[float(v) for v in row] for row in self.vectors]
         self.dirty = [False] * n_types
         self.heap: list[tuple[float, int, int, int, int]] = []
@@ -240,6 +246,8 @@ class _Run:
     # ----- handlers
     def _arrive(self, pod: int, now: float) -> None:
         self.jobs.submitted(pod)
+        if self.announced is not None and self.announced[pod]:
+            _add(self.announced_sum[self.bucket[pod]], self.requests[pod], 1)
         if self._try_schedule(pod, now):
             return
         b = self.bucket[pod]
@@ -288,6 +296,8 @@ class _Run:
         gpu, cpu, mem = self.requests[pod]
         self.cluster.unbind_real(node, pod, gpu, cpu, mem, now)
         _add(self.running_sum[self.bucket[pod]], self.requests[pod], -1)
+        if self.announced is not None and self.announced[pod]:
+            _add(self.announced_sum[self.bucket[pod]], self.requests[pod], -1)
         self.jobs.finished(pod)
         self._retry(node.type_index, now)
         self.check_empty(node, now)
@@ -372,8 +382,10 @@ class _Run:
         in_use, pending, free, held, _, _ = self.cached_view
         if tick < len(self.history):
             self.history[tick] = in_use + pending
+        announced = (self._embedded(self.announced_sum) if self.announced is not None
+                     else None)
         view = TickView(now, tick, self.history[: tick + 1], in_use, pending, free, held,
-                        tuple(self.cluster.ready_count))
+                        tuple(self.cluster.ready_count), announced)
         plan, forecast = self.policy.decide(view)
         if plan is not None:
             self._apply(plan, now)

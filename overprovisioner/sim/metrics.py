@@ -10,6 +10,9 @@ Decides the definitions:
 - GPU-hours provisioned: per node, GPUs x (removal or window end - launch request),
   since a cloud bills a node from its launch; idle = provisioned - requested by real pods.
 - cost: the same node-hours at catalog on-demand prices.
+- known share: of the pods submitted inside the window, those whose demand was known
+  before their creation (the job table's `known_at_s`, or a what-if's), whatever the
+  policy reads of it (only predictive does).
 - locality, over jobs with more than one pod: distinct nodes and distinct placement
   groups (nodes without a group, e.g. GPU-less types, count none) that ever held one of
   the job's pods, averaged over jobs.
@@ -47,6 +50,7 @@ class Metrics:
     multi_pod_jobs: int
     mean_nodes_per_job: float
     mean_groups_per_job: float
+    known_share: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -106,6 +110,7 @@ def measure(result: RunResult) -> Metrics:
         multi_pod_jobs=len(spans),
         mean_nodes_per_job=float(np.mean([s[0] for s in spans])) if spans else 0.0,
         mean_groups_per_job=float(np.mean([s[1] for s in spans])) if spans else 0.0,
+        known_share=float(w.known_ahead[counted].mean()) if counted.any() else 0.0,
     )
 
 

@@ -47,6 +47,8 @@ class TickView:
     in_use / pending: (B,) embedded counts of running / pending real pods now.
     free / placeholders: per (type index, group), whole empty ready nodes / placeholders.
     nodes: (B,) ready nodes per type (what cluster-proportional-autoscaler counts).
+    announced: (B,) embedded counts of the running and pending pods the policy's
+    `announced` mask names (known demand that arrived), None for policies without one.
     """
 
     now: float
@@ -57,6 +59,7 @@ class TickView:
     free: dict[tuple[int, str], int]
     placeholders: dict[tuple[int, str], int]
     nodes: tuple[int, ...] = ()
+    announced: np.ndarray | None = None
 
 
 class Policy(Protocol):

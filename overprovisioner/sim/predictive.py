@@ -14,11 +14,15 @@ A re-plan after a preemption is the same tick run again (the service's pod watch
 its loop, which records, forecasts and plans again at the same tick time); the
 adjuster replaces the tick's step instead of scoring it twice, as in the service.
 
-Extension point: `known_demand(view)` returns nodes of demand known ahead of its pods
-(jobs queued or announced within the horizon), passed to the plan as its `known` (the
-service's plan adds it on top of the forecast in every mode, docs/known-demand.md);
-zero until the simulator replays the trace's `known_at_s`. Not modelled yet either: the
-service fits its model on observed minus announced demand.
+Known demand (docs/known-demand.md), replayed from the trace's `known_at_s`
+(`overprovisioner.sim.known`), as the service's loop and `known_plan` use it:
+`known_demand(view)` is the nodes of demand known ahead and due within the horizon at
+the tick (at a re-plan, as the recorder reads it then: `KnownReplay.at`), passed to the
+plan as its `known` (added in every mode); the model is fitted and asked on the
+unannounced history (recorded demand minus the announced pods' demand
+`view.announced`, never below 0), and the announced demand running or pending now is
+added back to its forecast. Without a replay (no pod known ahead, or every source off
+in the config) all of that is zero and the policy is the service without known demand.
 
 Must not: touch the cluster (it reads a `TickView` and returns a plan).
 """
@@ -32,6 +36,7 @@ import numpy as np
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.plan import Plan
 from overprovisioner.service_forecast import build_adjuster, build_forecaster, peak_path
+from overprovisioner.sim.known import KnownReplay
 from overprovisioner.sim.policies import PlanContext, TickView
 from predictor.forecast import NotEnoughHistory, lookback_ticks
 
@@ -41,8 +46,13 @@ class Predictive:
     replans = True
 
     def __init__(self, context: PlanContext, service: OverprovisionerConfig,
-                 name: str = "predictive") -> None:
+                 name: str = "predictive", known: KnownReplay | None = None) -> None:
         self.context = context
+        self.replay = known
+        # The engine tracks these pods' demand apart (TickView.announced).
+        self.announced = known.announced if known is not None else None
+        self.announced_history = (np.zeros_like(known.known) if known is not None
+                                  else np.zeros((0, len(context.types))))
         self.service = service
         self.name = name
         self.tick_s = service.tick_s
@@ -61,11 +71,19 @@ class Predictive:
         self.cache_ahead = np.zeros((0, 0))
 
     def known_demand(self, view: TickView) -> np.ndarray:
-        """(B,) nodes of demand known ahead within the horizon; none replayed yet."""
-        return np.zeros(len(self.context.types))
+        """(B,) nodes of demand known ahead and due within the horizon at this tick."""
+        if self.replay is None:
+            return np.zeros(len(self.context.types))
+        return self.replay.at(view.tick, view.now)
 
     def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
         history = view.history
+        running_announced = np.zeros(len(self.context.types))
+        if self.replay is not None and view.announced is not None:
+            # The forecaster sees what nobody announced (observed minus announced).
+            self.announced_history[view.tick] = view.announced
+            history = np.clip(history - self.announced_history[:view.tick + 1], 0.0, None)
+            running_announced = view.announced
         if self.model is None or view.tick - self.fitted_at >= self.refit_ticks:
             try:
                 window = history[-self.train_ticks:]
@@ -92,7 +110,8 @@ class Predictive:
                                      known=known), None
         adjusted = self.adjuster.adjust(self.columns, view.tick, history[-1], ahead)
         self.fallback_ticks += any(adjusted.reactive)
-        forecast = np.maximum(adjusted.planned, 0.0)
+        # The announced demand in the cluster now stays over the horizon (known_plan).
+        forecast = np.maximum(adjusted.planned, 0.0) + running_announced
         modes = {name: "fallback" for name, reactive in zip(self.columns, adjusted.reactive,
                                                              strict=True) if reactive}
         return self.context.plan(view, forecast, bucket_modes=modes, known=known), forecast

@@ -30,7 +30,7 @@ import numpy as np
 from bucketing.catalog import Catalog, InstanceType
 from bucketing.embed import assign
 from bucketing.errors import InputError
-from bucketing.jobtable import JobTable
+from bucketing.jobtable import JobTable, known_at
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ class Workload:
     initial: (N,) bool: running at t0 on capacity that already exists.
     job: (N,) int64 job index (-1 = single-pod job); role: (N,) "ps"/"worker"/... strings.
     excluded: reason -> count of table rows not replayed.
+    known_at_s: (N,) float64, when each pod's demand became known (the job table's
+        `known_at_s`; NaN = at creation); None = known at creation, all of them.
     """
 
     types: tuple[InstanceType, ...]
@@ -58,9 +60,18 @@ class Workload:
     start_s: float
     end_s: float
     excluded: dict[str, int] = field(default_factory=dict)
+    known_at_s: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.submit_s)
+
+    @property
+    def known_ahead(self) -> np.ndarray:
+        """(N,) bool: the pod was known before its creation (not counted for initial
+        pods, which were running before the window)."""
+        if self.known_at_s is None:
+            return np.zeros(len(self), dtype=bool)
+        return ~self.initial & (self.known_at_s < self.submit_s)
 
     @property
     def gpu_types(self) -> np.ndarray:
@@ -153,6 +164,7 @@ def build_workload(
         start_s=start,
         end_s=end,
         excluded={k: v for k, v in excluded.items() if v},
+        known_at_s=known_at(table)[rows],
     )
 
 

@@ -10,13 +10,16 @@ Decides the rules that keep known demand from being counted twice:
 3. Announced work whose pods exist is no longer known ahead: every source subtracts the
    pods that exist (or announces nothing once its job runs), so a pod is in the
    observed demand or in the known demand, never in both.
-4. The forecaster learns only what nobody announced: a workload counted at some tick is
-   *announced* from that tick on; its pods created after it (`announced_pods`) are the
-   announced demand, recorded per tick beside the observed demand, and the forecaster's
-   history is observed minus announced (`predictor.known.history`). The plan then adds
-   back the announced demand running now and the known demand due within the horizon.
-   Work that was known but never counted (a queue without room) stays in the
-   forecaster's history: its arrival was not foreseen.
+4. The forecaster learns only what nobody announced in time: a workload counted at some
+   tick is *announced* from that tick on; its pods created at least a node start-up
+   after it (`announced_pods`) are the announced demand, recorded per tick beside the
+   observed demand, and the forecaster's history is observed minus announced
+   (`predictor.known.history`). The plan then adds back the announced demand running
+   now and the known demand due within the horizon. Work that was known but never
+   counted (a queue without room) stays in the forecaster's history: its arrival was
+   not foreseen; so do pods that came within a start-up of being counted (a Workload
+   admitted at once, a lead shorter than the start-up): no node could be ready for
+   them, so only the forecast can cover the next ones.
 
 Known pods are not bound to nodes, so they are embedded like pending pods: into the
 ungrouped bucket columns, with `bucketing.embed` (the same embedding as the demand).
@@ -103,16 +106,19 @@ def newly_announced(items: Iterable[KnownItem], announced: Mapping[str, float], 
     return {item.key: (item.source, now_s) for item in items if item.key not in announced}
 
 
-def announced_pods(pods: Iterable[LivePod], announced: Mapping[str, float]) -> list[PodDemand]:
-    """The demand of pods that belong to announced work and were created after it was
-    first counted (pods that already existed then were not foreseen). creationTimestamp
-    has whole seconds, so a pod created in the second the work was counted is taken as
-    created after it."""
+def announced_pods(pods: Iterable[LivePod], announced: Mapping[str, float],
+                   startup_s: float = 0.0) -> list[PodDemand]:
+    """The demand of pods that belong to announced work and were created at least
+    `startup_s` (the node start-up: the config's horizon) after it was first counted:
+    pods that already existed then were not foreseen, and pods that came sooner were
+    foreseen too late for a node to be ready, so the forecaster must still learn them.
+    creationTimestamp has whole seconds, so a pod created in the second the work was
+    counted is taken as created after it."""
     chosen = []
     for pod in pods:
         if pod.demand is None or pod.ref.created_s is None:
             continue
         first = min((announced[key] for key in pod.ref.keys if key in announced), default=None)
-        if first is not None and pod.ref.created_s >= math.floor(first):
+        if first is not None and pod.ref.created_s >= math.floor(first) + startup_s:
             chosen.append(pod.demand)
     return chosen

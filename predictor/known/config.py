@@ -32,7 +32,8 @@ class KnownDemandConfig:
     with fewer pods than minMember."""
     cronjob_lead_s: float | None = None
     """How long before a CronJob run it counts as known (YAML `cronjob_lead: 10m`);
-    null = the forecast horizon. Only runs due within the horizon reach the plan."""
+    null = the window known demand counts in (tick + horizon). Only runs due within that
+    window reach the plan."""
     suspended_window_s: float = 3600.0
     """Suspended work (Jobs, JobSets, training jobs not queued in Kueue) counts as due now
     for this long after it was suspended; after that it is taken as parked by a person and

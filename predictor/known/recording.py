@@ -50,8 +50,11 @@ class KnownRecorder:
     """The per-tick known-demand step of the live recorder."""
 
     def __init__(self, reader: KnownDemandReader, store: HistoryStore,
-                 bucket_types: Sequence[InstanceType]) -> None:
+                 bucket_types: Sequence[InstanceType], startup_s: float = 0.0) -> None:
+        """startup_s: the node start-up (the config's horizon): pods created sooner after
+        their work was first counted are not announced demand (`announced_pods`)."""
         self.reader = reader
+        self.startup_s = startup_s
         self.store = store
         self.bucket_types = tuple(bucket_types)
         self.announced = store.announced_work()
@@ -74,7 +77,7 @@ class KnownRecorder:
         if fresh:
             self.store.remember_announced(fresh)
             self.announced.update({key: first for key, (_, first) in fresh.items()})
-        demand = announced_pods(pods, self.announced)
+        demand = announced_pods(pods, self.announced, self.startup_s)
         announced = {series: value for series, value in
                      snapshot_values(demand, node_groups, self.bucket_types).items()
                      if not series.startswith(TOTAL_PREFIX)}

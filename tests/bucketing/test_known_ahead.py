@@ -8,7 +8,7 @@ import pytest
 
 from bucketing.errors import InputError
 from bucketing.jobtable import COLUMNS, KNOWN_AT, JobTable, known_at
-from bucketing.known_ahead import known_per_tick, with_lead
+from bucketing.known_ahead import announced, known_counts, known_per_tick, with_lead
 
 GIB = 2**30
 BUCKETS = np.array([[1.0, 4.0, 16.0], [4.0, 48.0, 192.0]])  # (GPUs, CPUs, GiB)
@@ -83,3 +83,48 @@ def test_with_lead_keeps_an_earlier_announcement_and_not_the_input():
 def test_with_lead_bad_arguments(share, lead, message):
     with pytest.raises(InputError, match=message):
         with_lead(TRACE, share, lead, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    "horizon_s, expected",
+    [
+        # p1 counts from max(400, 1000 - 600) = 400: tick 600 < 1000, announced;
+        # p2 is never known ahead; p3 from max(1500, 1400) = 1500: tick 1500 < 2000
+        (600.0, [True, False, True]),
+        # p1 from max(400, 1000 - 50) = 950: the next tick, 1200, is after its creation;
+        # p3 from max(1500, 1950) = 1950: next tick 2100 > 2000
+        (50.0, [False, False, False]),
+    ],
+    ids=["long-horizon", "between-ticks"],
+)
+def test_announced_pods_were_counted_at_a_tick(horizon_s, expected):
+    submit = TRACE.frame["submit_s"].to_numpy()
+    assert announced(known_at(TRACE), submit, TIMES, horizon_s).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    "startup_s, expected",
+    [
+        # p1 first counted at tick 600, 400 s before it; p3 at 1500, 500 s before it
+        (400.0, [True, False, True]),
+        (450.0, [False, False, True]),
+        (501.0, [False, False, False]),
+    ],
+    ids=["both-in-time", "p1-too-late", "both-too-late"],
+)
+def test_announced_needs_a_start_up_of_lead(startup_s, expected):
+    submit = TRACE.frame["submit_s"].to_numpy()
+    assert announced(known_at(TRACE), submit, TIMES, 600.0, startup_s).tolist() == expected
+
+
+def test_known_counts_with_pinned_buckets_agree_with_the_table_version():
+    submit = TRACE.frame["submit_s"].to_numpy()
+    vectors = np.array([[1.0, 2.0, 8.0], [1.0, 2.0, 8.0], [4.0, 24.0, 96.0]])
+    free = known_counts(vectors, known_at(TRACE), submit, BUCKETS, TIMES, 600.0)
+    np.testing.assert_array_equal(free, known_per_tick(TRACE, BUCKETS, TIMES, 600.0))
+    # pinned: p3 (4 GPUs) to bucket 1 as the embedding does, p1 to bucket 1 too (a
+    # nodeSelector): ticks 600 and 900 now count p1 in bucket 1 (1 GPU of 4: 1 node)
+    pinned = known_counts(vectors, known_at(TRACE), submit, BUCKETS, TIMES, 600.0,
+                          bucket_of=np.array([1, 1, 1]))
+    assert pinned[:, 0].tolist() == [0] * 8
+    assert pinned[:, 1].tolist() == [0, 0, 1, 1, 0, 1, 1, 0]

@@ -346,3 +346,16 @@ def test_known_demand_section() -> None:
     default = parse_config({"instance_types": ["g5.xlarge"]}, "op.yaml").known_demand
     assert len(default.enabled()) == 6
     assert default.lead_s(390.0) == 390.0  # null lead = the horizon
+
+
+@pytest.mark.parametrize(
+    "tick_s, horizon_s, window_s",
+    [(300.0, 390.0, 690.0),  # the defaults: 5 min + 6m30s
+     (60.0, 600.0, 660.0)],  # 1 min + 10 min
+    ids=["defaults", "short-tick"],
+)
+def test_known_demand_counts_within_tick_plus_horizon(tick_s, horizon_s, window_s):
+    from overprovisioner.config import OverprovisionerConfig
+
+    config = OverprovisionerConfig(tick_s=tick_s, horizon_s=horizon_s)
+    assert config.known_window_s == window_s

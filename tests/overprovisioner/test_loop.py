@@ -468,3 +468,40 @@ def test_a_failing_known_demand_source_does_not_stop_the_tick(fake_kube) -> None
     # planned without known demand, on the whole observed history: 12 forecast, 12 in use
     assert report.plan.wanted("g5.xlarge") == 0 and report.known is None
     assert report.errors == ("known demand: RuntimeError: cache gone",)
+
+
+@pytest.mark.parametrize(
+    "known, expected",
+    [({}, {}), ({"g5.xlarge": 2.0}, {("g5.xlarge", "kueue"): 2.0})],
+    ids=["none-due", "two-kueue-nodes"],
+)
+def test_known_demand_is_exported_per_bucket_and_source(fake_kube, known, expected) -> None:
+    metrics = Metrics()
+    demand = KnownMemoryDemand(["g5.xlarge", "p4d.24xlarge"], FLAT, ANNOUNCED, known)
+    loop = make_loop(fake_kube, make_config(forecast={"model": "last"}), demand,
+                     metrics=metrics)
+    loop.tick(at_tick(29))
+    registry = metrics.registry
+    prefix = "headstart_overprovisioner_"
+    for (instance_type, source), value in expected.items():
+        labels = {"instance_type": instance_type, "placement_group": ""}
+        assert registry.get_sample_value(prefix + "known_nodes", labels) == value
+        assert registry.get_sample_value(prefix + "known_source_nodes",
+                                         {**labels, "source": source}) == value
+    # KnownMemoryDemand reports 2 counted kueue pods whatever is due
+    assert registry.get_sample_value(prefix + "known_counted_pods", {"source": "kueue"}) == 2
+    if not expected:
+        assert registry.get_sample_value(
+            prefix + "known_nodes", {"instance_type": "g5.xlarge", "placement_group": ""}) is None
+
+
+def test_known_gauges_clear_when_nothing_is_recorded(fake_kube) -> None:
+    metrics = Metrics()
+    loop = make_loop(fake_kube, make_config(forecast={"model": "last"}),
+                     KnownMemoryDemand(["g5.xlarge", "p4d.24xlarge"], FLAT, ANNOUNCED,
+                                       {"g5.xlarge": 2.0}), metrics=metrics)
+    loop.tick(at_tick(29))
+    loop.demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], FLAT)  # sources switched off
+    loop.tick(at_tick(29))
+    assert metrics.registry.get_sample_value(
+        "headstart_overprovisioner_known_counted_pods", {"source": "kueue"}) is None

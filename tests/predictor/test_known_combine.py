@@ -112,6 +112,17 @@ def test_announced_pods(pod, announced):
     assert (announced_pods([pod], {"k": NOW + 0.5}) == [pod.demand]) is announced
 
 
+@pytest.mark.parametrize(
+    "created, announced",
+    [(NOW + 400, True), (NOW + 390, True), (NOW + 389, False)],
+    ids=["after-a-start-up", "exactly-a-start-up", "sooner"],
+)
+def test_announced_pods_need_a_start_up_of_lead(created, announced):
+    # counted first at NOW + 0.5 (floor: NOW), start-up 390 s: created at NOW + 390 or later
+    pod = live("a", {"k"}, created)
+    assert (announced_pods([pod], {"k": NOW + 0.5}, 390.0) == [pod.demand]) is announced
+
+
 def test_unannounced_history_is_observed_minus_announced():
     series = make_series(NOW + 300 * np.arange(3), ["g5.xlarge", "g5.xlarge@pg-a"],
                          np.array([[5.0, 2.0], [np.nan, np.nan], [4.0, 1.0]]), 300.0)
