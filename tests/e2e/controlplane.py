@@ -23,6 +23,7 @@ Must not: know about headstart (headstart.py starts its processes).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import threading
@@ -48,6 +49,10 @@ AUTOSCALER_CRDS = tuple(
     DATA / f"autoscaling.x-k8s.io_{name}.yaml"
     for name in ("capacitybuffers", "capacityquotas", "provisioningrequests")
 )
+# Kueue's Workload, LocalQueue and ClusterQueue CRDs (gzipped: the Workload CRD alone is
+# 1.4 MB); install with ClusterSpec(crds=KUEUE_CRDS).
+KUEUE_CRDS = tuple(DATA / f"kueue.x-k8s.io_{name}.yaml.gz"
+                   for name in ("workloads", "localqueues", "clusterqueues"))
 ANCHOR_LABEL = "e2e/anchor"
 HEADSTART_GROUP = "headstart"  # the client-certificate group of headstart's own processes
 READY_TIMEOUT_S = 90.0
@@ -362,7 +367,7 @@ class ControlPlane:
     def install_crds(self, paths: Sequence[Path]) -> None:
         names = []
         for path in paths:
-            crd = yaml.safe_load(path.read_text())
+            crd = yaml.safe_load(read_data(path))
             names.append(crd["metadata"]["name"])
             self.kube.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
         for name in names:
@@ -449,6 +454,13 @@ class ControlPlane:
             if line.strip():
                 events.append(json.loads(line))
         return events
+
+
+def read_data(path: Path) -> str:
+    """A data file's text (a `.gz` one decompressed)."""
+    if path.suffix == ".gz":
+        return gzip.decompress(path.read_bytes()).decode()
+    return path.read_text()
 
 
 def node_ready(kube: Kube, name: str) -> Any:
