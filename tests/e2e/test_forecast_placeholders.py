@@ -23,7 +23,12 @@ from predictor.store import HistoryStore
 from tests.e2e.headstart import Overprovisioner
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node, phase
-from tests.e2e.placeholders import NAMESPACE, placeholder_deployments, placeholder_pods
+from tests.e2e.placeholders import (
+    LADDER_CONFIG,
+    NAMESPACE,
+    placeholder_deployments,
+    placeholder_pods,
+)
 from tests.e2e.test_overprovisioner import INSTANCE_TYPE, PLACEMENT_GROUP, start_cluster
 
 TICK_S = 5.0
@@ -38,16 +43,13 @@ HISTORY_TICKS = 240  # 20 minutes at 5 s; last_adaptive needs 1 + 12 (max_horizo
 # and one of -2: +2 stays well above 10% of the ~240 recent residuals.)
 PEAK = 2
 WANTED = 2
-FORECAST_CONFIG = {
-    "catalog": "aws",
-    "instance_types": [GPU_TYPE],
-    "tick": "5s",
-    "horizon": "5s",
-    # The ladder would ask for nothing: every placeholder comes from the forecast.
-    "forecast": {"model": "last_adaptive", "cold_start_placeholders": 0},
-    "limits": {"cost_cap_per_hour": None, "placement_groups": {GPU_TYPE: [GROUP]}},
-    "placeholders": {"namespace": NAMESPACE, "backend": "deployment"},
-}
+# The ladder scenario's settings (5 s tick and horizon, pg-a for p4d, no cost cap,
+# Deployments) for the GPU type alone, with the ladder asking for nothing: every
+# placeholder comes from the forecast.
+FORECAST_CONFIG = {**LADDER_CONFIG, "instance_types": [GPU_TYPE],
+                   "forecast": {"model": "last_adaptive", "cold_start_placeholders": 0}}
+assert FORECAST_CONFIG["limits"]["placement_groups"] == {GPU_TYPE: [GROUP]}
+assert (FORECAST_CONFIG["tick"], FORECAST_CONFIG["horizon"]) == ("5s", "5s")
 
 
 def write_history(path: Path, now_s: float) -> int:
