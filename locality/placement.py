@@ -209,13 +209,19 @@ def job_placement(
     disagrees. The pod being scheduled is never counted as placed (an earlier
     assumption for it is stale: it is being scheduled again). When the policy gives a
     job size larger than the pods known (Succeeded pods count as known, Failed ones do
-    not: their replacements will be), the missing pods are assumed to request what
-    `pod` requests.
+    not: their replacements will be), the missing pods are assumed to request what the
+    job's known workers request (`unseen_request`): a job's PS or chief is created and
+    scheduled first, and its unseen pods are mostly workers.
     """
     placed: list[PlacedPod] = []
     remaining: Counter[Resources] = Counter()
     seen: set[str] = {pod.uid}
-    roles: set[Role] = {role_of(pod, config)}
+    own_role = role_of(pod, config)
+    roles: set[Role] = {own_role}
+    # Requests of the job's known unfinished workers, the pod being judged included.
+    workers: Counter[Resources] = Counter()
+    if own_role is Role.WORKER:
+        workers[pod.request] += 1
     live = {a.uid: a for a in assumed.for_job(job, now)}
     for other in job_pods:
         if other.uid in seen:
@@ -229,6 +235,8 @@ def job_placement(
         seen.add(other.uid)
         role = role_of(other, config)
         roles.add(role)
+        if role is Role.WORKER:
+            workers[other.request] += 1
         if other.node_name is not None:
             placed.append(PlacedPod(other.uid, role, other.node_name, other.request, False))
         elif other.uid in live:
@@ -241,12 +249,27 @@ def job_placement(
         if uid not in seen:
             seen.add(uid)
             roles.add(a.role)
+            if a.role is Role.WORKER:
+                workers[a.request] += 1
             placed.append(PlacedPod(a.uid, a.role, a.node_name, a.request, True))
     remaining[pod.request] += 1
     if policy.job_size is not None and policy.job_size > len(seen):
-        remaining[pod.request] += policy.job_size - len(seen)
+        remaining[unseen_request(pod, workers)] += policy.job_size - len(seen)
     ordered = sorted(
         remaining.items(),
         key=lambda item: (-item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes),
     )
     return JobPlacement(job, tuple(placed), tuple(ordered), frozenset(roles))
+
+
+def unseen_request(pod: Pod, workers: Mapping[Resources, int]) -> Resources:
+    """What each of a job's unseen pods is assumed to request.
+
+    workers: request -> count of the job's known unfinished workers (placed or not).
+    The most common worker request (a tie goes to the larger: GPUs, then CPU, then
+    memory), else, with no worker known, what `pod` (the pod being judged) requests.
+    """
+    if not workers:
+        return pod.request
+    return max(workers.items(), key=lambda item: (
+        item[1], item[0].gpu_milli, item[0].cpu_milli, item[0].memory_bytes))[0]
