@@ -53,10 +53,11 @@ class WatchedBinder:
             self.rng.uniform(*self.watch_lag), self.cache.apply_pod, parse_pod(bound, LOCALITY))
 
 
-def training_job(name: str) -> list[dict]:
-    pods = [make_pod(f"{name}-ps-0", cpu="4", memory="16Gi", job=name, role="PS")]
+def training_job(name: str, annotations: dict[str, str] | None = None) -> list[dict]:
+    pods = [make_pod(f"{name}-ps-0", cpu="4", memory="16Gi", job=name, role="PS",
+                     annotations=annotations)]
     pods += [make_pod(f"{name}-worker-{i}", gpus=1, cpu="8", memory="64Gi", job=name,
-                      role="Worker") for i in range(WORKERS)]
+                      role="Worker", annotations=annotations) for i in range(WORKERS)]
     return pods
 
 
@@ -74,16 +75,25 @@ async def schedule_jobs(
     config: ExtenderConfig, extender_binds: bool = True, extender_weight: int = 10,
     bind_delay: tuple[float, float] = (0.0, 0.004),
     watch_lag: tuple[float, float] | None = (0.0, 0.05),
+    ungated: bool = False,
 ) -> tuple[list[list[dict]], dict[str, str], dict[str, str]]:
-    """Schedule three jobs; (jobs, pod name -> node, node -> group)."""
+    """Schedule three jobs; (jobs, pod name -> node, node -> group).
+
+    By default every pod is in the extender's cache before the first is scheduled (they
+    were created behind scheduling gates and released together). ungated: the pods are
+    created one by one, 0-2 ms apart, each annotated with its job's size; the cache
+    sees each 0-5 ms after its creation, and kube-scheduler takes each from its queue
+    as soon as it is created and the pod before it is scheduled.
+    """
     rng = random.Random(seed)
     nodes = [make_node(f"pg-{g}-{i}", group=f"pg-{g}") for g in range(groups)
              for i in range(nodes_per_group)]
-    jobs = [training_job(f"job-{j}") for j in range(3)]
+    size = {LOCALITY.job_size_annotation: str(WORKERS + 1)} if ungated else None
+    jobs = [training_job(f"job-{j}", size) for j in range(3)]
     pods = {pod["metadata"]["name"]: pod for job in jobs for pod in job}
     cache = ClusterCache(LOCALITY)
     cache.replace_nodes([parse_node(node, LOCALITY) for node in nodes])
-    cache.replace_pods([parse_pod(pod, LOCALITY) for pod in pods.values()])
+    cache.replace_pods([] if ungated else [parse_pod(pod, LOCALITY) for pod in pods.values()])
     cache.replace_topologies([])
     binder = WatchedBinder(cache, pods, rng, watch_lag)
     client = await aiohttp_client(create_app(config, cache, binder=binder))
@@ -96,8 +106,26 @@ async def schedule_jobs(
         extender_weight=extender_weight, bind_delay_seconds=bind_delay,
         default_binder=default_binder,
     )
-    for pod in interleaved(jobs, rng):
+    queue: asyncio.Queue[dict] = asyncio.Queue()
+    order = interleaved(jobs, rng)
+
+    async def create() -> None:
+        for pod in order:
+            await asyncio.sleep(rng.uniform(0.0, 0.002))
+            queue.put_nowait(pod)
+            asyncio.get_running_loop().call_later(
+                rng.uniform(0.0, 0.005), cache.apply_pod, parse_pod(pod, LOCALITY))
+
+    if ungated:
+        creator = asyncio.create_task(create())
+    else:
+        for pod in order:
+            queue.put_nowait(pod)
+    for _ in order:
+        pod = await queue.get()
         assert await scheduler.schedule(pod), f"{pod['metadata']['name']} found no node"
+    if ungated:
+        await creator
     await scheduler.drain()
     group_of = {node["metadata"]["name"]: node["metadata"]["labels"][PG_LABEL] for node in nodes}
     return jobs, scheduler.placed, group_of
@@ -126,6 +154,21 @@ async def test_interleaved_jobs_each_land_on_their_fewest_nodes_in_one_group(
 ):
     jobs, placed, group_of = await schedule_jobs(
         aiohttp_client, seed, groups, nodes_per_group, strategy, config=ExtenderConfig())
+    for job in jobs:
+        assert spread_of(job, placed, group_of) == (FEWEST_NODES, 1, True), (
+            job[0]["metadata"]["labels"], sorted(placed[p["metadata"]["name"]] for p in job))
+
+
+@pytest.mark.parametrize("strategy", [MOST_ALLOCATED, LEAST_ALLOCATED])
+@pytest.mark.parametrize(
+    "groups, nodes_per_group", [(3, 4), (2, 6)], ids=["a-group-each", "two-share-a-group"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_ungated_interleaved_jobs_with_their_size_annotated_each_land_on_their_fewest_nodes(
+    aiohttp_client, seed, groups, nodes_per_group, strategy
+):
+    jobs, placed, group_of = await schedule_jobs(
+        aiohttp_client, seed, groups, nodes_per_group, strategy, config=ExtenderConfig(),
+        ungated=True)
     for job in jobs:
         assert spread_of(job, placed, group_of) == (FEWEST_NODES, 1, True), (
             job[0]["metadata"]["labels"], sorted(placed[p["metadata"]["name"]] for p in job))
