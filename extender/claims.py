@@ -62,8 +62,8 @@ class ClaimsBook:
         cache = self.cache
         if self._checked_version == cache.version:
             return
-        waiting = set(cache.jobs_with_waiting_pods())
-        waiting.update(cache.jobs_short_of_size())
+        short = set(cache.jobs_short_of_size())
+        waiting = set(cache.jobs_with_waiting_pods()) | short
         for job in [job for job in self._by_job if job not in waiting]:
             self._replace(job, None)
         by_job_assumed = cache.assumed.by_job
@@ -72,7 +72,7 @@ class ClaimsBook:
             entry = self._by_job.get(job)
             if entry is not None and entry[0][0] == source[0] and entry[0][1] is source[1]:
                 continue
-            self._replace(job, (source, self._claims_of(job, now)))
+            self._replace(job, (source, self._claims_of(job, job in short, now)))
         self._checked_version = cache.version
 
     def _replace(self, job: JobKey, entry) -> None:
@@ -87,13 +87,14 @@ class ClaimsBook:
                 current = total.get(name)
                 total[name] = claimed if current is None else current + claimed
 
-    def _claims_of(self, job: JobKey, now: float) -> dict[str, Resources]:
+    def _claims_of(self, job: JobKey, short: bool, now: float) -> dict[str, Resources]:
+        """short: the job declares more pods than the cache knows (pods to come)."""
         cache = self.cache
         assumed = cache.assumed
         pods = cache.pods_of_job(job)
         waiting = next((p for p in pods if p.node_name is None and not p.terminal
                         and p.uid not in assumed.by_uid), None)
-        if waiting is None:
+        if waiting is None and short:
             waiting = _next_unseen(pods, self.config)
         identity = identify(waiting, self.config) if waiting is not None else None
         if waiting is None or identity is None:

@@ -11,6 +11,7 @@ from extender.claims import ClaimsBook
 from locality.config import LocalityConfig
 from locality.model import JobKey
 from locality.parse import parse_node, parse_pod
+from locality.placement import assumption_for
 from tests.extender.builders import make_node, make_pod
 
 LOCALITY = LocalityConfig()
@@ -115,3 +116,18 @@ def test_claims_for_unseen_pods_end_when_the_job_is_complete():
         if pod is not None:
             cache.apply_pod(parse_pod(pod, LOCALITY))
         assert gpus(claims.others(A, 0.0)) == ({"n2": left} if left else {})
+
+
+def test_a_job_whose_waiting_pods_are_all_steered_and_declares_no_size_claims_nothing():
+    # b: PS on n2, 2 workers pending but both steered (assumed) to n2, no job size:
+    # no pod left to place, so no claim (the stand-in for pods to come is not made up).
+    nodes = [make_node(f"n{i}", group="g") for i in range(1, 5)]
+    cache = ClusterCache(LOCALITY)
+    cache.replace_nodes([parse_node(node, LOCALITY) for node in nodes])
+    pods = [parse_pod(pod, LOCALITY) for pod in job("b", "n2", 2)]
+    cache.replace_pods(pods)
+    assumed = cache.assumed
+    for pod in pods[1:]:
+        assumed = assumed.assume(assumption_for(pod, "n2", 0.0, LOCALITY))
+    cache.set_assumed(assumed)
+    assert ClaimsBook(cache, LOCALITY).others(A, 0.0) == {}
