@@ -20,7 +20,7 @@ declares its size). Must not: read the clock (`now` is passed in), log, or mutat
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
@@ -197,7 +197,7 @@ def job_placement(
     pod: Pod,
     job: JobKey,
     policy: JobPolicy,
-    job_pods: Iterable[Pod],
+    job_pods: Sequence[Pod],
     assumed: AssumedPlacements,
     now: float,
     config: LocalityConfig,
@@ -216,12 +216,7 @@ def job_placement(
     placed: list[PlacedPod] = []
     remaining: Counter[Resources] = Counter()
     seen: set[str] = {pod.uid}
-    own_role = role_of(pod, config)
-    roles: set[Role] = {own_role}
-    # Requests of the job's known unfinished workers, the pod being judged included.
-    workers: Counter[Resources] = Counter()
-    if own_role is Role.WORKER:
-        workers[pod.request] += 1
+    roles: set[Role] = {role_of(pod, config)}
     live = {a.uid: a for a in assumed.for_job(job, now)}
     for other in job_pods:
         if other.uid in seen:
@@ -235,8 +230,6 @@ def job_placement(
         seen.add(other.uid)
         role = role_of(other, config)
         roles.add(role)
-        if role is Role.WORKER:
-            workers[other.request] += 1
         if other.node_name is not None:
             placed.append(PlacedPod(other.uid, role, other.node_name, other.request, False))
         elif other.uid in live:
@@ -249,17 +242,36 @@ def job_placement(
         if uid not in seen:
             seen.add(uid)
             roles.add(a.role)
-            if a.role is Role.WORKER:
-                workers[a.request] += 1
             placed.append(PlacedPod(a.uid, a.role, a.node_name, a.request, True))
     remaining[pod.request] += 1
     if policy.job_size is not None and policy.job_size > len(seen):
+        workers = _worker_requests(pod, job_pods, live.values(), config)
         remaining[unseen_request(pod, workers)] += policy.job_size - len(seen)
     ordered = sorted(
         remaining.items(),
         key=lambda item: (-item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes),
     )
     return JobPlacement(job, tuple(placed), tuple(ordered), frozenset(roles))
+
+
+def _worker_requests(
+    pod: Pod, job_pods: Sequence[Pod], live: Iterable[Assumption], config: LocalityConfig
+) -> Counter[Resources]:
+    """Request -> count of the job's known unfinished workers: `pod`, the job's pods as
+    the cache sees them, and assumed pods it has not seen yet. Only jobs with unseen
+    pods pay for this second pass."""
+    workers: Counter[Resources] = Counter()
+    uids: set[str] = set()
+    for other in (pod, *job_pods):
+        if other.uid in uids or other.terminal:
+            continue
+        uids.add(other.uid)
+        if role_of(other, config) is Role.WORKER:
+            workers[other.request] += 1
+    for a in live:
+        if a.uid not in uids and a.role is Role.WORKER:
+            workers[a.request] += 1
+    return workers
 
 
 def unseen_request(pod: Pod, workers: Mapping[Resources, int]) -> Resources:
