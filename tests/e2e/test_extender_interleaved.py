@@ -194,7 +194,7 @@ def test_without_gates_interleaved_jobs_with_their_size_annotated_mostly_land_on
     """Each pod is judged knowing only the pods created before it; each job claims the
     pods its size annotation says are still to come, shaped as its known workers, so
     the next job's PS keeps off that room. Not every run: with the claims of jobs
-    created together overlapping, some runs still split (2 of 12 runs over four
+    created together overlapping, some runs still split (2 of 15 runs over five
     invocations; before these claims, 3 of 3). Asserted: at least one of three
     interleavings puts every job on its fewest nodes in one group."""
     perfect = []
