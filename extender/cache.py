@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 
 from locality.config import LocalityConfig
-from locality.jobs import job_key_of
+from locality.jobs import job_key_of, job_policy
 from locality.model import JobKey, Node, NodeState, NodeTopology, Pod
 from locality.numa import NumaDemand
 from locality.placement import AssumedPlacements
@@ -72,6 +72,12 @@ class ClusterCache:
         self._pods_of_job: dict[JobKey, set[str]] = {}
         # Job -> keys of its pods not bound and not finished: the jobs with pods to place.
         self._waiting_of_job: dict[JobKey, set[str]] = {}
+        # Job -> keys of its Failed pods (their replacements are still to come).
+        self._failed_of_job: dict[JobKey, set[str]] = {}
+        # Job -> the size its latest indexed pod declares (`JobPolicy.job_size`).
+        self._size_of_job: dict[JobKey, int] = {}
+        # Jobs declaring more pods than the cache knows (Failed pods not counted).
+        self._short_jobs: set[JobKey] = set()
         # Job -> a counter bumped whenever one of its pods changes (per pods generation).
         self._job_versions: dict[JobKey, int] = {}
         self._pods_generation = 0
@@ -109,6 +115,11 @@ class ClusterCache:
     def jobs_with_waiting_pods(self) -> list[JobKey]:
         """Jobs with pods neither bound nor finished (their claims are computed)."""
         return list(self._waiting_of_job)
+
+    def jobs_short_of_size(self) -> list[JobKey]:
+        """Jobs whose declared size (`headstart.io/job-size`, or their PodGroup's
+        minMember) exceeds their pods known, Failed ones not counted: pods to come."""
+        return list(self._short_jobs)
 
     def job_version(self, job: JobKey) -> tuple[int, int]:
         """Changes whenever a pod of `job` is added, changed or removed."""
@@ -201,6 +212,9 @@ class ClusterCache:
         self._pods_on_node = {}
         self._pods_of_job = {}
         self._waiting_of_job = {}
+        self._failed_of_job = {}
+        self._size_of_job = {}
+        self._short_jobs = set()
         self._job_versions = {}
         self._pods_generation += 1
         for pod in pods:
@@ -285,6 +299,12 @@ class ClusterCache:
             self._job_versions[job] = self._job_versions.get(job, 0) + 1
             if pod.node_name is None and not pod.terminal:
                 self._waiting_of_job.setdefault(job, set()).add(key)
+            if pod.terminal and not pod.succeeded:
+                self._failed_of_job.setdefault(job, set()).add(key)
+            size = job_policy(pod, self.config).job_size
+            if size is not None:
+                self._size_of_job[job] = size
+            self._check_short(job)
 
     def _unindex(self, key: str, pod: Pod) -> None:
         del self._pods[key]
@@ -294,7 +314,19 @@ class ClusterCache:
         if job is not None:
             _discard(self._pods_of_job, job, key)
             _discard(self._waiting_of_job, job, key)
+            _discard(self._failed_of_job, job, key)
+            if job not in self._pods_of_job:
+                self._size_of_job.pop(job, None)
+            self._check_short(job)
             self._job_versions[job] = self._job_versions.get(job, 0) + 1
+
+    def _check_short(self, job: JobKey) -> None:
+        size = self._size_of_job.get(job)
+        known = len(self._pods_of_job.get(job, ())) - len(self._failed_of_job.get(job, ()))
+        if size is not None and size > known:
+            self._short_jobs.add(job)
+        else:
+            self._short_jobs.discard(job)
 
     # ---- NUMA topology -----------------------------------------------------------
 

@@ -9,14 +9,18 @@ room. Both only make nodes look fuller than they are for a third job, for a soft
 preference; recomputing every job on every change cost O(waiting jobs x their pods)
 per scheduled pod (bench/bench_extender.py).
 
-Which jobs: those with pods waiting (neither bound nor finished) and at least one pod
-placed (bound or assumed); a job with nothing placed has no home yet.
+Which jobs: those with at least one pod placed (bound or assumed) and pods to place:
+pods waiting (neither bound nor finished), or pods not created yet, when the job
+declares a size (`headstart.io/job-size`, PodGroup minMember) larger than its pods
+known. A job with nothing placed has no home yet. A job with no pod waiting is claimed
+for as if its next pod were waiting, shaped as `locality.placement.unseen_request` says.
 
 Threading: event-loop thread only, like `ClusterCache`. Must not: do I/O, read the clock.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -25,9 +29,11 @@ from extender.cache import ClusterCache
 from locality.claims import claims_of_job
 from locality.config import LocalityConfig
 from locality.context import build_context
-from locality.jobs import identify, job_policy
-from locality.model import JobKey, Locality, Packing
-from locality.placement import job_placement
+from locality.jobs import identify, job_policy, role_of
+from locality.model import JobKey, Locality, Packing, Pod, Role
+from locality.placement import job_placement, unseen_request
+
+UNSEEN_UID = "/headstart-unseen"  # not a UID the API server gives (those are UUIDs)
 
 
 class ClaimsBook:
@@ -56,7 +62,8 @@ class ClaimsBook:
         cache = self.cache
         if self._checked_version == cache.version:
             return
-        waiting = set(cache.jobs_with_waiting_pods())
+        short = set(cache.jobs_short_of_size())
+        waiting = set(cache.jobs_with_waiting_pods()) | short
         for job in [job for job in self._by_job if job not in waiting]:
             self._replace(job, None)
         by_job_assumed = cache.assumed.by_job
@@ -65,7 +72,7 @@ class ClaimsBook:
             entry = self._by_job.get(job)
             if entry is not None and entry[0][0] == source[0] and entry[0][1] is source[1]:
                 continue
-            self._replace(job, (source, self._claims_of(job, now)))
+            self._replace(job, (source, self._claims_of(job, job in short, now)))
         self._checked_version = cache.version
 
     def _replace(self, job: JobKey, entry) -> None:
@@ -80,12 +87,15 @@ class ClaimsBook:
                 current = total.get(name)
                 total[name] = claimed if current is None else current + claimed
 
-    def _claims_of(self, job: JobKey, now: float) -> dict[str, Resources]:
+    def _claims_of(self, job: JobKey, short: bool, now: float) -> dict[str, Resources]:
+        """short: the job declares more pods than the cache knows (pods to come)."""
         cache = self.cache
         assumed = cache.assumed
         pods = cache.pods_of_job(job)
         waiting = next((p for p in pods if p.node_name is None and not p.terminal
                         and p.uid not in assumed.by_uid), None)
+        if waiting is None and short:
+            waiting = _next_unseen(pods, self.config)
         identity = identify(waiting, self.config) if waiting is not None else None
         if waiting is None or identity is None:
             return {}
@@ -103,6 +113,20 @@ class ClaimsBook:
         return claims_of_job(placement, occupied, shape.home_group, table,
                              assumed.requested_by_node(now),
                              1 if policy.packing is Packing.SPREAD else None)
+
+
+def _next_unseen(pods: list[Pod], config: LocalityConfig) -> Pod | None:
+    """A stand-in for the next pod of a job none of whose known pods waits: a copy of
+    one of its unfinished workers (else of any unfinished pod), pending, under a uid no
+    pod has, requesting what `unseen_request` says its unseen pods request."""
+    unfinished = [p for p in pods if not p.terminal]
+    if not unfinished:
+        return None
+    workers: Counter[Resources] = Counter(
+        p.request for p in unfinished if role_of(p, config) is Role.WORKER)
+    model = next((p for p in unfinished if role_of(p, config) is Role.WORKER), unfinished[0])
+    return replace(model, uid=UNSEEN_UID, name=f"{model.name}{UNSEEN_UID}", node_name=None,
+                   request=unseen_request(model, workers))
 
 
 def _take(total: dict[str, Resources], name: str, claimed: Resources) -> None:

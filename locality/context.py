@@ -22,7 +22,7 @@ Must not: read the clock (`now` is passed in), log, mutate its inputs.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -143,7 +143,7 @@ class DecisionContext:
 def decision_context(
     pod: Pod,
     *,
-    job_pods: Iterable[Pod],
+    job_pods: Sequence[Pod],
     assumed: AssumedPlacements,
     cluster: Mapping[str, NodeState],
     now: float,

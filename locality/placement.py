@@ -20,7 +20,7 @@ declares its size). Must not: read the clock (`now` is passed in), log, or mutat
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
@@ -197,7 +197,7 @@ def job_placement(
     pod: Pod,
     job: JobKey,
     policy: JobPolicy,
-    job_pods: Iterable[Pod],
+    job_pods: Sequence[Pod],
     assumed: AssumedPlacements,
     now: float,
     config: LocalityConfig,
@@ -209,8 +209,9 @@ def job_placement(
     disagrees. The pod being scheduled is never counted as placed (an earlier
     assumption for it is stale: it is being scheduled again). When the policy gives a
     job size larger than the pods known (Succeeded pods count as known, Failed ones do
-    not: their replacements will be), the missing pods are assumed to request what
-    `pod` requests.
+    not: their replacements will be), the missing pods are assumed to request what the
+    job's known workers request (`unseen_request`): a job's PS or chief is created and
+    scheduled first, and its unseen pods are mostly workers.
     """
     placed: list[PlacedPod] = []
     remaining: Counter[Resources] = Counter()
@@ -244,9 +245,43 @@ def job_placement(
             placed.append(PlacedPod(a.uid, a.role, a.node_name, a.request, True))
     remaining[pod.request] += 1
     if policy.job_size is not None and policy.job_size > len(seen):
-        remaining[pod.request] += policy.job_size - len(seen)
+        workers = _worker_requests(pod, job_pods, live.values(), config)
+        remaining[unseen_request(pod, workers)] += policy.job_size - len(seen)
     ordered = sorted(
         remaining.items(),
         key=lambda item: (-item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes),
     )
     return JobPlacement(job, tuple(placed), tuple(ordered), frozenset(roles))
+
+
+def _worker_requests(
+    pod: Pod, job_pods: Sequence[Pod], live: Iterable[Assumption], config: LocalityConfig
+) -> Counter[Resources]:
+    """Request -> count of the job's known unfinished workers: `pod`, the job's pods as
+    the cache sees them, and assumed pods it has not seen yet. Only jobs with unseen
+    pods pay for this second pass."""
+    workers: Counter[Resources] = Counter()
+    uids: set[str] = set()
+    for other in (pod, *job_pods):
+        if other.uid in uids or other.terminal:
+            continue
+        uids.add(other.uid)
+        if role_of(other, config) is Role.WORKER:
+            workers[other.request] += 1
+    for a in live:
+        if a.uid not in uids and a.role is Role.WORKER:
+            workers[a.request] += 1
+    return workers
+
+
+def unseen_request(pod: Pod, workers: Mapping[Resources, int]) -> Resources:
+    """What each of a job's unseen pods is assumed to request.
+
+    workers: request -> count of the job's known unfinished workers (placed or not).
+    The most common worker request (a tie goes to the larger: GPUs, then CPU, then
+    memory), else, with no worker known, what `pod` (the pod being judged) requests.
+    """
+    if not workers:
+        return pod.request
+    return max(workers.items(), key=lambda item: (
+        item[1], item[0].gpu_milli, item[0].cpu_milli, item[0].memory_bytes))[0]

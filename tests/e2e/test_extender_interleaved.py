@@ -11,9 +11,12 @@ a time, interleaved, with its own plugin scores, tie-breaks and asynchronous bin
 
 The control: the same pods through a scheduler with the shipped profile but no
 extender (`packing-only`) split jobs, so the scenario can tell the extender's work apart.
-And a known limit: the same jobs created WITHOUT gates reach kube-scheduler while the
-rest of their pods (and the other jobs') are still being created, and split even with
-the `headstart.io/job-size` annotation (docs/extender.md, "Other jobs' claims").
+Without gates: the same jobs created one pod at a time, annotated with their size,
+reach kube-scheduler while the rest of their pods (and the other jobs') are still
+being created. With two groups of 48 GPUs every job lands on its fewest nodes. With a
+32-GPU group per job they still split in about half the runs, not asserted here: a PS
+created before any of its workers cannot know they need GPUs (docs/extender.md,
+"Other jobs' claims"; the stand-in test pins it).
 """
 
 from __future__ import annotations
@@ -167,14 +170,10 @@ def test_without_the_extender_the_shipped_profile_splits_jobs(
     assert any(s[0] > FEWEST_NODES or s[1] > 1 for s in spread.values()), spread
 
 
-@pytest.mark.parametrize("topology", ["a-group-each"], indirect=True)
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_without_gates_interleaved_jobs_split_even_with_their_size_annotated(
-        extender_cluster, topology, namespace, seed, e2e_timings):
-    """A known limit, pinned so that a fix shows: each pod is judged knowing only the
-    pods created before it; a PS created first counts its job's unseen pods as
-    PS-sized (job-size 25), so jobs share groups and nodes and spill over."""
-    cluster, _ = extender_cluster
+def ungated_spreads(cluster, namespace: str, seed: int, group_of: dict[str, str],
+                    e2e_timings, label: str) -> dict[str, tuple]:
+    """Create the three jobs' pods interleaved without scheduling gates, each annotated
+    with its job's size, wait for all to bind, record the run; `spreads`."""
     jobs = [job_pods(namespace, f"job-{j}", WORKERS, worker_gpus=1) for j in range(JOBS)]
     for pod in (pod for job in jobs for pod in job):
         del pod["spec"]["schedulingGates"]
@@ -182,9 +181,30 @@ def test_without_gates_interleaved_jobs_split_even_with_their_size_annotated(
     created = time.monotonic()
     names = create_pods(cluster, namespace, interleaved(jobs, random.Random(seed)))
     where = wait_all_bound(cluster, namespace, names, 120, LOGS)
-    spread = spreads(jobs, where, topology)
-    e2e_timings.record(f"known limit: 3 interleaved jobs without gates (seed {seed})",
-                       all_bound=time.monotonic() - created,
+    spread = spreads(jobs, where, group_of)
+    e2e_timings.record(f"{label} (seed {seed})", all_bound=time.monotonic() - created,
                        nodes_per_job=[s[0] for s in spread.values()],
                        groups_per_job=[s[1] for s in spread.values()])
-    assert any(s[0] > FEWEST_NODES or s[1] > 1 for s in spread.values()), spread
+    return spread
+
+
+@pytest.mark.parametrize("topology", ["two-share-a-group"], indirect=True)
+def test_without_gates_interleaved_jobs_with_their_size_annotated_mostly_land_on_their_fewest_nodes(
+        extender_cluster, topology, namespace, e2e_timings):
+    """Each pod is judged knowing only the pods created before it; each job claims the
+    pods its size annotation says are still to come, shaped as its known workers, so
+    the next job's PS keeps off that room. Not every run: with the claims of jobs
+    created together overlapping, some runs still split (2 of 15 runs over five
+    invocations; before these claims, 3 of 3). Asserted: at least one of three
+    interleavings puts every job on its fewest nodes in one group."""
+    perfect = []
+    for seed in (1, 2, 3):
+        spread = ungated_spreads(extender_cluster[0], namespace, seed, topology, e2e_timings,
+                                 "3 interleaved jobs without gates, two share a group")
+        perfect.append(all(s[:3] == (FEWEST_NODES, 1, True) for s in spread.values()))
+        delete_pods(extender_cluster[0], namespace)
+        extender_cluster[0].wait(
+            f"the pods of {namespace} gone",
+            lambda: not extender_cluster[0].kube.list(f"/api/v1/namespaces/{namespace}/pods"),
+            60)
+    assert any(perfect), perfect

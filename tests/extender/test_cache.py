@@ -84,6 +84,24 @@ def test_pods_are_indexed_by_job_and_unindexed_when_deleted():
     assert cache.pods_of_job(None) == []
 
 
+def test_jobs_short_of_their_declared_size():
+    size = {LOCALITY.job_size_annotation: "3"}
+    j = JobKey("team", "j")
+    w0 = pod("w-0", gpus=1, job="j", role="worker", annotations=size)
+    w1 = pod("w-1", gpus=1, job="j", role="worker", annotations=size, phase="Failed")
+    cache = rebuilt([node("a")], [w0, pod("unsized", job="u", role="worker")], [])
+    assert cache.jobs_short_of_size() == [j]  # 1 of 3 known; u declares no size
+    cache.apply_pod(w1)
+    assert cache.jobs_short_of_size() == [j]  # a Failed pod is to be replaced
+    cache.apply_pod(pod("w-2", gpus=1, job="j", role="worker", annotations=size))
+    cache.apply_pod(pod("w-3", gpus=1, job="j", role="worker", annotations=size))
+    assert cache.jobs_short_of_size() == []  # w-0, w-2, w-3: 3 of 3
+    cache.delete_pod(w0)
+    assert cache.jobs_short_of_size() == [j]
+    cache.replace_pods([])
+    assert cache.jobs_short_of_size() == []
+
+
 @pytest.mark.parametrize(
     "event",
     ["bound", "deleted", "finished"],

@@ -53,10 +53,11 @@ class WatchedBinder:
             self.rng.uniform(*self.watch_lag), self.cache.apply_pod, parse_pod(bound, LOCALITY))
 
 
-def training_job(name: str) -> list[dict]:
-    pods = [make_pod(f"{name}-ps-0", cpu="4", memory="16Gi", job=name, role="PS")]
+def training_job(name: str, annotations: dict[str, str] | None = None) -> list[dict]:
+    pods = [make_pod(f"{name}-ps-0", cpu="4", memory="16Gi", job=name, role="PS",
+                     annotations=annotations)]
     pods += [make_pod(f"{name}-worker-{i}", gpus=1, cpu="8", memory="64Gi", job=name,
-                      role="Worker") for i in range(WORKERS)]
+                      role="Worker", annotations=annotations) for i in range(WORKERS)]
     return pods
 
 
@@ -74,16 +75,26 @@ async def schedule_jobs(
     config: ExtenderConfig, extender_binds: bool = True, extender_weight: int = 10,
     bind_delay: tuple[float, float] = (0.0, 0.004),
     watch_lag: tuple[float, float] | None = (0.0, 0.05),
+    ungated: bool = False,
 ) -> tuple[list[list[dict]], dict[str, str], dict[str, str]]:
-    """Schedule three jobs; (jobs, pod name -> node, node -> group)."""
+    """Schedule three jobs; (jobs, pod name -> node, node -> group).
+
+    By default every pod is in the extender's cache before the first is scheduled (they
+    were created behind scheduling gates and released together). ungated: the pods are
+    created one by one, each annotated with its job's size, and each is scheduled
+    before the next is created (creating a pod takes longer than a scheduling cycle,
+    as in tests/e2e/test_extender_interleaved.py): each is judged knowing only the pods
+    created before it.
+    """
     rng = random.Random(seed)
     nodes = [make_node(f"pg-{g}-{i}", group=f"pg-{g}") for g in range(groups)
              for i in range(nodes_per_group)]
-    jobs = [training_job(f"job-{j}") for j in range(3)]
+    size = {LOCALITY.job_size_annotation: str(WORKERS + 1)} if ungated else None
+    jobs = [training_job(f"job-{j}", size) for j in range(3)]
     pods = {pod["metadata"]["name"]: pod for job in jobs for pod in job}
     cache = ClusterCache(LOCALITY)
     cache.replace_nodes([parse_node(node, LOCALITY) for node in nodes])
-    cache.replace_pods([parse_pod(pod, LOCALITY) for pod in pods.values()])
+    cache.replace_pods([] if ungated else [parse_pod(pod, LOCALITY) for pod in pods.values()])
     cache.replace_topologies([])
     binder = WatchedBinder(cache, pods, rng, watch_lag)
     client = await aiohttp_client(create_app(config, cache, binder=binder))
@@ -97,6 +108,8 @@ async def schedule_jobs(
         default_binder=default_binder,
     )
     for pod in interleaved(jobs, rng):
+        if ungated:  # created now: the watch shows it before kube-scheduler asks about it
+            cache.apply_pod(parse_pod(pod, LOCALITY))
         assert await scheduler.schedule(pod), f"{pod['metadata']['name']} found no node"
     await scheduler.drain()
     group_of = {node["metadata"]["name"]: node["metadata"]["labels"][PG_LABEL] for node in nodes}
@@ -129,6 +142,33 @@ async def test_interleaved_jobs_each_land_on_their_fewest_nodes_in_one_group(
     for job in jobs:
         assert spread_of(job, placed, group_of) == (FEWEST_NODES, 1, True), (
             job[0]["metadata"]["labels"], sorted(placed[p["metadata"]["name"]] for p in job))
+
+
+@pytest.mark.parametrize("strategy", [MOST_ALLOCATED, LEAST_ALLOCATED])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_ungated_interleaved_jobs_with_their_size_annotated_each_land_on_their_fewest_nodes(
+    aiohttp_client, seed, strategy
+):
+    # Two groups of 48 GPUs: wherever a PS lands, its group holds its 24 workers beside
+    # the other job's. Each job's unseen workers are claimed (the job-size annotation)
+    # in the shape of its known ones, so the next job's PS keeps off that room.
+    jobs, placed, group_of = await schedule_jobs(
+        aiohttp_client, seed, 2, 6, strategy, config=ExtenderConfig(), ungated=True)
+    for job in jobs:
+        assert spread_of(job, placed, group_of) == (FEWEST_NODES, 1, True), (
+            job[0]["metadata"]["labels"], sorted(placed[p["metadata"]["name"]] for p in job))
+
+
+async def test_ungated_jobs_whose_ps_comes_before_any_worker_can_share_a_too_small_group(
+    aiohttp_client
+):
+    # A known limit. Three groups of 32 GPUs, one per job: a PS created before any of
+    # its workers sizes its job as 25 CPU-only pods (nothing says they need GPUs), so
+    # a group another job already claims 24 of 32 GPUs in still "holds" it; the two
+    # jobs' 48 workers then cannot both stay in that group.
+    jobs, placed, group_of = await schedule_jobs(
+        aiohttp_client, 1, 3, 4, MOST_ALLOCATED, config=ExtenderConfig(), ungated=True)
+    assert worst_spread(jobs, placed, group_of) > (FEWEST_NODES, 1)
 
 
 # ---- the controls: the same stand-in splits jobs when the extender lacks what it needs

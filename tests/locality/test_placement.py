@@ -116,6 +116,50 @@ def test_job_size_adds_unseen_pods_like_this_one():
     assert placement.remaining_pods == 10
 
 
+W8 = make_pod("w8", cpu=8, gpus=8, job="j", role="worker")  # a larger worker shape
+W8B = make_pod("w8b", cpu=8, gpus=8, job="j", role="worker")
+CHIEF = make_pod("chief", cpu=2, job="j", role="chief")
+
+
+@pytest.mark.parametrize(
+    ("pod", "known", "assumed", "remaining"),
+    [
+        # Size 10, the PS judged first, W0 and W1 known (pending): 10 - 3 = 7 unseen
+        # take the workers' shape; remaining W0 + W1 + 7 = 9 worker-shaped, then the PS.
+        pytest.param(PS, [W[0], W[1]], (), ((W[0].request, 9), (PS.request, 1)),
+                     id="ps-judged-unseen-are-workers"),
+        # The workers W0 (bound) and W1 (assumed) are placed and count for the shape
+        # too: 10 - 3 = 7 unseen worker-shaped, and the PS.
+        pytest.param(PS, [replace(W[0], node_name="n1")], ((W[1], "n1", 0.0),),
+                     ((W[0].request, 7), (PS.request, 1)), id="placed-workers-give-the-shape"),
+        # No worker known: the judged pod's shape. 10 - 1 = 9 unseen + the PS = 10 PS-sized.
+        pytest.param(PS, [], (), ((PS.request, 10),), id="no-worker-known-the-pods-shape"),
+        # A chief is not a worker: the shape is still the judged PS's (10 - 2 = 8 unseen).
+        pytest.param(PS, [CHIEF], (), ((PS.request, 9), (CHIEF.request, 1)),
+                     id="a-chief-gives-no-shape"),
+        # Known workers: W0 (1 GPU) and W8, W8B (8 GPUs): the 8-GPU shape is the most
+        # common; 10 - 4 = 6 unseen + W8 + W8B = 8 of 8 GPUs, W0, the PS.
+        pytest.param(PS, [W[0], W8, W8B], (),
+                     ((W8.request, 8), (W[0].request, 1), (PS.request, 1)),
+                     id="most-common-worker-shape"),
+        # W0 and W8, one each: a tie goes to the larger (8 GPUs); 10 - 3 = 7 unseen.
+        pytest.param(PS, [W[0], W8], (),
+                     ((W8.request, 8), (W[0].request, 1), (PS.request, 1)),
+                     id="a-tie-goes-to-the-larger"),
+        # The judged pod is a worker and counts: W8 judged, W0 known, a tie -> 8 GPUs;
+        # the judged pod itself is counted once: 10 - 3 (PS, W0, W8) = 7 unseen + W8.
+        pytest.param(W8, [PS, W[0]], (),
+                     ((W8.request, 8), (W[0].request, 1), (PS.request, 1)),
+                     id="the-judged-worker-counts-once"),
+    ],
+)
+def test_unseen_pods_take_the_shape_of_the_jobs_workers(pod, known, assumed, remaining):
+    placement = job_placement(pod, JOB, JobPolicy(job_size=10), [pod, *known],
+                              store(*assumed), 1.0, CONFIG)
+    assert placement.remaining == remaining
+    assert placement.remaining_pods + len(placement.placed) == 10
+
+
 def test_finished_pods_are_neither_placed_nor_remaining():
     done = replace(W[0], node_name="n1", terminal=True)
     placement = job_placement(W[1], JOB, JobPolicy(), [done], AssumedPlacements(), 0.0, CONFIG)
