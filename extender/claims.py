@@ -20,7 +20,6 @@ Threading: event-loop thread only, like `ClusterCache`. Must not: do I/O, read t
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -31,7 +30,7 @@ from locality.config import LocalityConfig
 from locality.context import build_context
 from locality.jobs import identify, job_policy, role_of
 from locality.model import JobKey, Locality, Packing, Pod, Role
-from locality.placement import job_placement, unseen_request
+from locality.placement import job_placement, unseen_request, worker_requests
 
 UNSEEN_UID = "/headstart-unseen"  # not a UID the API server gives (those are UUIDs)
 
@@ -122,9 +121,8 @@ def _next_unseen(pods: list[Pod], config: LocalityConfig) -> Pod | None:
     unfinished = [p for p in pods if not p.terminal]
     if not unfinished:
         return None
-    workers: Counter[Resources] = Counter(
-        p.request for p in unfinished if role_of(p, config) is Role.WORKER)
     model = next((p for p in unfinished if role_of(p, config) is Role.WORKER), unfinished[0])
+    workers = worker_requests(model, pods, (), config)
     return replace(model, uid=UNSEEN_UID, name=f"{model.name}{UNSEEN_UID}", node_name=None,
                    request=unseen_request(model, workers))
 

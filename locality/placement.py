@@ -245,7 +245,7 @@ def job_placement(
             placed.append(PlacedPod(a.uid, a.role, a.node_name, a.request, True))
     remaining[pod.request] += 1
     if policy.job_size is not None and policy.job_size > len(seen):
-        workers = _worker_requests(pod, job_pods, live.values(), config)
+        workers = worker_requests(pod, job_pods, live.values(), config)
         remaining[unseen_request(pod, workers)] += policy.job_size - len(seen)
     ordered = sorted(
         remaining.items(),
@@ -254,7 +254,7 @@ def job_placement(
     return JobPlacement(job, tuple(placed), tuple(ordered), frozenset(roles))
 
 
-def _worker_requests(
+def worker_requests(
     pod: Pod, job_pods: Sequence[Pod], live: Iterable[Assumption], config: LocalityConfig
 ) -> Counter[Resources]:
     """Request -> count of the job's known unfinished workers: `pod`, the job's pods as
