@@ -22,7 +22,7 @@ def trace_file(tmp_path):
 
 
 def run_json(trace_file, capsys, *extra):
-    code = main(["simulate", "--trace", str(trace_file), "--json", "--no-scoring-comparison",
+    code = main(["simulate", "--trace", str(trace_file), "--json",
                  "--policy", "reactive", "predictive", *extra])
     assert code == 0
     return json.loads(capsys.readouterr().out)
@@ -66,7 +66,7 @@ def test_lead_curve_runs_predictive_per_lead(trace_file, tmp_path, capsys):
 
 
 def test_lead_curve_table(trace_file, capsys):
-    code = main(["simulate", "--trace", str(trace_file), "--no-scoring-comparison",
+    code = main(["simulate", "--trace", str(trace_file),
                  "--policy", "reactive", "static:1", "predictive", "oracle",
                  "--lead-share", "1", "--lead-curve", "0,10m"])
     out = capsys.readouterr().out

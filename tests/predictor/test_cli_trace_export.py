@@ -109,7 +109,7 @@ async def test_export_round_trips_through_load_trace_and_simulates(
     assert np.isnan(loaded.frame.set_index("pod").loc["team/running", "end_s"])
 
     code, stdout, stderr = await run("simulate", "--trace", out, "--policy", "reactive",
-                                     "--no-scoring-comparison", "--json")
+                                     "--json")
     assert code == 0, stderr
     (report,) = json.loads(stdout)
     # 9 rows - 2 never scheduled (pending, lone) = 7 replayable; the simulator keeps those
