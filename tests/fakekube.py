@@ -30,7 +30,10 @@ What it does not do: run controllers (a Deployment makes no pods), admission,
 defaulting, validation against schemas, strategic-merge list semantics,
 pagination (`limit` is ignored), bookmarks, RBAC. Tests that need those effects
 create the objects themselves. `requests` records every call, so a test can compare
-the calls a component makes with the RBAC rules it ships.
+the calls a component makes with the RBAC rules it ships; `applied_creations` records
+the path of every server-side apply that created its object, which kube-apiserver
+authorizes as `create` as well as `patch` (k8s.io/apiserver
+pkg/endpoints/handlers/patch.go, createAuthorizerAttributes).
 """
 
 from __future__ import annotations
@@ -282,6 +285,7 @@ class FakeKube:
         self._off = set(serve_off)
         self._injected: list[_Injected] = []
         self.requests: list[tuple[str, str, str]] = []
+        self.applied_creations: list[str] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -739,6 +743,8 @@ class FakeKube:
                 obj, created = self._apply(
                     gv, plural, ns, name, body, manager, query.get("force") == "true"
                 )
+                if created:
+                    self.applied_creations.append(request.path)
                 return web.json_response(obj, status=201 if created else 200)
             if request.content_type in (
                 "application/merge-patch+json", "application/strategic-merge-patch+json"
