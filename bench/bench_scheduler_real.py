@@ -247,7 +247,7 @@ def start_extender(cluster: ControlPlane, extender: Any, nodes: int) -> None:
 def one_run(cluster: ControlPlane, mode: str, rep: int, pods: int) -> dict[str, float]:
     namespace = f"{mode}-{rep}"
     kube = cluster.kube
-    kube.ensure_namespace(namespace)
+    kube.ensure_namespace(namespace, service_account_timeout_s=None)  # no kcm here
     # No controller-manager: the ServiceAccount admission plugin needs this one.
     kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts",
                 {"metadata": {"name": "default"}})

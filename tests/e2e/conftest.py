@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.audit import accesses
 from tests.e2e.controlplane import ClusterSpec, ControlPlane, binaries_problem
 from tests.e2e.pki import Pki
 
@@ -95,6 +96,21 @@ def namespace(request: pytest.FixtureRequest) -> str:
     """A namespace name unique to this test (create it on the test's cluster)."""
     return "t-" + "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40] \
         .strip("-") + f"-{int(time.time() * 1000) % 100000}"
+
+
+@pytest.fixture(autouse=True)
+def headstart_never_refused(request: pytest.FixtureRequest):
+    """After every scenario: no request of a headstart process was refused by RBAC (403)
+    on any cluster, in the test's time. Each process runs as its ServiceAccount with
+    the shipped Roles, so a missing rule shows here, in whichever scenario first needs
+    it, as the 403 a user would get."""
+    started = time.time()
+    yield
+    refused = [access for cluster in request.config.stash.get(_CLUSTERS, [])
+               for access in accesses(cluster.audit_events(), cluster.credential_names)
+               if access.code == 403 and access.time >= started]
+    assert not refused, ("RBAC refused headstart's processes (the shipped Roles lack a "
+                         "rule):\n" + "\n".join(str(a) for a in refused[:20]))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -23,6 +23,7 @@ Must not: know about headstart (headstart.py starts its processes).
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import os
@@ -37,6 +38,7 @@ from typing import Any
 import requests
 import yaml
 
+from tests.e2e.audit import Write, writes
 from tests.e2e.kube import Kube, NotYet, wait_until
 from tests.e2e.pki import ADMIN, Pki
 from tests.e2e.processes import Process, exit_on_sigterm, free_ports, stop_all
@@ -54,18 +56,21 @@ AUTOSCALER_CRDS = tuple(
 KUEUE_CRDS = tuple(DATA / f"kueue.x-k8s.io_{name}.yaml.gz"
                    for name in ("workloads", "localqueues", "clusterqueues"))
 ANCHOR_LABEL = "e2e/anchor"
-HEADSTART_GROUP = "headstart"  # the client-certificate group of headstart's own processes
+# The group kube-apiserver gives every ServiceAccount of the headstart namespace: the
+# identity headstart's processes have when they run as installed (installed.py).
+HEADSTART_ACCOUNTS_GROUP = "system:serviceaccounts:headstart"
 READY_TIMEOUT_S = 90.0
+TOKEN_LIFETIME_S = 24 * 3600
 
-# Writes by headstart's processes (their certificates carry the group "headstart"),
-# nothing else: the tests read who wrote what, and when, from this log.
+# Every request by headstart's processes (the ServiceAccounts of its namespace), nothing
+# else: the tests read who wrote what, and when, from this log, and which verbs each
+# identity used (allowed or refused).
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
     "omitStages": ["RequestReceived"],
     "rules": [
-        {"level": "Metadata", "userGroups": [HEADSTART_GROUP],
-         "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
+        {"level": "Metadata", "userGroups": [HEADSTART_ACCOUNTS_GROUP]},
         {"level": "None"},
     ],
 }
@@ -125,6 +130,13 @@ class ClusterSpec:
     """kube-apiserver audit policy (None: no audit log)."""
     apiserver_args: tuple[str, ...] = ()
     """Extra kube-apiserver flags."""
+    setup: tuple[Callable[[ControlPlane], None], ...] = ()
+    """Steps run once kube-apiserver serves, before any other component starts (e.g.
+    installing headstart's manifests, so its scheduler can run as its ServiceAccount)."""
+    scheduler_accounts: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """Scheduler name -> (namespace, ServiceAccount) it runs as, with a token of that
+    account (for itself, its delegated authentication and authorization), as its
+    Deployment would; a scheduler not named here runs as cluster-admin."""
     restart_on_exit: tuple[str, ...] = ("headstart-scheduler",)
     """Components started again when they exit, as kubelet restarts a container: a
     kube-scheduler with leader election exits when it cannot renew its Lease for its
@@ -154,6 +166,8 @@ class ControlPlane:
         self.started_at = time.time()
         self.stopped_at: float | None = None
         self._stopping = threading.Event()
+        self.credential_names: dict[str, str] = {}
+        """Audit credential id ("JTI=...") of each token handed out -> the process name."""
         self._supervisor = threading.Thread(target=self._restart_exited, daemon=True,
                                             name=f"supervise-{self.workdir.name}")
 
@@ -167,6 +181,23 @@ class ControlPlane:
         return self.pki.kubeconfig(self.config_dir / f"{stem}-{port}.kubeconfig",
                                    server or self.server, name, group)
 
+    def token_kubeconfig(self, namespace: str, account: str, name: str) -> Path:
+        """A kubeconfig holding a fresh token of ServiceAccount `namespace/account` (the
+        TokenRequest API, as kubelet gets one for a pod), for process `name`; the audit
+        log's writes made with it are attributed to `name` (audit.writes)."""
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                   "spec": {"expirationSeconds": TOKEN_LIFETIME_S}}
+        token = self.kube.create(
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token", request,
+        )["status"]["token"]
+        self.credential_names[f"JTI={token_claims(token)['jti']}"] = name
+        return self.pki.token_kubeconfig(self.config_dir / f"{name}.token.kubeconfig",
+                                         self.server, account, token)
+
+    def writes(self) -> list[Write]:
+        """The audit log's successful writes, each attributed to its process."""
+        return writes(self.audit_events(), self.credential_names)
+
     def client(self, server: str | None = None) -> Kube:
         cert, key = self.pki.client(ADMIN)
         return Kube(server or self.server, self.pki.ca_cert, cert, key)
@@ -179,6 +210,8 @@ class ControlPlane:
         try:
             self._step("etcd", self._start_etcd)
             self._step("kube-apiserver", self.start_apiserver)
+            for step in self.spec.setup:
+                self._step(getattr(step, "__name__", "setup"), lambda step=step: step(self))
             self._step("components", self._start_components)
             if self.spec.kwok and self.spec.anchor_node:
                 self._step("anchor-node", self._create_anchor_node)
@@ -333,12 +366,19 @@ class ControlPlane:
         for name, config in self.spec.schedulers.items():
             port = self.ports[name]
             path = self.config_dir / f"{name}.yaml"
+            identity, scheduler_auth = kubeconfig, auth
+            if name in self.spec.scheduler_accounts:
+                namespace, account = self.spec.scheduler_accounts[name]
+                identity = self.token_kubeconfig(namespace, account, name)
+                scheduler_auth = [f"--authentication-kubeconfig={identity}",
+                                  f"--authorization-kubeconfig={identity}",
+                                  "--bind-address=127.0.0.1"]
             body = {**config, "clientConnection": {
-                **(config.get("clientConnection") or {}), "kubeconfig": str(kubeconfig)}}
+                **(config.get("clientConnection") or {}), "kubeconfig": str(identity)}}
             path.write_text(yaml.safe_dump(body, sort_keys=False))
             # kube-scheduler ignores --kubeconfig once --config is given: the file says it.
-            self.run(name, [self.bin / "kube-scheduler", f"--config={path}", *auth,
-                                 f"--secure-port={port}"])
+            self.run(name, [self.bin / "kube-scheduler", f"--config={path}", *scheduler_auth,
+                            f"--secure-port={port}"])
             checks.append((name, f"https://127.0.0.1:{port}/readyz", "ok"))
         if self.spec.kwok:
             port = self.ports["kwok"]
@@ -454,6 +494,12 @@ class ControlPlane:
             if line.strip():
                 events.append(json.loads(line))
         return events
+
+
+def token_claims(token: str) -> dict[str, Any]:
+    """The claims of a JWT (unverified: the API server that issued it checks it)."""
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
 
 
 def read_data(path: Path) -> str:

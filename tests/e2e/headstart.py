@@ -2,20 +2,21 @@
 
 Decides: the command lines (`python -m headstart extender --kubeconfig ... --config ...
 --port ...`, `python -m headstart overprovisioner --config ... --kubeconfig ...`), the
-identity each process has toward the API server (its own client certificate in the
-group "headstart", so the audit log names it; `POD_NAME`, which the overprovisioner's
-leader election uses as its identity), readiness (`/readyz` 200), and the
-headstart-scheduler's KubeSchedulerConfiguration: the SHIPPED
-manifests/base/scheduler/scheduler-config.yaml with only what must differ locally
-replaced (the extender's URL and the leader-election namespace; the kubeconfig is added
-by controlplane.py), so the tests exercise what users install.
+identity each process has toward the API server (installed.py: the cluster gets the
+rendered manifests' RBAC, accounts, PriorityClass and ConfigMaps, and each process a
+token of the ServiceAccount its Deployment names, so RBAC refuses what the shipped
+Roles do not grant; the audit log tells replicas apart by their tokens; `POD_NAME`,
+which the overprovisioner's leader election uses as its identity), its config (the
+overlay's shipped config, with the sections a scenario replaces and the addresses),
+readiness (`/readyz` 200), and the headstart-scheduler: the SHIPPED
+manifests/base/scheduler/scheduler-config.yaml with only the extender's URL replaced
+(the kubeconfig is added by controlplane.py), running as its own ServiceAccount.
 
 Must not: decide what a scenario checks.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 import sys
 from pathlib import Path
@@ -24,8 +25,8 @@ from typing import Any
 import requests
 import yaml
 
+from tests.e2e import installed
 from tests.e2e.controlplane import (
-    HEADSTART_GROUP,
     READY_TIMEOUT_S,
     ClusterSpec,
     ControlPlane,
@@ -39,11 +40,14 @@ REPO = Path(__file__).resolve().parents[2]
 SHIPPED_SCHEDULER_CONFIG = REPO / "manifests" / "base" / "scheduler" / "scheduler-config.yaml"
 
 
-def headstart_scheduler_config(extender_url: str) -> dict[str, Any]:
-    """The shipped headstart-scheduler configuration, pointed at `extender_url`; its Lease
-    goes to kube-system (the headstart namespace need not exist)."""
+def headstart_scheduler_config(extender_url: str, lease_in_headstart_namespace: bool = True
+                               ) -> dict[str, Any]:
+    """The shipped headstart-scheduler configuration, pointed at `extender_url`. Not
+    `lease_in_headstart_namespace` (a variant that is not headstart's own scheduler):
+    its Lease goes to kube-system."""
     config = yaml.safe_load(SHIPPED_SCHEDULER_CONFIG.read_text())
-    config["leaderElection"]["resourceNamespace"] = "kube-system"
+    if not lease_in_headstart_namespace:
+        config["leaderElection"]["resourceNamespace"] = "kube-system"
     [extender] = config["extenders"]
     extender["urlPrefix"] = extender_url
     return config
@@ -53,7 +57,8 @@ def scheduler_variant(name: str, extender_url: str | None) -> dict[str, Any]:
     """The shipped configuration as one more scheduler, `name` (its profile's
     schedulerName), leader election off; with `extender_url` None, without the extender
     (the same profile, kube-scheduler binding): the control for what the extender adds."""
-    config = headstart_scheduler_config(extender_url or "http://unused")
+    config = headstart_scheduler_config(extender_url or "http://unused",
+                                        lease_in_headstart_namespace=False)
     config["profiles"][0]["schedulerName"] = name
     config["leaderElection"] = {"leaderElect": False}
     if extender_url is None:
@@ -62,26 +67,41 @@ def scheduler_variant(name: str, extender_url: str | None) -> dict[str, Any]:
 
 
 def headstart_cluster(**spec: Any) -> tuple[ClusterSpec, int]:
-    """A cluster spec with the default scheduler and the shipped headstart-scheduler
-    (placeholders and training pods go through it), and the port its extender must
-    serve kube-scheduler's calls on (start `Extender(cluster, port=port)`)."""
+    """A cluster spec with headstart installed from its manifests, the default scheduler
+    and the shipped headstart-scheduler running as its ServiceAccount (placeholders and
+    training pods go through it), and the port its extender must serve kube-scheduler's
+    calls on (start `Extender(cluster, port=port)`)."""
     port = free_ports(1)[0]
     schedulers = {
         "kube-scheduler": default_scheduler_config(),
         HEADSTART_SCHEDULER: headstart_scheduler_config(f"http://127.0.0.1:{port}"),
     }
-    return ClusterSpec(schedulers=schedulers, **spec), port
+    accounts = {HEADSTART_SCHEDULER: (installed.NAMESPACE, installed.service_account("scheduler"))}
+    return ClusterSpec(schedulers=schedulers, setup=(ensure_installed,),
+                       scheduler_accounts=accounts, **spec), port
+
+
+def ensure_installed(cluster: ControlPlane) -> None:
+    """Install headstart's manifests into `cluster` unless this harness already did."""
+    if not getattr(cluster, "headstart_installed", False):
+        installed.install(cluster)
+        cluster.headstart_installed = True
 
 
 class HeadstartProcess:
     """One `python -m headstart ...` subprocess, logged like a component; `get` reaches
     its /readyz (and the rest of its operations endpoints) on `ops_port`."""
 
+    component = ""
+    """The manifests' name for it (installed.ACCOUNTS): its ServiceAccount and config."""
+
     def __init__(self, cluster: ControlPlane, name: str, ops_port: int | None = None) -> None:
         self.cluster = cluster
         self.name = name
         self.ops_port = ops_port or free_ports(1)[0]
-        self.kubeconfig = cluster.kubeconfig(name, HEADSTART_GROUP)
+        ensure_installed(cluster)
+        self.kubeconfig = cluster.token_kubeconfig(
+            installed.NAMESPACE, installed.service_account(self.component), name)
 
     def _run(self, argv: list[Any]) -> Process:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "POD_NAME": self.name}
@@ -120,13 +140,17 @@ class Extender(HeadstartProcess):
     """`headstart extender` on 127.0.0.1 with the default config otherwise: kube-scheduler's
     calls (filter, prioritize, bind) on `port`, probes and /explain on `ops_port`."""
 
+    component = "extender"
+
     def __init__(self, cluster: ControlPlane, name: str = "headstart-extender",
                  port: int | None = None, settings: dict[str, Any] | None = None) -> None:
         super().__init__(cluster, name)
         self.port = port or free_ports(1)[0]
         self.config = cluster.config_dir / f"{name}.yaml"
-        self.config.write_text(yaml.safe_dump({"host": "127.0.0.1", "log_format": "text",
-                                               **(settings or {})}))
+        document = installed.scenario_config(
+            self.component, settings or {},
+            {"host": "127.0.0.1", "port": self.port, "ops_port": self.ops_port})
+        self.config.write_text(yaml.safe_dump(document, sort_keys=False))
 
     def start(self) -> Extender:
         self._run(["extender", "--kubeconfig", self.kubeconfig, "--config", self.config,
@@ -141,13 +165,17 @@ class Overprovisioner(HeadstartProcess):
     """`headstart overprovisioner` with `settings` (a config mapping; host, port and the
     history file are set here)."""
 
+    component = "overprovisioner"
+
     def __init__(self, cluster: ControlPlane, settings: dict[str, Any],
                  name: str = "headstart-overprovisioner") -> None:
         super().__init__(cluster, name)
-        document = copy.deepcopy(settings)
-        document.setdefault("forecast", {}).setdefault(
-            "history_path", str(cluster.workdir / f"{name}-history.sqlite"))
-        document.update(host="127.0.0.1", port=self.ops_port)
+        document = installed.scenario_config(
+            self.component, settings, {"host": "127.0.0.1", "port": self.ops_port})
+        forecast = dict(document.get("forecast") or {})
+        if "history_path" not in (settings.get("forecast") or {}):  # an address: ours
+            forecast["history_path"] = str(cluster.workdir / f"{name}-history.sqlite")
+        document["forecast"] = forecast
         self.config = cluster.config_dir / f"{name}.yaml"
         self.config.write_text(yaml.safe_dump(document, sort_keys=False))
 

@@ -159,9 +159,21 @@ class Kube:
         items = self.list(f"/api/v1/namespaces/{namespace}/events", field_selector=selector)
         return sorted(items, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
 
-    def ensure_namespace(self, name: str) -> None:
+    def ensure_namespace(self, name: str, service_account_timeout_s: float | None = 60.0
+                         ) -> None:
+        """Create namespace `name` unless it exists, then wait (unless the timeout is
+        None) for its `default` ServiceAccount: kube-controller-manager makes it seconds
+        after the namespace, and until then the ServiceAccount admission plugin refuses
+        every pod that names no account (the smoke test failed 2 runs in 3 on a fresh
+        cluster without this wait)."""
         try:
             self.create("/api/v1/namespaces", {"metadata": {"name": name}})
         except KubeError as error:
             if error.status != 409:
                 raise
+        if service_account_timeout_s is None:
+            return
+        path = f"/api/v1/namespaces/{name}/serviceaccounts/default"
+        wait_until(f"ServiceAccount {name}/default (kube-controller-manager makes it)",
+                   lambda: self.get(path, missing_ok=True) is not None,
+                   service_account_timeout_s)

@@ -71,6 +71,22 @@ class Pki:
         path.write_text(yaml.safe_dump(document, sort_keys=False))
         return path
 
+    def token_kubeconfig(self, path: Path, server: str, user: str, token: str) -> Path:
+        """Write a kubeconfig that authenticates with bearer `token` against `server`."""
+        document = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "e2e", "cluster": {
+                "server": server, "certificate-authority": str(self.ca_cert)}}],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
+            "current-context": "e2e",
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+        path.chmod(0o600)
+        return path
+
     # ---- openssl -----------------------------------------------------------------
 
     def _openssl(self, *args: str) -> None:

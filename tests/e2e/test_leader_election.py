@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from tests.e2e.audit import writes
 from tests.e2e.controlplane import ClusterSpec
 from tests.e2e.headstart import Overprovisioner
 from tests.e2e.kube import NotYet
@@ -74,7 +73,7 @@ def test_a_killed_leader_is_replaced_within_the_lease_and_the_two_never_both_wri
                  lambda: second.plan()["leader"] is True, 30, logs)
     revert_by_second_s = scale_and_wait_for_revert(cluster, logs)
 
-    log = writes(cluster.audit_events())
+    log = cluster.writes()
     by_first = [w for w in log if w.user == "overprovisioner-a"]
     by_second = [w for w in log if w.user == "overprovisioner-b"]
     timeline = "\n".join(str(w) for w in log)

