@@ -69,6 +69,11 @@ def test_every_node_group_can_scale_from_zero() -> None:
         for key, value in group["labels"].items():
             assert tags.get(f"{TEMPLATE}label/{key}") == value, (name, key)
         assert "headstart.io/placement-group" in group["labels"], name
+        # CA's AWS GPU label: without it a GPU node whose device plugin has not yet
+        # registered counts as ready without GPUs, and CA scales up again for the
+        # placeholder still pending on it (processors/customresources/gpu_processor.go).
+        assert group["labels"].get("k8s.amazonaws.com/accelerator", "").startswith(
+            "nvidia-"), name
         assert tags[f"{TEMPLATE}label/node.kubernetes.io/instance-type"] == (
             group["instanceType"])
         for taint in group["taints"]:
@@ -169,3 +174,58 @@ def test_the_training_operator_is_installed_pinned_before_the_jobs() -> None:
     install = docs.index('kubectl apply --server-side -k "github.com/kubeflow/training-operator'
                          '.git/manifests/overlays/standalone?ref=v1.9.0"')
     assert install < docs.index("kind: TFJob") < docs.index("kind: PyTorchJob")
+
+
+def example_node_groups(overlay: str) -> list[tuple[str, dict[str, str]]]:
+    """(instance type, node labels) of each example node group / pool of `overlay`."""
+    if overlay == "eks":
+        return [(g["instanceType"], g["labels"]) for g in node_groups()]
+    words = shlex.split((GKE / "examples" / "node-pools.sh").read_text(), comments=True)
+    pools: list[tuple[str, dict[str, str]]] = []
+    for i, word in enumerate(words):
+        if word == "create" and words[i - 1] == "node-pools":
+            pools.append(("", {}))
+        elif word == "--machine-type":
+            pools[-1] = (words[i + 1], pools[-1][1])
+        elif word == "--node-labels":
+            pools[-1][1].update(pair.split("=", 1) for pair in words[i + 1].split(","))
+    return pools
+
+
+@pytest.mark.parametrize("overlay, catalog", [("eks", "aws"), ("gke", "gcp")],
+                         ids=["eks", "gke"])
+@pytest.mark.parametrize("file, kind, specs_key, container, roles", JOBS,
+                         ids=["tfjob", "pytorchjob"])
+def test_the_example_jobs_fit_the_example_node_groups(overlay, catalog, file, kind, specs_key,
+                                                      container, roles) -> None:
+    """Each pod of a job fits a node of the cheapest node group it may use (a job that
+    requires a placement group may only use grouped nodes), with the catalog's
+    DaemonSet overhead taken off; and a packed job's PS or master fits beside one of its
+    workers there (when it asks no GPU), so it never needs a node, or a bigger node type,
+    of its own (a TFJob PS asking 4 CPUs could only run on a $32/h p4d.24xlarge next to
+    g5.xlarge workers)."""
+    from bucketing.catalog import load_catalog
+    from bucketing.resources import pod_effective_request
+
+    types = load_catalog(catalog)
+    job = load(EKS / "examples" / file)
+    groups = [(name, labels) for name, labels in example_node_groups(overlay)
+              if "headstart.io/placement-group" in labels]  # the examples require a group
+    # A group without the label never runs the examples' `required` jobs: nodes bought
+    # for nothing (GKE's g2 pool had none).
+    assert len(groups) == len(example_node_groups(overlay)), (
+        f"{overlay}: example node groups without headstart.io/placement-group")
+    cheapest = min((name for name, _ in groups), key=lambda name: types.get(name).price_per_hour)
+    rooms = {cheapest: types.get(cheapest).placeholder_request}
+    requests = {replica_type: pod_effective_request(pod)
+                for replica_type, pod in operator_pods(job, specs_key)}
+    for replica_type, request in requests.items():
+        assert any(request.fits_in(room) for room in rooms.values()), (
+            f"{file} {replica_type} ({request}) fits no {overlay} node group in a "
+            f"placement group: {rooms}")
+    [leader] = [r for r, role in roles.items() if role != "worker"]
+    if requests[leader].gpu_milli:
+        return  # a master with a GPU is a worker of rank 0: a node of its own is its due
+    together = requests[leader] + requests["Worker"]
+    assert any(together.fits_in(room) for room in rooms.values()), (
+        f"{file}: {leader} + one worker ({together}) fit no single {overlay} node: {rooms}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -24,8 +25,16 @@ VERSIONS = [
 def install_block(doc: str) -> str:
     text = (checks.REPO / doc).read_text()
     blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S)
-              if "my-cluster/kustomization.yaml" in b]
+              if "cat > my-cluster/kustomization.yaml" in b]
     assert len(blocks) == 1, f"{doc}: expected one install block writing my-cluster"
+    return blocks[0]
+
+
+def buckets_block(doc: str) -> str:
+    text = (checks.REPO / doc).read_text()
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S)
+              if "headstart buckets tune" in b and "my-cluster" in b]
+    assert len(blocks) == 1, f"{doc}: expected one block putting the tuned buckets in my-cluster"
     return blocks[0]
 
 
@@ -65,3 +74,46 @@ def test_the_documented_kustomization_sets_both_images(tmp_path, doc):
         "registry.k8s.io/kube-scheduler:v1.33.5")
     assert images[("headstart-extender", "extender")] == IMAGE
     assert images[("headstart-overprovisioner", "overprovisioner")] == IMAGE
+
+
+@pytest.mark.parametrize("doc, overlay", [("docs/install-eks.md", "eks"),
+                                          ("docs/install-gke.md", "gke")], ids=["eks", "gke"])
+def test_the_tuned_buckets_reach_the_overprovisioner_through_the_users_kustomization(
+        tmp_path, doc, overlay):
+    """The install block, then the tuning block as pasted (the real `headstart buckets
+    tune` on a one-day synthetic trace instead of `your-trace.csv`; no cluster to apply
+    to): the rendered ConfigMap holds the copied config, reading the tuned file, and the
+    overprovisioner loads exactly the tuned list from the two files as mounted."""
+    from bucketing.bucket_file import read_bucket_file
+    from overprovisioner.config_load import load_config
+
+    headstart = shutil.which("headstart")
+    assert headstart, "pip install -e . puts the headstart command on PATH"
+    subprocess.run([headstart, "trace", "synth", "--days", "1", "--out",
+                    str(tmp_path / "trace.csv")], check=True, capture_output=True)
+    block = install_block(doc)
+    writes = block[block.index("mkdir -p my-cluster"):block.index("\nEOF\n") + len("\nEOF\n")]
+    tune = buckets_block(doc).replace("your-trace.csv", str(tmp_path / "trace.csv"))
+    tune = "\n".join(line for line in tune.splitlines() if not line.startswith("kubectl apply"))
+    shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
+    env = {"PATH": f"{Path(headstart).parent}:/usr/bin:/bin", "IMAGE": IMAGE, "TAG": "v1.33.5"}
+    subprocess.run(["bash", "-euc", writes + tune], cwd=tmp_path, check=True, env=env,
+                   capture_output=True)
+    result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    [configmap] = [obj for obj in yaml.safe_load_all(result.stdout) if obj
+                   and obj["kind"] == "ConfigMap"
+                   and obj["metadata"]["name"].startswith("headstart-overprovisioner-config")]
+    mounted = tmp_path / "etc-headstart"
+    mounted.mkdir()
+    for key, value in configmap["data"].items():
+        (mounted / key).write_text(value)
+    config = load_config(mounted / "config.yaml")
+    tuned = read_bucket_file(tmp_path / "my-cluster" / "buckets.yaml")
+    assert config.instance_types == tuned.names and len(tuned.names) > 0
+    shipped = yaml.safe_load((checks.MANIFESTS / "overlays" / overlay /
+                              "overprovisioner-config.yaml").read_text())
+    assert config.catalog == shipped["catalog"] == tuned.catalog
+    # Everything else is the overlay's own config.
+    assert config.horizon_s > 0 and config.placeholders.scheduler_name == "headstart-scheduler"
