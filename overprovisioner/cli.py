@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from bucketing.api_reachability import monitor_reachability
     from bucketing.kube_client import load_api_client
     from bucketing.logs import configure_logging
-    from overprovisioner.config_catalog import resolve_catalog
+    from overprovisioner.config_catalog import config_warnings, resolve_catalog
     from overprovisioner.config_load import load_config
     from overprovisioner.service import HTTP_SHUTDOWN_S
 
@@ -69,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if args.dry_run:
         config = replace(config, dry_run=True)
-    resolve_catalog(config)  # config errors before any cluster access
+    catalog = resolve_catalog(config)  # config errors before any cluster access
+    for warning in config_warnings(config, catalog):
+        log.warning("config: %s", warning)
     check_file_directories(config)
     api_client = load_api_client(args.kubeconfig)
     app = build_app(config, api_client, reachability=monitor_reachability(api_client))

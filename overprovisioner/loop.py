@@ -44,7 +44,7 @@ from bucketing.errors import HeadstartError, InputError
 from overprovisioner.apply import Applier, ApplyResult, Observed, apply_plan
 from overprovisioner.checks import CheckReport, PlaceholderChecks
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config_catalog import make_plan_config
+from overprovisioner.config_catalog import config_warnings, make_plan_config
 from overprovisioner.daemon_thread import in_daemon_thread
 from overprovisioner.forecasting import (
     BucketForecast,
@@ -133,6 +133,8 @@ class OverprovisionerLoop:
         self.applier = applier
         self.is_leader = is_leader
         self.plan_config = make_plan_config(config)
+        # What the config allows but can never do (served in /plan; cli.py logs them).
+        self.config_warnings = config_warnings(config, catalog)
         self.forecaster = ServiceForecaster(config, catalog, metrics, load_model, save_model)
         self.latest: TickReport | None = None
         # Consecutive failed ticks: an outage is logged once, at its first tick, and once

@@ -202,6 +202,7 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
         "applied": applied,
         "known_demand": known_document(report.known),
         "autoscaler_status": report.checks.autoscaler.detail,
+        "config_warnings": list(loop.config_warnings),
         "errors": list(report.errors),
     }
 
