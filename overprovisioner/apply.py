@@ -5,8 +5,10 @@ the safety rules around them:
 - server-side apply (`PATCH application/apply-patch+yaml`, field manager
   `headstart-overprovisioner`, `force=true` so a stray `kubectl scale` on headstart's
   own object is taken back; never used on anything else);
-- before writing, an object of the same name that lacks `app.kubernetes.io/managed-by:
-  headstart` is never touched: that is a permanent error naming it;
+- before writing, an object of the same name that is not the overprovisioner's
+  (`objects.owned_by_overprovisioner`: its `headstart.io/owner` annotation, not a label
+  the kustomization stamps on everything) is never touched: that is a permanent error
+  naming it;
 - a write is skipped when the observed object already has the desired spec hash and
   every desired field (quantities compared by value, since the API server rewrites
   `33285996544` as `32505856Ki`), so applying the same plan twice writes nothing;
@@ -14,7 +16,7 @@ the safety rules around them:
   CapacityBuffer) at 0 replicas: the name, history and events stay, and nothing is
   paid for. Objects of buckets the plan no longer lists (an instance type or placement
   group removed from the config, or the backend switched) are deleted, and only if
-  they carry headstart's managed-by and placeholder labels;
+  they are the overprovisioner's (same rule);
 - the CapacityBuffer backend is chosen by discovery (`auto`) or forced by config; a
   forced `capacitybuffer` on a cluster without the CRD is a permanent error before
   anything is written. Discovery asks for v1beta1 first and falls back to v1alpha1
@@ -54,13 +56,12 @@ from overprovisioner.objects import (
     CAPACITY_BUFFERS,
     DEPLOYMENT,
     INSTANCE_TYPE_LABEL,
-    MANAGED_BY,
-    PLACEHOLDER,
     PLACEMENT_GROUP_LABEL,
     POD_TEMPLATE,
     PRIORITY_CLASS,
     SPEC_HASH,
     DesiredObject,
+    owned_by_overprovisioner,
     placeholder_selector,
 )
 
@@ -302,8 +303,8 @@ class Applier:
                 query=[("labelSelector", placeholder_selector())],
             ) or {}
             for item in listing.get("items") or []:
-                if not _is_headstart_placeholder(item):
-                    continue  # defensive: a server that ignored the selector
+                if not owned_by_overprovisioner(item):
+                    continue  # a look-alike (copied labels) is not ours to manage
                 name = item["metadata"]["name"]
                 objects[(api_version, kind, self.namespace, name)] = item
         return Observed(objects, buffer_api)
@@ -330,7 +331,7 @@ class Applier:
                 current = observed.objects.get(obj.key)
                 if current is None:
                     current = self._get_if_exists(obj)
-                    if current is not None and not _is_managed(current):
+                    if current is not None and not owned_by_overprovisioner(current):
                         raise NotOwnedError(label)
                 if current is not None and not needs_write(obj, current):
                     unchanged.append(label)
@@ -352,7 +353,7 @@ class Applier:
         errors: list[HeadstartError] = []
         for kind in PRUNE_ORDER:
             for key, current in sorted(observed.objects.items(), key=lambda kv: kv[0][3]):
-                if (key[0], key[1]) != kind or key in wanted or not _is_headstart_placeholder(
+                if (key[0], key[1]) != kind or key in wanted or not owned_by_overprovisioner(
                     current
                 ):
                     continue
@@ -478,16 +479,6 @@ def _same_quantity(a: str, b: str) -> bool:
         return Decimal(parse_quantity(a)) == Decimal(parse_quantity(b))
     except (ValueError, TypeError, InvalidOperation):
         return False
-
-
-def _is_managed(obj: Mapping[str, Any]) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return labels.get(MANAGED_BY) == "headstart"
-
-
-def _is_headstart_placeholder(obj: Mapping[str, Any]) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return labels.get(MANAGED_BY) == "headstart" and labels.get(PLACEHOLDER) == "true"
 
 
 def _describe(api_version: str, kind: str, namespace: str | None, name: str) -> str:

@@ -20,6 +20,15 @@ Every object carries headstart's labels (managed-by, part-of, component) and an
 annotation `headstart.io/spec-hash` of its own body, so the applier can tell a no-op
 from a change without comparing server-defaulted fields.
 
+Ownership (`owned_by_overprovisioner`): an object is the overprovisioner's only when it
+carries the annotation `headstart.io/owner: overprovisioner`, which nothing but the
+overprovisioner writes. The labels are not proof: the manifests' kustomization stamps
+`app.kubernetes.io/managed-by: headstart` on every shipped object (the extender's and
+the scheduler's Deployments in the same namespace included). Objects written by older
+versions (no owner annotation) are adopted only when they carry all three marks only
+those versions wrote together: managed-by=headstart, `headstart.io/placeholder: "true"`
+and a spec-hash annotation.
+
 Must not: talk to the cluster, read the clock, log, or mutate its inputs.
 """
 
@@ -46,6 +55,8 @@ PLACEHOLDER = "headstart.io/placeholder"
 INSTANCE_TYPE_LABEL = "headstart.io/instance-type"
 PLACEMENT_GROUP_LABEL = "headstart.io/placement-group"
 SPEC_HASH = "headstart.io/spec-hash"
+OWNER = "headstart.io/owner"
+OWNER_VALUE = "overprovisioner"
 NODE_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 COMPONENT_NAME = "placeholder"
 NAME_PREFIX = "headstart-placeholder"
@@ -98,8 +109,20 @@ def headstart_labels() -> dict[str, str]:
 
 
 def placeholder_selector() -> str:
-    """Label selector for listing (and pruning) only objects headstart's placeholders own."""
-    return f"{MANAGED_BY}=headstart,{PLACEHOLDER}=true"
+    """Label selector narrowing the lists to placeholder objects; ownership is then
+    decided per object by `owned_by_overprovisioner` (a label can be copied)."""
+    return f"{PLACEHOLDER}=true"
+
+
+def owned_by_overprovisioner(obj: Mapping[str, Any]) -> bool:
+    """True for an object the overprovisioner wrote (see the module docstring)."""
+    metadata = obj.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    if annotations.get(OWNER) == OWNER_VALUE:
+        return True
+    labels = metadata.get("labels") or {}
+    return (labels.get(MANAGED_BY) == "headstart" and labels.get(PLACEHOLDER) == "true"
+            and bool(annotations.get(SPEC_HASH)))
 
 
 def placeholder_name(instance_type: str, placement_group: str) -> str:
@@ -327,5 +350,5 @@ def _finish(
     digest = hashlib.sha256(
         json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()[:16]
-    body["metadata"]["annotations"] = {SPEC_HASH: digest}
+    body["metadata"]["annotations"] = {SPEC_HASH: digest, OWNER: OWNER_VALUE}
     return DesiredObject(kind[0], kind[1], namespace, name, body)

@@ -120,6 +120,69 @@ def test_an_unowned_object_with_our_name_is_left_untouched(harness) -> None:
     assert harness.fake.get(*DEPLOY, "headstart-placeholder-p4d-24xlarge", NS) is not None
 
 
+KUSTOMIZE_LABELS = {"app.kubernetes.io/managed-by": "headstart",
+                    "app.kubernetes.io/part-of": "headstart"}
+
+
+def test_an_object_with_the_kustomize_labels_is_not_ours(harness) -> None:
+    # The kustomization stamps managed-by=headstart on every shipped object: a label
+    # is no proof that the overprovisioner wrote it.
+    harness.fake.create({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "headstart-placeholder-g5-xlarge", "namespace": NS,
+                     "labels": dict(KUSTOMIZE_LABELS)},
+        "spec": {"replicas": 7},
+    })
+    result, _ = harness.run([bucket("g5.xlarge", "", 1)])
+    (error,) = result.errors
+    assert isinstance(error, NotOwnedError) and "headstart.io/owner" in str(error)
+    assert harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)["spec"] == {
+        "replicas": 7}
+
+
+@pytest.mark.parametrize(
+    "labels, annotations, adopted",
+    [
+        # what an older overprovisioner wrote: both labels and the spec hash -> ours
+        ({**KUSTOMIZE_LABELS, "headstart.io/placeholder": "true"},
+         {"headstart.io/spec-hash": "0123456789abcdef"}, True),
+        # kustomize labels plus a copied placeholder label, no hash -> not ours
+        ({**KUSTOMIZE_LABELS, "headstart.io/placeholder": "true"}, {}, False),
+        # the owner annotation alone -> ours
+        ({"headstart.io/placeholder": "true"}, {"headstart.io/owner": "overprovisioner"},
+         True),
+    ],
+    ids=["legacy-adopted", "look-alike-kept", "owner-annotation"],
+)
+def test_prune_deletes_only_what_the_overprovisioner_wrote(harness, labels, annotations,
+                                                          adopted) -> None:
+    harness.fake.create({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "headstart-placeholder-old", "namespace": NS,
+                     "labels": labels, "annotations": annotations},
+        "spec": {"replicas": 1},
+    })
+    result, _ = harness.run([bucket(wanted=1)])
+    gone = harness.fake.get(*DEPLOY, "headstart-placeholder-old", NS) is None
+    assert gone is adopted
+    assert result.ok
+
+
+def test_a_legacy_object_is_adopted_and_gets_the_owner_annotation(harness) -> None:
+    harness.fake.create({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "headstart-placeholder-g5-xlarge", "namespace": NS,
+                     "labels": {**KUSTOMIZE_LABELS, "headstart.io/placeholder": "true"},
+                     "annotations": {"headstart.io/spec-hash": "0123456789abcdef"}},
+        "spec": {"replicas": 4},
+    })
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.ok
+    adopted = harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)
+    assert adopted["spec"]["replicas"] == 1
+    assert adopted["metadata"]["annotations"]["headstart.io/owner"] == "overprovisioner"
+
+
 def test_wanted_zero_scales_to_zero_and_removed_buckets_are_pruned(harness) -> None:
     harness.run([bucket("g5.xlarge", "pg-a", 2), bucket("g5.xlarge", "pg-b", 2)])
     result, _ = harness.run([bucket("g5.xlarge", "pg-a", 0)])
