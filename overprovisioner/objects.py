@@ -125,6 +125,12 @@ def owned_by_overprovisioner(obj: Mapping[str, Any]) -> bool:
             and bool(annotations.get(SPEC_HASH)))
 
 
+def bucket_of(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """(instance type, placement group) of a placeholder object, from its labels."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(PLACEMENT_GROUP_LABEL, "")
+
+
 def placeholder_name(instance_type: str, placement_group: str) -> str:
     """`headstart-placeholder-g5-xlarge-pg-a`: deterministic, DNS-safe, at most 63 chars.
 

@@ -186,6 +186,7 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
             "written": list(report.applied.written),
             "unchanged": list(report.applied.unchanged),
             "pruned": list(report.applied.pruned),
+            "held": list(report.applied.held),
         }
     return {
         "time_s": report.time_s,
