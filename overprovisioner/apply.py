@@ -73,6 +73,7 @@ from overprovisioner.objects import (
 
 FIELD_MANAGER = "headstart-overprovisioner"
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+MERGE_PATCH_CONTENT_TYPE = "application/merge-patch+json"
 
 # (apiVersion, kind) -> (plural, namespaced)
 RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
@@ -230,6 +231,17 @@ class ApplyResult:
     errors: tuple[HeadstartError, ...] = ()
     held: tuple[str, ...] = ()
     renewed: frozenset[tuple[str, str, str | None, str]] = frozenset()
+    pruned_keys: frozenset[tuple[str, str, str | None, str]] = frozenset()
+    renewed_bodies: Mapping[tuple[str, str, str | None, str], Mapping[str, Any]] = field(
+        default_factory=dict)
+
+    def objects_after(self, observed: Observed
+                      ) -> dict[tuple[str, str, str | None, str], Mapping[str, Any]]:
+        """headstart's objects as this apply left them (as far as it knows): the observed
+        ones less the pruned, with the bodies it wrote or found up to date."""
+        after = {k: v for k, v in observed.objects.items() if k not in self.pruned_keys}
+        after.update(self.renewed_bodies)
+        return after
 
     @property
     def ok(self) -> bool:
@@ -399,6 +411,20 @@ class Applier:
                     errors.append(error)
         return pruned, errors
 
+    def scale(self, key: tuple[str, str, str | None, str], replicas: int) -> str:
+        """Set spec.replicas of one of headstart's Deployments or CapacityBuffers by a JSON
+        merge patch (only that field: an apply with a partial body would drop the rest);
+        the next server-side apply takes the field back. Returns the object's label."""
+        label = _describe(*key)
+        api_version, kind, namespace, name = key
+        self._call(
+            f"scale {label} to {replicas}", "PATCH",
+            resource_path(api_version, kind, namespace, name),
+            query=[("fieldManager", FIELD_MANAGER)], body={"spec": {"replicas": replicas}},
+            content_type=MERGE_PATCH_CONTENT_TYPE,
+        )
+        return label
+
     def ensure_priority_class(self, desired: DesiredObject) -> str:
         """Create the placeholder PriorityClass if absent; verify it if present.
 
@@ -491,6 +517,8 @@ def apply_plan(
         backend, _labels(written), _labels(unchanged), tuple(pruned),
         tuple(errors + prune_errors), _labels(held),
         frozenset(obj.key for obj in written + unchanged),
+        frozenset(key for key in observed.objects if _describe(*key) in pruned),
+        {obj.key: obj.body for obj in written + unchanged},
     )
     return result, observed
 

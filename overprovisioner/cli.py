@@ -290,6 +290,7 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
         config, catalog, demand, metrics, reader, applier,
         is_leader=elector.is_leader if elector is not None else (lambda: True),
         load_model=load_model, save_model=save_model,
+        lease_vacant=elector.lease_vacant if elector is not None else (lambda: False),
     )
     watches: tuple[Any, ...] = ()
     if config.placeholders.wake_debounce_s > 0:

@@ -108,12 +108,20 @@ class Metrics:
             PREFIX + "known_counted_pods",
             "Pods of known-ahead demand due within the horizon, per source.", ("source",),
             registry=r)
+        self.expired = Counter(
+            PREFIX + "placeholders_expired",
+            "Placeholder objects scaled down to the floor because their headstart.io/"
+            "valid-until passed with no successful tick renewing them (the dead-man's "
+            "switch), by who did it: leader (its writes failing), standby (the Lease held "
+            "by nobody).", ("by",), registry=r)
         self.dry_run = Gauge(
             PREFIX + "dry_run", "1 in forecast-only mode (never writes).", registry=r)
         for kind in ("temporary", "permanent"):
             self.api_errors.labels(kind)  # export zeros so alerts can rate() from the start
         for reason in ("preemption", "leader"):
             self.wakeups.labels(reason)
+        for by in ("leader", "standby"):
+            self.expired.labels(by)
 
     def set_buckets(self, gauge: Gauge, values: Mapping[tuple[str, str], float],
                     *extra: str) -> None:

@@ -18,7 +18,9 @@ Decides: names, labels and specs of what the overprovisioner writes:
 
 Every object carries headstart's labels (managed-by, part-of, component) and an
 annotation `headstart.io/spec-hash` of its own body, so the applier can tell a no-op
-from a change without comparing server-defaulted fields.
+from a change without comparing server-defaulted fields. Deployments and
+CapacityBuffers also carry `headstart.io/valid-until` (overprovisioner.expiry): the
+time until which their replica count holds without a renewal.
 
 Ownership (`owned_by_overprovisioner`): an object is the overprovisioner's only when it
 carries the annotation `headstart.io/owner: overprovisioner`, which nothing but the
@@ -36,9 +38,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from bucketing.catalog import Catalog
@@ -55,6 +59,7 @@ PLACEHOLDER = "headstart.io/placeholder"
 INSTANCE_TYPE_LABEL = "headstart.io/instance-type"
 PLACEMENT_GROUP_LABEL = "headstart.io/placement-group"
 SPEC_HASH = "headstart.io/spec-hash"
+VALID_UNTIL = "headstart.io/valid-until"
 OWNER = "headstart.io/owner"
 OWNER_VALUE = "overprovisioner"
 NODE_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
@@ -162,6 +167,7 @@ def desired_objects(
     backend: str,
     requests: Mapping[str, Resources] | None = None,
     buffer_api_version: str | None = None,
+    valid_until_s: float | None = None,
 ) -> tuple[DesiredObject, ...]:
     """The placeholder objects for `buckets` with `backend` ("deployment" | "capacitybuffer").
 
@@ -169,6 +175,9 @@ def desired_objects(
     in it gets the fraction rule (`config_catalog.placeholder_request`).
     buffer_api_version: the CapacityBuffer apiVersion the cluster serves (None = the
     preferred one, v1beta1).
+    valid_until_s: Unix time until which the replica counts hold without a renewal,
+    stamped as `headstart.io/valid-until` on Deployments and CapacityBuffers
+    (overprovisioner.expiry); None = no stamp. Not part of the spec hash.
     Includes buckets whose `wanted` is 0 (a Deployment at 0 replicas keeps its name and
     history; the applier decides what to prune). Raises InputError if two buckets map to
     one name or a bucket's type is not in the catalog.
@@ -200,7 +209,23 @@ def desired_objects(
         else:
             objects.append(_pod_template_object(name, bucket, template, config))
             objects.append(_capacity_buffer(name, bucket, config, buffer_api_version))
+    if valid_until_s is not None:
+        stamp = format_time(valid_until_s)
+        objects = [_with_annotation(obj, VALID_UNTIL, stamp) if (obj.api_version, obj.kind)
+                   != POD_TEMPLATE else obj for obj in objects]
     return tuple(objects)
+
+
+def format_time(unix_s: float) -> str:
+    """Unix seconds as the API writes times (RFC 3339, UTC, whole seconds)."""
+    return datetime.fromtimestamp(math.floor(unix_s), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _with_annotation(obj: DesiredObject, key: str, value: str) -> DesiredObject:
+    metadata = dict(obj.body["metadata"])
+    metadata["annotations"] = {**metadata["annotations"], key: value}
+    return DesiredObject(obj.api_version, obj.kind, obj.namespace, obj.name,
+                         {**obj.body, "metadata": metadata})
 
 
 def pod_template(

@@ -204,6 +204,7 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
         "known_demand": known_document(report.known),
         "autoscaler_status": report.checks.autoscaler.detail,
         "config_warnings": list(loop.config_warnings),
+        "expired": list(report.expired),
         "errors": list(report.errors),
     }
 

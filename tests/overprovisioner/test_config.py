@@ -110,6 +110,11 @@ def test_parse_duration_rejects(text) -> None:
 
 
 BAD = [
+    # 5m expiry with 5m ticks: a healthy leader's placeholders would expire at each tick
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"expire_after": "5m"}},
+     "placeholders.expire_after", "not longer than tick"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"expire_after": "0s"}},
+     "placeholders.expire_after", "longer than zero"),
     ({"instance_types": ["g5.xlarge"], "placeholders": {"priority_class_value": -11}},
      "placeholders.priority_class_value", "CA ignores pods below the cutoff"),
     ({"instance_types": ["g5.xlarge"], "placeholders": {"priority_class_value": 0}},
@@ -169,7 +174,8 @@ BAD = [
 
 @pytest.mark.parametrize(
     "document, field_path, explanation", BAD,
-    ids=["below-cutoff", "not-negative", "far-below-cutoff", "unknown-top", "unknown-nested",
+    ids=["expire-within-a-tick", "expire-zero", "below-cutoff", "not-negative",
+         "far-below-cutoff", "unknown-top", "unknown-nested",
          "negative-max", "min-over-max", "backend", "gpu-fraction-half", "cpu-fraction-over-1",
          "scheduler-name", "autoscaler-status", "debounce-duration", "untagged-image",
          "latest-image", "quantile", "duration", "lease-order", "toleration-operator", "no-types",
