@@ -47,6 +47,7 @@ from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config_catalog import config_warnings, make_plan_config
 from overprovisioner.daemon_thread import in_daemon_thread
 from overprovisioner.expiry import shrink_to_floor
+from overprovisioner.faults import FAULTS, collect_faults
 from overprovisioner.forecasting import (
     BucketForecast,
     ModelLoader,
@@ -110,6 +111,7 @@ class TickReport:
     sizes: Mapping[str, PlaceholderSize] = field(default_factory=dict)
     checks: CheckReport = field(default_factory=CheckReport)
     expired: tuple[str, ...] = ()
+    faults: Mapping[str, str] = field(default_factory=dict)
 
 
 class OverprovisionerLoop:
@@ -139,6 +141,11 @@ class OverprovisionerLoop:
         # headstart's placeholder objects as last observed: what the leader shrinks
         # when a tick cannot observe them any more (overprovisioner.expiry).
         self.last_objects: Mapping[Any, Mapping[str, Any]] = {}
+        # This tick's failures as typed errors (faults.py sorts out the faults), and the
+        # faults standing after the last tick (each is logged when it appears and clears).
+        self._tick_errors: list[HeadstartError] = []
+        self.faults: dict[str, str] = {}
+        self._buffer_problem = ""
         self.plan_config = make_plan_config(config)
         # What the config allows but can never do (served in /plan; cli.py logs them).
         self.config_warnings = config_warnings(config, catalog)
@@ -193,6 +200,7 @@ class OverprovisionerLoop:
     def tick(self, now_s: float) -> TickReport:
         """Run one tick at time `now_s`; never raises for API or data faults."""
         errors: list[str] = []
+        self._tick_errors = []
         leader = bool(self.is_leader())
         try:
             self.demand.record(now_s)
@@ -223,10 +231,12 @@ class OverprovisionerLoop:
                               for (instance_type, _), f in forecasts.items() if f.reactive},
             )
         except HeadstartError as error:
+            self._tick_errors.append(error)
             return self._failed(now_s, leader, model_name, mode, forecasts,
                                 [*errors, f"observe/plan: {error}"])
         if observed is not None:
             self.last_objects = observed.objects
+            self._buffer_problem = observed.capacity_buffer_problem
         self._export_plan(plan, forecasts, view)
         requests = {name: size.request for name, size in sizes.items()}
         applied = None
@@ -247,8 +257,10 @@ class OverprovisionerLoop:
             requests, view, observed, count_hits=applied is not None,
         )
         ok = not errors
+        faults = self._update_faults(checks.autoscaler.detail)
         report = TickReport(now_s, ok, leader, self.config.dry_run, model_name, mode, plan,
-                            forecasts, applied, tuple(errors), known, sizes, checks, expired)
+                            forecasts, applied, tuple(errors), known, sizes, checks, expired,
+                            faults)
         self.metrics.ticks.labels("ok" if ok else "partial").inc()
         if ok:
             self.metrics.last_success.set(now_s)
@@ -329,6 +341,7 @@ class OverprovisionerLoop:
                 priority_class(self.config), observed,
             )
         except HeadstartError as error:
+            self._tick_errors.append(error)
             log.error("apply failed, previous placeholders left in place until they expire: "
                       "%s", error)
             errors.append(f"apply: {error}")
@@ -336,6 +349,7 @@ class OverprovisionerLoop:
         if view is None or applied.backend == "capacitybuffer":
             # CapacityBuffer placeholders are simulated by CA, not pods: use their status.
             self.metrics.set_buckets(self.metrics.running, observed.running())
+        self._tick_errors.extend(applied.errors)
         for error in applied.errors:
             log.error("apply: %s", error)
             errors.append(str(error))
@@ -359,6 +373,7 @@ class OverprovisionerLoop:
             try:
                 shrunk.append(f"{self.applier.scale(key, replicas)} to {replicas}")
             except HeadstartError as error:
+                self._tick_errors.append(error)
                 errors.append(f"expire: {error}")
         if shrunk:
             by = "leader" if leader else "standby"
@@ -366,6 +381,20 @@ class OverprovisionerLoop:
             log.warning("placeholders not renewed within %gs scaled to the floor by the %s: %s",
                         self.config.placeholders.expire_after_s, by, "; ".join(shrunk))
         return tuple(shrunk)
+
+    def _update_faults(self, autoscaler_detail: str) -> dict[str, str]:
+        """This tick's faults (faults.py): each logged once when it appears and once when
+        it clears, and exported as headstart_overprovisioner_fault{fault}."""
+        faults = collect_faults(self._tick_errors, self._buffer_problem, autoscaler_detail)
+        for name, reason in faults.items():
+            if name not in self.faults:
+                log.error("fault %s: %s", name, reason)
+        for name in self.faults.keys() - faults.keys():
+            log.info("fault %s cleared", name)
+        for name in FAULTS:
+            self.metrics.fault.labels(name).set(1 if name in faults else 0)
+        self.faults = faults
+        return faults
 
     def _failed(self, now_s: float, leader: bool, model: str, mode: str,
                 forecasts: Mapping[Bucket, BucketForecast], errors: list[str]) -> TickReport:
@@ -380,8 +409,10 @@ class OverprovisionerLoop:
         self.failed_ticks += 1
         self.metrics.ticks.labels("failed").inc()
         previous = self.latest.plan if self.latest else None
+        faults = self._update_faults(self.latest.checks.autoscaler.detail if self.latest
+                                     else "")
         report = TickReport(now_s, False, leader, self.config.dry_run, model, mode, previous,
-                            forecasts, None, tuple(errors), expired=expired)
+                            forecasts, None, tuple(errors), expired=expired, faults=faults)
         self.latest = report
         return report
 

@@ -205,6 +205,7 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
         "autoscaler_status": report.checks.autoscaler.detail,
         "config_warnings": list(loop.config_warnings),
         "expired": list(report.expired),
+        "faults": dict(report.faults),
         "errors": list(report.errors),
     }
 

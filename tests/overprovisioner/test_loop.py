@@ -599,3 +599,46 @@ def test_a_bucket_whose_write_keeps_failing_expires_while_the_others_are_renewed
         report = loop.tick(at_tick(tick))
     assert report.expired == (f"apps/v1 Deployment {NS}/{p4d} to 0",)
     assert replicas(fake_kube, p4d) == 0 and replicas(fake_kube) == 1
+
+
+def fault(loop, name):
+    return loop.metrics.registry.get_sample_value("headstart_overprovisioner_fault",
+                                                  {"fault": name})
+
+
+def test_a_403_on_a_write_is_one_fault_logged_once_and_cleared(fake_kube, caplog) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(), demand)
+    fake_kube.fail_next("PATCH", "/deployments/", 403, count=4)
+    with caplog.at_level("INFO", logger="headstart"):
+        first = loop.tick(at_tick(28))
+        loop.tick(at_tick(29))
+        fake_kube.heal()
+        healed = loop.tick(at_tick(30))
+    assert set(first.faults) == {"forbidden"} and "403" in first.faults["forbidden"]
+    assert healed.faults == {} and fault(loop, "forbidden") == 0
+    said = [r.getMessage() for r in caplog.records if "fault" in r.getMessage()]
+    assert len(said) == 2
+    assert said[0].startswith("fault forbidden: apply apps/v1 Deployment")
+    assert said[1] == "fault forbidden cleared"
+
+
+def test_a_cluster_scoped_buffer_crd_is_a_fault_and_deployments_are_used(fake_kube) -> None:
+    fake_kube.serve("autoscaling.x-k8s.io/v1beta1")
+    fake_kube.scope("autoscaling.x-k8s.io/v1beta1", "capacitybuffers", namespaced=False)
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(placeholders={"backend": "auto"}), demand)
+    report = loop.tick(at_tick(29))
+    assert report.ok and report.applied.backend == "deployment"
+    assert "cluster-scoped" in report.faults["capacitybuffer_unusable"]
+    assert fault(loop, "capacitybuffer_unusable") == 1
+    assert replicas(fake_kube) == 2
+
+
+def test_an_unreadable_autoscaler_status_is_a_fault(fake_kube) -> None:
+    fake_kube.fail_next("GET", "/configmaps/cluster-autoscaler-status", 403, count=10)
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(), demand)
+    report = loop.tick(at_tick(29))
+    assert "403" in report.faults["autoscaler_status_unreadable"]
+    assert fault(loop, "autoscaler_status_unreadable") == 1
