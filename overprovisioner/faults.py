@@ -26,6 +26,8 @@ def fault_of(error: HeadstartError) -> str | None:
     """The fault an error stands for, or None (temporary, or not a fault of the setup)."""
     if isinstance(error, NotOwnedError):
         return "not_owned"
+    if str(getattr(error, "what", "")).startswith("backend capacitybuffer"):
+        return "capacitybuffer_unusable"  # forced backend, CRD absent or cluster-scoped
     status = getattr(error, "status", None)
     if status == 403:
         return "forbidden"

@@ -19,11 +19,15 @@ FORBIDDEN = ApiCallError("apply apps/v1 Deployment headstart/x", "permanent", 40
         (ApiCallError("list autoscaling.x-k8s.io/v1beta1 CapacityBuffer", "permanent", 404,
                       "not found"), "not_found"),
         (NotOwnedError("apps/v1 Deployment headstart/x"), "not_owned"),
+        # placeholders.backend capacitybuffer on a cluster without a usable CRD
+        (ApiCallError("backend capacitybuffer (op.yaml: placeholders.backend)", "permanent",
+                      404, "this cluster does not serve CapacityBuffers"),
+         "capacitybuffer_unusable"),
         # retried out: heals by itself, not a fault of the setup
         (ApiCallError("list nodes", "temporary", 503, "unavailable"), None),
         (InputError("plan: bad"), None),
     ],
-    ids=["403", "404", "not-owned", "503", "input"],
+    ids=["403", "404", "not-owned", "forced-backend-missing", "503", "input"],
 )
 def test_fault_of(error, fault):
     assert fault_of(error) == fault
