@@ -5,8 +5,10 @@ the safety rules around them:
 - server-side apply (`PATCH application/apply-patch+yaml`, field manager
   `headstart-overprovisioner`, `force=true` so a stray `kubectl scale` on headstart's
   own object is taken back; never used on anything else);
-- before writing, an object of the same name that lacks `app.kubernetes.io/managed-by:
-  headstart` is never touched: that is a permanent error naming it;
+- before writing, an object of the same name that is not the overprovisioner's
+  (`objects.owned_by_overprovisioner`: its `headstart.io/owner` annotation, not a label
+  the kustomization stamps on everything) is never touched: that is a permanent error
+  naming it;
 - a write is skipped when the observed object already has the desired spec hash and
   every desired field (quantities compared by value, since the API server rewrites
   `33285996544` as `32505856Ki`), so applying the same plan twice writes nothing;
@@ -14,16 +16,21 @@ the safety rules around them:
   CapacityBuffer) at 0 replicas: the name, history and events stay, and nothing is
   paid for. Objects of buckets the plan no longer lists (an instance type or placement
   group removed from the config, or the backend switched) are deleted, and only if
-  they carry headstart's managed-by and placeholder labels;
+  they are the overprovisioner's (same rule);
 - the CapacityBuffer backend is chosen by discovery (`auto`) or forced by config; a
-  forced `capacitybuffer` on a cluster without the CRD is a permanent error before
-  anything is written. Discovery asks for v1beta1 first and falls back to v1alpha1
-  (deprecated upstream): the first version whose resource list names
-  `capacitybuffers` is the one written and listed.
+  forced `capacitybuffer` on a cluster without the CRD (or with the cluster-scoped CRD
+  of cluster-autoscaler 1.34.0-1.34.1, which `auto` reports and passes over) is a
+  permanent error before anything is written;
+  Discovery asks for v1beta1 first and falls back to v1alpha1 (deprecated upstream):
+  the first version whose resource list names `capacitybuffers` (namespaced) is the
+  one written and listed;
+- hand-over: a bucket whose new-backend object fails keeps its old-backend objects,
+  written to the plan, until the new one is written (see `apply_plan`).
 
 Every call goes through `call_with_retry` (errors.py). One object failing does not stop
-the others; a failed observation stops the whole apply, so the previous placeholders
-stay as they are.
+the others, nor the prune of buckets the plan dropped; a failed observation stops the
+whole apply (the loop's expiry rule then bounds how long the previous placeholders
+stay, overprovisioner.expiry).
 
 Must not: decide how many placeholders (plan.py) or what they look like (objects.py).
 """
@@ -54,18 +61,19 @@ from overprovisioner.objects import (
     CAPACITY_BUFFERS,
     DEPLOYMENT,
     INSTANCE_TYPE_LABEL,
-    MANAGED_BY,
-    PLACEHOLDER,
     PLACEMENT_GROUP_LABEL,
     POD_TEMPLATE,
     PRIORITY_CLASS,
     SPEC_HASH,
     DesiredObject,
+    bucket_of,
+    owned_by_overprovisioner,
     placeholder_selector,
 )
 
 FIELD_MANAGER = "headstart-overprovisioner"
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+MERGE_PATCH_CONTENT_TYPE = "application/merge-patch+json"
 
 # (apiVersion, kind) -> (plural, namespaced)
 RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
@@ -131,10 +139,12 @@ class Observed:
     """headstart's placeholder objects as they are now, keyed like DesiredObject.key.
 
     capacity_buffer_api: the CapacityBuffer apiVersion the cluster serves (the
-    preferred one, see CAPACITY_BUFFERS), "" when it serves none."""
+    preferred one, see CAPACITY_BUFFERS), "" when it serves none usable;
+    capacity_buffer_problem: why a served CapacityBuffer API cannot be used ("" = none)."""
 
     objects: Mapping[tuple[str, str, str | None, str], Mapping[str, Any]]
     capacity_buffer_api: str = ""
+    capacity_buffer_problem: str = ""
 
     @property
     def capacity_buffers_served(self) -> bool:
@@ -208,13 +218,30 @@ class Observed:
 
 @dataclass(frozen=True)
 class ApplyResult:
-    """What one apply did. `errors` are permanent or retried-out failures, one per object."""
+    """What one apply did. `errors` are permanent or retried-out failures, one per object.
+
+    held: old-backend objects kept (and written to the plan) because their bucket's
+    new-backend object failed; renewed: keys of the objects this apply wrote or found
+    up to date (their `headstart.io/valid-until` is current)."""
 
     backend: str
     written: tuple[str, ...] = ()
     unchanged: tuple[str, ...] = ()
     pruned: tuple[str, ...] = ()
     errors: tuple[HeadstartError, ...] = ()
+    held: tuple[str, ...] = ()
+    renewed: frozenset[tuple[str, str, str | None, str]] = frozenset()
+    pruned_keys: frozenset[tuple[str, str, str | None, str]] = frozenset()
+    renewed_bodies: Mapping[tuple[str, str, str | None, str], Mapping[str, Any]] = field(
+        default_factory=dict)
+
+    def objects_after(self, observed: Observed
+                      ) -> dict[tuple[str, str, str | None, str], Mapping[str, Any]]:
+        """headstart's objects as this apply left them (as far as it knows): the observed
+        ones less the pruned, with the bodies it wrote or found up to date."""
+        after = {k: v for k, v in observed.objects.items() if k not in self.pruned_keys}
+        after.update(self.renewed_bodies)
+        return after
 
     @property
     def ok(self) -> bool:
@@ -259,39 +286,55 @@ class Applier:
         return call_with_retry(what, call, self.policy, self.rng, self.sleep, self.on_error)
 
     # ----------------------------------------------------------------- discovery
-    def capacity_buffer_api(self) -> str:
-        """The CapacityBuffer apiVersion this cluster serves, v1beta1 before v1alpha1
-        (API discovery of each group/version); "" when it serves neither."""
+    def capacity_buffer_api(self) -> tuple[str, str]:
+        """(apiVersion, problem): the CapacityBuffer apiVersion this cluster serves in a
+        form headstart can write, v1beta1 before v1alpha1 (API discovery of each
+        group/version), "" when none; problem: why a served one cannot be used, "" if none.
+
+        cluster-autoscaler 1.34.0-1.34.1 shipped the CRD cluster-scoped: discovery says
+        `namespaced: false` and every namespaced list or write would be a 404, every
+        tick. That version is not used (a one-line permanent reason instead)."""
+        problem = ""
         for group_version, _ in CAPACITY_BUFFERS:
             listing = self._call(f"discover {group_version}", "GET", f"/apis/{group_version}",
                                  missing_ok=True)
-            if listing is not None and any(
-                r.get("name") == "capacitybuffers" for r in listing.get("resources") or []
-            ):
-                return group_version
-        return ""
+            resource = next((r for r in (listing or {}).get("resources") or []
+                             if r.get("name") == "capacitybuffers"), None)
+            if resource is None:
+                continue
+            if resource.get("namespaced") is False:
+                problem = problem or (
+                    f"{group_version} CapacityBuffer is cluster-scoped on this cluster (the "
+                    "CRD of cluster-autoscaler 1.34.0-1.34.1); headstart writes namespaced "
+                    "buffers: install the CRD of cluster-autoscaler 1.34.2 or later "
+                    "(apis/config/crd/autoscaling.x-k8s.io_capacitybuffers.yaml)")
+                continue
+            return group_version, ""
+        return "", problem
 
-    def choose_backend(self, served: bool) -> str:
+    def choose_backend(self, observed: Observed) -> str:
         """"deployment" or "capacitybuffer" for this cluster; raises if a forced one is absent."""
         wanted = self.config.placeholders.backend
         if wanted == "deployment":
             return "deployment"
-        if wanted == "capacitybuffer" and not served:
+        if wanted == "capacitybuffer" and not observed.capacity_buffers_served:
             versions = " or ".join(gv for gv, _ in CAPACITY_BUFFERS)
             raise ApiCallError(
                 f"backend capacitybuffer ({self.config.source}: placeholders.backend)",
                 "permanent", 404,
+                (observed.capacity_buffer_problem + "; or set placeholders.backend to auto "
+                 "or deployment") if observed.capacity_buffer_problem else
                 f"this cluster does not serve CapacityBuffers ({versions}: install the CRD "
                 "of your cluster-autoscaler release, cluster-autoscaler/apis/config/crd/"
                 "autoscaling.x-k8s.io_capacitybuffers.yaml, or set placeholders.backend to "
                 "auto or deployment)",
             )
-        return "capacitybuffer" if served else "deployment"
+        return "capacitybuffer" if observed.capacity_buffers_served else "deployment"
 
     # ------------------------------------------------------------------- observe
     def observe(self) -> Observed:
         """List headstart's placeholder objects (raises ApiCallError when it cannot)."""
-        buffer_api = self.capacity_buffer_api()
+        buffer_api, buffer_problem = self.capacity_buffer_api()
         kinds = [DEPLOYMENT, POD_TEMPLATE] + ([(buffer_api, "CapacityBuffer")] if buffer_api
                                               else [])
         objects: dict[tuple[str, str, str | None, str], Mapping[str, Any]] = {}
@@ -302,20 +345,22 @@ class Applier:
                 query=[("labelSelector", placeholder_selector())],
             ) or {}
             for item in listing.get("items") or []:
-                if not _is_headstart_placeholder(item):
-                    continue  # defensive: a server that ignored the selector
+                if not owned_by_overprovisioner(item):
+                    continue  # a look-alike (copied labels) is not ours to manage
                 name = item["metadata"]["name"]
                 objects[(api_version, kind, self.namespace, name)] = item
-        return Observed(objects, buffer_api)
+        return Observed(objects, buffer_api, buffer_problem)
 
     # --------------------------------------------------------------------- apply
     def apply(self, desired: Sequence[DesiredObject], observed: Observed) -> tuple[
-        list[str], list[str], list[HeadstartError]
+        list[DesiredObject], list[DesiredObject], list[HeadstartError], set[tuple[str, str]]
     ]:
-        """SSA every desired object that differs; returns (written, unchanged, errors)."""
-        written: list[str] = []
-        unchanged: list[str] = []
+        """SSA every desired object that differs; returns (written, unchanged, errors,
+        the buckets of the objects that failed)."""
+        written: list[DesiredObject] = []
+        unchanged: list[DesiredObject] = []
         errors: list[HeadstartError] = []
+        failed: set[tuple[str, str]] = set()
         failed_templates: set[str] = set()
         for obj in desired:
             label = _describe(obj.api_version, obj.kind, obj.namespace, obj.name)
@@ -325,23 +370,25 @@ class Applier:
                 # belongs to someone else): CA would reserve capacity for that pod shape.
                 errors.append(ApiCallError(label, "permanent", None,
                                            f"skipped: PodTemplate {template} was not applied"))
+                failed.add(bucket_of(obj.body))
                 continue
             try:
                 current = observed.objects.get(obj.key)
                 if current is None:
                     current = self._get_if_exists(obj)
-                    if current is not None and not _is_managed(current):
+                    if current is not None and not owned_by_overprovisioner(current):
                         raise NotOwnedError(label)
                 if current is not None and not needs_write(obj, current):
-                    unchanged.append(label)
+                    unchanged.append(obj)
                     continue
                 self._server_side_apply(obj, label)
-                written.append(label)
+                written.append(obj)
             except (ApiCallError, NotOwnedError) as error:
                 errors.append(error)
+                failed.add(bucket_of(obj.body))
                 if (obj.api_version, obj.kind) == POD_TEMPLATE:
                     failed_templates.add(obj.name)
-        return written, unchanged, errors
+        return written, unchanged, errors, failed
 
     def prune(self, desired: Iterable[DesiredObject], observed: Observed) -> tuple[
         list[str], list[HeadstartError]
@@ -352,7 +399,7 @@ class Applier:
         errors: list[HeadstartError] = []
         for kind in PRUNE_ORDER:
             for key, current in sorted(observed.objects.items(), key=lambda kv: kv[0][3]):
-                if (key[0], key[1]) != kind or key in wanted or not _is_headstart_placeholder(
+                if (key[0], key[1]) != kind or key in wanted or not owned_by_overprovisioner(
                     current
                 ):
                     continue
@@ -363,6 +410,20 @@ class Applier:
                 except ApiCallError as error:
                     errors.append(error)
         return pruned, errors
+
+    def scale(self, key: tuple[str, str, str | None, str], replicas: int) -> str:
+        """Set spec.replicas of one of headstart's Deployments or CapacityBuffers by a JSON
+        merge patch (only that field: an apply with a partial body would drop the rest);
+        the next server-side apply takes the field back. Returns the object's label."""
+        label = _describe(*key)
+        api_version, kind, namespace, name = key
+        self._call(
+            f"scale {label} to {replicas}", "PATCH",
+            resource_path(api_version, kind, namespace, name),
+            query=[("fieldManager", FIELD_MANAGER)], body={"spec": {"replicas": replicas}},
+            content_type=MERGE_PATCH_CONTENT_TYPE,
+        )
+        return label
 
     def ensure_priority_class(self, desired: DesiredObject) -> str:
         """Create the placeholder PriorityClass if absent; verify it if present.
@@ -422,25 +483,48 @@ def apply_plan(
     observed: Observed | None = None,
 ) -> tuple[ApplyResult, Observed]:
     """One full apply: observe (unless given), choose the backend, PriorityClass, apply,
-    prune. `build_desired(backend, capacity_buffer_api)` makes the objects.
+    hand over, prune. `build_desired(backend, capacity_buffer_api)` makes the objects.
+
+    Hand-over between backends (`auto` switching Deployments <-> CapacityBuffers): a
+    bucket whose new-backend object failed to write keeps its old-backend objects, and
+    they keep following the plan (their replicas are written as the new ones would
+    be), until a tick writes the new ones; only then are the old ones pruned. Prune
+    runs whatever else failed: objects of buckets the plan no longer lists go even
+    when some other write failed.
 
     Raises ApiCallError when the cluster cannot be observed, the forced backend is
-    missing or the PriorityClass is wrong: then nothing is written and the previous
-    placeholders stay. Per-object failures are collected in the result instead.
+    missing or the PriorityClass is wrong: then nothing is written (the loop's expiry
+    rule, overprovisioner.expiry, bounds how long the previous placeholders stay).
+    Per-object failures are collected in the result instead.
     """
     if observed is None:
         observed = applier.observe()
-    backend = applier.choose_backend(observed.capacity_buffers_served)
+    backend = applier.choose_backend(observed)
     applier.ensure_priority_class(priority_class)
-    desired = build_desired(backend, observed.capacity_buffer_api)
-    written, unchanged, errors = applier.apply(desired, observed)
-    # Prune only when every write succeeded: a failed new-backend write must not remove
-    # the old backend's placeholders that still hold nodes.
-    pruned: list[str] = []
-    if not errors:
-        pruned, errors = applier.prune(desired, observed)
-    result = ApplyResult(backend, tuple(written), tuple(unchanged), tuple(pruned), tuple(errors))
+    desired = list(build_desired(backend, observed.capacity_buffer_api))
+    written, unchanged, errors, failed = applier.apply(desired, observed)
+    held: list[DesiredObject] = []
+    if failed:
+        other = "deployment" if backend == "capacitybuffer" else "capacitybuffer"
+        held = [obj for obj in build_desired(other, observed.capacity_buffer_api)
+                if obj.key in observed.objects and bucket_of(obj.body) in failed]
+        held_written, held_unchanged, held_errors, _ = applier.apply(held, observed)
+        written += held_written
+        unchanged += held_unchanged
+        errors += held_errors
+    pruned, prune_errors = applier.prune([*desired, *held], observed)
+    result = ApplyResult(
+        backend, _labels(written), _labels(unchanged), tuple(pruned),
+        tuple(errors + prune_errors), _labels(held),
+        frozenset(obj.key for obj in written + unchanged),
+        frozenset(key for key in observed.objects if _describe(*key) in pruned),
+        {obj.key: obj.body for obj in written + unchanged},
+    )
     return result, observed
+
+
+def _labels(objects: Iterable[DesiredObject]) -> tuple[str, ...]:
+    return tuple(_describe(*obj.key) for obj in objects)
 
 
 def needs_write(desired: DesiredObject, current: Mapping[str, Any]) -> bool:
@@ -478,16 +562,6 @@ def _same_quantity(a: str, b: str) -> bool:
         return Decimal(parse_quantity(a)) == Decimal(parse_quantity(b))
     except (ValueError, TypeError, InvalidOperation):
         return False
-
-
-def _is_managed(obj: Mapping[str, Any]) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return labels.get(MANAGED_BY) == "headstart"
-
-
-def _is_headstart_placeholder(obj: Mapping[str, Any]) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return labels.get(MANAGED_BY) == "headstart" and labels.get(PLACEHOLDER) == "true"
 
 
 def _describe(api_version: str, kind: str, namespace: str | None, name: str) -> str:

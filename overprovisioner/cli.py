@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from bucketing.api_reachability import monitor_reachability
     from bucketing.kube_client import load_api_client
     from bucketing.logs import configure_logging
-    from overprovisioner.config_catalog import resolve_catalog
+    from overprovisioner.config_catalog import config_warnings, resolve_catalog
     from overprovisioner.config_load import load_config
     from overprovisioner.service import HTTP_SHUTDOWN_S
 
@@ -69,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if args.dry_run:
         config = replace(config, dry_run=True)
-    resolve_catalog(config)  # config errors before any cluster access
+    catalog = resolve_catalog(config)  # config errors before any cluster access
+    for warning in config_warnings(config, catalog):
+        log.warning("config: %s", warning)
     check_file_directories(config)
     api_client = load_api_client(args.kubeconfig)
     app = build_app(config, api_client, reachability=monitor_reachability(api_client))
@@ -241,6 +243,19 @@ def prometheus_backfill(config: Any, catalog: Any, recorder: Any) -> Callable[[f
     return backfill
 
 
+def cluster_pod_informer(api_client: Any, gpu_resource: str, recorder_config: Any,
+                         clock: Any = time.time) -> Any:
+    """A predictor `Informer` of every unfinished pod as an observe.PodView (placeholder
+    pods included: the cluster view counts them on their nodes)."""
+    from kubernetes import client
+
+    from overprovisioner.observe import live_pod_view
+    from predictor.recorder import Informer
+
+    return Informer("cluster-pods", client.CoreV1Api(api_client).list_pod_for_all_namespaces,
+                    lambda obj: live_pod_view(obj, gpu_resource), recorder_config, clock)
+
+
 def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any = None,
               reachability: Any = None) -> Any:
     """Wire config + ApiClient into the aiohttp app (the tests call this with the fake);
@@ -255,7 +270,7 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     from overprovisioner.leader import LeaderElector
     from overprovisioner.loop import OverprovisionerLoop
     from overprovisioner.metrics import Metrics
-    from overprovisioner.observe import ClusterReader
+    from overprovisioner.observe import ClusterReader, PodCache
     from overprovisioner.service import create_app
     from predictor.recorder import make_recorder
 
@@ -276,7 +291,12 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
 
     policy = RetryPolicy(config.api.max_attempts, config.api.backoff_base_s,
                          config.api.backoff_max_s)
-    reader = ClusterReader(api, policy, rng, time.sleep, count_error)
+    # Pods come from a watch cache, not a list of every pod each tick (the list stays
+    # the fallback while the cache is not synced or its watch fails).
+    pod_informer = cluster_pod_informer(api_client, catalog.gpu_resource, recorder.config,
+                                        clock)
+    reader = ClusterReader(api, policy, rng, time.sleep, count_error,
+                           PodCache(pod_informer, 2 * config.tick_s, clock))
     applier = Applier(api, config, rng, time.sleep, count_error)
     elector = None
     if config.leader_election.enabled and not config.dry_run:
@@ -288,13 +308,14 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
         config, catalog, demand, metrics, reader, applier,
         is_leader=elector.is_leader if elector is not None else (lambda: True),
         load_model=load_model, save_model=save_model,
+        lease_vacant=elector.lease_vacant if elector is not None else (lambda: False),
     )
-    watches: tuple[Any, ...] = ()
+    watches: tuple[Any, ...] = (pod_informer,)
     if config.placeholders.wake_debounce_s > 0:
         from overprovisioner.wake import placeholder_pod_informer
 
-        watches = (placeholder_pod_informer(api_client, config, recorder.config,
-                                            loop.wake_debounced),)
+        watches += (placeholder_pod_informer(api_client, config, recorder.config,
+                                             loop.wake_debounced),)
     return create_app(loop, elector=elector, background=lambda: demand.start(watches),
                       clock=clock, sleep=sleep or asyncio.sleep,
                       api_status=reachability.status if reachability is not None else None)

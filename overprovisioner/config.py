@@ -212,6 +212,15 @@ class PlaceholderConfig:
     once). 0 = no watch: re-plan at the next tick only (YAML: `wake_debounce: 5s`).
     In the simulator (docs/simulator.md, research log) 1 s, 5 s and 30 s cost the same
     against the peer headrooms; no watch left slightly less reduction for the price."""
+    expire_after_s: float = 900.0
+    """How long a placeholder object's replica count stays valid without a successful
+    tick (YAML: `expire_after: 15m`). Every write stamps `headstart.io/valid-until` =
+    now + this on headstart's Deployments and CapacityBuffers; once it has passed and no
+    tick renewed the object, the leader (its ticks failing), or any replica when the
+    Lease is held by nobody, scales it down to the floor: the type's `limits` min
+    (overprovisioner.expiry, docs/overprovisioner.md "When the overprovisioner cannot
+    write"). Must exceed `tick`: 15m is three 5-minute ticks, so one or two failed ticks
+    change nothing and a third shrinks the headroom nobody is renewing."""
     autoscaler_status: str = "kube-system/cluster-autoscaler-status"
     """NAMESPACE/NAME of cluster-autoscaler's status ConfigMap (its `--namespace` and
     `--status-config-map-name`), read to tell whether CA runs and how many node groups it

@@ -2,9 +2,10 @@
 
 Decides: that every bucket instance type (and every type named under `limits`) is in
 the catalog, that the limits fit it, the planner's view of the config
-(`make_plan_config`) and what one placeholder requests when no live node of its type can
-be measured (`placeholder_request`, the fraction rule). Every
-error names the config file and the field path.
+(`make_plan_config`), what one placeholder requests when no live node of its type can
+be measured (`placeholder_request`, the fraction rule), and what is valid but cannot
+work as written (`config_warnings`: a type the cost cap can never pay for). Every
+error and warning names the config file and the field path.
 
 Must not: parse YAML fields (config_parse.py), talk to the cluster, read the clock, or
 log. Its only I/O is `load_catalog` in `resolve_catalog`.
@@ -112,3 +113,31 @@ def placeholder_request(config: OverprovisionerConfig, catalog: Catalog, name: s
             "no CPU or memory for a placeholder"
         )
     return request
+
+
+def config_warnings(config: OverprovisionerConfig, catalog: Catalog) -> tuple[str, ...]:
+    """What the config allows but can never do, one line each (the service logs them at
+    start-up and serves them in /plan): a type whose one placeholder above its min costs
+    more than the cost cap leaves after every type's min placeholders is never planned,
+    whatever the forecast says (the planner's cost cap cuts it every tick, silently)."""
+    cap = config.limits.cost_cap_per_hour
+    if cap is None:
+        return ()
+    plan_config = make_plan_config(config)
+    floor = sum(plan_config.limits(name).min * catalog.get(name).price_per_hour
+                for name in config.instance_types)
+    warnings = []
+    for name in config.instance_types:
+        limits = plan_config.limits(name)
+        price = catalog.get(name).price_per_hour
+        if limits.max is not None and limits.max <= limits.min:
+            continue  # nothing above the min to plan
+        if price > cap - floor + 1e-9:
+            left = f"; the mins take {floor:.2f} of it" if floor else ""
+            warnings.append(
+                f"{config.source}: limits.cost_cap_per_hour: {cap:.2f} $/h{left}, below one "
+                f"{name} at {price:.2f} $/h: no {name} placeholder above its min "
+                f"({limits.min}) can ever be planned. Raise the cap to at least "
+                f"{floor + price:.2f}, or drop {name} from instance_types"
+            )
+    return tuple(warnings)

@@ -78,6 +78,11 @@ def parse_config(document: Any, source: str) -> OverprovisionerConfig:
         raise reader.fail("instance_types", "list the bucket instance types (or set buckets_file)")
     if len(set(config.instance_types)) != len(config.instance_types):
         raise reader.fail("instance_types", "an instance type appears twice")
+    if config.placeholders.expire_after_s <= config.tick_s:
+        raise reader.fail(
+            "placeholders.expire_after",
+            f"{config.placeholders.expire_after_s:g}s is not longer than tick "
+            f"({config.tick_s:g}s): placeholders would expire between two healthy ticks")
     return config
 
 
@@ -181,6 +186,7 @@ def _placeholders(reader: FieldReader, raw: Mapping) -> PlaceholderConfig:
         "expendable_pods_priority_cutoff", "daemonset_overhead", "placement_group_label",
         "gpu_tolerations", "pause_image", "request_gpus", "scheduler_name", "size_from_nodes",
         "gpu_type_fraction", "cpu_type_fraction", "wake_debounce", "autoscaler_status",
+        "expire_after",
     })
     d = PlaceholderConfig()
     backend = reader.string(raw, "backend", path, d.backend)
@@ -269,6 +275,8 @@ def _placeholders(reader: FieldReader, raw: Mapping) -> PlaceholderConfig:
         cpu_type_fraction=fractions["cpu_type_fraction"],
         wake_debounce_s=reader.duration(raw, "wake_debounce", path, d.wake_debounce_s),
         autoscaler_status=status,
+        expire_after_s=reader.duration(raw, "expire_after", path, d.expire_after_s,
+                                       positive=True),
     )
 
 

@@ -49,15 +49,16 @@ class ApiCallError(HeadstartError):
 
 
 class NotOwnedError(HeadstartError):
-    """An object headstart wants to write exists but carries no headstart managed-by label.
+    """An object headstart wants to write exists but is not the overprovisioner's
+    (no `headstart.io/owner: overprovisioner` annotation, objects.owned_by_overprovisioner).
 
     Permanent: headstart never modifies or deletes what it did not create. The user must
     rename or delete that object (or change headstart's namespace)."""
 
     def __init__(self, what: str) -> None:
         super().__init__(
-            f"{what} exists but is not managed by headstart (no label "
-            "app.kubernetes.io/managed-by=headstart); headstart leaves it untouched. Delete or "
+            f"{what} exists but is not managed by headstart's overprovisioner (no annotation "
+            "headstart.io/owner=overprovisioner); headstart leaves it untouched. Delete or "
             "rename it, or point headstart at another namespace"
         )
         self.what = what

@@ -15,7 +15,9 @@ What this module adds around the library:
 - release on stop: the holder identity is cleared so a successor takes over at once
   instead of after `lease_duration`;
 - after losing the lease the replica goes back to being a candidate (the library's
-  `run` would just return).
+  `run` would just return);
+- `lease_vacant()`: whether the Lease is held by nobody as this replica saw it last,
+  so a standby may enforce expired placeholders (loop.py) without fighting a leader.
 
 Must not: decide anything about placeholders.
 
@@ -146,6 +148,22 @@ class LeaderElector:
             return False
         last_renew_ms = election.observed_time_milliseconds
         return time.time() * 1000 - last_renew_ms < self.config.renew_deadline_s * 1000
+
+    def lease_vacant(self) -> bool:
+        """True when, as this replica last saw the Lease, nobody holds it: its holder was
+        cleared (released), or its record has not changed for `lease_duration` (the
+        holder stopped renewing; client-go's expiry rule, measured on this replica's
+        clock from when it saw the record change). False before the Lease was read, and
+        while this replica leads. A standby enforces the placeholders' expiry only then
+        (overprovisioner.expiry), so it never fights a live leader."""
+        election = self._election
+        record = election.observed_record if election is not None else None
+        if record is None or self.is_leader():
+            return False
+        if not record.holder_identity:
+            return True
+        silent_ms = time.time() * 1000 - election.observed_time_milliseconds
+        return silent_ms > self.config.lease_duration_s * 1000
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="headstart-leader", daemon=True)

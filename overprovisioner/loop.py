@@ -44,8 +44,10 @@ from bucketing.errors import HeadstartError, InputError
 from overprovisioner.apply import Applier, ApplyResult, Observed, apply_plan
 from overprovisioner.checks import CheckReport, PlaceholderChecks
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config_catalog import make_plan_config
+from overprovisioner.config_catalog import config_warnings, make_plan_config
 from overprovisioner.daemon_thread import in_daemon_thread
+from overprovisioner.expiry import shrink_to_floor
+from overprovisioner.faults import FAULTS, collect_faults
 from overprovisioner.forecasting import (
     BucketForecast,
     ModelLoader,
@@ -108,6 +110,8 @@ class TickReport:
     known: KnownState | None = None
     sizes: Mapping[str, PlaceholderSize] = field(default_factory=dict)
     checks: CheckReport = field(default_factory=CheckReport)
+    expired: tuple[str, ...] = ()
+    faults: Mapping[str, str] = field(default_factory=dict)
 
 
 class OverprovisionerLoop:
@@ -124,6 +128,7 @@ class OverprovisionerLoop:
         is_leader: Callable[[], bool] = lambda: True,
         load_model: ModelLoader | None = None,
         save_model: ModelSaver | None = None,
+        lease_vacant: Callable[[], bool] = lambda: False,
     ) -> None:
         self.config = config
         self.catalog = catalog
@@ -132,7 +137,18 @@ class OverprovisionerLoop:
         self.reader = reader
         self.applier = applier
         self.is_leader = is_leader
+        self.lease_vacant = lease_vacant
+        # headstart's placeholder objects as last observed: what the leader shrinks
+        # when a tick cannot observe them any more (overprovisioner.expiry).
+        self.last_objects: Mapping[Any, Mapping[str, Any]] = {}
+        # This tick's failures as typed errors (faults.py sorts out the faults), and the
+        # faults standing after the last tick (each is logged when it appears and clears).
+        self._tick_errors: list[HeadstartError] = []
+        self.faults: dict[str, str] = {}
+        self._buffer_problem = ""
         self.plan_config = make_plan_config(config)
+        # What the config allows but can never do (served in /plan; cli.py logs them).
+        self.config_warnings = config_warnings(config, catalog)
         self.forecaster = ServiceForecaster(config, catalog, metrics, load_model, save_model)
         self.latest: TickReport | None = None
         # Consecutive failed ticks: an outage is logged once, at its first tick, and once
@@ -184,6 +200,7 @@ class OverprovisionerLoop:
     def tick(self, now_s: float) -> TickReport:
         """Run one tick at time `now_s`; never raises for API or data faults."""
         errors: list[str] = []
+        self._tick_errors = []
         leader = bool(self.is_leader())
         try:
             self.demand.record(now_s)
@@ -214,8 +231,12 @@ class OverprovisionerLoop:
                               for (instance_type, _), f in forecasts.items() if f.reactive},
             )
         except HeadstartError as error:
+            self._tick_errors.append(error)
             return self._failed(now_s, leader, model_name, mode, forecasts,
                                 [*errors, f"observe/plan: {error}"])
+        if observed is not None:
+            self.last_objects = observed.objects
+            self._buffer_problem = observed.capacity_buffer_problem
         self._export_plan(plan, forecasts, view)
         requests = {name: size.request for name, size in sizes.items()}
         applied = None
@@ -224,14 +245,22 @@ class OverprovisionerLoop:
             # replica that lost it must not write over its successor's placeholders.
             leader = bool(self.is_leader())
             if leader:
-                applied = self._apply_step(plan, requests, observed, view, errors)
+                applied = self._apply_step(plan, requests, observed, view, errors, now_s)
+        if applied is not None and observed is not None:
+            self.last_objects = applied.objects_after(observed)
+        expired = self._expiry_step(
+            now_s, leader, observed.objects if observed is not None else {},
+            (applied.renewed | applied.pruned_keys) if applied is not None else frozenset(),
+            errors)
         checks = self.checks.run(
             now_s, [(b.instance_type, b.placement_group) for b in self._placed(plan)],
             requests, view, observed, count_hits=applied is not None,
         )
         ok = not errors
+        faults = self._update_faults(checks.autoscaler.detail)
         report = TickReport(now_s, ok, leader, self.config.dry_run, model_name, mode, plan,
-                            forecasts, applied, tuple(errors), known, sizes, checks)
+                            forecasts, applied, tuple(errors), known, sizes, checks, expired,
+                            faults)
         self.metrics.ticks.labels("ok" if ok else "partial").inc()
         if ok:
             self.metrics.last_success.set(now_s)
@@ -299,40 +328,91 @@ class OverprovisionerLoop:
         return view, observed
 
     def _apply_step(self, plan: Plan, requests: Mapping[str, Any], observed: Observed | None,
-                    view: ClusterView | None, errors: list[str]) -> ApplyResult | None:
+                    view: ClusterView | None, errors: list[str], now_s: float
+                    ) -> ApplyResult | None:
         assert self.applier is not None
+        valid_until = now_s + self.config.placeholders.expire_after_s
         try:
             applied, observed = apply_plan(
                 self.applier,
                 lambda backend, buffer_api: desired_objects(
                     self._placed(plan), self.config, self.catalog, backend, requests,
-                    buffer_api or None),
+                    buffer_api or None, valid_until),
                 priority_class(self.config), observed,
             )
         except HeadstartError as error:
-            log.error("apply failed, previous placeholders left in place: %s", error)
+            self._tick_errors.append(error)
+            log.error("apply failed, previous placeholders left in place until they expire: "
+                      "%s", error)
             errors.append(f"apply: {error}")
             return None
         if view is None or applied.backend == "capacitybuffer":
             # CapacityBuffer placeholders are simulated by CA, not pods: use their status.
             self.metrics.set_buckets(self.metrics.running, observed.running())
+        self._tick_errors.extend(applied.errors)
         for error in applied.errors:
             log.error("apply: %s", error)
             errors.append(str(error))
         return applied
 
+    def _expiry_step(self, now_s: float, leader: bool, objects: Mapping[Any, Mapping[str, Any]],
+                     renewed: frozenset[Any], errors: list[str]) -> tuple[str, ...]:
+        """The dead-man's switch (overprovisioner.expiry): scale headstart's objects whose
+        `headstart.io/valid-until` has passed, and that this tick did not renew, down to
+        the floor. The leader does it after its own writes (they failed, or the object's
+        bucket did); a standby only while the Lease is held by nobody, so it never
+        fights a live leader. Best effort: a write that fails is one more error."""
+        if self.applier is None or self.config.dry_run or not objects:
+            return ()
+        if not leader and not self.lease_vacant():
+            return ()
+        floors = {name: self.plan_config.limits(name).min for name in self.config.instance_types}
+        shrunk = []
+        for key, replicas in sorted(shrink_to_floor(objects, now_s, floors, renewed).items(),
+                                    key=lambda item: item[0][3]):
+            try:
+                shrunk.append(f"{self.applier.scale(key, replicas)} to {replicas}")
+            except HeadstartError as error:
+                self._tick_errors.append(error)
+                errors.append(f"expire: {error}")
+        if shrunk:
+            by = "leader" if leader else "standby"
+            self.metrics.expired.labels(by).inc(len(shrunk))
+            log.warning("placeholders not renewed within %gs scaled to the floor by the %s: %s",
+                        self.config.placeholders.expire_after_s, by, "; ".join(shrunk))
+        return tuple(shrunk)
+
+    def _update_faults(self, autoscaler_detail: str) -> dict[str, str]:
+        """This tick's faults (faults.py): each logged once when it appears and once when
+        it clears, and exported as headstart_overprovisioner_fault{fault}."""
+        faults = collect_faults(self._tick_errors, self._buffer_problem, autoscaler_detail)
+        for name, reason in faults.items():
+            if name not in self.faults:
+                log.error("fault %s: %s", name, reason)
+        for name in self.faults.keys() - faults.keys():
+            log.info("fault %s cleared", name)
+        for name in FAULTS:
+            self.metrics.fault.labels(name).set(1 if name in faults else 0)
+        self.faults = faults
+        return faults
+
     def _failed(self, now_s: float, leader: bool, model: str, mode: str,
                 forecasts: Mapping[Bucket, BucketForecast], errors: list[str]) -> TickReport:
+        # The tick could not observe: shrink what was last seen, once it has expired.
+        expired = self._expiry_step(now_s, leader, self.last_objects, frozenset(), errors)
         said = log.debug if self.failed_ticks else log.error
         for error in errors:
-            said("tick failed, previous placeholders left in place: %s%s", error,
+            said("tick failed, previous placeholders left in place until they expire: %s%s",
+                 error,
                  "" if self.failed_ticks else " (said once until a tick succeeds; "
                  "headstart_overprovisioner_ticks_total{result=\"failed\"} counts them)")
         self.failed_ticks += 1
         self.metrics.ticks.labels("failed").inc()
         previous = self.latest.plan if self.latest else None
+        faults = self._update_faults(self.latest.checks.autoscaler.detail if self.latest
+                                     else "")
         report = TickReport(now_s, False, leader, self.config.dry_run, model, mode, previous,
-                            forecasts, None, tuple(errors))
+                            forecasts, None, tuple(errors), expired=expired, faults=faults)
         self.latest = report
         return report
 

@@ -108,12 +108,27 @@ class Metrics:
             PREFIX + "known_counted_pods",
             "Pods of known-ahead demand due within the horizon, per source.", ("source",),
             registry=r)
+        self.expired = Counter(
+            PREFIX + "placeholders_expired",
+            "Placeholder objects scaled down to the floor because their headstart.io/"
+            "valid-until passed with no successful tick renewing them (the dead-man's "
+            "switch), by who did it: leader (its writes failing), standby (the Lease held "
+            "by nobody).", ("by",), registry=r)
+        self.fault = Gauge(
+            PREFIX + "fault",
+            "1 while a fault that retrying cannot fix stands (the reason is in the log and "
+            "/plan faults): capacitybuffer_unusable (CRD missing for a forced backend, or "
+            "cluster-scoped), forbidden (a 403: the Role lacks a verb), not_found (a 404), "
+            "not_owned (an object in the way headstart did not write), "
+            "autoscaler_status_unreadable.", ("fault",), registry=r)
         self.dry_run = Gauge(
             PREFIX + "dry_run", "1 in forecast-only mode (never writes).", registry=r)
         for kind in ("temporary", "permanent"):
             self.api_errors.labels(kind)  # export zeros so alerts can rate() from the start
         for reason in ("preemption", "leader"):
             self.wakeups.labels(reason)
+        for by in ("leader", "standby"):
+            self.expired.labels(by)
 
     def set_buckets(self, gauge: Gauge, values: Mapping[tuple[str, str], float],
                     *extra: str) -> None:

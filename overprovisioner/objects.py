@@ -18,7 +18,18 @@ Decides: names, labels and specs of what the overprovisioner writes:
 
 Every object carries headstart's labels (managed-by, part-of, component) and an
 annotation `headstart.io/spec-hash` of its own body, so the applier can tell a no-op
-from a change without comparing server-defaulted fields.
+from a change without comparing server-defaulted fields. Deployments and
+CapacityBuffers also carry `headstart.io/valid-until` (overprovisioner.expiry): the
+time until which their replica count holds without a renewal.
+
+Ownership (`owned_by_overprovisioner`): an object is the overprovisioner's only when it
+carries the annotation `headstart.io/owner: overprovisioner`, which nothing but the
+overprovisioner writes. The labels are not proof: the manifests' kustomization stamps
+`app.kubernetes.io/managed-by: headstart` on every shipped object (the extender's and
+the scheduler's Deployments in the same namespace included). Objects written by older
+versions (no owner annotation) are adopted only when they carry all three marks only
+those versions wrote together: managed-by=headstart, `headstart.io/placeholder: "true"`
+and a spec-hash annotation.
 
 Must not: talk to the cluster, read the clock, log, or mutate its inputs.
 """
@@ -27,9 +38,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from bucketing.catalog import Catalog
@@ -46,6 +59,9 @@ PLACEHOLDER = "headstart.io/placeholder"
 INSTANCE_TYPE_LABEL = "headstart.io/instance-type"
 PLACEMENT_GROUP_LABEL = "headstart.io/placement-group"
 SPEC_HASH = "headstart.io/spec-hash"
+VALID_UNTIL = "headstart.io/valid-until"
+OWNER = "headstart.io/owner"
+OWNER_VALUE = "overprovisioner"
 NODE_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 COMPONENT_NAME = "placeholder"
 NAME_PREFIX = "headstart-placeholder"
@@ -98,8 +114,26 @@ def headstart_labels() -> dict[str, str]:
 
 
 def placeholder_selector() -> str:
-    """Label selector for listing (and pruning) only objects headstart's placeholders own."""
-    return f"{MANAGED_BY}=headstart,{PLACEHOLDER}=true"
+    """Label selector narrowing the lists to placeholder objects; ownership is then
+    decided per object by `owned_by_overprovisioner` (a label can be copied)."""
+    return f"{PLACEHOLDER}=true"
+
+
+def owned_by_overprovisioner(obj: Mapping[str, Any]) -> bool:
+    """True for an object the overprovisioner wrote (see the module docstring)."""
+    metadata = obj.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    if annotations.get(OWNER) == OWNER_VALUE:
+        return True
+    labels = metadata.get("labels") or {}
+    return (labels.get(MANAGED_BY) == "headstart" and labels.get(PLACEHOLDER) == "true"
+            and bool(annotations.get(SPEC_HASH)))
+
+
+def bucket_of(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """(instance type, placement group) of a placeholder object, from its labels."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(PLACEMENT_GROUP_LABEL, "")
 
 
 def placeholder_name(instance_type: str, placement_group: str) -> str:
@@ -133,6 +167,7 @@ def desired_objects(
     backend: str,
     requests: Mapping[str, Resources] | None = None,
     buffer_api_version: str | None = None,
+    valid_until_s: float | None = None,
 ) -> tuple[DesiredObject, ...]:
     """The placeholder objects for `buckets` with `backend` ("deployment" | "capacitybuffer").
 
@@ -140,6 +175,9 @@ def desired_objects(
     in it gets the fraction rule (`config_catalog.placeholder_request`).
     buffer_api_version: the CapacityBuffer apiVersion the cluster serves (None = the
     preferred one, v1beta1).
+    valid_until_s: Unix time until which the replica counts hold without a renewal,
+    stamped as `headstart.io/valid-until` on Deployments and CapacityBuffers
+    (overprovisioner.expiry); None = no stamp. Not part of the spec hash.
     Includes buckets whose `wanted` is 0 (a Deployment at 0 replicas keeps its name and
     history; the applier decides what to prune). Raises InputError if two buckets map to
     one name or a bucket's type is not in the catalog.
@@ -171,7 +209,23 @@ def desired_objects(
         else:
             objects.append(_pod_template_object(name, bucket, template, config))
             objects.append(_capacity_buffer(name, bucket, config, buffer_api_version))
+    if valid_until_s is not None:
+        stamp = format_time(valid_until_s)
+        objects = [_with_annotation(obj, VALID_UNTIL, stamp) if (obj.api_version, obj.kind)
+                   != POD_TEMPLATE else obj for obj in objects]
     return tuple(objects)
+
+
+def format_time(unix_s: float) -> str:
+    """Unix seconds as the API writes times (RFC 3339, UTC, whole seconds)."""
+    return datetime.fromtimestamp(math.floor(unix_s), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _with_annotation(obj: DesiredObject, key: str, value: str) -> DesiredObject:
+    metadata = dict(obj.body["metadata"])
+    metadata["annotations"] = {**metadata["annotations"], key: value}
+    return DesiredObject(obj.api_version, obj.kind, obj.namespace, obj.name,
+                         {**obj.body, "metadata": metadata})
 
 
 def pod_template(
@@ -327,5 +381,5 @@ def _finish(
     digest = hashlib.sha256(
         json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()[:16]
-    body["metadata"]["annotations"] = {SPEC_HASH: digest}
+    body["metadata"]["annotations"] = {SPEC_HASH: digest, OWNER: OWNER_VALUE}
     return DesiredObject(kind[0], kind[1], namespace, name, body)

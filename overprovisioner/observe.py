@@ -16,7 +16,9 @@ Decides, from nodes, pods and events as the API returns them:
   runs a real pod, at most the buffer's replicas per bucket (`buffer_nodes_taken`).
 
 The parsing functions are pure (JSON in, frozen dataclasses out); `ClusterReader` is the
-thin adapter that lists nodes, pods and events with retries.
+thin adapter that lists nodes and events with retries, and reads pods from a watch
+cache (`pod_cache`, the service's pod informer) while that cache is fresh, listing
+them only when it is not (not synced yet, or its watch failing).
 
 Must not: decide how many placeholders to keep, or write to the cluster.
 """
@@ -247,6 +249,32 @@ def _pod_name_base(deployment: str) -> str:
     return f"{deployment}-"[:MAX_GENERATED_NAME_BASE]
 
 
+def live_pod_view(pod: Mapping[str, Any], gpu_resource: str = DEFAULT_GPU_RESOURCE
+                  ) -> PodView | None:
+    """What the pod cache keeps of a Pod: its PodView, None once it has finished."""
+    if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        return None
+    return parse_pod(pod, gpu_resource)
+
+
+class PodCache:
+    """The pods of a list+watch informer (predictor.recorder.Informer, parse
+    `live_pod_view`) as PodViews, while its cache is fresh."""
+
+    def __init__(self, informer: Any, max_stale_s: float,
+                 clock: Callable[[], float]) -> None:
+        self.informer = informer
+        self.max_stale_s = max_stale_s
+        self.clock = clock
+
+    def pods(self) -> list[PodView] | None:
+        """The cached pods; None when the cache is not synced or its watch has failed for
+        longer than max_stale_s (the reader then lists)."""
+        if not self.informer.fresh(self.clock(), self.max_stale_s):
+            return None
+        return list(self.informer.items().values())
+
+
 @dataclass
 class ClusterReader:
     """Lists nodes, pods and events through KubeApi with retries (see errors.py)."""
@@ -256,6 +284,7 @@ class ClusterReader:
     rng: np.random.Generator
     sleep: Callable[[float], None]
     on_error: Callable[[ErrorClass, BaseException], None] | None = None
+    pod_cache: PodCache | None = None
 
     def _list(self, what: str, path: str, query: Sequence[tuple[str, str]] = ()) -> list[dict]:
         body = call_with_retry(
@@ -268,14 +297,16 @@ class ClusterReader:
              gpu_resource: str = DEFAULT_GPU_RESOURCE) -> ClusterView:
         nodes = [parse_node(n, group_label, gpu_resource)
                  for n in self._list("list nodes", "/api/v1/nodes")]
-        pods = [
-            parse_pod(p, gpu_resource)
-            for p in self._list(
-                "list pods", "/api/v1/pods",
-                [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")],
-            )
-            if (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
-        ]
+        pods = self.pod_cache.pods() if self.pod_cache is not None else None
+        if pods is None:
+            pods = [
+                parse_pod(p, gpu_resource)
+                for p in self._list(
+                    "list pods", "/api/v1/pods",
+                    [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")],
+                )
+                if (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
+            ]
         return cluster_view(nodes, pods, instance_types)
 
     def events(self, namespace: str) -> list[dict]:

@@ -15,8 +15,9 @@ The rules, in the order they apply (per instance type, summed over its groups):
    placeholder on an empty node, so no node is launched for it), not by subtracting
    them: an empty node is removed by cluster-autoscaler after its unneeded time (10
    min), so a plan that subtracted it would shrink now and relaunch ten minutes later
-   (the simulator measured that churn: +60% launches). `launches` in the reason is
-   wanted - free - existing: the nodes the plan makes CA launch.
+   (the simulator measured that churn: +60% launches). `launches` (and "N to launch"
+   in the reason) are counted by the balance (rule 4), after the caps: the nodes the
+   plan really makes CA launch.
    Mode "ladder" (cold start, no history) replaces the delta by the ladder's count;
    mode "fallback" (the forecast missed badly, act reactively) replaces it by 0.
    Known demand (`known`: nodes that announced work due within the horizon will need,
@@ -29,11 +30,14 @@ The rules, in the order they apply (per instance type, summed over its groups):
    because one expensive placeholder frees the most budget per node given up and
    its idle node is the costliest mistake; config validation guarantees the mins fit.
 4. Placement-group balance (DESIGN "Placement-group balance"): existing placeholders
-   stay in their groups; placeholders added are cut into blocks of
+   stay in their groups; placeholders added first take the free nodes of their type's
+   groups (one at a time, to the group with free nodes holding the fewest
+   placeholders; nothing is launched for them), and the rest are cut into blocks of
    `virtual_instance_nodes` (one scale-up of one virtual instance, kept inside one
    group) and go round-robin, each block to the group with the fewest nodes so far
-   (nodes now + blocks given), ties by group name; placeholders removed come one at a
-   time from the group with the most nodes.
+   (nodes now + blocks launched), ties by group name; placeholders removed come one at
+   a time from the group with the most nodes. Free nodes in the ungrouped bucket of a
+   type with groups take none (grouped placeholders select their group).
 
 Must not: read the clock, log, call the API, or mutate its inputs. Existing
 placeholders are reported, not used in the arithmetic: the plan is the desired state
@@ -89,6 +93,8 @@ class PlannedBucket:
     forecast, free, pending, in_use, existing, known: the observation, summed as planned
     (per group). wanted: placeholders to keep (one per node). capped_by: the rule that
     set `wanted` when not the plain delta. reason: the arithmetic, for humans.
+    launches: of `wanted`, the placeholders that need a new node (neither an existing
+    placeholder nor a free node of the group takes them).
     """
 
     instance_type: str
@@ -102,6 +108,7 @@ class PlannedBucket:
     capped_by: CappedBy | None
     reason: str
     known: float = 0.0
+    launches: int = 0
 
 
 @dataclass(frozen=True)
@@ -211,12 +218,8 @@ def _decide_type(
         reason += f"{plus_known} -> {wanted}" if known else ""
     else:
         wanted = max(0, math.ceil(forecast + known - covered - FORECAST_EPSILON))
-        free = sum(i.free for i in items)
-        existing = sum(i.placeholders for i in items)
-        launches = max(0, wanted - free - existing)
         reason = (
-            f"forecast {forecast:.2f}{plus_known} - in use and pending {covered} -> {wanted} "
-            f"({free} free nodes, {existing} placeholders exist, {launches} to launch)"
+            f"forecast {forecast:.2f}{plus_known} - in use and pending {covered} -> {wanted}"
         )
     limits = config.limits(name)
     if limits.max is not None and wanted > limits.max:
@@ -271,24 +274,43 @@ def _balance(
     }
     # Existing placeholders stay where they are (moving one costs a node launch and an
     # idle node draining for cluster-autoscaler's unneeded time); only the change moves.
-    given = {g: sum(i.placeholders for i in by_group[g]) for g in groups}
-    base = {g: nodes_now[g] - given[g] for g in groups}
+    existing = {g: sum(i.placeholders for i in by_group[g]) for g in groups}
+    given = dict(existing)
+    free_left = {g: sum(i.free for i in by_group[g]) for g in groups}
+    launched = dict.fromkeys(groups, 0)
     remaining = decision.wanted - sum(given.values())
+    # Free nodes first: kube-scheduler puts a pending placeholder on an empty node of its
+    # group, so it launches nothing. One at a time, to the group with free nodes holding
+    # the fewest placeholders so far (ties by name).
+    while remaining > 0 and any(free_left.values()):
+        target = min((g for g in groups if free_left[g] > 0), key=lambda g: (given[g], g))
+        free_left[target] -= 1
+        given[target] += 1
+        remaining -= 1
     while remaining > 0:
-        target = min(groups, key=lambda g: (base[g] + given[g], g))
+        # Launches: whole virtual instances, each to the group with the fewest nodes.
+        target = min(groups, key=lambda g: (nodes_now[g] + launched[g], g))
         block = min(config.virtual_instance_nodes, remaining)
         given[target] += block
+        launched[target] += block
         remaining -= block
     while remaining < 0:
         # Shrink the group holding the most, so the groups stay balanced.
-        target = max((g for g in groups if given[g] > 0), key=lambda g: (base[g] + given[g], g))
+        target = max((g for g in groups if given[g] > 0),
+                     key=lambda g: (nodes_now[g] - existing[g] + given[g], g))
         given[target] -= 1
         remaining += 1
+    free_total = sum(sum(i.free for i in by_group[g]) for g in groups)
+    launches = sum(launched.values())
+    summary = (f"; {_count(free_total, 'free node')}, "
+               f"{_count(sum(existing.values()), 'placeholder')} exist, {launches} to launch")
     planned = []
     for group in sorted(by_group):
         observations = by_group[group]
         wanted = given.get(group, 0)
-        share = "" if len(groups) == 1 else f"; {wanted} of {decision.wanted} in group {group}"
+        share = "" if len(groups) == 1 else (
+            f"; {wanted} of {decision.wanted} in group {group} "
+            f"({launched.get(group, 0)} to launch)")
         planned.append(
             PlannedBucket(
                 instance_type=name,
@@ -300,8 +322,13 @@ def _balance(
                 existing=sum(i.placeholders for i in observations),
                 wanted=wanted,
                 capped_by=decision.capped_by,
-                reason=decision.reason + share,
+                reason=decision.reason + summary + share,
                 known=sum(i.known for i in observations),
+                launches=launched.get(group, 0),
             )
         )
     return planned
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -186,6 +186,7 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
             "written": list(report.applied.written),
             "unchanged": list(report.applied.unchanged),
             "pruned": list(report.applied.pruned),
+            "held": list(report.applied.held),
         }
     return {
         "time_s": report.time_s,
@@ -202,6 +203,9 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
         "applied": applied,
         "known_demand": known_document(report.known),
         "autoscaler_status": report.checks.autoscaler.detail,
+        "config_warnings": list(loop.config_warnings),
+        "expired": list(report.expired),
+        "faults": dict(report.faults),
         "errors": list(report.errors),
     }
 

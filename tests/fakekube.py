@@ -283,6 +283,8 @@ class FakeKube:
         self._uid_counter = 0
         self._history_limit = history_limit
         self._off = set(serve_off)
+        # (group/version, plural) -> namespaced, overriding RESOURCES (`scope`)
+        self._scope: dict[tuple[str, str], bool] = {}
         self._injected: list[_Injected] = []
         self.requests: list[tuple[str, str, str]] = []
         self.applied_creations: list[str] = []
@@ -351,6 +353,13 @@ class FakeKube:
         """Serve or stop serving an API group/version (a CRD installed or not)."""
         with self._lock:
             (self._off.discard if served else self._off.add)(group_version)
+
+    def scope(self, group_version: str, plural: str, namespaced: bool) -> None:
+        """Serve a resource with another scope than RESOURCES says (a CRD shipped
+        cluster-scoped, as cluster-autoscaler 1.34.0-1.34.1 did with CapacityBuffers):
+        discovery reports it, and requests in the other scope get 404."""
+        with self._lock:
+            self._scope[(group_version, plural)] = namespaced
 
     def fail_next(
         self, method: str, path_contains: str, status: int | str = 500, count: int = 1,
@@ -652,7 +661,8 @@ class FakeKube:
             "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
             "resources": [
                 {
-                    "name": plural, "singularName": kind.lower(), "namespaced": namespaced,
+                    "name": plural, "singularName": kind.lower(),
+                    "namespaced": self._scope.get((rgv, plural), namespaced),
                     "kind": kind,
                     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
                 }
@@ -684,6 +694,8 @@ class FakeKube:
                     status=201,
                 )
             if gv in self._off or (gv, plural) not in RESOURCES:
+                raise ApiError(404, "the server could not find the requested resource")
+            if (gv, plural) in self._scope and bool(ns) != self._scope[(gv, plural)]:
                 raise ApiError(404, "the server could not find the requested resource")
             return await self._dispatch(request, gv, plural, ns, name, sub)
         except ApiError as error:

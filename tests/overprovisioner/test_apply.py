@@ -120,6 +120,69 @@ def test_an_unowned_object_with_our_name_is_left_untouched(harness) -> None:
     assert harness.fake.get(*DEPLOY, "headstart-placeholder-p4d-24xlarge", NS) is not None
 
 
+KUSTOMIZE_LABELS = {"app.kubernetes.io/managed-by": "headstart",
+                    "app.kubernetes.io/part-of": "headstart"}
+
+
+def test_an_object_with_the_kustomize_labels_is_not_ours(harness) -> None:
+    # The kustomization stamps managed-by=headstart on every shipped object: a label
+    # is no proof that the overprovisioner wrote it.
+    harness.fake.create({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "headstart-placeholder-g5-xlarge", "namespace": NS,
+                     "labels": dict(KUSTOMIZE_LABELS)},
+        "spec": {"replicas": 7},
+    })
+    result, _ = harness.run([bucket("g5.xlarge", "", 1)])
+    (error,) = result.errors
+    assert isinstance(error, NotOwnedError) and "headstart.io/owner" in str(error)
+    assert harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)["spec"] == {
+        "replicas": 7}
+
+
+@pytest.mark.parametrize(
+    "labels, annotations, adopted",
+    [
+        # what an older overprovisioner wrote: both labels and the spec hash -> ours
+        ({**KUSTOMIZE_LABELS, "headstart.io/placeholder": "true"},
+         {"headstart.io/spec-hash": "0123456789abcdef"}, True),
+        # kustomize labels plus a copied placeholder label, no hash -> not ours
+        ({**KUSTOMIZE_LABELS, "headstart.io/placeholder": "true"}, {}, False),
+        # the owner annotation alone -> ours
+        ({"headstart.io/placeholder": "true"}, {"headstart.io/owner": "overprovisioner"},
+         True),
+    ],
+    ids=["legacy-adopted", "look-alike-kept", "owner-annotation"],
+)
+def test_prune_deletes_only_what_the_overprovisioner_wrote(harness, labels, annotations,
+                                                          adopted) -> None:
+    harness.fake.create({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "headstart-placeholder-old", "namespace": NS,
+                     "labels": labels, "annotations": annotations},
+        "spec": {"replicas": 1},
+    })
+    result, _ = harness.run([bucket(wanted=1)])
+    gone = harness.fake.get(*DEPLOY, "headstart-placeholder-old", NS) is None
+    assert gone is adopted
+    assert result.ok
+
+
+def test_a_legacy_object_is_adopted_and_gets_the_owner_annotation(harness) -> None:
+    harness.fake.create({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "headstart-placeholder-g5-xlarge", "namespace": NS,
+                     "labels": {**KUSTOMIZE_LABELS, "headstart.io/placeholder": "true"},
+                     "annotations": {"headstart.io/spec-hash": "0123456789abcdef"}},
+        "spec": {"replicas": 4},
+    })
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.ok
+    adopted = harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)
+    assert adopted["spec"]["replicas"] == 1
+    assert adopted["metadata"]["annotations"]["headstart.io/owner"] == "overprovisioner"
+
+
 def test_wanted_zero_scales_to_zero_and_removed_buckets_are_pruned(harness) -> None:
     harness.run([bucket("g5.xlarge", "pg-a", 2), bucket("g5.xlarge", "pg-b", 2)])
     result, _ = harness.run([bucket("g5.xlarge", "pg-a", 0)])
@@ -326,3 +389,56 @@ def test_a_buffer_never_points_at_a_foreign_pod_template(fake_kube) -> None:
     assert fake_kube.get(CB_GV, "CapacityBuffer", "headstart-placeholder-g5-xlarge", NS) is None
     assert fake_kube.get(CB_GV, "CapacityBuffer", "headstart-placeholder-p4d-24xlarge",
                          NS) is not None
+
+
+def test_a_failed_buffer_write_keeps_the_old_deployment_following_the_plan(fake_kube) -> None:
+    # Deployment backend at 6; then auto finds CapacityBuffers but writing them is
+    # forbidden: the Deployment must follow the plan (1), not stay at 6 every tick.
+    Harness(fake_kube, make_config("deployment")).run([bucket(wanted=6)])
+    fake_kube.serve(CB_GV)
+    harness = Harness(fake_kube, make_config("auto"))
+    fake_kube.fail_next("PATCH", "/capacitybuffers/", 403, count=1)
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.backend == "capacitybuffer" and not result.ok
+    name = "headstart-placeholder-g5-xlarge"
+    assert fake_kube.get(*DEPLOY, name, NS)["spec"]["replicas"] == 1
+    assert result.held == (f"apps/v1 Deployment {NS}/{name}",)
+    assert fake_kube.list(CB_GV, "CapacityBuffer", NS) == []
+    # The next tick writes the buffer: only now does the Deployment go.
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.ok and result.held == ()
+    assert fake_kube.get(*DEPLOY, name, NS) is None
+    assert fake_kube.get(CB_GV, "CapacityBuffer", name, NS)["spec"]["replicas"] == 1
+
+
+def test_buckets_the_plan_dropped_are_pruned_even_when_another_write_fails(harness) -> None:
+    harness.run([bucket("g5.xlarge", "pg-a", 1), bucket("g5.xlarge", "pg-b", 3),
+                 bucket("p4d.24xlarge", "", 1)])
+    harness.fake.fail_next("PATCH", "/deployments/headstart-placeholder-p4d", 403)
+    result, _ = harness.run([bucket("g5.xlarge", "pg-a", 1), bucket("p4d.24xlarge", "", 2)])
+    (error,) = result.errors
+    assert error.status == 403
+    assert harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge-pg-b", NS) is None
+    assert result.pruned == ("apps/v1 Deployment headstart/headstart-placeholder-g5-xlarge-pg-b",)
+    # the bucket whose write failed keeps its object (at its old count)
+    assert harness.fake.get(*DEPLOY, "headstart-placeholder-p4d-24xlarge", NS)["spec"][
+        "replicas"] == 1
+
+
+@pytest.mark.parametrize("served", [(CB_GV,), (CB_ALPHA,), (CB_GV, CB_ALPHA)],
+                         ids=["v1beta1", "v1alpha1", "both"])
+def test_a_cluster_scoped_capacitybuffer_crd_is_detected(fake_kube, served) -> None:
+    # cluster-autoscaler 1.34.0-1.34.1 shipped the CRD cluster-scoped: a namespaced list
+    # would be a 404 every tick. auto passes over it with one reason; forced is an error.
+    for group_version in served:
+        fake_kube.serve(group_version)
+        fake_kube.scope(group_version, "capacitybuffers", namespaced=False)
+    result, observed = Harness(fake_kube, make_config("auto")).run([bucket(wanted=1)])
+    assert result.ok and result.backend == "deployment"
+    assert observed.capacity_buffer_api == ""
+    assert "cluster-scoped" in observed.capacity_buffer_problem
+    assert "1.34.2" in observed.capacity_buffer_problem
+    assert len(fake_kube.list(*DEPLOY, NS)) == 1
+    with pytest.raises(ApiCallError, match="cluster-scoped") as caught:
+        Harness(fake_kube, make_config("capacitybuffer")).run([bucket(wanted=1)])
+    assert "placeholders.backend" in str(caught.value)

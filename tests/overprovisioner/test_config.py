@@ -10,7 +10,12 @@ import yaml
 from bucketing.errors import ConfigError
 from bucketing.resources import Resources
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config_catalog import make_plan_config, placeholder_request, resolve_catalog
+from overprovisioner.config_catalog import (
+    config_warnings,
+    make_plan_config,
+    placeholder_request,
+    resolve_catalog,
+)
 from overprovisioner.config_fields import parse_duration
 from overprovisioner.config_load import load_config
 from overprovisioner.config_parse import parse_config
@@ -51,6 +56,44 @@ def test_example_config_loads() -> None:
 
 
 @pytest.mark.parametrize(
+    "path",
+    [EXAMPLE, *sorted((Path(__file__).parents[2] / "manifests" / "overlays").glob(
+        "*/overprovisioner-config.yaml"))],
+    ids=lambda p: p.parent.name if p.name != "example-config.yaml" else "example",
+)
+def test_shipped_configs_can_plan_every_type(path) -> None:
+    config = load_config(path)
+    assert config_warnings(config, resolve_catalog(config)) == ()
+
+
+@pytest.mark.parametrize(
+    "limits, warned",
+    [
+        # p4d.24xlarge 32.77 $/h > the default cap 25: never planned
+        ({}, ["p4d.24xlarge"]),
+        # 32.77 <= 40: both plannable
+        ({"cost_cap_per_hour": 40}, []),
+        # 2 g5.xlarge mins take 2 x 1.006 = 2.012 of 34: 31.99 left < 32.77
+        ({"cost_cap_per_hour": 34, "per_bucket": {"g5.xlarge": {"min": 2}}},
+         ["p4d.24xlarge"]),
+        # no cap, nothing to warn about
+        ({"cost_cap_per_hour": None}, []),
+        # p4d capped at max 0: nothing of it is ever wanted, so the cap hides nothing
+        ({"per_bucket": {"p4d.24xlarge": {"max": 0}}}, []),
+    ],
+    ids=["default-cap", "cap-covers", "mins-eat-the-cap", "no-cap", "max-zero"],
+)
+def test_a_type_the_cost_cap_never_pays_for_is_warned(limits, warned) -> None:
+    config = parse_config({"instance_types": ["g5.xlarge", "p4d.24xlarge"], "limits": limits},
+                          "op.yaml")
+    warnings = config_warnings(config, resolve_catalog(config))
+    assert [w.split(" at ")[0].rsplit(" ", 1)[-1] for w in warnings] == warned
+    for warning in warnings:
+        assert warning.startswith("op.yaml: limits.cost_cap_per_hour: ")
+        assert "32.77 $/h" in warning and "can ever be planned" in warning
+
+
+@pytest.mark.parametrize(
     "text, seconds",
     [("90s", 90), ("5m", 300), ("6m30s", 390), ("24h", 86400), ("35d", 35 * 86400),
      ("500ms", 0.5), (120, 120)],
@@ -67,6 +110,11 @@ def test_parse_duration_rejects(text) -> None:
 
 
 BAD = [
+    # 5m expiry with 5m ticks: a healthy leader's placeholders would expire at each tick
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"expire_after": "5m"}},
+     "placeholders.expire_after", "not longer than tick"),
+    ({"instance_types": ["g5.xlarge"], "placeholders": {"expire_after": "0s"}},
+     "placeholders.expire_after", "longer than zero"),
     ({"instance_types": ["g5.xlarge"], "placeholders": {"priority_class_value": -11}},
      "placeholders.priority_class_value", "CA ignores pods below the cutoff"),
     ({"instance_types": ["g5.xlarge"], "placeholders": {"priority_class_value": 0}},
@@ -126,7 +174,8 @@ BAD = [
 
 @pytest.mark.parametrize(
     "document, field_path, explanation", BAD,
-    ids=["below-cutoff", "not-negative", "far-below-cutoff", "unknown-top", "unknown-nested",
+    ids=["expire-within-a-tick", "expire-zero", "below-cutoff", "not-negative",
+         "far-below-cutoff", "unknown-top", "unknown-nested",
          "negative-max", "min-over-max", "backend", "gpu-fraction-half", "cpu-fraction-over-1",
          "scheduler-name", "autoscaler-status", "debounce-duration", "untagged-image",
          "latest-image", "quantile", "duration", "lease-order", "toleration-operator", "no-types",

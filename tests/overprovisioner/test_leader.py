@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from overprovisioner.config import LeaderElectionConfig
 from overprovisioner.leader import LeaderElector
 
@@ -118,3 +120,41 @@ def test_a_hung_lease_call_times_out_and_the_replica_leads_again(fake_kube) -> N
         assert wait_for(elector.is_leader, 10)
     finally:
         elector.stop(release=False)
+
+
+@pytest.mark.parametrize(
+    "holder, seen_s_ago, vacant",
+    [
+        (None, 0.0, False),          # the Lease not read yet: assume someone leads
+        ("", 0.0, True),             # released: the holder was cleared
+        ("other", 1.0, False),       # renewed 1 s ago, lease 3 s: a live leader
+        ("other", 5.0, True),        # silent for 5 s > the 3 s lease: nobody leads
+    ],
+    ids=["unread", "released", "live-leader", "expired"],
+)
+def test_lease_vacant(fake_kube, holder, seen_s_ago, vacant) -> None:
+    from types import SimpleNamespace
+
+    elector = LeaderElector(fake_kube.api_client(), "headstart", FAST, identity="standby")
+    record = None if holder is None else SimpleNamespace(holder_identity=holder)
+    elector._election = SimpleNamespace(
+        observed_record=record,
+        observed_time_milliseconds=(time.time() - seen_s_ago) * 1000)
+    assert elector.lease_vacant() is vacant
+
+
+def test_a_standby_never_sees_a_live_leaders_lease_as_vacant(fake_kube) -> None:
+    electors = [LeaderElector(fake_kube.api_client(), "headstart", FAST, identity=name)
+                for name in ("replica-a", "replica-b")]
+    for elector in electors:
+        elector.start()
+    try:
+        assert wait_for(lambda: any(e.is_leader() for e in electors), 6)
+        (follower,) = [e for e in electors if not e.is_leader()]
+        assert wait_for(lambda: follower._election is not None
+                        and follower._election.observed_record is not None, 4)
+        # over more than a lease duration, the leader keeps renewing
+        assert not wait_for(lambda: any(e.lease_vacant() for e in electors), 4)
+    finally:
+        for elector in electors:
+            elector.stop()

@@ -52,7 +52,7 @@ def make_config(**extra):
 
 
 def make_loop(fake_kube, config, demand, leader=True, load_model=None, metrics=None,
-              save_model=None):
+              save_model=None, lease_vacant=lambda: False):
     catalog = resolve_catalog(config)
     api = KubeApi(fake_kube.api_client(), 5.0)
     rng = np.random.default_rng(0)
@@ -60,7 +60,7 @@ def make_loop(fake_kube, config, demand, leader=True, load_model=None, metrics=N
     applier = Applier(api, config, rng, lambda s: None)
     return OverprovisionerLoop(config, catalog, demand, metrics or Metrics(), reader, applier,
                                is_leader=lambda: leader, load_model=load_model,
-                               save_model=save_model)
+                               save_model=save_model, lease_vacant=lease_vacant)
 
 
 # Rising demand on g5.xlarge: 0, 1, ..., 29 nodes. Last value forecasts 29; every
@@ -505,3 +505,140 @@ def test_known_gauges_clear_when_nothing_is_recorded(fake_kube) -> None:
     loop.tick(at_tick(29))
     assert metrics.registry.get_sample_value(
         "headstart_overprovisioner_known_counted_pods", {"source": "kueue"}) is None
+
+
+G5_DEPLOYMENT = "headstart-placeholder-g5-xlarge"
+
+
+def replicas(fake_kube, name=G5_DEPLOYMENT):
+    return fake_kube.get(*DEPLOY, name, NS)["spec"]["replicas"]
+
+
+def test_each_write_stamps_how_long_its_count_is_valid(fake_kube) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    make_loop(fake_kube, make_config(), demand).tick(at_tick(29))
+    from overprovisioner.objects import format_time
+
+    annotations = fake_kube.get(*DEPLOY, G5_DEPLOYMENT, NS)["metadata"]["annotations"]
+    # expire_after 15m by default: valid until tick 29 + 900 s = tick 32
+    assert annotations["headstart.io/valid-until"] == format_time(at_tick(32))
+
+
+def test_a_leader_whose_ticks_fail_shrinks_to_the_floor_once_expired(fake_kube) -> None:
+    # Tick 20 writes 2 placeholders valid until tick 23 (15 min). Then the Deployment
+    # list fails every tick: ticks 21 and 22 keep them; at 23 they are scaled to the
+    # floor (min 0), without the observation, from what tick 20 saw.
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(), demand)
+    assert loop.tick(at_tick(20)).ok and replicas(fake_kube) == 2
+    fake_kube.fail_next("GET", "/deployments", 503, count=1000)
+    for tick in (21, 22):
+        assert not loop.tick(at_tick(tick)).ok
+        assert replicas(fake_kube) == 2
+    report = loop.tick(at_tick(23))
+    assert replicas(fake_kube) == 0
+    assert report.expired == (f"apps/v1 Deployment {NS}/{G5_DEPLOYMENT} to 0",)
+    assert loop.metrics.registry.get_sample_value(
+        "headstart_overprovisioner_placeholders_expired_total", {"by": "leader"}) == 1
+
+
+def test_the_floor_is_the_types_min(fake_kube) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    config = make_config(limits={"per_bucket": {"g5.xlarge": {"min": 1}},
+                                 "cost_cap_per_hour": None})
+    loop = make_loop(fake_kube, config, demand)
+    loop.tick(at_tick(20))
+    fake_kube.fail_next("GET", "/api/v1/nodes", 503, count=1000)
+    loop.tick(at_tick(23))
+    assert replicas(fake_kube) == 1
+
+
+def _stale_placeholders(fake_kube) -> None:
+    """Two placeholders a leader wrote at tick 20 and never renewed."""
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    make_loop(fake_kube, make_config(), demand).tick(at_tick(20))
+    assert replicas(fake_kube) == 2
+
+
+@pytest.mark.parametrize("vacant, expected", [(True, 0), (False, 2)],
+                         ids=["nobody-leads", "a-leader-holds-the-lease"])
+def test_a_standby_enforces_expiry_only_when_nobody_holds_the_lease(fake_kube, vacant,
+                                                                     expected) -> None:
+    _stale_placeholders(fake_kube)
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    standby = make_loop(fake_kube, make_config(), demand, leader=False,
+                        lease_vacant=lambda: vacant)
+    standby.tick(at_tick(22))  # still valid (until 23): nobody touches them
+    assert replicas(fake_kube) == 2
+    standby.tick(at_tick(24))
+    assert replicas(fake_kube) == expected
+    assert standby.metrics.registry.get_sample_value(
+        "headstart_overprovisioner_placeholders_expired_total",
+        {"by": "standby"}) == (1 if vacant else 0)
+
+
+def test_dry_run_never_enforces_expiry(fake_kube) -> None:
+    _stale_placeholders(fake_kube)
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    make_loop(fake_kube, make_config(dry_run=True), demand, lease_vacant=lambda: True
+              ).tick(at_tick(24))
+    assert replicas(fake_kube) == 2
+
+
+def test_a_bucket_whose_write_keeps_failing_expires_while_the_others_are_renewed(
+        fake_kube) -> None:
+    # p4d's Deployment write is refused (422, permanent) from tick 21 on; g5's is renewed
+    # every tick. At tick 23 only p4d's (ladder: 1) expired and goes to 0.
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], [[1.0, 1.0]])
+    loop = make_loop(fake_kube, make_config(), demand)
+    loop.tick(at_tick(20))
+    p4d = "headstart-placeholder-p4d-24xlarge"
+    assert replicas(fake_kube, p4d) == 1
+    fake_kube.fail_next("PATCH", f"/deployments/{p4d}", 422, count=3)
+    for tick in (21, 22, 23):
+        report = loop.tick(at_tick(tick))
+    assert report.expired == (f"apps/v1 Deployment {NS}/{p4d} to 0",)
+    assert replicas(fake_kube, p4d) == 0 and replicas(fake_kube) == 1
+
+
+def fault(loop, name):
+    return loop.metrics.registry.get_sample_value("headstart_overprovisioner_fault",
+                                                  {"fault": name})
+
+
+def test_a_403_on_a_write_is_one_fault_logged_once_and_cleared(fake_kube, caplog) -> None:
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(), demand)
+    fake_kube.fail_next("PATCH", "/deployments/", 403, count=4)
+    with caplog.at_level("INFO", logger="headstart"):
+        first = loop.tick(at_tick(28))
+        loop.tick(at_tick(29))
+        fake_kube.heal()
+        healed = loop.tick(at_tick(30))
+    assert set(first.faults) == {"forbidden"} and "403" in first.faults["forbidden"]
+    assert healed.faults == {} and fault(loop, "forbidden") == 0
+    said = [r.getMessage() for r in caplog.records if "fault" in r.getMessage()]
+    assert len(said) == 2
+    assert said[0].startswith("fault forbidden: apply apps/v1 Deployment")
+    assert said[1] == "fault forbidden cleared"
+
+
+def test_a_cluster_scoped_buffer_crd_is_a_fault_and_deployments_are_used(fake_kube) -> None:
+    fake_kube.serve("autoscaling.x-k8s.io/v1beta1")
+    fake_kube.scope("autoscaling.x-k8s.io/v1beta1", "capacitybuffers", namespaced=False)
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(placeholders={"backend": "auto"}), demand)
+    report = loop.tick(at_tick(29))
+    assert report.ok and report.applied.backend == "deployment"
+    assert "cluster-scoped" in report.faults["capacitybuffer_unusable"]
+    assert fault(loop, "capacitybuffer_unusable") == 1
+    assert replicas(fake_kube) == 2
+
+
+def test_an_unreadable_autoscaler_status_is_a_fault(fake_kube) -> None:
+    fake_kube.fail_next("GET", "/configmaps/cluster-autoscaler-status", 403, count=10)
+    demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
+    loop = make_loop(fake_kube, make_config(), demand)
+    report = loop.tick(at_tick(29))
+    assert "403" in report.faults["autoscaler_status_unreadable"]
+    assert fault(loop, "autoscaler_status_unreadable") == 1

@@ -8,6 +8,7 @@ from bucketing.resources import Resources
 from overprovisioner.observe import (
     buffer_nodes_taken,
     cluster_view,
+    live_pod_view,
     new_preemptions,
     parse_node,
     parse_pod,
@@ -179,3 +180,46 @@ def test_rooms_hold_allocatable_and_daemonset_requests() -> None:
 )
 def test_buffer_nodes_taken(free_before, real_now, replicas, expected) -> None:
     assert buffer_nodes_taken(free_before, frozenset(real_now), replicas) == expected
+
+
+def _reader_with_cache(fake_kube, informer):
+    import numpy as np
+
+    from overprovisioner.apply import KubeApi
+    from overprovisioner.errors import RetryPolicy
+    from overprovisioner.observe import ClusterReader, PodCache
+
+    api = KubeApi(fake_kube.api_client(), 5.0)
+    return ClusterReader(api, RetryPolicy(2, 0.001, 0.002), np.random.default_rng(0),
+                         lambda s: None, pod_cache=PodCache(informer, 600.0, lambda: 1000.0))
+
+
+class StubInformer:
+    def __init__(self, pods, fresh):
+        self._pods, self._fresh = pods, fresh
+
+    def fresh(self, now_s, max_stale_s):
+        return self._fresh
+
+    def items(self):
+        return {f"default/{p.name}": p for p in self._pods}
+
+
+@pytest.mark.parametrize("fresh, lists", [(True, 0), (False, 1)],
+                         ids=["cache-fresh-no-list", "cache-stale-lists"])
+def test_pods_come_from_the_informer_cache_while_it_is_fresh(fake_kube, fresh, lists) -> None:
+    fake_kube.create({**node("n1"), "apiVersion": "v1", "kind": "Node"})
+    cached = [live_pod_view(pod("real", "n1"))]
+    reader = _reader_with_cache(fake_kube, StubInformer(cached, fresh))
+    view = reader.view(["g5.xlarge"], "headstart.io/placement-group")
+    assert sum(1 for m, p, _ in fake_kube.requests if m == "GET" and p == "/api/v1/pods") == lists
+    # fresh: the cached real pod makes n1 busy; stale: the (empty) listed cluster leaves it free
+    assert view.free_nodes.get(("g5.xlarge", ""), 0) == (0 if fresh else 1)
+
+
+@pytest.mark.parametrize("phase, kept", [("Running", True), ("Pending", True),
+                                         ("Succeeded", False), ("Failed", False)])
+def test_the_pod_cache_drops_finished_pods(phase, kept) -> None:
+    body = pod("p", "n1")
+    body["status"] = {"phase": phase}
+    assert (live_pod_view(body) is not None) is kept

@@ -160,6 +160,47 @@ def test_bucket_modes_mix():
     assert (plan.wanted(G4), plan.wanted(G5), plan.mode) == (3, 0, "mixed")
 
 
+@pytest.mark.parametrize(
+    "free, existing, wanted_total, expected, launches",
+    [
+        # 1 free node in a, none in b, 2 wanted: one placeholder takes a's free node,
+        # the other launches in b (not both in b: two launches)
+        ({"a": 1, "b": 0}, {}, 2, {"a": 1, "b": 1}, {"a": 0, "b": 1}),
+        # 2 free in a, 1 in b, 3 wanted: all three on free nodes, nothing launched
+        ({"a": 2, "b": 1}, {}, 3, {"a": 2, "b": 1}, {"a": 0, "b": 0}),
+        # free a 1, b 1, 1 wanted: the name breaks the tie (a), nothing launched
+        ({"a": 1, "b": 1}, {}, 1, {"a": 1, "b": 0}, {"a": 0, "b": 0}),
+        # 1 placeholder in b, 1 free in b, 3 wanted: b's free node takes one (b 2), then
+        # one launch to the group with fewer nodes: a 0 < b 2 -> a 1
+        ({"a": 0, "b": 1}, {"b": 1}, 3, {"a": 1, "b": 2}, {"a": 1, "b": 0}),
+    ],
+    ids=["free-node-in-a", "all-on-free-nodes", "tie-by-name", "free-then-launch"],
+)
+def test_balance_uses_free_nodes_before_launching(free, existing, wanted_total, expected,
+                                                   launches):
+    observed = [obs(group=g, free=free.get(g, 0), placeholders=existing.get(g, 0))
+                for g in ("a", "b")]
+    observed.append(obs(group="", forecast=wanted_total))
+    config = PlanConfig(placement_groups={G4: ("a", "b")})
+    plan = make_plan(observed, config, CATALOG)
+    assert {g: plan.wanted(G4, g) for g in ("a", "b")} == expected
+    by_group = {b.placement_group: b for b in plan.buckets}
+    assert {g: by_group[g].launches for g in ("a", "b")} == launches
+    total = sum(launches.values())
+    assert f", {total} to launch;" in by_group["a"].reason
+    for group in ("a", "b"):
+        assert f"in group {group} ({launches[group]} to launch)" in by_group[group].reason
+
+
+def test_free_nodes_of_the_ungrouped_bucket_take_no_grouped_placeholder():
+    # a free node without a group label cannot hold a placeholder selecting pg a or b:
+    # 1 wanted -> 1 launch
+    observed = [obs(group="", forecast=1, free=1), obs(group="a"), obs(group="b")]
+    plan = make_plan(observed, PlanConfig(placement_groups={G4: ("a", "b")}), CATALOG)
+    assert sum(b.launches for b in plan.buckets) == 1
+    assert ", 1 to launch" in plan.buckets[0].reason
+
+
 def test_inputs_not_mutated_and_reason_says_why():
     observed = (obs(forecast=10, in_use=6, free=1, placeholders=1),)
     plan = make_plan(observed, PlanConfig(), CATALOG)
@@ -169,6 +210,8 @@ def test_inputs_not_mutated_and_reason_says_why():
     assert "2 to launch" in plan.buckets[0].reason
     capped = make_plan(observed, PlanConfig(buckets={G4: BucketLimits(max=2)}), CATALOG)
     assert "max 2" in capped.buckets[0].reason
+    # capped at 2: the existing placeholder and the free node hold both, none launches
+    assert "0 to launch" in capped.buckets[0].reason and capped.buckets[0].launches == 0
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,7 @@ async def test_endpoints_before_and_after_the_first_tick(aiohttp_client, fake_ku
     assert g5["wanted"] == 2 and g5["forecast"] == 31 and g5["forecast_point"] == 29
     assert "31.00" in g5["reason"]
     assert body["applied"]["backend"] == "deployment"
+    assert body["config_warnings"] == []  # no cost cap in this config
     metrics = await (await client.get("/metrics")).text()
     assert 'headstart_overprovisioner_placeholders_wanted{instance_type="g5.xlarge"' in metrics
     assert "headstart_overprovisioner_api_errors_total" in metrics
