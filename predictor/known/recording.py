@@ -21,6 +21,7 @@ from predictor.known.combine import (
     KnownValues,
     announced_pods,
     counted,
+    covered,
     known_values,
     newly_announced,
 )
@@ -70,10 +71,10 @@ class KnownRecorder:
         announced demand."""
         now_s = tick_s if now_s is None else now_s
         pods = list(pods)
-        report = self.reader.items(tick_s, (pod.ref for pod in pods))
+        report = self.reader.items(tick_s, pods)
         due = counted(report.items, tick_s, self.reader.horizon_s)
         values = known_values(due, self.bucket_types)
-        fresh = newly_announced(due, self.announced, now_s)
+        fresh = newly_announced(due + covered(report.items), self.announced, now_s)
         if fresh:
             self.store.remember_announced(fresh)
             self.announced.update({key: first for key, (_, first) in fresh.items()})

@@ -28,7 +28,7 @@ T0 = 1_700_000_100.0  # on the 300-s grid
 
 
 def make_pod(name, cpu="1", memory="1Gi", gpus=0, node=None, phase="Running",
-             placeholder=False, namespace="team"):
+             placeholder=False, namespace="team", gates=()):
     requests = {"cpu": cpu, "memory": memory}
     if gpus:
         requests["nvidia.com/gpu"] = str(gpus)
@@ -36,6 +36,8 @@ def make_pod(name, cpu="1", memory="1Gi", gpus=0, node=None, phase="Running",
     spec = {"containers": [{"name": "main", "resources": {"requests": requests}}]}
     if node:
         spec["nodeName"] = node
+    if gates:
+        spec["schedulingGates"] = [{"name": gate} for gate in gates]
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": spec, "status": {"phase": phase}}
@@ -58,8 +60,11 @@ def make_node(name, group=None, label="headstart.io/placement-group"):
         (make_pod("c", placeholder=True), None),
         (make_pod("d", phase="Succeeded", node="n1"), None),
         (make_pod("e", phase="Failed", node="n1"), None),
+        (make_pod("f", phase="Pending", gates=("example.com/a", "headstart.io/placement")),
+         PodDemand("team/f", Resources.of(0, 1, 1), None,
+                   ("example.com/a", "headstart.io/placement"))),
     ],
-    ids=["running-gpu", "pending", "placeholder-skipped", "succeeded", "failed"],
+    ids=["running-gpu", "pending", "placeholder-skipped", "succeeded", "failed", "gated"],
 )
 def test_pod_demand(pod, expected):
     assert pod_demand(pod) == expected
@@ -85,8 +90,8 @@ def test_node_group_tries_a_configured_key_first():
     assert node_group(node, ("example.com/rack", "headstart.io/placement-group"))[1] == "rack-9"
 
 
-def demand(key, gpus=0.0, cpu=1.0, memory_gib=1.0, node=None):
-    return PodDemand(key, Resources.of(gpus, cpu, memory_gib), node)
+def demand(key, gpus=0.0, cpu=1.0, memory_gib=1.0, node=None, gates=()):
+    return PodDemand(key, Resources.of(gpus, cpu, memory_gib), node, gates)
 
 
 def test_snapshot_values_per_group_and_totals():
@@ -105,6 +110,20 @@ def test_snapshot_values_per_group_and_totals():
     assert values["total:pods_running"] == 4 and values["total:pods_pending"] == 1
     assert values["total:pods_unbucketable"] == 1
     assert values["total:cpus_running"] == pytest.approx(10)  # 4 + 2 + 3 + 1
+
+
+def test_gated_pods_are_not_observed_demand():
+    """cluster-autoscaler launches no node for a gated pod: it must not be in the buckets
+    (the plan would subtract it as capacity on its way), only in total:pods_gated."""
+    pods = [
+        demand("b", gpus=1, cpu=4, memory_gib=8),                             # pending gpu1
+        demand("g", gpus=1, cpu=4, memory_gib=8, gates=("example.com/wait",)),  # gated
+        demand("k", gpus=1, cpu=4, memory_gib=8, gates=("kueue.x-k8s.io/admission",)),
+    ]
+    values = snapshot_values(pods, {}, TYPES)
+    assert values["gpu1"] == 1  # b alone; without the rule, b + g + k = 3 GPUs -> 3
+    assert values["total:pods_pending"] == 1 and values["total:gpus_pending"] == 1
+    assert values["total:pods_gated"] == 2
 
 
 def test_empty_cluster_writes_zeros_not_nothing():
