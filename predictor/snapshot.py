@@ -19,6 +19,12 @@ ignores gated pods, so counting one as observed demand would make the plan subtr
 (`in_use`) as capacity on its way when no node is. It is known demand instead
 (`predictor.known.gated`).
 
+A pod pinned to a zone or a capacity type (`predictor.pinning.pod_pin`) is counted in its
+bucket as any other, and, in addition, in the `pinned:` series of its bucket, zone and
+capacity type (embedded apart from the unpinned pods), so the history shows where
+placeholders must be pinned too. Only non-zero pinned series are written: a tick without
+one reads back as 0 for it (predictor.store).
+
 Must not: do I/O, read the clock, or log (predictor.recorder and predictor.prometheus
 are the adapters).
 """
@@ -38,6 +44,7 @@ from bucketing.errors import InputError
 from bucketing.labels import PLACEMENT_GROUP_LABELS
 from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, pod_effective_request
 from predictor.known.model import PodRef, pod_ref
+from predictor.pinning import UNPINNED, Pin, pinned_column, pod_pin
 from predictor.series import bucket_vectors, series_column
 from predictor.store import TOTAL_PREFIX
 
@@ -53,6 +60,7 @@ class PodDemand:
     request: Resources
     node: str | None
     gates: tuple[str, ...] = ()  # scheduling gates still on the pod (only while unbound)
+    pin: Pin = UNPINNED  # the zone and capacity type it requires
 
     @property
     def pending(self) -> bool:
@@ -82,7 +90,7 @@ def pod_demand(pod: Mapping[str, Any], gpu_resource: str = DEFAULT_GPU_RESOURCE
     node = spec.get("nodeName") or None
     gates = () if node else tuple(str((gate or {}).get("name", ""))
                                   for gate in spec.get("schedulingGates") or [])
-    return PodDemand(key, request, node, gates)
+    return PodDemand(key, request, node, gates, pod_pin(pod))
 
 
 @dataclass(frozen=True)
@@ -153,6 +161,24 @@ def snapshot_values(
         values[f"{TOTAL_PREFIX}pods_{state}"] = float(len(chosen))
     values[f"{TOTAL_PREFIX}pods_unbucketable"] = float(unbucketable)
     values[f"{TOTAL_PREFIX}pods_gated"] = float(gated)
+    values.update(_pinned_values(by_group, buckets, bucket_types))
+    return values
+
+
+def _pinned_values(by_group: Mapping[str | None, list[PodDemand]], buckets: np.ndarray,
+                   bucket_types: Sequence[InstanceType]) -> dict[str, float]:
+    """Per group, zone and capacity type, the bucket counts of the pods pinned there."""
+    pinned: dict[tuple[str | None, Pin], list[PodDemand]] = {}
+    for group, members in by_group.items():
+        for pod in members:
+            if pod.pin:
+                pinned.setdefault((group, pod.pin), []).append(pod)
+    values: dict[str, float] = {}
+    for (group, pin), members in pinned.items():
+        result = embed(np.stack([p.request.as_vector() for p in members]), buckets)
+        for bucket_type, count in zip(bucket_types, result.counts, strict=True):
+            if count:
+                values[pinned_column(bucket_type.name, group, pin)] = float(count)
     return values
 
 

@@ -27,6 +27,7 @@ from predictor.known.combine import (
 )
 from predictor.known.model import KnownItem
 from predictor.known.reader import KnownDemandReader, KnownReport
+from predictor.pinning import PINNED_PREFIX
 from predictor.snapshot import LivePod, snapshot_values
 from predictor.store import KNOWN_TOTAL, TOTAL_PREFIX, HistoryStore
 
@@ -81,7 +82,7 @@ class KnownRecorder:
         demand = announced_pods(pods, self.announced, self.startup_s)
         announced = {series: value for series, value in
                      snapshot_values(demand, node_groups, self.bucket_types).items()
-                     if not series.startswith(TOTAL_PREFIX)}
+                     if not series.startswith((TOTAL_PREFIX, PINNED_PREFIX))}
         self.store.write_known(tick_s, {KNOWN_TOTAL: values.total, **values.by_source},
                                announced)
         self.latest = KnownState(tick_s, report, tuple(due), values, announced)

@@ -126,6 +126,37 @@ def test_gated_pods_are_not_observed_demand():
     assert values["total:pods_gated"] == 2
 
 
+def test_pinned_pods_are_counted_in_their_bucket_and_in_their_pinned_series():
+    """The bucket columns still count every pod (the forecaster and the plan read them as
+    before); pinned pods are counted again, apart, per zone and capacity type."""
+    from predictor.pinning import Pin
+
+    def pinned(key, zone=None, capacity=None, node=None):
+        return PodDemand(key, Resources.of(1, 4, 8), node, (), Pin(zone, capacity))
+
+    pods = [
+        pinned("a", zone="us-east-1a"),
+        pinned("b", zone="us-east-1a"),
+        pinned("c", zone="us-east-1b", capacity="on-demand", node="n1"),
+        pinned("d"),  # not pinned
+    ]
+    values = snapshot_values(pods, {"n1": "pg-a"}, TYPES)
+    assert values["gpu1"] == 3 and values["gpu1@pg-a"] == 1  # a, b, d; c
+    assert {k: v for k, v in values.items() if k.startswith("pinned:")} == {
+        "pinned:gpu1/zone=us-east-1a": 2.0,  # a + b: 2 GPUs -> 2 nodes
+        "pinned:gpu1@pg-a/zone=us-east-1b/capacity=on-demand": 1.0,
+    }
+
+
+def test_a_pods_pin_is_read_at_the_edge():
+    pod = make_pod("z", gpus=1, phase="Pending")
+    pod["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "us-east-1a",
+                                   "karpenter.sh/capacity-type": "on-demand"}
+    from predictor.pinning import Pin
+
+    assert pod_demand(pod).pin == Pin("us-east-1a", "on-demand")
+
+
 def test_empty_cluster_writes_zeros_not_nothing():
     values = snapshot_values([], {}, TYPES)
     assert values["cpu4"] == 0 and values["gpu1"] == 0 and values["total:pods_running"] == 0
