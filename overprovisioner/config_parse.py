@@ -35,6 +35,7 @@ from overprovisioner.config import (
     Toleration,
 )
 from overprovisioner.config_fields import FieldReader
+from predictor.known.model import SOURCES
 from predictor.registry import FORECASTER_NAMES
 
 
@@ -348,7 +349,7 @@ def _api(reader: FieldReader, raw: Mapping) -> ApiConfig:
 
 def _known_demand(reader: FieldReader, raw: Mapping) -> KnownDemandConfig:
     path = "known_demand"
-    sources = ("kueue", "jobs", "jobsets", "kubeflow", "cronjobs", "podgroups")
+    sources = SOURCES
     reader.known(raw, path, {*sources, "cronjob_lead", "suspended_window"})
     d = KnownDemandConfig()
     lead = None

@@ -230,7 +230,7 @@ def known_document(state: KnownState | None) -> dict[str, Any] | None:
             {"source": i.source, "kind": i.kind, "namespace": i.namespace, "name": i.name,
              "pods": i.pods, "gpus": i.request.gpus, "cpus": i.request.cpus,
              "memory_gib": i.request.memory_gib, "expected_s": i.expected_s,
-             "counted": i in counted, "reason": i.reason}
+             "counted": i in counted, "covered": i.covered, "reason": i.reason}
             for i in items[:KNOWN_ITEMS_SHOWN]
         ],
     }

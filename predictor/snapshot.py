@@ -13,6 +13,18 @@ counts in `bucket@group`; every other pod (pending, or on a node without a group
 in `bucket`. Pods that fit no bucket are counted in `total:pods_unbucketable`, never
 dropped silently.
 
+A pending pod held by scheduling gates (`spec.schedulingGates`) is not counted in the
+buckets or the running/pending totals, only in `total:pods_gated`: cluster-autoscaler
+ignores gated pods, so counting one as observed demand would make the plan subtract it
+(`in_use`) as capacity on its way when no node is. It is known demand instead
+(`predictor.known.gated`).
+
+A pod pinned to a zone or a capacity type (`predictor.pinning.pod_pin`) is counted in its
+bucket as any other, and, in addition, in the `pinned:` series of its bucket, zone and
+capacity type (embedded apart from the unpinned pods), so the history shows where
+placeholders must be pinned too. Only non-zero pinned series are written: a tick without
+one reads back as 0 for it (predictor.store).
+
 Must not: do I/O, read the clock, or log (predictor.recorder and predictor.prometheus
 are the adapters).
 """
@@ -32,6 +44,7 @@ from bucketing.errors import InputError
 from bucketing.labels import PLACEMENT_GROUP_LABELS
 from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, pod_effective_request
 from predictor.known.model import PodRef, pod_ref
+from predictor.pinning import UNPINNED, Pin, pinned_column, pod_pin
 from predictor.series import bucket_vectors, series_column
 from predictor.store import TOTAL_PREFIX
 
@@ -46,10 +59,16 @@ class PodDemand:
     key: str
     request: Resources
     node: str | None
+    gates: tuple[str, ...] = ()  # scheduling gates still on the pod (only while unbound)
+    pin: Pin = UNPINNED  # the zone and capacity type it requires
 
     @property
     def pending(self) -> bool:
         return self.node is None
+
+    @property
+    def gated(self) -> bool:
+        return bool(self.gates)
 
 
 def pod_demand(pod: Mapping[str, Any], gpu_resource: str = DEFAULT_GPU_RESOURCE
@@ -67,8 +86,11 @@ def pod_demand(pod: Mapping[str, Any], gpu_resource: str = DEFAULT_GPU_RESOURCE
         request = pod_effective_request(pod, gpu_resource)
     except InputError as error:
         raise InputError(f"pod {key}: {error}") from None
-    node = (pod.get("spec") or {}).get("nodeName") or None
-    return PodDemand(key, request, node)
+    spec = pod.get("spec") or {}
+    node = spec.get("nodeName") or None
+    gates = () if node else tuple(str((gate or {}).get("name", ""))
+                                  for gate in spec.get("schedulingGates") or [])
+    return PodDemand(key, request, node, gates, pod_pin(pod))
 
 
 @dataclass(frozen=True)
@@ -109,11 +131,16 @@ def snapshot_values(
     """The values of one tick: bucket counts per placement group, and `total:` sums.
 
     Every configured bucket gets a value in the ungrouped columns (0 when idle); a
-    group's columns appear when some pod runs in that group.
+    group's columns appear when some pod runs in that group. Gated pods are only counted
+    in `total:pods_gated` (module docstring).
     """
     buckets = bucket_vectors(bucket_types)
     by_group: dict[str | None, list[PodDemand]] = {None: []}
+    gated = 0
     for pod in pods:
+        if pod.gated:
+            gated += 1
+            continue
         group = None if pod.node is None else node_groups.get(pod.node)
         by_group.setdefault(group, []).append(pod)
     values: dict[str, float] = {}
@@ -133,6 +160,25 @@ def snapshot_values(
         values[f"{TOTAL_PREFIX}memory_gib_{state}"] = sum(p.request.memory_gib for p in chosen)
         values[f"{TOTAL_PREFIX}pods_{state}"] = float(len(chosen))
     values[f"{TOTAL_PREFIX}pods_unbucketable"] = float(unbucketable)
+    values[f"{TOTAL_PREFIX}pods_gated"] = float(gated)
+    values.update(_pinned_values(by_group, buckets, bucket_types))
+    return values
+
+
+def _pinned_values(by_group: Mapping[str | None, list[PodDemand]], buckets: np.ndarray,
+                   bucket_types: Sequence[InstanceType]) -> dict[str, float]:
+    """Per group, zone and capacity type, the bucket counts of the pods pinned there."""
+    pinned: dict[tuple[str | None, Pin], list[PodDemand]] = {}
+    for group, members in by_group.items():
+        for pod in members:
+            if pod.pin:
+                pinned.setdefault((group, pod.pin), []).append(pod)
+    values: dict[str, float] = {}
+    for (group, pin), members in pinned.items():
+        result = embed(np.stack([p.request.as_vector() for p in members]), buckets)
+        for bucket_type, count in zip(bucket_types, result.counts, strict=True):
+            if count:
+                values[pinned_column(bucket_type.name, group, pin)] = float(count)
     return values
 
 

@@ -24,7 +24,10 @@ known and no announced demand.
 a tick absent from `ticks` or recorded as a gap is a NaN row; an observed tick without
 a sample for a series means 0 for it (the series had no demand then, e.g. a bucket in a
 placement group that did not exist yet). Series named `total:<name>` are the totals
-(gpus_running, ...); the others are bucket counts (`bucket` or `bucket@group`).
+(gpus_running, ...); series named `pinned:...` the demand of pods pinned to a zone or
+capacity type (predictor.pinning), read with `read_pinned` and never part of the
+forecaster's series (files written before they existed simply have none); the others
+are bucket counts (`bucket` or `bucket@group`).
 
 Writes use `INSERT ... ON CONFLICT DO UPDATE`, so writing a tick twice keeps one row
 with the last value; a gap never overwrites an observed tick. Must not: decide what a
@@ -43,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from bucketing.errors import ConfigError, InputError
+from predictor.pinning import PINNED_PREFIX
 from predictor.series import DemandSeries, make_series
 
 SCHEMA_VERSION = 2
@@ -306,6 +310,29 @@ class HistoryStore:
         rows = dict(self._db.execute("SELECT observed, COUNT(*) FROM ticks GROUP BY observed"))
         return rows.get(1, 0), rows.get(0, 0)
 
+    def read_pinned(self, start_s: float, end_s: float) -> pd.DataFrame:
+        """The pinned-demand series (`pinned:...` columns) of the ticks in [start_s, end_s),
+        indexed by time_s: 0 on an observed tick without a sample, NaN on a gap or a tick
+        not recorded. No column when no pod was pinned then (or the file predates them)."""
+        first, last = math.ceil(start_s / self.tick_s), math.ceil(end_s / self.tick_s) - 1
+        ticks = np.arange(first, last + 1)
+        observed = np.zeros(len(ticks), dtype=bool)
+        for tick, flag in self._db.execute(
+            "SELECT tick, observed FROM ticks WHERE tick BETWEEN ? AND ?", (first, last)
+        ):
+            observed[tick - first] = bool(flag)
+        samples = pd.DataFrame(self._db.execute(
+            "SELECT tick, series, value FROM samples WHERE tick BETWEEN ? AND ? "
+            "AND substr(series, 1, ?) = ?",
+            (first, last, len(PINNED_PREFIX), PINNED_PREFIX)).fetchall(),
+            columns=["tick", "series", "value"])
+        table = samples.pivot(index="tick", columns="series", values="value").reindex(ticks)
+        table = table.fillna(0.0)
+        table.loc[~observed, :] = np.nan
+        table.index = pd.Index(ticks * self.tick_s, name="time_s")
+        table.columns.name = None
+        return table
+
     def read_series(self, start_s: float | None = None, end_s: float | None = None) -> DemandSeries:
         """The history in [start_s, end_s) (default: everything) as a DemandSeries."""
         bounds = self._db.execute("SELECT MIN(tick), MAX(tick) FROM ticks").fetchone()
@@ -332,7 +359,8 @@ class HistoryStore:
         # Observed tick, no sample: the series had no demand then. Not observed: a gap.
         table = table.fillna(0.0)
         table.loc[~observed, :] = np.nan
-        count_columns = sorted(c for c in table.columns if not c.startswith(TOTAL_PREFIX))
+        count_columns = sorted(c for c in table.columns
+                               if not c.startswith((TOTAL_PREFIX, PINNED_PREFIX)))
         total_columns = sorted(c for c in table.columns if c.startswith(TOTAL_PREFIX))
         if not count_columns:
             raise InputError(f"{self.path}: the history has no bucket counts")

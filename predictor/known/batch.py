@@ -15,7 +15,8 @@ api/jobset/v1alpha2/jobset_types.go (`ReplicatedJob.Replicas` +kubebuilder:defau
 
 When: suspended work is expected now while it has been suspended for at most the
 configured window (`model.suspended_expected`), since the `Suspended` condition's
-lastTransitionTime, else the object's creation.
+lastTransitionTime, else the object's creation. Work Kueue suspended (label
+`kueue.x-k8s.io/queue-name`) is never expected here: its Workload says when.
 
 Keys: a Job's pods are its own (their controller), unless it is a JobSet's child (its
 `jobset.sigs.k8s.io/jobset-name` label): then the JobSet's, so a suspended JobSet and
@@ -97,7 +98,7 @@ def job_items(jobs: Iterable[Job], now_s: float, window_s: float) -> list[KnownI
     for job in jobs:
         if not job.suspended or job.finished or job.pods == 0:
             continue
-        expected, reason = suspended_expected(job.suspended_since_s, now_s, window_s)
+        expected, reason = suspended_expected(job.meta, job.suspended_since_s, now_s, window_s)
         items.append(KnownItem("jobs", "Job", job.meta.namespace, job.meta.name, job.key,
                                job.pods, job.request, expected, reason))
     return items
@@ -156,7 +157,8 @@ def jobset_items(jobsets: Iterable[JobSet], now_s: float, window_s: float) -> li
     for jobset in jobsets:
         if not jobset.suspended or jobset.finished:
             continue
-        expected, reason = suspended_expected(jobset.suspended_since_s, now_s, window_s)
+        expected, reason = suspended_expected(jobset.meta, jobset.suspended_since_s, now_s,
+                                              window_s)
         for replicated in jobset.replicated_jobs:
             pods = replicated.replicas * replicated.pods_per_job
             if pods:

@@ -9,7 +9,8 @@ Decides the rules that keep known demand from being counted twice:
    are reported, never added to the plan.
 3. Announced work whose pods exist is no longer known ahead: every source subtracts the
    pods that exist (or announces nothing once its job runs), so a pod is in the
-   observed demand or in the known demand, never in both.
+   observed demand or in the known demand, never in both. The exception is a pod held
+   by scheduling gates (rule 5): it is not observed demand, so it is known.
 4. The forecaster learns only what nobody announced in time: a workload counted at some
    tick is *announced* from that tick on; its pods created at least a node start-up
    after it (`announced_pods`) are the announced demand, recorded per tick beside the
@@ -20,6 +21,12 @@ Decides the rules that keep known demand from being counted twice:
    not foreseen; so do pods that came within a start-up of being counted (a Workload
    admitted at once, a lead shorter than the start-up): no node could be ready for
    them, so only the forecast can cover the next ones.
+5. Pods held by scheduling gates are known demand, not observed demand: cluster-autoscaler
+   ignores them, so no node is on its way for them (`predictor.known.gated`).
+   Work cluster-autoscaler provisions for itself (a Kueue Workload behind a
+   ProvisioningRequest check) is *covered*: never counted, since placeholders would ask
+   for its nodes a second time, but announced like counted work, so that its pods do not
+   teach the forecaster to ask for them a second time either.
 
 Known pods are not bound to nodes, so they are embedded like pending pods: into the
 ungrouped bucket columns, with `bucketing.embed` (the same embedding as the demand).
@@ -37,7 +44,7 @@ import numpy as np
 
 from bucketing.catalog import InstanceType
 from bucketing.embed import embed
-from predictor.known.model import SOURCES, KnownItem
+from predictor.known.model import EXISTING_POD_SOURCES, SOURCES, KnownItem
 from predictor.series import bucket_vectors, series_column
 from predictor.snapshot import LivePod, PodDemand
 
@@ -53,9 +60,16 @@ def dedupe(items: Iterable[KnownItem]) -> list[KnownItem]:
 
 
 def counted(items: Iterable[KnownItem], now_s: float, horizon_s: float) -> list[KnownItem]:
-    """The items due within the horizon: a known expected time at most now + horizon."""
-    return [item for item in items
-            if item.expected_s is not None and item.expected_s <= now_s + horizon_s]
+    """The items due within the horizon: a known expected time at most now + horizon, and
+    not covered by cluster-autoscaler's own provisioning."""
+    return [item for item in items if not item.covered
+            and item.expected_s is not None and item.expected_s <= now_s + horizon_s]
+
+
+def covered(items: Iterable[KnownItem]) -> list[KnownItem]:
+    """The items cluster-autoscaler provisions for itself (a Kueue ProvisioningRequest):
+    never counted, but announced (rule 5 in the module docstring)."""
+    return [item for item in items if item.covered]
 
 
 @dataclass(frozen=True)
@@ -102,8 +116,10 @@ def known_values(items: Sequence[KnownItem], bucket_types: Sequence[InstanceType
 
 def newly_announced(items: Iterable[KnownItem], announced: Mapping[str, float], now_s: float
                     ) -> dict[str, tuple[str, float]]:
-    """Workload keys counted now for the first time: key -> (source, now_s)."""
-    return {item.key: (item.source, now_s) for item in items if item.key not in announced}
+    """Workload keys counted (or covered) now for the first time: key -> (source, now_s).
+    Gated pods are left out: they exist already, so no pod of theirs comes after them."""
+    return {item.key: (item.source, now_s) for item in items
+            if item.key not in announced and item.source not in EXISTING_POD_SOURCES}
 
 
 def announced_pods(pods: Iterable[LivePod], announced: Mapping[str, float],

@@ -17,9 +17,14 @@ class KnownDemandConfig:
 
     kueue: bool = True
     """Kueue Workloads not admitted yet (kueue.x-k8s.io: workloads, localqueues,
-    clusterqueues)."""
+    clusterqueues, admissionchecks). Jobs queued in Kueue (label kueue.x-k8s.io/queue-name)
+    are counted through their Workloads only, so with this off they are not counted."""
+    gated: bool = True
+    """Pending pods held by scheduling gates other than Kueue's (read from the recorder's
+    pod watch: no API of its own). cluster-autoscaler ignores gated pods, so they are
+    never observed demand; with this off they are not counted at all."""
     jobs: bool = True
-    """Suspended batch/v1 Jobs."""
+    """Suspended batch/v1 Jobs (not those queued in Kueue: their Workloads count them)."""
     jobsets: bool = True
     """Suspended JobSets (jobset.x-k8s.io/v1alpha2)."""
     kubeflow: bool = True

@@ -121,7 +121,7 @@ def training_items(jobs: Iterable[TrainingJob], pods: PodCounts, now_s: float,
         if job.finished:
             continue
         if job.suspended:
-            expected, reason = suspended_expected(job.suspended_since_s, now_s, window_s)
+            expected, reason = suspended_expected(job.meta, job.suspended_since_s, now_s, window_s)
         else:
             expected, reason = now_s, "pods not all created yet"
         for replicas in job.replicas:

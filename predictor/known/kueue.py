@@ -4,20 +4,37 @@ Fields (kubernetes-sigs/kueue apis/kueue/v1beta2, served beside the deprecated v
 with the same names for what is read here):
 - Workload: `spec.podSets[]` {`name`, `count`, `template`}, `spec.queueName` (a
   LocalQueue in the Workload's namespace), `spec.priority`, `spec.active` (false =
-  deactivated), conditions `QuotaReserved`, `Admitted`, `Finished`; the job it stands
-  for is its controller owner (`metadata.ownerReferences`).
+  deactivated), conditions `QuotaReserved`, `Admitted`, `Finished`,
+  `status.admissionChecks[]` {`name`, `state`: Pending, Ready, Retry or Rejected}; the
+  job it stands for is its controller owner (`metadata.ownerReferences`).
 - LocalQueue: `spec.clusterQueue`.
 - ClusterQueue: `spec.resourceGroups[].flavors[].resources[]` {`name`, `nominalQuota`},
   `spec.queueingStrategy` (`BestEffortFIFO` default, or `StrictFIFO`),
   `status.flavorsReservation[].resources[]` {`name`, `total`} (quota reserved by the
-  workloads holding it; `flavorsUsage` when no reservation is reported).
+  workloads holding it; `flavorsUsage` when no reservation is reported), and the
+  admission checks its Workloads must pass: `spec.admissionChecksStrategy
+  .admissionChecks[]` {`name`, `onFlavors`} (v1beta2 and v1beta1) or v1beta1's
+  `spec.admissionChecks[]` (names).
+- AdmissionCheck (cluster-scoped): `spec.controllerName`; Kueue's own controllers are
+  `kueue.x-k8s.io/provisioning-request` (`ProvisioningRequestControllerName`) and
+  `kueue.x-k8s.io/multikueue` (`MultiKueueControllerName`).
 
 The estimate, kept simple on purpose:
-- a Workload that is admitted, finished, deactivated, or stands for existing pods
-  (Kueue's plain-Pod integration: owned by Pods, which the recorder already counts as
-  pending) announces nothing;
-- one that has reserved quota but is not admitted yet (waiting on admission checks,
-  e.g. a ProvisioningRequest) is expected now;
+- a Workload that is admitted, finished or deactivated announces nothing. Neither does
+  one with a MultiKueue check (it runs in a worker cluster, not here) or a Rejected
+  check (Kueue deactivates it);
+- one whose ClusterQueue sends it to the ProvisioningRequest controller (a check of
+  that controller on the Workload, Pending or Ready, or on its ClusterQueue for every
+  flavor) is *covered*: Kueue creates a ProvisioningRequest for its pods and
+  cluster-autoscaler provisions nodes for that request, so placeholders for it would
+  launch its nodes a second time. It is listed and announced, never counted;
+- one that has reserved quota but is not admitted yet is expected now (its other
+  checks are about to pass), unless a check is in Retry: then Kueue releases its quota
+  and requeues it later, so its time is unknown;
+- Kueue's plain-Pod integration (a Workload owned by its Pods) is read like any other:
+  its pods exist but are held by Kueue's `kueue.x-k8s.io/admission` scheduling gate,
+  which cluster-autoscaler ignores, so they are not observed demand (see
+  `predictor.known.gated`) and this Workload is what says when they will need nodes;
 - the others wait in their ClusterQueue, ordered as Kueue orders them (higher
   `spec.priority` first, then older first). Walking that order, a Workload whose total
   cpu, memory and GPU requests fit in the queue's room (nominal quota summed over its
@@ -62,6 +79,26 @@ class PodSet:
     request: Resources
 
 
+PROVISIONING_REQUEST_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+
+@dataclass(frozen=True)
+class CheckState:
+    """One entry of a Workload's `status.admissionChecks`."""
+
+    name: str
+    state: str  # Pending, Ready, Retry or Rejected
+
+
+@dataclass(frozen=True)
+class AdmissionCheck:
+    """A kueue.x-k8s.io AdmissionCheck: its name and the controller that runs it."""
+
+    name: str
+    controller: str
+
+
 @dataclass(frozen=True)
 class Workload:
     """A kueue.x-k8s.io Workload, as far as its demand goes."""
@@ -74,11 +111,7 @@ class Workload:
     admitted: bool
     finished: bool
     active: bool
-
-    @property
-    def stands_for_pods(self) -> bool:
-        """Kueue's plain-Pod integration: the Workload is owned by the pods themselves."""
-        return any(o.kind == "Pod" and o.api_version == "v1" for o in self.meta.owners)
+    checks: tuple[CheckState, ...] = ()
 
     @property
     def key(self) -> str:
@@ -108,10 +141,14 @@ class LocalQueue:
 
 @dataclass(frozen=True)
 class ClusterQueue:
+    """checks: the admission checks every Workload of the queue must pass (those limited
+    to some flavors are left out: which flavor a Workload gets is not modelled)."""
+
     name: str
     strict_fifo: bool
     quota: Quantities
     reserved: Quantities
+    checks: tuple[str, ...] = ()
 
 
 def parse_workload(obj: Mapping[str, Any], gpu_resource: str) -> Workload:
@@ -125,6 +162,10 @@ def parse_workload(obj: Mapping[str, Any], gpu_resource: str) -> Workload:
             template_request(raw.get("template"), gpu_resource, f"{path}.template"),
         ))
     priority = spec.get("priority")
+    checks = []
+    for index, raw in enumerate(status.get("admissionChecks") or []):
+        raw = mapping(raw, f"{where}.status.admissionChecks[{index}]")
+        checks.append(CheckState(str(raw.get("name", "")), str(raw.get("state", ""))))
     return Workload(
         meta=meta,
         queue_name=str(spec.get("queueName") or ""),
@@ -134,7 +175,13 @@ def parse_workload(obj: Mapping[str, Any], gpu_resource: str) -> Workload:
         admitted=condition_true(status, "Admitted"),
         finished=condition_true(status, "Finished"),
         active=spec.get("active") is not False,
+        checks=tuple(checks),
     )
+
+
+def parse_admission_check(obj: Mapping[str, Any]) -> AdmissionCheck:
+    meta, _, spec, _ = open_object(obj, "admissioncheck")
+    return AdmissionCheck(meta.name, str(spec.get("controllerName") or ""))
 
 
 def parse_local_queue(obj: Mapping[str, Any]) -> LocalQueue:
@@ -181,7 +228,15 @@ def parse_cluster_queue(obj: Mapping[str, Any], gpu_resource: str) -> ClusterQue
         flavor = mapping(flavor, path)
         _add(reserved, _quantities(flavor.get("resources"), gpu_resource, f"{path}.resources",
                                    "total"))
-    return ClusterQueue(meta.name, spec.get("queueingStrategy") == "StrictFIFO", quota, reserved)
+    checks = [str(name) for name in spec.get("admissionChecks") or []]  # v1beta1 only
+    strategy = mapping(spec.get("admissionChecksStrategy"),
+                       f"{where}.spec.admissionChecksStrategy")
+    for index, rule in enumerate(strategy.get("admissionChecks") or []):
+        rule = mapping(rule, f"{where}.spec.admissionChecksStrategy.admissionChecks[{index}]")
+        if not rule.get("onFlavors"):
+            checks.append(str(rule.get("name", "")))
+    return ClusterQueue(meta.name, spec.get("queueingStrategy") == "StrictFIFO", quota, reserved,
+                        tuple(checks))
 
 
 def _fits(need: Mapping[str, int], room: Mapping[str, int]) -> bool:
@@ -189,24 +244,48 @@ def _fits(need: Mapping[str, int], room: Mapping[str, int]) -> bool:
 
 
 def workload_items(workloads: Iterable[Workload], local_queues: Iterable[LocalQueue],
-                   cluster_queues: Iterable[ClusterQueue], now_s: float) -> list[KnownItem]:
-    """Items of the Workloads not admitted yet, expected now or unknown (module docstring)."""
+                   cluster_queues: Iterable[ClusterQueue], now_s: float,
+                   admission_checks: Iterable[AdmissionCheck] = ()) -> list[KnownItem]:
+    """Items of the Workloads not admitted yet, expected now, unknown or covered (module
+    docstring)."""
     queues = {(q.namespace, q.name): q.cluster_queue for q in local_queues}
     cqs = {q.name: q for q in cluster_queues}
+    controllers = {check.name: check.controller for check in admission_checks}
     waiting: dict[str, list[Workload]] = defaultdict(list)
-    decided: list[tuple[Workload, float | None, str]] = []
+    decided: list[tuple[Workload, float | None, str, bool]] = []
     for workload in workloads:
+        states = {check.state for check in workload.checks}
         if (workload.admitted or workload.finished or not workload.active
-                or workload.stands_for_pods):
+                or "Rejected" in states):
+            continue
+        cq = cqs.get(queues.get((workload.meta.namespace, workload.queue_name), ""))
+        # A check on the Workload in Retry or Rejected no longer provisions anything; one
+        # on its ClusterQueue applies before the Workload lists it.
+        live = [c.name for c in workload.checks if c.state in ("Pending", "Ready")]
+        live += list(cq.checks if cq else ())
+        if any(controllers.get(name) == MULTIKUEUE_CONTROLLER
+               for name in live + [c.name for c in workload.checks]):
+            continue
+        provisioning = sorted({name for name in live
+                               if controllers.get(name) == PROVISIONING_REQUEST_CONTROLLER})
+        if provisioning:
+            decided.append((workload, None, f"admission check {', '.join(provisioning)}: "
+                            "a ProvisioningRequest, cluster-autoscaler provisions its nodes",
+                            True))
             continue
         if workload.quota_reserved:
-            decided.append((workload, now_s, "quota reserved, waiting for admission checks"))
+            if "Retry" in states:
+                retry = [c.name for c in workload.checks if c.state == "Retry"]
+                decided.append((workload, None, f"admission check {', '.join(retry)} in "
+                                "Retry: Kueue requeues it later", False))
+            else:
+                decided.append((workload, now_s,
+                                "quota reserved, waiting for admission checks", False))
             continue
-        cq_name = queues.get((workload.meta.namespace, workload.queue_name))
-        if cq_name is None or cq_name not in cqs:
-            decided.append((workload, None, f"queue {workload.queue_name!r} not found"))
+        if cq is None:
+            decided.append((workload, None, f"queue {workload.queue_name!r} not found", False))
             continue
-        waiting[cq_name].append(workload)
+        waiting[cq.name].append(workload)
     for cq_name, members in waiting.items():
         cq = cqs[cq_name]
         room = {name: cq.quota[name] - cq.reserved[name] for name in cq.quota}
@@ -216,22 +295,23 @@ def workload_items(workloads: Iterable[Workload], local_queues: Iterable[LocalQu
             place = f"position {position} in ClusterQueue {cq_name}"
             need = workload.total()
             if blocked_by:
-                decided.append((workload, None, f"{place}, behind {blocked_by} (StrictFIFO)"))
+                decided.append((workload, None, f"{place}, behind {blocked_by} (StrictFIFO)",
+                                False))
             elif _fits(need, room):
                 for name in room:
                     room[name] -= need[name]
-                decided.append((workload, now_s, f"{place}: nominal quota has room"))
+                decided.append((workload, now_s, f"{place}: nominal quota has room", False))
             else:
-                decided.append((workload, None, f"{place}: waiting for quota"))
+                decided.append((workload, None, f"{place}: waiting for quota", False))
                 if cq.strict_fifo:
                     blocked_by = workload.meta.name
     items = []
-    for workload, expected, reason in decided:
+    for workload, expected, reason, covered in decided:
         for pod_set in workload.pod_sets:
             if pod_set.count:
                 items.append(KnownItem(
                     "kueue", "Workload", workload.meta.namespace, workload.meta.name,
                     workload.key, pod_set.count, pod_set.request, expected,
-                    f"{pod_set.name}: {reason}",
+                    f"{pod_set.name}: {reason}", covered,
                 ))
     return items

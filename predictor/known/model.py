@@ -34,8 +34,19 @@ from bucketing.resources import Resources, pod_effective_request
 
 # Precedence, first wins, when two sources describe one workload: Kueue knows when a
 # queued job will be admitted; a JobSet describes all of a TrainJob's pods; a suspended
-# child Job is only part of its JobSet; a PodGroup is only a minimum.
-SOURCES: tuple[str, ...] = ("kueue", "jobsets", "kubeflow", "jobs", "podgroups", "cronjobs")
+# child Job is only part of its JobSet; a PodGroup is only a minimum. Gated pods are
+# keyed by the pod itself, which no other source uses for pods that exist.
+SOURCES: tuple[str, ...] = ("kueue", "gated", "jobsets", "kubeflow", "jobs", "podgroups",
+                            "cronjobs")
+
+# Sources whose items are pods that exist already (so never announced work, rule 4 of
+# predictor.known.combine).
+EXISTING_POD_SOURCES = frozenset({"gated"})
+
+# Kueue manages a job that carries this label (kubernetes-sigs/kueue
+# pkg/controller/constants QueueLabel, read by jobframework.QueueNameForObject): it keeps
+# the job suspended until its Workload is admitted, so only the Workload says when.
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -56,6 +67,9 @@ class KnownItem:
     do not exist yet. request: one pod's effective request. expected_s: when they are
     expected to need nodes (Unix seconds; at or before now = as soon as possible), or
     None when nobody can tell (a queue without room). reason: why, for humans.
+    covered: cluster-autoscaler already provisions for these pods (a Kueue
+    ProvisioningRequest): listed and announced, never counted, so its nodes are not
+    asked for twice.
     """
 
     source: str
@@ -67,6 +81,7 @@ class KnownItem:
     request: Resources
     expected_s: float | None
     reason: str
+    covered: bool = False
 
 
 @dataclass(frozen=True)
@@ -252,11 +267,25 @@ def count_pods(pods: Iterable[PodRef]) -> PodCounts:
     return PodCounts(dict(by_key), dict(by_role))
 
 
+def queued_in_kueue(meta: Meta) -> bool:
+    """Whether Kueue holds this job (its queue-name label): then its Workload announces it,
+    and the job's own source does not, whether or not the Workload can be read."""
+    return bool(meta.labels.get(KUEUE_QUEUE_LABEL))
 
-def suspended_expected(since_s: float | None, now_s: float, window_s: float
+
+def suspended_expected(meta: Meta, since_s: float | None, now_s: float, window_s: float
                        ) -> tuple[float | None, str]:
     """When suspended work is expected: now while it has been suspended for at most
-    `window_s` (a queue controller resumes it soon), else never (parked by a person)."""
+    `window_s` (a queue controller resumes it soon), else never (parked by a person).
+
+    Work Kueue suspended (`queued_in_kueue`) is never expected here: Kueue resumes it when
+    its Workload is admitted, maybe hours later, and the kueue source estimates when from
+    the queue. It is counted through its Workload (same workload key, and kueue wins), and
+    not at all while the kueue source is stale, absent or off: an unknown time is better
+    than a made-up "now"."""
+    if queued_in_kueue(meta):
+        return None, (f"queued in Kueue (LocalQueue {meta.labels[KUEUE_QUEUE_LABEL]}): "
+                      "counted through its Workload only")
     if since_s is None or now_s - since_s <= window_s:
         return now_s, "suspended recently: expected as soon as it is resumed"
     return None, f"suspended for {(now_s - since_s) / 60:.0f} min: parked, not counted"

@@ -26,17 +26,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from predictor.known import batch, cron, kubeflow, kueue, podgroups
+from predictor.known import batch, cron, gated, kubeflow, kueue, podgroups
 from predictor.known.combine import dedupe
 from predictor.known.config import KnownDemandConfig
 from predictor.known.model import (
     COSCHEDULING_POD_GROUP,
     VOLCANO_POD_GROUP,
     KnownItem,
-    PodRef,
     count_pods,
 )
 from predictor.recorder import Informer, RecorderConfig
+from predictor.snapshot import LivePod
 
 log = logging.getLogger("headstart.known")
 
@@ -71,6 +71,10 @@ WATCHED: tuple[Watched, ...] = (
             lambda obj, gpu: kueue.parse_local_queue(obj)),
     Watched("kueue", "kueue.x-k8s.io", ("v1beta2", "v1beta1"), "clusterqueues",
             kueue.parse_cluster_queue),
+    # Which controller runs each admission check: a ProvisioningRequest check means
+    # cluster-autoscaler provisions the Workload's nodes itself (kueue.workload_items).
+    Watched("kueue", "kueue.x-k8s.io", ("v1beta2", "v1beta1"), "admissionchecks",
+            lambda obj, gpu: kueue.parse_admission_check(obj)),
     Watched("jobsets", "jobset.x-k8s.io", ("v1alpha2",), "jobsets", batch.parse_jobset),
     Watched("kubeflow", "kubeflow.org", ("v1",), "pytorchjobs", _training("PyTorchJob")),
     Watched("kubeflow", "kubeflow.org", ("v1",), "tfjobs", _training("TFJob")),
@@ -173,15 +177,20 @@ class KnownDemandReader:
                 if watched.source == source and plural in (None, watched.plural)
                 for obj in informer.items().values()]
 
-    def items(self, now_s: float, pods: Iterable[PodRef]) -> KnownReport:
-        """The known items at now_s (Unix seconds), given the pods that exist."""
+    def items(self, now_s: float, pods: Iterable[LivePod]) -> KnownReport:
+        """The known items at now_s (Unix seconds), given the pods that exist (the
+        recorder's pod cache, fresh whenever it records a tick)."""
         self.retry_discovery(now_s)
-        counts = count_pods(pods)
+        pods = list(pods)
+        counts = count_pods(pod.ref for pod in pods)
         window = self.config.suspended_window_s
         max_stale = self.recorder.max_stale_ticks * self.recorder.tick_s
         stale = []
         items: list[KnownItem] = []
         for source in self.config.enabled():
+            if source == "gated":  # read from the pod cache: no informer of its own
+                items += gated.gated_items(pods, now_s)
+                continue
             informers = [i for w, i in self.informers.items() if w.source == source]
             if not informers:
                 continue
@@ -191,7 +200,8 @@ class KnownDemandReader:
             if source == "kueue":
                 items += kueue.workload_items(self._objects(source, "workloads"),
                                               self._objects(source, "localqueues"),
-                                              self._objects(source, "clusterqueues"), now_s)
+                                              self._objects(source, "clusterqueues"), now_s,
+                                              self._objects(source, "admissionchecks"))
             elif source == "jobs":
                 items += batch.job_items(self._objects(source), now_s, window)
             elif source == "jobsets":

@@ -21,11 +21,13 @@ from predictor.known.combine import (
     KnownValues,
     announced_pods,
     counted,
+    covered,
     known_values,
     newly_announced,
 )
 from predictor.known.model import KnownItem
 from predictor.known.reader import KnownDemandReader, KnownReport
+from predictor.pinning import PINNED_PREFIX
 from predictor.snapshot import LivePod, snapshot_values
 from predictor.store import KNOWN_TOTAL, TOTAL_PREFIX, HistoryStore
 
@@ -70,17 +72,17 @@ class KnownRecorder:
         announced demand."""
         now_s = tick_s if now_s is None else now_s
         pods = list(pods)
-        report = self.reader.items(tick_s, (pod.ref for pod in pods))
+        report = self.reader.items(tick_s, pods)
         due = counted(report.items, tick_s, self.reader.horizon_s)
         values = known_values(due, self.bucket_types)
-        fresh = newly_announced(due, self.announced, now_s)
+        fresh = newly_announced(due + covered(report.items), self.announced, now_s)
         if fresh:
             self.store.remember_announced(fresh)
             self.announced.update({key: first for key, (_, first) in fresh.items()})
         demand = announced_pods(pods, self.announced, self.startup_s)
         announced = {series: value for series, value in
                      snapshot_values(demand, node_groups, self.bucket_types).items()
-                     if not series.startswith(TOTAL_PREFIX)}
+                     if not series.startswith((TOTAL_PREFIX, PINNED_PREFIX))}
         self.store.write_known(tick_s, {KNOWN_TOTAL: values.total, **values.by_source},
                                announced)
         self.latest = KnownState(tick_s, report, tuple(due), values, announced)

@@ -51,10 +51,10 @@ AUTOSCALER_CRDS = tuple(
     DATA / f"autoscaling.x-k8s.io_{name}.yaml"
     for name in ("capacitybuffers", "capacityquotas", "provisioningrequests")
 )
-# Kueue's Workload, LocalQueue and ClusterQueue CRDs (gzipped: the Workload CRD alone is
-# 1.4 MB); install with ClusterSpec(crds=KUEUE_CRDS).
+# Kueue's Workload, LocalQueue, ClusterQueue and AdmissionCheck CRDs (kueue ff69552e,
+# gzipped: the Workload CRD alone is 1.4 MB); install with ClusterSpec(crds=KUEUE_CRDS).
 KUEUE_CRDS = tuple(DATA / f"kueue.x-k8s.io_{name}.yaml.gz"
-                   for name in ("workloads", "localqueues", "clusterqueues"))
+                   for name in ("workloads", "localqueues", "clusterqueues", "admissionchecks"))
 ANCHOR_LABEL = "e2e/anchor"
 # The group kube-apiserver gives every ServiceAccount of the headstart namespace: the
 # identity headstart's processes have when they run as installed (installed.py).

@@ -194,3 +194,98 @@ def test_known_work_grows_placeholders_before_its_pods_exist_and_they_shrink_aft
                            only_cron[0] if only_cron else None),
                        released_to_placeholders_gone=shrunk_s,
                        cronjob_ran_after_released=max(seconds_to_run, 0.0))
+
+
+def test_work_autoscaler_provisions_or_kueue_holds_counts_once_and_gated_pods_count(
+        known, namespace, e2e_timings):
+    """Announced work, exactly once (issue 18 item 6), against the real API server and
+    Kueue's CRDs: a Workload behind a ProvisioningRequest admission check (on its
+    ClusterQueue, or Pending in its status) is listed as covered and adds no placeholder
+    (cluster-autoscaler provisions for the request itself); a Job Kueue suspended (its
+    queue-name label; no Kueue controller runs, so no Workload stands for it) is listed
+    but not counted as a suspended Job due now; a pod held by a scheduling gate, which
+    cluster-autoscaler ignores, is counted and gets its placeholder node."""
+    cluster, overprovisioner = known
+    kube = cluster.kube
+    logs = ["headstart-overprovisioner", "cluster-autoscaler"]
+    cluster.wait("the first plan", lambda: overprovisioner.plan(), 60, logs)
+    assert overprovisioner.plan()["known_demand"]["served"][
+        "admissionchecks.kueue.x-k8s.io"] == "v1beta2"
+    kube.ensure_namespace(namespace)
+    check = f"prov-{namespace}"
+    kube.create(f"{KUEUE}/admissionchecks", {
+        **kueue_kind("AdmissionCheck"), "metadata": {"name": check},
+        "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}})
+    quota = [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": "default",
+              "resources": [{"name": "cpu", "nominalQuota": "100"},
+                            {"name": "memory", "nominalQuota": "1000Gi"}]}]}]
+    for queue, strategy in (("prov", {"admissionChecksStrategy": {
+            "admissionChecks": [{"name": check}]}}), ("main", {})):
+        kube.create(f"{KUEUE}/clusterqueues", {
+            **kueue_kind("ClusterQueue"), "metadata": {"name": f"cq-{queue}-{namespace}"},
+            "spec": {"namespaceSelector": {}, "resourceGroups": quota, **strategy}})
+        kube.create(f"{KUEUE}/namespaces/{namespace}/localqueues", {
+            **kueue_kind("LocalQueue"), "metadata": {"name": queue},
+            "spec": {"clusterQueue": f"cq-{queue}-{namespace}"}})
+    workloads = f"{KUEUE}/namespaces/{namespace}/workloads"
+    kube.create(workloads, {**kueue_kind("Workload"), "metadata": {"name": "in-prov-queue"},
+                            "spec": {"queueName": "prov", "podSets": [
+                                {"name": "workers", "count": 2,
+                                 "template": pod_template("a")}]}})
+    kube.create(workloads, {**kueue_kind("Workload"), "metadata": {"name": "checking"},
+                            "spec": {"queueName": "main", "podSets": [
+                                {"name": "workers", "count": 1,
+                                 "template": pod_template("b")}]}})
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    kube.patch(f"{workloads}/checking/status", {"status": {
+        "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                        "message": "reserved", "lastTransitionTime": stamp}],
+        "admissionChecks": [{"name": check, "state": "Pending", "message": "",
+                             "lastTransitionTime": stamp}]}})
+    kube.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "queued", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+        "spec": job_spec("queued", suspend=True)})
+    created = time.monotonic()
+    kube.create(f"/api/v1/namespaces/{namespace}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "held"},
+        "spec": {**pod_template("held")["spec"],
+                 "schedulingGates": [{"name": "example.com/wait"}]}})
+
+    def planned():
+        document = overprovisioner.plan()["known_demand"]
+        items = {i["name"]: i for i in document["items"] if i["namespace"] == namespace}
+        entry = bucket(overprovisioner.plan())
+        replicas = placeholder_replicas(kube)
+        ready = (len(items) == 4 and entry["known_by_source"] == {"gated": 1.0}
+                 and replicas == entry["wanted"] == 1)
+        return (items, entry) if ready else NotYet({
+            "items": sorted(items), "known_by_source": entry["known_by_source"],
+            "wanted": entry["wanted"], "replicas": replicas})
+
+    items, entry = cluster.wait("the gated pod's placeholder, and nothing for the rest",
+                                planned, 60, logs)
+    planned_s = time.monotonic() - created
+    assert entry["known"] == 1.0, entry  # the gated pod's node alone
+    for name in ("in-prov-queue", "checking"):
+        assert (items[name]["source"], items[name]["covered"], items[name]["counted"]) == (
+            "kueue", True, False), items[name]
+    assert (items["queued"]["source"], items["queued"]["counted"]) == ("jobs", False)
+    assert items["queued"]["expected_s"] is None, items["queued"]
+    assert (items["held"]["source"], items["held"]["counted"]) == ("gated", True)
+    # the gated pod stays unscheduled: its node comes from the placeholder, not from it
+    assert not (kube.pod(namespace, "held") or {}).get("spec", {}).get("nodeName")
+
+    kube.delete(f"/api/v1/namespaces/{namespace}/pods/held", grace_period_s=0)
+    released = time.monotonic()
+
+    def shrunk():
+        entry = bucket(overprovisioner.plan())
+        replicas = placeholder_replicas(kube)
+        return (entry["known"] == 0.0 and replicas == 0
+                or NotYet({"known": entry["known"], "replicas": replicas}))
+
+    cluster.wait("no placeholder once the gated pod is gone", shrunk, 60, logs)
+    e2e_timings.record("known demand (covered Workloads, Kueue's Job, gated pod)",
+                       gated_pod_created_to_plan_and_placeholder=planned_s,
+                       gated_pod_deleted_to_placeholder_gone=time.monotonic() - released)

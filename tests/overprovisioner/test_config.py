@@ -387,13 +387,13 @@ def test_the_default_history_is_in_the_working_directory() -> None:
 
 def test_known_demand_section() -> None:
     config = parse_config({"instance_types": ["g5.xlarge"], "horizon": "6m30s",
-                           "known_demand": {"jobs": False, "cronjob_lead": "15m",
+                           "known_demand": {"jobs": False, "gated": False, "cronjob_lead": "15m",
                                             "suspended_window": "30m"}}, "op.yaml")
     known = config.known_demand
     assert known.enabled() == ("kueue", "jobsets", "kubeflow", "podgroups", "cronjobs")
     assert (known.lead_s(config.horizon_s), known.suspended_window_s) == (900.0, 1800.0)
     default = parse_config({"instance_types": ["g5.xlarge"]}, "op.yaml").known_demand
-    assert len(default.enabled()) == 6
+    assert len(default.enabled()) == 7
     assert default.lead_s(390.0) == 390.0  # null lead = the horizon
 
 

@@ -350,6 +350,14 @@ async def test_known_demand_reaches_the_plan(aiohttp_client, fake_kube, tmp_path
             {"name": "c", "resources": {"requests": {
                 "cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"}}}]}}},
     })
+    # a pod held by a scheduling gate: CA launches no node for it, so it is known demand
+    fake_kube.create({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "held", "namespace": "team"},
+        "spec": {"schedulingGates": [{"name": "example.com/wait"}], "containers": [
+            {"name": "c", "resources": {"requests": {
+                "cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"}}}]},
+        "status": {"phase": "Pending"},
+    })
     config = make_config(forecast={"history_path": str(tmp_path / "history.sqlite")},
                          leader_election={"enabled": False}, dry_run=True)
     api_client = kube_config.new_client_from_config(
@@ -373,9 +381,12 @@ async def test_known_demand_reaches_the_plan(aiohttp_client, fake_kube, tmp_path
         await client.close()
     assert body is not None and body["known_demand"] is not None, body
     g5 = next(b for b in body["buckets"] if b["instance_type"] == "g5.xlarge")
-    # 2 pods of 1 GPU, 2 cores, 8 GiB: 2 g5.xlarge; ladder 1 + 2 known = 3
-    assert (g5["known"], g5["known_by_source"], g5["wanted"]) == (2.0, {"jobs": 2.0}, 3)
-    item, = body["known_demand"]["items"]
-    assert (item["source"], item["name"], item["pods"], item["counted"]) == (
-        "jobs", "train", 2, True)
+    # 2 + 1 gated pods of 1 GPU, 2 cores, 8 GiB: 3 g5.xlarge; ladder 1 + 3 known = 4
+    assert (g5["known"], g5["known_by_source"], g5["wanted"]) == (
+        3.0, {"jobs": 2.0, "gated": 1.0}, 4)
+    held, train = body["known_demand"]["items"]  # counted first, then by source
+    assert (train["source"], train["name"], train["pods"], train["counted"],
+            train["covered"]) == ("jobs", "train", 2, True, False)
+    assert (held["source"], held["name"], held["pods"], held["counted"]) == (
+        "gated", "held", 1, True)
     assert body["known_demand"]["served"] == {"jobs.batch": "v1", "cronjobs.batch": "v1"}

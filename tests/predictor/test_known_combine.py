@@ -10,6 +10,7 @@ from bucketing.resources import Resources
 from predictor.known.combine import (
     announced_pods,
     counted,
+    covered,
     dedupe,
     known_values,
     newly_announced,
@@ -25,8 +26,9 @@ ONE_GPU = Resources.of(1, 2, 8)  # fits g5.xlarge (1 GPU, 4 vCPU, 16 GiB)
 FOUR_GPU = Resources.of(4, 24, 96)  # a g5.12xlarge's worth
 
 
-def item(source="jobs", key="k", pods=1, request=ONE_GPU, expected=NOW, name="w"):
-    return KnownItem(source, "Kind", "team", name, key, pods, request, expected, "")
+def item(source="jobs", key="k", pods=1, request=ONE_GPU, expected=NOW, name="w",
+         is_covered=False):
+    return KnownItem(source, "Kind", "team", name, key, pods, request, expected, "", is_covered)
 
 
 DEDUPE = [
@@ -58,6 +60,24 @@ COUNTED = [
 @pytest.mark.parametrize("expected_s, kept", [c[:2] for c in COUNTED], ids=[c[2] for c in COUNTED])
 def test_only_items_due_within_the_horizon_count(expected_s, kept):
     assert bool(counted([item(expected=expected_s)], NOW, 600.0)) is kept
+
+
+def test_covered_items_never_count_but_are_announced():
+    """A Workload behind a ProvisioningRequest: CA provisions for it, so it is not counted
+    (even were it due), but it is announced, so its pods leave the forecaster's history."""
+    behind_request = item("kueue", "batch/Job/team/p", expected=NOW, is_covered=True)
+    due = item("jobs", "batch/Job/team/j")
+    assert counted([behind_request, due], NOW, 600.0) == [due]
+    assert covered([behind_request, due]) == [behind_request]
+    assert newly_announced(counted([behind_request, due], NOW, 600.0)
+                           + covered([behind_request, due]), {}, NOW) == {
+        "batch/Job/team/j": ("jobs", NOW), "batch/Job/team/p": ("kueue", NOW)}
+
+
+def test_gated_pods_are_never_announced_work():
+    """A gated pod exists already: remembering it as announced work would only grow the
+    history file (no pod of it comes later)."""
+    assert newly_announced([item("gated", "/Pod/team/a")], {}, NOW) == {}
 
 
 def test_known_values_embed_all_together_and_per_source():

@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from bucketing.catalog import load_catalog
+from predictor.known.combine import counted
 from predictor.known.config import KnownDemandConfig
 from predictor.known.reader import WATCHED, make_known_reader
 from predictor.recorder import RecorderConfig, make_recorder
 from predictor.snapshot import live_pod
 from predictor.store import StoreConfig
-from tests.predictor.known_builders import NOW, job, meta, pod, stamp, template
+from tests.predictor.known_builders import NOW, condition, job, meta, pod, stamp, template
 from tests.predictor.test_recorder import wait_for
 
 CATALOG = load_catalog("aws").subset(["g5.xlarge", "g5.12xlarge"])
@@ -95,8 +96,24 @@ def seed(kube, now: float = NOW) -> None:
                  "metadata": meta("job-queued", owner=("batch/v1", "Job", "queued")),
                  "spec": {"queueName": "lq", "podSets": [
                      {"name": "main", "count": 2, "template": template()}]}})
-    queued = job("queued")  # the Workload's own Job, suspended by Kueue: counted once
-    kube.create(queued)
+    # the Workload's own Job, suspended by Kueue: counted once, through the Workload
+    kube.create(job("queued", labels={"kueue.x-k8s.io/queue-name": "lq"}))
+    # a Workload behind a ProvisioningRequest check: CA provisions for it, so covered
+    kube.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+                 "metadata": {"name": "prov"},
+                 "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}})
+    kube.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                 "metadata": meta("job-provisioned", owner=("batch/v1", "Job", "provisioned")),
+                 "spec": {"queueName": "lq", "podSets": [
+                     {"name": "main", "count": 4, "template": template()}]},
+                 "status": {"conditions": [condition("QuotaReserved", now - 60)],
+                            "admissionChecks": [{"name": "prov", "state": "Pending",
+                                                 "lastTransitionTime": stamp(now - 60),
+                                                 "message": ""}]}})
+    # a pod held by a scheduling gate: no node is on its way for it
+    held = pod("held", node=None, phase="Pending")
+    held["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    kube.create(held)
     kube.create(job("parked"))
     kube.create({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta("pt"),
                  "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 3,
@@ -127,17 +144,36 @@ def test_items_from_every_source_counted_once(fake_kube, tmp_path, running):
     reader = running(make_known_reader(KnownDemandConfig(), recorder_config(tmp_path),
                                        fake_kube.api_client(), "nvidia.com/gpu", HORIZON))
     assert len(reader.served) == len(WATCHED)
-    pods = [live_pod(p).ref for p in fake_kube.list("v1", "Pod")]
+    pods = [live_pod(p) for p in fake_kube.list("v1", "Pod")]
     report = reader.items(NOW, pods)
-    found = sorted((i.source, i.name, i.pods) for i in report.items)
+    found = sorted((i.source, i.name, i.pods, i.covered) for i in report.items)
     assert found == [
-        ("cronjobs", "nightly", 1),
-        ("jobs", "parked", 2),
-        ("kubeflow", "pt", 2),  # 3 workers - 1 created
-        ("kueue", "job-queued", 2),  # over the suspended Job "queued" it stands for
-        ("podgroups", "gang", 2),
+        ("cronjobs", "nightly", 1, False),
+        ("gated", "held", 1, False),
+        ("jobs", "parked", 2, False),
+        ("kubeflow", "pt", 2, False),  # 3 workers - 1 created
+        ("kueue", "job-provisioned", 4, True),  # CA provisions it: listed, not counted
+        ("kueue", "job-queued", 2, False),  # over the suspended Job "queued" it stands for
+        ("podgroups", "gang", 2, False),
     ]
     assert report.unreadable == 1 and report.stale == () and report.absent == ()
+
+
+def test_a_job_kueue_suspended_is_not_counted_while_kueue_is_stale(fake_kube, tmp_path,
+                                                                    running):
+    """With the Kueue watch failing, the Job Kueue suspended is not taken for a suspended
+    Job due now (for suspended_window): only its Workload can say when it runs."""
+    seed(fake_kube)
+    reader = running(make_known_reader(KnownDemandConfig(), recorder_config(tmp_path),
+                                       fake_kube.api_client(), "nvidia.com/gpu", HORIZON))
+    for watched, informer in reader.informers.items():
+        if watched.source == "kueue":
+            informer.failing_since = NOW - 3 * TICK  # past max_stale_ticks (2) x tick
+    report = reader.items(NOW, [live_pod(p) for p in fake_kube.list("v1", "Pod")])
+    assert report.stale == ("kueue",)
+    queued, = [i for i in report.items if i.name == "queued"]
+    assert queued.source == "jobs" and queued.expected_s is None, queued
+    assert "queued" not in {i.name for i in counted(report.items, NOW, HORIZON)}
 
 
 def test_the_recorder_writes_known_and_announced_demand(fake_kube, tmp_path, running,
@@ -163,22 +199,27 @@ def test_the_recorder_writes_known_and_announced_demand(fake_kube, tmp_path, run
         assert recorder.pods.synced.wait(10) and recorder.nodes.synced.wait(10)
         recorder.record(now)
         state = recorder.known.latest
-        # due within 600 s: 2 (kueue) + 2 (parked job) + 2 (pt) + 2 (gang) + 1 (cron) = 9 pods
-        # of 1 GPU, 4 cores, 16 GiB: 9 g5.xlarge by GPU, but 4 cores + 16 GiB exceed a
-        # g5.xlarge's allocatable, so they are embedded into g5.12xlarge: 9 x 4 cores /
-        # 47.81 = 0.75, 9 x 16 GiB / 190.5 = 0.76, 9 GPUs / 4 = 2.25 -> 3 nodes
+        # due within 600 s: 2 (kueue) + 1 (gated) + 2 (parked job) + 2 (pt) + 2 (gang)
+        # + 1 (cron) = 10 pods (the 4 behind the ProvisioningRequest are covered) of 1 GPU,
+        # 4 cores, 16 GiB: 10 g5.xlarge by GPU, but 4 cores + 16 GiB exceed a g5.xlarge's
+        # allocatable, so they are embedded into g5.12xlarge: 10 x 4 cores / 47.81 = 0.84,
+        # 10 x 16 GiB / 190.5 = 0.84, 10 GPUs / 4 = 2.5 -> 3 nodes
         assert state.values.total == {"g5.xlarge": 0.0, "g5.12xlarge": 3.0}
-        assert sum(state.values.pods.values()) == 9
+        assert sum(state.values.pods.values()) == 10
         known = recorder.store.read_known()
-        assert set(known["source"]) == {"total", "kueue", "jobs", "kubeflow", "podgroups",
-                                        "cronjobs"}
+        assert set(known["source"]) == {"total", "kueue", "gated", "jobs", "kubeflow",
+                                        "podgroups", "cronjobs"}
+        # the covered Workload is announced (its pods leave the forecaster's history), the
+        # gated pod is not (it exists already)
+        assert "batch/Job/team/provisioned" in recorder.known.announced
+        assert "/Pod/team/held" not in recorder.known.announced
         # the PyTorchJob's missing workers appear after it was counted: announced demand
         time.sleep(1.1)
         for index in (1, 2):
             fake_kube.create(pod(f"pt-worker-{index}", node="n1",
                                  owner=("kubeflow.org/v1", "PyTorchJob", "pt"),
                                  labels={"training.kubeflow.org/replica-type": "worker"}))
-        assert wait_for(lambda: len(recorder.pods.items()) == 3)
+        assert wait_for(lambda: len(recorder.pods.items()) == 4)  # pt-worker-0..2, held
         recorder.record(now + TICK)
         tick0 = (now // TICK) * TICK
         announced = recorder.store.read_announced(np.array([tick0, tick0 + TICK]),

@@ -6,17 +6,19 @@ import pytest
 
 from bucketing.errors import InputError
 from bucketing.resources import Resources
-from predictor.known import batch, cron, kubeflow, kueue, podgroups
+from predictor.known import batch, cron, gated, kubeflow, kueue, podgroups
 from predictor.known.model import (
     COSCHEDULING_POD_GROUP,
     VOLCANO_POD_GROUP,
     count_pods,
     pod_ref,
 )
+from predictor.snapshot import live_pod
 from tests.predictor.known_builders import NOW, condition, job, meta, pod, stamp, template
 
 GPU = "nvidia.com/gpu"
 HOUR = 3600.0
+QUEUED = {"kueue.x-k8s.io/queue-name": "lq"}  # what Kueue's webhook finds on a job it holds
 ONE_GPU = Resources.of(1, 4, 16)  # the builders' default pod: 1 GPU, 4 cores, 16 GiB
 
 
@@ -39,6 +41,9 @@ JOBS = [
     # suspended 2 h ago, window 1 h: parked, reported but never due
     (job("g", conditions=(condition("Suspended", NOW - 2 * HOUR),)), [("jobs", "g", 2, None)],
      "parked-after-the-window"),
+    # Kueue suspended it (queue-name label) a minute ago: its Workload says when, so it
+    # is listed of unknown time, never "due now" for the window (counted once, via kueue)
+    (job("q", labels=QUEUED), [("jobs", "q", 2, None)], "queued-in-kueue-not-due"),
 ]
 
 
@@ -49,19 +54,25 @@ def test_suspended_jobs(obj, expected):
     assert all(i.request == ONE_GPU for i in items)
 
 
+def test_a_job_queued_in_kueue_says_so():
+    item, = batch.job_items([batch.parse_job(job("q", labels=QUEUED), GPU)], NOW, HOUR)
+    assert item.reason == "queued in Kueue (LocalQueue lq): counted through its Workload only"
+
+
 def test_a_jobset_child_job_has_the_jobset_key():
     child = batch.parse_job(job("js-w-0", labels={"jobset.sigs.k8s.io/jobset-name": "js"}), GPU)
     assert child.key == "jobset.x-k8s.io/JobSet/team/js"
     assert batch.parse_job(job("plain"), GPU).key == "batch/Job/team/plain"
 
 
-def jobset(name, suspend=True, conditions=()):
+def jobset(name, suspend=True, conditions=(), labels=None):
     replicated = [
         {"name": "driver", "template": {"spec": {"template": template(gpus=0)}}},
         {"name": "workers", "replicas": 3,
          "template": {"spec": {"parallelism": 2, "template": template(gpus=8)}}},
     ]
-    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": meta(name),
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": meta(name, labels=labels),
             "spec": {"suspend": suspend, "replicatedJobs": replicated},
             "status": {"conditions": list(conditions)}}
 
@@ -71,6 +82,8 @@ JOBSETS = [
     (jobset("js"), [("jobsets", "js", 1, 0), ("jobsets", "js", 6, 0)], "suspended"),
     (jobset("js", suspend=False), [], "running"),
     (jobset("js", conditions=(condition("Completed"),)), [], "completed"),
+    (jobset("js", labels=QUEUED), [("jobsets", "js", 1, None), ("jobsets", "js", 6, None)],
+     "queued-in-kueue-not-due"),
 ]
 
 
@@ -83,8 +96,9 @@ def test_suspended_jobsets(obj, expected):
 
 # ------------------------------------------------------------------------------ Kubeflow
 
-def pytorchjob(name="pt", workers=4, suspend=False, conditions=()):
-    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta(name),
+def pytorchjob(name="pt", workers=4, suspend=False, conditions=(), labels=None):
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": meta(name, labels=labels),
             "spec": {"runPolicy": {"suspend": suspend},
                      "pytorchReplicaSpecs": {
                          "Master": {"template": template(gpus=1)},
@@ -110,6 +124,11 @@ KUBEFLOW = [
     (pytorchjob(suspend=True), [], [("kubeflow", "pt", 1, 0), ("kubeflow", "pt", 4, 0)],
      "suspended"),
     (pytorchjob(conditions=(condition("Succeeded"),)), [], [], "succeeded"),
+    (pytorchjob(suspend=True, labels=QUEUED), [],
+     [("kubeflow", "pt", 1, None), ("kubeflow", "pt", 4, None)], "suspended-by-kueue-not-due"),
+    # admitted by Kueue (resumed, label kept): the operator is creating the pods
+    (pytorchjob(labels=QUEUED), [operator_pod("m", "master")], [("kubeflow", "pt", 4, 0)],
+     "resumed-by-kueue"),
     # another job's pods of the same replica type do not count for this one
     (pytorchjob(workers=1), [operator_pod("x", "worker", job_name="other")],
      [("kubeflow", "pt", 1, 0), ("kubeflow", "pt", 1, 0)], "other-jobs-pods"),
@@ -315,7 +334,10 @@ KUEUE = [
      "admitted"),
     ([workload("w", conditions=(condition("Finished"),))], None, [], "finished"),
     ([workload("w", active=False)], None, [], "deactivated"),
-    ([workload("w", owner=("v1", "Pod", "p0"))], None, [], "plain-pods-already-counted"),
+    # plain pods: they exist, held by Kueue's admission gate (not observed demand), so
+    # their Workload counts them like any other
+    ([workload("w", owner=("v1", "Pod", "p0"))], None, [("kueue", "job-w", 2, 0)],
+     "plain-pods-counted-by-their-workload"),
     ([workload("w", queue="nowhere")], None, [("kueue", "job-w", 2, None)], "unknown-queue"),
     ([workload("w", version="v1beta1")], None, [("kueue", "job-w", 2, 0)], "v1beta1"),
     # a CPU-only workload never needs GPU quota: 2 pods x 4 cores fit 1000 - 16
@@ -328,6 +350,81 @@ KUEUE = [
                          ids=[k[3] for k in KUEUE])
 def test_kueue_admission_estimate(workloads, cq, expected):
     assert summary(kueue_items(workloads, cq)) == expected
+
+
+# ------------------------------------------------------------- Kueue admission checks
+
+PROV = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+        "metadata": {"name": "prov"},
+        "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}}
+MULTI = {**PROV, "metadata": {"name": "multi"},
+         "spec": {"controllerName": "kueue.x-k8s.io/multikueue"}}
+OTHER = {**PROV, "metadata": {"name": "budget"}, "spec": {"controllerName": "example.com/budget"}}
+
+
+def checked(*states, reserved=True):
+    """A 2-pod Workload with `status.admissionChecks` of (name, state) pairs."""
+    body = workload("w", conditions=(condition("QuotaReserved"),) if reserved else ())
+    body["status"]["admissionChecks"] = [
+        {"name": name, "state": state, "lastTransitionTime": stamp(NOW - 30), "message": ""}
+        for name, state in states]
+    return body
+
+
+def cq_with_checks(*names, on_flavors=()):
+    body = cluster_queue()
+    body["spec"]["admissionChecksStrategy"] = {"admissionChecks": [
+        {"name": name, "onFlavors": list(on_flavors)} for name in names]}
+    return body
+
+
+def check_summary(items):
+    """(pods, expected is now / None, covered) per item."""
+    return [(i.pods, None if i.expected_s is None else round(i.expected_s - NOW), i.covered)
+            for i in items]
+
+
+CHECKS = [
+    # CA provisions for the ProvisioningRequest Kueue made: placeholders would launch the
+    # same 2 nodes again, so listed and covered, never due
+    ([checked(("prov", "Pending"))], None, [(2, None, True)], "provisioning-request-pending"),
+    # provisioned, another check still pending: CA's nodes are booked for it
+    ([checked(("prov", "Ready"), ("budget", "Pending"))], None, [(2, None, True)],
+     "provisioning-request-ready-other-pending"),
+    # a check of another controller only: the quota is reserved, due now (as before)
+    ([checked(("budget", "Pending"))], None, [(2, 0, False)], "other-controller-pending"),
+    # Retry: Kueue releases the quota and requeues later: unknown time
+    ([checked(("budget", "Retry"))], None, [(2, None, False)], "retry"),
+    ([checked(("budget", "Rejected"))], None, [], "rejected"),
+    # MultiKueue: it runs in a worker cluster, never here
+    ([checked(("multi", "Pending"))], None, [], "multikueue"),
+    # not reserved yet, but its ClusterQueue sends every Workload to the ProvisioningRequest
+    # controller: CA will provision it when it gets quota, so covered already
+    ([workload("w")], cq_with_checks("prov"), [(2, None, True)], "queue-has-provisioning-check"),
+    # the check applies to some flavors only: which one the Workload gets is not modelled,
+    # so it is estimated as before (4 GPUs of room, 2 wanted: due now)
+    ([workload("w")], cq_with_checks("prov", on_flavors=("spot",)), [(2, 0, False)],
+     "provisioning-check-on-some-flavors"),
+    # a check named by the Workload whose AdmissionCheck is unknown: a plain check
+    ([checked(("gone", "Pending"))], None, [(2, 0, False)], "unknown-check"),
+]
+
+
+@pytest.mark.parametrize("workloads, cq, expected", [c[:3] for c in CHECKS],
+                         ids=[c[3] for c in CHECKS])
+def test_kueue_admission_checks(workloads, cq, expected):
+    items = kueue.workload_items(
+        [kueue.parse_workload(w, GPU) for w in workloads], [kueue.parse_local_queue(LOCAL_QUEUE)],
+        [kueue.parse_cluster_queue(cq or cluster_queue(), GPU)], NOW,
+        [kueue.parse_admission_check(c) for c in (PROV, MULTI, OTHER)])
+    assert check_summary(items) == expected
+
+
+def test_a_v1beta1_cluster_queue_lists_its_checks_by_name():
+    body = cluster_queue()
+    body["apiVersion"] = "kueue.x-k8s.io/v1beta1"
+    body["spec"]["admissionChecks"] = ["prov"]
+    assert kueue.parse_cluster_queue(body, GPU).checks == ("prov",)
 
 
 def test_a_workload_has_its_jobs_key():
@@ -348,6 +445,33 @@ def test_a_workload_has_its_jobs_key():
 def test_bad_objects_are_input_errors_naming_them(obj, message):
     with pytest.raises(InputError, match=message):
         batch.parse_job(obj, GPU)
+
+
+# ------------------------------------------------------------------------- gated pods
+
+def gated_pod(name, *gates, node=None, phase="Pending"):
+    body = pod(name, node=node, phase=phase)
+    body["spec"]["schedulingGates"] = [{"name": gate} for gate in gates]
+    return body
+
+
+GATED = [
+    (gated_pod("a", "headstart.io/placement"), [("gated", "a", 1, 0)], "headstart-placement"),
+    # Kueue's topology gate: the Workload is admitted, the pod waits for its domain only
+    (gated_pod("t", "kueue.x-k8s.io/topology"), [("gated", "t", 1, 0)], "kueue-topology"),
+    # Kueue's admission gate: its Workload is counted by the kueue source, not here
+    (gated_pod("k", "kueue.x-k8s.io/admission"), [], "kueue-admission-left-to-kueue"),
+    (gated_pod("e", "example.com/x", "kueue.x-k8s.io/elastic-job"), [], "kueue-elastic-job"),
+    (pod("p", node=None, phase="Pending"), [], "not-gated"),
+    (gated_pod("f", "example.com/x", phase="Failed"), [], "finished"),
+]
+
+
+@pytest.mark.parametrize("obj, expected", [g[:2] for g in GATED], ids=[g[2] for g in GATED])
+def test_gated_pods(obj, expected):
+    items = gated.gated_items([live_pod(obj, GPU)], NOW)
+    assert summary(items) == expected
+    assert all(i.request == ONE_GPU and i.key == f"/Pod/team/{i.name}" for i in items)
 
 
 def test_stamp_round_trips():

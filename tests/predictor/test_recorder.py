@@ -28,7 +28,7 @@ T0 = 1_700_000_100.0  # on the 300-s grid
 
 
 def make_pod(name, cpu="1", memory="1Gi", gpus=0, node=None, phase="Running",
-             placeholder=False, namespace="team"):
+             placeholder=False, namespace="team", gates=()):
     requests = {"cpu": cpu, "memory": memory}
     if gpus:
         requests["nvidia.com/gpu"] = str(gpus)
@@ -36,6 +36,8 @@ def make_pod(name, cpu="1", memory="1Gi", gpus=0, node=None, phase="Running",
     spec = {"containers": [{"name": "main", "resources": {"requests": requests}}]}
     if node:
         spec["nodeName"] = node
+    if gates:
+        spec["schedulingGates"] = [{"name": gate} for gate in gates]
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": spec, "status": {"phase": phase}}
@@ -58,8 +60,11 @@ def make_node(name, group=None, label="headstart.io/placement-group"):
         (make_pod("c", placeholder=True), None),
         (make_pod("d", phase="Succeeded", node="n1"), None),
         (make_pod("e", phase="Failed", node="n1"), None),
+        (make_pod("f", phase="Pending", gates=("example.com/a", "headstart.io/placement")),
+         PodDemand("team/f", Resources.of(0, 1, 1), None,
+                   ("example.com/a", "headstart.io/placement"))),
     ],
-    ids=["running-gpu", "pending", "placeholder-skipped", "succeeded", "failed"],
+    ids=["running-gpu", "pending", "placeholder-skipped", "succeeded", "failed", "gated"],
 )
 def test_pod_demand(pod, expected):
     assert pod_demand(pod) == expected
@@ -85,8 +90,8 @@ def test_node_group_tries_a_configured_key_first():
     assert node_group(node, ("example.com/rack", "headstart.io/placement-group"))[1] == "rack-9"
 
 
-def demand(key, gpus=0.0, cpu=1.0, memory_gib=1.0, node=None):
-    return PodDemand(key, Resources.of(gpus, cpu, memory_gib), node)
+def demand(key, gpus=0.0, cpu=1.0, memory_gib=1.0, node=None, gates=()):
+    return PodDemand(key, Resources.of(gpus, cpu, memory_gib), node, gates)
 
 
 def test_snapshot_values_per_group_and_totals():
@@ -105,6 +110,51 @@ def test_snapshot_values_per_group_and_totals():
     assert values["total:pods_running"] == 4 and values["total:pods_pending"] == 1
     assert values["total:pods_unbucketable"] == 1
     assert values["total:cpus_running"] == pytest.approx(10)  # 4 + 2 + 3 + 1
+
+
+def test_gated_pods_are_not_observed_demand():
+    """cluster-autoscaler launches no node for a gated pod: it must not be in the buckets
+    (the plan would subtract it as capacity on its way), only in total:pods_gated."""
+    pods = [
+        demand("b", gpus=1, cpu=4, memory_gib=8),                             # pending gpu1
+        demand("g", gpus=1, cpu=4, memory_gib=8, gates=("example.com/wait",)),  # gated
+        demand("k", gpus=1, cpu=4, memory_gib=8, gates=("kueue.x-k8s.io/admission",)),
+    ]
+    values = snapshot_values(pods, {}, TYPES)
+    assert values["gpu1"] == 1  # b alone; without the rule, b + g + k = 3 GPUs -> 3
+    assert values["total:pods_pending"] == 1 and values["total:gpus_pending"] == 1
+    assert values["total:pods_gated"] == 2
+
+
+def test_pinned_pods_are_counted_in_their_bucket_and_in_their_pinned_series():
+    """The bucket columns still count every pod (the forecaster and the plan read them as
+    before); pinned pods are counted again, apart, per zone and capacity type."""
+    from predictor.pinning import Pin
+
+    def pinned(key, zone=None, capacity=None, node=None):
+        return PodDemand(key, Resources.of(1, 4, 8), node, (), Pin(zone, capacity))
+
+    pods = [
+        pinned("a", zone="us-east-1a"),
+        pinned("b", zone="us-east-1a"),
+        pinned("c", zone="us-east-1b", capacity="on-demand", node="n1"),
+        pinned("d"),  # not pinned
+    ]
+    values = snapshot_values(pods, {"n1": "pg-a"}, TYPES)
+    assert values["gpu1"] == 3 and values["gpu1@pg-a"] == 1  # a, b, d; c
+    assert {k: v for k, v in values.items() if k.startswith("pinned:")} == {
+        "pinned:gpu1/zone=us-east-1a": 2.0,  # a + b: 2 GPUs -> 2 nodes
+        "pinned:gpu1@pg-a/zone=us-east-1b/capacity=on-demand": 1.0,
+    }
+
+
+def test_a_pods_pin_is_read_at_the_edge():
+    pod = make_pod("z", gpus=1, phase="Pending")
+    pod["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "us-east-1a",
+                                   "karpenter.sh/capacity-type": "on-demand"}
+    from predictor.pinning import Pin
+
+    assert pod_demand(pod).pin == Pin("us-east-1a", "on-demand")
 
 
 def test_empty_cluster_writes_zeros_not_nothing():

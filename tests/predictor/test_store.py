@@ -211,3 +211,23 @@ def test_announced_work_is_remembered_once_and_expires(store):
 def test_negative_known_demand_is_refused(store):
     with pytest.raises(InputError, match="known kueue g5.xlarge = -1.0"):
         store.write_known(T0, {"kueue": {"g5.xlarge": -1.0}}, {})
+
+
+def test_pinned_series_are_kept_apart_from_the_forecasters_columns(store):
+    """Pinned demand (predictor.pinning) is read with read_pinned; read_series, which the
+    forecaster reads, never sees it, so a file written with pinned series gives the same
+    forecast columns as before them."""
+    store.write_tick(T0, {"g5.xlarge": 3, "pinned:g5.xlarge/zone=us-east-1a": 1})
+    store.write_gaps(T0 + TICK, T0 + 2 * TICK)
+    store.write_tick(T0 + 2 * TICK, {"g5.xlarge": 2})
+    assert store.read_series().columns == ["g5.xlarge"]
+    pinned = store.read_pinned(T0, T0 + 3 * TICK)
+    assert pinned.columns.tolist() == ["pinned:g5.xlarge/zone=us-east-1a"]
+    # tick 0: 1; tick 1: a gap (NaN); tick 2: observed without a sample -> 0
+    np.testing.assert_array_equal(pinned.iloc[:, 0].to_numpy(), [1.0, np.nan, 0.0])
+    assert pinned.index.tolist() == [T0, T0 + TICK, T0 + 2 * TICK]
+
+
+def test_a_history_without_pinned_series_reads_no_pinned_column(store):
+    store.write_tick(T0, {"g5.xlarge": 3})
+    assert store.read_pinned(T0, T0 + TICK).columns.tolist() == []
