@@ -25,7 +25,12 @@ from typing import Any
 import pytest
 
 from tests.e2e.audit import accesses
-from tests.e2e.controlplane import ClusterSpec, ControlPlane, binaries_problem
+from tests.e2e.controlplane import (
+    ClusterSpec,
+    ControlPlane,
+    binaries_problem,
+    karpenter_problem,
+)
 from tests.e2e.pki import Pki
 
 E2E_DIR = Path(__file__).resolve().parent
@@ -70,7 +75,7 @@ class Clusters:
         self._pki: Pki | None = None
 
     def start(self, spec: ClusterSpec, name: str) -> ControlPlane:
-        problem = binaries_problem()
+        problem = binaries_problem() or (karpenter_problem() if spec.karpenter else None)
         if problem:
             pytest.skip(problem)
         if self._pki is None:

@@ -46,7 +46,11 @@ from tests.e2e.processes import Process, exit_on_sigterm, free_ports, stop_all
 ENV_VAR = "HEADSTART_E2E_BIN"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
             "cluster-autoscaler")
+KARPENTER_BINARY = "karpenter-kwok"  # only for scenarios with ClusterSpec(karpenter=True)
 DATA = Path(__file__).resolve().parent / "data"
+KARPENTER_CRDS = tuple(DATA / f"{name}.yaml" for name in (
+    "karpenter.sh_nodepools", "karpenter.sh_nodeclaims", "karpenter.kwok.sh_kwoknodeclasses",
+    "autoscaling.x-k8s.io_capacitybuffers"))
 AUTOSCALER_CRDS = tuple(
     DATA / f"autoscaling.x-k8s.io_{name}.yaml"
     for name in ("capacitybuffers", "capacityquotas", "provisioningrequests")
@@ -74,6 +78,15 @@ AUDIT_POLICY = {
         {"level": "None"},
     ],
 }
+
+
+def karpenter_problem(environ: Mapping[str, str] = os.environ) -> str | None:
+    """Why a Karpenter scenario cannot run here (None when it can)."""
+    directory = environ.get(ENV_VAR, "")
+    if not os.access(os.path.join(directory, KARPENTER_BINARY), os.X_OK):
+        return (f"{ENV_VAR}={directory} lacks {KARPENTER_BINARY} (kubernetes-sigs/karpenter's "
+                "kwok provider, built from its kwok/ folder) for the Karpenter scenarios")
+    return None
 
 
 def binaries_problem(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -124,6 +137,14 @@ class ClusterSpec:
     """The kwok provider's ConfigMaps (provider config and node templates)."""
     autoscaler_args: tuple[str, ...] = ()
     """Extra cluster-autoscaler flags."""
+    karpenter: bool = False
+    """Karpenter with its kwok provider (instead of, or beside, cluster-autoscaler): its
+    CRDs, the CapacityBuffer CRD, `karpenter_node_pools` and the controller, with the
+    CapacityBuffer feature on."""
+    karpenter_node_pools: Path = DATA / "karpenter-nodepools.yaml"
+    """Karpenter's KWOKNodeClass and NodePools."""
+    karpenter_instance_types: Path = DATA / "karpenter-instance-types.json"
+    """The instance types the kwok provider offers (its INSTANCE_TYPES_FILE_PATH)."""
     crds: tuple[Path, ...] = ()
     """CRDs to install (the autoscaler's own are added when `autoscaler` is set)."""
     audit_policy: Mapping[str, Any] | None = field(default_factory=lambda: AUDIT_POLICY)
@@ -156,7 +177,8 @@ class ControlPlane:
         self.processes: dict[str, Process] = {}
         self.timings: dict[str, float] = {}
         names = ["etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kwok",
-                 "cluster-autoscaler", *spec.schedulers]
+                 "cluster-autoscaler", "karpenter-metrics", "karpenter-health",
+                 *spec.schedulers]
         self.ports = dict(zip(names, free_ports(len(names)), strict=True))
         self.server = f"https://127.0.0.1:{self.ports['kube-apiserver']}"
         self.admin_kubeconfig = self.kubeconfig(ADMIN)
@@ -218,10 +240,14 @@ class ControlPlane:
             crds = list(self.spec.crds)
             if self.spec.autoscaler:
                 crds = [*AUTOSCALER_CRDS, *crds]
+            if self.spec.karpenter:
+                crds = [*[c for c in KARPENTER_CRDS if c not in crds], *crds]
             if crds:
                 self._step("crds", lambda: self.install_crds(crds))
             if self.spec.autoscaler:
                 self._step("cluster-autoscaler", self._start_autoscaler)
+            if self.spec.karpenter:
+                self._step("karpenter", self._start_karpenter)
         except BaseException:
             self.stop()
             raise
@@ -444,6 +470,28 @@ class ControlPlane:
             lambda: self.kube.get("/api/v1/namespaces/kube-system/configmaps/"
                                   "cluster-autoscaler-status", missing_ok=True),
             READY_TIMEOUT_S, ["cluster-autoscaler"])
+
+    def _start_karpenter(self) -> None:
+        """Karpenter's kwok provider, configured by environment as its chart does (it
+        reads no config file): out of a cluster it needs no leader election, and its
+        metrics and probe ports (bound on every interface; the tests use loopback) must
+        not collide with another cluster's."""
+        for document in yaml.safe_load_all(self.spec.karpenter_node_pools.read_text()):
+            plural = {"KWOKNodeClass": "karpenter.kwok.sh/v1alpha1/kwoknodeclasses",
+                      "NodePool": "karpenter.sh/v1/nodepools"}[document["kind"]]
+            self.kube.create(f"/apis/{plural}", document)
+        health = self.ports["karpenter-health"]
+        env = {**os.environ, "KUBECONFIG": str(self.admin_kubeconfig),
+               "DISABLE_LEADER_ELECTION": "true",
+               "METRICS_PORT": str(self.ports["karpenter-metrics"]),
+               "HEALTH_PROBE_PORT": str(health),
+               "INSTANCE_TYPES_FILE_PATH": str(self.spec.karpenter_instance_types),
+               "FEATURE_GATES": "NodeRepair=false,ReservedCapacity=true,"
+                                "SpotToSpotConsolidation=false,NodeOverlay=false,"
+                                "StaticCapacity=false,CapacityBuffer=true",
+               "LOG_LEVEL": "debug"}
+        self.run("karpenter", [self.bin / KARPENTER_BINARY], env)
+        self._await_http("karpenter", f"http://127.0.0.1:{health}/readyz", "ok")
 
     # ---- waiting, and what to show when waiting fails --------------------------------
 
