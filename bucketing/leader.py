@@ -43,6 +43,8 @@ from kubernetes.leaderelection import electionconfig
 from kubernetes.leaderelection.leaderelection import LeaderElection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
+from bucketing.api_reachability import unreachable_reason
+
 log = logging.getLogger("headstart.leader")
 
 
@@ -181,8 +183,11 @@ class LeaderElector:
             try:
                 self._election.run()
             except Exception as error:  # timeouts, odd API answers: keep trying
-                log.warning("leader election round failed: %s: %s", type(error).__name__,
-                            error)
+                # An unreachable server is logged once for every caller by
+                # bucketing.api_reachability; only other faults are worth a warning here.
+                quiet = unreachable_reason(error) is not None
+                log.log(logging.DEBUG if quiet else logging.WARNING,
+                        "leader election round failed: %s: %s", type(error).__name__, error)
                 self._set(False)
             self._stop.wait(self.config.retry_period_s)
 
