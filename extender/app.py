@@ -5,7 +5,8 @@ Two applications sharing one state, set up in one place (`create_app`):
   `bind_enabled`). /bind creates Bindings with the extender's permission, so only the
   scheduler may reach this port (the shipped NetworkPolicy admits only its pods).
 - the ops app (`app[OPS_APP]`), on `ops_port`: GET /healthz, /readyz, /metrics,
-  /explain?pod=NS/NAME, for kubelet's probes, Prometheus and people.
+  /explain?pod=NS/NAME, /admission (the job admitter's gated jobs and their reasons),
+  for kubelet's probes, Prometheus and people.
 Both ports are one process and one event loop; a separate port, not a separate Service
 port of one app, because kube-scheduler sends all verbs of an extender to one
 `urlPrefix`, and a Service's ClientIP affinity is kept per port by kube-proxy: a bind
@@ -51,6 +52,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from bucketing.errors import ConfigError, InputError
+from extender.admission.admitter import Admitter
 from extender.binder import Binder
 from extender.cache import ClusterCache
 from extender.config import ExtenderConfig
@@ -77,6 +79,7 @@ DECIDER = web.AppKey("decider", Decider)
 METRICS = web.AppKey("metrics", ExtenderMetrics)
 SYNC: web.AppKey[ClusterSync | None] = web.AppKey("sync")
 BINDER: web.AppKey[Binder | None] = web.AppKey("binder")
+ADMITTER: web.AppKey[Admitter | None] = web.AppKey("admitter")
 
 
 class BindSignal:
@@ -115,18 +118,23 @@ def create_app(
     cache: ClusterCache,
     sync: ClusterSync | None = None,
     binder: Binder | None = None,
+    admitter: Admitter | None = None,
 ) -> web.Application:
     """kube-scheduler's application, with the ops application as `app[OPS_APP]`; `sync`
-    keeps `cache` current (None in tests that fill it directly). The caller serves the
-    ops app (`serve_ops`); its state is the same objects."""
+    keeps `cache` current (None in tests that fill it directly); `admitter` runs as a
+    background task when given. The caller serves the ops app (`serve_ops`); its state
+    is the same objects."""
     pending = (
         PendingBinds(config.bind_wait_seconds, config.locality.assumed_ttl_seconds)
         if config.bind_enabled else None
     )
     metrics = ExtenderMetrics()
     metrics.watch_cache(cache, sync.statuses if sync is not None else list)
+    if admitter is not None:
+        metrics.watch_admitter(admitter)
     state = {CONFIG: config, CACHE: cache, DECIDER: Decider(cache, config.locality, pending),
-             BIND_SIGNAL: BindSignal(), METRICS: metrics, SYNC: sync, BINDER: binder}
+             BIND_SIGNAL: BindSignal(), METRICS: metrics, SYNC: sync, BINDER: binder,
+             ADMITTER: admitter}
     app = web.Application(client_max_size=config.max_body_bytes, middlewares=[fault_middleware])
     ops = web.Application(middlewares=[fault_middleware])
     for key, value in state.items():
@@ -141,6 +149,7 @@ def create_app(
     ops.router.add_get("/readyz", readyz_handler)
     ops.router.add_get("/metrics", metrics_handler)
     ops.router.add_get("/explain", explain_handler)
+    ops.router.add_get("/admission", admission_handler)
     app[OPS_APP] = ops
     app.cleanup_ctx.append(_background)
     return app
@@ -269,8 +278,20 @@ async def explain_handler(request: web.Request) -> web.Response:
     pod = app[CACHE].pod(namespace, name)
     if pod is None:
         raise RequestRejected(404, f"pod {target} is not in the extender's cache")
-    explanation = app[DECIDER].explain(pod, time.monotonic())
-    return web.json_response(explanation.as_json())
+    explanation = app[DECIDER].explain(pod, time.monotonic()).as_json()
+    admitter = app[ADMITTER]
+    if admitter is not None:
+        admission = admitter.explain(pod)
+        if admission is not None:
+            explanation["admission"] = admission
+    return web.json_response(explanation)
+
+
+async def admission_handler(request: web.Request) -> web.Response:
+    admitter = request.app[ADMITTER]
+    if admitter is None:
+        return web.json_response({"enabled": False})
+    return web.json_response({"enabled": True, **admitter.summary()})
 
 
 # ---- request reading -----------------------------------------------------------------
@@ -364,15 +385,19 @@ def _cache_mode(request: web.Request) -> bool:
 
 
 async def _background(app: web.Application) -> AsyncIterator[None]:
-    """Start the watches and the assumption sweep; stop both on shutdown."""
+    """Start the watches, the assumption sweep and the admitter; stop them on shutdown."""
     sync = app[SYNC]
     if sync is not None:
         sync.start(asyncio.get_running_loop())
-    sweep = asyncio.create_task(_sweep_assumptions(app[DECIDER]))
+    tasks = [asyncio.create_task(_sweep_assumptions(app[DECIDER]))]
+    admitter = app[ADMITTER]
+    if admitter is not None:
+        tasks.append(asyncio.create_task(admitter.run()))
     yield
-    sweep.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await sweep
+    for task in tasks:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
     if sync is not None:
         await sync.stop()
 

@@ -78,6 +78,9 @@ class ClusterCache:
         self._size_of_job: dict[JobKey, int] = {}
         # Jobs declaring more pods than the cache knows (Failed pods not counted).
         self._short_jobs: set[JobKey] = set()
+        # Keys of pods behind a scheduling gate (not bound, not finished): what the job
+        # admitter reads each round, without a pass over every pod.
+        self._gated: set[str] = set()
         # Job -> a counter bumped whenever one of its pods changes (per pods generation).
         self._job_versions: dict[JobKey, int] = {}
         self._pods_generation = 0
@@ -115,6 +118,11 @@ class ClusterCache:
     def jobs_with_waiting_pods(self) -> list[JobKey]:
         """Jobs with pods neither bound nor finished (their claims are computed)."""
         return list(self._waiting_of_job)
+
+    def gated_pods(self) -> list[Pod]:
+        """Pods behind any scheduling gate, not bound and not finished."""
+        pods = self._pods
+        return [pods[key] for key in self._gated]
 
     def jobs_short_of_size(self) -> list[JobKey]:
         """Jobs whose declared size (`headstart.io/job-size`, or their PodGroup's
@@ -215,6 +223,7 @@ class ClusterCache:
         self._failed_of_job = {}
         self._size_of_job = {}
         self._short_jobs = set()
+        self._gated = set()
         self._job_versions = {}
         self._pods_generation += 1
         for pod in pods:
@@ -291,6 +300,8 @@ class ClusterCache:
 
     def _index(self, key: str, pod: Pod) -> None:
         self._pods[key] = pod
+        if pod.scheduling_gates and pod.node_name is None and not pod.terminal:
+            self._gated.add(key)
         if pod.node_name is not None:
             self._pods_on_node.setdefault(pod.node_name, set()).add(key)
         job = job_key_of(pod, self.config)
@@ -308,6 +319,7 @@ class ClusterCache:
 
     def _unindex(self, key: str, pod: Pod) -> None:
         del self._pods[key]
+        self._gated.discard(key)
         if pod.node_name is not None:
             _discard(self._pods_on_node, pod.node_name, key)
         job = job_key_of(pod, self.config)

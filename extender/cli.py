@@ -100,7 +100,21 @@ def serve(config, api_client) -> None:
         watch_dra=config.watch_dra, watch_pod_groups=config.watch_pod_groups,
     )
     binder = ApiBinder(api_client) if config.bind_enabled else None
-    app = create_app(config, cache, sync, binder)
+    admitter = None
+    elector = None
+    if config.admission.enabled:
+        import os
+
+        from bucketing.leader import LeaderElector
+        from extender.admission.admitter import Admitter
+
+        admission = config.admission
+        elector = LeaderElector(
+            api_client, os.environ.get("POD_NAMESPACE") or admission.lease_namespace, admission)
+        admitter = Admitter(cache, config.locality, admission, api_client, elector.is_leader,
+                            identity=elector.identity)
+        elector.start()
+    app = create_app(config, cache, sync, binder, admitter)
     # First: a taken ops port must fail before the watch threads start.
     app.cleanup_ctx.insert(
         0, serve_ops(config.host, config.ops_port, ssl_context, config.shutdown_timeout_seconds))
@@ -125,3 +139,6 @@ def serve(config, api_client) -> None:
         raise ConfigError(
             f"port: cannot listen on {config.host}:{config.port} ({error.strerror or error})"
         ) from None
+    finally:
+        if elector is not None:
+            elector.stop()  # give the Lease up: the other replica admits at once

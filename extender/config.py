@@ -19,6 +19,7 @@ from typing import Any
 from bucketing.errors import ConfigError
 from bucketing.logs import LOG_FORMATS
 from bucketing.yamlfile import load_yaml_file
+from locality.admission.config import AdmissionConfig
 from locality.config import LocalityConfig
 
 MIB = 1024 * 1024
@@ -111,6 +112,10 @@ class ExtenderConfig:
     locality: LocalityConfig = field(default_factory=LocalityConfig)
     """Job labels, policy annotations and defaults; see docs/locality.md."""
 
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)
+    """The job admitter: lifts the `headstart.io/placement` gate of a whole job at once,
+    with its domain written into every pod (docs/extender.md, "Job admission")."""
+
     def with_overrides(
         self, port: int | None = None, ops_port: int | None = None
     ) -> ExtenderConfig:
@@ -158,6 +163,8 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
         where = f"{source}: {name}"
         if name == "locality":
             values[name] = LocalityConfig.from_mapping(raw, f"{source}: locality")
+        elif name == "admission":
+            continue  # after locality: node groups name its levels and GPU resources
         elif name in ("node_cache_capable", "bind_enabled", "watch_topology", "watch_dra",
                       "watch_pod_groups"):
             values[name] = _bool(raw, where)
@@ -184,6 +191,9 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
             values[name] = None if raw is None else _string(raw, where)
         else:  # host
             values[name] = _string(raw, where)
+    locality = values.get("locality", LocalityConfig())
+    if "admission" in data:
+        values["admission"] = _admission(data["admission"], f"{source}: admission", locality)
     config = ExtenderConfig(**values)
     if (config.tls_cert_file is None) != (config.tls_key_file is None):
         raise ConfigError(f"{source}: tls_cert_file and tls_key_file must be set together")
@@ -197,6 +207,17 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
             f"{source}: backoff_max_seconds must be at least backoff_initial_seconds"
         )
     return config
+
+
+def _admission(raw: Any, where: str, locality: LocalityConfig) -> AdmissionConfig:
+    admission = AdmissionConfig.from_mapping(raw, where, locality.gpu_resources)
+    levels = [level.name for level in locality.topology_levels]
+    for index, group in enumerate(admission.node_groups):
+        if group.level not in levels:
+            raise ConfigError(
+                f"{where}: autoscaler: node_groups[{index}]: level: {group.level!r} is not "
+                f"one of locality.topology_levels ({', '.join(levels)})")
+    return admission
 
 
 def _bool(raw: Any, where: str) -> bool:

@@ -21,6 +21,10 @@ Metrics:
 - headstart_extender_cache_age_seconds{kind}: since the last list or watch event
 - headstart_extender_watch_errors_total{kind}, headstart_extender_watch_relists_total{kind},
   headstart_extender_watch_parse_errors_total{kind}
+- headstart_admitter_jobs_waiting{reason}: gated jobs the last admission round left
+  waiting, by `locality.admission.model.WaitCode` (incomplete, size_unknown, no_level,
+  no_fit, held); headstart_admitter_leader: 1 on the replica that admits;
+  headstart_admitter_jobs_admitted_total, headstart_admitter_patch_failures_total
 
 Must not: decide anything; hold a global registry (two apps in one process must not clash).
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 import time
 from collections import Counter as Tally  # prometheus_client's Counter is the metric
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -115,6 +120,10 @@ class ExtenderMetrics:
         """Export the cache's size and the watches' health at scrape time."""
         self.registry.register(_CacheCollector(cache, statuses))
 
+    def watch_admitter(self, admitter: Any) -> None:
+        """Export the job admitter's last round at scrape time (`extender.admission`)."""
+        self.registry.register(_AdmitterCollector(admitter))
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
@@ -171,3 +180,29 @@ class _CacheCollector(Collector):
             relists.add_metric([status.kind], status.relists_total)
             parse_errors.add_metric([status.kind], status.parse_errors_total)
         yield from (streaming, age, errors, relists, parse_errors)
+
+
+class _AdmitterCollector(Collector):
+    def __init__(self, admitter: Any) -> None:
+        self._admitter = admitter
+
+    def collect(self) -> Iterable[Metric]:
+        admitter = self._admitter
+        waiting = GaugeMetricFamily(
+            "headstart_admitter_jobs_waiting",
+            "Jobs behind the placement gate the last admission round left waiting, by reason.",
+            labels=["reason"],
+        )
+        for code, count in admitter.waiting_by_code().items():
+            waiting.add_metric([code], count)
+        yield waiting
+        yield GaugeMetricFamily("headstart_admitter_leader",
+                                "1 on the replica that admits jobs.",
+                                value=1.0 if admitter.is_leader() else 0.0)
+        yield CounterMetricFamily("headstart_admitter_jobs_admitted",
+                                  "Jobs whose pods all had their gate lifted.",
+                                  value=admitter.admitted_jobs_total)
+        yield CounterMetricFamily("headstart_admitter_patch_failures",
+                                  "Pod patches left for the next round (the pod changed, "
+                                  "went away, or the API failed).",
+                                  value=admitter.patch_failures_total)

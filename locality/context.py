@@ -391,7 +391,7 @@ def fit_job_into_groups(
             for row in rows:
                 if left == 0:
                     break
-                copies = _copies_that_fit(request, row, min(left, row[3]), kinds)
+                copies = copies_that_fit(request, row, min(left, row[3]), kinds)
                 if copies:
                     row[0] -= copies * request.gpu_milli
                     row[1] -= copies * request.cpu_milli
@@ -405,9 +405,13 @@ def fit_job_into_groups(
     return fits
 
 
-def _copies_that_fit(
+def copies_that_fit(
     request: Resources, row: list[int], at_most: int, kinds: list[str]
 ) -> int:
+    """How many copies of `request`, up to `at_most`, fit the free room in `row`
+    ([gpu, cpu, memory, pods, *free per device kind in `kinds`]); a dimension the
+    request does not ask for is not checked. The one fit rule of every first-fit here
+    (`fit_job_into_groups`, `locality.admission.pack`)."""
     copies = at_most
     if request.gpu_milli > 0:
         copies = min(copies, max(row[0], 0) // request.gpu_milli)

@@ -121,6 +121,10 @@ class Pod:
     `scheduling.x-k8s.io/pod-group`). group_min_member: that PodGroup's
     `spec.minMember` once the extender has seen the object (`extender.resolve`), else
     None.
+    scheduling_gates: the names in `spec.schedulingGates`, in order (kube-scheduler
+    leaves a gated pod alone; the job admitter lifts `headstart.io/placement`).
+    created_at: `metadata.creationTimestamp` in seconds since the epoch (0 when absent:
+    hand-built pods).
     """
 
     namespace: str
@@ -140,6 +144,8 @@ class Pod:
     claims: tuple[tuple[str, str], ...] = ()
     pod_group: tuple[str, str] | None = None
     group_min_member: int | None = None
+    scheduling_gates: tuple[str, ...] = ()
+    created_at: float = 0.0
 
     @property
     def full_name(self) -> str:

@@ -13,6 +13,7 @@ Must not: log, read the clock, or keep state.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -92,7 +93,34 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         numa=numa,
         claims=_claims(spec, status, where),
         pod_group=_pod_group(labels, annotations, config),
+        scheduling_gates=_gate_names(spec.get("schedulingGates"), f"{where}.spec.schedulingGates"),
+        created_at=_timestamp(metadata.get("creationTimestamp"),
+                              f"{where}.metadata.creationTimestamp"),
     )
+
+
+def _gate_names(gates: Any, where: str) -> tuple[str, ...]:
+    names = []
+    for index, gate in enumerate(_list(gates, where)):
+        entry = json_object(gate, f"{where}[{index}]", required=True)
+        names.append(json_string(entry.get("name"), f"{where}[{index}].name"))
+    return tuple(names)
+
+
+def _timestamp(raw: Any, where: str) -> float:
+    """An RFC 3339 timestamp (`2026-01-02T03:04:05Z`, as the API server writes them) to
+    seconds since the epoch; 0 when absent."""
+    if raw is None:
+        return 0.0
+    if not isinstance(raw, str):
+        raise InputError(f"{where}: expected an RFC 3339 timestamp, got {raw!r}")
+    try:
+        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{where}: expected an RFC 3339 timestamp, got {raw!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
 
 
 def _numa_demand(spec: Mapping[str, Any], gpu_resources: tuple[str, ...]) -> NumaDemand:

@@ -22,17 +22,26 @@ What it implements, as the real API server does:
   tracked per manager at leaf level, lists atomic; a change to a field another
   manager owns is a 409 Conflict unless `force=true`; fields the manager stops
   applying are removed);
+- JSON patch (RFC 6902: add, remove, replace, test; a failed test or a bad path is a
+  422, as kube-apiserver's patch handler answers);
+- the pod update rules the job admitter depends on (pkg/apis/core/validation
+  `ValidatePodUpdate`, 422 Invalid): scheduling gates may only be removed; a pod's
+  `spec.nodeSelector` and `spec.affinity.nodeAffinity` may change only while the pod
+  is gated (before the update), the selector only gaining keys, the required node
+  affinity set freely when it had no terms and otherwise keeping its terms and only
+  appending match expressions or fields to each (`validateNodeAffinityMutation`); the
+  preferred terms freely; `spec.nodeName` never beside a gate;
 - the `pods/{name}/binding` subresource and the `bindings` collection (400 when the
   Binding names another pod than the URL, 409 when already bound or when its UID
   precondition does not match), and `/status`.
 
 What it does not do: run controllers (a Deployment makes no pods), admission,
-defaulting, validation against schemas, strategic-merge list semantics,
-pagination (`limit` is ignored), bookmarks, RBAC. Tests that need those effects
-create the objects themselves. `requests` records every call, so a test can compare
-the calls a component makes with the RBAC rules it ships; `applied_creations` records
-the path of every server-side apply that created its object, which kube-apiserver
-authorizes as `create` as well as `patch` (k8s.io/apiserver
+defaulting, validation against schemas (of pod updates, only the rules above),
+strategic-merge list semantics, pagination (`limit` is ignored), bookmarks, RBAC. Tests
+that need those effects create the objects themselves. `requests` records every call, so
+a test can compare the calls a component makes with the RBAC rules it ships;
+`applied_creations` records the path of every server-side apply that created its object,
+which kube-apiserver authorizes as `create` as well as `patch` (k8s.io/apiserver
 pkg/endpoints/handlers/patch.go, createAuthorizerAttributes).
 """
 
@@ -192,6 +201,128 @@ def _merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = _merge_patch(result.get(key), value)
     return result
+
+
+def _pointer(path: str) -> list[str]:
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise ApiError(422, f"JSON patch: path {path!r} does not start with /")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def apply_json_patch(document: Any, ops: Any) -> Any:
+    """RFC 6902 add, remove, replace and test on a copy of `document`; any failure is the
+    422 kube-apiserver answers (endpoints/handlers/patch.go applyJSPatch)."""
+    if not isinstance(ops, list):
+        raise ApiError(400, "JSON patch: expected a list of operations")
+    result = copy.deepcopy(document)
+    for op in ops:
+        kind, parts = op.get("op"), _pointer(op.get("path", ""))
+        if not parts:
+            raise ApiError(422, "JSON patch: the whole document cannot be patched here")
+        parent: Any = result
+        for part in parts[:-1]:
+            if isinstance(parent, list):
+                if not part.isdigit() or int(part) >= len(parent):
+                    raise ApiError(422, f"JSON patch: no {op['path']}")
+                parent = parent[int(part)]
+            elif isinstance(parent, dict) and part in parent:
+                parent = parent[part]
+            else:
+                raise ApiError(422, f"JSON patch: doc is missing path: {op['path']}")
+        last = parts[-1]
+        if isinstance(parent, list):
+            index = len(parent) if last == "-" else (int(last) if last.isdigit() else -1)
+            bound = len(parent) if kind == "add" else len(parent) - 1
+            if not 0 <= index <= bound:
+                raise ApiError(422, f"JSON patch: index out of range: {op['path']}")
+        elif not isinstance(parent, dict):
+            raise ApiError(422, f"JSON patch: no {op['path']}")
+        elif kind != "add" and last not in parent:
+            raise ApiError(422, f"JSON patch: doc is missing key: {op['path']}")
+        if kind == "test":
+            current = parent[index] if isinstance(parent, list) else parent[last]
+            if current != op.get("value"):
+                raise ApiError(422, f"JSON patch: testing value {op['path']} failed")
+        elif kind == "remove":
+            del parent[index if isinstance(parent, list) else last]
+        elif kind == "add":
+            if isinstance(parent, list):
+                parent.insert(index, copy.deepcopy(op.get("value")))
+            else:
+                parent[last] = copy.deepcopy(op.get("value"))
+        elif kind == "replace":
+            parent[index if isinstance(parent, list) else last] = copy.deepcopy(op.get("value"))
+        else:
+            raise ApiError(422, f"JSON patch: unsupported operation {kind!r}")
+    return result
+
+
+def pod_update_problems(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What kube-apiserver's ValidatePodUpdate says of the scheduling-gate and
+    scheduling-directive part of a pod update (pkg/apis/core/validation/validation.go
+    validateOnlyDeletedSchedulingGates, validateNodeSelectorMutation,
+    validateNodeAffinityMutation)."""
+    problems = []
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    old_gates = [g.get("name") for g in old_spec.get("schedulingGates") or []]
+    new_gates = [g.get("name") for g in new_spec.get("schedulingGates") or []]
+    for name in new_gates:
+        if name not in old_gates:
+            problems.append(f"spec.schedulingGates: Forbidden: only deletion is allowed, but "
+                            f"found new scheduling gate '{name}'")
+    if new_spec.get("nodeName") and new_gates:
+        problems.append("spec.nodeName: Forbidden: cannot be set until all schedulingGates "
+                        "have been cleared")
+    gated = bool(old_gates)
+    old_selector, new_selector = old_spec.get("nodeSelector") or {}, new_spec.get(
+        "nodeSelector") or {}
+    if old_selector != new_selector:
+        if not gated or any(new_selector.get(k) != v for k, v in old_selector.items()):
+            problems.append("spec.nodeSelector: Invalid value: only additions to "
+                            "spec.nodeSelector are allowed (no mutations or deletions)"
+                            if gated else "spec: Forbidden: pod updates may not change "
+                            "fields other than ... (nodeSelector of an ungated pod)")
+    old_affinity = (old_spec.get("affinity") or {}).get("nodeAffinity")
+    new_affinity = (new_spec.get("affinity") or {}).get("nodeAffinity")
+    if (old_affinity or None) != (new_affinity or None):
+        if not gated:
+            problems.append("spec: Forbidden: pod updates may not change fields other than "
+                            "... (nodeAffinity of an ungated pod)")
+        else:
+            problems += _node_affinity_mutation(old_affinity, new_affinity)
+    return problems
+
+
+def _node_affinity_mutation(old: dict | None, new: dict | None) -> list[str]:
+    required = "requiredDuringSchedulingIgnoredDuringExecution"
+    old_required = (old or {}).get(required)
+    if old_required is None:
+        return []
+    old_terms = old_required.get("nodeSelectorTerms") or []
+    new_terms = ((new or {}).get(required) or {}).get("nodeSelectorTerms") or []
+    path = f"spec.affinity.nodeAffinity.{required}.nodeSelectorTerms"
+    if old_terms and len(old_terms) != len(new_terms):
+        return [f"{path}: Invalid value: no additions/deletions to non-empty "
+                "NodeSelectorTerms list are allowed"]
+    problems = []
+    for index, (old_term, new_term) in enumerate(zip(old_terms, new_terms, strict=False)):
+        ok = True
+        old_exprs = old_term.get("matchExpressions") or []
+        old_fields = old_term.get("matchFields") or []
+        new_exprs = new_term.get("matchExpressions") or []
+        new_fields = new_term.get("matchFields") or []
+        if not old_exprs and not old_fields and (new_exprs or new_fields):
+            ok = False
+        if old_exprs and new_exprs[:len(old_exprs)] != old_exprs:
+            ok = False
+        if old_fields and new_fields[:len(old_fields)] != old_fields:
+            ok = False
+        if not ok:
+            problems.append(f"{path}[{index}]: Invalid value: only additions are allowed "
+                            "(no mutations or deletions)")
+    return problems
 
 
 def _fields_v1(paths: Iterable[tuple[str, ...]]) -> dict[str, Any]:
@@ -492,6 +623,11 @@ class FakeKube:
         return obj
 
     def _store_update(self, key: tuple[str, str, str, str], old: dict, new: dict) -> dict:
+        if key[1] == "pods":
+            problems = pod_update_problems(old, new)
+            if problems:
+                raise ApiError(422, f'Pod "{key[3]}" is invalid: ' + "; ".join(problems),
+                               "Invalid")
         new.setdefault("metadata", {})
         for field in ("uid", "creationTimestamp", "generation"):
             if field in old["metadata"]:
@@ -543,6 +679,18 @@ class FakeKube:
             owners[(manager, "Update")] = owners.get((manager, "Update"), set()) | set(
                 _owned_leaves(patch)
             )
+            return self._store_update(key, old, new)
+
+    def _patch_json(self, gv: str, plural: str, ns: str, name: str, ops: Any,
+                    manager: str) -> dict[str, Any]:
+        with self._lock:
+            key = (gv, plural, ns, name)
+            old = self._existing(gv, plural, ns, name)
+            new = apply_json_patch(old, ops)
+            owners = self._owners.setdefault(key, {})
+            owners[(manager, "Update")] = owners.get((manager, "Update"), set()) | set(
+                _owned_leaves(new)
+            ) - set(_owned_leaves(old))
             return self._store_update(key, old, new)
 
     def _apply(self, gv: str, plural: str, ns: str, name: str, applied: dict, manager: str,
@@ -764,6 +912,8 @@ class FakeKube:
                 "application/merge-patch+json", "application/strategic-merge-patch+json"
             ):
                 return web.json_response(self._patch_merge(gv, plural, ns, name, body, manager))
+            if request.content_type == "application/json-patch+json":
+                return web.json_response(self._patch_json(gv, plural, ns, name, body, manager))
             raise ApiError(415, f"the fake does not support {request.content_type} patches")
         if method == "DELETE" and name:
             return web.json_response(self._delete(gv, plural, ns, name))

@@ -163,8 +163,31 @@ def post_bind(port: int, fake_kube) -> None:
     assert fake_kube.get("v1", "Pod", "job-ps-0", "default")["spec"]["nodeName"] == "gpu-1"
 
 
+def seed_gated_job(fake_kube) -> None:
+    """A one-pod job behind the placement gate: the admitter (leader-elected: a Lease)
+    reads it, patches it and writes an Event on it."""
+    fake_kube.create({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "gated-0", "namespace": "default",
+                     "labels": {"headstart.io/job": "gated", "headstart.io/role": "worker"},
+                     "annotations": {"headstart.io/job-size": "1"}},
+        "spec": {"schedulingGates": [{"name": "headstart.io/placement"}],
+                 "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+    })
+
+
+def gate_lifted(fake_kube) -> None:
+    def lifted() -> bool:
+        pod = fake_kube.get("v1", "Pod", "gated-0", "default")
+        return not pod["spec"].get("schedulingGates") and bool(
+            fake_kube.list("v1", "Event", "default"))
+
+    wait_until(lifted, 30, "the admitter to lift the gate")
+
+
 def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     seed_cluster(fake_kube)
+    seed_gated_job(fake_kube)
     # Both PodGroup CRDs installed, so the extender's calls cover their watch rules too.
     fake_kube.serve("scheduling.volcano.sh/v1beta1")
     fake_kube.serve("scheduling.x-k8s.io/v1alpha1")
@@ -174,7 +197,8 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
         ["extender", "--kubeconfig", kubeconfig, "--port", str(port),
          "--ops-port", str(ops_port)],
         f"http://127.0.0.1:{ops_port}/readyz",
-        then=[lambda: post_filter(port), lambda: post_bind(port, fake_kube)],
+        then=[lambda: post_filter(port), lambda: post_bind(port, fake_kube),
+              lambda: gate_lifted(fake_kube)],
     )
     assert result.returncode == 0, result.stderr[-2000:]
     calls = rbac_calls(fake_kube)

@@ -1,0 +1,274 @@
+"""The job admitter: a leader-elected task in the extender that lifts the placement gate.
+
+Observe -> plan -> apply, every `interval_seconds` after the cache changed:
+- observe: the cache's gated pods, the admitted pods not yet bound (their domain
+  annotation is the reservation, read back from the API's pods, so a new leader or a
+  restarted replica counts the same), the nodes' room per topology level;
+- plan: `locality.admission` (pure);
+- apply, only while this replica leads (`bucketing.leader`, Lease
+  `admission.lease_name`): for each admitted job, each pod is read fresh and patched
+  (`extender.admission.patch`: domain affinity, domain annotation and gate removal in
+  one JSON patch guarded by `test`s); Events on the pods (`HeadstartAdmitted`,
+  `HeadstartWaiting` when a job's wait reason changes, `HeadstartReleased` for pods
+  that are not the admitter's). A failed patch (422: the pod changed; 404: gone; any
+  API fault) is left for the next round, which plans again from the cache; a job
+  cut short between two pods' patches is completed into the same domain
+  (`locality.admission.assign`).
+
+A follower plans too (for /explain and the metric) but writes nothing.
+
+Must not: decide admissions (the core does); touch the cache from a worker thread
+(API calls run in a thread, the plan and the cache stay on the event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from extender.admission.patch import ungate_patch
+from extender.cache import ClusterCache
+from locality.admission.assign import plan
+from locality.admission.config import AdmissionConfig
+from locality.admission.gather import gather
+from locality.admission.model import Admission, Plan, WaitCode, Waiting
+from locality.admission.snapshot import level_room
+from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
+from locality.jobs import job_key_of
+from locality.model import JobKey, Locality, Pod
+
+log = logging.getLogger("headstart.extender.admitter")
+
+COMPONENT = "headstart-admitter"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one round wrote: pods patched, and pods whose patch is left for later."""
+
+    patched: int = 0
+    failed: int = 0
+
+
+class Admitter:
+    """Plans every round; applies while `is_leader()`."""
+
+    def __init__(
+        self,
+        cache: ClusterCache,
+        locality: LocalityConfig,
+        config: AdmissionConfig,
+        api_client: Any | None,
+        is_leader: Callable[[], bool],
+        identity: str = COMPONENT,
+    ) -> None:
+        self.cache = cache
+        self.locality = locality
+        self.config = config
+        self.is_leader = is_leader
+        self.identity = identity
+        self._core = k8s.CoreV1Api(api_client) if api_client is not None else None
+        self.last_plan = Plan()
+        self.last_round_wall: float | None = None
+        self.admitted_jobs_total = 0
+        self.patch_failures_total = 0
+        self._announced: dict[JobKey, WaitCode] = {}
+        self._seen_version = -1
+
+    # ---- plan (event loop) --------------------------------------------------------
+
+    def plan_now(self, now: float) -> Plan:
+        cache = self.cache
+        gated = [pod for pod in cache.gated_pods() if self.config.gate in pod.scheduling_gates]
+        admitted = [pod for job in cache.jobs_with_waiting_pods()
+                    for pod in cache.pods_of_job(job)
+                    if self.config.domain_annotation in pod.annotations]
+        gathered = gather(gated, admitted, cache.pods_of_job, self.locality, self.config)
+        levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL}
+        states = list(cache.nodes.values())
+        rooms = {level: level_room(states, level, self.locality, self.config.node_groups)
+                 for level in levels}
+        return plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
+                    gathered.releases)
+
+    def explain(self, pod: Pod) -> dict[str, Any] | None:
+        """The admission state of `pod`'s job in the last round, None when not gated."""
+        if self.config.gate not in pod.scheduling_gates:
+            return None
+        job = job_key_of(pod, self.locality)
+        for waiting in self.last_plan.waiting:
+            if waiting.job == job:
+                return {"state": "waiting", "code": waiting.code.value, "reason": waiting.reason}
+        for admission in self.last_plan.admissions:
+            if admission.job == job:
+                return {"state": "admitting", "domain": str(admission.domain or ""),
+                        "note": admission.note}
+        for release in self.last_plan.releases:
+            if release.pod.uid == pod.uid:
+                return {"state": "releasing", "reason": release.reason}
+        return {"state": "not planned yet", "leader": self.is_leader()}
+
+    def summary(self) -> dict[str, Any]:
+        """Every gated job and its reason (GET /admission)."""
+        last = self.last_plan
+        return {
+            "leader": self.is_leader(),
+            "waiting": [{"job": str(w.job), "pods": len(w.pods), "code": w.code.value,
+                         "reason": w.reason} for w in last.waiting],
+            "admitting": [{"job": str(a.job), "pods": len(a.pods),
+                           "domain": str(a.domain or ""), "new_nodes": a.new_nodes,
+                           "note": a.note} for a in last.admissions],
+            "releasing": [{"pod": r.pod.full_name, "reason": r.reason}
+                          for r in last.releases],
+        }
+
+    def waiting_by_code(self) -> dict[str, int]:
+        counts = {code.value: 0 for code in WaitCode}
+        for waiting in self.last_plan.waiting:
+            counts[waiting.code.value] += 1
+        return counts
+
+    # ---- the loop -----------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Rounds until cancelled: one after every cache change, at most one per
+        `interval_seconds`; a round that wrote nothing while jobs wait is repeated on
+        the next change only (or every 10 intervals: reasons that depend on time)."""
+        idle = 0
+        while True:
+            await asyncio.sleep(self.config.interval_seconds)
+            cache = self.cache
+            if not cache.ready():
+                continue
+            idle += 1
+            if cache.version == self._seen_version and idle < 10:
+                continue
+            idle = 0
+            self._seen_version = cache.version
+            try:
+                await self.round(time.time())
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug must not end admissions: log, retry next round
+                log.exception("admission round failed")
+
+    async def round(self, now: float) -> Outcome:
+        """Plan, and apply when leading."""
+        planned = self.plan_now(now)
+        self.last_plan = planned
+        self.last_round_wall = now
+        if not self.is_leader() or self._core is None:
+            return Outcome()
+        outcome = await asyncio.to_thread(self._apply, planned, now)
+        self.patch_failures_total += outcome.failed
+        return outcome
+
+    # ---- apply (worker thread: API calls only) ------------------------------------
+
+    def _apply(self, planned: Plan, now: float) -> Outcome:
+        patched = failed = 0
+        for admission in planned.admissions:
+            done, missed = self._admit(admission, now)
+            patched += done
+            failed += missed
+            if not missed:
+                self.admitted_jobs_total += 1
+                self._announced.pop(admission.job, None)
+        for release in planned.releases:
+            if self._ungate(release.pod, None, Locality.NONE):
+                patched += 1
+                self._event(release.pod, "HeadstartReleased", release.reason, now)
+            else:
+                failed += 1
+        for waiting in planned.waiting:
+            self._announce(waiting, now)
+        return Outcome(patched, failed)
+
+    def _admit(self, admission: Admission, now: float) -> tuple[int, int]:
+        domain = None
+        if admission.domain is not None and admission.label_key is not None:
+            domain = (admission.label_key, admission.domain.value, str(admission.domain))
+        message = (f"admitted with its job {admission.job} ({len(admission.pods)} pods): "
+                   f"{admission.note}")
+        done = missed = 0
+        for pod in admission.pods:
+            if self._ungate(pod, domain, admission.locality):
+                done += 1
+                self._event(pod, "HeadstartAdmitted", message, now)
+            else:
+                missed += 1
+        return done, missed
+
+    def _ungate(self, pod: Pod, domain: tuple[str, str, str] | None,
+                locality: Locality) -> bool:
+        core = self._core
+        assert core is not None
+        try:
+            raw = core.read_namespaced_pod(pod.name, pod.namespace,
+                                           _preload_content=False, _request_timeout=10)
+            try:
+                current = _json(raw)
+            finally:
+                raw.release_conn()
+            if (current.get("metadata") or {}).get("uid") != pod.uid:
+                return False  # replaced by a pod of the same name: plan it afresh
+            ops = ungate_patch(current, self.config.gate, domain, locality,
+                               self.config.domain_annotation)
+            if ops is None:
+                return True  # someone lifted it already
+            core.patch_namespaced_pod(pod.name, pod.namespace, ops,
+                                      _content_type="application/json-patch+json",
+                                      _request_timeout=10)
+            return True
+        except ApiException as error:
+            level = logging.DEBUG if error.status in (404, 409, 422) else logging.WARNING
+            log.log(level, "could not lift the gate; next round retries",
+                    extra={"pod": pod.full_name, "status": error.status,
+                           "error": str(error.reason)})
+            return False
+        except Exception as error:  # noqa: BLE001 - transport faults: next round retries
+            log.warning("could not lift the gate; next round retries",
+                        extra={"pod": pod.full_name, "error": f"{type(error).__name__}: {error}"})
+            return False
+
+    def _announce(self, waiting: Waiting, now: float) -> None:
+        """One HeadstartWaiting Event per pod whenever the job's wait code changes."""
+        if self._announced.get(waiting.job) is waiting.code:
+            return
+        self._announced[waiting.job] = waiting.code
+        for pod in waiting.pods:
+            self._event(pod, "HeadstartWaiting", waiting.reason, now,
+                        "Warning" if waiting.code in (WaitCode.NO_FIT, WaitCode.NO_LEVEL)
+                        else "Normal")
+
+    def _event(self, pod: Pod, reason: str, message: str, now: float,
+               kind: str = "Normal") -> None:
+        core = self._core
+        assert core is not None
+        stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{pod.name}.", "namespace": pod.namespace},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": pod.name,
+                               "namespace": pod.namespace, "uid": pod.uid},
+            "reason": reason, "message": message[:1024], "type": kind,
+            "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+            "reportingInstance": self.identity, "firstTimestamp": stamp,
+            "lastTimestamp": stamp, "count": 1,
+        }
+        with contextlib.suppress(Exception):  # an Event is best effort, never a failure
+            core.create_namespaced_event(pod.namespace, body, _request_timeout=10)
+
+
+def _json(response: Any) -> dict[str, Any]:
+    return json.loads(response.data)

@@ -1,0 +1,186 @@
+"""Which gated jobs are admitted now, into which domain, and why the others wait.
+
+The rule, in order:
+
+1. A job is considered once all its pods exist: as many as its declared size
+   (`headstart.io/job-size`, else its PodGroup's minMember); a job naming a PodGroup
+   not seen yet waits for it; a job declaring no size is taken with the pods it has
+   once none has been added for `settle_seconds`.
+2. Jobs are taken by priority (highest first), then age (first pod created first),
+   then namespace/name. Reservations of jobs admitted earlier and not yet bound are
+   packed into their domains before any job is considered.
+3. A job whose pods already carry a domain (an admission cut short) joins it. Policy
+   `none`: released without a domain. Otherwise every domain at the job's level (the
+   placement group's, or `headstart.io/topology-level`'s) is tried with a bin-pack of
+   all its pods (`pack`): nodes' free room (placeholders count as free) less what
+   earlier jobs took, then whole new nodes of the domain's node groups. Among the
+   domains that hold it: fewest new nodes, then least free GPU left (best fit keeps
+   big holes for big jobs), then name. The job takes that room.
+4. No domain holds it: `required` waits, whole, with the reason; `preferred` is
+   released without a domain (kube-scheduler and the extender place it pod by pod).
+5. Anti-starvation (as EASY backfill and Kueue's head-of-queue do): the first job in
+   this order that waits for room, once it has waited `head_reserve_after_seconds`
+   since its last pod was created, takes all the room it can use in the domain that
+   holds most of it. Jobs after it get only what is left, so capacity freed there
+   goes to it, not to a stream of smaller jobs; a job that would have fit but for
+   that hold waits as `held`. Only the first such job holds room.
+
+Must not: read the clock (`now` is passed), log, mutate its inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from locality.admission.config import AdmissionConfig
+from locality.admission.model import (
+    Admission,
+    Domain,
+    GatedJob,
+    Plan,
+    Release,
+    Reservation,
+    WaitCode,
+    Waiting,
+)
+from locality.admission.pack import Bins, open_bins, pack
+from locality.admission.snapshot import LevelRoom
+from locality.model import Locality
+
+
+def admission_order(job: GatedJob) -> tuple:
+    """Priority first (highest), then age (oldest), then name."""
+    return (-job.priority, job.created_at, job.key.namespace, job.key.name)
+
+
+def plan(
+    jobs: Sequence[GatedJob],
+    rooms: Mapping[str, LevelRoom],
+    reservations: Sequence[Reservation],
+    now: float,
+    config: AdmissionConfig,
+    releases: Sequence[Release] = (),
+) -> Plan:
+    """rooms: per level name, its domains' room (`snapshot.level_room`). now: seconds
+    since the epoch, the clock of the pods' creation timestamps."""
+    waiting: list[Waiting] = []
+    ready: list[GatedJob] = []
+    for job in jobs:
+        blocked = _incomplete(job, now, config)
+        if blocked is None:
+            ready.append(job)
+        else:
+            waiting.append(Waiting(job.key, job.gated, *blocked))
+    kinds = sorted({kind for job in ready for request, _ in job.demand
+                    for kind, _ in request.devices}
+                   | {kind for r in reservations for request, _ in r.demand
+                      for kind, _ in request.devices})
+    bins: dict[Domain, Bins] = {}
+    for level, room in rooms.items():
+        for value, domain_room in room.domains.items():
+            bins[Domain(level, value)] = open_bins(domain_room, kinds)
+    for reservation in reservations:
+        if reservation.domain in bins:
+            pack(bins[reservation.domain], reservation.demand)
+
+    admissions: list[Admission] = []
+    head: tuple[GatedJob, Domain, Bins] | None = None  # the held domain, before the hold
+    for job in sorted(ready, key=admission_order):
+        size = len(job.gated)
+        if job.recorded is not None:
+            target = bins.get(job.recorded)
+            if target is not None:
+                pack(target, job.demand, job.pods_per_node)
+            room = rooms.get(job.recorded.level)
+            domain_room = room.domains.get(job.recorded.value) if room else None
+            admissions.append(Admission(
+                job.key, job.gated, job.recorded,
+                domain_room.label_key if domain_room else None, job.policy.placement_group, 0,
+                f"joins {job.recorded}, where its other pods were admitted"))
+            continue
+        if job.policy.placement_group is Locality.NONE:
+            admissions.append(Admission(job.key, job.gated, None, None, Locality.NONE, 0,
+                                        "placement-group policy none: no domain"))
+            continue
+        room = rooms.get(job.level)
+        if room is None or not room.domains:
+            reason = (f"no node carries a {job.level} label and no node group names a "
+                      f"{job.level} domain")
+            _unplaced(job, WaitCode.NO_LEVEL, reason, admissions, waiting)
+            continue
+        best: tuple[tuple, Domain, Bins] | None = None
+        most: tuple[tuple, Domain, Bins, int] | None = None
+        for value in room.domains:
+            domain = Domain(job.level, value)
+            trial = bins[domain].copy()
+            placed = pack(trial, job.demand, job.pods_per_node)
+            if placed == size:
+                rank = (trial.opened - bins[domain].opened, trial.free_gpu_milli(), value)
+                if best is None or rank < best[0]:
+                    best = (rank, domain, trial)
+            rank_most = (-placed, trial.opened, value)
+            if most is None or rank_most < most[0]:
+                most = (rank_most, domain, trial, placed)
+        if best is not None:
+            _, domain, trial = best
+            new_nodes = trial.opened - bins[domain].opened
+            bins[domain] = trial
+            admissions.append(Admission(
+                job.key, job.gated, domain, room.domains[domain.value].label_key,
+                job.policy.placement_group, new_nodes,
+                f"fits {domain}" + (f" with {new_nodes} new node(s)" if new_nodes else "")))
+            continue
+        if head is not None and job.policy.placement_group is Locality.REQUIRED:
+            held_job, held_domain, before = head
+            if pack(before.copy(), job.demand, job.pods_per_node) == size:
+                waiting.append(Waiting(job.key, job.gated, WaitCode.HELD, (
+                    f"{held_domain} would hold it, but that room is held for {held_job.key} "
+                    f"(higher in admission order and waiting longer than "
+                    f"{config.head_reserve_after_seconds:g} s)")))
+                continue
+        assert most is not None
+        _, domain, partial, placed = most
+        reason = (f"no {job.level} domain holds its {size} pods, even with the nodes "
+                  f"the autoscaler can add; the most is {placed} in {domain}")
+        if room.unlabeled:
+            reason += f" ({room.unlabeled} node(s) carry no {job.level} label: not counted)"
+        if room.notes:
+            reason += "; " + "; ".join(room.notes)
+        _unplaced(job, WaitCode.NO_FIT, reason, admissions, waiting)
+        if (head is None and job.policy.placement_group is Locality.REQUIRED
+                and now - job.last_created_at >= config.head_reserve_after_seconds):
+            head = (job, domain, bins[domain])
+            bins[domain] = partial
+    return Plan(tuple(admissions), tuple(waiting), tuple(releases))
+
+
+def _unplaced(job: GatedJob, code: WaitCode, reason: str, admissions: list[Admission],
+              waiting: list[Waiting]) -> None:
+    """`required` waits; `preferred` goes without a domain."""
+    if job.policy.placement_group is Locality.REQUIRED:
+        waiting.append(Waiting(job.key, job.gated, code, reason))
+    else:
+        admissions.append(Admission(job.key, job.gated, None, None, Locality.PREFERRED, 0,
+                                    f"released without a domain (policy preferred): {reason}"))
+
+
+def _incomplete(job: GatedJob, now: float, config: AdmissionConfig
+                ) -> tuple[WaitCode, str] | None:
+    """Why the job is not whole yet, None when it is."""
+    if job.size is not None:
+        if job.known_pods < job.size:
+            return WaitCode.INCOMPLETE, (
+                f"{job.known_pods} of its {job.size} pods exist (declared size); waiting "
+                "for the rest before choosing a domain for the whole job")
+        return None
+    if job.awaiting_group is not None:
+        return WaitCode.SIZE_UNKNOWN, (
+            f"waiting for its PodGroup {job.awaiting_group} (its minMember is the job's "
+            "size), which the extender has not seen")
+    quiet = now - job.last_created_at
+    if quiet < config.settle_seconds:
+        return WaitCode.SIZE_UNKNOWN, (
+            f"declares no size (annotation headstart.io/job-size or a PodGroup): taken with "
+            f"the {len(job.gated)} pods it has once none is added for "
+            f"{config.settle_seconds:g} s ({config.settle_seconds - quiet:.0f} s to go)")
+    return None

@@ -1,0 +1,210 @@
+"""Settings of the job admitter and the autoscaler's node groups it may count on.
+
+Decides: the defaults (admission on, gate `headstart.io/placement`, a job without a
+declared size admitted once no pod of it has been added for 10 s, a waiting job holds
+room against later jobs after 60 s) and the validation of the `admission:` section,
+with errors naming the file and the field path.
+
+Must not: read files (the extender's config loader hands the mapping in), talk to the
+API, log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from bucketing.errors import ConfigError, InputError
+from bucketing.resources import Resources, resources_from_list
+
+GATE = "headstart.io/placement"
+DOMAIN_ANNOTATION = "headstart.io/domain"
+
+# Gates and annotations of other admitters: a pod carrying one is theirs (Kueue:
+# pkg/controller/jobs/pod/constants SchedulingGateName, apis/kueue/v1beta2
+# topology_types.go TopologySchedulingGate, ElasticJobSchedulingGate,
+# WorkloadAnnotation, PodSetRequiredTopologyAnnotation / Preferred).
+FOREIGN_GATE_PREFIXES: tuple[str, ...] = ("kueue.x-k8s.io/",)
+FOREIGN_ANNOTATIONS: tuple[str, ...] = (
+    "kueue.x-k8s.io/workload",
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroup:
+    """One autoscaler node group: nodes of one instance type in one domain.
+
+    The admitter counts `max_size` less the nodes it sees of that type in that domain
+    as nodes cluster-autoscaler can still add there.
+    """
+
+    name: str
+    """The node group's name (shown in /admission and reasons)."""
+
+    instance_type: str
+    """Its nodes' `node.kubernetes.io/instance-type` (`locality.instance_type_label`)."""
+
+    domain: str
+    """The domain its nodes join: their label value at `level`."""
+
+    max_size: int
+    """The group's maximum node count (cluster-autoscaler's `--nodes=MIN:MAX:NAME`, an
+    EKS managed node group's maxSize, a GKE node pool's max nodes)."""
+
+    level: str = "placement-group"
+    """The topology level (`locality.topology_levels`) `domain` is a domain of."""
+
+    allocatable: Resources | None = None
+    """What one new node offers to pods (Kubernetes quantities: `cpu`, `memory`,
+    `nvidia.com/gpu`). Unset: the allocatable of a node of this instance type the
+    cluster has; with none, the group counts for nothing until one exists."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionConfig:
+    """The `admission:` section of the extender's config (docs/extender.md)."""
+
+    enabled: bool = True
+    """Run the job admitter (leader-elected). Must be on while the
+    MutatingAdmissionPolicy that adds `gate` is installed, or gated pods never run."""
+
+    gate: str = GATE
+    """The scheduling gate training pods are created behind."""
+
+    domain_annotation: str = DOMAIN_ANNOTATION
+    """Written on every admitted pod with its node affinity: `LEVEL=DOMAIN`. With the
+    affinity it is the job's reservation: any replica reconstructs reservations from
+    admitted pods not yet bound."""
+
+    settle_seconds: float = 10.0
+    """A job that declares no size (no `headstart.io/job-size`, no PodGroup) is
+    admitted with the pods it has once none has been added for this long."""
+
+    head_reserve_after_seconds: float = 60.0
+    """Once the first job in admission order that does not fit has waited this long
+    (since its last pod was created), it holds the room it can use in its best domain:
+    later jobs are admitted only with what it cannot use. 0: from the start."""
+
+    interval_seconds: float = 1.0
+    """Least time between two admission rounds (a round runs after any change)."""
+
+    lease_name: str = "headstart-extender-admitter"
+    """Lease (coordination.k8s.io/v1) of the admitter's leader election."""
+
+    lease_namespace: str = "headstart"
+    """Namespace of the Lease (the extender's own; `POD_NAMESPACE` overrides it)."""
+
+    lease_duration_s: int = 15
+    """Seconds a follower waits after the last renewal seen before taking over."""
+
+    renew_deadline_s: int = 10
+    """Seconds the leader keeps trying to renew before it stops admitting."""
+
+    retry_period_s: int = 2
+    """Seconds between acquire and renew attempts."""
+
+    node_groups: tuple[NodeGroup, ...] = ()
+    """The autoscaler's node groups (`autoscaler: {node_groups: [...]}` in the file):
+    nodes cluster-autoscaler can still add to each domain. Empty: only nodes that exist
+    count, and a job larger than a domain's free room waits."""
+
+    @classmethod
+    def from_mapping(
+        cls, data: Any, source: str, gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",)
+    ) -> AdmissionConfig:
+        """Validate the `admission:` mapping; errors name `source` and the field.
+        gpu_resources: the resource names that count as GPUs (`locality.gpu_resources`),
+        for node groups' `allocatable`."""
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{source}: expected a mapping")
+        known = {f.name for f in fields(cls)} - {"node_groups"} | {"autoscaler"}
+        unknown = sorted(str(key) for key in set(data) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown field(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(sorted(known))}")
+        values: dict[str, Any] = {}
+        for name, raw in data.items():
+            where = f"{source}: {name}"
+            if name == "enabled":
+                if not isinstance(raw, bool):
+                    raise ConfigError(f"{where}: expected true or false, got {raw!r}")
+                values[name] = raw
+            elif name in ("settle_seconds", "head_reserve_after_seconds"):
+                values[name] = _number(raw, where, 0)
+            elif name == "interval_seconds":
+                values[name] = _number(raw, where, 0.05)
+            elif name in ("lease_duration_s", "renew_deadline_s", "retry_period_s"):
+                if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+                    raise ConfigError(f"{where}: expected a positive integer, got {raw!r}")
+                values[name] = raw
+            elif name == "autoscaler":
+                values["node_groups"] = _autoscaler(raw, where, gpu_resources)
+            else:
+                values[name] = _string(raw, where)
+        config = cls(**values)
+        if not config.lease_duration_s > config.renew_deadline_s > config.retry_period_s:
+            raise ConfigError(f"{source}: expected lease_duration_s > renew_deadline_s > "
+                              "retry_period_s (a follower must not take over while the "
+                              "leader may still be admitting)")
+        return config
+
+
+def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...]) -> tuple[NodeGroup, ...]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with node_groups")
+    unknown = sorted(str(key) for key in set(raw) - {"node_groups"})
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: node_groups")
+    entries = raw.get("node_groups") or []
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where}: node_groups: expected a list")
+    groups = []
+    allowed = {"name", "instance_type", "domain", "max_size", "level", "allocatable"}
+    for index, entry in enumerate(entries):
+        at = f"{where}: node_groups[{index}]"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{at}: expected a mapping")
+        unknown = sorted(str(key) for key in set(entry) - allowed)
+        if unknown:
+            raise ConfigError(f"{at}: unknown field(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(sorted(allowed))}")
+        for required in ("name", "instance_type", "domain", "max_size"):
+            if required not in entry:
+                raise ConfigError(f"{at}: {required}: required")
+        max_size = entry["max_size"]
+        if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 0:
+            raise ConfigError(f"{at}: max_size: expected a non-negative integer, "
+                              f"got {max_size!r}")
+        allocatable = None
+        if entry.get("allocatable") is not None:
+            try:
+                allocatable = resources_from_list(
+                    entry["allocatable"], gpu_resources, f"{at}: allocatable")
+            except InputError as error:
+                raise ConfigError(str(error)) from None
+        groups.append(NodeGroup(
+            _string(entry["name"], f"{at}: name"),
+            _string(entry["instance_type"], f"{at}: instance_type"),
+            _string(str(entry["domain"]), f"{at}: domain"),
+            max_size,
+            _string(entry.get("level", "placement-group"), f"{at}: level"),
+            allocatable,
+        ))
+    return tuple(groups)
+
+
+def _number(raw: Any, where: str, low: float) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw < low:
+        raise ConfigError(f"{where}: expected a number of seconds, at least {low}, got {raw!r}")
+    return float(raw)
+
+
+def _string(raw: Any, where: str) -> str:
+    if not isinstance(raw, str) or not raw:
+        raise ConfigError(f"{where}: expected a non-empty string, got {raw!r}")
+    return raw

@@ -1,0 +1,121 @@
+"""From pods to what admission decides on: gated jobs, pods to release, reservations.
+
+Decides: which gated pods form a job (the job labels, `locality.jobs`), what its
+declared size is and how many of its pods exist, its priority and age, which gated
+pods are not the admitter's (no job label: released as they are; another admitter's
+gate or assignment, Kueue's: released untouched, left to it), and the reservations of
+admitted jobs: pods carrying the domain annotation, not bound, not finished. The
+reservation is read back from the pods, not kept in memory, so a restarted admitter or
+a new leader counts it the same.
+
+Must not: read the clock, log, look at nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from bucketing.resources import Resources
+from locality.admission.config import FOREIGN_ANNOTATIONS, FOREIGN_GATE_PREFIXES, AdmissionConfig
+from locality.admission.model import Domain, GatedJob, Release, Reservation
+from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
+from locality.jobs import job_key_of, job_policy
+from locality.model import JobKey, Pod
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    jobs: tuple[GatedJob, ...]
+    releases: tuple[Release, ...]
+    reservations: tuple[Reservation, ...]
+
+
+def foreign_admitter(pod: Pod, gate: str) -> str | None:
+    """The other admitter's gate or annotation on the pod, None when there is none."""
+    for name in pod.scheduling_gates:
+        if name != gate and name.startswith(FOREIGN_GATE_PREFIXES):
+            return f"scheduling gate {name}"
+    for key in FOREIGN_ANNOTATIONS:
+        if key in pod.annotations:
+            return f"annotation {key}"
+    return None
+
+
+def gather(
+    gated: Iterable[Pod],
+    admitted_unbound: Iterable[Pod],
+    pods_of_job: Callable[[JobKey], Sequence[Pod]],
+    locality: LocalityConfig,
+    admission: AdmissionConfig,
+) -> Gathered:
+    """gated: pods carrying the admission gate (any others are ignored). admitted_unbound:
+    candidate reservation pods (those without the gate, not bound, not finished, with a
+    valid domain annotation count). pods_of_job: every pod of a job in any phase."""
+    gate = admission.gate
+    by_job: dict[JobKey, list[Pod]] = {}
+    releases: list[Release] = []
+    for pod in gated:
+        if gate not in pod.scheduling_gates or pod.node_name is not None or pod.terminal:
+            continue
+        other = foreign_admitter(pod, gate)
+        if other is not None:
+            releases.append(Release(pod, f"carries {other}: left to that admitter"))
+            continue
+        job = job_key_of(pod, locality)
+        if job is None:
+            releases.append(Release(pod, "belongs to no job headstart knows (no job label): "
+                                         "released without a domain, placed pod by pod"))
+            continue
+        by_job.setdefault(job, []).append(pod)
+    jobs = tuple(
+        _job(key, sorted(pods, key=lambda p: p.name), pods_of_job(key), locality, admission)
+        for key, pods in sorted(by_job.items(), key=lambda item: (item[0].namespace,
+                                                                   item[0].name))
+    )
+    return Gathered(jobs, tuple(releases), reservations(admitted_unbound, admission))
+
+
+def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: LocalityConfig,
+         admission: AdmissionConfig) -> GatedJob:
+    policy = job_policy(gated[0], locality)
+    known = sum(1 for pod in all_pods if not (pod.terminal and not pod.succeeded))
+    awaiting = None
+    if policy.job_size is None:
+        named = next((p.pod_group for p in gated if p.pod_group is not None), None)
+        if named is not None:
+            awaiting = named[1]
+    level = (locality.topology_levels[policy.topology_level].name
+             if policy.topology_level is not None else PLACEMENT_GROUP_LEVEL)
+    recorded = None
+    for pod in all_pods:
+        raw = pod.annotations.get(admission.domain_annotation)
+        if raw and not pod.terminal:
+            recorded = Domain.parse(raw)
+            if recorded is not None:
+                break
+    created = [pod.created_at for pod in gated]
+    return GatedJob(
+        key=key, gated=tuple(gated), policy=policy, known_pods=known, size=policy.job_size,
+        awaiting_group=awaiting, level=level, priority=max(pod.priority for pod in gated),
+        created_at=min(created), last_created_at=max(created), recorded=recorded,
+    )
+
+
+def reservations(pods: Iterable[Pod], admission: AdmissionConfig) -> tuple[Reservation, ...]:
+    """Admitted pods not bound yet, summed per domain: the room they will take."""
+    by_domain: dict[Domain, dict[Resources, int]] = {}
+    for pod in pods:
+        if pod.node_name is not None or pod.terminal or admission.gate in pod.scheduling_gates:
+            continue
+        raw = pod.annotations.get(admission.domain_annotation)
+        domain = Domain.parse(raw) if raw else None
+        if domain is None:
+            continue
+        counts = by_domain.setdefault(domain, {})
+        counts[pod.request] = counts.get(pod.request, 0) + 1
+    return tuple(
+        Reservation(domain, tuple(sorted(counts.items(), key=lambda item: (
+            -item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes))))
+        for domain, counts in sorted(by_domain.items(), key=lambda item: str(item[0]))
+    )

@@ -1,0 +1,138 @@
+"""The values the admission decisions work on and produce.
+
+Decides nothing. `gather` builds `GatedJob`s and `Reservation`s from pods, `snapshot`
+builds `DomainRoom`s from nodes and node groups, `assign` returns a `Plan`.
+
+Must not: parse JSON, log, read the clock.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from bucketing.resources import Resources
+from locality.model import JobKey, JobPolicy, Locality, Pod
+
+
+class WaitCode(enum.Enum):
+    """Why a job stays gated (the metric's `reason` label; the text says more)."""
+
+    INCOMPLETE = "incomplete"  # fewer pods than its declared size
+    SIZE_UNKNOWN = "size_unknown"  # its PodGroup not seen yet, or settling without a size
+    NO_LEVEL = "no_level"  # no node (and no node group) has a domain at its level
+    NO_FIT = "no_fit"  # no domain holds it, even with the nodes the autoscaler can add
+    HELD = "held"  # it would take room an older job that waits longer needs
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """A topology domain: a level name and the domain's label value there."""
+
+    level: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.level}={self.value}"
+
+    @classmethod
+    def parse(cls, text: str) -> Domain | None:
+        """`LEVEL=VALUE` (the domain annotation) to a Domain; None when malformed."""
+        level, sep, value = text.partition("=")
+        return cls(level, value) if sep and level and value else None
+
+
+@dataclass(frozen=True, slots=True)
+class GatedJob:
+    """A job with pods behind the admission gate.
+
+    gated: its pods behind the gate (not bound, not finished), by name.
+    known_pods: its pods that count toward the declared size (any not Failed).
+    size: the declared size (`JobPolicy.job_size`), None when it declares none.
+    awaiting_group: the PodGroup it names while that object has not been seen.
+    level: the topology level its policy applies at (the placement group's by default).
+    priority: the highest priority of its gated pods. created_at: its first gated
+    pod's creation; last_created_at: its last one's (when it became complete).
+    recorded: the domain earlier admissions of this job wrote into its pods (a crash
+    between two pods' patches), which the rest must join.
+    """
+
+    key: JobKey
+    gated: tuple[Pod, ...]
+    policy: JobPolicy
+    known_pods: int
+    size: int | None
+    awaiting_group: str | None
+    level: str
+    priority: int
+    created_at: float
+    last_created_at: float
+    recorded: Domain | None = None
+
+    @property
+    def demand(self) -> tuple[tuple[Resources, int], ...]:
+        """(request, count) of the gated pods, largest GPU request first (the order the
+        first-fit packs them in)."""
+        counts: dict[Resources, int] = {}
+        for pod in self.gated:
+            counts[pod.request] = counts.get(pod.request, 0) + 1
+        return tuple(sorted(counts.items(), key=lambda item: (
+            -item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes)))
+
+    @property
+    def pods_per_node(self) -> int | None:
+        """1 for a `spread` job (a node per pod), else no limit."""
+        return 1 if self.policy.packing.value == "spread" else None
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Pods admitted into `domain` that are not bound yet: room they will take."""
+
+    domain: Domain
+    demand: tuple[tuple[Resources, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """Lift the gate of `job`'s pods, writing `domain` into them.
+
+    domain None: released without a domain (policy `none`, or `preferred` with no
+    domain that holds it). label_key: the node label the affinity selects on.
+    new_nodes: nodes the autoscaler has to add for it (0: fits the free room).
+    """
+
+    job: JobKey
+    pods: tuple[Pod, ...]
+    domain: Domain | None
+    label_key: str | None
+    locality: Locality
+    new_nodes: int
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """`job` stays gated, whole, for `reason`."""
+
+    job: JobKey
+    pods: tuple[Pod, ...]
+    code: WaitCode
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """A gated pod that is not the admitter's to place: its gate is lifted as is."""
+
+    pod: Pod
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One admission round's decisions, jobs in admission order."""
+
+    admissions: tuple[Admission, ...] = ()
+    waiting: tuple[Waiting, ...] = ()
+    releases: tuple[Release, ...] = ()

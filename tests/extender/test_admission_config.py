@@ -1,0 +1,40 @@
+"""The `admission:` section of the extender's config: defaults, node groups, and errors
+that name the file and the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from bucketing.errors import ConfigError
+from bucketing.resources import Resources
+from extender.config import config_from_mapping
+
+
+def test_defaults_and_a_node_group():
+    config = config_from_mapping({"admission": {"autoscaler": {"node_groups": [
+        {"name": "p4d-a", "instance_type": "p4d.24xlarge", "domain": "pg-a", "max_size": 8,
+         "allocatable": {"cpu": "95", "memory": "1100Gi", "nvidia.com/gpu": "8"}}]}}}, "x.yaml")
+    assert config.admission.enabled and config.admission.gate == "headstart.io/placement"
+    (group,) = config.admission.node_groups
+    assert (group.domain, group.max_size, group.level) == ("pg-a", 8, "placement-group")
+    assert group.allocatable == Resources.of(8, 95, 1100)
+    assert config_from_mapping({}, "x.yaml").admission.node_groups == ()
+
+
+@pytest.mark.parametrize("admission, message", [
+    ({"gates": "x"}, "x.yaml: admission: unknown field(s) gates"),
+    ({"enabled": "yes"}, "x.yaml: admission: enabled: expected true or false"),
+    ({"settle_seconds": -1}, "x.yaml: admission: settle_seconds: expected a number"),
+    ({"autoscaler": {"node_groups": [{"name": "g", "instance_type": "t", "domain": "d"}]}},
+     "x.yaml: admission: autoscaler: node_groups[0]: max_size: required"),
+    ({"autoscaler": {"node_groups": [{"name": "g", "instance_type": "t", "domain": "d",
+                                      "max_size": 2, "level": "rack"}]}},
+     "x.yaml: admission: autoscaler: node_groups[0]: level: 'rack' is not one of"),
+    ({"lease_duration_s": 5, "renew_deadline_s": 10},
+     "x.yaml: admission: expected lease_duration_s > renew_deadline_s"),
+], ids=["unknown-field", "not-a-bool", "negative-seconds", "missing-max-size", "unknown-level",
+        "lease-timing"])
+def test_errors_name_the_file_and_the_field(admission, message):
+    with pytest.raises(ConfigError) as error:
+        config_from_mapping({"admission": admission}, "x.yaml")
+    assert str(error.value).startswith(message), str(error.value)

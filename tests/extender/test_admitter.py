@@ -1,0 +1,218 @@
+"""The job admitter against the fake API server: real watches, real JSON patches, the
+API server's rules for gated pods, Events, and leader election between two replicas."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from bucketing.leader import LeaderElector
+from extender.admission.admitter import Admitter
+from extender.cache import ClusterCache
+from extender.sync import ClusterSync
+from locality.admission.config import GATE, AdmissionConfig
+from locality.config import LocalityConfig
+from tests.extender.builders import make_node, make_pod
+from tests.extender.test_sync import FAST, eventually
+
+LOCALITY = LocalityConfig()
+ADMISSION = AdmissionConfig(lease_namespace="headstart", lease_duration_s=3,
+                            renew_deadline_s=2, retry_period_s=1, interval_seconds=0.1)
+PG_KEY = "headstart.io/placement-group"
+
+
+def gated_pod(name, job, size, gpus=8, policy="required", extra_spec=None):
+    pod = make_pod(name, job=job, role="worker", gpus=gpus, annotations={
+        "headstart.io/job-size": str(size), "headstart.io/placement-group": policy})
+    pod["spec"]["schedulingGates"] = [{"name": GATE}]
+    pod["spec"].update(extra_spec or {})
+    return pod
+
+
+@pytest.fixture
+async def replicas(fake_kube):
+    """A function starting a replica (cache, watches, elector, admitter)."""
+    started = []
+
+    def start(identity: str, leading: bool | None = None) -> Admitter:
+        api = fake_kube.api_client()
+        cache = ClusterCache(LOCALITY)
+        sync = ClusterSync(api, cache, LOCALITY, FAST, watch_topology=False, watch_dra=False,
+                           watch_pod_groups=False)
+        sync.start(asyncio.get_running_loop())
+        if leading is None:
+            elector = LeaderElector(api, "headstart", ADMISSION, identity=identity)
+            elector.start()
+            is_leader = elector.is_leader
+        else:
+            elector = None
+            is_leader = lambda: leading  # noqa: E731
+        admitter = Admitter(cache, LOCALITY, ADMISSION, api, is_leader, identity)
+        started.append((sync, elector))
+        return admitter
+
+    yield start
+    for sync, elector in started:
+        if elector is not None:
+            elector.stop()
+        await sync.stop(timeout=5)
+
+
+def pod_of(kube, name):
+    return kube.get("v1", "Pod", name, "team")
+
+
+def events_for(kube, name):
+    return [(e["reason"], e["message"]) for e in kube.list("v1", "Event", "team")
+            if e["involvedObject"]["name"] == name]
+
+
+async def settle(admitter, predicate, timeout=10.0):
+    """Run rounds until `predicate()`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        if admitter.cache.ready():
+            await admitter.round(time.time())
+        if predicate():
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"not reached; last plan: {admitter.summary()}")
+        await asyncio.sleep(0.1)
+
+
+async def test_whole_job_admitted_into_one_domain_and_the_other_waits(fake_kube, replicas):
+    # pg-a: 2 nodes of 8 GPUs, pg-b: 1. Job a (2 x 8 GPUs) fits only pg-a; job b the same,
+    # created after: it waits until a's pods are gone.
+    for name, group in (("a1", "pg-a"), ("a2", "pg-a"), ("b1", "pg-b")):
+        fake_kube.create(make_node(name, group=group))
+    for index in range(2):
+        fake_kube.create(gated_pod(f"a-{index}", "a", 2))
+    await asyncio.sleep(0.01)  # b is younger
+    for index in range(2):
+        fake_kube.create(gated_pod(f"b-{index}", "b", 2))
+    admitter = replicas("solo", leading=True)
+
+    def a_admitted():
+        return all(not pod_of(fake_kube, f"a-{i}")["spec"].get("schedulingGates")
+                   for i in range(2))
+
+    await settle(admitter, a_admitted)
+    pod = pod_of(fake_kube, "a-0")
+    assert pod["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": PG_KEY, "operator": "In", "values": ["pg-a"]}]}]
+    assert pod["metadata"]["annotations"]["headstart.io/domain"] == "placement-group=pg-a"
+    assert [r for r, _ in events_for(fake_kube, "a-0")] == ["HeadstartAdmitted"]
+    assert pod_of(fake_kube, "b-0")["spec"]["schedulingGates"] == [{"name": GATE}]
+    await eventually(lambda: bool(events_for(fake_kube, "b-1")))
+    ((reason, message),) = events_for(fake_kube, "b-1")
+    assert reason == "HeadstartWaiting" and "no placement-group domain holds" in message
+    assert admitter.waiting_by_code()["no_fit"] == 1
+    # a's pods are admitted but unbound: their reservation is read back from the API, so
+    # a second round (or a new leader) still keeps b out.
+    await admitter.round(time.time())
+    assert pod_of(fake_kube, "b-0")["spec"]["schedulingGates"] == [{"name": GATE}]
+    # a finishes and its pods go: b is admitted.
+    for index in range(2):
+        fake_kube.delete("v1", "Pod", f"a-{index}", "team")
+    await settle(admitter, lambda: not pod_of(fake_kube, "b-0")["spec"].get("schedulingGates"))
+    assert pod_of(fake_kube, "b-1")["metadata"]["annotations"]["headstart.io/domain"] == (
+        "placement-group=pg-a")
+
+
+async def test_existing_affinity_is_narrowed_as_the_api_server_allows(fake_kube, replicas):
+    # The pod already requires GPU nodes (one term) and prefers something: the domain is
+    # appended to the term; the fake applies kube-apiserver's narrowing rule.
+    fake_kube.create(make_node("a1", group="pg-a", labels={"gpu": "yes"}))
+    fake_kube.create(make_node("b1", group="pg-b", labels={"gpu": "yes"}))
+    affinity = {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["yes"]}]}]}}}
+    fake_kube.create(gated_pod("x-0", "x", 1, extra_spec={"affinity": affinity}))
+    fake_kube.create(gated_pod("p-0", "p", 1, policy="preferred"))
+    admitter = replicas("solo", leading=True)
+    await settle(admitter, lambda: not any(
+        pod_of(fake_kube, n)["spec"].get("schedulingGates") for n in ("x-0", "p-0")))
+    terms = pod_of(fake_kube, "x-0")["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert len(terms) == 1 and terms[0]["matchExpressions"][0]["key"] == "gpu"
+    assert terms[0]["matchExpressions"][1]["key"] == PG_KEY
+    preferred = pod_of(fake_kube, "p-0")["spec"]["affinity"]["nodeAffinity"]
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in preferred
+    assert preferred["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"] == 100
+
+
+async def test_bad_input_gets_a_reason_never_a_silent_gate(fake_kube, replicas):
+    fake_kube.create(make_node("n1", group="pg-a"))
+    fake_kube.create(make_node("loose"))  # no placement-group label
+    # A job that declares 3 pods and has 1; a pod of no job; a pod Kueue also gates.
+    fake_kube.create(gated_pod("short-0", "short", 3, gpus=1))
+    lone = make_pod("lone", gpus=1)
+    lone["spec"]["schedulingGates"] = [{"name": GATE}]
+    fake_kube.create(lone)
+    kueue = gated_pod("k-0", "k", 1, gpus=1)
+    kueue["spec"]["schedulingGates"].append({"name": "kueue.x-k8s.io/topology"})
+    fake_kube.create(kueue)
+    admitter = replicas("solo", leading=True)
+    await settle(admitter, lambda: pod_of(fake_kube, "lone")["spec"].get(
+        "schedulingGates") == [] and bool(events_for(fake_kube, "short-0")))
+    assert events_for(fake_kube, "lone")[0][0] == "HeadstartReleased"
+    assert pod_of(fake_kube, "k-0")["spec"]["schedulingGates"] == [
+        {"name": "kueue.x-k8s.io/topology"}]  # ours lifted, Kueue's left to Kueue
+    assert "affinity" not in pod_of(fake_kube, "k-0")["spec"]
+    ((reason, message),) = events_for(fake_kube, "short-0")
+    assert reason == "HeadstartWaiting" and "1 of its 3 pods exist" in message
+    explained = admitter.explain(admitter.cache.pod("team", "short-0"))
+    assert explained["code"] == "incomplete"
+
+
+async def test_two_replicas_only_the_leader_patches(fake_kube, replicas):
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    for index in range(2):
+        fake_kube.create(gated_pod(f"j-{index}", "j", 2))
+    one, two = replicas("one"), replicas("two")
+    await eventually(lambda: one.is_leader() or two.is_leader(), timeout=15)
+    leader, follower = (one, two) if one.is_leader() else (two, one)
+    await eventually(lambda: follower.cache.ready() and leader.cache.ready())
+    before = len(fake_kube.requests)
+    await follower.round(time.time())
+    assert not [r for r in fake_kube.requests[before:] if r[0] == "PATCH"]
+    assert [a.job.name for a in follower.last_plan.admissions] == ["j"]  # plans, writes not
+    await settle(leader, lambda: not pod_of(fake_kube, "j-1")["spec"].get("schedulingGates"))
+    patches = [r for r in fake_kube.requests if r[0] == "PATCH" and "/pods/" in r[1]]
+    assert len(patches) == 2  # one per pod, by the leader alone
+
+
+def test_the_fake_rejects_what_kube_apiserver_rejects(fake_kube):
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = client.CoreV1Api(fake_kube.api_client())
+    fake_kube.create(gated_pod("g", "g", 1))
+    fake_kube.create(make_pod("free", job="f"))
+
+    def patch(name, ops):
+        core.patch_namespaced_pod(name, "team", ops, _content_type="application/json-patch+json")
+
+    with pytest.raises(ApiException) as error:  # a gate cannot be added
+        patch("g", [{"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": "x"}}])
+    assert error.value.status == 422
+    term = {"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}
+    required = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    with pytest.raises(ApiException) as error:  # nor affinity set on an ungated pod
+        patch("free", [{"op": "add", "path": "/spec/affinity",
+                        "value": {"nodeAffinity": required}}])
+    assert error.value.status == 422
+    patch("g", [{"op": "add", "path": "/spec/affinity", "value": {"nodeAffinity": required}}])
+    with pytest.raises(ApiException) as error:  # while gated: no term added to a set list
+        patch("g", [{"op": "add", "path": "/spec/affinity/nodeAffinity/"
+                     "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/-",
+                     "value": term}])
+    assert error.value.status == 422
+    with pytest.raises(ApiException) as error:  # a failed test operation
+        patch("g", [{"op": "test", "path": "/metadata/uid", "value": "other"}])
+    assert error.value.status == 422

@@ -1,0 +1,275 @@
+"""The admission decision as tables: gated jobs and domains in, admissions and reasons out.
+
+Nodes are 8-GPU, 96-CPU nodes unless a row says otherwise; every job's pods ask for 1
+CPU and 1 GiB beside their GPUs, so GPUs decide every fit here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bucketing.resources import Resources
+from locality.admission.assign import plan
+from locality.admission.config import GATE, AdmissionConfig, NodeGroup
+from locality.admission.gather import gather
+from locality.admission.model import WaitCode
+from locality.admission.snapshot import level_room
+from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
+from locality.model import NodeState
+from tests.locality.builders import make_pod, make_state
+
+LOCALITY = LocalityConfig()
+CONFIG = AdmissionConfig(head_reserve_after_seconds=60, settle_seconds=10)
+NOW = 10_000.0
+PG = PLACEMENT_GROUP_LEVEL
+
+
+def job(name, pods, gpus=8, group="required", size=None, created=NOW - 100, priority=0,
+        packing=None, known=None, namespace="ns"):
+    """`pods` gated pods of `gpus` GPUs each, created at `created` (one second apart)."""
+    size = pods if size == "auto" or size is None else size
+    made = []
+    for index in range(pods):
+        pod = make_pod(f"{name}-{index}", job=name, gpus=gpus, group=group, job_size=size,
+                       packing=packing, namespace=namespace)
+        annotations = dict(pod.annotations)
+        if size == 0:
+            annotations.pop("headstart.io/job-size")
+        made.append(replace(pod, annotations=annotations, scheduling_gates=(GATE,),
+                            priority=priority, created_at=created + index))
+    return made
+
+
+def admitted(pod_name, domain, gpus=8, job_name="old"):
+    """A pod admitted earlier into `domain`, not bound yet: a reservation."""
+    pod = make_pod(pod_name, job=job_name, gpus=gpus)
+    return replace(pod, annotations={**pod.annotations, "headstart.io/domain": f"{PG}={domain}"})
+
+
+def nodes(group, count, gpus=8, used=0, instance_type="p4d", unlabeled=False):
+    made = []
+    for index in range(count):
+        pods = [make_pod(f"busy-{group}-{index}", gpus=used, node=f"{group}-{index}",
+                         cpu=0, memory_gib=0)] if used else []
+        state = make_state(f"{group}-{index}", gpus=gpus, group=None if unlabeled else group,
+                           pods=pods)
+        made.append(NodeState(replace(state.node, instance_type=instance_type),
+                              state.requested, state.placeholder_requested))
+    return made
+
+
+def decide(pods, states, groups=(), extra=(), now=NOW, config=CONFIG):
+    everything = list(pods) + list(extra)
+
+    def of_job(key):
+        return [p for p in everything if p.labels.get("headstart.io/job") == key.name
+                and p.namespace == key.namespace]
+
+    gathered = gather(pods, extra, of_job, LOCALITY, config)
+    levels = {j.level for j in gathered.jobs} | {PG}
+    rooms = {level: level_room(states, level, LOCALITY, groups) for level in levels}
+    return plan(gathered.jobs, rooms, gathered.reservations, now, config, gathered.releases)
+
+
+def summary(result):
+    return ({str(a.job): (str(a.domain) if a.domain else None, a.new_nodes)
+             for a in result.admissions},
+            {str(w.job): w.code for w in result.waiting})
+
+
+CASES = [
+    pytest.param(
+        # pg-a: 2 nodes x 8 = 16 GPUs free; a: 2 x 8 = 16 GPUs, b the same: one fits.
+        job("a", 2, created=NOW - 200) + job("b", 2, created=NOW - 100),
+        nodes("pg-a", 2), (),
+        ({"ns/a": (f"{PG}=pg-a", 0)}, {"ns/b": WaitCode.NO_FIT}),
+        id="two-required-jobs-room-for-one-older-first"),
+    pytest.param(
+        # As above with b at priority 10: priority beats age.
+        job("a", 2, created=NOW - 200) + job("b", 2, created=NOW - 100, priority=10),
+        nodes("pg-a", 2), (),
+        ({"ns/b": (f"{PG}=pg-a", 0)}, {"ns/a": WaitCode.NO_FIT}),
+        id="priority-before-age"),
+    pytest.param(
+        # pg-a: 1 node free (8 GPUs); its group may add 2 more (max 3, 1 seen):
+        # 3 pods x 8 GPUs = 3 nodes = the one there + 2 new.
+        job("a", 3), nodes("pg-a", 1),
+        (NodeGroup("p4d-a", "p4d", "pg-a", 3),),
+        ({"ns/a": (f"{PG}=pg-a", 2)}, {}),
+        id="autoscaler-headroom-makes-it-fit"),
+    pytest.param(
+        # Max 2, 1 seen: only 1 more node, 2 x 8 = 16 < 24 GPUs.
+        job("a", 3), nodes("pg-a", 1),
+        (NodeGroup("p4d-a", "p4d", "pg-a", 2),),
+        ({}, {"ns/a": WaitCode.NO_FIT}),
+        id="headroom-too-small-waits"),
+    pytest.param(
+        # Both fit; pg-b needs no new node (2 nodes there), pg-a would need 1.
+        job("a", 2), nodes("pg-a", 1) + nodes("pg-b", 2),
+        (NodeGroup("p4d-a", "p4d", "pg-a", 4),),
+        ({"ns/a": (f"{PG}=pg-b", 0)}, {}),
+        id="fewest-new-nodes-first"),
+    pytest.param(
+        # pg-a 3 x 8 = 24 free, pg-b 2 x 8 = 16: a 2-node job fits both; best fit
+        # leaves 8 in pg-a or 0 in pg-b: pg-b.
+        job("a", 2), nodes("pg-a", 3) + nodes("pg-b", 2), (),
+        ({"ns/a": (f"{PG}=pg-b", 0)}, {}),
+        id="best-fit-keeps-the-big-hole"),
+    pytest.param(
+        # 16 GPUs free in pg-a in halves: 4 nodes with 4 free each; 2 pods x 8 GPUs
+        # need whole nodes: summed capacity would say yes, the bin-pack says no.
+        job("a", 2), nodes("pg-a", 4, used=4), (),
+        ({}, {"ns/a": WaitCode.NO_FIT}),
+        id="bin-pack-not-summed-capacity"),
+    pytest.param(
+        # An old job's 2 admitted pods (16 GPUs) will take pg-a's two nodes: a waits.
+        job("a", 2), nodes("pg-a", 2), (),
+        ({}, {"ns/a": WaitCode.NO_FIT}),
+        id="reservations-of-admitted-unbound-jobs-count"),
+    pytest.param(
+        # 3 pods of a declared 4: it waits whole, however much room there is.
+        job("a", 3, size=4), nodes("pg-a", 8), (),
+        ({}, {"ns/a": WaitCode.INCOMPLETE}),
+        id="declared-size-not-reached"),
+    pytest.param(
+        # No size and its last pod 5 s old (< settle 10 s): waits.
+        job("a", 2, size=0, created=NOW - 6), nodes("pg-a", 2), (),
+        ({}, {"ns/a": WaitCode.SIZE_UNKNOWN}),
+        id="no-size-settling"),
+    pytest.param(
+        # No size, last pod 99 s old: taken with the 2 pods it has.
+        job("a", 2, size=0), nodes("pg-a", 2), (),
+        ({"ns/a": (f"{PG}=pg-a", 0)}, {}),
+        id="no-size-settled"),
+    pytest.param(
+        # 2 labelled nodes in pg-a and 4 unlabelled ones: only 16 GPUs count for 24.
+        job("a", 3), nodes("pg-a", 2) + nodes("x", 4, unlabeled=True), (),
+        ({}, {"ns/a": WaitCode.NO_FIT}),
+        id="nodes-missing-the-domain-label-hold-nothing"),
+    pytest.param(
+        # No node has a placement group at all.
+        job("a", 1), nodes("x", 4, unlabeled=True), (),
+        ({}, {"ns/a": WaitCode.NO_LEVEL}),
+        id="required-level-no-node-carries"),
+    pytest.param(
+        # preferred and too big for any domain: released without a domain.
+        job("a", 3, group="preferred"), nodes("pg-a", 2), (),
+        ({"ns/a": (None, 0)}, {}),
+        id="preferred-without-a-fit-goes-without-a-domain"),
+    pytest.param(
+        # spread: a node per pod; 3 one-GPU pods, pg-a has 2 nodes, pg-b 3.
+        job("a", 3, gpus=1, packing="spread"), nodes("pg-a", 2) + nodes("pg-b", 3), (),
+        ({"ns/a": (f"{PG}=pg-b", 0)}, {}),
+        id="spread-needs-a-node-per-pod"),
+]
+
+
+@pytest.mark.parametrize("pods, states, groups, expected", CASES)
+def test_plan(pods, states, groups, expected, request):
+    extra = ()
+    if "reservations" in request.node.callspec.id:
+        extra = (admitted("old-0", "pg-a"), admitted("old-1", "pg-a"))
+    assert summary(decide(pods, states, groups, extra)) == expected
+
+
+def test_placeholders_count_as_free():
+    # Each node holds a placeholder of 8 GPUs: free for a real pod (it preempts them).
+    states = []
+    for state in nodes("pg-a", 2):
+        holder = make_pod(f"ph-{state.name}", gpus=8, placeholder=True, node=state.name)
+        states.append(state.with_pod(holder))
+    assert summary(decide(job("a", 2), states)) == ({"ns/a": (f"{PG}=pg-a", 0)}, {})
+
+
+def test_waiting_job_is_admitted_once_room_appears():
+    pods = job("a", 2, created=NOW - 200) + job("b", 2, created=NOW - 100)
+    first = decide(pods, nodes("pg-a", 2))
+    assert [str(a.job) for a in first.admissions] == ["ns/a"]
+    (waiting,) = first.waiting
+    assert "no placement-group domain holds its 2 pods" in waiting.reason
+    # a is bound and done; its pods are gone: b fits.
+    second = decide(job("b", 2, created=NOW - 100), nodes("pg-a", 2))
+    assert summary(second) == ({"ns/b": (f"{PG}=pg-a", 0)}, {})
+
+
+def test_a_stream_of_small_jobs_does_not_starve_a_large_one():
+    # pg-a: 4 nodes; 2 hold a running job's pods (8 GPUs each). big needs 4 nodes
+    # (4 x 8 GPUs) and has waited 100 s > 60 s: it holds the 2 free nodes, so the
+    # small one-node jobs behind it (younger) wait as held instead of taking them.
+    states = nodes("pg-a", 2) + nodes("pg-a", 2, used=8)
+    states = [replace_name(s, f"n{i}") for i, s in enumerate(states)]
+    pods = job("big", 4, created=NOW - 100) + job("s1", 1, created=NOW - 50) \
+        + job("s2", 1, created=NOW - 40)
+    result = decide(pods, states)
+    assert summary(result) == ({}, {"ns/big": WaitCode.NO_FIT, "ns/s1": WaitCode.HELD,
+                                    "ns/s2": WaitCode.HELD})
+    held = next(w for w in result.waiting if str(w.job) == "ns/s1")
+    assert "held for ns/big" in held.reason
+    # Before big has waited 60 s the small jobs go ahead (backfill).
+    result = decide(job("big", 4, created=NOW - 30) + job("s1", 1, created=NOW - 20),
+                    states)
+    assert summary(result) == ({"ns/s1": (f"{PG}=pg-a", 0)}, {"ns/big": WaitCode.NO_FIT})
+
+
+def replace_name(state, name):
+    return NodeState(replace(state.node, name=name), state.requested,
+                     state.placeholder_requested)
+
+
+def test_small_jobs_use_room_the_held_job_cannot_use():
+    # big is held in pg-a; pg-b has room big cannot use (not enough), s1 takes it.
+    states = nodes("pg-a", 2) + nodes("pg-b", 1)
+    pods = job("big", 3, created=NOW - 100) + job("s1", 1, created=NOW - 50)
+    assert summary(decide(pods, states)) == (
+        {"ns/s1": (f"{PG}=pg-b", 0)}, {"ns/big": WaitCode.NO_FIT})
+
+
+def test_a_job_cut_short_joins_its_recorded_domain():
+    # One pod of a admitted into pg-b before a crash; the other still gated joins it,
+    # though pg-a would be the better fit now.
+    pods = job("a", 1)
+    done = admitted("a-9", "pg-b", job_name="a")
+    result = decide(pods, nodes("pg-a", 1) + nodes("pg-b", 1), extra=(done,))
+    (admission,) = result.admissions
+    assert str(admission.domain) == f"{PG}=pg-b"
+    assert "joins" in admission.note
+
+
+def test_pods_of_no_job_and_kueue_pods_are_released():
+    lone = replace(make_pod("lone", gpus=1), scheduling_gates=(GATE,))
+    kueue = replace(make_pod("kq", job="k", gpus=1),
+                    scheduling_gates=(GATE, "kueue.x-k8s.io/topology"))
+    result = decide([lone, kueue], nodes("pg-a", 1))
+    reasons = {r.pod.name: r.reason for r in result.releases}
+    assert "no job" in reasons["lone"]
+    assert "kueue.x-k8s.io/topology" in reasons["kq"]
+    assert not result.admissions and not result.waiting
+
+
+def test_pod_group_not_seen_waits_with_its_name():
+    pod = job("a", 1, size=0)[0]
+    pod = replace(pod, pod_group=("scheduling.x-k8s.io", "pg-of-a"))
+    (waiting,) = decide([pod], nodes("pg-a", 1)).waiting
+    assert waiting.code is WaitCode.SIZE_UNKNOWN
+    assert "PodGroup pg-of-a" in waiting.reason
+
+
+def test_required_topology_level_no_node_carries():
+    pods = [replace(p, annotations={**p.annotations, "headstart.io/topology-level": "nvlink"})
+            for p in job("a", 1)]
+    (waiting,) = decide(pods, nodes("pg-a", 2)).waiting
+    assert waiting.code is WaitCode.NO_LEVEL
+    assert "nvlink" in waiting.reason
+
+
+def test_node_group_without_allocatable_is_named():
+    # No node of type p5 exists to copy the allocatable from.
+    pods = job("a", 2)
+    result = decide(pods, nodes("pg-a", 1), (NodeGroup("p5-a", "p5", "pg-a", 4),))
+    (waiting,) = result.waiting
+    assert "node group p5-a" in waiting.reason
+    with_shape = (NodeGroup("p5-a", "p5", "pg-a", 4, allocatable=Resources.of(8, 96, 768)),)
+    assert summary(decide(pods, nodes("pg-a", 1), with_shape)) == (
+        {"ns/a": (f"{PG}=pg-a", 1)}, {})
