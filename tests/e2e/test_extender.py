@@ -90,14 +90,23 @@ def test_a_job_no_group_can_hold_stays_pending_with_the_extenders_reasons(
 
 def test_pods_wait_while_the_extender_is_down_and_place_once_it_is_back(
         extender_cluster, job_namespace, e2e_timings):
-    """`ignorable: false`: with the extender killed, kube-scheduler must not place the
-    pod without it; it reports the failed call and retries, and the pod binds once the
-    extender answers again."""
+    """With the extender killed its job admitter is gone too: the pod, gated at creation
+    by the shipped policy, waits behind `headstart.io/placement`. Lifted by hand (as on a
+    cluster without the policy), `ignorable: false` still holds: kube-scheduler must not
+    place the pod without the extender; it reports the failed call and retries, and the
+    pod binds once the extender answers again."""
     cluster, extender = extender_cluster
+    path = f"/api/v1/namespaces/{job_namespace}/pods/while-down"
     extender.kill()
     try:
         pod = training_pod("while-down", job_namespace, job="solo", role="worker", gpus=1)
         cluster.kube.create(f"/api/v1/namespaces/{job_namespace}/pods", pod)
+        created = cluster.kube.get(path)
+        assert {"name": "headstart.io/placement"} in created["spec"].get("schedulingGates", []), (
+            "the shipped MutatingAdmissionPolicy did not gate the pod")
+        time.sleep(5)
+        assert bound_node(cluster.kube.get(path)) is None
+        cluster.kube.patch(path, {"spec": {"schedulingGates": None}})
 
         def extender_error():
             events = cluster.kube.events(job_namespace, "while-down", reason="FailedScheduling")
