@@ -11,20 +11,35 @@ Decides, per bucket (instance type, placement group), one of:
   node group at all), or its status ConfigMap says it runs with no node group;
 - `group_at_max`: the latest `NotTriggerScaleUp` says the matching node group (or the
   cluster) is at its maximum size;
-- `buffer_not_processed`: a CapacityBuffer asking for replicas that cluster-autoscaler
+- `buffer_not_processed`: a CapacityBuffer asking for replicas that the autoscaler
   has not made ready and injected within `BUFFER_GRACE_S` of its creation. Its
   controller sets condition `ReadyForProvisioning` (capacitybuffer/common/common.go),
   and its pod-list processor sets `Provisioning` True (reason FakePodsInjected) or
   False with why (capacitybuffer pod-list processor); neither appears unless CA runs
   with `--capacity-buffer-controller-enabled` and `--capacity-buffer-pod-injection-
-  enabled`, and then nothing scales up for the buffer.
+  enabled`, and then nothing scales up for the buffer. Karpenter (feature gate
+  CapacityBuffer) sets `Provisioning` False with reason `RequiresNewCapacity` while it
+  launches nodes for the buffer ("N/M virtual pods required new capacity, F failed",
+  provisioning/buffers.go) and `BufferEmpty` at zero replicas: both are normal, and
+  only F > 0 (virtual pods it could not place) is a problem.
 
 The events: cluster-autoscaler records `NotTriggerScaleUp` ("pod didn't trigger
 scale-up: <count> <reason>, ...", one count per node group, processors/status/
 eventing_scale_up_processor.go `ReasonsMessage`) and `TriggeredScaleUp` on pending pods,
 and the same two reasons on a CapacityBuffer for its fake pods ("capacity buffer N fake
 pods didn't trigger scale-up: ...", capacitybuffer fake-pods scale-up status processor).
-The latest of the two per bucket, no older than `max_age_s`, is the verdict.
+Karpenter records on a pending pod it provisions for `Nominated` ("Pod should schedule
+on: nodeclaim/...", provisioning/scheduling/events.go NominatePodEvent), the same as
+TriggeredScaleUp here, and, when no NodePool can take it, `FailedScheduling` with
+"Failed to schedule pod, <error>" (PodFailedToScheduleEvent; kube-scheduler's own
+FailedScheduling messages begin "0/N nodes are available" and are not read): the error
+names a NodePool whose limits are reached ("all available instance types exceed limits
+for nodepool", "node limits have been exhausted": group_at_max, scheduler.go
+addToNewNodeClaim), or says no instance type of a matching pool is big enough ("no
+instance type has enough resources", requirements met: too_big, nodeclaim.go
+InstanceTypeFilterError), or that no pool matches (incompatible requirements, an
+untolerated taint, every type filtered out: no_node_group).
+The latest verdict per bucket, no older than `max_age_s`, is the verdict.
 The status ConfigMap (`cluster-autoscaler-status`, key `status`) is YAML since
 cluster-autoscaler 1.30 (clusterstate/api/types.go: `autoscalerStatus`, `nodeGroups`);
 the older text format is reported as unreadable rather than guessed at.
@@ -34,6 +49,7 @@ Must not: read the clock (`now_s` comes in), log, or call the API.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -50,7 +66,13 @@ PROBLEMS: tuple[str, ...] = ("too_big", "no_node_group", "group_at_max",
                              "buffer_not_processed")
 # CA's loop runs every 10 s; a buffer still unprocessed after 5 minutes is not coming.
 BUFFER_GRACE_S = 300.0
-SCALE_UP_REASONS = ("NotTriggerScaleUp", "TriggeredScaleUp")
+SCALE_UP_REASONS = ("NotTriggerScaleUp", "TriggeredScaleUp", "Nominated", "FailedScheduling")
+KARPENTER_FAILED_PREFIX = "Failed to schedule pod,"
+KARPENTER_AT_MAX_MARKERS = ("exceed limits for nodepool", "limits have been exhausted")
+KARPENTER_TOO_BIG_MARKERS = ("no instance type has enough resources",)
+# Provisioning=False reasons of a buffer being served normally (Karpenter's provisioner).
+BUFFER_NORMAL_REASONS = ("RequiresNewCapacity", "BufferEmpty")
+_FAILED_VIRTUAL_PODS = re.compile(r"(\d+)/(\d+) virtual pods required new capacity, (\d+) failed")
 # Reasons a node group gives for a pod it will not take because it does not match: the
 # scheduler's node-affinity and taint filters as CA's simulation reports them.
 MISMATCH_MARKERS = ("didn't match pod's node affinity", "didn't match node selector",
@@ -82,9 +104,24 @@ class AutoscalerStatus:
 class ScaleUpEvent:
     """cluster-autoscaler's latest scale-up verdict for one bucket's placeholders."""
 
-    reason: str  # NotTriggerScaleUp | TriggeredScaleUp
+    reason: str  # NotTriggerScaleUp | TriggeredScaleUp | Nominated | FailedScheduling
     message: str
     time_s: float
+
+    @property
+    def source(self) -> str:
+        """Who said it: Karpenter's reasons are Nominated and its FailedScheduling."""
+        return "Karpenter" if self.reason in ("Nominated", "FailedScheduling") \
+            else "cluster-autoscaler"
+
+    def verdict(self) -> Problem | None:
+        """What the event says of the placeholder (None: it scales up, or says
+        something else)."""
+        if self.reason == "NotTriggerScaleUp":
+            return classify_not_triggered(self.message)
+        if self.reason == "FailedScheduling":
+            return classify_karpenter_failure(self.message)
+        return None
 
 
 def parse_autoscaler_status(configmap: Mapping[str, Any] | None) -> AutoscalerStatus:
@@ -140,6 +177,17 @@ def classify_not_triggered(message: str) -> Problem | None:
     return None
 
 
+def classify_karpenter_failure(message: str) -> Problem:
+    """What Karpenter's "Failed to schedule pod, ..." says of a placeholder (see the
+    module docstring for the errors it joins, one per NodePool)."""
+    lower = message.lower()
+    if any(marker in lower for marker in KARPENTER_AT_MAX_MARKERS):
+        return "group_at_max"
+    if any(marker in lower for marker in KARPENTER_TOO_BIG_MARKERS):
+        return "too_big"
+    return "no_node_group"
+
+
 def event_time(event: Mapping[str, Any]) -> float | None:
     """An Event's last time: `lastTimestamp`, else `eventTime`, else its creation."""
     metadata = event.get("metadata") or {}
@@ -164,6 +212,9 @@ def latest_scale_up_events(
     for event in events:
         if event.get("reason") not in SCALE_UP_REASONS:
             continue
+        if event.get("reason") == "FailedScheduling" and not str(
+                event.get("message", "")).startswith(KARPENTER_FAILED_PREFIX):
+            continue  # kube-scheduler's own: about placement, not about new nodes
         involved = event.get("involvedObject") or {}
         table = {"Pod": pod_buckets, "CapacityBuffer": buffer_buckets}.get(
             involved.get("kind", ""), {})
@@ -186,10 +237,16 @@ def buffer_problem(buffer: Mapping[str, Any], now_s: float) -> str | None:
     conditions = {c.get("type"): c for c in (buffer.get("status") or {}).get("conditions") or []}
     ready, provisioning = conditions.get("ReadyForProvisioning"), conditions.get("Provisioning")
     if ready is not None and ready.get("status") == "False":
-        return f"cluster-autoscaler: not ready for provisioning: {ready.get('message', '')}"
+        return f"the autoscaler: not ready for provisioning: {ready.get('message', '')}"
     if provisioning is not None and provisioning.get("status") == "False":
-        return (f"cluster-autoscaler: not provisioning ({provisioning.get('reason', '')}): "
-                f"{provisioning.get('message', '')}")
+        reason, message = provisioning.get("reason", ""), provisioning.get("message", "")
+        if reason in BUFFER_NORMAL_REASONS:
+            failed = _FAILED_VIRTUAL_PODS.search(message)
+            if failed is None or int(failed.group(3)) == 0:
+                return None  # Karpenter is launching (or there is nothing to launch)
+            return (f"Karpenter could not place {failed.group(3)} of the buffer's "
+                    f"{failed.group(2)} virtual pods: {message}")
+        return f"the autoscaler is not provisioning it ({reason}): {message}"
     if created is None or now_s - created < BUFFER_GRACE_S:
         return None
     if ready is None:
@@ -220,9 +277,8 @@ def diagnose(
     for bucket in buckets:
         instance_type, group = bucket
         event = scale_ups.get(bucket)
-        verdict = (classify_not_triggered(event.message)
-                   if event is not None and event.reason == "NotTriggerScaleUp" else None)
-        ca_says = f"cluster-autoscaler: {event.message}" if event is not None else ""
+        verdict = event.verdict() if event is not None else None
+        ca_says = f"{event.source}: {event.message}" if event is not None else ""
         misfit = fit_problem(requests[instance_type], rooms, instance_type, now_s)
         if misfit is not None:
             problem: BucketProblem | None = BucketProblem(instance_type, group, "too_big", misfit)

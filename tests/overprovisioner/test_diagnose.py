@@ -96,6 +96,39 @@ def event(reason, message, kind, name, at):
             "involvedObject": {"kind": kind, "name": name}, "metadata": {"name": "e"}}
 
 
+# Karpenter's FailedScheduling messages, one error per NodePool joined (provisioning/
+# scheduling/scheduler.go addToNewNodeClaim, nodeclaim.go InstanceTypeFilterError).
+KARPENTER_AT_LIMITS = (
+    'Failed to schedule pod, all available instance types exceed limits for nodepool '
+    '(NodePool=p4d-pg-a); incompatible with nodepool "m5-4xlarge", did not tolerate taint '
+    '(taint=nvidia.com/gpu=present:NoSchedule)')
+KARPENTER_TOO_BIG = (
+    'Failed to schedule pod, no instance type has enough resources, requirements=..., '
+    'resources={"cpu":"200","nvidia.com/gpu":"8"}')
+KARPENTER_NO_POOL = (
+    'Failed to schedule pod, incompatible with nodepool "m5-4xlarge", did not tolerate taint '
+    '(taint=nvidia.com/gpu=present:NoSchedule); incompatible requirements, key '
+    'headstart.io/placement-group, headstart.io/placement-group In [pg-b] not in '
+    'headstart.io/placement-group In [pg-a]')
+
+
+def test_karpenter_events_count_and_kube_schedulers_do_not() -> None:
+    pods = {"headstart-placeholder-p4d-1": G5}
+    events = [
+        event("FailedScheduling", KARPENTER_NO_POOL, "Pod", "headstart-placeholder-p4d-1",
+              "2023-11-14T22:11:00Z"),
+        # Later, kube-scheduler's own FailedScheduling: about the nodes there are now, not
+        # about new ones; Karpenter's verdict stands.
+        event("FailedScheduling", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+              "Pod", "headstart-placeholder-p4d-1", "2023-11-14T22:12:00Z"),
+    ]
+    latest = latest_scale_up_events(events, pods, {}, NOW, 900.0)
+    assert latest[G5].message == KARPENTER_NO_POOL and latest[G5].source == "Karpenter"
+    problems = diagnose([G5], REQUEST, [], {}, latest, AutoscalerStatus(), NOW)
+    assert problems[G5].problem == "no_node_group"
+    assert problems[G5].detail.startswith("no node of this type exists and Karpenter: ")
+
+
 def test_latest_scale_up_event_per_bucket() -> None:
     pods = {"headstart-placeholder-g5-xlarge-abc-1": G5}
     buffers = {"headstart-placeholder-g5-xlarge": G5}
@@ -149,9 +182,20 @@ RUNNING_GROUPS = AutoscalerStatus(True, True, 3, "autoscalerStatus Running, 3 no
         # The latest verdict is a scale-up: fine.
         ([], {}, ScaleUpEvent("TriggeredScaleUp", "pod triggered scale-up", NOW),
          RUNNING_GROUPS, None),
+        # Karpenter (no CA status ConfigMap): it nominated a NodeClaim for the pod.
+        ([], {}, ScaleUpEvent("Nominated", "Pod should schedule on: nodeclaim/p4d-x", NOW),
+         AutoscalerStatus(), None),
+        # Karpenter: the matching pool is at its limits; another pool is incompatible.
+        ([], {}, ScaleUpEvent("FailedScheduling", KARPENTER_AT_LIMITS, NOW), AutoscalerStatus(),
+         "group_at_max"),
+        ([], {}, ScaleUpEvent("FailedScheduling", KARPENTER_TOO_BIG, NOW), AutoscalerStatus(),
+         "too_big"),
+        ([], {}, ScaleUpEvent("FailedScheduling", KARPENTER_NO_POOL, NOW), AutoscalerStatus(),
+         "no_node_group"),
     ],
     ids=["node-too-small", "ca-insufficient", "ca-no-group", "node-exists", "ca-has-no-groups",
-         "unknown", "no-status", "at-max", "triggered"],
+         "unknown", "no-status", "at-max", "triggered", "karpenter-nominated",
+         "karpenter-limits", "karpenter-too-big", "karpenter-no-pool"],
 )
 def test_diagnose(rooms, nodes, scale_up, status, expected) -> None:
     scale_ups = {G5: scale_up} if scale_up else {}
@@ -192,9 +236,18 @@ INJECTED = {"type": "Provisioning", "status": "True", "reason": "FakePodsInjecte
          "FailedToGetPodTemplate"),
         (buffer(conditions=[{**READY, "status": "False", "reason": "error",
                              "message": "podTemplateRef not found"}]), "podTemplateRef"),
+        # Karpenter launching for the buffer: Provisioning False, RequiresNewCapacity,
+        # nothing failed (the condition is there from the first minute of every launch).
+        (buffer(conditions=[READY, {
+            "type": "Provisioning", "status": "False", "reason": "RequiresNewCapacity",
+            "message": "2/2 virtual pods required new capacity, 0 failed"}]), None),
+        (buffer(conditions=[READY, {
+            "type": "Provisioning", "status": "False", "reason": "RequiresNewCapacity",
+            "message": "2/2 virtual pods required new capacity, 1 failed"}]),
+         "could not place 1 of the buffer's 2 virtual pods"),
     ],
     ids=["no-controller", "no-injection", "provisioning", "young", "zero-replicas",
-         "template-missing", "not-ready"],
+         "template-missing", "not-ready", "karpenter-launching", "karpenter-failed"],
 )
 def test_buffer_not_processed(body, words) -> None:
     problems = diagnose([G5], REQUEST, [], {}, {}, RUNNING_GROUPS, NOW, {G5: body})
