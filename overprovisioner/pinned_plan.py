@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from overprovisioner.pin_selectors import selectable_pin
 from predictor.pinning import UNPINNED, Pin, split_pinned_column
 from predictor.series import split_column
 
@@ -163,3 +164,12 @@ def place_columns(planned: Iterable[tuple[str, str, int]], peaks: Mapping[Bucket
                               and c.pin and pinned[c] > 0), key=str):
             columns.append(PlacedColumn(instance_type, group, column.pin, split.get(column, 0)))
     return tuple(columns)
+
+
+def split_from_history(planned: Iterable[tuple[str, str, int]], counts: pd.DataFrame,
+                       history: pd.DataFrame, capacity_label: str) -> tuple[PlacedColumn, ...]:
+    """`place_columns` for the planned buckets from the window's bucket counts and pinned
+    series (`pinned:` columns), pins reduced to what `capacity_label` can select."""
+    pinned = restrict_pins(pinned_peaks(history),
+                           lambda pin: selectable_pin(pin, capacity_label))
+    return place_columns(planned, bucket_peaks(counts), pinned)
