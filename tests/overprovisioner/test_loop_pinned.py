@@ -153,3 +153,18 @@ def test_the_recorders_demand_source_reads_the_pinned_window(tmp_path) -> None:
     assert counts["g5.xlarge"].tolist() == [4.0, 2.0]
     assert pinned[ZONE_A].tolist() == [3.0, 0.0]  # observed without a sample: 0
     store.close()
+
+
+def test_a_buckets_buffer_verdict_reads_its_unpinned_buffer() -> None:
+    from overprovisioner.apply import Observed
+
+    def buffer(name, zone=None):
+        labels = {"headstart.io/instance-type": "g5.xlarge"}
+        if zone:
+            labels["headstart.io/zone"] = zone
+        return {"metadata": {"name": name, "labels": labels}}
+
+    buffers = {("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer", NS, name): body
+               for name, body in ((G5_A, buffer(G5_A, "us-east-1a")), (G5, buffer(G5)),
+                                  (G5_B, buffer(G5_B, "us-east-1b")))}
+    assert Observed(buffers).buffers()[("g5.xlarge", "")]["metadata"]["name"] == G5
