@@ -68,6 +68,7 @@ from overprovisioner.objects import (
     DesiredObject,
     bucket_of,
     owned_by_overprovisioner,
+    pin_of,
     placeholder_selector,
 )
 
@@ -156,13 +157,15 @@ class Observed:
         return self._per_bucket((DEPLOYMENT, *CAPACITY_BUFFERS), "spec", "replicas")
 
     def buffers(self) -> dict[tuple[str, str], Mapping[str, Any]]:
-        """headstart's CapacityBuffers as observed, per (instance type, group)."""
+        """headstart's CapacityBuffers as observed, per (instance type, group): the
+        bucket's unpinned one, else one of its zone- or capacity-pinned ones."""
         result: dict[tuple[str, str], Mapping[str, Any]] = {}
-        for (api_version, kind, _, _), obj in self.objects.items():
+        for (api_version, kind, _, _), obj in sorted(self.objects.items()):
             if (api_version, kind) in CAPACITY_BUFFERS:
                 labels = obj["metadata"].get("labels") or {}
-                result[(labels.get(INSTANCE_TYPE_LABEL, ""),
-                        labels.get(PLACEMENT_GROUP_LABEL, ""))] = obj
+                key = (labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(PLACEMENT_GROUP_LABEL, ""))
+                if key not in result or not pin_of(obj):
+                    result[key] = obj
         return result
 
     def buffer_replicas(self) -> dict[tuple[str, str], int]:

@@ -70,11 +70,14 @@ class PlaceholderChecks:
 
     def run(self, now_s: float, buckets: Sequence[Bucket], requests: Mapping[str, Resources],
             view: ClusterView | None, observed: Observed | None, count_hits: bool,
-            ) -> CheckReport:
+            object_names: Mapping[str, Bucket] | None = None) -> CheckReport:
+        """object_names: every placeholder object's name -> its bucket (a bucket split over
+        zones and capacity types has several); default one per bucket, unpinned."""
         if self.reader is None or view is None:
             return CheckReport()
         namespace = self.config.placeholders.namespace
         names = {placeholder_name(t, g): (t, g) for t, g in buckets}
+        names.update(object_names or {})
         try:
             events = self.reader.events(namespace)
         except HeadstartError as error:

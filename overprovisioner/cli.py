@@ -161,6 +161,12 @@ class RecorderDemand:
         return self.recorder.store.read_series(start_s=now_s - self.window_s,
                                                end_s=now_s + tick)
 
+    def pinned(self, start_s: float, end_s: float) -> tuple[Any, Any]:
+        """(bucket counts, pinned series) of [start_s, end_s) (loop.PinnedDemandSource)."""
+        store = self.recorder.store
+        return (store.read_series(start_s=start_s, end_s=end_s).counts,
+                store.read_pinned(start_s, end_s))
+
     def known(self, now_s: float) -> Any:
         """The known demand recorded at this tick; None when the sources are off or the
         tick was a gap (then the plan has no known demand to add)."""

@@ -19,6 +19,10 @@ from predictor.known.config import KnownDemandConfig
 from predictor.registry import DEFAULT_MODEL
 
 BACKENDS = ("auto", "deployment", "capacitybuffer")
+# Node label keys a placeholder can select a capacity type with (objects.py writes the
+# values each expects; predictor.pinning reads the same keys from pods).
+CAPACITY_TYPE_LABELS = ("eks.amazonaws.com/capacityType", "karpenter.sh/capacity-type",
+                        "cloud.google.com/gke-spot")
 
 
 @dataclass(frozen=True)
@@ -221,6 +225,25 @@ class PlaceholderConfig:
     (overprovisioner.expiry, docs/overprovisioner.md "When the overprovisioner cannot
     write"). Must exceed `tick`: 15m is three 5-minute ticks, so one or two failed ticks
     change nothing and a third shrinks the headroom nobody is renewing."""
+    capacity_type_label: str = "auto"
+    """Node label key a placeholder pinned to a capacity type selects it with (docs/
+    overprovisioner.md "Zone and capacity type"): the key your autoscaler knows the node
+    groups by. `eks.amazonaws.com/capacityType` (EKS managed node groups, which
+    cluster-autoscaler reads: `ON_DEMAND`, `SPOT`, `CAPACITY_BLOCK`),
+    `karpenter.sh/capacity-type` (Karpenter and EKS Auto Mode: `on-demand`, `spot`,
+    `reserved`), `cloud.google.com/gke-spot` (GKE: `"true"` on Spot nodes and absent on
+    the others, so an on-demand placeholder requires `NotIn ["true"]`), or "" (no
+    placeholder is pinned to a capacity type; zones still are). `auto` = by catalog:
+    aws -> `eks.amazonaws.com/capacityType`, the managed node groups with
+    cluster-autoscaler that docs/install-eks.md sets up (with Karpenter, set
+    `karpenter.sh/capacity-type`: Karpenter cannot launch a node for a label it does not
+    know); gcp -> `cloud.google.com/gke-spot`; a catalog file -> ""."""
+    pin_window_s: float = 86400.0
+    """How far back the demand of pods pinned to a zone or capacity type splits a
+    bucket's placeholders over them (YAML: `pin_window: 24h`; overprovisioner.
+    pinned_plan): a zone asked for within the window gets its share, one not asked for
+    for that long gets its pinned placeholder objects deleted. A day covers a daily cycle
+    of jobs without holding on to last month's."""
     autoscaler_status: str = "kube-system/cluster-autoscaler-status"
     """NAMESPACE/NAME of cluster-autoscaler's status ConfigMap (its `--namespace` and
     `--status-config-map-name`), read to tell whether CA runs and how many node groups it
@@ -309,7 +332,8 @@ class OverprovisionerConfig:
 
 
 __all__ = [
-    "BACKENDS", "ApiConfig", "BucketLimits", "ForecastConfig", "KnownDemandConfig",
+    "BACKENDS", "CAPACITY_TYPE_LABELS", "ApiConfig", "BucketLimits", "ForecastConfig",
+    "KnownDemandConfig",
     "LeaderElectionConfig", "LimitsConfig", "OverprovisionerConfig", "PlaceholderConfig",
     "Toleration",
 ]

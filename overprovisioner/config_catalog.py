@@ -50,6 +50,17 @@ def resolve_catalog(config: OverprovisionerConfig) -> Catalog:
     return subset
 
 
+def capacity_type_label(config: OverprovisionerConfig) -> str:
+    """The node label key placeholders select a capacity type with ("" = none):
+    `placeholders.capacity_type_label`, where `auto` means the catalog's own (aws: EKS
+    managed node groups', gcp: GKE's Spot label, a catalog file: none)."""
+    label = config.placeholders.capacity_type_label
+    if label != "auto":
+        return label
+    return {"aws": "eks.amazonaws.com/capacityType",
+            "gcp": "cloud.google.com/gke-spot"}.get(config.catalog, "")
+
+
 def make_plan_config(config: OverprovisionerConfig) -> plan_config_module.PlanConfig:
     """The planner's view of this config (one source of truth for limits and the cap)."""
     limits = config.limits

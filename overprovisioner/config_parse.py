@@ -24,6 +24,7 @@ from typing import Any
 
 from overprovisioner.config import (
     BACKENDS,
+    CAPACITY_TYPE_LABELS,
     ApiConfig,
     BucketLimits,
     ForecastConfig,
@@ -187,7 +188,7 @@ def _placeholders(reader: FieldReader, raw: Mapping) -> PlaceholderConfig:
         "expendable_pods_priority_cutoff", "daemonset_overhead", "placement_group_label",
         "gpu_tolerations", "pause_image", "request_gpus", "scheduler_name", "size_from_nodes",
         "gpu_type_fraction", "cpu_type_fraction", "wake_debounce", "autoscaler_status",
-        "expire_after",
+        "expire_after", "capacity_type_label", "pin_window",
     })
     d = PlaceholderConfig()
     backend = reader.string(raw, "backend", path, d.backend)
@@ -254,6 +255,14 @@ def _placeholders(reader: FieldReader, raw: Mapping) -> PlaceholderConfig:
                                    status):
         raise reader.fail(f"{path}.autoscaler_status",
                           f"{status!r} is not NAMESPACE/NAME of a ConfigMap (or \"\" for none)")
+    capacity_label = reader.string(raw, "capacity_type_label", path, d.capacity_type_label,
+                                   allow_empty=True)
+    if capacity_label not in ("auto", "", *CAPACITY_TYPE_LABELS):
+        raise reader.fail(
+            f"{path}.capacity_type_label",
+            f"{capacity_label!r} is not one of auto, \"\" (no capacity-type pinning), "
+            f"{', '.join(CAPACITY_TYPE_LABELS)}: headstart writes the values each of these "
+            "expects and knows no other")
     tolerations = d.gpu_tolerations
     if "gpu_tolerations" in raw:
         tolerations = _tolerations(reader, raw["gpu_tolerations"], f"{path}.gpu_tolerations")
@@ -278,6 +287,8 @@ def _placeholders(reader: FieldReader, raw: Mapping) -> PlaceholderConfig:
         autoscaler_status=status,
         expire_after_s=reader.duration(raw, "expire_after", path, d.expire_after_s,
                                        positive=True),
+        capacity_type_label=capacity_label,
+        pin_window_s=reader.duration(raw, "pin_window", path, d.pin_window_s, positive=True),
     )
 
 

@@ -11,6 +11,10 @@ Decides: the order of a tick and what a failure of each step does:
   placeholders from the cluster view, and the known-ahead demand due within the horizon
   when the demand source records it (then the model forecasts only the unannounced
   demand: overprovisioner.known_plan);
+- pin: the plan's placeholders of each (type, group) split over the zones and capacity
+  types pods were pinned to within `placeholders.pin_window` (pinned_plan, when the
+  demand source records pinned demand): a refinement of the plan, whose arithmetic
+  stays per (type, group); a failure to read it leaves every placeholder unpinned;
 - size: what one placeholder of each type requests (`sizing.size_placeholders`, pure:
   measured on live nodes, else the fraction rule);
 - apply: only when this replica leads (asked again right before writing) and not in
@@ -44,7 +48,11 @@ from bucketing.errors import HeadstartError, InputError
 from overprovisioner.apply import Applier, ApplyResult, Observed, apply_plan
 from overprovisioner.checks import CheckReport, PlaceholderChecks
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config_catalog import config_warnings, make_plan_config
+from overprovisioner.config_catalog import (
+    capacity_type_label,
+    config_warnings,
+    make_plan_config,
+)
 from overprovisioner.daemon_thread import in_daemon_thread
 from overprovisioner.expiry import shrink_to_floor
 from overprovisioner.faults import FAULTS, collect_faults
@@ -56,8 +64,9 @@ from overprovisioner.forecasting import (
 )
 from overprovisioner.known_plan import known_nodes, known_source_nodes, with_announced
 from overprovisioner.metrics import Metrics
-from overprovisioner.objects import desired_objects, priority_class
+from overprovisioner.objects import desired_objects, placeholder_name, priority_class
 from overprovisioner.observe import ClusterReader, ClusterView
+from overprovisioner.pinned_plan import PlacedColumn, place_columns, split_from_history
 from overprovisioner.plan import BucketObservation, Mode, Plan, make_plan
 from overprovisioner.sizing import PlaceholderSize, size_placeholders
 from predictor.forecast import NotEnoughHistory
@@ -78,6 +87,15 @@ class DemandSource(Protocol):
 
     def series(self, now_s: float) -> DemandSeries:
         """The recorded history up to and including `now_s`."""
+        ...
+
+
+class PinnedDemandSource(Protocol):
+    """A DemandSource that also records pinned demand (the recorder: predictor.pinning)."""
+
+    def pinned(self, start_s: float, end_s: float) -> tuple[Any, Any]:
+        """(bucket counts, pinned series) of the ticks in [start_s, end_s), as DataFrames
+        (HistoryStore.read_series(...).counts and read_pinned)."""
         ...
 
 
@@ -112,6 +130,7 @@ class TickReport:
     checks: CheckReport = field(default_factory=CheckReport)
     expired: tuple[str, ...] = ()
     faults: Mapping[str, str] = field(default_factory=dict)
+    columns: tuple[PlacedColumn, ...] = ()
 
 
 class OverprovisionerLoop:
@@ -237,7 +256,8 @@ class OverprovisionerLoop:
         if observed is not None:
             self.last_objects = observed.objects
             self._buffer_problem = observed.capacity_buffer_problem
-        self._export_plan(plan, forecasts, view)
+        columns = self._pin_step(now_s, plan, errors)
+        self._export_plan(plan, forecasts, view, columns)
         requests = {name: size.request for name, size in sizes.items()}
         applied = None
         if leader and not self.config.dry_run and self.applier is not None:
@@ -245,7 +265,7 @@ class OverprovisionerLoop:
             # replica that lost it must not write over its successor's placeholders.
             leader = bool(self.is_leader())
             if leader:
-                applied = self._apply_step(plan, requests, observed, view, errors, now_s)
+                applied = self._apply_step(columns, requests, observed, view, errors, now_s)
         if applied is not None and observed is not None:
             self.last_objects = applied.objects_after(observed)
         expired = self._expiry_step(
@@ -255,12 +275,14 @@ class OverprovisionerLoop:
         checks = self.checks.run(
             now_s, [(b.instance_type, b.placement_group) for b in self._placed(plan)],
             requests, view, observed, count_hits=applied is not None,
+            object_names={placeholder_name(c.instance_type, c.placement_group, c.pin): c.bucket
+                          for c in columns},
         )
         ok = not errors
         faults = self._update_faults(checks.autoscaler.detail)
         report = TickReport(now_s, ok, leader, self.config.dry_run, model_name, mode, plan,
                             forecasts, applied, tuple(errors), known, sizes, checks, expired,
-                            faults)
+                            faults, columns)
         self.metrics.ticks.labels("ok" if ok else "partial").inc()
         if ok:
             self.metrics.last_success.set(now_s)
@@ -316,6 +338,26 @@ class OverprovisionerLoop:
             self.metrics.model_fallbacks.labels("forecast_error").inc()
         return "ladder", {}
 
+    def _pin_step(self, now_s: float, plan: Plan, errors: list[str]
+                  ) -> tuple[PlacedColumn, ...]:
+        """The placed buckets split over the zones and capacity types pods were pinned to
+        within the pin window (pinned_plan); all unpinned when the source records no
+        pinned demand or it cannot be read."""
+        planned = [(b.instance_type, b.placement_group, b.wanted) for b in self._placed(plan)]
+        source = getattr(self.demand, "pinned", None)
+        if source is not None:
+            window_s = self.config.placeholders.pin_window_s
+            try:
+                counts, history = source(now_s - window_s, now_s + self.config.tick_s)
+                return split_from_history(planned, counts, history,
+                                          capacity_type_label(self.config))
+            except InputError as error:  # no bucket counts in the window: nothing to split
+                log.debug("no pinned split this tick: %s", error)
+            except Exception as error:  # placeholders unpinned are still placeholders
+                errors.append(f"pinned demand: {type(error).__name__}: {error}")
+                log.exception("reading the pinned demand failed: placeholders stay unpinned")
+        return place_columns(planned, {}, {})
+
     def _observe_step(self) -> tuple[ClusterView | None, Observed | None]:
         """Nodes, pods and headstart's placeholder objects (read-only: followers and
         dry-run observe too). Raises ApiCallError when the cluster cannot be read."""
@@ -327,7 +369,8 @@ class OverprovisionerLoop:
         observed = self.applier.observe() if self.applier is not None else None
         return view, observed
 
-    def _apply_step(self, plan: Plan, requests: Mapping[str, Any], observed: Observed | None,
+    def _apply_step(self, columns: Sequence[PlacedColumn], requests: Mapping[str, Any],
+                    observed: Observed | None,
                     view: ClusterView | None, errors: list[str], now_s: float
                     ) -> ApplyResult | None:
         assert self.applier is not None
@@ -336,7 +379,7 @@ class OverprovisionerLoop:
             applied, observed = apply_plan(
                 self.applier,
                 lambda backend, buffer_api: desired_objects(
-                    self._placed(plan), self.config, self.catalog, backend, requests,
+                    columns, self.config, self.catalog, backend, requests,
                     buffer_api or None, valid_until),
                 priority_class(self.config), observed,
             )
@@ -423,13 +466,16 @@ class OverprovisionerLoop:
         return [b for b in plan.buckets if b.placement_group or not grouped.get(b.instance_type)]
 
     def _export_plan(self, plan: Plan, forecasts: Mapping[Bucket, BucketForecast],
-                     view: ClusterView | None) -> None:
+                     view: ClusterView | None, columns: Sequence[PlacedColumn]) -> None:
         m = self.metrics
         m.set_buckets(m.forecast, {b: f.point for b, f in forecasts.items()})
         m.set_buckets(m.forecast_quantile, {b: f.quantile for b, f in forecasts.items()},
                       f"{self.config.forecast.quantile:g}")
         m.set_buckets(m.wanted, {(b.instance_type, b.placement_group): b.wanted
                                  for b in plan.buckets})
+        m.set_pinned(m.wanted_pinned, {
+            (c.instance_type, c.placement_group, c.pin.zone or "", c.pin.capacity_type or ""):
+            c.wanted for c in columns})
         if view is not None:
             m.set_buckets(m.running, view.placeholders_running)
         m.cost.set(plan.cost_per_hour)

@@ -2,7 +2,8 @@
 
 Decides: metric names, labels and meaning. All names start with
 `headstart_overprovisioner_`. Labels: `instance_type`, `placement_group` ("" = none),
-`quantile`, `class` (temporary | permanent), `model`, `reason`, `result`, `problem`
+`zone` and `capacity_type` ("" = any: placeholders not pinned there), `quantile`,
+`class` (temporary | permanent), `model`, `reason`, `result`, `problem`
 (too_big | no_node_group | group_at_max | buffer_not_processed).
 
 Estimated pending time avoided: each hit (a real pod preempting a placeholder) is
@@ -40,6 +41,12 @@ class Metrics:
         self.wanted = Gauge(
             PREFIX + "placeholders_wanted", "Placeholders the current plan wants, per bucket.",
             BUCKET, registry=r)
+        self.wanted_pinned = Gauge(
+            PREFIX + "placeholders_wanted_pinned",
+            "Placeholders the current plan wants per bucket, zone and capacity type (the "
+            "split over pinned demand; \"\" = not pinned there). Sums to "
+            "placeholders_wanted over zone and capacity_type.",
+            (*BUCKET, "zone", "capacity_type"), registry=r)
         self.running = Gauge(
             PREFIX + "placeholders_running",
             "Placeholder pods running on a node (Deployment ready replicas or CapacityBuffer "
@@ -136,6 +143,13 @@ class Metrics:
         gauge.clear()
         for (instance_type, group), value in values.items():
             gauge.labels(instance_type, group, *extra).set(value)
+
+    def set_pinned(self, gauge: Gauge, values: Mapping[tuple[str, str, str, str], float]
+                   ) -> None:
+        """Replace a per-(type, group, zone, capacity type) gauge's series by `values`."""
+        gauge.clear()
+        for labels, value in values.items():
+            gauge.labels(*labels).set(value)
 
     def set_known(self, nodes: Mapping[tuple[str, str], float],
                   by_source: Mapping[tuple[str, str, str], float],

@@ -1,7 +1,10 @@
 """The Kubernetes objects a placeholder plan stands for (pure: plan in, JSON bodies out).
 
 Decides: names, labels and specs of what the overprovisioner writes:
-- one balloon Deployment per (instance type, placement group): pause containers whose
+- one balloon Deployment per (instance type, placement group), and one more per zone
+  and capacity type its placeholders are pinned to (pinned_plan.PlacedColumn: a bucket
+  passed with a `pin` selects it too, pin_selectors.py; named `placeholder_name`, with
+  labels `headstart.io/zone` and `headstart.io/capacity-type`): pause containers whose
   requests claim one node of the type (sizing.py: measured on live nodes, else all GPUs
   and a fraction of the catalog's CPU and memory; no GPUs with
   `placeholders.request_gpus` false), scheduled by `placeholders.scheduler_name` (the
@@ -49,7 +52,9 @@ from bucketing.catalog import Catalog
 from bucketing.errors import InputError
 from bucketing.resources import Resources
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config_catalog import placeholder_request
+from overprovisioner.config_catalog import capacity_type_label, placeholder_request
+from overprovisioner.pin_selectors import pin_constraints
+from predictor.pinning import UNPINNED, Pin
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 PART_OF = "app.kubernetes.io/part-of"
@@ -58,6 +63,8 @@ INSTANCE = "app.kubernetes.io/instance"
 PLACEHOLDER = "headstart.io/placeholder"
 INSTANCE_TYPE_LABEL = "headstart.io/instance-type"
 PLACEMENT_GROUP_LABEL = "headstart.io/placement-group"
+ZONE_LABEL = "headstart.io/zone"
+CAPACITY_TYPE_LABEL = "headstart.io/capacity-type"
 SPEC_HASH = "headstart.io/spec-hash"
 VALID_UNTIL = "headstart.io/valid-until"
 OWNER = "headstart.io/owner"
@@ -82,7 +89,8 @@ ACTIVE_CAPACITY = "buffer.x-k8s.io/active-capacity"
 
 
 class PlannedPlaceholders(Protocol):
-    """What objects.py reads of a planned bucket (`overprovisioner.plan.PlannedBucket`)."""
+    """What objects.py reads of a planned bucket (`overprovisioner.plan.PlannedBucket`,
+    or `pinned_plan.PlacedColumn`, whose `pin` the placeholders select too)."""
 
     instance_type: str
     placement_group: str
@@ -136,13 +144,34 @@ def bucket_of(obj: Mapping[str, Any]) -> tuple[str, str]:
     return labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(PLACEMENT_GROUP_LABEL, "")
 
 
-def placeholder_name(instance_type: str, placement_group: str) -> str:
+def pin_of(obj: Mapping[str, Any]) -> Pin:
+    """The zone and capacity type a placeholder object selects, from its labels."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return Pin(labels.get(ZONE_LABEL), labels.get(CAPACITY_TYPE_LABEL))
+
+
+def _pin(bucket: PlannedPlaceholders) -> Pin:
+    return getattr(bucket, "pin", UNPINNED)
+
+
+def placeholder_name(instance_type: str, placement_group: str, pin: Pin = UNPINNED) -> str:
     """`headstart-placeholder-g5-xlarge-pg-a`: deterministic, DNS-safe, at most 63 chars.
 
     Characters outside [a-z0-9-] become `-`. When that loses information (upper case,
     `_`, ...) or the name is too long, an 8-hex-digit hash of the exact (type, group)
-    is appended so two buckets never share a name.
+    is appended so two buckets never share a name. A pinned column's name adds its zone
+    and capacity type and always ends in a hash of the exact (type, group, zone,
+    capacity type): `headstart-placeholder-g5-xlarge-us-east-1a-spot-<hash>`, so it can
+    never be the name of another bucket (group `pg-us-east-1a`, say) or column.
     """
+    if pin:
+        parts = [placeholder_name(instance_type, placement_group),
+                 _dns_part(pin.zone or ""), _dns_part(pin.capacity_type or "")]
+        digest = hashlib.sha256(
+            "\0".join((instance_type, placement_group, pin.zone or "",
+                        pin.capacity_type or "")).encode()).hexdigest()[:8]
+        name = "-".join(part for part in parts if part)
+        return f"{name[: MAX_NAME - 9].rstrip('-')}-{digest}"
     parts = [NAME_PREFIX, _dns_part(instance_type)]
     if placement_group:
         parts.append(_dns_part(placement_group))
@@ -190,12 +219,15 @@ def desired_objects(
                          f"{', '.join(gv for gv, _ in CAPACITY_BUFFERS)}")
     requests = requests or {}
     objects: list[DesiredObject] = []
-    seen: dict[str, tuple[str, str]] = {}
+    seen: dict[str, tuple[str, ...]] = {}
     for bucket in buckets:
         if bucket.wanted < 0:
             raise InputError(f"bucket {bucket.instance_type}: wanted {bucket.wanted} < 0")
-        name = placeholder_name(bucket.instance_type, bucket.placement_group)
-        identity = (bucket.instance_type, bucket.placement_group)
+        pin = _pin(bucket)
+        name = placeholder_name(bucket.instance_type, bucket.placement_group, pin)
+        identity: tuple[str, ...] = (bucket.instance_type, bucket.placement_group)
+        if pin:
+            identity += (pin.zone or "", pin.capacity_type or "")
         if name in seen:
             what = "appears twice in the plan" if seen[name] == identity else (
                 f"and bucket {seen[name]} both map to the object name {name!r}"
@@ -203,7 +235,7 @@ def desired_objects(
             raise InputError(f"bucket {identity} {what}")
         seen[name] = identity
         template = pod_template(bucket.instance_type, bucket.placement_group, config, catalog,
-                                requests.get(bucket.instance_type))
+                                requests.get(bucket.instance_type), pin)
         if backend == "deployment":
             objects.append(_deployment(name, bucket, template, config))
         else:
@@ -230,16 +262,19 @@ def _with_annotation(obj: DesiredObject, key: str, value: str) -> DesiredObject:
 
 def pod_template(
     instance_type: str, placement_group: str, config: OverprovisionerConfig, catalog: Catalog,
-    request: Resources | None = None,
+    request: Resources | None = None, pin: Pin = UNPINNED,
 ) -> dict[str, Any]:
     """The placeholder PodTemplateSpec (metadata + spec) for one bucket; `request` None =
-    the fraction rule."""
+    the fraction rule; `pin` (pin_selectors.selectable_pin already) adds its zone and
+    capacity-type selection."""
     if request is None:
         request = placeholder_request(config, catalog, instance_type)
     gpus = catalog.get(instance_type).gpus
     node_selector = {NODE_INSTANCE_TYPE: instance_type}
     if placement_group:
         node_selector[config.placeholders.placement_group_label] = placement_group
+    pinned = pin_constraints(pin, capacity_type_label(config))
+    node_selector.update(pinned.node_selector)
     container: dict[str, Any] = {
         "name": "pause",
         "image": config.placeholders.pause_image,
@@ -265,11 +300,18 @@ def pod_template(
         # The scheduler that preempts a placeholder also binds the real pod; another one
         # could put the re-created placeholder back first (kubernetes/kubernetes#130429).
         spec["schedulerName"] = config.placeholders.scheduler_name
+    tolerations = list(pinned.tolerations)
     if gpus > 0 and config.placeholders.gpu_tolerations:
-        spec["tolerations"] = [t.as_json() for t in config.placeholders.gpu_tolerations]
+        tolerations[:0] = [t.as_json() for t in config.placeholders.gpu_tolerations]
+    if tolerations:
+        spec["tolerations"] = tolerations
+    if pinned.match_expressions:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": list(pinned.match_expressions)}]}}}
     return {
         "metadata": {"labels": _bucket_labels(
-            placeholder_name(instance_type, placement_group), instance_type, placement_group
+            placeholder_name(instance_type, placement_group, pin), instance_type,
+            placement_group, pin,
         )},
         "spec": spec,
     }
@@ -313,13 +355,18 @@ def _gpu_quantity(gpu_milli: int) -> str:
     return str(gpu_milli // 1000) if gpu_milli % 1000 == 0 else f"{gpu_milli}m"
 
 
-def _bucket_labels(name: str, instance_type: str, placement_group: str) -> dict[str, str]:
+def _bucket_labels(name: str, instance_type: str, placement_group: str,
+                   pin: Pin = UNPINNED) -> dict[str, str]:
     labels = headstart_labels()
     labels[INSTANCE] = name
     labels[PLACEHOLDER] = "true"
     labels[INSTANCE_TYPE_LABEL] = instance_type
     if placement_group:
         labels[PLACEMENT_GROUP_LABEL] = placement_group
+    if pin.zone is not None:
+        labels[ZONE_LABEL] = pin.zone
+    if pin.capacity_type is not None:
+        labels[CAPACITY_TYPE_LABEL] = pin.capacity_type
     return labels
 
 
@@ -327,7 +374,7 @@ def _deployment(
     name: str, bucket: PlannedPlaceholders, template: dict[str, Any],
     config: OverprovisionerConfig,
 ) -> DesiredObject:
-    labels = _bucket_labels(name, bucket.instance_type, bucket.placement_group)
+    labels = _bucket_labels(name, bucket.instance_type, bucket.placement_group, _pin(bucket))
     body = {
         "apiVersion": DEPLOYMENT[0],
         "kind": DEPLOYMENT[1],
@@ -348,7 +395,7 @@ def _pod_template_object(
     name: str, bucket: PlannedPlaceholders, template: dict[str, Any],
     config: OverprovisionerConfig,
 ) -> DesiredObject:
-    labels = _bucket_labels(name, bucket.instance_type, bucket.placement_group)
+    labels = _bucket_labels(name, bucket.instance_type, bucket.placement_group, _pin(bucket))
     body = {
         "apiVersion": POD_TEMPLATE[0],
         "kind": POD_TEMPLATE[1],
@@ -361,7 +408,7 @@ def _pod_template_object(
 def _capacity_buffer(
     name: str, bucket: PlannedPlaceholders, config: OverprovisionerConfig, api_version: str
 ) -> DesiredObject:
-    labels = _bucket_labels(name, bucket.instance_type, bucket.placement_group)
+    labels = _bucket_labels(name, bucket.instance_type, bucket.placement_group, _pin(bucket))
     body = {
         "apiVersion": api_version,
         "kind": "CapacityBuffer",

@@ -19,9 +19,17 @@ The rule:
    method (floors first, then one more to the largest remainders, ties to the pinned
    columns, then by name), so the split sums to what the plan wants exactly.
 
-Not wired yet: the planner's observations, the applied objects (placeholders selecting
-zone and capacity-type labels) and the simulator do not call this module; it is the pure
-core they will call (docs/overprovisioner.md "Zone and capacity type").
+4. The placed columns (`place_columns`, what objects.py makes one object each of): every
+   planned bucket's unpinned column, even at 0 (its object stays exactly as before
+   pinning existed), and each pinned column with demand in the window, at 0 too when
+   the split gives it none (its object keeps its name rather than being deleted and
+   re-created tick after tick); a pinned column without demand in the window is not
+   placed, so the applier prunes its object.
+
+The loop (loop.py) calls this after the plan, with the window `placeholders.pin_window`
+of the history, the pins reduced to what placeholders can select (`restrict_pins`,
+pin_selectors.selectable_pin). The simulator does not: it models no zones
+(docs/overprovisioner.md "Zone and capacity type").
 
 Must not: read the clock, log, call the API, or mutate its inputs.
 """
@@ -29,13 +37,15 @@ Must not: read the clock, log, call the API, or mutate its inputs.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from overprovisioner.pin_selectors import selectable_pin
 from predictor.pinning import UNPINNED, Pin, split_pinned_column
+from predictor.series import split_column
 
 Bucket = tuple[str, str]  # (instance type, placement group or "")
 
@@ -97,3 +107,69 @@ def pin_placeholders(wanted: Mapping[Bucket, int], bucket_peaks: Mapping[Bucket,
             given[column] += 1
         result.update({c: n for c, n in given.items() if n > 0})
     return result
+
+
+@dataclass(frozen=True)
+class PlacedColumn:
+    """The placeholders of one column: what objects.py turns into one object (its `pin`
+    selected beside the type and group)."""
+
+    instance_type: str
+    placement_group: str
+    pin: Pin
+    wanted: int
+
+    @property
+    def bucket(self) -> Bucket:
+        return (self.instance_type, self.placement_group)
+
+
+def bucket_peaks(counts: pd.DataFrame) -> dict[Bucket, float]:
+    """The peak of each bucket-count column (`bucket` or `bucket@group`, NaN = gap) over
+    the rows given; all-gap columns are left out."""
+    peaks: dict[Bucket, float] = {}
+    for column in counts.columns:
+        values = counts[column].to_numpy(dtype=np.float64)
+        if not np.all(np.isnan(values)):
+            bucket, group = split_column(str(column))
+            peaks[(bucket, group or "")] = float(np.nanmax(values))
+    return peaks
+
+
+def restrict_pins(pinned: Mapping[PinnedBucket, float], selectable: Callable[[Pin], Pin]
+                  ) -> dict[PinnedBucket, float]:
+    """The pinned peaks with each pin reduced to what a placeholder can select: columns
+    that become one add up (an upper bound of the merged column's peak), columns left
+    with no pin are dropped (their demand is served by the unpinned placeholders)."""
+    result: dict[PinnedBucket, float] = {}
+    for column, peak in pinned.items():
+        pin = selectable(column.pin)
+        if pin:
+            key = PinnedBucket(column.instance_type, column.placement_group, pin)
+            result[key] = result.get(key, 0.0) + peak
+    return result
+
+
+def place_columns(planned: Iterable[tuple[str, str, int]], peaks: Mapping[Bucket, float],
+                  pinned: Mapping[PinnedBucket, float]) -> tuple[PlacedColumn, ...]:
+    """The columns to write for the planned (instance type, group, wanted) buckets (rule
+    4): each bucket's unpinned column first, then its pinned columns by name."""
+    planned = list(planned)
+    split = pin_placeholders({(t, g): w for t, g, w in planned}, peaks, pinned)
+    columns: list[PlacedColumn] = []
+    for instance_type, group, _ in planned:
+        unpinned = PinnedBucket(instance_type, group)
+        columns.append(PlacedColumn(instance_type, group, UNPINNED, split.get(unpinned, 0)))
+        for column in sorted((c for c in pinned if c.bucket == (instance_type, group)
+                              and c.pin and pinned[c] > 0), key=str):
+            columns.append(PlacedColumn(instance_type, group, column.pin, split.get(column, 0)))
+    return tuple(columns)
+
+
+def split_from_history(planned: Iterable[tuple[str, str, int]], counts: pd.DataFrame,
+                       history: pd.DataFrame, capacity_label: str) -> tuple[PlacedColumn, ...]:
+    """`place_columns` for the planned buckets from the window's bucket counts and pinned
+    series (`pinned:` columns), pins reduced to what `capacity_label` can select."""
+    pinned = restrict_pins(pinned_peaks(history),
+                           lambda pin: selectable_pin(pin, capacity_label))
+    return place_columns(planned, bucket_peaks(counts), pinned)

@@ -34,6 +34,7 @@ from overprovisioner.daemon_thread import in_daemon_thread
 from overprovisioner.known_plan import known_by_source
 from overprovisioner.leader import LeaderElector
 from overprovisioner.loop import OverprovisionerLoop, TickReport
+from overprovisioner.objects import placeholder_name
 from predictor.known.recording import KnownState
 
 # /plan lists at most this many known items (the counted ones first), so a queue of
@@ -175,6 +176,10 @@ def plan_document(report: TickReport, loop: OverprovisionerLoop) -> dict[str, An
             entry["placeholder_request"] = _request_json(size.request) if size else None
             entry["request_source"] = size.source if size else None
             entry["request_detail"] = size.detail if size else None
+            entry["split"] = [
+                {"zone": c.pin.zone, "capacity_type": c.pin.capacity_type, "wanted": c.wanted,
+                 "object": placeholder_name(c.instance_type, c.placement_group, c.pin)}
+                for c in report.columns if c.bucket == key]
             problem = report.checks.problems.get(key)
             entry["problem"] = problem.problem if problem else None
             entry["problem_detail"] = problem.detail if problem else None

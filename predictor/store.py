@@ -27,7 +27,10 @@ placement group that did not exist yet). Series named `total:<name>` are the tot
 (gpus_running, ...); series named `pinned:...` the demand of pods pinned to a zone or
 capacity type (predictor.pinning), read with `read_pinned` and never part of the
 forecaster's series (files written before they existed simply have none); the others
-are bucket counts (`bucket` or `bucket@group`).
+are bucket counts (`bucket` or `bucket@group`). `write_tick` keeps the pinned series in
+a table of their own (`pinned`), not in `samples`: an older headstart reading the file
+reads every `samples` row as a bucket count, and would plan (and fail on) a bucket named
+`pinned:...`; a table it does not know it never reads.
 
 Writes use `INSERT ... ON CONFLICT DO UPDATE`, so writing a tick twice keeps one row
 with the last value; a gap never overwrites an observed tick. Must not: decide what a
@@ -61,6 +64,12 @@ CREATE TABLE IF NOT EXISTS ticks (
     observed INTEGER NOT NULL CHECK (observed IN (0, 1))
 );
 CREATE TABLE IF NOT EXISTS samples (
+    tick INTEGER NOT NULL,
+    series TEXT NOT NULL,
+    value REAL NOT NULL CHECK (value >= 0),
+    PRIMARY KEY (tick, series)
+);
+CREATE TABLE IF NOT EXISTS pinned (
     tick INTEGER NOT NULL,
     series TEXT NOT NULL,
     value REAL NOT NULL CHECK (value >= 0),
@@ -177,12 +186,14 @@ class HistoryStore:
                 (tick,),
             )
             # A re-write is the whole tick: drop series the new snapshot no longer has.
-            self._db.execute("DELETE FROM samples WHERE tick = ?", (tick,))
-            self._db.executemany(
-                "INSERT INTO samples VALUES (?, ?, ?) "
-                "ON CONFLICT(tick, series) DO UPDATE SET value = excluded.value",
-                [(tick, series, float(value)) for series, value in values.items()],
-            )
+            for table in ("samples", "pinned"):
+                self._db.execute(f"DELETE FROM {table} WHERE tick = ?", (tick,))
+                self._db.executemany(
+                    f"INSERT INTO {table} VALUES (?, ?, ?) "
+                    "ON CONFLICT(tick, series) DO UPDATE SET value = excluded.value",
+                    [(tick, series, float(value)) for series, value in values.items()
+                     if series.startswith(PINNED_PREFIX) == (table == "pinned")],
+                )
 
     def write_gaps(self, from_s: float, to_s: float) -> int:
         """Record ticks from_s <= t < to_s as gaps (observed ticks stay); returns how many."""
@@ -239,6 +250,7 @@ class HistoryStore:
         cutoff = math.floor((now_s - retention_days * DAY_S) / self.tick_s)
         with self._transaction():
             self._db.execute("DELETE FROM samples WHERE tick < ?", (cutoff,))
+            self._db.execute("DELETE FROM pinned WHERE tick < ?", (cutoff,))
             self._db.execute("DELETE FROM known WHERE tick < ?", (cutoff,))
             self._db.execute("DELETE FROM announced WHERE tick < ?", (cutoff,))
             self._db.execute("DELETE FROM announced_work WHERE first_counted_s < ?",
@@ -322,10 +334,8 @@ class HistoryStore:
         ):
             observed[tick - first] = bool(flag)
         samples = pd.DataFrame(self._db.execute(
-            "SELECT tick, series, value FROM samples WHERE tick BETWEEN ? AND ? "
-            "AND substr(series, 1, ?) = ?",
-            (first, last, len(PINNED_PREFIX), PINNED_PREFIX)).fetchall(),
-            columns=["tick", "series", "value"])
+            "SELECT tick, series, value FROM pinned WHERE tick BETWEEN ? AND ?",
+            (first, last)).fetchall(), columns=["tick", "series", "value"])
         table = samples.pivot(index="tick", columns="series", values="value").reindex(ticks)
         table = table.fillna(0.0)
         table.loc[~observed, :] = np.nan

@@ -11,6 +11,7 @@ from bucketing.errors import ConfigError
 from bucketing.resources import Resources
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config_catalog import (
+    capacity_type_label,
     config_warnings,
     make_plan_config,
     placeholder_request,
@@ -408,3 +409,23 @@ def test_known_demand_counts_within_tick_plus_horizon(tick_s, horizon_s, window_
 
     config = OverprovisionerConfig(tick_s=tick_s, horizon_s=horizon_s)
     assert config.known_window_s == window_s
+
+
+@pytest.mark.parametrize("catalog, given, expected", [
+    ("aws", None, "eks.amazonaws.com/capacityType"),  # auto: EKS managed node groups
+    ("gcp", None, "cloud.google.com/gke-spot"),
+    ("aws", "karpenter.sh/capacity-type", "karpenter.sh/capacity-type"),
+    ("aws", "", ""),  # zones only
+], ids=["aws-auto", "gcp-auto", "karpenter", "off"])
+def test_the_capacity_type_label_defaults_by_catalog(catalog, given, expected) -> None:
+    placeholders = {} if given is None else {"capacity_type_label": given}
+    config = parse_config({"catalog": catalog, "instance_types": ["x"],
+                           "placeholders": placeholders}, "op.yaml")
+    assert capacity_type_label(config) == expected
+
+
+def test_an_unknown_capacity_type_label_names_the_field() -> None:
+    with pytest.raises(ConfigError, match=r"op.yaml: placeholders.capacity_type_label: "
+                                          r"'node.kubernetes.io/lifecycle' is not one of"):
+        parse_config({"instance_types": ["x"], "placeholders": {
+            "capacity_type_label": "node.kubernetes.io/lifecycle"}}, "op.yaml")

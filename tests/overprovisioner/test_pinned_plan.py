@@ -6,7 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from overprovisioner.pinned_plan import PinnedBucket, pin_placeholders, pinned_peaks
+from overprovisioner.pin_selectors import selectable_pin
+from overprovisioner.pinned_plan import (
+    PinnedBucket,
+    PlacedColumn,
+    bucket_peaks,
+    pin_placeholders,
+    pinned_peaks,
+    place_columns,
+    restrict_pins,
+)
 from predictor.pinning import Pin
 
 G5 = ("g5.xlarge", "")
@@ -53,3 +62,48 @@ def test_pinned_peaks_from_the_history():
         "pinned:g5.xlarge/capacity=on-demand": [np.nan, np.nan, np.nan],  # gaps only
     })
     assert pinned_peaks(history) == {A: 3.0}
+
+
+def test_bucket_peaks_from_the_counts():
+    counts = pd.DataFrame({"g5.xlarge": [2.0, np.nan, 5.0], "p4d.24xlarge@pg-a": [1.0, 0.0, 0.0],
+                           "g6.xlarge": [np.nan, np.nan, np.nan]})
+    assert bucket_peaks(counts) == {G5: 5.0, P4: 1.0}
+
+
+UNPINNED_G5 = PlacedColumn("g5.xlarge", "", Pin(), 0)
+PLACED = [
+    # no pinned demand: one unpinned column per planned bucket, at 0 too (as today)
+    ([("g5.xlarge", "", 2), ("p4d.24xlarge", "pg-a", 0)], {}, [
+        PlacedColumn("g5.xlarge", "", Pin(), 2), PlacedColumn("p4d.24xlarge", "pg-a", Pin(), 0),
+    ], "unpinned"),
+    # 4 x 5/10 = 2 to us-east-1a, 2 unpinned
+    ([("g5.xlarge", "", 4)], {A: 5.0}, [
+        PlacedColumn("g5.xlarge", "", Pin(), 2), PlacedColumn("g5.xlarge", "", A.pin, 2),
+    ], "split"),
+    # nothing wanted: the pinned column keeps its object at 0 while it has demand
+    ([("g5.xlarge", "", 0)], {A: 5.0}, [UNPINNED_G5, PlacedColumn("g5.xlarge", "", A.pin, 0)],
+     "pinned-at-zero"),
+    # 1 x 2/10 = 0.2 (a) and 0.8 (unpinned): the one placeholder goes unpinned, a stays at 0
+    ([("g5.xlarge", "", 1)], {A: 2.0}, [
+        PlacedColumn("g5.xlarge", "", Pin(), 1), PlacedColumn("g5.xlarge", "", A.pin, 0),
+    ], "too-small-a-share"),
+]
+
+
+@pytest.mark.parametrize("planned, pinned, expected", [p[:3] for p in PLACED],
+                         ids=[p[3] for p in PLACED])
+def test_place_columns(planned, pinned, expected):
+    peaks = {G5: 10.0, P4: 1.0}
+    assert list(place_columns(planned, peaks, pinned)) == expected
+
+
+def test_restrict_pins_merges_what_placeholders_cannot_tell_apart():
+    spot_a = PinnedBucket("g5.xlarge", "", Pin("us-east-1a", "spot"))
+    od_a = PinnedBucket("g5.xlarge", "", Pin("us-east-1a", "on-demand"))
+    reserved = PinnedBucket("g5.xlarge", "", Pin(None, "reserved"))
+    pinned = {spot_a: 2.0, od_a: 3.0, reserved: 1.0}
+    # no capacity-type label: both zone-a columns become one (2 + 3 = 5), reserved unpinned
+    assert restrict_pins(pinned, lambda pin: selectable_pin(pin, "")) == {A: 5.0}
+    # EKS managed node groups have no reserved capacity type: that column goes
+    assert restrict_pins(pinned, lambda pin: selectable_pin(
+        pin, "eks.amazonaws.com/capacityType")) == {spot_a: 2.0, od_a: 3.0}

@@ -231,3 +231,20 @@ def test_pinned_series_are_kept_apart_from_the_forecasters_columns(store):
 def test_a_history_without_pinned_series_reads_no_pinned_column(store):
     store.write_tick(T0, {"g5.xlarge": 3})
     assert store.read_pinned(T0, T0 + TICK).columns.tolist() == []
+
+
+def test_pinned_series_are_not_in_the_table_an_older_headstart_reads(store):
+    """An older headstart reads every `samples` row as a bucket count; pinned series live
+    in a table of their own, so it never sees them (and plans the same buckets)."""
+    store.write_tick(T0, {"g5.xlarge": 3, "pinned:g5.xlarge/zone=us-east-1a": 1})
+    rows = store._db.execute("SELECT series FROM samples").fetchall()
+    assert rows == [("g5.xlarge",)]
+    # Rewriting the tick replaces its pinned series too; retention drops them.
+    store.write_tick(T0, {"g5.xlarge": 3})
+    assert store.read_pinned(T0, T0 + TICK).columns.tolist() == []
+    store.write_tick(T0 + TICK, {"pinned:g5.xlarge/zone=us-east-1b": 2})
+    store.delete_older_than(T0 + TICK + 86400.0, 1.0)  # cutoff is tick T0 + TICK: kept
+    assert store.read_pinned(T0, T0 + 2 * TICK).columns.tolist() == [
+        "pinned:g5.xlarge/zone=us-east-1b"]
+    store.delete_older_than(T0 + 2 * TICK + 86400.0, 1.0)  # now it is older than a day
+    assert store._db.execute("SELECT COUNT(*) FROM pinned").fetchone() == (0,)
