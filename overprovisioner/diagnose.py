@@ -23,6 +23,14 @@ Decides, per bucket (instance type, placement group), one of:
   provisioning/buffers.go) and `BufferEmpty` at zero replicas: both are normal, and
   only F > 0 (virtual pods it could not place) is a problem.
 
+- `gpu_label_missing`: cluster-autoscaler runs (its status ConfigMap is there) and a
+  node of a GPU bucket carries none of the providers' GPU labels
+  (sizing.GPU_NODE_LABELS): while such a node's device plugin has not registered its
+  GPUs, CA counts it as ready without GPUs and launches another node for the
+  placeholder still pending on it (kubernetes/autoscaler#1949, #3164). Label the node
+  group (and, on EKS, tag its ASG: docs/install-eks.md step 1). Karpenter does not use
+  the label, so without CA's status nothing is said.
+
 The events: cluster-autoscaler records `NotTriggerScaleUp` ("pod didn't trigger
 scale-up: <count> <reason>, ...", one count per node group, processors/status/
 eventing_scale_up_processor.go `ReasonsMessage`) and `TriggeredScaleUp` on pending pods,
@@ -58,12 +66,13 @@ from typing import Any, Literal
 import yaml
 
 from bucketing.resources import Resources
-from overprovisioner.sizing import NodeRoom, fit_problem
+from overprovisioner.sizing import GPU_NODE_LABELS, NodeRoom, fit_problem
 
 Bucket = tuple[str, str]
-Problem = Literal["too_big", "no_node_group", "group_at_max", "buffer_not_processed"]
+Problem = Literal["too_big", "no_node_group", "group_at_max", "buffer_not_processed",
+                  "gpu_label_missing"]
 PROBLEMS: tuple[str, ...] = ("too_big", "no_node_group", "group_at_max",
-                             "buffer_not_processed")
+                             "buffer_not_processed", "gpu_label_missing")
 # CA's loop runs every 10 s; a buffer still unprocessed after 5 minutes is not coming.
 BUFFER_GRACE_S = 300.0
 SCALE_UP_REASONS = ("NotTriggerScaleUp", "TriggeredScaleUp", "Nominated", "FailedScheduling")
@@ -295,8 +304,27 @@ def diagnose(
             problem = BucketProblem(instance_type, group, "group_at_max", ca_says)
         elif bucket in buffers and (why := buffer_problem(buffers[bucket], now_s)):
             problem = BucketProblem(instance_type, group, "buffer_not_processed", why)
+        elif status.found and (unlabeled := _unlabeled_gpu_nodes(
+                rooms, bucket, requests[instance_type])):
+            problem = BucketProblem(
+                instance_type, group, "gpu_label_missing",
+                f"GPU node(s) {', '.join(unlabeled[:3])} carry none of "
+                f"{', '.join(GPU_NODE_LABELS)}: cluster-autoscaler cannot tell them from "
+                "nodes without GPUs until their device plugin registers, and scales up "
+                "again; label the node group with your provider's GPU label")
         else:
             problem = None
         if problem is not None:
             problems[bucket] = problem
     return problems
+
+
+def _unlabeled_gpu_nodes(rooms: Sequence[NodeRoom], bucket: Bucket, request: Resources
+                         ) -> list[str]:
+    """Nodes of `bucket` that are GPU nodes (the placeholder asks for GPUs, or the node
+    has them) and carry no autoscaler GPU label."""
+    instance_type, group = bucket
+    return [room.name for room in rooms
+            if (room.instance_type, room.placement_group) == (instance_type, group)
+            and (request.gpu_milli > 0 or room.allocatable.gpu_milli > 0)
+            and not room.gpu_labeled]

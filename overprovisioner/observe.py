@@ -39,7 +39,7 @@ from locality.config import LocalityConfig
 from locality.parse import parse_node as parse_locality_node
 from overprovisioner.errors import ErrorClass, RetryPolicy, call_with_retry
 from overprovisioner.objects import NAME_PREFIX, NODE_INSTANCE_TYPE, PLACEHOLDER
-from overprovisioner.sizing import NodeRoom
+from overprovisioner.sizing import GPU_NODE_LABELS, NodeRoom
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 Bucket = tuple[str, str]  # (instance type, placement group or "")
@@ -53,6 +53,7 @@ class NodeView:
     usable: bool  # Ready and schedulable
     allocatable: Resources = ZERO
     ready_since_s: float | None = None  # when the Ready condition last turned True
+    gpu_labeled: bool = False  # carries an autoscaler's GPU label (sizing.GPU_NODE_LABELS)
 
 
 @dataclass(frozen=True)
@@ -98,9 +99,11 @@ def parse_node(node: Mapping[str, Any], group_label: str,
     and Karpenter's scale-down taints included), so a draining node never counts as free
     capacity that the plan would then not replace."""
     parsed = parse_locality_node(node, _node_reading(group_label, gpu_resource))
+    labels = (node.get("metadata") or {}).get("labels") or {}
     return NodeView(
         parsed.name, parsed.instance_type or "", parsed.placement_group or "",
         parsed.takes_new_pods, parsed.allocatable, _ready_since(node),
+        any(label in labels for label in GPU_NODE_LABELS),
     )
 
 
@@ -178,7 +181,7 @@ def cluster_view(
             free.setdefault(key, set()).add(node.name)
     rooms = tuple(
         NodeRoom(n.name, n.instance_type, n.placement_group, n.allocatable,
-                 daemons.get(n.name, ZERO), n.usable, n.ready_since_s)
+                 daemons.get(n.name, ZERO), n.usable, n.ready_since_s, n.gpu_labeled)
         for n in sorted(by_name.values(), key=lambda n: n.name)
     )
     return ClusterView(counts, {k: len(v) for k, v in free.items()}, running, pending, rooms,

@@ -46,6 +46,15 @@ KEEP_WITHIN = 0.05
 Source = Literal["nodes", "fraction"]
 
 
+# The node labels by which cluster-autoscaler's cloud providers recognise a GPU node
+# before its device plugin has registered its GPUs (each provider's GPULabel(): aws,
+# gce, azure), so it does not count such a node as ready capacity without GPUs and
+# scale up again for the pods still pending on it (processors/customresources/
+# gpu_processor.go).
+GPU_NODE_LABELS = ("k8s.amazonaws.com/accelerator", "cloud.google.com/gke-accelerator",
+                   "accelerator")
+
+
 @dataclass(frozen=True)
 class NodeRoom:
     """A node of a bucket type and what its DaemonSet and static pods take of it.
@@ -61,6 +70,8 @@ class NodeRoom:
     daemon_requests: Resources
     usable: bool
     ready_since_s: float | None
+    gpu_labeled: bool = True
+    """The node carries an autoscaler's GPU label (GPU_NODE_LABELS)."""
 
     @property
     def room(self) -> Resources:

@@ -27,10 +27,14 @@ def rfc3339(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def make_node(fake_kube, name, memory="15000Mi", instance_type="g5.xlarge", gpus="1"):
+def make_node(fake_kube, name, memory="15000Mi", instance_type="g5.xlarge", gpus="1",
+              gpu_label=True):
+    labels = {"node.kubernetes.io/instance-type": instance_type}
+    if gpu_label:  # as the example EKS node groups set it (docs/install-eks.md step 1)
+        labels["k8s.amazonaws.com/accelerator"] = "nvidia-a10g"
     fake_kube.create({
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"node.kubernetes.io/instance-type": instance_type}},
+        "metadata": {"name": name, "labels": labels},
         "status": {"conditions": [{"type": "Ready", "status": "True",
                                    "lastTransitionTime": rfc3339(at_tick(0))}],
                    "allocatable": {"cpu": "3920m", "memory": memory, "nvidia.com/gpu": gpus}},
@@ -136,6 +140,10 @@ def test_no_node_group_from_the_autoscaler_status(fake_kube) -> None:
     report = loop.tick(at_tick(29))
     # p4d: no node and CA manages no node group. g5: a node exists, so something makes it.
     assert set(report.checks.problems) == {("p4d.24xlarge", "")}
+    make_node(fake_kube, "g5-b", gpu_label=False)
+    report = loop.tick(at_tick(30))
+    assert report.checks.problems[("g5.xlarge", "")].problem == "gpu_label_missing"
+    assert "g5-b" in report.checks.problems[("g5.xlarge", "")].detail
     assert plan_document(report, loop)["autoscaler_status"].startswith(
         "autoscalerStatus Running")
 

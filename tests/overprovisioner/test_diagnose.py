@@ -255,3 +255,44 @@ def test_buffer_not_processed(body, words) -> None:
         assert problems == {}
     else:
         assert problems[G5].problem == "buffer_not_processed" and words in problems[G5].detail
+
+
+def gpu_node(name="n1", labeled=False, gpus=0):
+    """A g5.xlarge node whose device plugin has registered `gpus` GPUs so far."""
+    return NodeRoom(name, "g5.xlarge", "", Resources(gpus * 1000, 3920, 15000 * MI),
+                    Resources(), True, NOW - 60, labeled)
+
+
+@pytest.mark.parametrize(
+    "rooms, status, expected",
+    [
+        # CA runs; the node's GPUs are not registered yet and it has no GPU label: CA
+        # takes it for a node without GPUs and scales up again.
+        ([gpu_node()], RUNNING_GROUPS, "gpu_label_missing"),
+        ([gpu_node(gpus=1)], RUNNING_GROUPS, "gpu_label_missing"),
+        # Labelled (k8s.amazonaws.com/accelerator or a peer): fine.
+        ([gpu_node(labeled=True)], RUNNING_GROUPS, None),
+        # No CA status (Karpenter, which does not use the label): nothing said.
+        ([gpu_node()], AutoscalerStatus(), None),
+    ],
+    ids=["unregistered-unlabeled", "registered-unlabeled", "labeled", "no-ca"],
+)
+def test_gpu_nodes_without_the_autoscalers_gpu_label(rooms, status, expected) -> None:
+    problems = diagnose([G5], REQUEST, rooms, {G5: 1}, {}, status, NOW)
+    assert (problems[G5].problem if G5 in problems else None) == expected
+    if expected:
+        assert "n1" in problems[G5].detail and "k8s.amazonaws.com/accelerator" in (
+            problems[G5].detail)
+
+
+def test_parse_node_reads_the_gpu_label() -> None:
+    from overprovisioner.observe import parse_node
+
+    def node(labels):
+        return {"metadata": {"name": "n", "labels": {
+                    "node.kubernetes.io/instance-type": "g5.xlarge", **labels}},
+                "status": {"allocatable": {"cpu": "4", "memory": "16Gi"}}}
+
+    assert parse_node(node({"k8s.amazonaws.com/accelerator": "nvidia-a10g"}),
+                      "headstart.io/placement-group").gpu_labeled
+    assert not parse_node(node({}), "headstart.io/placement-group").gpu_labeled
