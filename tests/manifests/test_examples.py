@@ -229,3 +229,26 @@ def test_the_example_jobs_fit_the_example_node_groups(overlay, catalog, file, ki
     together = requests[leader] + requests["Worker"]
     assert any(together.fits_in(room) for room in rooms.values()), (
         f"{file}: {leader} + one worker ({together}) fit no single {overlay} node: {rooms}")
+
+
+def test_the_karpenter_node_pools_match_the_buckets_and_label_their_nodes() -> None:
+    """The Karpenter path of docs/install-eks.md: one NodePool per bucket type, each
+    giving its nodes the placement-group label (placeholders and `required` jobs select
+    it) and, for GPU types, the GPU taint and accelerator label."""
+    pools = list(yaml.safe_load_all((EKS / "examples" / "karpenter-nodepools.yaml").read_text()))
+    config = load(EKS / "overprovisioner-config.yaml")
+    types = []
+    for pool in pools:
+        assert (pool["apiVersion"], pool["kind"]) == ("karpenter.sh/v1", "NodePool")
+        template = pool["spec"]["template"]
+        [requirement] = [r for r in template["spec"]["requirements"]
+                         if r["key"] == "node.kubernetes.io/instance-type"]
+        types += requirement["values"]
+        labels = template["metadata"]["labels"]
+        assert "headstart.io/placement-group" in labels, pool["metadata"]["name"]
+        assert labels["k8s.amazonaws.com/accelerator"].startswith("nvidia-")
+        assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"} in (
+            template["spec"]["taints"])
+    assert sorted(types) == sorted(config["instance_types"])
+    assert "kubectl apply -f manifests/overlays/eks/examples/karpenter-nodepools.yaml" in (
+        INSTALL_EKS.read_text())
