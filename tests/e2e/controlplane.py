@@ -188,6 +188,12 @@ class ControlPlane:
         self.started_at = time.time()
         self.stopped_at: float | None = None
         self._stopping = threading.Event()
+        self.apiserver_ready_at: list[float] = []
+        """When each kube-apiserver (re)start answered /readyz: the RBAC authorizer
+        refuses requests for a moment around a restart, before its informers sync."""
+        self.rbac_applied_at: list[float] = []
+        """When Roles and bindings were applied (installed.install): the authorizer's
+        informers take a moment to see them."""
         self.credential_names: dict[str, str] = {}
         """Audit credential id ("JTI=...") of each token handed out -> the process name."""
         self._supervisor = threading.Thread(target=self._restart_exited, daemon=True,
@@ -364,6 +370,7 @@ class ControlPlane:
 
     def _await_apiserver(self, name: str, client: Kube) -> None:
         self._await_http(name, client.server + "/readyz", "ok")
+        self.apiserver_ready_at.append(time.time())
 
         def kube_system_active() -> Any:
             namespace = client.get("/api/v1/namespaces/kube-system", missing_ok=True)

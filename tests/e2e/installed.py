@@ -24,6 +24,7 @@ import copy
 import functools
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,7 @@ def install(cluster: Any) -> None:
     if result.returncode != 0:
         raise AssertionError(f"kubectl apply of the rendered {OVERLAY} overlay failed:\n"
                              f"{result.stderr.strip()}")
+    cluster.rbac_applied_at.append(time.time())
 
 
 def service_account(component: str) -> str:

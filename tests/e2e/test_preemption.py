@@ -69,8 +69,11 @@ def gpu_nodes(kube) -> list[str]:
 
 
 def trainer(namespace: str) -> dict[str, Any]:
+    """One 8-GPU pod, a job of one: its declared size lets the job admitter lift the
+    placement gate at once (a job of unknown size waits for more pods first, while the
+    overprovisioner counts the gated pod as announced work)."""
     return training_pod("trainer-0", namespace, job="trainer", role="worker", gpus=8,
-                        cpu="8", memory="32Gi")
+                        cpu="8", memory="32Gi", annotations={"headstart.io/job-size": "1"})
 
 
 def create_and_wait_bound(cluster, namespace: str) -> tuple[str, float]:

@@ -1,0 +1,247 @@
+"""Whole-job admission against the real components, as installed: the shipped
+MutatingAdmissionPolicy gates every pod created for headstart-scheduler (the tests
+create pods plainly, no gate of their own), the extender's job admitter decides one
+placement group per job and writes it into every pod, and kube-scheduler, its
+preemption and cluster-autoscaler read it from there.
+
+- Two `required` jobs, room for one (pg-a 32 GPUs, pg-b 16; each job 1 PS + 24 one-GPU
+  workers): one binds whole in pg-a; the other stays gated whole, holding no GPU, with
+  the reason in an Event; once the first job's pods go it is admitted and binds whole.
+- Preemption only where the job goes: pg-a full of real pods, pg-b held by placeholder
+  pods; a `required` job of 1 PS + 12 workers lands whole in pg-b, and only pg-b's
+  placeholders are preempted.
+- The admitting replica killed -9 while a job waits: the other replica takes the Lease
+  and admits it within a lease duration once room appears; every pod's gate is lifted
+  by exactly one write.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+
+from tests.e2e.headstart import Extender, headstart_cluster
+from tests.e2e.kube import NotYet
+from tests.e2e.objects import bound_node, kwok_node, training_pod
+
+GATE = "headstart.io/placement"
+LOGS = ["headstart-scheduler", "headstart-extender"]
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/headstart/leases/headstart-extender-admitter"
+GROUPS = {"a-0": "pg-a", "a-1": "pg-a", "a-2": "pg-a", "a-3": "pg-a",
+          "b-0": "pg-b", "b-1": "pg-b"}
+
+
+def job(namespace: str, name: str, workers: int, policy: str = "required") -> list[dict]:
+    """1 PS (4 CPUs) + `workers` one-GPU workers, the job's size declared; no gate (the
+    shipped policy adds it)."""
+    annotations = {"headstart.io/placement-group": policy,
+                   "headstart.io/job-size": str(workers + 1)}
+    pods = [training_pod(f"{name}-ps-0", namespace, name, "ps", cpu="4", memory="8Gi",
+                         annotations=annotations)]
+    pods += [training_pod(f"{name}-worker-{i}", namespace, name, "worker", gpus=1, cpu="2",
+                          memory="8Gi", annotations=annotations) for i in range(workers)]
+    return pods
+
+
+def create(cluster, namespace: str, pods: list[dict]) -> list[str]:
+    for pod in pods:
+        created = cluster.kube.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+        assert {"name": GATE} in created["spec"].get("schedulingGates", []), (
+            f"the shipped policy did not gate {pod['metadata']['name']}")
+    return [pod["metadata"]["name"] for pod in pods]
+
+
+def where(cluster, namespace: str, names: list[str]) -> dict[str, str | None]:
+    pods = {p["metadata"]["name"]: p for p in cluster.kube.list(
+        f"/api/v1/namespaces/{namespace}/pods")}
+    return {name: bound_node(pods.get(name)) for name in names}
+
+
+def all_bound(cluster, namespace: str, names: list[str]):
+    placed = where(cluster, namespace, names)
+    unbound = [n for n, node in placed.items() if not node]
+    return placed if not unbound else NotYet(f"{len(unbound)} unbound: {unbound[:3]}")
+
+
+def gated(cluster, namespace: str, names: list[str]) -> list[str]:
+    pods = {p["metadata"]["name"]: p for p in cluster.kube.list(
+        f"/api/v1/namespaces/{namespace}/pods")}
+    return [n for n in names
+            if {"name": GATE} in (pods[n]["spec"].get("schedulingGates") or [])]
+
+
+@pytest.fixture(scope="module")
+def groups_cluster(e2e_clusters):
+    spec, port = headstart_cluster()
+    cluster = e2e_clusters.start(spec, "admission")
+    for name, group in GROUPS.items():
+        cluster.kube.create("/api/v1/nodes", kwok_node(name, memory="768Gi", group=group))
+    extender = Extender(cluster, port=port).start()
+    extender.wait_ready()
+    cluster.wait("the extender's cache to hold the nodes",
+                 lambda: extender.readyz()["nodes"] == len(GROUPS) + 1 or NotYet(
+                     extender.readyz()["nodes"]), 30, LOGS)
+    yield cluster, extender, port
+    cluster.stop()
+
+
+def delete_all(cluster, namespace: str) -> None:
+    for pod in cluster.kube.list(f"/api/v1/namespaces/{namespace}/pods"):
+        cluster.kube.delete(f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}",
+                            grace_period_s=0)
+
+
+def test_two_required_jobs_with_room_for_one_one_binds_whole_the_other_waits_whole(
+        groups_cluster, namespace, e2e_timings):
+    cluster, extender, _ = groups_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    # Created interleaved, pod by pod, as two operators would.
+    first, second = job(namespace, "job-a", 24), job(namespace, "job-b", 24)
+    created = time.monotonic()
+    names = create(cluster, namespace, [p for pair in zip(first, second, strict=True)
+                                        for p in pair])
+    a_names = [n for n in names if n.startswith("job-a")]
+    b_names = [n for n in names if n.startswith("job-b")]
+
+    def one_whole():
+        a, b = where(cluster, namespace, a_names), where(cluster, namespace, b_names)
+        done = [(name, placed) for name, placed in (("job-a", a), ("job-b", b))
+                if all(placed.values())]
+        return done[0] if done else NotYet(
+            (sum(map(bool, a.values())), sum(map(bool, b.values()))))
+
+    winner, placed = cluster.wait("one job bound whole", one_whole, 120, LOGS)
+    bound_s = time.monotonic() - created
+    assert {GROUPS[node] for node in placed.values()} == {"pg-a"}, placed
+    loser = b_names if winner == "job-a" else a_names
+    time.sleep(10)  # the admitter's rounds, the scheduler's retries: nothing of it binds
+    assert not any(where(cluster, namespace, loser).values()), "the waiting job holds GPUs"
+    assert sorted(gated(cluster, namespace, loser)) == sorted(loser)
+    events = kube.events(namespace, loser[0], reason="HeadstartWaiting")
+    assert events, f"no HeadstartWaiting event on {loser[0]}"
+    waiting = extender.get("/admission").json()["waiting"]
+    assert [w["pods"] for w in waiting] == [25], waiting
+
+    for name in (a_names if winner == "job-a" else b_names):
+        kube.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", grace_period_s=0)
+    freed = time.monotonic()
+    placed = cluster.wait("the waiting job bound whole once room appears",
+                          lambda: all_bound(cluster, namespace, loser), 120, LOGS)
+    assert {GROUPS[node] for node in placed.values()} == {"pg-a"}, placed
+    e2e_timings.record("admission: two required jobs, room for one",
+                       first_whole_since_created=bound_s,
+                       second_whole_since_room=time.monotonic() - freed,
+                       waiting_event=events[-1]["message"][:160])
+    delete_all(cluster, namespace)
+
+
+def placeholder_pod(name: str, namespace: str, node: str) -> dict:
+    """A placeholder as the overprovisioner's Deployment makes it (its label and
+    PriorityClass; preemptionPolicy Never), bound to `node` through the scheduler (in
+    the test's namespace: `headstart` enforces the restricted Pod Security level)."""
+    pod = training_pod(name, namespace, gpus=8, cpu="8", memory="32Gi")
+    pod["metadata"]["labels"] = {"headstart.io/placeholder": "true",
+                                 "headstart.io/instance-type": "p4d.24xlarge"}
+    pod["spec"]["priorityClassName"] = "headstart-placeholder"
+    pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    pod["spec"]["terminationGracePeriodSeconds"] = 0
+    return pod
+
+
+def test_preemption_only_in_the_group_the_job_was_given(groups_cluster, namespace,
+                                                          e2e_timings):
+    cluster, extender, _ = groups_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    filler = []
+    for node in [n for n, g in GROUPS.items() if g == "pg-a"]:
+        pod = training_pod(f"fill-{node}", namespace, f"fill-{node}", "worker", gpus=8,
+                           cpu="8", memory="32Gi",
+                           annotations={"headstart.io/job-size": "1",
+                                        "headstart.io/placement-group": "none"})
+        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+        filler.append(pod)
+    create(cluster, namespace, filler)
+    cluster.wait("pg-a full of real pods",
+                 lambda: all_bound(cluster, namespace, [p["metadata"]["name"] for p in filler]),
+                 90, LOGS)
+    holders = [placeholder_pod(f"holder-{node}", namespace, node)
+               for node, group in GROUPS.items() if group == "pg-b"]
+    for pod in holders:
+        kube.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+    cluster.wait("pg-b held by placeholders", lambda: all_bound(
+        cluster, namespace, [p["metadata"]["name"] for p in holders]), 90, LOGS)
+
+    created = time.monotonic()
+    names = create(cluster, namespace, job(namespace, "job-c", 12))
+    placed = cluster.wait("the job bound whole", lambda: all_bound(cluster, namespace, names),
+                          120, LOGS)
+    assert {GROUPS[node] for node in placed.values()} == {"pg-b"}, placed
+    survivors = {p["metadata"]["name"] for p in kube.list(f"/api/v1/namespaces/{namespace}/pods")
+                 if p["metadata"]["name"].startswith("holder-")
+                 and not p["metadata"].get("deletionTimestamp")}
+    assert not survivors & {p["metadata"]["name"] for p in holders}, survivors
+    assert all(bound_node(kube.pod(namespace, p["metadata"]["name"])) for p in filler), \
+        "a real pod in pg-a was evicted"
+    e2e_timings.record("admission: preemption only where the job goes",
+                       bound_since_created=time.monotonic() - created)
+    delete_all(cluster, namespace)
+
+
+def lease_holder(cluster) -> str | None:
+    return ((cluster.kube.get(LEASE, missing_ok=True) or {}).get("spec") or {}).get(
+        "holderIdentity")
+
+
+def test_the_admitting_replica_killed_the_other_admits_and_no_pod_twice(
+        groups_cluster, namespace, e2e_timings):
+    cluster, first, port = groups_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    # The second replica serves kube-scheduler too only if it were behind the Service;
+    # here it only competes for the admitter's Lease.
+    second = Extender(cluster, name="headstart-extender-b").start()
+    second.wait_ready()
+    cluster.wait("the first replica to lead the admitter",
+                 lambda: lease_holder(cluster) == "headstart-extender" or NotYet(
+                     lease_holder(cluster)), 60, LOGS)
+    # A job too big for any group now (40 GPUs): it waits gated.
+    blocker = job(namespace, "big", 39)
+    names = create(cluster, namespace, blocker)
+    cluster.wait("the big job waiting", lambda: [
+        w for w in first.get("/admission").json()["waiting"] if w["pods"] == 40], 60, LOGS)
+    killed = time.monotonic()
+    first.kill()
+    cluster.wait("the second replica to take the admitter's Lease",
+                 lambda: lease_holder(cluster) == "headstart-extender-b" or NotYet(
+                     lease_holder(cluster)), 60, ["headstart-extender-b"])
+    took_over_s = time.monotonic() - killed
+    # Room appears: nodes join pg-b (6 x 8 = 48 GPUs in pg-b now).
+    for index in range(2, 6):
+        kube.create("/api/v1/nodes", kwok_node(f"b-{index}", memory="768Gi", group="pg-b"))
+    cluster.wait("the second replica to admit the big job (every gate lifted)",
+                 lambda: not gated(cluster, namespace, names) or NotYet(
+                     len(gated(cluster, namespace, names))), 60, ["headstart-extender-b"])
+    admitted_s = time.monotonic() - killed
+    # kube-scheduler calls the extender at the first replica's address (in a cluster, a
+    # Service reaches whichever replica runs): start it again, as kubelet restarts a
+    # killed container; it comes back as a follower.
+    first.start()
+    first.wait_ready()
+    placed = cluster.wait("the big job bound whole", lambda: all_bound(
+        cluster, namespace, names), 120, ["headstart-extender-b", "headstart-scheduler"])
+    assert {node.split("-")[0] for node in placed.values()} == {"b"}, placed
+    lifts = Counter(w.name for w in cluster.writes()
+                    if w.namespace == namespace and w.resource == "pods"
+                    and w.verb == "patch" and w.user.startswith("headstart-extender"))
+    assert set(lifts) == set(names) and set(lifts.values()) == {1}, lifts
+    assert {w.user for w in cluster.writes() if w.namespace == namespace
+            and w.resource == "pods" and w.verb == "patch"} == {"headstart-extender-b"}
+    e2e_timings.record("admission: admitter killed -9, other replica admits",
+                       lease_taken_after_kill=took_over_s, admitted_after_kill=admitted_s,
+                       bound_after_kill=time.monotonic() - killed)
+    second.stop()
+    delete_all(cluster, namespace)
