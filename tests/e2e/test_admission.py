@@ -13,6 +13,8 @@ preemption and cluster-autoscaler read it from there.
 - The admitting replica killed -9 while a job waits: the other replica takes the Lease
   and admits it within a lease duration once room appears; every pod's gate is lifted
   by exactly one write.
+- cluster-autoscaler grows the group the job was given (pg-a and pg-b node groups; the
+  job fits pg-a with fewer new nodes), never the other.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections import Counter
 
 import pytest
 
+from tests.e2e.controlplane import DATA
 from tests.e2e.headstart import Extender, headstart_cluster
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node, kwok_node, training_pod
@@ -245,3 +248,45 @@ def test_the_admitting_replica_killed_the_other_admits_and_no_pod_twice(
                        bound_after_kill=time.monotonic() - killed)
     second.stop()
     delete_all(cluster, namespace)
+
+
+TWO_GROUPS = DATA / "kwok-provider-two-groups.yaml"
+AUTOSCALED = {"enabled": True, "autoscaler": {"node_groups": [
+    {"name": "p4d-pg-a", "instance_type": "p4d.24xlarge", "domain": "pg-a", "max_size": 4},
+    {"name": "p4d-pg-b", "instance_type": "p4d.24xlarge", "domain": "pg-b", "max_size": 4},
+]}}
+
+
+def test_cluster_autoscaler_grows_the_group_the_job_was_given(
+        e2e_clusters, namespace, e2e_timings):
+    """One pg-a p4d node with 8 free GPUs; CA node groups of p4d in pg-a and pg-b (at
+    most 4 each, given to the admitter as its config's node groups). A `required` job of
+    1 PS + 24 one-GPU workers fits pg-a with 2 new nodes, pg-b with 3: the admitter
+    gives it pg-a, writes that into the pods, and CA, which never calls the extender,
+    grows pg-a alone. (Pod by pod, CA grew pg-b in 3 of 5 runs, counting the pg-a node's
+    free GPUs the extender then refused, and the job never bound.)"""
+    spec, port = headstart_cluster(autoscaler=True, node_groups=TWO_GROUPS)
+    cluster = e2e_clusters.start(spec, "admission-autoscaled")
+    try:
+        kube = cluster.kube
+        Extender(cluster, port=port, settings={"admission": AUTOSCALED}).start().wait_ready()
+        kube.create("/api/v1/nodes", kwok_node(
+            "a-static", gpus=8, cpu="96", memory="1152Gi", group="pg-a",
+            labels={"node.kubernetes.io/instance-type": "p4d.24xlarge",
+                    "k8s.amazonaws.com/accelerator": "nvidia-a100"}))
+        kube.ensure_namespace(namespace)
+        created = time.monotonic()
+        names = create(cluster, namespace, job(namespace, "grow", 24))
+        placed = cluster.wait("the job bound whole", lambda: all_bound(
+            cluster, namespace, names), 240, [*LOGS, "cluster-autoscaler"])
+        bound_s = time.monotonic() - created
+        nodes = {n["metadata"]["name"]: n["metadata"]["labels"].get(
+            "headstart.io/placement-group") for n in kube.list("/api/v1/nodes")}
+        assert {nodes[node] for node in placed.values()} == {"pg-a"}, placed
+        launched = [n for n in nodes if n.startswith("p4d")]
+        assert 1 <= len(launched) <= 3, launched
+        assert {nodes[n] for n in launched} == {"pg-a"}, {n: nodes[n] for n in launched}
+        e2e_timings.record("admission: CA grows the group the job was given",
+                           bound_since_created=bound_s, nodes_launched=len(launched))
+    finally:
+        cluster.stop()
