@@ -290,3 +290,30 @@ def test_cluster_autoscaler_grows_the_group_the_job_was_given(
                            bound_since_created=bound_s, nodes_launched=len(launched))
     finally:
         cluster.stop()
+
+
+def test_a_job_a_headless_service_selects_still_lands_on_its_fewest_nodes(
+        groups_cluster, namespace, e2e_timings):
+    """JobSet and mpi-operator put a headless Service over the job's pods; kube-scheduler's
+    PodTopologySpread then applies its system-default spreading to them (pods a Service
+    selects), which pulls a job apart unless the profile turns the defaults off. 1 PS +
+    16 one-GPU workers on 8-GPU nodes: 2 nodes at the fewest."""
+    cluster, _, _ = groups_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    kube.create(f"/api/v1/namespaces/{namespace}/services", {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "js", "namespace": namespace},
+        "spec": {"clusterIP": "None", "selector": {"headstart.io/job": "js"},
+                 "ports": [{"port": 2222}]}})
+    pods = job(namespace, "js", 16, policy="preferred")
+    created = time.monotonic()
+    names = create(cluster, namespace, pods)
+    placed = cluster.wait("the job bound whole", lambda: all_bound(cluster, namespace, names),
+                          120, LOGS)
+    nodes = sorted(set(placed.values()))
+    assert len(nodes) == 2, placed
+    e2e_timings.record("admission: job behind a headless Service",
+                       bound_since_created=time.monotonic() - created, nodes_used=len(nodes),
+                       fewest_possible=2)
+    delete_all(cluster, namespace)
