@@ -273,3 +273,32 @@ def test_node_group_without_allocatable_is_named():
     with_shape = (NodeGroup("p5-a", "p5", "pg-a", 4, allocatable=Resources.of(8, 96, 768)),)
     assert summary(decide(pods, nodes("pg-a", 1), with_shape)) == (
         {"ns/a": (f"{PG}=pg-a", 1)}, {})
+
+
+def test_owner_replica_count_keeps_a_job_whole_past_the_settle_time():
+    # 2 pods of a PyTorchJob declaring 4 (owner_size), last pod 100 s old (settle 10 s):
+    # without the owner's size the 2 would be admitted alone; with it the job waits.
+    pods = [replace(p, owner_size=4) for p in job("a", 2, size=0)]
+    result = decide(pods, nodes("pg-a", 4))
+    (waiting,) = result.waiting
+    assert (waiting.code, result.admissions) == (WaitCode.INCOMPLETE, ())
+    assert "2 of its 4 pods exist" in waiting.reason
+
+
+def test_owner_whose_counts_do_not_parse_waits_with_the_reason():
+    why = "its owner's replica counts do not parse: PyTorchJob ns/a: spec...: got '4'"
+    pods = [replace(p, owner_wait=why) for p in job("a", 2, size=0)]
+    (waiting,) = decide(pods, nodes("pg-a", 4)).waiting
+    assert waiting.code is WaitCode.SIZE_UNKNOWN
+    assert why in waiting.reason and "headstart.io/job-size" in waiting.reason
+
+
+def test_staged_jobset_takes_the_largest_size_its_gated_pods_declare():
+    # A JobSet: an initializer (stage 0, size 1) and 2 node pods (stage 1: 1 + 2 = 3).
+    # Gated: the initializer (sorted first) and 1 node pod; the job's size is 3, not
+    # the first pod's 1, so 2 of 3 exist and it waits instead of being split.
+    init, node = job("a", 2, size=0)
+    pods = [replace(init, owner_size=1), replace(node, owner_size=3)]
+    (waiting,) = decide(pods, nodes("pg-a", 4)).waiting
+    assert waiting.code is WaitCode.INCOMPLETE
+    assert "2 of its 3 pods exist" in waiting.reason
