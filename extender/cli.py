@@ -115,7 +115,7 @@ def serve(config, api_client) -> None:
         elector = LeaderElector(
             api_client, os.environ.get("POD_NAMESPACE") or admission.lease_namespace, admission)
         admitter = Admitter(cache, config.locality, admission, api_client, elector.is_leader,
-                            identity=elector.identity)
+                            identity=elector.identity, sizes_listed=sync.sizes_listed)
         elector.start()
     app = create_app(config, cache, sync, binder, admitter)
     # First: a taken ops port must fail before the watch threads start.

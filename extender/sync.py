@@ -71,6 +71,7 @@ class ClusterSync:
         self._watch_dra = watch_dra
         self._watch_pod_groups = watch_pod_groups
         self._watch_owners = watch_owners
+        self._owner_kinds = {f"{api.plural}.{api.group}" for api in OWNER_APIS}
         self._stale_after = stale_after_seconds
         self.resolver = Resolver(config)
         cache.resolve_pod = self.resolver.pod  # the request path's pods, resolved alike
@@ -166,6 +167,16 @@ class ClusterSync:
         for watch in self.watches:
             remaining = max(deadline - time.monotonic(), 0.0)
             await loop.run_in_executor(None, watch.join, remaining)
+
+    def sizes_listed(self) -> bool:
+        """Every watch of what sizes jobs (PodGroups, owners) has listed once (or found
+        its API not served): until then a job of pods created long ago would be taken
+        as declaring no size and admitted without waiting for its missing pods. A watch
+        that has failed (a 403 from a missing RBAC rule) holds nothing back: it shows
+        in /readyz, and admission must not stop for it."""
+        return all(watch.status.synced or watch.status.errors_total > 0
+                   for watch in self.watches
+                   if watch.kind.startswith(POD_GROUPS + ".") or watch.kind in self._owner_kinds)
 
     def statuses(self) -> list[WatchStatus]:
         return [watch.status for watch in self.watches]

@@ -79,12 +79,16 @@ class Admitter:
         api_client: Any | None,
         is_leader: Callable[[], bool],
         identity: str = COMPONENT,
+        sizes_listed: Callable[[], bool] = lambda: True,
     ) -> None:
+        """sizes_listed: whether the objects that size jobs (PodGroups, owners) have
+        been listed once; no round runs before (`ClusterSync.sizes_listed`)."""
         self.cache = cache
         self.locality = locality
         self.config = config
         self.is_leader = is_leader
         self.identity = identity
+        self.sizes_listed = sizes_listed
         self._core = k8s.CoreV1Api(api_client) if api_client is not None else None
         self.last_plan = Plan()
         self.last_round_wall: float | None = None
@@ -168,7 +172,7 @@ class Admitter:
         while True:
             await asyncio.sleep(self.config.interval_seconds)
             cache = self.cache
-            if not cache.ready():
+            if not cache.ready() or not self.sizes_listed():
                 continue
             idle += 1
             await self.refresh_autoscaler_status(time.monotonic())

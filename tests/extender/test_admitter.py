@@ -289,3 +289,23 @@ async def test_owner_replicas_hold_the_job_and_a_bad_count_is_an_event(fake_kube
     assert reason == "HeadstartWaiting"
     assert "PyTorchJob team/pt: spec.pytorchReplicaSpecs.Worker.replicas" in message
     assert pod_of(fake_kube, "pt-0")["spec"]["schedulingGates"] == [{"name": GATE}]
+
+
+async def test_no_round_before_the_size_watches_have_listed(fake_kube, replicas):
+    # Until PodGroups and owners are listed, a job could be taken as declaring no size:
+    # the loop runs no round (and lifts no gate) before `sizes_listed()`.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(gated_pod("one-0", "one", 1, gpus=1))
+    started = replicas("solo", leading=True)
+    listed = False
+    admitter = Admitter(started.cache, LOCALITY, ADMISSION, fake_kube.api_client(),
+                        lambda: True, "solo", sizes_listed=lambda: listed)
+    task = asyncio.create_task(admitter.run())
+    try:
+        await eventually(started.cache.ready)
+        await asyncio.sleep(1.0)  # 10 intervals
+        assert pod_of(fake_kube, "one-0")["spec"]["schedulingGates"] == [{"name": GATE}]
+        listed = True
+        await eventually(lambda: not pod_of(fake_kube, "one-0")["spec"].get("schedulingGates"))
+    finally:
+        task.cancel()

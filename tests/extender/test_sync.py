@@ -286,6 +286,8 @@ async def test_owner_replica_counts_size_the_job(fake_kube, started):
     assert "Worker.replicas: expected a whole number >= 0, got 'seven'" in pod.owner_wait
     absent = next(s for s in sync.statuses() if s.kind == "trainjobs.trainer.kubeflow.org")
     assert absent.absent and absent.errors_total == 0
+    assert sync.sizes_listed()  # every size watch listed (or absent): admission may run
+
 
 
 async def test_api_binder_creates_the_binding_and_reports_conflicts(fake_kube):
