@@ -190,6 +190,16 @@ def scheduler_real(results: dict) -> str:
             f"({provenance(e)}).\n")
 
 
+def admission(results: dict) -> str:
+    e = results["admission"]
+    f = e["figures"]
+    rounds = ", ".join(f"{r['median_ms']:g} ms for {r['pods']:,} pods" for r in f["rounds"])
+    return (f"One admission round (gather, snapshot, assign, patches) at {f['nodes']:,} nodes "
+            f"takes {rounds} (medians of {f['repeats']} runs; target 1 s for 4,096 pods), "
+            f"against {f['baseline_ms']:g} ms for a 1-pod job in the same run "
+            f"({provenance(e)}).\n")
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "scheduler-real": scheduler_real,
     "extender-details": extender_details,
@@ -200,6 +210,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "simulator": simulator,
     "extender-table": extender_table,
     "extender-summary": extender_summary,
+    "admission": admission,
 }
 
 

@@ -32,9 +32,11 @@ from bucketing.yamlfile import load_yaml_file
 IN_CLUSTER = "in-cluster service account"
 
 
-def load_api_client(kubeconfig: str | Path | None) -> Any:
+def load_api_client(kubeconfig: str | Path | None, connections: int | None = None) -> Any:
     """An ApiClient for `kubeconfig`, the pod's service account, or the default kubeconfig
-    (see the module docstring); ConfigError naming the source when it cannot be used."""
+    (see the module docstring); ConfigError naming the source when it cannot be used.
+    connections: the connections it keeps open to the server (the client's default, 10,
+    when None); each watch streams on one of its own."""
     from kubernetes import client
     from kubernetes import config as kube_config
 
@@ -65,6 +67,8 @@ def load_api_client(kubeconfig: str | Path | None) -> Any:
     if not host.startswith(("http://", "https://")):
         raise ConfigError(f"{source}: the cluster's server {host!r} is not an http(s) URL")
     configuration.retries = 0
+    if connections is not None:
+        configuration.connection_pool_maxsize = connections
     return client.ApiClient(configuration)
 
 

@@ -57,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config).with_overrides(port=args.port, ops_port=args.ops_port)
     configure_logging(args.log_format or config.log_format, config.log_level)
-    api_client = load_api_client(args.kubeconfig)
+    # One streaming connection per watch (nodes, pods, NRT, 3 DRA kinds, 2 PodGroup
+    # APIs, 5 owner kinds: 13) plus the admitter's and binder's calls.
+    api_client = load_api_client(args.kubeconfig, connections=32)
     monitor_reachability(api_client)
     serve(config, api_client)
     return 0
@@ -98,6 +100,7 @@ def serve(config, api_client) -> None:
         api_client, cache, config.locality, settings,
         watch_topology=config.watch_topology, stale_after_seconds=config.stale_after_seconds,
         watch_dra=config.watch_dra, watch_pod_groups=config.watch_pod_groups,
+        watch_owners=config.watch_owners,
     )
     binder = ApiBinder(api_client) if config.bind_enabled else None
     admitter = None
@@ -112,7 +115,7 @@ def serve(config, api_client) -> None:
         elector = LeaderElector(
             api_client, os.environ.get("POD_NAMESPACE") or admission.lease_namespace, admission)
         admitter = Admitter(cache, config.locality, admission, api_client, elector.is_leader,
-                            identity=elector.identity)
+                            identity=elector.identity, sizes_listed=sync.sizes_listed)
         elector.start()
     app = create_app(config, cache, sync, binder, admitter)
     # First: a taken ops port must fail before the watch threads start.

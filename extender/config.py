@@ -109,6 +109,12 @@ class ExtenderConfig:
     (scheduling.x-k8s.io/v1alpha1) PodGroups: their minMember is the job size; a
     cluster without the CRD has none."""
 
+    watch_owners: bool = True
+    """Watch the owners of training pods (Kubeflow PyTorchJob, TFJob, MPIJob
+    `kubeflow.org/v1`, JobSet `jobset.x-k8s.io/v1alpha2`, TrainJob
+    `trainer.kubeflow.org/v1alpha1`), each only where it is served: their replica counts
+    are the job size of pods that declare none (`locality.owners`)."""
+
     locality: LocalityConfig = field(default_factory=LocalityConfig)
     """Job labels, policy annotations and defaults; see docs/locality.md."""
 
@@ -166,7 +172,7 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
         elif name == "admission":
             continue  # after locality: node groups name its levels and GPU resources
         elif name in ("node_cache_capable", "bind_enabled", "watch_topology", "watch_dra",
-                      "watch_pod_groups"):
+                      "watch_pod_groups", "watch_owners"):
             values[name] = _bool(raw, where)
         elif name in ("port", "ops_port"):
             values[name] = _int(raw, where, 1, 65535)

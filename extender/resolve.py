@@ -1,10 +1,11 @@
-"""What pods and nodes take from other objects: DRA GPUs and PodGroup sizes.
+"""What pods and nodes take from other objects: DRA GPUs, PodGroup and owner sizes.
 
 Decides (adapter state, no I/O): which parsed pods and nodes depend on which
-ResourceClaims, ResourceClaimTemplates, ResourceSlices and PodGroups, and, when one
-of those changes, which pods and nodes must reach the cache again with their new
-requests, allocatable GPUs or job size. The arithmetic is the locality core's
-(`locality.dra`, `locality.podgroups`); this keeps the latest objects and always
+ResourceClaims, ResourceClaimTemplates, ResourceSlices, PodGroups and owners (Kubeflow
+training jobs, JobSets, TrainJobs: `locality.owners`), and, when one of those
+changes, which pods and nodes must reach the cache again with their new requests,
+allocatable GPUs or job size. The arithmetic is the locality core's (`locality.dra`,
+`locality.podgroups`, `locality.owners`); this keeps the latest objects and always
 resolves from a pod's or node's own parse, never from an already resolved value
 (adding a claim's GPUs twice would be easy otherwise).
 
@@ -30,6 +31,7 @@ from locality.dra import (
     with_node_devices,
 )
 from locality.model import Node, Pod
+from locality.owners import OwnerKey, OwnerSize, owner_of, with_owner_size
 from locality.podgroups import PodGroupSize, with_group_size
 
 
@@ -40,6 +42,7 @@ class Resolver:
         self.config = config
         self._claims: dict[tuple[str, str, str], Devices] = {}
         self._sizes: dict[tuple[str, str, str], int] = {}
+        self._owners: dict[OwnerKey, dict[str, OwnerSize]] = {}  # key -> kind -> object
         self._slices: dict[str, SliceDevices] = {}
         self._devices: dict[str, Devices] = {}
         self._pods: dict[str, Pod] = {}  # own parse of pods with claims or a PodGroup
@@ -53,12 +56,14 @@ class Resolver:
             pod = with_claims(pod, self._claims, self.config)
         if pod.pod_group is not None:
             pod = with_group_size(pod, self._sizes)
+        if owner_of(pod) is not None:
+            pod = with_owner_size(pod, self._owners)
         return pod
 
     def track_pod(self, pod: Pod) -> Pod:
         """Remember the pod's own parse when it depends on other objects; resolve it."""
         key = pod_key(pod.namespace, pod.name)
-        if pod.claims or pod.pod_group is not None:
+        if pod.claims or pod.pod_group is not None or owner_of(pod) is not None:
             self._pods[key] = pod
         else:
             self._pods.pop(key, None)
@@ -117,6 +122,30 @@ class Resolver:
         changed = kept != self._sizes
         self._sizes = kept
         return self._pods_using(lambda pod: pod.pod_group is not None) if changed else []
+
+    def apply_owner(self, owner: OwnerSize, deleted: bool = False) -> list[Pod]:
+        kinds = self._owners.setdefault(owner.key, {})
+        if deleted:
+            changed = kinds.pop(owner.kind, None) is not None
+        else:
+            changed = kinds.get(owner.kind) != owner
+            kinds[owner.kind] = owner
+        if not kinds:
+            del self._owners[owner.key]
+        return self._pods_using(lambda pod: owner_of(pod) == owner.key) if changed else []
+
+    def replace_owners(self, owners: Iterable[OwnerSize], kind: str) -> list[Pod]:
+        """A full list of one owner kind."""
+        kept: dict[OwnerKey, dict[str, OwnerSize]] = {}
+        for key, kinds in self._owners.items():
+            rest = {k: v for k, v in kinds.items() if k != kind}
+            if rest:
+                kept[key] = rest
+        for owner in owners:
+            kept.setdefault(owner.key, {})[kind] = owner
+        changed = kept != self._owners
+        self._owners = kept
+        return self._pods_using(lambda pod: owner_of(pod) is not None) if changed else []
 
     def apply_slice(self, item: SliceDevices, deleted: bool = False) -> list[Node]:
         if deleted:

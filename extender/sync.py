@@ -5,9 +5,11 @@ optional kinds, for which 404 means "not served here", logged once and re-checke
 every minute: NodeResourceTopology `topology.node.k8s.io/v1alpha2` for NUMA data;
 ResourceSlices, ResourceClaims and ResourceClaimTemplates `resource.k8s.io/v1` for
 DRA GPUs; Volcano `scheduling.volcano.sh/v1beta1` and Coscheduling
-`scheduling.x-k8s.io/v1alpha1` PodGroups for job sizes), how each kind's parsed
-objects are applied (pods and nodes through `extender.resolve.Resolver`, which adds
-what they take from the DRA objects and PodGroups), and what readiness means: ready
+`scheduling.x-k8s.io/v1alpha1` PodGroups, and the owners of training pods
+(`locality.owners.OWNER_APIS`: Kubeflow PyTorchJob, TFJob, MPIJob, JobSet, TrainJob)
+for job sizes), how each kind's parsed objects are applied (pods and nodes through
+`extender.resolve.Resolver`, which adds what they take from the DRA objects, PodGroups
+and owners), and what readiness means: ready
 once nodes and pods have been listed, and not ready again when a watch has been
 failing for longer than `stale_after_seconds` (a stale cache steers pods onto full
 nodes; kube-scheduler should rather skip or wait). The optional kinds never hold
@@ -31,6 +33,7 @@ from extender.resolve import Resolver
 from extender.watch import ResourceWatch, WatchSettings, WatchStatus
 from locality.config import LocalityConfig
 from locality.dra import parse_resource_claim, parse_resource_claim_template, parse_resource_slice
+from locality.owners import OWNER_APIS, parse_owner
 from locality.parse import parse_node, parse_node_topology, parse_pod
 from locality.podgroups import POD_GROUP_APIS, parse_pod_group
 
@@ -58,6 +61,7 @@ class ClusterSync:
         stale_after_seconds: float = 120.0,
         watch_dra: bool = True,
         watch_pod_groups: bool = True,
+        watch_owners: bool = True,
     ) -> None:
         self._api_client = api_client
         self._cache = cache
@@ -66,6 +70,8 @@ class ClusterSync:
         self._watch_topology = watch_topology
         self._watch_dra = watch_dra
         self._watch_pod_groups = watch_pod_groups
+        self._watch_owners = watch_owners
+        self._owner_kinds = {f"{api.plural}.{api.group}" for api in OWNER_APIS}
         self._stale_after = stale_after_seconds
         self.resolver = Resolver(config)
         cache.resolve_pod = self.resolver.pod  # the request path's pods, resolved alike
@@ -105,6 +111,14 @@ class ClusterSync:
             self.watches += self._dra_watches(loop)
         if self._watch_pod_groups:
             self.watches += self._pod_group_watches(loop)
+        if self._watch_owners:
+            self.watches += [
+                self._optional_watch(
+                    loop, api.group, api.version, api.plural, f"{api.plural}.{api.group}",
+                    functools.partial(parse_owner, kind=api.kind),
+                    functools.partial(self._owner_sink, api.kind))
+                for api in OWNER_APIS
+            ]
         for watch in self.watches:
             watch.start()
 
@@ -153,6 +167,16 @@ class ClusterSync:
         for watch in self.watches:
             remaining = max(deadline - time.monotonic(), 0.0)
             await loop.run_in_executor(None, watch.join, remaining)
+
+    def sizes_listed(self) -> bool:
+        """Every watch of what sizes jobs (PodGroups, owners) has listed once (or found
+        its API not served): until then a job of pods created long ago would be taken
+        as declaring no size and admitted without waiting for its missing pods. A watch
+        that has failed (a 403 from a missing RBAC rule) holds nothing back: it shows
+        in /readyz, and admission must not stop for it."""
+        return all(watch.status.synced or watch.status.errors_total > 0
+                   for watch in self.watches
+                   if watch.kind.startswith(POD_GROUPS + ".") or watch.kind in self._owner_kinds)
 
     def statuses(self) -> list[WatchStatus]:
         return [watch.status for watch in self.watches]
@@ -226,6 +250,12 @@ class ClusterSync:
             self._apply_pods(self.resolver.replace_pod_groups(payload, api_group))
         else:
             self._apply_pods(self.resolver.apply_pod_group(payload, deleted=op == "delete"))
+
+    def _owner_sink(self, kind: str, op: str, payload: Any) -> None:
+        if op == "replace":
+            self._apply_pods(self.resolver.replace_owners(payload, kind))
+        else:
+            self._apply_pods(self.resolver.apply_owner(payload, deleted=op == "delete"))
 
     def _apply_pods(self, pods: list[Any]) -> None:
         """Pods whose claims or PodGroup changed, resolved again: into the cache."""

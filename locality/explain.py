@@ -36,7 +36,7 @@ class Explanation:
 
     topology_level: the level a `required` policy holds the job to. topology_targets:
     what the score's topology term aims at, narrowest level first (level, domains).
-    job_size: the declared size (annotation or PodGroup minMember), None if unknown.
+    job_size: the declared size (annotation, PodGroup minMember or owner replicas), None if unknown.
     """
 
     pod: str

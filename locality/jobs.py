@@ -139,6 +139,8 @@ def job_policy(pod: Pod, config: LocalityConfig) -> JobPolicy:
             job_size = None
     if job_size is None and pod.group_min_member is not None and pod.group_min_member > 0:
         job_size = pod.group_min_member
+    if job_size is None and pod.owner_size is not None:
+        job_size = pod.owner_size
 
     level: int | None = None
     raw = annotations.get(config.topology_level_annotation)

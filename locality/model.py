@@ -81,7 +81,8 @@ class JobPolicy:
     problems: human-readable notes about annotation values that were invalid and
     replaced by the default (shown by /explain); never an exception.
     job_size: total number of pods the job will have, when the pod says so
-    (`headstart.io/job-size`, else its PodGroup's `minMember`); None when unknown.
+    (`headstart.io/job-size`, else its PodGroup's `minMember`, else its owner's replica
+    counts: `Pod.owner_size`); None when unknown.
     topology_level: the index (in `LocalityConfig.topology_levels`) of the level the
     placement-group policy applies at (`headstart.io/topology-level`); None means the
     placement-group level, as before levels existed.
@@ -121,6 +122,10 @@ class Pod:
     `scheduling.x-k8s.io/pod-group`). group_min_member: that PodGroup's
     `spec.minMember` once the extender has seen the object (`extender.resolve`), else
     None.
+    owner_size: the size the pod's owner declares (a Kubeflow training job's replicas, a
+    JobSet's replicated jobs: `locality.owners`) once the extender has seen the owner,
+    else None. owner_wait: why that owner gives no size yet although it is seen (its
+    counts do not parse; a TrainJob whose JobSet is not seen), else None.
     scheduling_gates: the names in `spec.schedulingGates`, in order (kube-scheduler
     leaves a gated pod alone; the job admitter lifts `headstart.io/placement`).
     created_at: `metadata.creationTimestamp` in seconds since the epoch (0 when absent:
@@ -144,6 +149,8 @@ class Pod:
     claims: tuple[tuple[str, str], ...] = ()
     pod_group: tuple[str, str] | None = None
     group_min_member: int | None = None
+    owner_size: int | None = None
+    owner_wait: str | None = None
     scheduling_gates: tuple[str, ...] = ()
     created_at: float = 0.0
 

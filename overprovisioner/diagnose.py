@@ -48,9 +48,8 @@ instance type has enough resources", requirements met: too_big, nodeclaim.go
 InstanceTypeFilterError), or that no pool matches (incompatible requirements, an
 untolerated taint, every type filtered out: no_node_group).
 The latest verdict per bucket, no older than `max_age_s`, is the verdict.
-The status ConfigMap (`cluster-autoscaler-status`, key `status`) is YAML since
-cluster-autoscaler 1.30 (clusterstate/api/types.go: `autoscalerStatus`, `nodeGroups`);
-the older text format is reported as unreadable rather than guessed at.
+The status ConfigMap is read by `bucketing.autoscaler_status` (shared with the
+extender's job admitter, which takes node groups' sizes from it).
 
 Must not: read the clock (`now_s` comes in), log, or call the API.
 """
@@ -63,8 +62,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-import yaml
-
+from bucketing.autoscaler_status import AutoscalerStatus as AutoscalerStatus  # re-exported
+from bucketing.autoscaler_status import parse_autoscaler_status as parse_autoscaler_status
 from bucketing.resources import Resources
 from overprovisioner.sizing import GPU_NODE_LABELS, NodeRoom, fit_problem
 
@@ -100,16 +99,6 @@ class BucketProblem:
 
 
 @dataclass(frozen=True)
-class AutoscalerStatus:
-    """What cluster-autoscaler's status ConfigMap says; `node_groups` None = unknown."""
-
-    found: bool = False
-    running: bool | None = None
-    node_groups: int | None = None
-    detail: str = "not read"
-
-
-@dataclass(frozen=True)
 class ScaleUpEvent:
     """cluster-autoscaler's latest scale-up verdict for one bucket's placeholders."""
 
@@ -131,27 +120,6 @@ class ScaleUpEvent:
         if self.reason == "FailedScheduling":
             return classify_karpenter_failure(self.message)
         return None
-
-
-def parse_autoscaler_status(configmap: Mapping[str, Any] | None) -> AutoscalerStatus:
-    """Read the status ConfigMap (None = absent: CA not running there, or not named so)."""
-    if configmap is None:
-        return AutoscalerStatus(detail="no status ConfigMap (cluster-autoscaler not running, "
-                                       "or writing it elsewhere)")
-    text = ((configmap.get("data") or {}).get("status")) or ""
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError:
-        document = None
-    if not isinstance(document, Mapping) or "autoscalerStatus" not in document:
-        return AutoscalerStatus(found=True, detail="status in the text format of "
-                                "cluster-autoscaler before 1.30: not read")
-    running = document.get("autoscalerStatus") == "Running"
-    groups = document.get("nodeGroups") or []
-    count = len(groups) if isinstance(groups, list) else None
-    return AutoscalerStatus(True, running, count,
-                            f"autoscalerStatus {document.get('autoscalerStatus')}, "
-                            f"{count} node group(s)")
 
 
 def scale_up_reasons(message: str) -> list[tuple[int, str]]:

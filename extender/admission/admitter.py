@@ -3,7 +3,11 @@
 Observe -> plan -> apply, every `interval_seconds` after the cache changed:
 - observe: the cache's gated pods, the admitted pods not yet bound (their domain
   annotation is the reservation, read back from the API's pods, so a new leader or a
-  restarted replica counts the same), the nodes' room per topology level;
+  restarted replica counts the same), the nodes' room per topology level, and the
+  node groups' sizes from cluster-autoscaler's status ConfigMap
+  (`admission.autoscaler_status`, one GET every `AUTOSCALER_STATUS_SECONDS`; unreadable
+  or absent: the configured `max_size`s, and /admission says which source each
+  domain's headroom came from);
 - plan: `locality.admission` (pure);
 - apply, only while this replica leads (`bucketing.leader`, Lease
   `admission.lease_name`): for each admitted job, each pod is read fresh and patched
@@ -36,13 +40,14 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from bucketing.autoscaler_status import AutoscalerStatus, parse_autoscaler_status
 from extender.admission.patch import ungate_patch
 from extender.cache import ClusterCache
 from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
 from locality.admission.gather import gather
 from locality.admission.model import Admission, Plan, WaitCode, Waiting
-from locality.admission.snapshot import level_room
+from locality.admission.snapshot import LevelRoom, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Locality, Pod
@@ -50,6 +55,9 @@ from locality.model import JobKey, Locality, Pod
 log = logging.getLogger("headstart.extender.admitter")
 
 COMPONENT = "headstart-admitter"
+# cluster-autoscaler rewrites its status every scan (10 s by default); a group's max
+# size changes only when someone edits the group, its current size as nodes come.
+AUTOSCALER_STATUS_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +79,16 @@ class Admitter:
         api_client: Any | None,
         is_leader: Callable[[], bool],
         identity: str = COMPONENT,
+        sizes_listed: Callable[[], bool] = lambda: True,
     ) -> None:
+        """sizes_listed: whether the objects that size jobs (PodGroups, owners) have
+        been listed once; no round runs before (`ClusterSync.sizes_listed`)."""
         self.cache = cache
         self.locality = locality
         self.config = config
         self.is_leader = is_leader
         self.identity = identity
+        self.sizes_listed = sizes_listed
         self._core = k8s.CoreV1Api(api_client) if api_client is not None else None
         self.last_plan = Plan()
         self.last_round_wall: float | None = None
@@ -84,6 +96,10 @@ class Admitter:
         self.patch_failures_total = 0
         self._announced: dict[JobKey, WaitCode] = {}
         self._seen_version = -1
+        self.autoscaler = AutoscalerStatus()
+        """The last read of cluster-autoscaler's status ConfigMap."""
+        self.last_rooms: dict[str, LevelRoom] = {}
+        self._status_read_at: float | None = None
 
     # ---- plan (event loop) --------------------------------------------------------
 
@@ -96,8 +112,10 @@ class Admitter:
         gathered = gather(gated, admitted, cache.pods_of_job, self.locality, self.config)
         levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL}
         states = list(cache.nodes.values())
-        rooms = {level: level_room(states, level, self.locality, self.config.node_groups)
+        rooms = {level: level_room(states, level, self.locality, self.config.node_groups,
+                                   self.autoscaler.groups)
                  for level in levels}
+        self.last_rooms = rooms
         return plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
                     gathered.releases)
 
@@ -130,6 +148,12 @@ class Admitter:
                            "note": a.note} for a in last.admissions],
             "releasing": [{"pod": r.pod.full_name, "reason": r.reason}
                           for r in last.releases],
+            "autoscaler_status": self.autoscaler.detail,
+            "headroom": [{"domain": f"{level}={value}", "node_group": new.group,
+                          "nodes": new.count, "source": new.source}
+                         for level, room in sorted(self.last_rooms.items())
+                         for value, domain in room.domains.items()
+                         for new in domain.new_nodes],
         }
 
     def waiting_by_code(self) -> dict[str, int]:
@@ -148,9 +172,10 @@ class Admitter:
         while True:
             await asyncio.sleep(self.config.interval_seconds)
             cache = self.cache
-            if not cache.ready():
+            if not cache.ready() or not self.sizes_listed():
                 continue
             idle += 1
+            await self.refresh_autoscaler_status(time.monotonic())
             if cache.version == self._seen_version and idle < 10:
                 continue
             idle = 0
@@ -161,6 +186,41 @@ class Admitter:
                 raise
             except Exception:  # a bug must not end admissions: log, retry next round
                 log.exception("admission round failed")
+
+    async def refresh_autoscaler_status(self, now: float) -> None:
+        """Read CA's status ConfigMap when `AUTOSCALER_STATUS_SECONDS` have passed since
+        the last read (now: time.monotonic()); a change of the sizes replans."""
+        reference = self.config.autoscaler_status
+        if not reference or self._core is None:
+            return
+        if self._status_read_at is not None and \
+                now - self._status_read_at < AUTOSCALER_STATUS_SECONDS:
+            return
+        self._status_read_at = now
+        status = await asyncio.to_thread(self._read_status, reference)
+        if status.groups != self.autoscaler.groups:
+            self._seen_version = -1  # the headroom changed: plan again now
+        self.autoscaler = status
+
+    def _read_status(self, reference: str) -> AutoscalerStatus:
+        core = self._core
+        assert core is not None
+        namespace, _, name = reference.partition("/")
+        try:
+            raw = core.read_namespaced_config_map(name, namespace, _preload_content=False,
+                                                  _request_timeout=10)
+            try:
+                return parse_autoscaler_status(_json(raw))
+            finally:
+                raw.release_conn()
+        except ApiException as error:
+            if error.status == 404:
+                return parse_autoscaler_status(None)
+            return AutoscalerStatus(detail=f"{reference} unreadable (API status "
+                                           f"{error.status}): the configured max_size used")
+        except Exception as error:  # noqa: BLE001 - transport faults: config until next read
+            return AutoscalerStatus(detail=f"{reference} unreadable ({type(error).__name__}): "
+                                           "the configured max_size used")
 
     async def round(self, now: float) -> Outcome:
         """Plan, and apply when leading."""

@@ -3,9 +3,11 @@
 The rule, in order:
 
 1. A job is considered once all its pods exist: as many as its declared size
-   (`headstart.io/job-size`, else its PodGroup's minMember); a job naming a PodGroup
-   not seen yet waits for it; a job declaring no size is taken with the pods it has
-   once none has been added for `settle_seconds`.
+   (`headstart.io/job-size`, else its PodGroup's minMember, else the replica counts of
+   the Kubeflow job or JobSet its pods name); a job naming a PodGroup not seen yet
+   waits for it, as does one whose owner is seen but gives no size (`owner_wait`); a
+   job declaring no size is taken with the pods it has once none has been added for
+   `settle_seconds`.
 2. Jobs are taken by priority (highest first), then age (first pod created first),
    then namespace/name. Reservations of jobs admitted earlier and not yet bound are
    packed into their domains before any job is considered.
@@ -177,10 +179,15 @@ def _incomplete(job: GatedJob, now: float, config: AdmissionConfig
         return WaitCode.SIZE_UNKNOWN, (
             f"waiting for its PodGroup {job.awaiting_group} (its minMember is the job's "
             "size), which the extender has not seen")
+    if job.owner_wait is not None:
+        return WaitCode.SIZE_UNKNOWN, (
+            f"declares no size the extender can read: {job.owner_wait}; fix the owner or "
+            "set the annotation headstart.io/job-size on its pods")
     quiet = now - job.last_created_at
     if quiet < config.settle_seconds:
         return WaitCode.SIZE_UNKNOWN, (
-            f"declares no size (annotation headstart.io/job-size or a PodGroup): taken with "
+            f"declares no size (annotation headstart.io/job-size, a PodGroup, or a Kubeflow "
+            f"job or JobSet the extender has seen): taken with "
             f"the {len(job.gated)} pods it has once none is added for "
             f"{config.settle_seconds:g} s ({config.settle_seconds - quiet:.0f} s to go)")
     return None

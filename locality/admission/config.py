@@ -37,8 +37,9 @@ FOREIGN_ANNOTATIONS: tuple[str, ...] = (
 class NodeGroup:
     """One autoscaler node group: nodes of one instance type in one domain.
 
-    The admitter counts `max_size` less the nodes it sees of that type in that domain
-    as nodes cluster-autoscaler can still add there.
+    The admitter counts as nodes cluster-autoscaler can still add there: the group's
+    maxSize less its current size as CA's status ConfigMap reports them (by `name`),
+    else `max_size` less the nodes it sees of that type in that domain.
     """
 
     name: str
@@ -50,9 +51,10 @@ class NodeGroup:
     domain: str
     """The domain its nodes join: their label value at `level`."""
 
-    max_size: int
+    max_size: int | None = None
     """The group's maximum node count (cluster-autoscaler's `--nodes=MIN:MAX:NAME`, an
-    EKS managed node group's maxSize, a GKE node pool's max nodes)."""
+    EKS managed node group's maxSize, a GKE node pool's max nodes), used while CA's
+    status does not list the group. Unset: only CA's status sizes it."""
 
     level: str = "placement-group"
     """The topology level (`locality.topology_levels`) `domain` is a domain of."""
@@ -106,6 +108,13 @@ class AdmissionConfig:
     retry_period_s: int = 2
     """Seconds between acquire and renew attempts."""
 
+    autoscaler_status: str = "kube-system/cluster-autoscaler-status"
+    """`NAMESPACE/NAME` of cluster-autoscaler's status ConfigMap (its `--namespace`,
+    `--status-config-map-name`; `autoscaler: {status: ...}` in the file), read every
+    `AUTOSCALER_STATUS_SECONDS` for the node groups' current and maximum sizes. `""`:
+    not read (config's `max_size` only). Another name needs the extender's Role in
+    kube-system changed too."""
+
     node_groups: tuple[NodeGroup, ...] = ()
     """The autoscaler's node groups (`autoscaler: {node_groups: [...]}` in the file):
     nodes cluster-autoscaler can still add to each domain. Empty: only nodes that exist
@@ -122,7 +131,8 @@ class AdmissionConfig:
             return cls()
         if not isinstance(data, Mapping):
             raise ConfigError(f"{source}: expected a mapping")
-        known = {f.name for f in fields(cls)} - {"node_groups"} | {"autoscaler"}
+        known = {f.name for f in fields(cls)} - {"node_groups", "autoscaler_status"} \
+            | {"autoscaler"}
         unknown = sorted(str(key) for key in set(data) - known)
         if unknown:
             raise ConfigError(f"{source}: unknown field(s) {', '.join(unknown)}; "
@@ -144,6 +154,9 @@ class AdmissionConfig:
                 values[name] = raw
             elif name == "autoscaler":
                 values["node_groups"] = _autoscaler(raw, where, gpu_resources)
+                if "status" in raw:
+                    values["autoscaler_status"] = _status_reference(raw["status"],
+                                                                    f"{where}: status")
             else:
                 values[name] = _string(raw, where)
         config = cls(**values)
@@ -157,9 +170,10 @@ class AdmissionConfig:
 def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...]) -> tuple[NodeGroup, ...]:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected a mapping with node_groups")
-    unknown = sorted(str(key) for key in set(raw) - {"node_groups"})
+    unknown = sorted(str(key) for key in set(raw) - {"node_groups", "status"})
     if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: node_groups")
+        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; "
+                          "known: node_groups, status")
     entries = raw.get("node_groups") or []
     if not isinstance(entries, list):
         raise ConfigError(f"{where}: node_groups: expected a list")
@@ -173,11 +187,12 @@ def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...]) -> tuple[N
         if unknown:
             raise ConfigError(f"{at}: unknown field(s) {', '.join(unknown)}; "
                               f"known: {', '.join(sorted(allowed))}")
-        for required in ("name", "instance_type", "domain", "max_size"):
+        for required in ("name", "instance_type", "domain"):
             if required not in entry:
                 raise ConfigError(f"{at}: {required}: required")
-        max_size = entry["max_size"]
-        if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 0:
+        max_size = entry.get("max_size")
+        if max_size is not None and (isinstance(max_size, bool) or not isinstance(max_size, int)
+                                     or max_size < 0):
             raise ConfigError(f"{at}: max_size: expected a non-negative integer, "
                               f"got {max_size!r}")
         allocatable = None
@@ -196,6 +211,15 @@ def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...]) -> tuple[N
             allocatable,
         ))
     return tuple(groups)
+
+
+def _status_reference(raw: Any, where: str) -> str:
+    if raw == "":
+        return ""
+    namespace, _, name = _string(raw, where).partition("/")
+    if not namespace or not name or "/" in name:
+        raise ConfigError(f"{where}: expected NAMESPACE/NAME or \"\", got {raw!r}")
+    return raw
 
 
 def _number(raw: Any, where: str, low: float) -> float:

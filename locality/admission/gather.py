@@ -1,12 +1,13 @@
 """From pods to what admission decides on: gated jobs, pods to release, reservations.
 
 Decides: which gated pods form a job (the job labels, `locality.jobs`), what its
-declared size is and how many of its pods exist, its priority and age, which gated
-pods are not the admitter's (no job label: released as they are; another admitter's
-gate or assignment, Kueue's: released untouched, left to it), and the reservations of
-admitted jobs: pods carrying the domain annotation, not bound, not finished. The
-reservation is read back from the pods, not kept in memory, so a restarted admitter or
-a new leader counts it the same.
+declared size is (`JobPolicy.job_size`: the annotation, the PodGroup's minMember, or the
+owner's replica counts, the largest its gated pods declare) and how many of its pods
+exist, its priority and age, which gated pods are not the admitter's (no job label:
+released as they are; another admitter's gate or assignment, Kueue's: released
+untouched, left to it), and the reservations of admitted jobs: pods carrying the
+domain annotation, not bound, not finished. The reservation is read back from the
+pods, not kept in memory, so a restarted admitter or a new leader counts it the same.
 
 Must not: read the clock, log, look at nodes.
 """
@@ -80,11 +81,16 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
          admission: AdmissionConfig) -> GatedJob:
     policy = job_policy(gated[0], locality)
     known = sum(1 for pod in all_pods if not (pod.terminal and not pod.succeeded))
-    awaiting = None
-    if policy.job_size is None:
+    awaiting = owner_wait = None
+    size = policy.job_size
+    if size is None:
         named = next((p.pod_group for p in gated if p.pod_group is not None), None)
         if named is not None:
             awaiting = named[1]
+        owner_wait = next((p.owner_wait for p in gated if p.owner_wait is not None), None)
+    elif size == gated[0].owner_size:
+        # A staged JobSet's later stage is larger: the largest any gated pod declares.
+        size = max(p.owner_size or 0 for p in gated)
     level = (locality.topology_levels[policy.topology_level].name
              if policy.topology_level is not None else PLACEMENT_GROUP_LEVEL)
     recorded = None
@@ -96,8 +102,9 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
                 break
     created = [pod.created_at for pod in gated]
     return GatedJob(
-        key=key, gated=tuple(gated), policy=policy, known_pods=known, size=policy.job_size,
-        awaiting_group=awaiting, level=level, priority=max(pod.priority for pod in gated),
+        key=key, gated=tuple(gated), policy=policy, known_pods=known, size=size,
+        awaiting_group=awaiting, owner_wait=owner_wait, level=level,
+        priority=max(pod.priority for pod in gated),
         created_at=min(created), last_created_at=max(created), recorded=recorded,
     )
 

@@ -50,6 +50,8 @@ class GatedJob:
     known_pods: its pods that count toward the declared size (any not Failed).
     size: the declared size (`JobPolicy.job_size`), None when it declares none.
     awaiting_group: the PodGroup it names while that object has not been seen.
+    owner_wait: why the owner its pods name gives no size although it is seen (counts
+    that do not parse, a TrainJob without its JobSet): it waits rather than settle.
     level: the topology level its policy applies at (the placement group's by default).
     priority: the highest priority of its gated pods. created_at: its first gated
     pod's creation; last_created_at: its last one's (when it became complete).
@@ -68,6 +70,7 @@ class GatedJob:
     created_at: float
     last_created_at: float
     recorded: Domain | None = None
+    owner_wait: str | None = None
 
     @property
     def demand(self) -> tuple[tuple[Resources, int], ...]:

@@ -4,10 +4,13 @@ Decides: which nodes make up a domain (their label value at the level; nodes wit
 one belong to none and are counted as unlabeled), the free room of each node that takes
 new pods (allocatable less its bound real pods: capacity held by placeholders counts
 as free, real pods preempt them), and how many nodes of which shape the autoscaler can
-still add to the domain: per node group, `max_size` less the nodes of its instance type
-the domain has now, each with the group's `allocatable` or, unset, that of a node of
-the same instance type in the cluster. A group with neither counts for nothing and is
-named in `LevelRoom.notes`.
+still add to the domain: per node group, its maxSize less its current size as
+cluster-autoscaler's status reports them (`bucketing.autoscaler_status`; the source
+`autoscaler-status`), else the config's `max_size` less the nodes of its instance type
+the domain has now (the source `config`), each with the group's `allocatable` or,
+unset, that of a node of the same instance type in the cluster. A group with neither
+counts for nothing and is named in `LevelRoom.notes`, as is a group with neither a
+size in CA's status nor a configured `max_size`.
 
 The label key a domain is selected by is the first of the level's keys its nodes carry
 with the domain's value (the level's first key for a domain only node groups name).
@@ -21,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from bucketing.autoscaler_status import GroupSize
 from bucketing.resources import Resources
 from locality.admission.config import NodeGroup
 from locality.config import LocalityConfig
@@ -30,11 +34,13 @@ from locality.topology import domain_at, domains_of
 
 @dataclass(frozen=True, slots=True)
 class NewNodes:
-    """Up to `count` nodes of `allocatable` that node group `group` can still add."""
+    """Up to `count` nodes of `allocatable` that node group `group` can still add.
+    source: where its size came from: `autoscaler-status` or `config`."""
 
     group: str
     allocatable: Resources
     count: int
+    source: str = "config"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +67,10 @@ def level_room(
     level: str,
     locality: LocalityConfig,
     groups: Sequence[NodeGroup] = (),
+    sizes: Mapping[str, GroupSize] | None = None,
 ) -> LevelRoom:
-    """The room of every domain at `level`. Cost: O(nodes + groups)."""
+    """The room of every domain at `level`. sizes: node groups' sizes from CA's status,
+    by name (None: not read). Cost: O(nodes + groups)."""
     index = next((i for i, entry in enumerate(locality.topology_levels) if entry.name == level),
                  None)
     keys = locality.level_labels(index) if index is not None else ()
@@ -99,13 +107,24 @@ def level_room(
                          f"{group.instance_type} node to copy it from; not counted")
             continue
         have = count_of.get((group.instance_type, group.domain), 0)
+        reported = (sizes or {}).get(group.name)
+        if reported is not None:
+            maximum, current, source = reported.max_size, reported.current, "autoscaler-status"
+        elif group.max_size is not None:
+            maximum, current, source = group.max_size, have, "config"
+        else:
+            notes.append(f"node group {group.name}: cluster-autoscaler's status does not list "
+                         "it and no max_size is configured; not counted")
+            continue
         # Several groups of one type in one domain share the nodes seen: charge them
         # to the groups in order.
-        taken = min(have, group.max_size)
+        taken = min(have, current, maximum)
         count_of[(group.instance_type, group.domain)] = have - taken
-        if group.max_size - taken > 0:
+        if source == "config":
+            current = taken
+        if maximum - current > 0:
             new.setdefault(group.domain, []).append(
-                NewNodes(group.name, shape, group.max_size - taken))
+                NewNodes(group.name, shape, maximum - current, source))
             free.setdefault(group.domain, [])
             key_of.setdefault(group.domain, keys[0] if keys else level)
     domains = {

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bucketing.replicas import job_spec_pods, jobset_replicated_jobs
 from bucketing.resources import Resources
 from predictor.known.model import (
     JOBSET,
@@ -40,7 +41,6 @@ from predictor.known.model import (
     Meta,
     condition_since,
     condition_true,
-    mapping,
     open_object,
     suspended_expected,
     template_request,
@@ -66,16 +66,6 @@ class Job:
         if jobset:
             return f"{JOBSET}/{self.meta.namespace}/{jobset}"
         return workload_key("batch", "Job", self.meta.namespace, self.meta.name)
-
-
-def job_spec_pods(spec: Mapping[str, Any], succeeded: int, where: str) -> int:
-    """Pods a Job runs at once: parallelism (default 1), capped by completions left."""
-    parallelism = whole(spec.get("parallelism"), f"{where}.parallelism", 1)
-    completions = spec.get("completions")
-    if completions is None:
-        return parallelism
-    left = whole(completions, f"{where}.completions", 1) - succeeded
-    return max(0, min(parallelism, left))
 
 
 def parse_job(obj: Mapping[str, Any], gpu_resource: str) -> Job:
@@ -129,19 +119,14 @@ class JobSet:
 
 def parse_jobset(obj: Mapping[str, Any], gpu_resource: str) -> JobSet:
     meta, where, spec, status = open_object(obj, "jobset")
-    replicated = []
-    for index, raw in enumerate(spec.get("replicatedJobs") or []):
-        path = f"{where}.spec.replicatedJobs[{index}]"
-        raw = mapping(raw, path)
-        template = mapping(raw.get("template"), f"{path}.template")
-        job_spec = mapping(template.get("spec"), f"{path}.template.spec")
-        replicated.append(ReplicatedJob(
-            name=str(raw.get("name", "")),
-            replicas=whole(raw.get("replicas"), f"{path}.replicas", 1),
-            pods_per_job=job_spec_pods(job_spec, 0, f"{path}.template.spec"),
-            request=template_request(job_spec.get("template"), gpu_resource,
-                                     f"{path}.template.spec.template"),
-        ))
+    replicated = [
+        ReplicatedJob(
+            name=entry.name, replicas=entry.replicas, pods_per_job=entry.pods_per_job,
+            request=template_request(entry.job_spec.get("template"), gpu_resource,
+                                     f"{where}.spec.replicatedJobs[{index}].template.spec.template"),
+        )
+        for index, entry in enumerate(jobset_replicated_jobs(spec, f"{where}.spec"))
+    ]
     return JobSet(
         meta=meta,
         suspended=spec.get("suspend") is True,

@@ -34,8 +34,8 @@ from typing import Any
 from croniter import CroniterBadDateError, croniter
 
 from bucketing.errors import InputError
+from bucketing.replicas import job_spec_pods
 from bucketing.resources import Resources
-from predictor.known.batch import job_spec_pods
 from predictor.known.model import KnownItem, Meta, mapping, open_object, template_request
 
 

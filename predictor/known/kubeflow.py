@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bucketing.replicas import KUBEFLOW_REPLICA_SPECS, kubeflow_replica_specs, trainjob_num_nodes
 from bucketing.resources import Resources, container_request
 from predictor.known.model import (
     JOBSET,
@@ -40,12 +41,10 @@ from predictor.known.model import (
     open_object,
     suspended_expected,
     template_request,
-    whole,
     workload_key,
 )
 
-REPLICA_SPECS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs",
-                 "MPIJob": "mpiReplicaSpecs"}
+REPLICA_SPECS = KUBEFLOW_REPLICA_SPECS
 TRAINJOB_NODE_ROLE = "node"
 
 
@@ -72,15 +71,12 @@ class TrainingJob:
 def parse_training_job(obj: Mapping[str, Any], kind: str, gpu_resource: str) -> TrainingJob:
     """A PyTorchJob, TFJob or MPIJob (kubeflow.org/v1)."""
     meta, where, spec, status = open_object(obj, kind)
-    field_name = REPLICA_SPECS[kind]
-    replicas = []
-    for replica_type, raw in mapping(spec.get(field_name), f"{where}.spec.{field_name}").items():
-        path = f"{where}.spec.{field_name}.{replica_type}"
-        raw = mapping(raw, path)
-        replicas.append(Replicas(
-            str(replica_type), whole(raw.get("replicas"), f"{path}.replicas", 1),
-            template_request(raw.get("template"), gpu_resource, f"{path}.template"),
-        ))
+    replicas = [
+        Replicas(entry.replica_type, entry.replicas, template_request(
+            entry.template, gpu_resource,
+            f"{where}.spec.{REPLICA_SPECS[kind]}.{entry.replica_type}.template"))
+        for entry in kubeflow_replica_specs(spec, kind, f"{where}.spec")
+    ]
     run_policy = mapping(spec.get("runPolicy"), f"{where}.spec.runPolicy")
     return TrainingJob(
         kind=kind, meta=meta,
@@ -88,7 +84,7 @@ def parse_training_job(obj: Mapping[str, Any], kind: str, gpu_resource: str) -> 
         suspended=run_policy.get("suspend") is True,
         suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
         finished=condition_true(status, "Succeeded") or condition_true(status, "Failed"),
-        replicas=tuple(sorted(replicas, key=lambda r: r.replica_type)),
+        replicas=tuple(replicas),
     )
 
 
@@ -96,14 +92,13 @@ def parse_trainjob(obj: Mapping[str, Any], gpu_resource: str) -> TrainingJob:
     """A TrainJob (trainer.kubeflow.org/v1alpha1); no replicas when the runtime sizes it."""
     meta, where, spec, status = open_object(obj, "TrainJob")
     trainer = mapping(spec.get("trainer"), f"{where}.spec.trainer")
+    num_nodes = trainjob_num_nodes(spec, f"{where}.spec")
     replicas: tuple[Replicas, ...] = ()
-    if trainer.get("numNodes") is not None and trainer.get("resourcesPerNode") is not None:
+    if num_nodes is not None and trainer.get("resourcesPerNode") is not None:
         resources = mapping(trainer["resourcesPerNode"], f"{where}.spec.trainer.resourcesPerNode")
         request = container_request({"resources": resources}, gpu_resource,
                                     f"{where}.spec.trainer.resourcesPerNode")
-        replicas = (Replicas(TRAINJOB_NODE_ROLE,
-                             whole(trainer["numNodes"], f"{where}.spec.trainer.numNodes", 1),
-                             request),)
+        replicas = (Replicas(TRAINJOB_NODE_ROLE, num_nodes, request),)
     return TrainingJob(
         kind="TrainJob", meta=meta, key=f"{JOBSET}/{meta.namespace}/{meta.name}",
         suspended=spec.get("suspend") is True,

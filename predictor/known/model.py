@@ -30,6 +30,8 @@ from datetime import datetime
 from typing import Any
 
 from bucketing.errors import InputError
+from bucketing.replicas import mapping as mapping  # re-exported: the sources read fields with it
+from bucketing.replicas import whole as whole
 from bucketing.resources import Resources, pod_effective_request
 
 # Precedence, first wins, when two sources describe one workload: Kueue knows when a
@@ -150,23 +152,6 @@ def parse_time(value: Any, where: str) -> float | None:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
         raise InputError(f"{where}: {value!r} is not an RFC 3339 time") from None
-
-
-def mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InputError(f"{where}: expected an object")
-    return value
-
-
-def whole(value: Any, where: str, default: int) -> int:
-    """A non-negative whole number field; `default` when absent."""
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(f"{where}: expected a whole number >= 0, got {value!r}")
-    return value
 
 
 def parse_meta(obj: Mapping[str, Any], where: str) -> Meta:

@@ -25,16 +25,27 @@ def test_defaults_and_a_node_group():
     ({"gates": "x"}, "x.yaml: admission: unknown field(s) gates"),
     ({"enabled": "yes"}, "x.yaml: admission: enabled: expected true or false"),
     ({"settle_seconds": -1}, "x.yaml: admission: settle_seconds: expected a number"),
-    ({"autoscaler": {"node_groups": [{"name": "g", "instance_type": "t", "domain": "d"}]}},
-     "x.yaml: admission: autoscaler: node_groups[0]: max_size: required"),
+    ({"autoscaler": {"node_groups": [{"name": "g", "instance_type": "t", "max_size": 3}]}},
+     "x.yaml: admission: autoscaler: node_groups[0]: domain: required"),
+    ({"autoscaler": {"status": "cluster-autoscaler-status"}},
+     "x.yaml: admission: autoscaler: status: expected NAMESPACE/NAME"),
     ({"autoscaler": {"node_groups": [{"name": "g", "instance_type": "t", "domain": "d",
                                       "max_size": 2, "level": "rack"}]}},
      "x.yaml: admission: autoscaler: node_groups[0]: level: 'rack' is not one of"),
     ({"lease_duration_s": 5, "renew_deadline_s": 10},
      "x.yaml: admission: expected lease_duration_s > renew_deadline_s"),
-], ids=["unknown-field", "not-a-bool", "negative-seconds", "missing-max-size", "unknown-level",
+], ids=["unknown-field", "not-a-bool", "negative-seconds", "missing-domain",
+    "status-without-namespace", "unknown-level",
         "lease-timing"])
 def test_errors_name_the_file_and_the_field(admission, message):
     with pytest.raises(ConfigError) as error:
         config_from_mapping({"admission": admission}, "x.yaml")
     assert str(error.value).startswith(message), str(error.value)
+
+
+def test_node_group_max_size_may_come_from_the_autoscaler_status_alone():
+    config = config_from_mapping({"admission": {"autoscaler": {
+        "status": "ca/status", "node_groups": [
+            {"name": "p4d-a", "instance_type": "p4d.24xlarge", "domain": "pg-a"}]}}})
+    (group,) = config.admission.node_groups
+    assert (group.max_size, config.admission.autoscaler_status) == (None, "ca/status")

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 import pytest
 
 from bucketing.leader import LeaderElector
-from extender.admission.admitter import Admitter
+from extender.admission.admitter import AUTOSCALER_STATUS_SECONDS, Admitter
 from extender.cache import ClusterCache
 from extender.sync import ClusterSync
-from locality.admission.config import GATE, AdmissionConfig
+from locality.admission.config import GATE, AdmissionConfig, NodeGroup
 from locality.config import LocalityConfig
 from tests.extender.builders import make_node, make_pod
 from tests.extender.test_sync import FAST, eventually
@@ -216,3 +217,95 @@ def test_the_fake_rejects_what_kube_apiserver_rejects(fake_kube):
     with pytest.raises(ApiException) as error:  # a failed test operation
         patch("g", [{"op": "test", "path": "/metadata/uid", "value": "other"}])
     assert error.value.status == 422
+
+
+CA_STATUS = """time: 2026-01-01 00:00:00.000000000 +0000 UTC
+autoscalerStatus: Running
+nodeGroups:
+- name: p4d-a
+  health:
+    status: Healthy
+    nodeCounts:
+      registered: {total: 1, ready: 1, notStarted: 0}
+      longUnregistered: 0
+      unregistered: 0
+    cloudProviderTarget: 1
+    minSize: 0
+    maxSize: 3
+"""
+
+
+async def test_autoscaler_status_sizes_the_headroom_config_is_the_fallback(fake_kube, replicas):
+    # pg-a: 1 p4d node; config says max_size 1 (no node to add), CA's status max 3,
+    # 1 registered: 2 more. A 3-pod job of 8 GPUs fits only with CA's sizes.
+    fake_kube.create(make_node("a1", group="pg-a",
+                               labels={"node.kubernetes.io/instance-type": "p4d.24xlarge"}))
+    fake_kube.create({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "cluster-autoscaler-status",
+                                   "namespace": "kube-system"},
+                      "data": {"status": CA_STATUS}})
+    admitter = replicas("solo", leading=True)
+    admitter.config = replace(ADMISSION, node_groups=(
+        NodeGroup("p4d-a", "p4d.24xlarge", "pg-a", max_size=1),))
+    await eventually(admitter.cache.ready)
+    await admitter.refresh_autoscaler_status(0.0)
+    await admitter.round(time.time())
+    assert admitter.summary()["headroom"] == [
+        {"domain": "placement-group=pg-a", "node_group": "p4d-a", "nodes": 2,
+         "source": "autoscaler-status"}]
+    # CA's map goes away: after the next read the config's max_size is used (no room).
+    fake_kube.delete("v1", "ConfigMap", "cluster-autoscaler-status", "kube-system")
+    await admitter.refresh_autoscaler_status(1.0)  # within the interval: not read again
+    await admitter.round(time.time())
+    assert admitter.summary()["headroom"][0]["source"] == "autoscaler-status"
+    await admitter.refresh_autoscaler_status(AUTOSCALER_STATUS_SECONDS + 1)
+    await admitter.round(time.time())
+    summary = admitter.summary()
+    assert summary["headroom"] == []  # max_size 1, 1 seen
+    assert summary["autoscaler_status"].startswith("no status ConfigMap")
+
+
+async def test_owner_replicas_hold_the_job_and_a_bad_count_is_an_event(fake_kube, replicas):
+    # A PyTorchJob of 1 Master + 2 Workers; 2 of its pods exist, created long ago (past
+    # settle_seconds): without the owner's size they would be admitted as a whole job.
+    fake_kube.serve("kubeflow.org/v1")
+    fake_kube.create(make_node("a1", group="pg-a"))
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+             "metadata": {"name": "pt", "namespace": "team"},
+             "spec": {"pytorchReplicaSpecs": {"Master": {}, "Worker": {"replicas": 2}}}}
+    fake_kube.create(owner)
+    for index in range(2):
+        pod = make_pod(f"pt-{index}", gpus=1, labels={"training.kubeflow.org/job-name": "pt"})
+        pod["spec"]["schedulingGates"] = [{"name": GATE}]
+        pod["metadata"]["creationTimestamp"] = "2020-01-01T00:00:00Z"
+        fake_kube.create(pod)
+    admitter = replicas("solo", leading=True)
+    await settle(admitter, lambda: admitter.waiting_by_code()["incomplete"] == 1)
+    assert "2 of its 3 pods exist" in admitter.summary()["waiting"][0]["reason"]
+    fake_kube.replace({**owner, "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": "2"}}}})
+    await settle(admitter, lambda: admitter.waiting_by_code()["size_unknown"] == 1)
+    await eventually(lambda: bool(events_for(fake_kube, "pt-0")[1:]))
+    reason, message = events_for(fake_kube, "pt-0")[-1]
+    assert reason == "HeadstartWaiting"
+    assert "PyTorchJob team/pt: spec.pytorchReplicaSpecs.Worker.replicas" in message
+    assert pod_of(fake_kube, "pt-0")["spec"]["schedulingGates"] == [{"name": GATE}]
+
+
+async def test_no_round_before_the_size_watches_have_listed(fake_kube, replicas):
+    # Until PodGroups and owners are listed, a job could be taken as declaring no size:
+    # the loop runs no round (and lifts no gate) before `sizes_listed()`.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(gated_pod("one-0", "one", 1, gpus=1))
+    started = replicas("solo", leading=True)
+    listed = False
+    admitter = Admitter(started.cache, LOCALITY, ADMISSION, fake_kube.api_client(),
+                        lambda: True, "solo", sizes_listed=lambda: listed)
+    task = asyncio.create_task(admitter.run())
+    try:
+        await eventually(started.cache.ready)
+        await asyncio.sleep(1.0)  # 10 intervals
+        assert pod_of(fake_kube, "one-0")["spec"]["schedulingGates"] == [{"name": GATE}]
+        listed = True
+        await eventually(lambda: not pod_of(fake_kube, "one-0")["spec"].get("schedulingGates"))
+    finally:
+        task.cancel()

@@ -181,7 +181,9 @@ async def test_stop_ends_every_watch_thread(fake_kube):
     assert all(watch.join(0) for watch in sync.watches)
     assert {status.kind for status in sync.statuses()} == {
         NODES, PODS, TOPOLOGIES, "resourceslices", "resourceclaims", "resourceclaimtemplates",
-        "podgroups.scheduling.volcano.sh", "podgroups.scheduling.x-k8s.io"}
+        "podgroups.scheduling.volcano.sh", "podgroups.scheduling.x-k8s.io",
+        "pytorchjobs.kubeflow.org", "tfjobs.kubeflow.org", "mpijobs.kubeflow.org",
+        "jobsets.jobset.x-k8s.io", "trainjobs.trainer.kubeflow.org"}
 
 
 def gpu_slice(name: str, node: str, gpus: int, mig: int = 0, generation: int = 1) -> dict:
@@ -249,6 +251,43 @@ async def test_pod_group_min_member_sizes_the_job(fake_kube, started):
     absent = next(s for s in sync.statuses() if s.kind == "podgroups.scheduling.x-k8s.io")
     assert absent.absent and absent.errors_total == 0
     assert sync.readiness(time.monotonic())[0] is True
+
+
+async def test_owner_replica_counts_size_the_job(fake_kube, started):
+    """A PyTorchJob's replicas and a JobSet's replicated jobs reach the pods they own;
+    counts that do not parse reach them as a reason, not as a size."""
+    worker = make_pod("pt-worker-0", gpus=1)
+    worker["metadata"]["labels"] = {"training.kubeflow.org/job-name": "pt",
+                                    "training.kubeflow.org/replica-type": "worker"}
+    node = make_pod("js-node-0-0", gpus=1)
+    node["metadata"]["labels"] = {"jobset.sigs.k8s.io/jobset-name": "js",
+                                  "jobset.sigs.k8s.io/replicatedjob-name": "node"}
+    fake_kube.create(worker)
+    fake_kube.create(node)
+    fake_kube.serve("kubeflow.org/v1")
+    fake_kube.serve("jobset.x-k8s.io/v1alpha2")  # TrainJob's API not served: absent
+    cache, sync = started()
+    await eventually(cache.ready)
+    fake_kube.create({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                      "metadata": {"name": "pt", "namespace": "team"},
+                      "spec": {"pytorchReplicaSpecs": {"Master": {}, "Worker": {"replicas": 7}}}})
+    fake_kube.create({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                      "metadata": {"name": "js", "namespace": "team"},
+                      "spec": {"replicatedJobs": [{"name": "node", "replicas": 4, "template": {
+                          "spec": {"parallelism": 2, "completions": 2}}}]}})
+    await eventually(lambda: cache.pod("team", "pt-worker-0").owner_size == 8)  # 1 + 7
+    await eventually(lambda: cache.pod("team", "js-node-0-0").owner_size == 8)  # 4 x 2
+    fake_kube.replace({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                       "metadata": {"name": "pt", "namespace": "team"},
+                       "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": "seven"}}}})
+    await eventually(lambda: cache.pod("team", "pt-worker-0").owner_wait is not None)
+    pod = cache.pod("team", "pt-worker-0")
+    assert pod.owner_size is None
+    assert "Worker.replicas: expected a whole number >= 0, got 'seven'" in pod.owner_wait
+    absent = next(s for s in sync.statuses() if s.kind == "trainjobs.trainer.kubeflow.org")
+    assert absent.absent and absent.errors_total == 0
+    assert sync.sizes_listed()  # every size watch listed (or absent): admission may run
+
 
 
 async def test_api_binder_creates_the_binding_and_reports_conflicts(fake_kube):

@@ -188,9 +188,12 @@ def gate_lifted(fake_kube) -> None:
 def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     seed_cluster(fake_kube)
     seed_gated_job(fake_kube)
-    # Both PodGroup CRDs installed, so the extender's calls cover their watch rules too.
-    fake_kube.serve("scheduling.volcano.sh/v1beta1")
-    fake_kube.serve("scheduling.x-k8s.io/v1alpha1")
+    # Both PodGroup CRDs and the owners' CRDs installed, so the extender's calls cover
+    # their watch rules too.
+    for group_version in ("scheduling.volcano.sh/v1beta1", "scheduling.x-k8s.io/v1alpha1",
+                          "kubeflow.org/v1", "jobset.x-k8s.io/v1alpha2",
+                          "trainer.kubeflow.org/v1alpha1"):
+        fake_kube.serve(group_version)
     port, ops_port = free_port(), free_port()
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     result = run_component(

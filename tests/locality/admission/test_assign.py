@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from bucketing.autoscaler_status import GroupSize
 from bucketing.resources import Resources
 from locality.admission.assign import plan
 from locality.admission.config import GATE, AdmissionConfig, NodeGroup
@@ -60,7 +61,7 @@ def nodes(group, count, gpus=8, used=0, instance_type="p4d", unlabeled=False):
     return made
 
 
-def decide(pods, states, groups=(), extra=(), now=NOW, config=CONFIG):
+def decide(pods, states, groups=(), extra=(), now=NOW, config=CONFIG, sizes=None):
     everything = list(pods) + list(extra)
 
     def of_job(key):
@@ -69,7 +70,7 @@ def decide(pods, states, groups=(), extra=(), now=NOW, config=CONFIG):
 
     gathered = gather(pods, extra, of_job, LOCALITY, config)
     levels = {j.level for j in gathered.jobs} | {PG}
-    rooms = {level: level_room(states, level, LOCALITY, groups) for level in levels}
+    rooms = {level: level_room(states, level, LOCALITY, groups, sizes) for level in levels}
     return plan(gathered.jobs, rooms, gathered.reservations, now, config, gathered.releases)
 
 
@@ -273,3 +274,59 @@ def test_node_group_without_allocatable_is_named():
     with_shape = (NodeGroup("p5-a", "p5", "pg-a", 4, allocatable=Resources.of(8, 96, 768)),)
     assert summary(decide(pods, nodes("pg-a", 1), with_shape)) == (
         {"ns/a": (f"{PG}=pg-a", 1)}, {})
+
+
+def test_owner_replica_count_keeps_a_job_whole_past_the_settle_time():
+    # 2 pods of a PyTorchJob declaring 4 (owner_size), last pod 100 s old (settle 10 s):
+    # without the owner's size the 2 would be admitted alone; with it the job waits.
+    pods = [replace(p, owner_size=4) for p in job("a", 2, size=0)]
+    result = decide(pods, nodes("pg-a", 4))
+    (waiting,) = result.waiting
+    assert (waiting.code, result.admissions) == (WaitCode.INCOMPLETE, ())
+    assert "2 of its 4 pods exist" in waiting.reason
+
+
+def test_owner_whose_counts_do_not_parse_waits_with_the_reason():
+    why = "its owner's replica counts do not parse: PyTorchJob ns/a: spec...: got '4'"
+    pods = [replace(p, owner_wait=why) for p in job("a", 2, size=0)]
+    (waiting,) = decide(pods, nodes("pg-a", 4)).waiting
+    assert waiting.code is WaitCode.SIZE_UNKNOWN
+    assert why in waiting.reason and "headstart.io/job-size" in waiting.reason
+
+
+def test_staged_jobset_takes_the_largest_size_its_gated_pods_declare():
+    # A JobSet: an initializer (stage 0, size 1) and 2 node pods (stage 1: 1 + 2 = 3).
+    # Gated: the initializer (sorted first) and 1 node pod; the job's size is 3, not
+    # the first pod's 1, so 2 of 3 exist and it waits instead of being split.
+    init, node = job("a", 2, size=0)
+    pods = [replace(init, owner_size=1), replace(node, owner_size=3)]
+    (waiting,) = decide(pods, nodes("pg-a", 4)).waiting
+    assert waiting.code is WaitCode.INCOMPLETE
+    assert "2 of its 3 pods exist" in waiting.reason
+
+
+@pytest.mark.parametrize(("group", "sizes", "expected", "source"), [
+    # Config says max 2 (1 seen: 1 more); CA's status says max 5, current 1: 4 more.
+    # 4 pods x 8 GPUs: the node there + 3 new; CA's sizes win.
+    (NodeGroup("p4d-a", "p4d", "pg-a", 2),
+     {"p4d-a": GroupSize("p4d-a", 0, 5, registered=1, target=1)},
+     ({"ns/a": (f"{PG}=pg-a", 3)}, {}), "autoscaler-status"),
+    # CA is launching 3 (target 4, registered 1): max 5 - 4 = 1 more, 1 + 1 < 4 nodes.
+    (NodeGroup("p4d-a", "p4d", "pg-a", 8),
+     {"p4d-a": GroupSize("p4d-a", 0, 5, registered=1, target=4)},
+     ({}, {"ns/a": WaitCode.NO_FIT}), "autoscaler-status"),
+    # CA's status lists other groups only: config's max 8 - 1 seen = 7 more.
+    (NodeGroup("p4d-a", "p4d", "pg-a", 8),
+     {"other": GroupSize("other", 0, 5, registered=1, target=1)},
+     ({"ns/a": (f"{PG}=pg-a", 3)}, {}), "config"),
+], ids=["status-max-wins-over-config", "nodes-being-launched-count", "unlisted-falls-back"])
+def test_autoscaler_status_sizes_node_groups(group, sizes, expected, source):
+    assert summary(decide(job("a", 4), nodes("pg-a", 1), (group,), sizes=sizes)) == expected
+    room = level_room(nodes("pg-a", 1), PG, LOCALITY, (group,), sizes)
+    assert {n.source for n in room.domains["pg-a"].new_nodes} <= {source}
+
+
+def test_node_group_without_any_max_size_is_named():
+    group = NodeGroup("p4d-a", "p4d", "pg-a")  # max_size only from CA's status, absent
+    (waiting,) = decide(job("a", 4), nodes("pg-a", 1), (group,), sizes={}).waiting
+    assert "p4d-a: cluster-autoscaler's status does not list it" in waiting.reason

@@ -1,0 +1,187 @@
+"""A job's declared size from the object that owns its pods: a training job or a JobSet.
+
+Decides how an owner object becomes a size and how a pod learns it. The counts are read
+by `bucketing.replicas` (the same reading the overprovisioner's known-demand sources
+use); this module adds which pods an owner sizes and how a staged JobSet is counted:
+- Kubeflow training-operator jobs (`kubeflow.org/v1` PyTorchJob, TFJob, MPIJob): the
+  operator labels every pod `training.kubeflow.org/job-name: <job>` (pkg/controller.v1/
+  common GenLabels); the size is the sum of `replicas` over the replica specs (an MPIJob
+  of training-operator v1 creates its launcher with the workers, so it counts too);
+- JobSets (`jobset.x-k8s.io/v1alpha2`): the JobSet controller labels every pod
+  `jobset.sigs.k8s.io/jobset-name` and `jobset.sigs.k8s.io/replicatedjob-name`; a
+  replicated job has `replicas` Jobs of min(parallelism, completions) pods each. A
+  replicated job with `dependsOn` is created only once the ones it depends on are Ready
+  or Complete, so its pods cannot wait for theirs nor the reverse: a pod's size is the
+  pods of the replicated jobs in its stage and the stages before it (stage 0: no
+  dependsOn; else one more than the latest stage it depends on). The earlier stages'
+  pods still exist (succeeded or running) and count as known pods;
+- TrainJobs (`trainer.kubeflow.org/v1alpha1`): the trainer builds a JobSet of the same
+  name (kubeflow/trainer pkg/runtime/framework/plugins/jobset), so the pods carry the
+  JobSet's label and the JobSet's replicated jobs (initializers, launcher, nodes) give
+  the size. A TrainJob seen without its JobSet makes its pods wait for the JobSet.
+An owner whose counts do not parse gives no size and says why (`OwnerSize.problem`):
+its pods wait with that reason rather than be sized by a guess.
+
+Must not: log, read the clock, keep state (the extender's resolver does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from bucketing.errors import InputError
+from bucketing.replicas import (
+    KUBEFLOW_REPLICA_SPECS,
+    jobset_replicated_jobs,
+    kubeflow_replica_specs,
+    mapping,
+    trainjob_num_nodes,
+)
+from locality.model import Pod
+from locality.parse import json_object, json_string
+
+KUBEFLOW_JOB_LABEL = "training.kubeflow.org/job-name"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+
+KUBEFLOW = "kubeflow"
+JOBSET = "jobset"
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerApi:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    family: str
+    """Which pod label names it: `kubeflow` (training.kubeflow.org/job-name) or `jobset`
+    (jobset.sigs.k8s.io/jobset-name, which a TrainJob's pods carry too)."""
+
+
+OWNER_APIS: tuple[OwnerApi, ...] = (
+    OwnerApi("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", KUBEFLOW),
+    OwnerApi("kubeflow.org", "v1", "tfjobs", "TFJob", KUBEFLOW),
+    OwnerApi("kubeflow.org", "v1", "mpijobs", "MPIJob", KUBEFLOW),
+    OwnerApi("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", JOBSET),
+    OwnerApi("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", JOBSET),
+)
+_FAMILY = {api.kind: api.family for api in OWNER_APIS}
+
+OwnerKey = tuple[str, str, str]  # (family, namespace, name)
+
+
+@dataclass(frozen=True, slots=True)
+class SizePart:
+    """Pods of one replica type or replicated job, and the stage they start in."""
+
+    name: str
+    pods: int
+    stage: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerSize:
+    """What one owner object declares: its parts, or why they cannot be read."""
+
+    kind: str
+    namespace: str
+    name: str
+    parts: tuple[SizePart, ...] = ()
+    problem: str | None = None
+
+    @property
+    def key(self) -> OwnerKey:
+        return (_FAMILY[self.kind], self.namespace, self.name)
+
+    def size_for(self, part: str | None) -> int:
+        """Pods of the stages up to `part`'s (all stages when `part` is unknown)."""
+        stage = next((p.stage for p in self.parts if p.name == part),
+                     max((p.stage for p in self.parts), default=0))
+        return sum(p.pods for p in self.parts if p.stage <= stage)
+
+
+def parse_owner(obj: Any, kind: str, where: str | None = None) -> OwnerSize:
+    """An owner object of `kind` (one of OWNER_APIS). Bad metadata raises `InputError`
+    (the watch skips the object); counts that do not parse become `problem`."""
+    where = where or kind
+    obj = json_object(obj, where, required=True)
+    metadata = json_object(obj.get("metadata"), f"{where}.metadata", required=True)
+    name = json_string(metadata.get("name"), f"{where}.metadata.name")
+    namespace = json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace")
+    where = f"{kind} {namespace}/{name}"
+    try:
+        spec = mapping(obj.get("spec"), f"{where}: spec")
+        parts = _parts(spec, kind, f"{where}: spec")
+    except InputError as error:
+        return OwnerSize(kind, namespace, name, problem=str(error))
+    return OwnerSize(kind, namespace, name, parts)
+
+
+def _parts(spec: Mapping[str, Any], kind: str, where: str) -> tuple[SizePart, ...]:
+    if kind in KUBEFLOW_REPLICA_SPECS:
+        return tuple(SizePart(s.replica_type, s.replicas)
+                     for s in kubeflow_replica_specs(spec, kind, where))
+    if kind == "TrainJob":
+        nodes = trainjob_num_nodes(spec, where)
+        return () if nodes is None else (SizePart("node", nodes),)
+    replicated = jobset_replicated_jobs(spec, where)
+    depends = {job.name: job.depends_on for job in replicated}
+    stages: dict[str, int] = {}
+
+    def stage(name: str, seen: tuple[str, ...]) -> int:
+        if name in stages:
+            return stages[name]
+        if name in seen or name not in depends:
+            raise InputError(f"{where}.replicatedJobs: dependsOn "
+                             f"{'cycles through' if name in seen else 'names unknown'} {name!r}")
+        stages[name] = 1 + max((stage(d, (*seen, name)) for d in depends[name]), default=-1)
+        return stages[name]
+
+    return tuple(SizePart(job.name, job.pods, stage(job.name, ())) for job in replicated)
+
+
+def owner_of(pod: Pod) -> OwnerKey | None:
+    """The owner a pod's labels name, None when none."""
+    name = pod.labels.get(JOBSET_NAME_LABEL)
+    if name:
+        return (JOBSET, pod.namespace, name)
+    name = pod.labels.get(KUBEFLOW_JOB_LABEL)
+    if name:
+        return (KUBEFLOW, pod.namespace, name)
+    return None
+
+
+def with_owner_size(pod: Pod, owners: Mapping[OwnerKey, Mapping[str, OwnerSize]]) -> Pod:
+    """The pod with the size its owner declares (`Pod.owner_size`), or why the owner
+    gives none yet (`Pod.owner_wait`). Both None when the pod names no owner or its
+    owner is not seen (then the job declares no size here)."""
+    key = owner_of(pod)
+    size, wait = _size(pod, owners.get(key) or {}) if key else (None, None)
+    if size == pod.owner_size and wait == pod.owner_wait:
+        return pod
+    return replace(pod, owner_size=size, owner_wait=wait)
+
+
+def _size(pod: Pod, seen: Mapping[str, OwnerSize]) -> tuple[int | None, str | None]:
+    if not seen:
+        return None, None
+    if "JobSet" in seen or "TrainJob" in seen:
+        owner = seen.get("JobSet")
+        if owner is None:
+            trainjob = seen["TrainJob"]
+            return None, (f"its TrainJob {trainjob.namespace}/{trainjob.name} is seen but not "
+                          "the JobSet it creates, whose replicatedJobs give the job's size")
+    else:
+        if len(seen) > 1:
+            kinds = " and ".join(sorted(seen))
+            first = next(iter(seen.values()))
+            return None, (f"{kinds} are both named {first.namespace}/{first.name}: its pods' "
+                          f"label {KUBEFLOW_JOB_LABEL} cannot tell which one sizes the job")
+        owner = next(iter(seen.values()))
+    if owner.problem is not None:
+        return None, f"its owner's replica counts do not parse: {owner.problem}"
+    size = owner.size_for(pod.labels.get(REPLICATED_JOB_LABEL))
+    return (size, None) if size > 0 else (None, None)

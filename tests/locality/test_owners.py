@@ -1,0 +1,95 @@
+"""Owner objects as job sizes: Kubeflow replica specs, JobSet replicated jobs (in
+stages when they depend on each other), TrainJobs through their JobSet, and counts that
+do not parse as a reason."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from locality.owners import parse_owner, with_owner_size
+from tests.locality.builders import make_pod
+
+
+def pytorchjob(name="pt", **replicas):
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"pytorchReplicaSpecs": {k: v for k, v in replicas.items()}}}
+
+
+def jobset(name="js", *replicated):
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"replicatedJobs": list(replicated)}}
+
+
+def rjob(name, replicas=None, parallelism=None, depends=()):
+    entry = {"name": name, "template": {"spec": {}}}
+    if replicas is not None:
+        entry["replicas"] = replicas
+    if parallelism is not None:
+        entry["template"]["spec"]["parallelism"] = parallelism
+    if depends:
+        entry["dependsOn"] = [{"name": d, "status": "Complete"} for d in depends]
+    return entry
+
+
+def pod(labels):
+    return replace(make_pod("p", namespace="ns"), labels=labels)
+
+
+KF = {"training.kubeflow.org/job-name": "pt"}
+
+
+def js_pod(part):
+    return {"jobset.sigs.k8s.io/jobset-name": "js", "jobset.sigs.k8s.io/replicatedjob-name": part}
+
+
+def owners(*objects):
+    table: dict = {}
+    for obj in objects:
+        owner = parse_owner(obj, obj["kind"])
+        table.setdefault(owner.key, {})[owner.kind] = owner
+    return table
+
+
+@pytest.mark.parametrize(("objects", "labels", "size"), [
+    # Master (replicas defaults to 1) + 7 workers + 2 PS = 10.
+    ((pytorchjob(Master={}, Worker={"replicas": 7}, PS={"replicas": 2}),), KF, 10),
+    # 4 Jobs x parallelism 2 = 8 node pods.
+    ((jobset("js", rjob("node", 4, 2)),), js_pod("node"), 8),
+    # launcher 1 + node 4: both start at once (no dependsOn).
+    ((jobset("js", rjob("launcher"), rjob("node", 4)),), js_pod("node"), 5),
+    # Staged: an initializer pod (stage 0) counts only its stage: 1.
+    ((jobset("js", rjob("init"), rjob("node", 4, depends=("init",))),), js_pod("init"), 1),
+    # A node pod (stage 1) counts its stage and the ones before: 1 + 4 = 5.
+    ((jobset("js", rjob("init"), rjob("node", 4, depends=("init",))),), js_pod("node"), 5),
+    # The JobSet wins over the TrainJob of the same name (its pods carry the JobSet's label).
+    ((jobset("js", rjob("node", 3)),
+      {"kind": "TrainJob", "metadata": {"name": "js", "namespace": "ns"},
+       "spec": {"trainer": {"numNodes": 9}}}), js_pod("node"), 3),
+    # Owner not seen: no size here (the job settles).
+    ((), KF, None),
+], ids=["pytorchjob-sum", "jobset-replicas-x-parallelism", "jobset-parallel-parts",
+        "jobset-stage-0", "jobset-stage-1", "jobset-over-trainjob", "not-seen"])
+def test_owner_size(objects, labels, size) -> None:
+    resolved = with_owner_size(pod(labels), owners(*objects))
+    assert (resolved.owner_size, resolved.owner_wait) == (size, None)
+
+
+@pytest.mark.parametrize(("objects", "labels", "reason"), [
+    ((pytorchjob(Worker={"replicas": "4"}),), KF,
+     "its owner's replica counts do not parse: PyTorchJob ns/pt: spec.pytorchReplicaSpecs."
+     "Worker.replicas: expected a whole number >= 0, got '4'"),
+    ((jobset("js", rjob("node", depends=("nowhere",))),), js_pod("node"),
+     "dependsOn names unknown 'nowhere'"),
+    (({"kind": "TrainJob", "metadata": {"name": "js", "namespace": "ns"}, "spec": {}},),
+     js_pod("node"), "its TrainJob ns/js is seen but not the JobSet it creates"),
+    ((pytorchjob(Worker={}), {**pytorchjob(Worker={}), "kind": "TFJob"}), KF,
+     "PyTorchJob and TFJob are both named ns/pt"),
+], ids=["replicas-a-string", "unknown-dependency", "trainjob-without-jobset", "two-kinds"])
+def test_owner_without_a_size_says_why(objects, labels, reason) -> None:
+    resolved = with_owner_size(pod(labels), owners(*objects))
+    assert resolved.owner_size is None
+    assert reason in resolved.owner_wait
