@@ -519,7 +519,8 @@ def docs_problems(rendered: Rendered) -> list[str]:
         if not configs:
             problems.append(f"{doc}: no KubeSchedulerConfiguration block")
             continue
-        for key in ("urlPrefix", "filterVerb", "prioritizeVerb", "bindVerb", "weight",
+        for key in ("urlPrefix", "filterVerb", "prioritizeVerb", "bindVerb", "preemptVerb",
+                    "weight",
                     "nodeCacheCapable", "httpTimeout", "managedResources"):
             documented = configs[0]["extenders"][0].get(key)
             if documented != shipped["extenders"][0].get(key):
