@@ -40,7 +40,7 @@ from locality.config import LocalityConfig
 from locality.jobs import job_key_of, job_policy
 from locality.model import JobKey, Node, NodeState, NodeTopology, Pod
 from locality.numa import NumaDemand
-from locality.placement import AssumedPlacements
+from locality.placement import AssumedPlacements, nominated_assumption
 from locality.table import NodeTable
 
 NODES = "nodes"
@@ -101,6 +101,11 @@ class ClusterCache:
 
     def pod(self, namespace: str, name: str) -> Pod | None:
         return self._pods.get(pod_key(namespace, name))
+
+    def pods_on_node(self, node_name: str) -> list[Pod]:
+        """The pods the cache sees bound to the node (any phase)."""
+        pods = self._pods
+        return [pods[key] for key in self._pods_on_node.get(node_name, ())]
 
     def pods_of_job(self, job: JobKey | None) -> list[Pod]:
         """The job's pods in any phase (empty for None)."""
@@ -241,8 +246,12 @@ class ClusterCache:
         self.nodes = {name: self._build_state(node) for name, node in self._node_objects.items()}
         self._table = None
         assumed = self.assumed
+        listed = {pod.uid for pod in self._pods.values()}
+        for uid, assumption in list(assumed.by_uid.items()):
+            if assumption.nominated and uid not in listed:
+                assumed = assumed.forget(uid)  # deleted while the watch was down
         for pod in self._pods.values():
-            assumed = assumed.observe(pod)
+            assumed = self._observed(assumed, pod)
         self.assumed = assumed
         self.synced[PODS] = True
         self._nrt_changed_since_pods.clear()
@@ -268,8 +277,19 @@ class ClusterCache:
             self._update_node(pod.node_name, pod, remove=False)
             if newly_bound and self.synced[PODS] and _charges_zone(pod):
                 self._charge_zone(pod.node_name, key, pod.numa_request)
-        self.assumed = self.assumed.observe(pod)
+        self.assumed = self._observed(self.assumed, pod)
         self.version += 1
+
+    def _observed(self, assumed: AssumedPlacements, pod: Pod) -> AssumedPlacements:
+        """`assumed` after seeing `pod`: its assumption dropped once bound, finished or
+        deleted, and a pending pod's nomination (`status.nominatedNodeName`) assumed
+        until it is bound or cleared (a bind's assumption is never replaced by it)."""
+        assumed = assumed.observe(pod)
+        if pod.nominated_node_name is not None and pod.uid not in assumed.by_uid:
+            nominated = nominated_assumption(pod, self.config)
+            if nominated is not None:
+                assumed = assumed.assume(nominated)
+        return assumed
 
     def delete_pod(self, pod: Pod) -> None:
         key = pod_key(pod.namespace, pod.name)

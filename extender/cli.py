@@ -99,7 +99,7 @@ def serve(config, api_client) -> None:
         watch_topology=config.watch_topology, stale_after_seconds=config.stale_after_seconds,
         watch_dra=config.watch_dra, watch_pod_groups=config.watch_pod_groups,
     )
-    binder = ApiBinder(api_client) if config.bind_enabled else None
+    binder = ApiBinder(api_client, config.bind_timeout_seconds) if config.bind_enabled else None
     app = create_app(config, cache, sync, binder)
     # First: a taken ops port must fail before the watch threads start.
     app.cleanup_ctx.insert(

@@ -121,6 +121,12 @@ class Pod:
     `scheduling.x-k8s.io/pod-group`). group_min_member: that PodGroup's
     `spec.minMember` once the extender has seen the object (`extender.resolve`), else
     None.
+    scheduler_name: `spec.schedulerName` (the API defaults it to `default-scheduler`);
+    the bind verb binds only pods of the schedulers it serves.
+    nominated_node_name: `status.nominatedNodeName` of a pod not bound yet: the node
+    kube-scheduler preempted for it, or (1.35+) chose for it before it waits in Permit
+    or PreBind. The job's placement counts the pod there until it is bound or the
+    nomination is cleared (`locality.placement.job_placement`).
     """
 
     namespace: str
@@ -140,6 +146,8 @@ class Pod:
     claims: tuple[tuple[str, str], ...] = ()
     pod_group: tuple[str, str] | None = None
     group_min_member: int | None = None
+    scheduler_name: str = "default-scheduler"
+    nominated_node_name: str | None = None
 
     @property
     def full_name(self) -> str:

@@ -19,6 +19,7 @@ declares its size). Must not: read the clock (`now` is passed in), log, or mutat
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ class Assumption:
     """Pod `uid` of `job` is being bound to `node_name`; trusted until `expires_at`.
 
     numa: the pod's `Pod.numa_request` (what its NUMA zones are charged).
+    nominated: from the pod's `status.nominatedNodeName` (`nominated_assumption`), not
+    from a bind: it never expires, and ends when the nomination changes or is cleared.
     """
 
     job: JobKey
@@ -45,6 +48,7 @@ class Assumption:
     request: Resources
     expires_at: float
     numa: NumaDemand = NO_NUMA_DEMAND
+    nominated: bool = False
 
     @property
     def numa_request(self) -> NumaDemand:
@@ -87,10 +91,14 @@ class AssumedPlacements:
         return AssumedPlacements(by_uid, by_job)
 
     def observe(self, pod: Pod, deleted: bool = False) -> AssumedPlacements:
-        """Drop the pod's assumption once the cache shows it bound, finished or deleted."""
-        if pod.uid not in self.by_uid:
+        """Drop the pod's assumption once the cache shows it bound, finished or deleted;
+        an assumption from a nomination also when the nomination moved or was cleared."""
+        assumption = self.by_uid.get(pod.uid)
+        if assumption is None:
             return self
         if deleted or pod.terminal or pod.node_name is not None:
+            return self.forget(pod.uid)
+        if assumption.nominated and pod.nominated_node_name != assumption.node_name:
             return self.forget(pod.uid)
         return self
 
@@ -159,6 +167,22 @@ def assumption_for(
     return Assumption(
         identity.key, pod.uid, pod.name, identity.role, node_name, pod.request,
         now + config.assumed_ttl_seconds, pod.numa_request,
+    )
+
+
+def nominated_assumption(pod: Pod, config: LocalityConfig) -> Assumption | None:
+    """A pending pod of a job with `status.nominatedNodeName` counts as assumed on that
+    node until it is bound or the nomination is cleared: kube-scheduler nominates the
+    node it preempted for, and (1.35+) the node it chose before the pod waits in Permit
+    or PreBind, and holds the room there for it. None when the pod is not such a pod."""
+    if pod.node_name is not None or pod.terminal or pod.nominated_node_name is None:
+        return None
+    identity = identify(pod, config)
+    if identity is None:
+        return None
+    return Assumption(
+        identity.key, pod.uid, pod.name, identity.role, pod.nominated_node_name, pod.request,
+        math.inf, pod.numa_request, nominated=True,
     )
 
 
