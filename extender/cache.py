@@ -2,8 +2,9 @@
 
 Decides: how list results and watch events change the view, incrementally. A bound
 pod's request is added to (or removed from) its node's `NodeState` when it appears,
-moves, finishes or goes away, so a request never re-sums pods: per request the work is
-one dict lookup per candidate node plus the pods of one job.
+moves, finishes or goes away, and to its job's running totals (`locality.tally`), so a
+request never re-sums pods: per request the work is one dict lookup per candidate node
+plus the nodes of one job, however many pods it has.
 
 Also holds the `AssumedPlacements` (pods kube-scheduler asked the extender to bind, not
 yet seen bound) and drops an assumption as soon as a watch event shows the pod bound,
@@ -33,7 +34,7 @@ Must not: do I/O, or decide placements (that is `locality`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import fields, replace
 
 from locality.config import LocalityConfig
@@ -42,6 +43,7 @@ from locality.model import JobKey, Node, NodeState, NodeTopology, Pod
 from locality.numa import NumaDemand
 from locality.placement import AssumedPlacements, nominated_assumption
 from locality.table import NodeTable
+from locality.tally import JobTally
 
 NODES = "nodes"
 PODS = "pods"
@@ -70,6 +72,9 @@ class ClusterCache:
         self._pods: dict[str, Pod] = {}
         self._pods_on_node: dict[str, set[str]] = {}
         self._pods_of_job: dict[JobKey, set[str]] = {}
+        # Job -> running totals of its pods (`locality.tally`): a request reads these
+        # instead of walking the job's pods.
+        self._tallies: dict[JobKey, JobTally] = {}
         # Job -> keys of its pods not bound and not finished: the jobs with pods to place.
         self._waiting_of_job: dict[JobKey, set[str]] = {}
         # Job -> keys of its Failed pods (their replacements are still to come).
@@ -116,6 +121,16 @@ class ClusterCache:
             return []
         pods = self._pods
         return [pods[key] for key in keys]
+
+    def tally_of(self, job: JobKey | None) -> JobTally:
+        """The running totals of the job's pods (empty for None or a job with no pod)."""
+        tally = self._tallies.get(job) if job is not None else None
+        return tally if tally is not None else JobTally(self.config)
+
+    def waiting_pods_of_job(self, job: JobKey) -> Iterator[Pod]:
+        """The job's pods neither bound nor finished (lazily: callers mostly want one)."""
+        pods = self._pods
+        return (pods[key] for key in self._waiting_of_job.get(job, ()))
 
     def jobs_with_waiting_pods(self) -> list[JobKey]:
         """Jobs with pods neither bound nor finished (their claims are computed)."""
@@ -216,6 +231,7 @@ class ClusterCache:
         self._pods = {}
         self._pods_on_node = {}
         self._pods_of_job = {}
+        self._tallies = {}
         self._waiting_of_job = {}
         self._failed_of_job = {}
         self._size_of_job = {}
@@ -316,6 +332,10 @@ class ClusterCache:
         job = job_key_of(pod, self.config)
         if job is not None:
             self._pods_of_job.setdefault(job, set()).add(key)
+            tally = self._tallies.get(job)
+            if tally is None:
+                tally = self._tallies[job] = JobTally(self.config)
+            tally.add(pod)
             self._job_versions[job] = self._job_versions.get(job, 0) + 1
             if pod.node_name is None and not pod.terminal:
                 self._waiting_of_job.setdefault(job, set()).add(key)
@@ -333,6 +353,11 @@ class ClusterCache:
         job = job_key_of(pod, self.config)
         if job is not None:
             _discard(self._pods_of_job, job, key)
+            tally = self._tallies.get(job)
+            if tally is not None:
+                tally.remove(pod.uid)
+                if not tally:
+                    del self._tallies[job]
             _discard(self._waiting_of_job, job, key)
             _discard(self._failed_of_job, job, key)
             if job not in self._pods_of_job:

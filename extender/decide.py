@@ -196,7 +196,8 @@ class Decider:
         job = job_key_of(pod, self.config)
         return decision_context(
             pod,
-            job_pods=cache.pods_of_job(job),
+            job_pods=(),
+            job_tally=cache.tally_of(job),
             assumed=cache.assumed,
             cluster=cache.table(),
             now=now,
