@@ -281,17 +281,19 @@ def placement_of_tally(
     `JobPlacement.placed`).
     """
     members = tally.members
-    placed_on = Counter(tally.on_node)
+    placed_on = Counter(tally.on_node)  # a C-level copy; corrections below are few
     remaining = Counter(tally.waiting)
     roles = Counter(tally.roles)
     seen = tally.counted
     own = members.get(pod.uid)
+    corrected = []  # keys of placed_on decremented: the only ones that can reach zero
     if own is not None and not own.terminal:  # judged below as the pod being scheduled
         own_role = tally.role_of[pod.uid]
         seen -= 1
         roles[own_role] -= 1
         if own.node_name is not None:
             placed_on[(own.node_name, own_role)] -= 1
+            corrected.append((own.node_name, own_role))
         else:
             remaining[own.request] -= 1
     elif own is not None and own.succeeded:
@@ -320,9 +322,11 @@ def placement_of_tally(
                           item[0].devices),
     )
     listed = _listed(pod, tally, live) if list_placed else ()
+    for key in [key for key in corrected if placed_on[key] <= 0]:
+        del placed_on[key]
     return JobPlacement(
         job, listed, tuple(ordered), frozenset(role for role, n in roles.items() if n > 0),
-        {key: n for key, n in placed_on.items() if n > 0},
+        placed_on,
     )
 
 
