@@ -2,7 +2,7 @@
 latency through real HTTP at 5,000 nodes for jobs of 32, 512 and 4,096 pods, against
 the do-nothing extender measured in the same run.
 
-    python bench/bench_job_size.py            # 3 runs per size, about 4-6 minutes
+    python bench/bench_job_size.py            # 3 runs of 100 pods per size, about 1 minute
     python bench/bench_job_size.py --quick    # 1 run, fewer requests (a smoke run)
     python bench/bench_job_size.py --record   # and write the figures to bench/results.json
 

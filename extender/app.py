@@ -1,9 +1,10 @@
 """The extender's aiohttp application: routes, handlers, fault middleware, background tasks.
 
 Two applications sharing one state, set up in one place (`create_app`):
-- kube-scheduler's, on `port`: POST /filter, POST /prioritize, POST /bind (only when
-  `bind_enabled`). /bind creates Bindings with the extender's permission, so only the
-  scheduler may reach this port (the shipped NetworkPolicy admits only its pods).
+- kube-scheduler's, on `port`: POST /filter, POST /prioritize, POST /preempt, POST /bind
+  (only when `bind_enabled`). /bind creates Bindings with the extender's permission, so
+  only the scheduler may reach this port (the shipped NetworkPolicy admits only its
+  pods), and it binds only pods of `bind_scheduler_names` as the pod watch shows them.
 - the ops app (`app[OPS_APP]`), on `ops_port`: GET /healthz, /readyz, /metrics,
   /explain?pod=NS/NAME, for kubelet's probes, Prometheus and people.
 Both ports are one process and one event loop; a separate port, not a separate Service

@@ -1,11 +1,11 @@
 """The kube-scheduler extender wire format (`k8s.io/kube-scheduler/extender/v1`).
 
-Decides: how a request body becomes `ExtenderArgs` and how filter and prioritize
-answers become bytes. The Go request types carry no JSON tags, so kube-scheduler sends
-PascalCase keys (`Pod`, `Nodes`, `NodeNames`); Go's decoder matches keys
-case-insensitively (an exact match wins), so this parser does too. The Pod and Node
-objects inside are ordinary camelCase Kubernetes JSON and stay dicts here: the handler
-turns the Pod into `locality.model.Pod` with `locality.parse`.
+Decides: how a request body becomes `ExtenderArgs` (or `BindingArgs`,
+`PreemptionArgs`) and how the answers become bytes. The Go request types carry no
+JSON tags, so kube-scheduler sends PascalCase keys (`Pod`, `Nodes`, `NodeNames`); Go's
+decoder matches keys case-insensitively (an exact match wins), so this parser does
+too. The Pod and Node objects inside are ordinary camelCase Kubernetes JSON and stay
+dicts here: the handler turns the Pod into `locality.model.Pod` with `locality.parse`.
 
 Answers:
 - filter, `nodeCacheCapable: true`: `{"NodeNames": [...], "FailedNodes": {...},
@@ -16,6 +16,9 @@ Answers:
   so an empty list is sent as `{"items": []}` to keep the answer unambiguous.
 - prioritize: `[{"Host": name, "Score": 0..10}]`, built from cached per-host string
   fragments because this list is rebuilt for every node of every pod.
+- preempt: `{"NodeNameToMetaVictims": {node: {"Pods": [{"UID": ...}], "NumPDBViolations":
+  n}}}` whichever form the request's victims came in (kube-scheduler reads only that
+  field back).
 
 Must not: look at the cluster, log, or decide anything about placement.
 """

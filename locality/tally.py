@@ -2,8 +2,8 @@
 
 Why: every filter and prioritize call judges a pod by where the rest of its job is.
 Walking the job's pods for that costs O(job pods) per request, inside kube-scheduler's
-sequential cycle: about 3 ms per pod for a 32-pod job and 22 ms per pod for a
-4,096-pod job at 5,000 nodes (bench/bench_job_size.py). The extender's cache keeps a
+sequential cycle: several times the whole request's cost for a job of thousands of
+pods (bench/bench_job_size.py, docs/extender.md "By job size"). The extender's cache keeps a
 `JobTally` per job instead, changed by each pod event (`add`, `remove`: O(1)), and
 `locality.placement.placement_of_tally` turns it into the job's placement with
 O(job's nodes + the job's live assumptions) work.
