@@ -2,9 +2,10 @@
 
 Decides: the defaults (port 8888 for kube-scheduler's calls, 8889 for probes, metrics
 and /explain, `nodeCacheCapable` true, bind on with a 0.25 s wait
-for a job's binds in flight, 64 MiB body limit, JSON logs) and the validation of every
-field, with errors naming the file and the field path. The `locality:` section is
-validated by `locality.config.LocalityConfig`.
+for a job's binds in flight, for `headstart-scheduler`'s pods only, with a 3 s API
+timeout below the scheduler's 5 s `httpTimeout`, 64 MiB body limit, JSON logs) and the
+validation of every field, with errors naming the file and the field path. The
+`locality:` section is validated by `locality.config.LocalityConfig`.
 
 Must not: start anything, talk to the API, or read any file other than the one named.
 """

@@ -323,6 +323,17 @@ def consistency_problems(rendered: Rendered) -> list[str]:
     if sched.get("percentageOfNodesToScore") != 100:
         add(rendered.where(sched_cm, "config.yaml percentageOfNodesToScore")
             + ": must be 100 so the node holding a job's PS is always scored")
+    for extender in (sched.get("extenders") or [])[:1]:
+        if not extender.get("preemptVerb"):
+            add(rendered.where(sched_cm, "config.yaml extenders[0].preemptVerb")
+                + ": must be set, or preemption evicts pods on nodes the extender rejects")
+    for profile in profiles:
+        spread = next((c.get("args") or {} for c in profile.get("pluginConfig") or []
+                       if c.get("name") == "PodTopologySpread"), {})
+        if spread.get("defaultingType") != "List" or spread.get("defaultConstraints"):
+            add(rendered.where(sched_cm, "config.yaml profiles.pluginConfig")
+                + ": PodTopologySpread must have defaultingType List and no "
+                  "defaultConstraints (the system defaults spread a job's pods)")
 
     # The PriorityClass and the overprovisioner's view of it.
     placeholders = op.get("placeholders", {})
