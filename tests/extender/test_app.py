@@ -540,3 +540,16 @@ async def test_bind_refuses_pods_of_other_schedulers(serve, ops_of, scheduler, i
         assert error.startswith("refusing to bind team/w-0") and binder.calls == []
         assert len(cache.assumed) == 0  # nothing recorded for a refused bind
         assert f'headstart_extender_bind_refused_total{{reason="{refused}"}} 1.0' in metrics
+
+
+async def test_a_job_is_pulled_to_the_node_its_pod_is_nominated_for(serve):
+    # kube-scheduler preempted for the PS on b and nominated it there; the PS is not bound
+    # yet (its victims are terminating), and its worker comes next.
+    ps = make_pod("ps-0", cpu="8", job="j", role="ps")
+    ps["status"]["nominatedNodeName"] = "b"
+    worker = make_pod("w-0", gpus=1, job="j", role="worker")
+    cache = build_cache([make_node("a", group="g"), make_node("b", group="g")], [ps, worker])
+    client = await serve(cache)
+    _, text = await post(client, "prioritize", args_body(worker, names=["a", "b"]))
+    scores = {entry["Host"]: entry["Score"] for entry in json.loads(text)}
+    assert scores["b"] > scores["a"]  # b holds the job's centre: the counterpart term
