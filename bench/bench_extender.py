@@ -169,7 +169,10 @@ def headstart_app(size: int, bind_wait_seconds: float):
     cache.replace_pods([parse_pod(pod, locality) for pod in pods])
     cache.replace_topologies([parse_node_topology(nrt, locality) for nrt in nrts])
     cache.table()
-    config = ExtenderConfig(max_body_bytes=1024**3, bind_wait_seconds=bind_wait_seconds)
+    # No scheduler-name check on /bind: the binds-in-flight part sends pods no watch put
+    # in this cache, and the check would refuse them (it costs one dict lookup).
+    config = ExtenderConfig(max_body_bytes=1024**3, bind_wait_seconds=bind_wait_seconds,
+                            bind_scheduler_names=())
     return create_app(config, cache, binder=NoApiBinder())
 
 

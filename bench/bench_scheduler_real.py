@@ -330,7 +330,9 @@ def main() -> int:
               flush=True)
         create_nodes(cluster, args.nodes)
         print(f"{args.nodes} kwok nodes Ready", flush=True)
-        extender = Extender(cluster, port=headstart_port)
+        # It binds only pods of the scheduler that calls it (bind_scheduler_names).
+        extender = Extender(cluster, port=headstart_port,
+                            settings={"bind_scheduler_names": ["bench-headstart"]})
         for rep in range(args.runs):
             for mode in MODES:
                 if mode == "headstart":

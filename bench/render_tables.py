@@ -169,6 +169,34 @@ def extender_details(results: dict) -> str:
         "is why `true` is the recommended mode.\n")
 
 
+def extender_job_size(results: dict) -> str:
+    """docs/extender.md's table of bench_job_size: per job size, CPU per pod and
+    latencies against the do-nothing extender of the same run, and the build before the
+    per-job running totals when the entry has it."""
+    e = results["extender-job-size"]
+    f = e["figures"]
+    before = {row["job_pods"]: row["headstart"] for row in f.get("before", {}).get("rows", [])}
+    lines = ["| job pods | CPU per pod ms | filter p50 / p99 ms | prioritize p50 / p99 ms | "
+             "do-nothing CPU per pod | do-nothing filter / prioritize p99 | CPU ratio |"
+             + (" before: CPU per pod, filter p99 |" if before else ""),
+             "|---|---|---|---|---|---|---|" + ("---|" if before else "")]
+    for row in f["rows"]:
+        ours, base = row["headstart"], row["baseline"]
+        old = before.get(row["job_pods"])
+        lines.append(
+            f"| {row['job_pods']:,} | {ours['cpu_ms']:.2f} | {ours['filter'][0]:.2f} / "
+            f"{ours['filter'][1]:.2f} | {ours['prioritize'][0]:.2f} / "
+            f"{ours['prioritize'][1]:.2f} | {base['cpu_ms']:.2f} | {base['filter'][1]:.2f} / "
+            f"{base['prioritize'][1]:.2f} | {row['cpu_ratio']:.2f}x |"
+            + (f" {old['cpu_ms']:.2f}, {old['filter'][1]:.2f} |" if old else ""))
+    text = (f"{f['nodes']:,} nodes, medians of {f['runs']} runs of {f['pods_per_run']} pods "
+            f"each ({provenance(e)}")
+    if before:
+        text += (f"; before: the build before the running totals, {f['before']['commit']}, "
+                 f"run just before, load average {f['before']['load']}")
+    return "\n".join(lines) + "\n\n" + text + ").\n"
+
+
 def scheduler_real(results: dict) -> str:
     """docs/extender.md's table of bench_scheduler_real invocations: each mode's median of
     its runs (the runs in brackets) and the ratios of the medians."""
@@ -203,6 +231,7 @@ def admission(results: dict) -> str:
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "scheduler-real": scheduler_real,
     "extender-details": extender_details,
+    "extender-job-size": extender_job_size,
     "simulator-headline": simulator_headline,
     "simulator-measured": simulator_measured,
     "embed": embed,

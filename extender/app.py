@@ -1,9 +1,10 @@
 """The extender's aiohttp application: routes, handlers, fault middleware, background tasks.
 
 Two applications sharing one state, set up in one place (`create_app`):
-- kube-scheduler's, on `port`: POST /filter, POST /prioritize, POST /bind (only when
-  `bind_enabled`). /bind creates Bindings with the extender's permission, so only the
-  scheduler may reach this port (the shipped NetworkPolicy admits only its pods).
+- kube-scheduler's, on `port`: POST /filter, POST /prioritize, POST /preempt, POST /bind
+  (only when `bind_enabled`). /bind creates Bindings with the extender's permission, so
+  only the scheduler may reach this port (the shipped NetworkPolicy admits only its
+  pods), and it binds only pods of `bind_scheduler_names` as the pod watch shows them.
 - the ops app (`app[OPS_APP]`), on `ops_port`: GET /healthz, /readyz, /metrics,
   /explain?pod=NS/NAME, /admission (the job admitter's gated jobs and their reasons),
   for kubelet's probes, Prometheus and people.
@@ -61,14 +62,17 @@ from extender.inflight import PendingBinds
 from extender.metrics import ExtenderMetrics
 from extender.sync import ClusterSync
 from extender.wire import (
+    BindingArgs,
     ExtenderArgs,
     decode_json,
     encode_binding_result,
     encode_filter_error,
     encode_filter_result,
     encode_host_priorities,
+    encode_preemption_result,
     parse_binding_args,
     parse_extender_args,
+    parse_preemption_args,
 )
 
 log = logging.getLogger("headstart.extender")
@@ -101,7 +105,8 @@ class BindSignal:
 BIND_SIGNAL = web.AppKey("bind_signal", BindSignal)
 OPS_APP = web.AppKey("ops_app", web.Application)
 
-_VERBS = {"/filter": "filter", "/prioritize": "prioritize", "/bind": "bind"}
+_VERBS = {"/filter": "filter", "/prioritize": "prioritize", "/bind": "bind",
+          "/preempt": "preempt"}
 ASSUMPTION_SWEEP_SECONDS = 5.0
 
 
@@ -143,6 +148,7 @@ def create_app(
 
     app.router.add_post("/filter", filter_handler)
     app.router.add_post("/prioritize", prioritize_handler)
+    app.router.add_post("/preempt", preempt_handler)
     if config.bind_enabled:
         app.router.add_post("/bind", bind_handler)
     ops.router.add_get("/healthz", healthz_handler)
@@ -204,9 +210,28 @@ async def prioritize_handler(request: web.Request) -> web.Response:
     return _json_bytes(encode_host_priorities(hosts, scores))
 
 
+async def preempt_handler(request: web.Request) -> web.Response:
+    app = request.app
+    args = parse_preemption_args(await _read_json(request))
+    kept, dropped = app[DECIDER].preempt(args, time.monotonic())
+    app[METRICS].count_preemption(len(kept), dropped.values())
+    if dropped:
+        log.info("preemption candidates dropped", extra={
+            "pod": _pod_name(args.pod), "kept": len(kept),
+            "dropped": {node: code.value for node, code in dropped.items()}})
+    return _json_bytes(encode_preemption_result(kept))
+
+
 async def bind_handler(request: web.Request) -> web.Response:
     app = request.app
     args = parse_binding_args(await _read_json(request))
+    refusal = _bind_refusal(app, args)
+    if refusal is not None:
+        reason, message = refusal
+        app[METRICS].count_bind_refused(reason)
+        log.warning("bind refused", extra={"pod": f"{args.pod_namespace}/{args.pod_name}",
+                                           "node": args.node, "reason": message})
+        return _json_bytes(encode_binding_result(message))
     decider = app[DECIDER]
     # kube-scheduler has decided: the next pods of the job may be judged knowing it now,
     # while the Binding is being created.
@@ -219,6 +244,31 @@ async def bind_handler(request: web.Request) -> web.Response:
         log.warning("bind failed", extra={"pod": f"{args.pod_namespace}/{args.pod_name}",
                                           "node": args.node, "error": error})
     return _json_bytes(encode_binding_result(error))
+
+
+def _bind_refusal(app: web.Application, args: BindingArgs) -> tuple[str, str] | None:
+    """(metric reason, Error text) when the pod must not be bound: it is not a pod of
+    the schedulers the extender serves (`bind_scheduler_names`), as the API shows it
+    (the pod watch), not as the caller says; None to bind."""
+    names = app[CONFIG].bind_scheduler_names
+    if not names:
+        return None
+    pod = app[CACHE].pod(args.pod_namespace, args.pod_name)
+    if pod is None or (args.pod_uid and pod.uid != args.pod_uid):
+        return "unknown_pod", (
+            f"refusing to bind {args.pod_namespace}/{args.pod_name}: the pod is not in the "
+            "extender's cache (yet); kube-scheduler retries it")
+    if pod.scheduler_name not in names:
+        return "scheduler_name", (
+            f"refusing to bind {args.pod_namespace}/{args.pod_name}: its schedulerName "
+            f"{pod.scheduler_name!r} is not one the extender binds for "
+            f"(bind_scheduler_names: {', '.join(names)})")
+    return None
+
+
+def _pod_name(raw: object) -> str:
+    metadata = raw.get("metadata", {}) if isinstance(raw, dict) else {}
+    return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
 
 
 async def _await_binds_in_flight(app: web.Application, args: ExtenderArgs) -> None:

@@ -31,7 +31,9 @@ class Binder(Protocol):
 class ApiBinder:
     """Creates `pods/binding` subresources with the official client."""
 
-    def __init__(self, api_client: k8s.ApiClient, request_timeout_seconds: float = 10.0):
+    def __init__(self, api_client: k8s.ApiClient, request_timeout_seconds: float = 3.0):
+        """request_timeout_seconds: below the scheduler's httpTimeout
+        (`ExtenderConfig.bind_timeout_seconds`, checked at start-up)."""
         self._core = k8s.CoreV1Api(api_client)
         self._timeout = request_timeout_seconds
 

@@ -2,8 +2,9 @@
 
 Decides: how list results and watch events change the view, incrementally. A bound
 pod's request is added to (or removed from) its node's `NodeState` when it appears,
-moves, finishes or goes away, so a request never re-sums pods: per request the work is
-one dict lookup per candidate node plus the pods of one job.
+moves, finishes or goes away, and to its job's running totals (`locality.tally`), so a
+request never re-sums pods: per request the work is one dict lookup per candidate node
+plus the nodes of one job, however many pods it has.
 
 Also holds the `AssumedPlacements` (pods kube-scheduler asked the extender to bind, not
 yet seen bound) and drops an assumption as soon as a watch event shows the pod bound,
@@ -33,15 +34,16 @@ Must not: do I/O, or decide placements (that is `locality`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import fields, replace
 
 from locality.config import LocalityConfig
 from locality.jobs import job_key_of, job_policy
 from locality.model import JobKey, Node, NodeState, NodeTopology, Pod
 from locality.numa import NumaDemand
-from locality.placement import AssumedPlacements
+from locality.placement import AssumedPlacements, nominated_assumption
 from locality.table import NodeTable
+from locality.tally import JobTally
 
 NODES = "nodes"
 PODS = "pods"
@@ -70,6 +72,9 @@ class ClusterCache:
         self._pods: dict[str, Pod] = {}
         self._pods_on_node: dict[str, set[str]] = {}
         self._pods_of_job: dict[JobKey, set[str]] = {}
+        # Job -> running totals of its pods (`locality.tally`): a request reads these
+        # instead of walking the job's pods.
+        self._tallies: dict[JobKey, JobTally] = {}
         # Job -> keys of its pods not bound and not finished: the jobs with pods to place.
         self._waiting_of_job: dict[JobKey, set[str]] = {}
         # Job -> keys of its Failed pods (their replacements are still to come).
@@ -105,6 +110,11 @@ class ClusterCache:
     def pod(self, namespace: str, name: str) -> Pod | None:
         return self._pods.get(pod_key(namespace, name))
 
+    def pods_on_node(self, node_name: str) -> list[Pod]:
+        """The pods the cache sees bound to the node (any phase)."""
+        pods = self._pods
+        return [pods[key] for key in self._pods_on_node.get(node_name, ())]
+
     def pods_of_job(self, job: JobKey | None) -> list[Pod]:
         """The job's pods in any phase (empty for None)."""
         if job is None:
@@ -114,6 +124,16 @@ class ClusterCache:
             return []
         pods = self._pods
         return [pods[key] for key in keys]
+
+    def tally_of(self, job: JobKey | None) -> JobTally:
+        """The running totals of the job's pods (empty for None or a job with no pod)."""
+        tally = self._tallies.get(job) if job is not None else None
+        return tally if tally is not None else JobTally(self.config)
+
+    def waiting_pods_of_job(self, job: JobKey) -> Iterator[Pod]:
+        """The job's pods neither bound nor finished (lazily: callers mostly want one)."""
+        pods = self._pods
+        return (pods[key] for key in self._waiting_of_job.get(job, ()))
 
     def jobs_with_waiting_pods(self) -> list[JobKey]:
         """Jobs with pods neither bound nor finished (their claims are computed)."""
@@ -219,6 +239,7 @@ class ClusterCache:
         self._pods = {}
         self._pods_on_node = {}
         self._pods_of_job = {}
+        self._tallies = {}
         self._waiting_of_job = {}
         self._failed_of_job = {}
         self._size_of_job = {}
@@ -250,8 +271,12 @@ class ClusterCache:
         self.nodes = {name: self._build_state(node) for name, node in self._node_objects.items()}
         self._table = None
         assumed = self.assumed
+        listed = {pod.uid for pod in self._pods.values()}
+        for uid, assumption in list(assumed.by_uid.items()):
+            if assumption.nominated and uid not in listed:
+                assumed = assumed.forget(uid)  # deleted while the watch was down
         for pod in self._pods.values():
-            assumed = assumed.observe(pod)
+            assumed = self._observed(assumed, pod)
         self.assumed = assumed
         self.synced[PODS] = True
         self._nrt_changed_since_pods.clear()
@@ -277,8 +302,19 @@ class ClusterCache:
             self._update_node(pod.node_name, pod, remove=False)
             if newly_bound and self.synced[PODS] and _charges_zone(pod):
                 self._charge_zone(pod.node_name, key, pod.numa_request)
-        self.assumed = self.assumed.observe(pod)
+        self.assumed = self._observed(self.assumed, pod)
         self.version += 1
+
+    def _observed(self, assumed: AssumedPlacements, pod: Pod) -> AssumedPlacements:
+        """`assumed` after seeing `pod`: its assumption dropped once bound, finished or
+        deleted, and a pending pod's nomination (`status.nominatedNodeName`) assumed
+        until it is bound or cleared (a bind's assumption is never replaced by it)."""
+        assumed = assumed.observe(pod)
+        if pod.nominated_node_name is not None and pod.uid not in assumed.by_uid:
+            nominated = nominated_assumption(pod, self.config)
+            if nominated is not None:
+                assumed = assumed.assume(nominated)
+        return assumed
 
     def delete_pod(self, pod: Pod) -> None:
         key = pod_key(pod.namespace, pod.name)
@@ -307,6 +343,10 @@ class ClusterCache:
         job = job_key_of(pod, self.config)
         if job is not None:
             self._pods_of_job.setdefault(job, set()).add(key)
+            tally = self._tallies.get(job)
+            if tally is None:
+                tally = self._tallies[job] = JobTally(self.config)
+            tally.add(pod)
             self._job_versions[job] = self._job_versions.get(job, 0) + 1
             if pod.node_name is None and not pod.terminal:
                 self._waiting_of_job.setdefault(job, set()).add(key)
@@ -325,6 +365,11 @@ class ClusterCache:
         job = job_key_of(pod, self.config)
         if job is not None:
             _discard(self._pods_of_job, job, key)
+            tally = self._tallies.get(job)
+            if tally is not None:
+                tally.remove(pod.uid)
+                if not tally:
+                    del self._tallies[job]
             _discard(self._waiting_of_job, job, key)
             _discard(self._failed_of_job, job, key)
             if job not in self._pods_of_job:

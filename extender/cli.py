@@ -102,7 +102,7 @@ def serve(config, api_client) -> None:
         watch_dra=config.watch_dra, watch_pod_groups=config.watch_pod_groups,
         watch_owners=config.watch_owners,
     )
-    binder = ApiBinder(api_client) if config.bind_enabled else None
+    binder = ApiBinder(api_client, config.bind_timeout_seconds) if config.bind_enabled else None
     admitter = None
     elector = None
     if config.admission.enabled:

@@ -2,9 +2,10 @@
 
 Decides: the defaults (port 8888 for kube-scheduler's calls, 8889 for probes, metrics
 and /explain, `nodeCacheCapable` true, bind on with a 0.25 s wait
-for a job's binds in flight, 64 MiB body limit, JSON logs) and the validation of every
-field, with errors naming the file and the field path. The `locality:` section is
-validated by `locality.config.LocalityConfig`.
+for a job's binds in flight, for `headstart-scheduler`'s pods only, with a 3 s API
+timeout below the scheduler's 5 s `httpTimeout`, 64 MiB body limit, JSON logs) and the
+validation of every field, with errors naming the file and the field path. The
+`locality:` section is validated by `locality.config.LocalityConfig`.
 
 Must not: start anything, talk to the API, or read any file other than the one named.
 """
@@ -60,6 +61,25 @@ class ExtenderConfig:
     is held (a Permit plugin waiting for a gang) or lost, and then once per job, not per
     pod (docs/extender.md, "Binds in flight"). 0 never waits. At most 2: the call must
     finish well inside the scheduler's `httpTimeout` (5 s in the shipped config)."""
+
+    bind_scheduler_names: tuple[str, ...] = ("headstart-scheduler",)
+    """/bind binds only pods whose `spec.schedulerName`, as the extender's pod watch shows
+    the pod, is one of these (the profiles' `schedulerName`s of the scheduler that
+    registers the extender; add `default-scheduler` when the extender serves the
+    cluster's own scheduler). Anything that reaches the port could otherwise have any
+    pod bound with the extender's permission; a refusal is answered in the protocol's
+    `Error` field and counted in `headstart_extender_bind_refused_total`. Empty: no check
+    (then only the NetworkPolicy, or mutual TLS, keeps other callers out)."""
+
+    bind_timeout_seconds: float = 3.0
+    """Timeout of the API call that creates a Binding. Must be below
+    `scheduler_http_timeout_seconds`: a bind still running when kube-scheduler gives up
+    on the call could bind a pod the scheduler has already forgotten and retries."""
+
+    scheduler_http_timeout_seconds: float = 5.0
+    """The extender's `httpTimeout` in the KubeSchedulerConfiguration (5s shipped). Only
+    read to check, at start-up, that `bind_timeout_seconds` and `bind_wait_seconds`
+    fit inside it."""
 
     max_body_bytes: int = 64 * MIB
     """Largest request body accepted (413 above). With nodeCacheCapable false every
@@ -180,13 +200,18 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
             values[name] = _int(raw, where, 1024, 2**40)
         elif name == "watch_timeout_seconds":
             values[name] = _int(raw, where, 1, 3600)
+        elif name == "bind_scheduler_names":
+            if not isinstance(raw, list):
+                raise ConfigError(f"{where}: expected a list of scheduler names, got {raw!r}")
+            values[name] = tuple(_string(item, f"{where}[{index}]")
+                                 for index, item in enumerate(raw))
         elif name == "bind_wait_seconds":
             if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 2:
                 raise ConfigError(f"{where}: expected a number of seconds from 0 to 2, got {raw!r}")
             values[name] = float(raw)
         elif name in (
             "shutdown_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
-            "stale_after_seconds",
+            "stale_after_seconds", "bind_timeout_seconds", "scheduler_http_timeout_seconds",
         ):
             values[name] = _positive_float(raw, where)
         elif name == "log_format":
@@ -208,6 +233,16 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
             f"{source}: port and ops_port are both {config.port}; kube-scheduler's port "
             "(filter, prioritize, bind) and the ops port (probes, metrics) must differ"
         )
+    http_timeout = config.scheduler_http_timeout_seconds
+    for field_name in ("bind_timeout_seconds", "bind_wait_seconds"):
+        value = getattr(config, field_name)
+        if value >= http_timeout:
+            raise ConfigError(
+                f"{source}: {field_name} ({value:g} s) must be below "
+                f"scheduler_http_timeout_seconds ({http_timeout:g} s, the extender's "
+                "httpTimeout in the KubeSchedulerConfiguration): kube-scheduler gives up on "
+                "the call first"
+            )
     if config.backoff_max_seconds < config.backoff_initial_seconds:
         raise ConfigError(
             f"{source}: backoff_max_seconds must be at least backoff_initial_seconds"

@@ -40,7 +40,7 @@ from typing import Any
 from extender.cache import ClusterCache
 from extender.claims import ClaimsBook
 from extender.inflight import PendingBinds
-from extender.wire import BindingArgs, ExtenderArgs
+from extender.wire import BindingArgs, ExtenderArgs, PreemptionArgs, Victims
 from locality.config import LocalityConfig
 from locality.context import DecisionContext, decision_context
 from locality.explain import Explanation, explain
@@ -49,6 +49,7 @@ from locality.jobs import job_key_of
 from locality.model import Locality, NodeState, Pod, node_state
 from locality.parse import parse_node, parse_pod
 from locality.placement import assumption_for
+from locality.preemption import preemption_verdict
 from locality.score import score_totals
 from locality.table import UNKNOWN_NODE_REASON, filter_table, score_table
 
@@ -108,6 +109,42 @@ class Decider:
             self._answered(pod, now)
         return hosts, scores
 
+    def preempt(
+        self, args: PreemptionArgs, now: float
+    ) -> tuple[dict[str, Victims], dict[str, ReasonCode]]:
+        """(the candidate nodes kept, with their victims unchanged; the codes of those
+        dropped): `locality.preemption`. A node the cache does not know is kept, unless
+        the pod's placement-group policy is `required`, as the filter judges it."""
+        pod = self.parse_pod(args.pod)
+        context = self.context(pod, now)
+        if context.identity is None:
+            return dict(args.victims), {}
+        kept: dict[str, Victims] = {}
+        dropped: dict[str, ReasonCode] = {}
+        for node, victims in args.victims.items():
+            state = self.cache.nodes.get(node)
+            if state is None:
+                if context.policy.placement_group is Locality.REQUIRED:
+                    dropped[node] = ReasonCode.UNKNOWN_NODE
+                else:
+                    kept[node] = victims
+                continue
+            known = self._victim_pods(node, victims)
+            _, code = preemption_verdict(context, state, known, len(victims.uids) - len(known))
+            if code is None:
+                kept[node] = victims
+            else:
+                dropped[node] = code
+        return kept, dropped
+
+    def _victim_pods(self, node: str, victims: Victims) -> list[Pod]:
+        """The victims as the cache sees them on `node`, or as the request sent them."""
+        if victims.pods is not None:
+            return [parse_pod(raw, self.config, where=f"victim on {node}")
+                    for raw in victims.pods]
+        wanted = set(victims.uids)
+        return [pod for pod in self.cache.pods_on_node(node) if pod.uid in wanted]
+
     def parse_pod(self, raw: Mapping[str, Any]) -> Pod:
         """The request's Pod; filter and prioritize of one pod send the same version."""
         metadata = raw["metadata"]
@@ -159,7 +196,8 @@ class Decider:
         job = job_key_of(pod, self.config)
         return decision_context(
             pod,
-            job_pods=cache.pods_of_job(job),
+            job_pods=(),
+            job_tally=cache.tally_of(job),
             assumed=cache.assumed,
             cluster=cache.table(),
             now=now,

@@ -15,6 +15,11 @@ Metrics:
 - headstart_extender_bind_wait_seconds{outcome}: histogram of the waits of filter and
   prioritize calls for binds of the same job in flight; outcome bound (the binds came)
   or timeout (`bind_wait_seconds` reached: a held or lost bind)
+- headstart_extender_preemption_nodes_total{outcome, reason}: candidate nodes of
+  kube-scheduler's preemption (the preempt verb), kept (reason "") or dropped (reason =
+  the `ReasonCode` of the filter rule the pod would fail there)
+- headstart_extender_bind_refused_total{reason}: /bind calls refused: `scheduler_name`
+  (the pod is another scheduler's) or `unknown_pod` (not in the cache)
 - headstart_extender_cache_objects{kind}: nodes, pods, noderesourcetopologies,
   assumed_placements
 - headstart_extender_cache_synced{kind}, headstart_extender_watch_streaming{kind}
@@ -82,6 +87,20 @@ class ExtenderMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.preemption_nodes = Counter(
+            "headstart_extender_preemption_nodes",
+            "Candidate nodes of kube-scheduler's preemption, kept or dropped (with the "
+            "filter rule's reason) by the preempt verb.",
+            ("outcome", "reason"),
+            registry=self.registry,
+        )
+        self.bind_refused = Counter(
+            "headstart_extender_bind_refused",
+            "/bind calls refused: the pod is another scheduler's (scheduler_name) or not in "
+            "the extender's cache (unknown_pod).",
+            ("reason",),
+            registry=self.registry,
+        )
         # Label children are cached: .labels() per request costs a dict lookup and a lock.
         self._latency_children: dict[str, object] = {}
         self._request_children: dict[tuple[str, str], object] = {}
@@ -99,6 +118,15 @@ class ExtenderMetrics:
 
     def observe_bind_wait(self, seconds: float, timed_out: bool) -> None:
         self.bind_wait.labels("timeout" if timed_out else "bound").observe(seconds)
+
+    def count_preemption(self, kept: int, dropped: Iterable[ReasonCode]) -> None:
+        if kept:
+            self.preemption_nodes.labels("kept", "").inc(kept)
+        for code, count in Tally(dropped).items():
+            self.preemption_nodes.labels("dropped", code.value).inc(count)
+
+    def count_bind_refused(self, reason: str) -> None:
+        self.bind_refused.labels(reason).inc()
 
     def count_filtered(self, result: FilterResult) -> None:
         """Count the excluded nodes by their reason code and resolvability."""

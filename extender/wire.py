@@ -1,11 +1,11 @@
 """The kube-scheduler extender wire format (`k8s.io/kube-scheduler/extender/v1`).
 
-Decides: how a request body becomes `ExtenderArgs` and how filter and prioritize
-answers become bytes. The Go request types carry no JSON tags, so kube-scheduler sends
-PascalCase keys (`Pod`, `Nodes`, `NodeNames`); Go's decoder matches keys
-case-insensitively (an exact match wins), so this parser does too. The Pod and Node
-objects inside are ordinary camelCase Kubernetes JSON and stay dicts here: the handler
-turns the Pod into `locality.model.Pod` with `locality.parse`.
+Decides: how a request body becomes `ExtenderArgs` (or `BindingArgs`,
+`PreemptionArgs`) and how the answers become bytes. The Go request types carry no
+JSON tags, so kube-scheduler sends PascalCase keys (`Pod`, `Nodes`, `NodeNames`); Go's
+decoder matches keys case-insensitively (an exact match wins), so this parser does
+too. The Pod and Node objects inside are ordinary camelCase Kubernetes JSON and stay
+dicts here: the handler turns the Pod into `locality.model.Pod` with `locality.parse`.
 
 Answers:
 - filter, `nodeCacheCapable: true`: `{"NodeNames": [...], "FailedNodes": {...},
@@ -16,6 +16,9 @@ Answers:
   so an empty list is sent as `{"items": []}` to keep the answer unambiguous.
 - prioritize: `[{"Host": name, "Score": 0..10}]`, built from cached per-host string
   fragments because this list is rebuilt for every node of every pod.
+- preempt: `{"NodeNameToMetaVictims": {node: {"Pods": [{"UID": ...}], "NumPDBViolations":
+  n}}}` whichever form the request's victims came in (kube-scheduler reads only that
+  field back).
 
 Must not: look at the cluster, log, or decide anything about placement.
 """
@@ -108,18 +111,7 @@ def parse_extender_args(document: Any) -> ExtenderArgs:
 
 def _fold_keys(document: dict[str, Any]) -> dict[str, Any]:
     """Map keys onto Pod/Nodes/NodeNames like Go's decoder: exact match wins over folded."""
-    fields: dict[str, Any] = {}
-    exact: set[str] = set()
-    for key, value in document.items():
-        canonical = _LOWER_TO_KEY.get(key.lower())
-        if canonical is None:
-            continue
-        if key == canonical:
-            fields[canonical] = value
-            exact.add(canonical)
-        elif canonical not in exact:
-            fields[canonical] = value
-    return fields
+    return _fold(document, _LOWER_TO_KEY)
 
 
 def _node_names(raw: Any) -> list[str] | None:
@@ -290,3 +282,123 @@ def parse_binding_args(document: Any) -> BindingArgs:
 def encode_binding_result(error: str = "") -> bytes:
     """An ExtenderBindingResult: an empty `Error` means the binding was created."""
     return ('{"Error":' + json.dumps(error) + "}").encode()
+
+
+# ---- preempt ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Victims:
+    """The pods kube-scheduler's preemption would evict on one node.
+
+    uids: the victims' UIDs (`MetaPod.UID`, or each Pod's `metadata.uid`).
+    pods: the victim Pod objects when kube-scheduler sent them (`nodeCacheCapable:
+    false`), else None. pdb_violations: `NumPDBViolations`, echoed back unchanged.
+    """
+
+    uids: tuple[str, ...]
+    pods: tuple[Mapping[str, Any], ...] | None
+    pdb_violations: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionArgs:
+    """ExtenderPreemptionArgs: the preemptor and, per candidate node, its victims."""
+
+    pod: Mapping[str, Any]
+    victims: dict[str, Victims]
+
+
+def parse_preemption_args(document: Any) -> PreemptionArgs:
+    """Validate a decoded ExtenderPreemptionArgs document (k8s.io/kube-scheduler/extender/v1:
+    no JSON tags, so PascalCase keys, folded like Go's decoder). kube-scheduler sets
+    `NodeNameToMetaVictims` (victims by UID) with `nodeCacheCapable: true`, else
+    `NodeNameToVictims` (victim Pod objects); the other is null."""
+    if not isinstance(document, dict):
+        raise InputError(
+            "request body: expected a JSON object (ExtenderPreemptionArgs), "
+            f"got {_json_type(document)}"
+        )
+    fields = _fold(document, _PREEMPTION_FIELDS)
+    pod = fields.get("Pod")
+    if not isinstance(pod, dict) or not isinstance(pod.get("metadata"), dict):
+        raise InputError("request body: Pod must be an object with metadata")
+    if not isinstance(pod.get("spec"), dict):
+        raise InputError("request body: Pod.spec is missing or not an object")
+    meta = fields.get("NodeNameToMetaVictims")
+    full = fields.get("NodeNameToVictims")
+    source, raw = ("NodeNameToMetaVictims", meta) if meta is not None else (
+        "NodeNameToVictims", full)
+    if raw is None:
+        return PreemptionArgs(pod, {})
+    if not isinstance(raw, dict):
+        raise InputError(f"request body: {source} must be an object, got {_json_type(raw)}")
+    victims = {}
+    for node, entry in raw.items():
+        victims[node] = _victims(entry, f"{source}[{node!r}]", meta is not None)
+    return PreemptionArgs(pod, victims)
+
+
+def _victims(entry: Any, where: str, by_uid: bool) -> Victims:
+    if entry is None:  # a nil *Victims: no pod to evict there
+        return Victims((), None if by_uid else (), 0)
+    if not isinstance(entry, dict):
+        raise InputError(f"request body: {where} must be an object, got {_json_type(entry)}")
+    fields = _fold(entry, _VICTIMS_FIELDS)
+    pdb = fields.get("NumPDBViolations", 0)
+    if isinstance(pdb, bool) or not isinstance(pdb, int):
+        raise InputError(f"request body: {where}.NumPDBViolations must be an integer")
+    pods = fields.get("Pods") or []
+    if not isinstance(pods, list):
+        raise InputError(f"request body: {where}.Pods must be a list, got {_json_type(pods)}")
+    uids = []
+    for index, item in enumerate(pods):
+        if not isinstance(item, dict):
+            raise InputError(f"request body: {where}.Pods[{index}] must be an object")
+        if by_uid:
+            uid = _fold(item, _META_POD_FIELDS).get("UID")
+        else:
+            metadata = item.get("metadata")
+            uid = metadata.get("uid") if isinstance(metadata, dict) else None
+        if not isinstance(uid, str) or not uid:
+            raise InputError(f"request body: {where}.Pods[{index}]: the pod's UID is missing")
+        uids.append(uid)
+    return Victims(tuple(uids), None if by_uid else tuple(pods), pdb)
+
+
+def _fold(document: dict[str, Any], lower_to_key: Mapping[str, str]) -> dict[str, Any]:
+    """Go's decoder: a key matches a field case-insensitively; an exact match wins."""
+    fields: dict[str, Any] = {}
+    exact: set[str] = set()
+    for key, value in document.items():
+        canonical = lower_to_key.get(key.lower())
+        if canonical is None:
+            continue
+        if key == canonical:
+            fields[canonical] = value
+            exact.add(canonical)
+        elif canonical not in exact:
+            fields[canonical] = value
+    return fields
+
+
+def _lower_to_key(*keys: str) -> dict[str, str]:
+    return {key.lower(): key for key in keys}
+
+
+_PREEMPTION_FIELDS = _lower_to_key("Pod", "NodeNameToVictims", "NodeNameToMetaVictims")
+_VICTIMS_FIELDS = _lower_to_key("Pods", "NumPDBViolations")
+_META_POD_FIELDS = _lower_to_key("UID")
+
+
+def encode_preemption_result(kept: Mapping[str, Victims]) -> bytes:
+    """An ExtenderPreemptionResult: the nodes preemption may still use, each with its
+    victims by UID (kube-scheduler reads only `NodeNameToMetaVictims` back, whatever it
+    sent, and drops every candidate node missing from it). Never a node with no victim:
+    kube-scheduler fails the whole preemption on one ("expected at least one victim")."""
+    body = {
+        node: {"Pods": [{"UID": uid} for uid in victims.uids],
+               "NumPDBViolations": victims.pdb_violations}
+        for node, victims in kept.items() if victims.uids
+    }
+    return json.dumps({"NodeNameToMetaVictims": body}).encode()

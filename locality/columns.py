@@ -138,6 +138,12 @@ class NodeTable(Mapping[str, NodeState]):
     def __getitem__(self, name: str) -> NodeState:
         return self.states[self.index[name]]
 
+    def get(self, name: str, default: NodeState | None = None) -> NodeState | None:  # type: ignore[override]
+        # Mapping's get goes through __getitem__ and an exception; this runs per node of
+        # a job in every request (locality.context.build_context).
+        row = self.index.get(name)
+        return default if row is None else self.states[row]
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
 

@@ -40,7 +40,14 @@ from locality.model import (
     Role,
 )
 from locality.numa import NumaDemand
-from locality.placement import AssumedPlacements, JobPlacement, add_requests, job_placement
+from locality.placement import (
+    AssumedPlacements,
+    JobPlacement,
+    add_requests,
+    job_placement,
+    placement_of_tally,
+)
+from locality.tally import JobTally
 from locality.topology import (
     domain_at,
     domains_of,
@@ -149,11 +156,14 @@ def decision_context(
     now: float,
     config: LocalityConfig,
     claimed: Mapping[str, Resources] = _NO_EXTRA,
+    job_tally: JobTally | None = None,
 ) -> DecisionContext:
     """The context for `pod`: identity, policy, placement (bound + assumed), groups.
 
     job_pods: the pods of the pod's job known to the cache (any phase; may include the
-    pod itself; ignored when the pod has no job). cluster: every node the cache knows,
+    pod itself; ignored when the pod has no job). job_tally: the same pods' running
+    totals (`locality.tally`), kept by the caller: given, `job_pods` is not read and the
+    cost no longer grows with the job's pods. cluster: every node the cache knows,
     by name (used to map the job's pods to groups, and to size groups for a job's first
     pod). now: seconds, the same clock as the assumptions' expiry. claimed: other
     jobs' claims per node (`locality.claims`), soft: see `DecisionContext`.
@@ -162,7 +172,11 @@ def decision_context(
     policy = job_policy(pod, config)
     if identity is None:
         return DecisionContext(pod, None, policy, None)
-    placement = job_placement(pod, identity.key, policy, job_pods, assumed, now, config)
+    if job_tally is not None:
+        placement = placement_of_tally(pod, identity.key, policy, job_tally, assumed, now,
+                                       config)
+    else:
+        placement = job_placement(pod, identity.key, policy, job_pods, assumed, now, config)
     if not len(assumed):
         return build_context(pod, identity, policy, placement, cluster, claimed=claimed,
                              config=config)
@@ -211,13 +225,14 @@ def build_context(
     config: LocalityConfig = _DEFAULT_CONFIG,
 ) -> DecisionContext:
     """The lower-level constructor, for callers (the simulator) that track placement
-    themselves. Cost: O(job pods x levels), plus O(nodes in `cluster` x levels) when
+    themselves. Cost: O(job's nodes x levels), plus O(nodes in `cluster` x levels) when
     the job has no pod placed yet and the placement-group policy is not `none`."""
     if identity is None or placement is None:
         return DecisionContext(pod, None, policy, None)
 
     level_order = tuple(level.name for level in config.topology_levels)
-    has_ps = Role.PS in placement.roles or any(p.role is Role.PS for p in placement.placed)
+    placed_on = placement.placed_on or {}
+    has_ps = Role.PS in placement.roles or any(role is Role.PS for _, role in placed_on)
     centre = (Role.PS,) if has_ps else (Role.CHIEF,)
     centre_nodes: set[str] = set()
     worker_nodes: set[str] = set()
@@ -225,8 +240,7 @@ def build_context(
     centre_groups: Counter[str] = Counter()
     groups: Counter[str] = Counter()
     placed_domains = []
-    for placed in placement.placed:
-        node_name, role = placed.node_name, placed.role
+    for (node_name, role), count in placed_on.items():
         job_nodes.add(node_name)
         state = cluster.get(node_name)
         is_centre = role in centre
@@ -238,10 +252,10 @@ def build_context(
             continue  # a launcher joins no collective: it decides no home
         group = state.placement_group
         if group is not None:
-            groups[group] += 1
+            groups[group] += count
             if is_centre:
-                centre_groups[group] += 1
-        placed_domains.append((state.node.domains or domains_of((), group), is_centre))
+                centre_groups[group] += count
+        placed_domains.append((state.node.domains or domains_of((), group), is_centre, count))
 
     if identity.role in centre or identity.role is Role.LAUNCHER:
         counterpart = worker_nodes or job_nodes

@@ -89,7 +89,7 @@ def explain(context: DecisionContext, nodes: Sequence[NodeState]) -> Explanation
         numa_policy=policy.numa.value,
         policy_problems=policy.problems,
         home_group=context.home_group,
-        placed_pods=len(placement.placed) if placement else 0,
+        placed_pods=placement.placed_pods if placement else 0,
         remaining_pods=placement.remaining_pods if placement else 0,
         nodes=tuple(rows),
         topology_level=context.required_level or "placement-group",

@@ -130,6 +130,12 @@ class Pod:
     leaves a gated pod alone; the job admitter lifts `headstart.io/placement`).
     created_at: `metadata.creationTimestamp` in seconds since the epoch (0 when absent:
     hand-built pods).
+    scheduler_name: `spec.schedulerName` (the API defaults it to `default-scheduler`);
+    the bind verb binds only pods of the schedulers it serves.
+    nominated_node_name: `status.nominatedNodeName` of a pod not bound yet: the node
+    kube-scheduler preempted for it, or (1.35+) chose for it before it waits in Permit
+    or PreBind. The job's placement counts the pod there until it is bound or the
+    nomination is cleared (`locality.placement.job_placement`).
     """
 
     namespace: str
@@ -153,6 +159,8 @@ class Pod:
     owner_wait: str | None = None
     scheduling_gates: tuple[str, ...] = ()
     created_at: float = 0.0
+    scheduler_name: str = "default-scheduler"
+    nominated_node_name: str | None = None
 
     @property
     def full_name(self) -> str:

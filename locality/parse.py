@@ -76,6 +76,13 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
     is_placeholder = labels.get(config.placeholder_label) == "true"
     group = labels.get(config.placeholder_group_label) if is_placeholder else None
     numa = _numa_demand(spec, config.gpu_resources)
+    scheduler_name = spec.get("schedulerName") or "default-scheduler"  # the API's default
+    if not isinstance(scheduler_name, str):
+        raise InputError(f"{where}.spec.schedulerName: expected a string, got {scheduler_name!r}")
+    nominated = status.get("nominatedNodeName")
+    if nominated is not None and not isinstance(nominated, str):
+        raise InputError(
+            f"{where}.status.nominatedNodeName: expected a string, got {nominated!r}")
     return Pod(
         namespace=json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace"),
         name=json_string(metadata.get("name"), f"{where}.metadata.name"),
@@ -96,6 +103,8 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         scheduling_gates=_gate_names(spec.get("schedulingGates"), f"{where}.spec.schedulingGates"),
         created_at=_timestamp(metadata.get("creationTimestamp"),
                               f"{where}.metadata.creationTimestamp"),
+        scheduler_name=scheduler_name,
+        nominated_node_name=nominated or None,
     )
 
 

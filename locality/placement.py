@@ -14,11 +14,14 @@ Its changes copy two small dicts (live assumptions only, seconds' worth of pods)
 
 Decides: which pods of a job count as placed, and the job's remaining demand (pods
 not placed yet, including the pod being scheduled, plus unseen pods when the job
-declares its size). Must not: read the clock (`now` is passed in), log, or mutate.
+declares its size), from the running totals of the job's pods (`locality.tally`), so
+the work does not grow with the job's pods. Must not: read the clock (`now` is passed
+in), log, or mutate.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +31,7 @@ from locality.config import LocalityConfig
 from locality.jobs import identify, role_of
 from locality.model import JobKey, JobPolicy, Pod, Role
 from locality.numa import NO_NUMA_DEMAND, NumaDemand
+from locality.tally import JobTally
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +39,8 @@ class Assumption:
     """Pod `uid` of `job` is being bound to `node_name`; trusted until `expires_at`.
 
     numa: the pod's `Pod.numa_request` (what its NUMA zones are charged).
+    nominated: from the pod's `status.nominatedNodeName` (`nominated_assumption`), not
+    from a bind: it never expires, and ends when the nomination changes or is cleared.
     """
 
     job: JobKey
@@ -45,6 +51,7 @@ class Assumption:
     request: Resources
     expires_at: float
     numa: NumaDemand = NO_NUMA_DEMAND
+    nominated: bool = False
 
     @property
     def numa_request(self) -> NumaDemand:
@@ -87,10 +94,14 @@ class AssumedPlacements:
         return AssumedPlacements(by_uid, by_job)
 
     def observe(self, pod: Pod, deleted: bool = False) -> AssumedPlacements:
-        """Drop the pod's assumption once the cache shows it bound, finished or deleted."""
-        if pod.uid not in self.by_uid:
+        """Drop the pod's assumption once the cache shows it bound, finished or deleted;
+        an assumption from a nomination also when the nomination moved or was cleared."""
+        assumption = self.by_uid.get(pod.uid)
+        if assumption is None:
             return self
         if deleted or pod.terminal or pod.node_name is not None:
+            return self.forget(pod.uid)
+        if assumption.nominated and pod.nominated_node_name != assumption.node_name:
             return self.forget(pod.uid)
         return self
 
@@ -162,6 +173,22 @@ def assumption_for(
     )
 
 
+def nominated_assumption(pod: Pod, config: LocalityConfig) -> Assumption | None:
+    """A pending pod of a job with `status.nominatedNodeName` counts as assumed on that
+    node until it is bound or the nomination is cleared: kube-scheduler nominates the
+    node it preempted for, and (1.35+) the node it chose before the pod waits in Permit
+    or PreBind, and holds the room there for it. None when the pod is not such a pod."""
+    if pod.node_name is not None or pod.terminal or pod.nominated_node_name is None:
+        return None
+    identity = identify(pod, config)
+    if identity is None:
+        return None
+    return Assumption(
+        identity.key, pod.uid, pod.name, identity.role, pod.nominated_node_name, pod.request,
+        math.inf, pod.numa_request, nominated=True,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class PlacedPod:
     """A pod of the job that is on a node, bound (seen by the cache) or assumed."""
@@ -177,6 +204,10 @@ class PlacedPod:
 class JobPlacement:
     """A job's placed pods and its remaining demand.
 
+    placed: the placed pods one by one, when the caller listed them (`job_placement`,
+    the simulator); the cache's incremental path (`placement_of_tally`) lists none.
+    placed_on: (node, role) -> placed pods there, always set (from `placed` when not
+    given): what the decisions read. placed_pods: their total count.
     remaining: (request, count) of the pods not placed yet, the pod being scheduled
     included, largest GPU request first. remaining_pods: their total count.
     roles: the roles of the job's known pods, placed or not (a job with a PS pod is
@@ -187,6 +218,17 @@ class JobPlacement:
     placed: tuple[PlacedPod, ...]
     remaining: tuple[tuple[Resources, int], ...]
     roles: frozenset[Role] = frozenset()
+    placed_on: Mapping[tuple[str, Role], int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.placed_on is None:
+            counts = Counter((p.node_name, p.role) for p in self.placed)
+            object.__setattr__(self, "placed_on", dict(counts))
+
+    @property
+    def placed_pods(self) -> int:
+        assert self.placed_on is not None  # set in __post_init__
+        return sum(self.placed_on.values())
 
     @property
     def remaining_pods(self) -> int:
@@ -202,56 +244,129 @@ def job_placement(
     now: float,
     config: LocalityConfig,
 ) -> JobPlacement:
-    """Combine the cache's view of the job's pods with live assumptions.
+    """Combine the cache's view of the job's pods with live assumptions, listing the
+    placed pods one by one (`placement_of_tally` over the tally of `job_pods`).
 
     job_pods: the job's pods as the cache sees them (bound or pending, `pod` itself may
-    be among them). A bound pod counts where the cache says, even if an assumption
-    disagrees. The pod being scheduled is never counted as placed (an earlier
-    assumption for it is stale: it is being scheduled again). When the policy gives a
-    job size larger than the pods known (Succeeded pods count as known, Failed ones do
-    not: their replacements will be), the missing pods are assumed to request what the
-    job's known workers request (`unseen_request`): a job's PS or chief is created and
-    scheduled first, and its unseen pods are mostly workers.
+    be among them). Cost: O(job pods).
     """
-    placed: list[PlacedPod] = []
-    remaining: Counter[Resources] = Counter()
-    seen: set[str] = {pod.uid}
-    roles: set[Role] = {role_of(pod, config)}
-    live = {a.uid: a for a in assumed.for_job(job, now)}
-    for other in job_pods:
-        if other.uid in seen:
-            continue
-        if other.terminal:
-            if other.succeeded:
-                # Done, and one of the job's declared pods: it must not come back as
-                # an unseen pod below. A Failed pod is replaced under a new uid.
-                seen.add(other.uid)
-            continue
-        seen.add(other.uid)
-        role = role_of(other, config)
-        roles.add(role)
-        if other.node_name is not None:
-            placed.append(PlacedPod(other.uid, role, other.node_name, other.request, False))
-        elif other.uid in live:
-            a = live[other.uid]
-            placed.append(PlacedPod(a.uid, a.role, a.node_name, a.request, True))
+    return placement_of_tally(pod, job, policy, JobTally.of(job_pods, config), assumed, now,
+                              config, list_placed=True)
+
+
+def placement_of_tally(
+    pod: Pod,
+    job: JobKey,
+    policy: JobPolicy,
+    tally: JobTally,
+    assumed: AssumedPlacements,
+    now: float,
+    config: LocalityConfig,
+    list_placed: bool = False,
+) -> JobPlacement:
+    """The job's placement from the running totals of its pods (`locality.tally`).
+
+    A bound pod counts where the cache says, even if an assumption disagrees; a pod not
+    bound counts on its live assumption's node (a bind, or its nomination), else as
+    remaining. Assumed pods the cache has not seen (its pod watch lags behind the
+    requests) count as placed. The pod being scheduled is never counted as placed (an
+    earlier assumption for it is stale: it is being scheduled again). When the policy
+    gives a job size larger than the pods known (Succeeded pods count as known, Failed
+    ones do not: their replacements will be), the missing pods are assumed to request
+    what the job's known workers request (`unseen_request`): a job's PS or chief is
+    created and scheduled first, and its unseen pods are mostly workers.
+
+    Cost: O(job's nodes + the job's live assumptions), plus O(job pods) with
+    `list_placed` (the pods listed one by one, in the tally's order, for
+    `JobPlacement.placed`).
+    """
+    members = tally.members
+    placed_on = Counter(tally.on_node)  # a C-level copy; corrections below are few
+    remaining = Counter(tally.waiting)
+    roles = Counter(tally.roles)
+    seen = tally.counted
+    own = members.get(pod.uid)
+    corrected = []  # keys of placed_on decremented: the only ones that can reach zero
+    if own is not None and not own.terminal:  # judged below as the pod being scheduled
+        own_role = tally.role_of[pod.uid]
+        seen -= 1
+        roles[own_role] -= 1
+        if own.node_name is not None:
+            placed_on[(own.node_name, own_role)] -= 1
+            corrected.append((own.node_name, own_role))
         else:
-            remaining[other.request] += 1
-    # Assumed pods the cache has not seen yet (its pod watch lags behind the requests).
+            remaining[own.request] -= 1
+    elif own is not None and own.succeeded:
+        seen -= 1
+    live = {a.uid: a for a in assumed.for_job(job, now)}
     for uid, a in live.items():
-        if uid not in seen:
-            seen.add(uid)
-            roles.add(a.role)
-            placed.append(PlacedPod(a.uid, a.role, a.node_name, a.request, True))
+        if uid == pod.uid:
+            continue
+        member = members.get(uid)
+        if member is None or (member.terminal and not member.succeeded):
+            seen += 1  # not among the pods the cache counts: placed where assumed
+            roles[a.role] += 1
+            placed_on[(a.node_name, a.role)] += 1
+        elif not member.terminal and member.node_name is None:
+            remaining[member.request] -= 1
+            placed_on[(a.node_name, a.role)] += 1
     remaining[pod.request] += 1
-    if policy.job_size is not None and policy.job_size > len(seen):
-        workers = worker_requests(pod, job_pods, live.values(), config)
-        remaining[unseen_request(pod, workers)] += policy.job_size - len(seen)
+    roles[role_of(pod, config)] += 1
+    seen += 1
+    if policy.job_size is not None and policy.job_size > seen:
+        workers = _workers(pod, tally, live, config)
+        remaining[unseen_request(pod, workers)] += policy.job_size - seen
     ordered = sorted(
-        remaining.items(),
-        key=lambda item: (-item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes),
+        ((request, count) for request, count in remaining.items() if count > 0),
+        key=lambda item: (-item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes,
+                          item[0].devices),
     )
-    return JobPlacement(job, tuple(placed), tuple(ordered), frozenset(roles))
+    listed = _listed(pod, tally, live) if list_placed else ()
+    for key in [key for key in corrected if placed_on[key] <= 0]:
+        del placed_on[key]
+    return JobPlacement(
+        job, listed, tuple(ordered), frozenset(role for role, n in roles.items() if n > 0),
+        placed_on,
+    )
+
+
+def _listed(pod: Pod, tally: JobTally, live: Mapping[str, Assumption]) -> tuple[PlacedPod, ...]:
+    """The placed pods one by one, as `placement_of_tally` counts them."""
+    placed = []
+    for uid, member in tally.members.items():
+        if uid == pod.uid or member.terminal:
+            continue
+        if member.node_name is not None:
+            placed.append(PlacedPod(uid, tally.role_of[uid], member.node_name, member.request,
+                                    False))
+        elif uid in live:
+            a = live[uid]
+            placed.append(PlacedPod(a.uid, a.role, a.node_name, a.request, True))
+    for uid, a in live.items():
+        member = tally.members.get(uid)
+        if uid != pod.uid and (member is None or (member.terminal and not member.succeeded)):
+            placed.append(PlacedPod(a.uid, a.role, a.node_name, a.request, True))
+    return tuple(placed)
+
+
+def _workers(pod: Pod, tally: JobTally, live: Mapping[str, Assumption],
+             config: LocalityConfig) -> Counter[Resources]:
+    """Request -> count of the job's known unfinished workers: `pod`, the cache's pods
+    and assumed pods the cache has not seen unfinished (`worker_requests`' count)."""
+    workers = Counter(tally.workers)
+    own = tally.members.get(pod.uid)
+    if not pod.terminal:
+        if own is not None and not own.terminal and tally.role_of[pod.uid] is Role.WORKER:
+            workers[own.request] -= 1
+        if role_of(pod, config) is Role.WORKER:
+            workers[pod.request] += 1
+    for uid, a in live.items():
+        member = tally.members.get(uid)
+        known = (uid == pod.uid and not pod.terminal) or (
+            member is not None and not member.terminal)
+        if not known and a.role is Role.WORKER:
+            workers[a.request] += 1
+    return +workers
 
 
 def worker_requests(

@@ -82,25 +82,28 @@ def domain_at(domains: Domains, level: str) -> str | None:
     return None
 
 
-def homes(placed: Iterable[tuple[Domains, bool]], level_order: tuple[str, ...]) -> dict[str, str]:
+def homes(
+    placed: Iterable[tuple[Domains, bool, int]], level_order: tuple[str, ...]
+) -> dict[str, str]:
     """Per level, the job's home domain: the one holding its coordinator pods (PS, or a
     chief when the job has no PS) when they are placed, else the one holding most of
     its placed pods; ties go to the smallest name.
 
-    placed: (the node's domains, the pod is a coordinator) per placed pod.
+    placed: (a node's domains, the pods are coordinators, how many) per node and role
+    of the job's placed pods.
     """
     # (level, domain) -> [pods, coordinator pods]; one dict, not a Counter per level:
-    # this runs for every pod of a placed job in every request.
+    # this runs for every node of a placed job in every request.
     counts: dict[tuple[str, str], list[int]] = {}
-    for domains, coordinator in placed:
+    for domains, coordinator, pods in placed:
         for pair in domains:
             count = counts.get(pair)
             if count is None:
-                counts[pair] = [1, 1 if coordinator else 0]
+                counts[pair] = [pods, pods if coordinator else 0]
             else:
-                count[0] += 1
+                count[0] += pods
                 if coordinator:
-                    count[1] += 1
+                    count[1] += pods
     best_centre: dict[str, tuple[int, str]] = {}
     best_all: dict[str, tuple[int, str]] = {}
     for (level, value), (pods, centre) in counts.items():

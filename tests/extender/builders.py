@@ -65,7 +65,7 @@ def make_pod(
     spec: dict[str, Any] = {
         "containers": [{"name": "main", "image": "x", "resources": {"requests": requests,
                                                                     "limits": limits}}],
-        "schedulerName": "default-scheduler",
+        "schedulerName": "headstart-scheduler",
     }
     if node is not None:
         spec["nodeName"] = node

@@ -506,3 +506,50 @@ async def test_a_pytorchjob_lands_in_the_one_nvlink_clique_that_holds_it(serve):
         await scheduler.drain()
         assert set(placed) == {"big-1", "big-2"}, (seed, placed)
         cache.set_assumed(type(cache.assumed)())  # the next seed starts from scratch
+
+
+# ---- /bind binds only the pods of the schedulers it serves ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "in_cache", "names", "refused"),
+    [
+        ("headstart-scheduler", True, ("headstart-scheduler",), None),
+        ("default-scheduler", True, ("headstart-scheduler",), "scheduler_name"),
+        ("headstart-scheduler", False, ("headstart-scheduler",), "unknown_pod"),
+        ("default-scheduler", True, (), None),
+        ("default-scheduler", True, ("headstart-scheduler", "default-scheduler"), None),
+    ],
+    ids=["ours", "another-schedulers-pod", "not-in-the-cache", "check-off", "two-names"],
+)
+async def test_bind_refuses_pods_of_other_schedulers(serve, ops_of, scheduler, in_cache, names,
+                                                     refused):
+    pod = make_pod("w-0", gpus=1, job="j", role="worker")
+    pod["spec"]["schedulerName"] = scheduler
+    binder = RecordingBinder()
+    cache = build_cache([make_node("a")], [pod] if in_cache else [])
+    client = await serve(cache, ExtenderConfig(bind_scheduler_names=names), binder)
+    body = {"PodName": "w-0", "PodNamespace": "team", "PodUID": "uid-team-w-0", "Node": "a"}
+    response = await client.post("/bind", json=body)
+    assert response.status == 200
+    error = (await response.json())["Error"]
+    metrics = await (await (await ops_of(client)).get("/metrics")).text()
+    if refused is None:
+        assert error == "" and len(binder.calls) == 1
+    else:
+        assert error.startswith("refusing to bind team/w-0") and binder.calls == []
+        assert len(cache.assumed) == 0  # nothing recorded for a refused bind
+        assert f'headstart_extender_bind_refused_total{{reason="{refused}"}} 1.0' in metrics
+
+
+async def test_a_job_is_pulled_to_the_node_its_pod_is_nominated_for(serve):
+    # kube-scheduler preempted for the PS on b and nominated it there; the PS is not bound
+    # yet (its victims are terminating), and its worker comes next.
+    ps = make_pod("ps-0", cpu="8", job="j", role="ps")
+    ps["status"]["nominatedNodeName"] = "b"
+    worker = make_pod("w-0", gpus=1, job="j", role="worker")
+    cache = build_cache([make_node("a", group="g"), make_node("b", group="g")], [ps, worker])
+    client = await serve(cache)
+    _, text = await post(client, "prioritize", args_body(worker, names=["a", "b"]))
+    scores = {entry["Host"]: entry["Score"] for entry in json.loads(text)}
+    assert scores["b"] > scores["a"]  # b holds the job's centre: the counterpart term

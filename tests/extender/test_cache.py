@@ -285,3 +285,45 @@ def test_identical_nrt_republish_changes_nothing():
     cache.apply_topology(nrt())
     assert cache.version == version
     assert cache.table() is table
+
+
+def test_a_nominated_pod_counts_as_assumed_on_its_node_until_bound_or_cleared():
+    # kube-scheduler nominates the node it preempted for (status.nominatedNodeName).
+    cache = rebuilt([node("a"), node("b")], [], [])
+    raw = make_pod("w-0", gpus=8, job="j", role="worker")
+    cache.apply_pod(parse_pod(raw, LOCALITY))
+    assert len(cache.assumed) == 0
+    raw["status"]["nominatedNodeName"] = "a"
+    cache.apply_pod(parse_pod(raw, LOCALITY))
+    assumption = cache.assumed.by_uid["uid-team-w-0"]
+    assert (assumption.node_name, assumption.nominated) == ("a", True)
+    # It takes its room there (8 GPUs) for every other pod, at any time: no expiry.
+    assert cache.assumed.requested_by_node(now=1e9)["a"].gpu_milli == 8 * GPU
+    raw["status"]["nominatedNodeName"] = "b"  # nominated elsewhere
+    cache.apply_pod(parse_pod(raw, LOCALITY))
+    assert cache.assumed.by_uid["uid-team-w-0"].node_name == "b"
+    raw["status"].pop("nominatedNodeName")  # cleared
+    cache.apply_pod(parse_pod(raw, LOCALITY))
+    assert len(cache.assumed) == 0
+    raw["status"]["nominatedNodeName"] = "a"
+    cache.apply_pod(parse_pod(raw, LOCALITY))
+    raw["spec"]["nodeName"] = "a"  # bound: the node state counts it now
+    cache.apply_pod(parse_pod(raw, LOCALITY))
+    assert len(cache.assumed) == 0
+
+
+def test_a_bind_outranks_a_nomination_and_a_relist_drops_nominations_of_deleted_pods():
+    cache = rebuilt([node("a"), node("b")], [], [])
+    raw = make_pod("w-0", gpus=1, job="j", role="worker")
+    raw["status"]["nominatedNodeName"] = "a"
+    cache.apply_pod(parse_pod(raw, LOCALITY))
+    bound = Assumption(JobKey("team", "j"), "uid-team-w-0", "w-0", Role.WORKER, "b",
+                       Resources(GPU, 1000, 2**30), 90.0)
+    cache.set_assumed(cache.assumed.assume(bound))
+    cache.apply_pod(parse_pod(raw, LOCALITY))  # the nomination is still on the pod
+    assert cache.assumed.by_uid["uid-team-w-0"].node_name == "b"
+    other = make_pod("w-1", gpus=1, job="j", role="worker")
+    other["status"]["nominatedNodeName"] = "a"
+    cache.apply_pod(parse_pod(other, LOCALITY))
+    cache.replace_pods([parse_pod(raw, LOCALITY)])  # w-1 deleted while the watch was down
+    assert set(cache.assumed.by_uid) == {"uid-team-w-0"}

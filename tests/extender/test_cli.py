@@ -39,10 +39,18 @@ from tests.extender.builders import args_body, make_node, make_pod
         ("bind_wait_seconds: 3\n",
          "bind_wait_seconds: expected a number of seconds from 0 to 2, got 3"),
         ("ops_port: 8888\n", "port and ops_port are both 8888"),
+        ("bind_timeout_seconds: 5\n",
+         "bind_timeout_seconds (5 s) must be below scheduler_http_timeout_seconds (5 s, the "
+         "extender's httpTimeout in the KubeSchedulerConfiguration)"),
+        ("scheduler_http_timeout_seconds: 0.2\n",
+         "bind_timeout_seconds (3 s) must be below scheduler_http_timeout_seconds (0.2 s"),
+        ("bind_scheduler_names: headstart-scheduler\n",
+         "bind_scheduler_names: expected a list of scheduler names"),
     ],
     ids=["port-range", "typo", "locality-field", "tls-half", "yaml", "watch-dra-not-bool",
          "levels-without-placement-group", "dra-without-resource", "numa-policy-unknown",
-         "bind-wait", "same-ports"],
+         "bind-wait", "same-ports", "bind-timeout-not-below-http-timeout",
+         "http-timeout-below-bind-timeout", "scheduler-names-not-a-list"],
 )
 def test_config_errors_are_one_line_naming_file_and_field(tmp_path, capsys, text, message):
     path = tmp_path / "extender.yaml"

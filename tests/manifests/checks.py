@@ -261,6 +261,19 @@ def consistency_problems(rendered: Rendered) -> list[str]:
         ):
             add(rendered.where(ext_cm, "config.yaml bind_enabled")
                 + ": bindVerb in the scheduler config must be set exactly when bind is enabled")
+        defaults = ExtenderConfig()
+        timeout = _seconds(extender.get("httpTimeout", "30s"))
+        if timeout != ext.get("scheduler_http_timeout_seconds",
+                              defaults.scheduler_http_timeout_seconds):
+            add(rendered.where(ext_cm, "config.yaml scheduler_http_timeout_seconds")
+                + f": differs from httpTimeout {extender.get('httpTimeout')} in the scheduler "
+                  "config (the bind timeout is checked against it)")
+        names = ext.get("bind_scheduler_names", list(defaults.bind_scheduler_names))
+        for profile in sched.get("profiles", []):
+            name = profile.get("schedulerName", "default-scheduler")
+            if extender.get("bindVerb") and names and name not in names:
+                add(rendered.where(ext_cm, "config.yaml bind_scheduler_names")
+                    + f": lacks {name}, a profile of the scheduler that calls /bind")
     if service and deployment:
         pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
         if not _labels_match(service["spec"]["selector"], pod_labels):
@@ -327,6 +340,17 @@ def consistency_problems(rendered: Rendered) -> list[str]:
     if sched.get("percentageOfNodesToScore") != 100:
         add(rendered.where(sched_cm, "config.yaml percentageOfNodesToScore")
             + ": must be 100 so the node holding a job's PS is always scored")
+    for extender in (sched.get("extenders") or [])[:1]:
+        if not extender.get("preemptVerb"):
+            add(rendered.where(sched_cm, "config.yaml extenders[0].preemptVerb")
+                + ": must be set, or preemption evicts pods on nodes the extender rejects")
+    for profile in profiles:
+        spread = next((c.get("args") or {} for c in profile.get("pluginConfig") or []
+                       if c.get("name") == "PodTopologySpread"), {})
+        if spread.get("defaultingType") != "List" or spread.get("defaultConstraints"):
+            add(rendered.where(sched_cm, "config.yaml profiles.pluginConfig")
+                + ": PodTopologySpread must have defaultingType List and no "
+                  "defaultConstraints (the system defaults spread a job's pods)")
 
     # The PriorityClass and the overprovisioner's view of it.
     placeholders = op.get("placeholders", {})
@@ -536,7 +560,8 @@ def docs_problems(rendered: Rendered) -> list[str]:
         if not configs:
             problems.append(f"{doc}: no KubeSchedulerConfiguration block")
             continue
-        for key in ("urlPrefix", "filterVerb", "prioritizeVerb", "bindVerb", "weight",
+        for key in ("urlPrefix", "filterVerb", "prioritizeVerb", "bindVerb", "preemptVerb",
+                    "weight",
                     "nodeCacheCapable", "httpTimeout", "managedResources"):
             documented = configs[0]["extenders"][0].get(key)
             if documented != shipped["extenders"][0].get(key):
@@ -549,3 +574,11 @@ def docs_problems(rendered: Rendered) -> list[str]:
             problems.append(f"{doc}: profiles differ from "
                             + rendered.where(cm, "config.yaml profiles"))
     return problems
+
+
+def _seconds(duration: str) -> float:
+    """A Go duration as the scheduler config writes it (`5s`, `500ms`, `1m`)."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)", str(duration))
+    if not match:
+        return float("nan")
+    return float(match.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0}[match.group(2)]

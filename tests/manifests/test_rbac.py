@@ -129,7 +129,9 @@ def seed_cluster(fake_kube) -> None:
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "job-ps-0", "namespace": "default",
                      "labels": {"headstart.io/job": "job", "headstart.io/role": "ps"}},
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        # The extender binds only pods of the schedulers it serves.
+        "spec": {"schedulerName": "headstart-scheduler",
+                 "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
     })
 
 

@@ -1,0 +1,197 @@
+"""Does the extender's cost per pod grow with the size of the pod's job? CPU per pod and
+latency through real HTTP at 5,000 nodes for jobs of 32, 512 and 4,096 pods, against
+the do-nothing extender measured in the same run.
+
+    python bench/bench_job_size.py            # 3 runs of 100 pods per size, about 1 minute
+    python bench/bench_job_size.py --quick    # 1 run, fewer requests (a smoke run)
+    python bench/bench_job_size.py --record   # and write the figures to bench/results.json
+
+Cluster: bench_extender's 5,000 8-GPU nodes (groups of 50, background pods using 0-6
+GPUs per node, 10% of the nodes with two NUMA zones) and its 4 other jobs with their
+PS bound and 8 workers waiting (their claims are kept). The job measured: 1 PS and
+J - 1 one-GPU workers, half of them bound (packed 4 per node from the PS's group on,
+as the extender would have put them), the other half pending in the cache: a job
+halfway through being scheduled. The requests are what kube-scheduler sends for one of
+its pending workers: filter and prioritize with every node name (nodeCacheCapable
+true, `percentageOfNodesToScore: 100`), then bind, which records an assumption for the
+job (so its claims and the next filter's context are computed afresh, as for every
+pod kube-scheduler places). Servers run in their own processes (bench_extender's), the
+client sends one request at a time with keep-alive, like kube-scheduler.
+
+Reported per job size: the server's CPU per pod (filter + prioritize + bind; process
+time, so waiting for a core is not counted) and p50 / p99 of filter and of
+prioritize, each the median of `--runs` runs; the same for the do-nothing extender,
+and the CPU ratio. Target: p99 <= 5 ms and flat in job size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import bench_extender  # noqa: E402
+from results_file import load_average, record  # noqa: E402
+
+NODES = 5000
+JOB_SIZES = (32, 512, 4096)
+WORKERS_PER_NODE = 4
+
+
+def build_cluster(job_size: int):
+    """(node objects, pod objects, NRT objects, the pod to schedule)."""
+    from tests.extender.builders import make_pod
+
+    nodes, pods, nrts, _ = bench_extender.build_cluster(NODES)
+    # bench_extender's own 33-pod job gives way to one of `job_size` pods.
+    pods = [pod for pod in pods if pod["metadata"].get("labels", {}).get(
+        "headstart.io/job") != "bert"]
+    workers = job_size - 1
+    bound = workers // 2
+    pods.append(make_pod("ps-0", namespace="train", cpu="8", memory="32Gi", job="bert",
+                         role="PS", node="node-00000", phase="Running"))
+    for worker in range(workers):
+        node = f"node-{worker // WORKERS_PER_NODE + 1:05d}" if worker < bound else None
+        pods.append(make_pod(f"worker-{worker}", namespace="train", gpus=1, cpu="4",
+                             memory="32Gi", job="bert", role="Worker", node=node,
+                             phase="Running" if node else "Pending"))
+    pod = pods[-1]  # a pending worker
+    pod["metadata"]["resourceVersion"] = "4242"
+    return nodes, pods, nrts, pod
+
+
+def headstart_app(job_size: int):
+    from extender.app import create_app
+    from extender.cache import ClusterCache
+    from extender.config import ExtenderConfig
+    from locality.config import LocalityConfig
+    from locality.parse import parse_node, parse_node_topology, parse_pod
+
+    locality = LocalityConfig()
+    nodes, pods, nrts, _ = build_cluster(job_size)
+    cache = ClusterCache(locality)
+    cache.replace_nodes([parse_node(node, locality) for node in nodes])
+    cache.replace_pods([parse_pod(pod, locality) for pod in pods])
+    cache.replace_topologies([parse_node_topology(nrt, locality) for nrt in nrts])
+    cache.table()
+    config = ExtenderConfig(max_body_bytes=1024**3)
+    return create_app(config, cache, binder=bench_extender.NoApiBinder())
+
+
+def serve(kind: str, job_size: int, ports: multiprocessing.Queue) -> None:
+    import gc
+
+    from aiohttp import web
+
+    app = headstart_app(job_size) if kind == "headstart" else bench_extender.do_nothing_app()
+
+    async def cpu_seconds(request: web.Request) -> web.Response:
+        return web.json_response(time.process_time())
+
+    app.router.add_get("/bench-cpu", cpu_seconds)
+    gc.collect()
+    gc.freeze()
+
+    async def main() -> None:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        ports.put(runner.addresses[0][1])
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+class Server:
+    def __init__(self, kind: str, job_size: int) -> None:
+        context = multiprocessing.get_context("fork")
+        queue = context.Queue()
+        self.process = context.Process(target=serve, args=(kind, job_size, queue), daemon=True)
+        self.process.start()
+        self.url = f"http://127.0.0.1:{queue.get(timeout=300)}"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.join(10)
+
+
+def request_bodies(job_size: int) -> dict[str, bytes]:
+    nodes, _, _, pod = build_cluster(job_size)
+    names = [node["metadata"]["name"] for node in nodes]
+    bind = {"PodName": pod["metadata"]["name"], "PodNamespace": "train",
+            "PodUID": pod["metadata"]["uid"], "Node": "node-00001"}
+    return {"cache": json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode(),
+            "bind": json.dumps(bind).encode()}
+
+
+def measure(url: str, bodies: dict[str, bytes], requests: int, runs: int) -> dict:
+    """verb -> [median p50, median p99] ms; "cpu_ms" -> median server CPU per pod."""
+    per_run = [asyncio.run(bench_extender.latencies(url, bodies, requests)) for _ in range(runs)]
+    figures: dict = {
+        verb: [round(1e3 * statistics.median(bench_extender.percentile(run[verb], q)
+                                              for run in per_run), 2) for q in (0.50, 0.99)]
+        for verb in ("filter", "prioritize", "bind")
+    }
+    figures["cpu_ms"] = round(1e3 * statistics.median(run["cpu"][0] for run in per_run), 2)
+    figures["cpu_ms_runs"] = [round(1e3 * run["cpu"][0], 2) for run in per_run]
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1 run of fewer requests")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=100, help="pods per run")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(JOB_SIZES))
+    parser.add_argument("--record", action="store_true",
+                        help="write the figures to bench/results.json (entry extender-job-size)")
+    args = parser.parse_args()
+    runs, requests = (1, 20) if args.quick else (args.runs, args.requests)
+    load_before = load_average()
+    started = time.perf_counter()
+    rows = []
+    for job_size in args.sizes:
+        bodies = request_bodies(job_size)
+        figures = {}
+        for kind in ("headstart", "baseline"):
+            server = Server(kind, job_size)
+            try:
+                figures[kind] = measure(server.url, bodies, requests, runs)
+            finally:
+                server.stop()
+        ours, base = figures["headstart"], figures["baseline"]
+        rows.append({"job_pods": job_size, "headstart": ours, "baseline": base,
+                     "cpu_ratio": round(ours["cpu_ms"] / base["cpu_ms"], 2)})
+        print(f"... job of {job_size} pods done ({time.perf_counter() - started:.0f} s)",
+              file=sys.stderr)
+    load = " / ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"headstart extender at {NODES:,} nodes by job size (median of {runs} run(s) of "
+          f"{requests} pods; ms; load average {load} on {os.cpu_count()} cores)")
+    print(f"{'job pods':>8} | {'CPU/pod':>7} {'filter p50':>10} {'p99':>6} {'prioritize p50':>14} "
+          f"{'p99':>6} | {'do-nothing CPU/pod':>18} {'p99 f/p':>11} | {'CPU ratio':>9}")
+    for row in rows:
+        ours, base = row["headstart"], row["baseline"]
+        print(f"{row['job_pods']:>8} | {ours['cpu_ms']:>7.2f} {ours['filter'][0]:>10.2f} "
+              f"{ours['filter'][1]:>6.2f} {ours['prioritize'][0]:>14.2f} "
+              f"{ours['prioritize'][1]:>6.2f} | {base['cpu_ms']:>18.2f} "
+              f"{base['filter'][1]:>5.2f}/{base['prioritize'][1]:<5.2f} | "
+              f"{row['cpu_ratio']:>8.2f}x")
+    print(f"total {time.perf_counter() - started:.0f} s")
+    if args.record:
+        record("extender-job-size", {"nodes": NODES, "runs": runs, "pods_per_run": requests,
+                                     "rows": rows}, load_before)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
