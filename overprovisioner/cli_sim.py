@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bucketing.errors import ConfigError, InputError
+from bucketing.progress import HEARTBEAT_S
 from overprovisioner.sim_summary import QUICK_DAYS, Progress, print_summary, quick_policies
 
 POLICY_HELP = (
@@ -244,15 +245,17 @@ def simulate_command(args: argparse.Namespace) -> int:
         workload = _workload(args, what_if.apply(table, lead), catalog, service,
                              workload.types)
     progress.total = len(policies) + int(args.compare_scoring)
-    results = run_policies(workload, catalog, policies, config,
-                           compare_scoring=args.compare_scoring, progress=progress)
+    with progress.meanwhile("simulating the policies"):  # says again every 10 s
+        results = run_policies(workload, catalog, policies, config,
+                               compare_scoring=args.compare_scoring, progress=progress)
     metrics = [m for _, m in results]
     verdict = build_verdict_for(metrics, config, workload)
     if args.plot:
         from overprovisioner.report import write_plots
 
         progress.say("drawing the plots")
-        paths = write_plots(results, Path(args.plot), verdict.assessment, verdict.ring)
+        with progress.meanwhile("drawing the plots", after_s=HEARTBEAT_S):
+            paths = write_plots(results, Path(args.plot), verdict.assessment, verdict.ring)
         progress.say(f"plots: {', '.join(str(p) for p in paths)}")
     if args.json:
         print(json.dumps([dict(m.as_dict(), lead_seconds=lead) for m in metrics], indent=2))
@@ -275,9 +278,10 @@ def _lead_curve_command(args: argparse.Namespace, table: Any, workload: Any, cat
                          "predictive reads known demand)")
     names = judged(policies)
     progress.total = len(policies) - len(names) + len(names) * len(what_if.leads)
-    runs, curve = run_lead_curve(
-        table, lambda t: _workload(args, t, catalog, service, workload.types), catalog,
-        policies, config, what_if, progress=progress)
+    with progress.meanwhile("simulating the policies at each lead"):
+        runs, curve = run_lead_curve(
+            table, lambda t: _workload(args, t, catalog, service, workload.types), catalog,
+            policies, config, what_if, progress=progress)
     if args.plot:
         from overprovisioner.lead_plot import write_lead_plot
 
@@ -356,14 +360,16 @@ def demo_command(args: argparse.Namespace) -> int:
     if args.quick:
         policies = quick_policies(policies)
     progress.total = len(policies) + int(args.compare_scoring)
-    results = run_policies(workload, catalog, policies, config,
-                           compare_scoring=args.compare_scoring, progress=progress)
+    with progress.meanwhile("simulating the policies"):
+        results = run_policies(workload, catalog, policies, config,
+                               compare_scoring=args.compare_scoring, progress=progress)
     metrics = [m for _, m in results]
     progress.say("writing the report")
     verdict = build_verdict_for(metrics, config, workload)
-    index = write_report(results, out, title=f"headstart demo: {table.source}",
-                         workload_text=describe_workload(table, workload) + ". "
-                         + describe_service(config) + ".", verdict=verdict)
+    with progress.meanwhile("writing the report", after_s=HEARTBEAT_S):
+        index = write_report(results, out, title=f"headstart demo: {table.source}",
+                             workload_text=describe_workload(table, workload) + ". "
+                             + describe_service(config) + ".", verdict=verdict)
     print_summary(verdict, describe_workload(table, workload), describe_service(config),
                   metrics)
     print(f"({len(results)} runs in {progress.elapsed():.1f} s)")

@@ -140,7 +140,8 @@ def run_backtest(args: argparse.Namespace) -> int:
     if args.plot:
         from predictor.backtest_plot import plot_backtest
 
-        plot_backtest(result, series.times, tick_s, Path(args.plot), title=series.source)
+        with progress.meanwhile("drawing the plot"):
+            plot_backtest(result, series.times, tick_s, Path(args.plot), title=series.source)
     if args.json:
         print(json.dumps([row.as_dict() for row in result.rows], indent=1))
     else:
