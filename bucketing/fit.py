@@ -83,3 +83,11 @@ def pin_buckets(
         picked = assign(vectors[rows], offered[indexes])
         result[rows] = np.where(picked >= 0, indexes[np.maximum(picked, 0)], -1)
     return result
+
+
+def unused_types(
+    vectors: np.ndarray, types: Sequence[InstanceType], models: np.ndarray | None = None
+) -> tuple[int, ...]:
+    """Indices of the types no pod is pinned to: node groups the trace would never use."""
+    used = np.unique(pin_buckets(vectors, types, models))
+    return tuple(i for i in range(len(types)) if i not in set(used.tolist()))

@@ -47,7 +47,7 @@ from bucketing.catalog import Catalog, InstanceType
 from bucketing.demand import DemandSnapshots, resource_matrix
 from bucketing.embed import counts_from_sums, lexicographic_order, round_up
 from bucketing.errors import ConfigError, InputError
-from bucketing.fit import accepted_models, pin_buckets
+from bucketing.fit import accepted_models, pin_buckets, unused_types
 from bucketing.jobtable import JobTable, gpu_model_requirements
 from bucketing.pack import pack_histogram
 from bucketing.trim import trim_types
@@ -436,6 +436,10 @@ def tune(
         demand.shape_pods, vectors_of_types, prices, tick_hours, place,
     )
     final = drops[-1].types if drops else selection.chosen.types
+    # A type no pod lands on is a node group run for nothing (simulate refuses such a list).
+    idle = set(unused_types(demand.shapes, [types[i] for i in final], demand.shape_models))
+    if idle and len(idle) < len(final):
+        final = tuple(i for position, i in enumerate(final) if position not in idle)
     memo: dict = {}  # packings shared by candidates that keep a type and its pods
     candidates = []
     everything = sorted_types(catalog.instance_types)  # duplicates too: the user's full list
@@ -446,9 +450,10 @@ def tune(
         candidates.append(
             evaluate(f"base {number}", step_types, demand, tick_hours, step.accepted, memo)
         )
-    if drops:
-        candidates.append(evaluate(f"max {max_types}", [types[i] for i in final], demand,
-                                   tick_hours, True, memo))
+    if final != selection.chosen.types:
+        label = f"max {max_types}" if drops else "used"
+        candidates.append(evaluate(label, [types[i] for i in final], demand, tick_hours,
+                                   True, memo))
     recommended = tuple(types[i].name for i in final)
 
     unplaced = pin_buckets(vectors, [types[i] for i in final], models) < 0

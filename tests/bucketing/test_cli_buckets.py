@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 
 import pytest
@@ -125,3 +126,48 @@ def test_real_alibaba_trace(traces_dir, capsys):
     for candidate in report["candidates"]:
         assert candidate["node_hours"] >= candidate["embed_node_hours"] - 0.01
         assert 0.0 <= candidate["gpu_waste_fraction"] <= 1.0
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out.strip() == f"headstart {importlib.metadata.version('headstart')}"
+
+
+@pytest.mark.parametrize(
+    ("option", "target", "message"),
+    [
+        ("--out", "missing/buckets.yaml", "--out {tmp}/missing/buckets.yaml: the folder "
+         "{tmp}/missing does not exist"),
+        ("--series", ".", "--series {tmp}/.: is a folder; name a file"),
+        ("--plot", "nowhere/p.png", "--plot {tmp}/nowhere/p.png: the folder"),
+    ],
+    ids=["out-folder-missing", "series-is-a-folder", "plot-folder-missing"],
+)
+def test_outputs_are_checked_before_the_trace_is_read(tmp_path, capsys, option, target,
+                                                      message):
+    # the trace does not exist either: the output error comes first, before any work
+    argv = ["buckets", "tune", "--trace", str(tmp_path / "none.csv"), option,
+            f"{tmp_path}/{target}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message.format(tmp=tmp_path) in err and err.count("\n") == 1
+
+
+def test_max_types_bounds_the_list(files, capsys):
+    trace, catalog = files
+    assert main(["buckets", "tune", "--trace", str(trace), "--catalog", str(catalog),
+                 "--tick", "30m", "--gpu-model", "T4", "--max-types", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # test_tune.py's test_max_types_cuts_the_kept_list: g.one goes, g.four holds all
+    assert report["recommended"] == ["g.four"] and report["trimmed"] == ["g.one"]
+    assert main(["buckets", "tune", "--trace", str(trace), "--max-types", "0"]) == 2
+    assert "--max-types: must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_a_trace_without_gpu_pods_is_one_line_exit_2(tmp_path, capsys):
+    trace = write_job_table(make_table([(0, 2, 8, 0, 0, float("nan"))]), tmp_path / "t.csv")
+    assert main(["buckets", "tune", "--trace", str(trace)]) == 2
+    err = capsys.readouterr().err
+    assert "t.csv (headstart): no pod asks for a GPU" in err and err.count("\n") == 1
