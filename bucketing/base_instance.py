@@ -25,7 +25,7 @@ Must not: read files, log, or mutate its inputs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,12 +56,13 @@ def per_bucket_sums(
     shapes: np.ndarray, histogram: np.ndarray, shape_bucket: np.ndarray, bucket_count: int
 ) -> np.ndarray:
     """(T, B, 3) summed vectors per tick and bucket from a (T, S) shape histogram."""
-    dims = shapes.shape[1]
-    spread = np.zeros((len(shapes), bucket_count * dims))
-    placed = np.flatnonzero(shape_bucket >= 0)
-    for d in range(dims):
-        spread[placed, shape_bucket[placed] * dims + d] = shapes[placed, d]
-    return (histogram @ spread).reshape(len(histogram), bucket_count, dims)
+    sums = np.zeros((len(histogram), bucket_count, shapes.shape[1]))
+    # One product per bucket over its own shapes: T x S x 3 in all, whatever B is (the
+    # --max-types trim evaluates hundreds of lists).
+    for bucket in np.unique(shape_bucket[shape_bucket >= 0]):
+        columns = np.flatnonzero(shape_bucket == bucket)
+        sums[:, bucket, :] = histogram[:, columns] @ shapes[columns]
+    return sums
 
 
 def scale_over_trace(
@@ -71,13 +72,17 @@ def scale_over_trace(
     buckets: np.ndarray,
     prices: np.ndarray,
     tick_hours: float,
+    shape_bucket: np.ndarray | None = None,
 ) -> ScaleResult:
     """The scale `buckets` (B, 3) with `prices` (B,) need for a (T, S) histogram of shapes.
 
     shapes: (S, 3) distinct pod vectors; histogram[t, s]: pods of shape s wanting
     capacity at tick t; shape_pods[s]: how many pods of the trace have shape s.
+    shape_bucket: (S,) the bucket of each shape (-1 = none) when the caller's fit rule
+    decides it (`bucketing.fit`); None = `bucketing.embed.assign`.
     """
-    shape_bucket = assign(shapes, buckets)
+    if shape_bucket is None:
+        shape_bucket = assign(shapes, buckets)
     sums = per_bucket_sums(shapes, histogram.astype(np.float64), shape_bucket, len(buckets))
     counts = round_up(counts_from_sums(sums, buckets))
     series = counts @ np.asarray(prices, dtype=np.float64)
@@ -123,15 +128,20 @@ def select_base_instance(
     prices: np.ndarray,
     tick_hours: float,
     order: Sequence[int],
+    place: Callable[[tuple[int, ...]], np.ndarray] | None = None,
 ) -> Selection:
-    """Walk the drops; `order` lists bucket indices increasingly in cost order (ties by price)."""
+    """Walk the drops; `order` lists bucket indices increasingly in cost order (ties by price).
+
+    place(types): (S,) each shape's position within `types` (-1 = none), when the
+    caller's fit rule decides it; None = `bucketing.embed.assign` on their vectors."""
     buckets = np.asarray(buckets, dtype=np.float64)
     prices = np.asarray(prices, dtype=np.float64)
 
     def scale_of(types: tuple[int, ...]) -> ScaleResult:
         index = list(types)
         return scale_over_trace(
-            shapes, histogram, shape_pods, buckets[index], prices[index], tick_hours
+            shapes, histogram, shape_pods, buckets[index], prices[index], tick_hours,
+            None if place is None else place(types),
         )
 
     current = tuple(order)

@@ -14,12 +14,17 @@ from pathlib import Path
 
 from bucketing.errors import InputError
 
+DEFAULT_MAX_TYPES = 4  # bucketing.tune.DEFAULT_MAX_TYPES; not imported: --help stays fast
+
 DESCRIPTION = """\
 Embed a demand trace (running + pending pods at every tick) into instance-type buckets
 and pack it into nodes, for the full catalog and for every bucket list base-instance
-selection tries (drop the smallest type while the scale needed does not grow). Reports
-node-hours, dollar cost and waste (allocated but unrequested GPU/CPU/memory) for each,
-and recommends the list the selection keeps."""
+selection tries (drop the smallest type while the scale needed does not grow), then
+cut the kept list to --max-types types. Reports node-hours, dollar cost and waste
+(allocated but unrequested GPU/CPU/memory) for each, and recommends the cut list.
+Pods go only to types they can run on: GPU pods to GPU types of the model they ask
+for (openb's gpu_spec), GPU-less pods to GPU-less types; the pods the recommended
+list cannot hold are the pods `headstart simulate` on it drops."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,6 +56,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="bucket one GPU model's types plus the GPU-less types; 'all' uses "
                       "every type; 'auto' (default) picks the list leaving the fewest pods "
                       "unbucketable, then the cheapest")
+    tune.add_argument("--max-types", type=int, default=DEFAULT_MAX_TYPES, metavar="N",
+                      help=f"at most N types in the recommended list (default "
+                      f"{DEFAULT_MAX_TYPES}: each type is a node group to run and a series "
+                      "to forecast, and four covers GPU-less pods and the 1-, 4- and 8-GPU "
+                      "classes); types are dropped one at a time, each time the one whose "
+                      "loss leaves the fewest pods unbucketable, then raises the scale least")
     tune.add_argument("--tick", default="5m",
                       help="snapshot spacing, e.g. 30s, 5m, 1h (default 5m)")
     tune.add_argument("--running-only", action="store_true",
@@ -82,6 +93,23 @@ def snippet(report, catalog_ref: str) -> str:
     )
 
 
+def headline(report) -> list[str]:
+    """The answer, before the table: the list to run and what it cannot hold."""
+    bound = (f"--max-types {report.max_types}" if report.max_types is not None
+             else "no --max-types")
+    cut = (f", {len(report.trimmed)} cut from the {len(report.recommended) + len(report.trimmed)}"
+           " base-instance selection kept" if report.trimmed else "")
+    never = (f" (and {report.unbucketable_never_scheduled} never-scheduled pods that fit no "
+             "type either)" if report.unbucketable_never_scheduled else "")
+    return [
+        f"recommended: {len(report.recommended)} types ({bound}{cut}): "
+        + ", ".join(report.recommended),
+        f"cannot bucket: {report.unbucketable_pods:,} of {report.pods:,} pods "
+        f"({report.unbucketable_gpu_hours:,.1f} GPU-hours){never}; `headstart simulate` "
+        "on this list drops the same pods (\"fit no simulated instance type\")",
+    ]
+
+
 def table_text(report) -> str:
     """The human-readable report."""
     hours = len(report.times) * report.tick_s / 3600
@@ -89,6 +117,7 @@ def table_text(report) -> str:
         f"trace {report.source}: {report.pods} pods, {len(report.times)} ticks of "
         f"{report.tick_s:g} s ({hours:.1f} h); {report.censoring}",
         f"catalog {report.catalog}, GPU model {report.gpu_model}",
+        *headline(report),
     ]
     if report.family_scales:
         lines.append("  auto choice (scale $, unbucketable pods): " + ", ".join(
@@ -114,9 +143,10 @@ def table_text(report) -> str:
         "",
         "scale $ = embedded bucket counts x price; node-h, cost $ and waste = packed nodes "
         "(first-fit-decreasing); * = recommended",
-        "recommended: " + ", ".join(report.recommended),
-        f"unbucketable pods: {report.unbucketable_pods}",
     ]
+    if report.unbucketable_examples:
+        lines.append("pods the recommended list cannot hold (first "
+                     f"{len(report.unbucketable_examples)}):")
     for pod, (gpus, cpus, memory) in report.unbucketable_examples:
         lines.append(f"  {pod}: {gpus:g} GPUs, {cpus:g} CPUs, {memory:.1f} GiB")
     return "\n".join(lines)
@@ -126,10 +156,18 @@ def run_tune(args: argparse.Namespace) -> int:
     from bucketing.catalog import load_catalog
     from bucketing.demand import snapshots
     from bucketing.durations import parse_duration
+    from bucketing.outpath import check_output_file
     from bucketing.progress import Progress
     from bucketing.tune import tune
 
     tick_s = parse_duration(args.tick, "--tick")
+    if args.max_types < 1:
+        raise InputError(f"--max-types: must be at least 1, got {args.max_types}")
+    # Before the trace is read: a bad path must not cost a run.
+    for option, path in (("--out", args.out), ("--series", args.series),
+                         ("--plot", args.plot)):
+        if path:
+            check_output_file(path, option)
     catalog = load_catalog(args.catalog, "--catalog")
     progress = Progress()
     if args.synthetic:
@@ -147,6 +185,7 @@ def run_tune(args: argparse.Namespace) -> int:
         report = tune(
             table, snapshots(table, tick_s), catalog,
             gpu_model=args.gpu_model, include_pending=not args.running_only,
+            max_types=args.max_types,
         )
     if args.out:
         try:

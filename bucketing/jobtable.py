@@ -24,6 +24,10 @@ Optional column:
                   suspended Job, a CronJob's next run), same clock as submit_s; NaN (blank
                   in CSV) = known only when the pod was created. Never after submit_s.
                   Read it with `known_at` (NaN for every row of a table without it).
+  gpu_model       the GPU model a GPU pod must run on, in the catalogs' vocabulary
+                  (`T4`, `V100`, `A100-40GB|A100-80GB` for either); "" = any model.
+                  openb's `gpu_spec` becomes this (`bucketing.gpu_spec`). Read it with
+                  `gpu_model_requirements` ("" for every row of a table without it).
 
 Must not: read files (that is `bucketing.traces`), or drop a row silently.
 """
@@ -52,7 +56,8 @@ COLUMNS: dict[str, str] = {
     "priority_class": "object",
 }
 KNOWN_AT = "known_at_s"
-OPTIONAL_COLUMNS: dict[str, str] = {KNOWN_AT: "float64"}
+GPU_MODEL = "gpu_model"
+OPTIONAL_COLUMNS: dict[str, str] = {KNOWN_AT: "float64", GPU_MODEL: "object"}
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,13 @@ def known_at(table: JobTable) -> np.ndarray:
     if KNOWN_AT in table.frame.columns:
         return table.frame[KNOWN_AT].to_numpy(dtype=np.float64)
     return np.full(len(table.frame), np.nan)
+
+
+def gpu_model_requirements(table: JobTable) -> np.ndarray:
+    """(N,) object: the GPU model each pod asks for ("" = any), in frame order."""
+    if GPU_MODEL in table.frame.columns:
+        return table.frame[GPU_MODEL].fillna("").astype(str).to_numpy(dtype=object)
+    return np.full(len(table.frame), "", dtype=object)
 
 
 def empty_frame() -> pd.DataFrame:

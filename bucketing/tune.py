@@ -14,6 +14,14 @@ type; `"auto"` (the default) tries each model's list and the whole catalog and
 takes the one leaving the fewest pods unbucketable, then needing the lowest scale
 (ties go to a single model). The full catalog is always reported as a candidate.
 
+Which pod fits which type is `bucketing.fit`'s rule, the one the simulator pins pods
+with: GPU pods only on GPU types of the model they ask for (openb's `gpu_spec`),
+GPU-less pods only on GPU-less types when the list has any. So the pods the tuner
+reports unbucketable on its list are the pods `headstart simulate` on that list drops.
+
+After base-instance selection, `bucketing.trim` cuts the list to at most `max_types`
+types (each one a node group to run), and that list is the recommendation.
+
 Bucket vectors are the types' placeholder requests (allocatable less daemonset
 overhead): what one node offers pods, and exactly what one placeholder requests.
 
@@ -37,12 +45,18 @@ from bucketing.base_instance import (
 )
 from bucketing.catalog import Catalog, InstanceType
 from bucketing.demand import DemandSnapshots, resource_matrix
-from bucketing.embed import assign, counts_from_sums, lexicographic_order, round_up
-from bucketing.errors import ConfigError
-from bucketing.jobtable import JobTable
+from bucketing.embed import counts_from_sums, lexicographic_order, round_up
+from bucketing.errors import ConfigError, InputError
+from bucketing.fit import accepted_models, pin_buckets, unused_types
+from bucketing.jobtable import JobTable, gpu_model_requirements
 from bucketing.pack import pack_histogram
+from bucketing.trim import trim_types
 
 EXAMPLES = 5
+# Each type is a node group to run and a series to forecast; four covers what a
+# training cluster asks for (GPU-less pods, 1-, 4- and 8-GPU classes) and keeps the
+# operator's list short. `tune --max-types` says the same in its help.
+DEFAULT_MAX_TYPES = 4
 
 
 @dataclass(frozen=True)
@@ -53,19 +67,29 @@ class DemandHistogram:
     histogram: (T, S) pods of each shape wanting capacity at each tick.
     shape_of_row: (N,) the shape of each table row.
     shape_pods: (S,) pods of the table with each shape.
+    shape_models: (S,) the GPU model the shape's pods ask for ("" = any): two pods of
+        one vector asking for different models are two shapes.
     """
 
     shapes: np.ndarray
     histogram: np.ndarray
     shape_of_row: np.ndarray
     shape_pods: np.ndarray
+    shape_models: np.ndarray
 
 
 def demand_histogram(
-    vectors: np.ndarray, snaps: DemandSnapshots, include_pending: bool = True
+    vectors: np.ndarray, snaps: DemandSnapshots, include_pending: bool = True,
+    models: np.ndarray | None = None,
 ) -> DemandHistogram:
-    """Count, per tick, the running (and pending) pods of each distinct vector."""
-    shapes, shape_of_row = np.unique(vectors, axis=0, return_inverse=True)
+    """Count, per tick, the running (and pending) pods of each distinct vector and model."""
+    if models is None:
+        models = np.full(len(vectors), "", dtype=object)
+    model_names, model_of_row = np.unique(np.asarray(models, dtype=str), return_inverse=True)
+    keyed = np.column_stack([vectors, np.asarray(model_of_row).reshape(-1)])
+    keyed_shapes, shape_of_row = np.unique(keyed, axis=0, return_inverse=True)
+    shapes = np.ascontiguousarray(keyed_shapes[:, :3])
+    shape_models = model_names[keyed_shapes[:, 3].astype(np.int64)].astype(object)
     shape_of_row = np.asarray(shape_of_row).reshape(-1)
     tick_count, shape_count = len(snaps), len(shapes)
     sources = [(snaps.running_offsets, snaps.running_index)]
@@ -82,6 +106,7 @@ def demand_histogram(
         histogram=histogram.reshape(tick_count, shape_count),
         shape_of_row=shape_of_row,
         shape_pods=np.bincount(shape_of_row, minlength=shape_count),
+        shape_models=shape_models,
     )
 
 
@@ -92,13 +117,19 @@ def sorted_types(types: Sequence[InstanceType]) -> tuple[InstanceType, ...]:
     return tuple(by_price[i] for i in order)  # lexsort is stable: price breaks ties
 
 
-def without_duplicates(types: Sequence[InstanceType]) -> tuple[InstanceType, ...]:
+def without_duplicates(
+    types: Sequence[InstanceType], demanded: frozenset[str] = frozenset()
+) -> tuple[InstanceType, ...]:
     """Sorted types less those whose vector equals a cheaper type's: the embedding can
-    never send a pod to them (a pod goes to the first of equal buckets)."""
+    never send a pod to them (a pod goes to the first of equal buckets). A type of a GPU
+    model some pod asks for (`demanded`) is kept: those pods can go nowhere else."""
     kept: list[InstanceType] = []
+    seen: set[tuple] = set()
     for t in sorted_types(types):
-        if kept and kept[-1].placeholder_request == t.placeholder_request:
+        key = (t.placeholder_request, t.gpu_model if t.gpu_model in demanded else None)
+        if key in seen:
             continue
+        seen.add(key)
         kept.append(t)
     return tuple(kept)
 
@@ -112,18 +143,21 @@ def gpu_models(catalog: Catalog) -> tuple[str, ...]:
     return tuple(models)
 
 
-def family(catalog: Catalog, gpu_model: str) -> tuple[InstanceType, ...]:
+def family(
+    catalog: Catalog, gpu_model: str, demanded: frozenset[str] = frozenset()
+) -> tuple[InstanceType, ...]:
     """The GPU-less types plus one GPU model's types ("all": every type), sorted, without
-    types that duplicate a cheaper one's vector."""
+    types that duplicate a cheaper one's vector (unless of a `demanded` model)."""
     if gpu_model == "all":
-        return without_duplicates(catalog.instance_types)
+        return without_duplicates(catalog.instance_types, demanded)
     if gpu_model not in gpu_models(catalog):
         known = ", ".join(gpu_models(catalog)) or "none"
         raise ConfigError(
             f"catalog {catalog.name}: no GPU model {gpu_model!r} (known: {known}, auto, all)"
         )
     return without_duplicates(
-        [t for t in catalog.instance_types if t.gpus == 0 or t.gpu_model == gpu_model]
+        [t for t in catalog.instance_types if t.gpus == 0 or t.gpu_model == gpu_model],
+        demanded,
     )
 
 
@@ -223,7 +257,7 @@ def evaluate(
 ) -> Candidate:
     """Embed and pack the whole trace into one bucket list."""
     buckets, prices = _vectors(types), _prices(types)
-    shape_bucket = assign(demand.shapes, buckets)
+    shape_bucket = pin_buckets(demand.shapes, types, demand.shape_models)
     sums = per_bucket_sums(
         demand.shapes, demand.histogram.astype(np.float64), shape_bucket, len(types)
     )
@@ -274,6 +308,12 @@ class TuneReport:
 
     family_scales: the scale (embedded $ over the trace) and unbucketable pods of each
         GPU model's list, when the model was chosen automatically.
+    max_types: the --max-types bound; trimmed: the types the trim dropped, in order.
+    unbucketable_pods: the pods the trace ran (a start time) that the recommended list
+        cannot hold: exactly the pods `headstart simulate` on that list does not replay
+        as "fit no simulated instance type". unbucketable_gpu_hours: their GPU-hours
+        within the trace. unbucketable_never_scheduled: pods that never ran in the trace
+        and fit no type either (simulate counts them as never scheduled).
     unbucketable_examples: up to five pods the recommended list cannot hold, as
         (pod name, (GPUs, CPUs, GiB)).
     """
@@ -290,6 +330,10 @@ class TuneReport:
     unbucketable_pods: int
     unbucketable_examples: tuple[tuple[str, tuple[float, float, float]], ...]
     family_scales: dict[str, tuple[float, int]]
+    max_types: int | None = None
+    trimmed: tuple[str, ...] = ()
+    unbucketable_gpu_hours: float = 0.0
+    unbucketable_never_scheduled: int = 0
 
     def to_json(self) -> dict:
         return {
@@ -302,9 +346,13 @@ class TuneReport:
             "pods": self.pods,
             "censoring": self.censoring,
             "recommended": list(self.recommended),
+            "max_types": self.max_types,
+            "trimmed": list(self.trimmed),
             "candidates": [c.to_json() for c in self.candidates],
             "unbucketable_pods": {
                 "count": self.unbucketable_pods,
+                "gpu_hours": round(self.unbucketable_gpu_hours, 2),
+                "never_scheduled": self.unbucketable_never_scheduled,
                 "examples": [
                     {"pod": pod, "gpus": v[0], "cpus": v[1], "memory_gib": round(v[2], 3)}
                     for pod, v in self.unbucketable_examples
@@ -331,12 +379,19 @@ def recommended_series(report: TuneReport) -> pd.DataFrame:
     return pd.DataFrame(columns, index=pd.Index(report.times, name="time_s"))
 
 
+def _placer(types: Sequence[InstanceType], demand: DemandHistogram):
+    """place(indices): each shape's position within those types (the fit rule)."""
+    def place(index: tuple[int, ...]) -> np.ndarray:
+        return pin_buckets(demand.shapes, [types[i] for i in index], demand.shape_models)
+    return place
+
+
 def _family_scale(
     types: Sequence[InstanceType], demand: DemandHistogram, tick_hours: float
 ) -> ScaleResult:
     return scale_over_trace(
         demand.shapes, demand.histogram, demand.shape_pods, _vectors(types), _prices(types),
-        tick_hours,
+        tick_hours, pin_buckets(demand.shapes, types, demand.shape_models),
     )
 
 
@@ -346,25 +401,45 @@ def tune(
     catalog: Catalog,
     gpu_model: str = "auto",
     include_pending: bool = True,
+    max_types: int | None = DEFAULT_MAX_TYPES,
 ) -> TuneReport:
-    """Evaluate the catalog and each base-instance list for a trace; recommend the chosen one."""
+    """Evaluate the catalog and each base-instance list for a trace, cut the chosen one to
+    at most `max_types` types (None: no cut), and recommend that."""
+    if max_types is not None and max_types < 1:
+        raise InputError(f"--max-types: must be at least 1, got {max_types}")
+    if not (table.frame["gpu_milli"].to_numpy() > 0).any():
+        raise InputError(f"{table.source}: no pod asks for a GPU; there are no GPU buckets "
+                         "to tune")
     tick_hours = snaps.tick_s / 3600.0
     vectors = resource_matrix(table)
-    demand = demand_histogram(vectors, snaps, include_pending)
+    models = gpu_model_requirements(table)
+    demand = demand_histogram(vectors, snaps, include_pending, models)
+    demanded = frozenset().union(*(accepted_models(m) for m in set(models.tolist())))
 
     family_scales: dict[str, tuple[float, int]] = {}
     if gpu_model == "auto":
-        models = (*gpu_models(catalog), "all")
-        for model in models:
-            result = _family_scale(family(catalog, model), demand, tick_hours)
+        choices = (*gpu_models(catalog), "all")
+        for model in choices:
+            result = _family_scale(family(catalog, model, demanded), demand, tick_hours)
             family_scales[model] = (result.total, result.unbucketable_pods)
-        gpu_model = min(models, key=lambda m: (family_scales[m][1], family_scales[m][0]))
-    types = family(catalog, gpu_model)
+        gpu_model = min(choices, key=lambda m: (family_scales[m][1], family_scales[m][0]))
+    types = family(catalog, gpu_model, demanded)
+    vectors_of_types, prices = _vectors(types), _prices(types)
+    place = _placer(types, demand)
 
     selection: Selection = select_base_instance(
-        demand.shapes, demand.histogram, demand.shape_pods, _vectors(types), _prices(types),
-        tick_hours, order=range(len(types)),
+        demand.shapes, demand.histogram, demand.shape_pods, vectors_of_types, prices,
+        tick_hours, order=range(len(types)), place=place,
     )
+    drops = () if max_types is None else trim_types(
+        selection.chosen.types, max_types, demand.shapes, demand.histogram,
+        demand.shape_pods, vectors_of_types, prices, tick_hours, place,
+    )
+    final = drops[-1].types if drops else selection.chosen.types
+    # A type no pod lands on is a node group run for nothing (simulate refuses such a list).
+    idle = set(unused_types(demand.shapes, [types[i] for i in final], demand.shape_models))
+    if idle and len(idle) < len(final):
+        final = tuple(i for position, i in enumerate(final) if position not in idle)
     memo: dict = {}  # packings shared by candidates that keep a type and its pods
     candidates = []
     everything = sorted_types(catalog.instance_types)  # duplicates too: the user's full list
@@ -375,15 +450,20 @@ def tune(
         candidates.append(
             evaluate(f"base {number}", step_types, demand, tick_hours, step.accepted, memo)
         )
-    recommended = tuple(types[i].name for i in selection.chosen.types)
+    if final != selection.chosen.types:
+        label = f"max {max_types}" if drops else "used"
+        candidates.append(evaluate(label, [types[i] for i in final], demand, tick_hours,
+                                   True, memo))
+    recommended = tuple(types[i].name for i in final)
 
-    chosen_shapes = selection.chosen.scale.unbucketable_shapes
-    unplaced_rows = np.flatnonzero(np.isin(demand.shape_of_row, chosen_shapes))
+    unplaced = pin_buckets(vectors, [types[i] for i in final], models) < 0
+    ran = ~np.isnan(table.frame["start_s"].to_numpy(dtype=np.float64))
+    unplaced_rows = np.flatnonzero(unplaced & ran)
     pod_names = table.frame["pod"].to_numpy()
     examples = tuple(
         (str(pod_names[row]), (float(vectors[row, 0]), float(vectors[row, 1]),
                                float(vectors[row, 2])))
-        for row in unplaced_rows[:EXAMPLES]
+        for row in np.concatenate([unplaced_rows, np.flatnonzero(unplaced & ~ran)])[:EXAMPLES]
     )
     return TuneReport(
         source=table.source,
@@ -398,4 +478,19 @@ def tune(
         unbucketable_pods=int(unplaced_rows.size),
         unbucketable_examples=examples,
         family_scales=family_scales,
+        max_types=max_types,
+        trimmed=tuple(types[drop.dropped].name for drop in drops),
+        unbucketable_gpu_hours=gpu_hours(table, unplaced_rows),
+        unbucketable_never_scheduled=int((unplaced & ~ran).sum()),
     )
+
+
+def gpu_hours(table: JobTable, rows: np.ndarray) -> float:
+    """GPU-hours the pods at `rows` ran within the trace (a NaN end runs to its end)."""
+    frame = table.frame
+    start = frame["start_s"].to_numpy(dtype=np.float64)[rows]
+    end = frame["end_s"].to_numpy(dtype=np.float64)[rows]
+    end = np.where(np.isnan(end), table.trace_end_s, np.minimum(end, table.trace_end_s))
+    start = np.maximum(start, table.trace_start_s)
+    gpus = frame["gpu_milli"].to_numpy(dtype=np.float64)[rows] / 1000.0
+    return float((gpus * np.clip(end - start, 0.0, None)).sum() / 3600.0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 
 from bucketing.errors import HeadstartError
@@ -32,11 +33,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Locality-aware scheduling and predictive GPU overprovisioning "
         "for distributed training on autoscaled Kubernetes.",
     )
+    parser.add_argument("--version", action="version", version=f"headstart {version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
     return parser
+
+
+def version() -> str:
+    """The installed package's version (pyproject.toml), "unknown" when not installed."""
+    try:
+        return importlib.metadata.version("headstart")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

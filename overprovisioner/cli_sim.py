@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from bucketing.errors import ConfigError, InputError
+from bucketing.outpath import check_output_folder
+from bucketing.progress import HEARTBEAT_S
 from overprovisioner.sim_summary import QUICK_DAYS, Progress, print_summary, quick_policies
 
 POLICY_HELP = (
@@ -160,6 +162,21 @@ def load_bucket_types(path: str, catalog: Any) -> tuple:
     return tuple(types)
 
 
+def check_types_used(path: str, table: Any, types: tuple) -> None:
+    """ConfigError naming the first listed type no pod of the trace would run on (the fit
+    rule, bucketing.fit): a node group the simulation would keep for nothing."""
+    from bucketing.demand import resource_matrix
+    from bucketing.fit import unused_types
+    from bucketing.jobtable import gpu_model_requirements
+
+    unused = unused_types(resource_matrix(table), types, gpu_model_requirements(table))
+    if unused:
+        index = unused[0]
+        raise ConfigError(f"{path}: instance_types[{index}]: {types[index].name}: no pod of "
+                          f"{table.source} would run on it ({len(unused)} such types); "
+                          "list the types the trace uses (headstart buckets tune --out)")
+
+
 def _service_config(args: argparse.Namespace) -> tuple[Any, Any]:
     """(service config, catalog): the --config file loaded as the service loads it, or
     the service's defaults with --catalog."""
@@ -210,6 +227,7 @@ def _workload(args: argparse.Namespace, table: Any, catalog: Any, service: Any,
         types = tuple(catalog.get(name) for name in service.instance_types)
     elif getattr(args, "buckets", None):
         types = load_bucket_types(args.buckets, catalog)
+        check_types_used(args.buckets, table, types)
     else:
         types = default_types(table, catalog)
     workload = build_workload(table, types, days=args.days,
@@ -228,6 +246,8 @@ def simulate_command(args: argparse.Namespace) -> int:
     for name in args.policy or ():
         parse_policy_name(name)
     what_if = parse_what_if(args.lead_share, args.lead, args.lead_curve, args.seed)
+    if args.plot:  # before any work: a bad folder must not cost a run
+        check_output_folder(args.plot, "--plot")
     service, catalog = _service_config(args)
     config = _config(args, service)
     progress = Progress()
@@ -244,15 +264,17 @@ def simulate_command(args: argparse.Namespace) -> int:
         workload = _workload(args, what_if.apply(table, lead), catalog, service,
                              workload.types)
     progress.total = len(policies) + int(args.compare_scoring)
-    results = run_policies(workload, catalog, policies, config,
-                           compare_scoring=args.compare_scoring, progress=progress)
+    with progress.meanwhile("simulating the policies"):  # says again every 10 s
+        results = run_policies(workload, catalog, policies, config,
+                               compare_scoring=args.compare_scoring, progress=progress)
     metrics = [m for _, m in results]
     verdict = build_verdict_for(metrics, config, workload)
     if args.plot:
         from overprovisioner.report import write_plots
 
         progress.say("drawing the plots")
-        paths = write_plots(results, Path(args.plot), verdict.assessment, verdict.ring)
+        with progress.meanwhile("drawing the plots", after_s=HEARTBEAT_S):
+            paths = write_plots(results, Path(args.plot), verdict.assessment, verdict.ring)
         progress.say(f"plots: {', '.join(str(p) for p in paths)}")
     if args.json:
         print(json.dumps([dict(m.as_dict(), lead_seconds=lead) for m in metrics], indent=2))
@@ -275,9 +297,10 @@ def _lead_curve_command(args: argparse.Namespace, table: Any, workload: Any, cat
                          "predictive reads known demand)")
     names = judged(policies)
     progress.total = len(policies) - len(names) + len(names) * len(what_if.leads)
-    runs, curve = run_lead_curve(
-        table, lambda t: _workload(args, t, catalog, service, workload.types), catalog,
-        policies, config, what_if, progress=progress)
+    with progress.meanwhile("simulating the policies at each lead"):
+        runs, curve = run_lead_curve(
+            table, lambda t: _workload(args, t, catalog, service, workload.types), catalog,
+            policies, config, what_if, progress=progress)
     if args.plot:
         from overprovisioner.lead_plot import write_lead_plot
 
@@ -347,23 +370,26 @@ def demo_command(args: argparse.Namespace) -> int:
     if args.quick and args.days is None:
         args.days = QUICK_DAYS
     progress = Progress()
+    out = Path(args.out) if args.out else Path(f"headstart-demo-{time.strftime('%Y%m%d-%H%M%S')}")
+    check_output_folder(out, "--out")  # before any work: a bad folder must not cost a run
     service, catalog = _service_config(args)
     with progress.meanwhile("loading the trace"):
         table, workload = _load(args, args.trace is None, catalog, service)
-    out = Path(args.out) if args.out else Path(f"headstart-demo-{time.strftime('%Y%m%d-%H%M%S')}")
     config = SimConfig(service=service).validate()
     policies = default_policies(workload, demo=True)
     if args.quick:
         policies = quick_policies(policies)
     progress.total = len(policies) + int(args.compare_scoring)
-    results = run_policies(workload, catalog, policies, config,
-                           compare_scoring=args.compare_scoring, progress=progress)
+    with progress.meanwhile("simulating the policies"):
+        results = run_policies(workload, catalog, policies, config,
+                               compare_scoring=args.compare_scoring, progress=progress)
     metrics = [m for _, m in results]
     progress.say("writing the report")
     verdict = build_verdict_for(metrics, config, workload)
-    index = write_report(results, out, title=f"headstart demo: {table.source}",
-                         workload_text=describe_workload(table, workload) + ". "
-                         + describe_service(config) + ".", verdict=verdict)
+    with progress.meanwhile("writing the report", after_s=HEARTBEAT_S):
+        index = write_report(results, out, title=f"headstart demo: {table.source}",
+                             workload_text=describe_workload(table, workload) + ". "
+                             + describe_service(config) + ".", verdict=verdict)
     print_summary(verdict, describe_workload(table, workload), describe_service(config),
                   metrics)
     print(f"({len(results)} runs in {progress.elapsed():.1f} s)")

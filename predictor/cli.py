@@ -17,6 +17,7 @@ from typing import Any
 from bucketing.bucket_file import read_bucket_file
 from bucketing.durations import parse_duration
 from bucketing.errors import InputError
+from bucketing.outpath import check_output_file
 from predictor.registry import DEFAULT_MODEL
 
 DEFAULT_MODELS = DEFAULT_MODEL
@@ -108,6 +109,7 @@ def run_backtest(args: argparse.Namespace) -> int:
         from predictor.backtest_plot import check_plot_path
 
         check_plot_path(Path(args.plot))
+        check_output_file(args.plot, "--plot")
     from bucketing.progress import Progress
 
     progress = Progress()
@@ -140,7 +142,8 @@ def run_backtest(args: argparse.Namespace) -> int:
     if args.plot:
         from predictor.backtest_plot import plot_backtest
 
-        plot_backtest(result, series.times, tick_s, Path(args.plot), title=series.source)
+        with progress.meanwhile("drawing the plot"):
+            plot_backtest(result, series.times, tick_s, Path(args.plot), title=series.source)
     if args.json:
         print(json.dumps([row.as_dict() for row in result.rows], indent=1))
     else:

@@ -9,6 +9,9 @@ Decides how the trace's fields map to the canonical job table:
   gpu_milli       -> the share of ONE GPU each device gets (0-1000), so the canonical
                      gpu_milli is num_gpu x gpu_milli (a pod with num_gpu 0 asks for no GPU)
   qos             -> priority_class (LS, BE, Burstable, Guaranteed); "" when absent
+  gpu_spec        -> gpu_model, the GPU model a pod requires in the catalogs' names
+                     (`bucketing.gpu_spec`: V100M16 -> V100, A10 -> A10G, ...); blank or
+                     absent = any model (every pod of the shared `default` sample)
   creation_time   -> submit_s; 0 (or blank) = created before the trace: clamped to the
                      trace start and counted in censoring.started_before_trace
   scheduled_time  -> start_s; blank = never scheduled within the trace (in the shared
@@ -16,7 +19,7 @@ Decides how the trace's fields map to the canonical job table:
                      still waiting: their end_s is that deletion); 0 = before the trace
   deletion_time   -> end_s; blank = still running at the trace's end; 0 = ended before
                      the trace (dropped, counted as "ended before the trace")
-pod_phase and gpu_spec are not used: the times already say what happened.
+pod_phase is not used: the times already say what happened.
 
 Times are seconds from an unknown origin; the trace starts at the earliest non-zero
 time in the file and ends at the latest.
@@ -31,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from bucketing.errors import InputError
-from bucketing.jobtable import JobTable
+from bucketing.gpu_spec import requirements
+from bucketing.jobtable import GPU_MODEL, JobTable
 from bucketing.traces.assemble import assemble
 from bucketing.traces.csvfile import (
     CsvFile,
@@ -102,6 +106,10 @@ def parse(csv: CsvFile) -> JobTable:
         "gpu_milli": np.round(num_gpu * share).astype(np.int64),
         "priority_class": priority,
     }
+    if "gpu_spec" in csv.columns:
+        models = requirements(strings(csv, "gpu_spec"))
+        if (models != "").any():  # no column at all when every pod takes any model
+            columns[GPU_MODEL] = models
     return assemble(
         csv.path,
         f"{Path(csv.path).name} ({FORMAT})",

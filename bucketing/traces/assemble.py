@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bucketing.errors import InputError
-from bucketing.jobtable import COLUMNS, KNOWN_AT, Censoring, JobTable
+from bucketing.jobtable import COLUMNS, GPU_MODEL, KNOWN_AT, Censoring, JobTable
 
 
 def out_of_order(submit: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -47,7 +47,8 @@ def assemble(
     submit already clamped to trace_start_s). Running-at-end (a start, no end) and
     never-scheduled (no start) are read off the NaNs of the rows kept. `unusable`
     holds a format's own reasons to drop a row ("" to keep it). `columns` may hold
-    the optional `known_at_s` (NaN where unknown); absent, every row gets NaN.
+    the optional `known_at_s` (NaN where unknown); absent, every row gets NaN; and the
+    optional `gpu_model` ("" = any model); absent, the table has no such column.
     """
     frame = pd.DataFrame({name: columns[name] for name in COLUMNS})
     for name, dtype in COLUMNS.items():
@@ -55,6 +56,8 @@ def assemble(
     # Formats without lead information know each pod's demand when it is created.
     frame[KNOWN_AT] = np.asarray(columns.get(KNOWN_AT, np.full(len(frame), np.nan)),
                                  dtype=np.float64)
+    if GPU_MODEL in columns:  # only formats that say which GPU model a pod needs
+        frame[GPU_MODEL] = np.asarray(columns[GPU_MODEL], dtype=object)
     reasons = out_of_order(
         frame["submit_s"].to_numpy(), frame["start_s"].to_numpy(), frame["end_s"].to_numpy()
     )

@@ -2,7 +2,8 @@
 synth` write).
 
 The file is the canonical columns (see `bucketing.jobtable`) as CSV, blank for NaN,
-plus the optional `known_at_s` (files written before it existed have none: blank),
+plus the optional `known_at_s` (files written before it existed have none: blank) and
+`gpu_model` (the GPU model a pod requires, blank = any; written only when some pod asks),
 optionally preceded by one metadata line:
   # headstart-job-table trace_start_s=0.0 trace_end_s=1209600.0 started_before_trace=0
 which carries the trace window and the censoring that the rows alone cannot show.
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from bucketing.errors import InputError
-from bucketing.jobtable import COLUMNS, KNOWN_AT, JobTable
+from bucketing.jobtable import COLUMNS, GPU_MODEL, KNOWN_AT, JobTable
 from bucketing.traces.assemble import assemble
 from bucketing.traces.csvfile import (
     CsvFile,
@@ -85,6 +86,9 @@ def parse(csv: CsvFile) -> JobTable:
             raise InputError(f"{csv.path}:{csv.line_of_row(row)}: column {KNOWN_AT}: "
                              f"{columns[KNOWN_AT][row]:g} is after submit_s "
                              f"{columns['submit_s'][row]:g}")
+
+    if GPU_MODEL in csv.frame.columns:
+        columns[GPU_MODEL] = strings(csv, GPU_MODEL)
 
     trace_start = metadata.get("trace_start_s", float(np.min(columns["submit_s"])))
     started_before = np.zeros(len(columns["pod"]), dtype=bool)

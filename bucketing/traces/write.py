@@ -1,7 +1,8 @@
 """Writing a JobTable as headstart's own CSV (gzip when the name ends in .gz).
 
 Decides: the file layout `bucketing.traces.headstart_csv` reads back (one metadata
-line, then the canonical columns and `known_at_s`, blank for NaN), so a table survives
+line, then the canonical columns and `known_at_s`, blank for NaN, and `gpu_model` when
+some pod requires a GPU model), so a table survives
 a round trip.
 
 Must not: change the table.
@@ -13,7 +14,14 @@ import gzip
 from pathlib import Path
 
 from bucketing.errors import InputError
-from bucketing.jobtable import COLUMNS, KNOWN_AT, JobTable, known_at
+from bucketing.jobtable import (
+    COLUMNS,
+    GPU_MODEL,
+    KNOWN_AT,
+    JobTable,
+    gpu_model_requirements,
+    known_at,
+)
 from bucketing.traces.headstart_csv import format_preamble
 
 
@@ -24,6 +32,9 @@ def write_job_table(table: JobTable, path: str | Path) -> Path:
         table.trace_start_s, table.trace_end_s, table.censoring.started_before_trace
     )
     frame = table.frame[list(COLUMNS)].assign(**{KNOWN_AT: known_at(table)})
+    models = gpu_model_requirements(table)
+    if (models != "").any():  # files of tables without requirements stay as they were
+        frame = frame.assign(**{GPU_MODEL: models})
     body = frame.to_csv(index=False, na_rep="", lineterminator="\n")
     text = preamble + "\n" + body
     try:

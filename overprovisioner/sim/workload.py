@@ -14,9 +14,10 @@ Censored rows:
   counted, since the trace gives no run time for them;
 - fitting no bucket type: excluded and counted (no node group could ever run them).
 
-Bounds: a pod is pinned to the bucket `bucketing.embed.assign` chooses (one GPU model's
-family plus GPU-less types), as a workload's nodeSelector would pin it; scheduling it
-onto a larger type is not modelled.
+Bounds: a pod is pinned to the type `bucketing.fit.pin_buckets` chooses (the rule the
+tuner counts unbucketable pods with: GPU pods on GPU types of the model they ask for,
+GPU-less pods on GPU-less types when the list has any), as a workload's nodeSelector
+would pin it; scheduling it onto a larger type is not modelled.
 
 Must not: read files, log, mutate the table.
 """
@@ -28,9 +29,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bucketing.catalog import Catalog, InstanceType
-from bucketing.embed import assign
 from bucketing.errors import InputError
-from bucketing.jobtable import JobTable, known_at
+from bucketing.fit import bucket_vectors, pin_buckets
+from bucketing.jobtable import JobTable, gpu_model_requirements, known_at
+
+__all__ = ["Workload", "bucket_vectors", "build_workload", "busy_hours", "default_types",
+           "pin_buckets", "true_demand"]
 
 
 @dataclass(frozen=True)
@@ -76,13 +80,6 @@ class Workload:
     @property
     def gpu_types(self) -> np.ndarray:
         return np.array([t.gpus > 0 for t in self.types])
-
-
-def bucket_vectors(types: tuple[InstanceType, ...]) -> np.ndarray:
-    """(B, 3) what one node of each type offers pods, in (GPUs, CPUs, GiB)."""
-    return np.array(
-        [t.placeholder_request.as_vector() for t in types], dtype=np.float64
-    ).reshape(-1, 3)
 
 
 def build_workload(
@@ -138,7 +135,7 @@ def build_workload(
         axis=1,
     )
     vectors = request.astype(np.float64) / np.array([1000.0, 1000.0, 1024.0**3])
-    bucket = pin_buckets(vectors, types)
+    bucket = pin_buckets(vectors, types, gpu_model_requirements(table))
     unfit = keep & (bucket < 0)
     excluded["fit no simulated instance type"] = int(unfit.sum())
     keep &= bucket >= 0
@@ -166,30 +163,6 @@ def build_workload(
         excluded={k: v for k, v in excluded.items() if v},
         known_at_s=known_at(table)[rows],
     )
-
-
-def pin_buckets(vectors: np.ndarray, types: tuple[InstanceType, ...]) -> np.ndarray:
-    """(N,) the type each (GPUs, CPUs, GiB) vector is pinned to, -1 = none fits.
-
-    `bucketing.embed.assign` decides, except that a GPU-less pod goes only to GPU-less
-    types when the list has any (GPU nodes are tainted) and a GPU pod only to GPU types.
-    Without GPU-less types (openb's cluster has GPU nodes only), CPU pods use GPU types.
-    """
-    offered = bucket_vectors(types)
-    gpu_type = np.array([t.gpus > 0 for t in types])
-    wants_gpu = vectors[:, 0] > 0
-    has_cpu_types = bool((~gpu_type).any())
-    result = np.full(len(vectors), -1, dtype=np.int64)
-    for kind_is_gpu in (False, True):
-        allowed = gpu_type == kind_is_gpu if (kind_is_gpu or has_cpu_types) else np.ones(
-            len(types), dtype=bool)
-        rows = np.flatnonzero(wants_gpu == kind_is_gpu)
-        indexes = np.flatnonzero(allowed)
-        if len(rows) == 0 or len(indexes) == 0:
-            continue
-        picked = assign(vectors[rows], offered[indexes])
-        result[rows] = np.where(picked >= 0, indexes[np.maximum(picked, 0)], -1)
-    return result
 
 
 def true_demand(workload: Workload, tick_s: float) -> np.ndarray:
@@ -236,6 +209,7 @@ def default_types(table: JobTable, catalog: Catalog) -> tuple[InstanceType, ...]
         frame["memory_bytes"].to_numpy(dtype=np.float64) / 1024.0**3,
     ], axis=1)
     models = sorted({t.gpu_model for t in catalog.instance_types if t.gpus > 0 and t.gpu_model})
+    requirements = gpu_model_requirements(table)
     cpu_types = [t for t in catalog.instance_types if t.gpus == 0]
     best: tuple[int, float, tuple[InstanceType, ...]] | None = None
     for model in models or [None]:
@@ -257,7 +231,7 @@ def default_types(table: JobTable, catalog: Catalog) -> tuple[InstanceType, ...]
         if not chosen:
             continue
         chosen.sort(key=lambda t: tuple(t.placeholder_request.as_vector()))
-        unfit = int((pin_buckets(vectors, tuple(chosen)) < 0).sum())
+        unfit = int((pin_buckets(vectors, tuple(chosen), requirements) < 0).sum())
         cost = sum(t.price_per_hour for t in chosen)
         # A family that leaves at most 2% of pods out competes on price alone.
         score = int(unfit // max(1.0, 0.02 * len(vectors)))

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 
-import numpy as np
 import pytest
 import yaml
 
 from bucketing.catalog import load_catalog
 from bucketing.demand import resource_matrix
-from bucketing.embed import assign
+from bucketing.fit import pin_buckets
 from bucketing.traces import load_trace, write_job_table
 from headstart.cli import main
 from tests.bucketing.test_tune import CATALOG_DOC, PODS, make_table
@@ -39,7 +39,8 @@ def test_json_report(files, capsys):
     assert base0["cost_usd"] == 10.5
     assert base0["node_hours"] == 3.0
     assert base0["gpu_waste_fraction"] == round(2 / 7, 4)
-    assert report["unbucketable_pods"] == {"count": 0, "examples": []}
+    assert report["unbucketable_pods"] == {
+        "count": 0, "gpu_hours": 0.0, "never_scheduled": 0, "examples": []}
     assert report["tick_s"] == 1800.0 and report["ticks"] == 2
 
 
@@ -51,7 +52,9 @@ def test_table_out_snippet_series_and_plot(files, tmp_path, capsys):
                  "--series", str(series)])
     assert code == 0
     text = capsys.readouterr().out
-    assert "recommended: g.one, g.four" in text
+    # the answer comes first, before the table
+    assert text.splitlines()[2] == "recommended: 2 types (--max-types 4): g.one, g.four"
+    assert text.splitlines()[3].startswith("cannot bucket: 0 of 4 pods (0.0 GPU-hours)")
     assert "base 2" in text
     snippet = out.read_text()
     assert snippet.startswith("# Written by `headstart buckets tune` from")
@@ -107,18 +110,64 @@ def test_real_alibaba_trace(traces_dir, capsys):
                  "--tick", "1h", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     catalog = load_catalog("aws")
-    recommended = np.array(
-        [catalog.get(n).placeholder_request.as_vector() for n in report["recommended"]])
-    # the unbucketable count is exactly the pods no recommended type holds, and the
-    # examples are among them
+    recommended = [catalog.get(n) for n in report["recommended"]]
+    assert len(recommended) <= 4  # --max-types' default
+    # the unbucketable count is exactly the pods no recommended type holds under the
+    # fit rule (DLRM has no never-scheduled pods), and the examples are among them
     table = load_trace(path)
-    unplaced = assign(resource_matrix(table), recommended) < 0
+    unplaced = pin_buckets(resource_matrix(table), recommended) < 0
     assert report["unbucketable_pods"]["count"] == int(unplaced.sum())
     names = set(table.frame["pod"].to_numpy()[unplaced])
     assert {e["pod"] for e in report["unbucketable_pods"]["examples"]} <= names
     kept = [c for c in report["candidates"] if c["accepted"]]
     assert kept[-1]["instance_types"] == report["recommended"]
+    assert kept[-1]["label"] == "max 4"
     # packing can only need more nodes than the embedding's lower bound
     for candidate in report["candidates"]:
         assert candidate["node_hours"] >= candidate["embed_node_hours"] - 0.01
         assert 0.0 <= candidate["gpu_waste_fraction"] <= 1.0
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out.strip() == f"headstart {importlib.metadata.version('headstart')}"
+
+
+@pytest.mark.parametrize(
+    ("option", "target", "message"),
+    [
+        ("--out", "missing/buckets.yaml", "--out {tmp}/missing/buckets.yaml: the folder "
+         "{tmp}/missing does not exist"),
+        ("--series", ".", "--series {tmp}/.: is a folder; name a file"),
+        ("--plot", "nowhere/p.png", "--plot {tmp}/nowhere/p.png: the folder"),
+    ],
+    ids=["out-folder-missing", "series-is-a-folder", "plot-folder-missing"],
+)
+def test_outputs_are_checked_before_the_trace_is_read(tmp_path, capsys, option, target,
+                                                      message):
+    # the trace does not exist either: the output error comes first, before any work
+    argv = ["buckets", "tune", "--trace", str(tmp_path / "none.csv"), option,
+            f"{tmp_path}/{target}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message.format(tmp=tmp_path) in err and err.count("\n") == 1
+
+
+def test_max_types_bounds_the_list(files, capsys):
+    trace, catalog = files
+    assert main(["buckets", "tune", "--trace", str(trace), "--catalog", str(catalog),
+                 "--tick", "30m", "--gpu-model", "T4", "--max-types", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # test_tune.py's test_max_types_cuts_the_kept_list: g.one goes, g.four holds all
+    assert report["recommended"] == ["g.four"] and report["trimmed"] == ["g.one"]
+    assert main(["buckets", "tune", "--trace", str(trace), "--max-types", "0"]) == 2
+    assert "--max-types: must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_a_trace_without_gpu_pods_is_one_line_exit_2(tmp_path, capsys):
+    trace = write_job_table(make_table([(0, 2, 8, 0, 0, float("nan"))]), tmp_path / "t.csv")
+    assert main(["buckets", "tune", "--trace", str(trace)]) == 2
+    err = capsys.readouterr().err
+    assert "t.csv (headstart): no pod asks for a GPU" in err and err.count("\n") == 1

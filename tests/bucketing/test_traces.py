@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from bucketing.errors import InputError
+from bucketing.jobtable import GPU_MODEL, gpu_model_requirements
 from bucketing.traces import load_trace, write_job_table
 from bucketing.traces.detect import detect_format
 
@@ -70,6 +71,21 @@ def test_openb_field_mapping(tmp_path):
     assert (share["submit_s"], share["start_s"], share["end_s"]) == (1000, 1000, 1500)
     assert frame.loc["p-multi", "gpu_milli"] == 2000  # 2 GPUs x 1000
     assert frame.loc["p-cpu", "gpu_milli"] == 0
+
+
+def test_openb_gpu_spec_becomes_the_gpu_model_a_pod_requires(tmp_path):
+    trace = openb(
+        "p-v,1000,1,1,1000,V100M16|V100M32,LS,Running,1000,,1000",
+        "p-a,1000,1,1,1000,A100,LS,Running,1000,,1000",
+        "p-any,1000,1,1,1000,,LS,Running,1000,,1000",
+    )
+    table = load_trace(write(tmp_path, trace))
+    # the table in bucketing/gpu_spec.py; blank = any model
+    assert gpu_model_requirements(table).tolist() == ["V100", "A100-40GB|A100-80GB", ""]
+    again = load_trace(write_job_table(table, tmp_path / "h.csv"))
+    assert gpu_model_requirements(again).tolist() == ["V100", "A100-40GB|A100-80GB", ""]
+    # a trace where no pod names a model has no column (every pod takes any model)
+    assert GPU_MODEL not in load_trace(write(tmp_path, OPENB_TRACE, "b.csv")).frame.columns
 
 
 def test_openb_censoring(tmp_path):

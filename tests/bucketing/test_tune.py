@@ -8,16 +8,18 @@ import pytest
 
 from bucketing.catalog import parse_catalog
 from bucketing.demand import resource_matrix, snapshots
-from bucketing.errors import ConfigError
-from bucketing.jobtable import JobTable
+from bucketing.errors import ConfigError, InputError
+from bucketing.jobtable import GPU_MODEL, JobTable
 from bucketing.tune import demand_histogram, family, tune, without_duplicates
 
 GIB = 1024**3
 NAN = float("nan")
 
 
-def make_table(pods: list[tuple], end_s: float = 3600.0) -> JobTable:
-    """pods: (gpus, cpus, memory GiB, submit_s, start_s, end_s) each; NaN as in the table."""
+def make_table(pods: list[tuple], end_s: float = 3600.0, models: list[str] | None = None
+               ) -> JobTable:
+    """pods: (gpus, cpus, memory GiB, submit_s, start_s, end_s) each; NaN as in the table.
+    models: the GPU model each pod asks for ("" = any); None = no gpu_model column."""
     rows = [
         {
             "pod": f"pod-{i}", "job_id": f"job-{i}", "job_name": "train", "role": "worker",
@@ -29,6 +31,8 @@ def make_table(pods: list[tuple], end_s: float = 3600.0) -> JobTable:
     ]
     frame = pd.DataFrame(rows).astype(
         {"cpu_milli": "int64", "memory_bytes": "int64", "gpus": "int64", "gpu_milli": "int64"})
+    if models is not None:
+        frame[GPU_MODEL] = np.array(models, dtype=object)
     return JobTable(frame, "hand-built", 0.0, end_s)
 
 
@@ -135,5 +139,51 @@ def test_unbucketable_pods_are_counted_with_examples():
     assert report.unbucketable_pods == 1
     assert report.unbucketable_examples == (("pod-4", (8.0, 4.0, 16.0)),)
     as_json = report.to_json()["unbucketable_pods"]
-    assert as_json == {"count": 1, "examples": [
+    # 8 GPUs from 0 to the trace's end (NaN end) at 3600 s: 8 GPU-hours
+    assert as_json == {"count": 1, "gpu_hours": 8.0, "never_scheduled": 0, "examples": [
         {"pod": "pod-4", "gpus": 8.0, "cpus": 4.0, "memory_gib": 16.0}]}
+
+
+def test_a_pod_asking_for_a_gpu_model_goes_only_to_that_model():
+    # p1 asks for V100: the T4 list cannot hold it; "all" sends it to v.one, not g.one
+    # (same vector, cheaper, listed first: where a pod asking for no model would go)
+    models = ["", "V100", "", ""]
+    table = make_table(PODS, models=models)
+    t4 = tune(table, snapshots(table, 1800), CATALOG, gpu_model="T4")
+    assert t4.unbucketable_pods == 1
+    assert t4.unbucketable_examples[0][0] == "pod-1"
+    every = tune(table, snapshots(table, 1800), CATALOG, gpu_model="all")
+    assert every.unbucketable_pods == 0
+    assert "v.one" in every.recommended
+    # auto: T4 and V100 leave one pod out each, "all" none
+    auto = tune(table, snapshots(table, 1800), CATALOG)
+    assert auto.gpu_model == "all"
+    assert auto.family_scales["T4"][1] == 1
+
+
+def test_max_types_cuts_the_kept_list():
+    # base-instance selection keeps (g.one, g.four) (test_walk_and_recommendation); one
+    # type: without g.one everything goes to g.four ($10 x 2 ticks x 0.5 h = $10), without
+    # g.four p3 (2 GPUs) fits none: g.one goes
+    table = make_table(PODS)
+    report = tune(table, snapshots(table, 1800), CATALOG, gpu_model="T4", max_types=1)
+    assert report.recommended == ("g.four",)
+    assert report.trimmed == ("g.one",)
+    assert report.candidates[-1].label == "max 1"
+    assert report.candidates[-1].scale_usd == pytest.approx(10.0)
+    assert tune(table, snapshots(table, 1800), CATALOG, gpu_model="T4",
+                max_types=None).recommended == ("g.one", "g.four")
+
+
+def test_pods_that_never_ran_are_counted_apart():
+    # p2 never starts; with 9 GPUs it fits no type: not among the pods simulate would
+    # drop as unfit (it is never scheduled there), counted on its own
+    table = make_table([*PODS[:2], (9, 4, 16, 0, NAN, NAN), PODS[3]])
+    report = tune(table, snapshots(table, 1800), CATALOG, gpu_model="T4")
+    assert (report.unbucketable_pods, report.unbucketable_never_scheduled) == (0, 1)
+
+
+def test_a_trace_without_gpu_pods_is_refused():
+    table = make_table([(0, 2, 8, 0, 0, NAN)])
+    with pytest.raises(InputError, match="hand-built: no pod asks for a GPU"):
+        tune(table, snapshots(table, 1800), CATALOG)

@@ -200,3 +200,29 @@ def test_quick_demo_keeps_one_run_of_each_family():
     assert quick_policies(full) == ("reactive", "static:1", "static:2", "proportional:4",
                                     "scheduled:08-20=2,else=0", "predictive", "predictive:0.97",
                                     "oracle")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        # the trace's pods ask for 1 GPU, 2 CPUs, 8 GiB: all go to g4dn.xlarge, none to
+        # the dearer 1-GPU type after it or to the GPU-less type
+        (["simulate", "--buckets", "BUCKETS"],
+         "instance_types[1]: g4dn.2xlarge: no pod of trace.csv (headstart) would run on it "
+         "(2 such types)"),
+        (["simulate", "--plot", "FILE"], "--plot FILE: is a file; name a folder"),
+        (["demo", "--out", "FILE"], "--out FILE: is a file; name a folder"),
+    ],
+    ids=["bucket-type-the-trace-cannot-use", "simulate-plot-is-a-file", "demo-out-is-a-file"],
+)
+def test_bad_list_or_output_is_one_line_exit_2(trace_file, tmp_path, capsys, argv, message):
+    buckets = tmp_path / "buckets.yaml"
+    buckets.write_text("instance_types: [g4dn.xlarge, g4dn.2xlarge, m5.large]\n")
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    names = {"BUCKETS": str(buckets), "FILE": str(taken)}
+    argv = [names.get(a, a) for a in argv] + ["--trace", str(trace_file)]
+    code = main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and message.replace("FILE", str(taken)) in err[0]

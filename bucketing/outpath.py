@@ -1,0 +1,47 @@
+"""Checking an output path before any work, so a typo costs a second, not a run.
+
+Decides: whether a command can write the file or folder an option names, by asking the
+file system (an adapter: it creates and removes an empty file to be sure). Errors are
+one line naming the option and the path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from bucketing.errors import InputError
+
+
+def check_output_file(path: str | Path, option: str) -> None:
+    """InputError unless `path` can be written as a file: its folder exists, it is not a
+    folder, and a file can be created (or appended to) there."""
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"{option} {path}: is a folder; name a file")
+    folder = target.parent
+    if not folder.is_dir():
+        raise InputError(f"{option} {path}: the folder {folder} does not exist")
+    existed = target.exists()
+    try:
+        with open(target, "a"):
+            pass
+    except OSError as error:
+        raise InputError(f"{option} {path}: cannot write ({error.strerror})") from None
+    if not existed:
+        target.unlink(missing_ok=True)
+
+
+def check_output_folder(path: str | Path, option: str) -> None:
+    """InputError unless `path` is a folder, or can be made one (mkdir -p) in a writable
+    folder; it must not be a file."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise InputError(f"{option} {path}: is a file; name a folder")
+    existing = target
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"{option} {path}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {path}: cannot write in {existing}")
