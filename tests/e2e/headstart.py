@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +188,22 @@ class Overprovisioner(HeadstartProcess):
         response = self.get("/plan")
         response.raise_for_status()
         return response.json()
+
+
+def extender_on_nodes(e2e_clusters: Any, name: str, nodes: Mapping[str, str | None],
+                      logs: Sequence[str]) -> tuple[ControlPlane, Extender, int]:
+    """A headstart cluster (no autoscaler) with one kwok 8-GPU node per entry of `nodes`
+    (name -> placement group, None for none) and a ready extender whose cache holds them
+    all (the anchor node too); returns (cluster, extender, its port)."""
+    from tests.e2e.objects import kwok_node
+
+    spec, port = headstart_cluster()
+    cluster = e2e_clusters.start(spec, name)
+    for node, group in nodes.items():
+        cluster.kube.create("/api/v1/nodes", kwok_node(node, memory="768Gi", group=group))
+    extender = Extender(cluster, port=port).start()
+    extender.wait_ready()
+    cluster.wait(f"the extender's cache to hold the {len(nodes) + 1} nodes",
+                 lambda: extender.readyz()["nodes"] == len(nodes) + 1 or NotYet(
+                     extender.readyz()["nodes"]), 30, logs)
+    return cluster, extender, port

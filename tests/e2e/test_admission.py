@@ -25,7 +25,7 @@ from collections import Counter
 import pytest
 
 from tests.e2e.controlplane import DATA
-from tests.e2e.headstart import Extender, headstart_cluster
+from tests.e2e.headstart import Extender, extender_on_nodes, headstart_cluster
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node, kwok_node, training_pod
 
@@ -77,15 +77,7 @@ def gated(cluster, namespace: str, names: list[str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def groups_cluster(e2e_clusters):
-    spec, port = headstart_cluster()
-    cluster = e2e_clusters.start(spec, "admission")
-    for name, group in GROUPS.items():
-        cluster.kube.create("/api/v1/nodes", kwok_node(name, memory="768Gi", group=group))
-    extender = Extender(cluster, port=port).start()
-    extender.wait_ready()
-    cluster.wait("the extender's cache to hold the nodes",
-                 lambda: extender.readyz()["nodes"] == len(GROUPS) + 1 or NotYet(
-                     extender.readyz()["nodes"]), 30, LOGS)
+    cluster, extender, port = extender_on_nodes(e2e_clusters, "admission", GROUPS, LOGS)
     yield cluster, extender, port
     cluster.stop()
 

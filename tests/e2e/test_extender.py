@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from tests.e2e.headstart import Extender, headstart_cluster
+from tests.e2e.headstart import extender_on_nodes
 from tests.e2e.jobs import create_job, delete_pods, release_when_known, wait_all_bound
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import bound_node, kwok_node, training_pod
+from tests.e2e.objects import bound_node, training_pod
 
 SCHEDULER_LOGS = ["headstart-scheduler", "headstart-extender"]
 # Two placement groups of 8-GPU nodes: pg-a holds 16 GPUs, pg-b 32; one node has no group.
@@ -22,15 +22,7 @@ NODES = {"a-0": "pg-a", "a-1": "pg-a", "b-0": "pg-b", "b-1": "pg-b", "b-2": "pg-
 
 @pytest.fixture(scope="module")
 def extender_cluster(e2e_clusters):
-    spec, port = headstart_cluster()
-    cluster = e2e_clusters.start(spec, "extender")
-    for name, group in NODES.items():
-        cluster.kube.create("/api/v1/nodes", kwok_node(name, memory="768Gi", group=group))
-    extender = Extender(cluster, port=port).start()
-    extender.wait_ready()
-    cluster.wait(f"the extender's cache to hold the {len(NODES) + 1} nodes",
-                 lambda: extender.readyz()["nodes"] == len(NODES) + 1 or NotYet(
-                     extender.readyz()["nodes"]), 30, SCHEDULER_LOGS)
+    cluster, extender, _ = extender_on_nodes(e2e_clusters, "extender", NODES, SCHEDULER_LOGS)
     yield cluster, extender
     cluster.stop()
 
