@@ -57,6 +57,7 @@ from overprovisioner.errors import (
     RetryPolicy,
     call_with_retry,
 )
+from overprovisioner.expiry import valid_until
 from overprovisioner.objects import (
     CAPACITY_BUFFERS,
     DEPLOYMENT,
@@ -65,6 +66,7 @@ from overprovisioner.objects import (
     POD_TEMPLATE,
     PRIORITY_CLASS,
     SPEC_HASH,
+    VALID_UNTIL,
     DesiredObject,
     bucket_of,
     owned_by_overprovisioner,
@@ -381,7 +383,8 @@ class Applier:
                     current = self._get_if_exists(obj)
                     if current is not None and not owned_by_overprovisioner(current):
                         raise NotOwnedError(label)
-                if current is not None and not needs_write(obj, current):
+                if current is not None and not needs_write(
+                        obj, current, self.config.placeholders.expire_after_s / 2):
                     unchanged.append(obj)
                     continue
                 self._server_side_apply(obj, label)
@@ -530,14 +533,33 @@ def _labels(objects: Iterable[DesiredObject]) -> tuple[str, ...]:
     return tuple(_describe(*obj.key) for obj in objects)
 
 
-def needs_write(desired: DesiredObject, current: Mapping[str, Any]) -> bool:
-    """True unless `current` already has the desired spec hash and every desired field."""
+def needs_write(desired: DesiredObject, current: Mapping[str, Any],
+                renew_slack_s: float = 0.0) -> bool:
+    """True unless `current` already has the desired spec hash and every desired field.
+
+    The `headstart.io/valid-until` stamp is the exception: it moves every tick, and
+    writing every placeholder object every tick only to move it would be one PATCH per
+    object per tick. `current`'s stamp is good enough while it is at most
+    `renew_slack_s` before the desired one (the Applier passes half of
+    `placeholders.expire_after`, so an object is renewed about every other tick at the
+    defaults and never comes closer than half that to expiring)."""
     annotations = (current.get("metadata") or {}).get("annotations") or {}
     if annotations.get(SPEC_HASH) != desired.spec_hash:
         return True
     # List items carry no apiVersion/kind (as on a real server); the key already matched them.
     body = {k: v for k, v in desired.body.items() if k not in ("apiVersion", "kind")}
-    return not _contains(current, body, in_resources=False)
+    wanted_until = valid_until(desired.body)
+    if wanted_until is not None:
+        metadata = dict(body.get("metadata") or {})
+        metadata["annotations"] = {k: v for k, v in (metadata.get("annotations") or {}).items()
+                                   if k != VALID_UNTIL}
+        body["metadata"] = metadata
+    if not _contains(current, body, in_resources=False):
+        return True
+    if wanted_until is None:
+        return False
+    current_until = valid_until(current)
+    return current_until is None or current_until < wanted_until - renew_slack_s
 
 
 def _contains(observed: Any, desired: Any, in_resources: bool) -> bool:

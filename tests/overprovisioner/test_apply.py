@@ -377,6 +377,35 @@ def test_needs_write_compares_quantities_by_value(memory, cpu, replicas, expecte
     assert needs_write(desired, served) is expected
 
 
+NOW_S = 1_800_000_000.0
+
+
+@pytest.mark.parametrize(
+    "served_until_s, expected",
+    [
+        (NOW_S + 900, False),         # stamped by a write now: nothing to renew
+        (NOW_S + 900 - 300, False),   # a tick (5 min) behind: within half of 15 min
+        (NOW_S + 900 - 451, True),    # 451 s behind > 450 s (half of expire_after 15m)
+        (None, True),                 # never stamped (an older headstart's object)
+    ],
+    ids=["fresh", "one-tick-behind", "past-half", "unstamped"],
+)
+def test_the_validity_stamp_is_renewed_only_past_half_its_window(served_until_s,
+                                                                  expected) -> None:
+    from overprovisioner.apply import needs_write
+    from overprovisioner.objects import VALID_UNTIL, format_time
+
+    config = make_config()
+    (desired,) = desired_objects([bucket(wanted=1)], config, resolve_catalog(config),
+                                 "deployment", valid_until_s=NOW_S + 900)
+    served = _served_copy(dict(desired.body), "11719680Ki", "2896m")
+    annotations = served["metadata"].setdefault("annotations", {})
+    annotations.pop(VALID_UNTIL, None)
+    if served_until_s is not None:
+        annotations[VALID_UNTIL] = format_time(served_until_s)
+    assert needs_write(desired, served, renew_slack_s=450) is expected
+
+
 def test_a_buffer_never_points_at_a_foreign_pod_template(fake_kube) -> None:
     fake_kube.serve(CB_GV)
     fake_kube.create({"apiVersion": "v1", "kind": "PodTemplate",

@@ -587,15 +587,22 @@ def test_dry_run_never_enforces_expiry(fake_kube) -> None:
 
 def test_a_bucket_whose_write_keeps_failing_expires_while_the_others_are_renewed(
         fake_kube) -> None:
-    # p4d's Deployment write is refused (422, permanent) from tick 21 on; g5's is renewed
-    # every tick. At tick 23 only p4d's (ladder: 1) expired and goes to 0.
+    # Stamps renew once they are more than half of expire_after (15 min = 3 ticks) behind
+    # what a write now would stamp: tick 21 writes nothing (1 tick behind), ticks 22 and
+    # 23 renew. p4d's Deployment write is refused (422, permanent) at both; g5's goes
+    # through. At tick 23 only p4d's (ladder: 1, valid until tick 20 + 3) expired and
+    # goes to 0.
     demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], [[1.0, 1.0]])
     loop = make_loop(fake_kube, make_config(), demand)
     loop.tick(at_tick(20))
     p4d = "headstart-placeholder-p4d-24xlarge"
     assert replicas(fake_kube, p4d) == 1
-    fake_kube.fail_next("PATCH", f"/deployments/{p4d}", 422, count=3)
-    for tick in (21, 22, 23):
+    patches = len([r for r in fake_kube.requests if r[0] == "PATCH"])
+    loop.tick(at_tick(21))
+    assert len([r for r in fake_kube.requests if r[0] == "PATCH"]) == patches, \
+        "tick 21 re-wrote objects whose only change is a fresh enough stamp"
+    fake_kube.fail_next("PATCH", f"/deployments/{p4d}", 422, count=2)
+    for tick in (22, 23):
         report = loop.tick(at_tick(tick))
     assert report.expired == (f"apps/v1 Deployment {NS}/{p4d} to 0",)
     assert replicas(fake_kube, p4d) == 0 and replicas(fake_kube) == 1
