@@ -2,10 +2,13 @@
 
 Decides: one CA, the kube-apiserver's serving certificate (127.0.0.1, localhost and the
 in-cluster service names), the service-account signing key pair, and client
-certificates per identity. Every client is in `system:masters` (cluster-admin, as the
-components of a throw-away cluster are); identities differ by common name (the user
-name the audit log records) and can carry an extra group, so the audit policy can
-single out headstart's own processes. ECDSA P-256 keys: made in milliseconds, where
+certificates per identity, for the test's own admin client and the cluster's other
+components (kube-controller-manager, the default kube-scheduler, kwok,
+cluster-autoscaler, Karpenter): every certificate client is in `system:masters`, as the
+components of a throw-away cluster are. headstart's processes never get one: they run
+with their ServiceAccounts' tokens (installed.py, `ControlPlane.token_kubeconfig`).
+Identities differ by common name and can carry an extra group. ECDSA P-256 keys: made
+in milliseconds, where
 RSA keys take about a second each on a loaded 2-core machine.
 
 The files do not depend on ports, so one `Pki` serves every cluster of a test session.
