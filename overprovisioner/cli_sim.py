@@ -277,13 +277,23 @@ def simulate_command(args: argparse.Namespace) -> int:
             paths = write_plots(results, Path(args.plot), verdict.assessment, verdict.ring)
         progress.say(f"plots: {', '.join(str(p) for p in paths)}")
     if args.json:
-        print(json.dumps([dict(m.as_dict(), lead_seconds=lead) for m in metrics], indent=2))
+        print(json.dumps([json_row(m, lead) for m in metrics], indent=2))
         return 0
     print_summary(verdict, describe_workload(table, workload), describe_service(config),
                   metrics)
     print(describe_known(workload, what_if))
     print(f"({len(results)} runs in {progress.elapsed():.1f} s)")
     return 0
+
+
+def json_row(metrics: Any, lead: Any) -> dict[str, Any]:
+    """One run of `simulate --json`: its metrics, its role in the comparison (reactive,
+    peer, predictive, yardstick: a script finds the best peer at a cut by it) and the
+    lead its known demand had."""
+    from overprovisioner.sim.policy_names import parse_policy_name
+
+    return dict(metrics.as_dict(), role=parse_policy_name(metrics.policy).role,
+                lead_seconds=lead)
 
 
 def _lead_curve_command(args: argparse.Namespace, table: Any, workload: Any, catalog: Any,
@@ -308,8 +318,7 @@ def _lead_curve_command(args: argparse.Namespace, table: Any, workload: Any, cat
         path = write_lead_plot(curve, Path(args.plot), table.source)
         progress.say(f"plot: {path}")
     if args.json:
-        print(json.dumps([dict(m.as_dict(), lead_seconds=lead) for _, m, lead in runs],
-                         indent=2))
+        print(json.dumps([json_row(m, lead) for _, m, lead in runs], indent=2))
         return 0
     print(describe_workload(table, workload))
     print(describe_known(workload, what_if))

@@ -61,6 +61,17 @@ class PolicySpec:
     hours: tuple[tuple[int, int, int], ...] = ()
 
     @property
+    def role(self) -> str:
+        """What the run is in a comparison: `reactive` (cluster-autoscaler alone),
+        `peer` (headroom users run today), `predictive` (headstart) or `yardstick` (an
+        oracle that knows the future: a bound, not a policy anyone can run)."""
+        if self.kind in PEERS:
+            return "peer"
+        if self.kind in ("oracle", "rate-oracle"):
+            return "yardstick"
+        return self.kind  # reactive, predictive
+
+    @property
     def is_peer(self) -> bool:
         """A headroom users run today without headstart (static, proportional, scheduled)."""
         return self.kind in PEERS

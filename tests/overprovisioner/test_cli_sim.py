@@ -33,6 +33,25 @@ def test_simulate_json_has_every_policy(trace_file, capsys):
     assert all(REQUIRED <= set(r) for r in rows)
     assert rows[0]["pending_seconds_mean"] == pytest.approx(300.0)
     assert rows[4]["pending_seconds_mean"] < rows[0]["pending_seconds_mean"]
+    # Each run's role, so a script can find the best peer at a cut without parsing names.
+    assert [r["role"] for r in rows] == ["reactive", "peer", "peer", "peer", "peer",
+                                         "predictive", "yardstick"]
+    assert all({"pending_gpu_minutes", "gpu_hours"} <= set(r) for r in rows)
+
+
+@pytest.mark.parametrize(
+    "name, role",
+    [("reactive", "reactive"), ("static:2", "peer"), ("proportional:4", "peer"),
+     ("scheduled:09-17=2,else=0", "peer"), ("predictive", "predictive"),
+     ("predictive:0.97", "predictive"), ("oracle", "yardstick"),
+     ("rate-oracle:0.9", "yardstick")],
+    ids=["reactive", "static", "proportional", "scheduled", "predictive", "quantile",
+         "oracle", "rate-oracle"],
+)
+def test_every_policy_has_its_role(name, role):
+    from overprovisioner.sim.policy_names import parse_policy_name
+
+    assert parse_policy_name(name).role == role
 
 
 def test_simulate_plot_writes_files(trace_file, tmp_path, capsys):
