@@ -211,19 +211,10 @@ def do_nothing_app(bind_handler=None):
 
 
 def serve(kind: str, size: int, bind_wait_seconds: float, ports: multiprocessing.Queue) -> None:
-    import gc
-
     from aiohttp import web
 
     app = (headstart_app(size, bind_wait_seconds) if kind == "headstart"
            else do_nothing_app())
-
-    async def cpu_seconds(request: web.Request) -> web.Response:
-        # The server's own CPU time: latencies on a shared machine include waiting for a
-        # core; CPU per request does not.
-        return web.json_response(time.process_time())
-
-    app.router.add_get("/bench-cpu", cpu_seconds)
     if kind == "headstart":
         from extender.app import METRICS
 
@@ -241,6 +232,21 @@ def serve(kind: str, size: int, bind_wait_seconds: float, ports: multiprocessing
             return web.json_response({"seconds": total, "waits": count})
 
         app.router.add_get("/bench-waits", bind_waits)
+    run_app(app, ports)
+
+
+def run_app(app, ports: multiprocessing.Queue) -> None:
+    """Serve `app` on a free port of 127.0.0.1 (put on `ports`) until killed, with
+    GET /bench-cpu answering the server's own CPU seconds: latencies on a shared machine
+    include waiting for a core; CPU per request does not."""
+    import gc
+
+    from aiohttp import web
+
+    async def cpu_seconds(request: web.Request) -> web.Response:
+        return web.json_response(time.process_time())
+
+    app.router.add_get("/bench-cpu", cpu_seconds)
     gc.collect()
     gc.freeze()  # what a long-running server would do after its first sync
 
@@ -256,13 +262,14 @@ def serve(kind: str, size: int, bind_wait_seconds: float, ports: multiprocessing
 
 
 class Server:
-    def __init__(self, kind: str, size: int, bind_wait_seconds: float = 0.25) -> None:
+    """`target(*args, ports)` in a forked process; `url` once it serves."""
+
+    def __init__(self, target, args: tuple, start_timeout_s: float = 120.0) -> None:
         context = multiprocessing.get_context("fork")
         queue = context.Queue()
-        self.process = context.Process(target=serve, args=(kind, size, bind_wait_seconds, queue),
-                                       daemon=True)
+        self.process = context.Process(target=target, args=(*args, queue), daemon=True)
         self.process.start()
-        self.url = f"http://127.0.0.1:{queue.get(timeout=120)}"
+        self.url = f"http://127.0.0.1:{queue.get(timeout=start_timeout_s)}"
 
     def stop(self) -> None:
         self.process.terminate()
@@ -352,7 +359,7 @@ def measure_binds_in_flight(size: int, pods: int, runs: int
         samples: dict[float, list[tuple[float, float]]] = {0.25: [], 0.0: []}
         for _ in range(runs):
             for wait in (0.25, 0.0):
-                server = Server("headstart", size, bind_wait_seconds=wait)
+                server = Server(serve, ("headstart", size, wait))
                 try:
                     per_pod, waited = asyncio.run(
                         pods_with_binds_in_flight(server.url, bodies, delay))
@@ -431,7 +438,7 @@ def main() -> int:
         figures = {}
         nocache = {}
         for kind in ("headstart", "baseline"):
-            server = Server(kind, size)
+            server = Server(serve, (kind, size, 0.25))
             try:
                 figures[kind] = measure(server.url, bodies, requests[size], runs)
                 if size == 1000:

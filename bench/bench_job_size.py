@@ -88,41 +88,8 @@ def headstart_app(job_size: int):
 
 
 def serve(kind: str, job_size: int, ports: multiprocessing.Queue) -> None:
-    import gc
-
-    from aiohttp import web
-
     app = headstart_app(job_size) if kind == "headstart" else bench_extender.do_nothing_app()
-
-    async def cpu_seconds(request: web.Request) -> web.Response:
-        return web.json_response(time.process_time())
-
-    app.router.add_get("/bench-cpu", cpu_seconds)
-    gc.collect()
-    gc.freeze()
-
-    async def main() -> None:
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        ports.put(runner.addresses[0][1])
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
-
-
-class Server:
-    def __init__(self, kind: str, job_size: int) -> None:
-        context = multiprocessing.get_context("fork")
-        queue = context.Queue()
-        self.process = context.Process(target=serve, args=(kind, job_size, queue), daemon=True)
-        self.process.start()
-        self.url = f"http://127.0.0.1:{queue.get(timeout=300)}"
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.join(10)
+    bench_extender.run_app(app, ports)
 
 
 def request_bodies(job_size: int) -> dict[str, bytes]:
@@ -164,7 +131,7 @@ def main() -> int:
         bodies = request_bodies(job_size)
         figures = {}
         for kind in ("headstart", "baseline"):
-            server = Server(kind, job_size)
+            server = bench_extender.Server(serve, (kind, job_size), start_timeout_s=300)
             try:
                 figures[kind] = measure(server.url, bodies, requests, runs)
             finally:
