@@ -39,11 +39,13 @@ from dataclasses import fields, replace
 
 from locality.config import LocalityConfig
 from locality.jobs import job_key_of, job_policy
+from locality.layout import JobLayout, place_of
 from locality.model import JobKey, Node, NodeState, NodeTopology, Pod
 from locality.numa import NumaDemand
 from locality.placement import AssumedPlacements, nominated_assumption
 from locality.table import NodeTable
 from locality.tally import JobTally
+from locality.topology import Domains
 
 NODES = "nodes"
 PODS = "pods"
@@ -126,9 +128,24 @@ class ClusterCache:
         return [pods[key] for key in keys]
 
     def tally_of(self, job: JobKey | None) -> JobTally:
-        """The running totals of the job's pods (empty for None or a job with no pod)."""
+        """The running totals of the job's pods (empty for None or a job with no pod),
+        with their layout (`locality.layout`), summed once and then kept up to date."""
         tally = self._tallies.get(job) if job is not None else None
-        return tally if tally is not None else JobTally(self.config)
+        if tally is None:
+            return JobTally(self.config)
+        if tally.layout is None:
+            tally.layout = JobLayout.of(tally.on_node.items(), self._where)
+        return tally
+
+    def _where(self, node_name: str) -> tuple[str | None, Domains] | None:
+        state = self.nodes.get(node_name)
+        return None if state is None else place_of(state)
+
+    def _forget_layouts(self) -> None:
+        """A node came, went or changed its group or domains: the layouts that summed
+        it are rebuilt when next read."""
+        for tally in self._tallies.values():
+            tally.layout = None
 
     def waiting_pods_of_job(self, job: JobKey) -> Iterator[Pod]:
         """The job's pods neither bound nor finished (lazily: callers mostly want one)."""
@@ -194,6 +211,7 @@ class ClusterCache:
             for compact in (node.name.encode().decode(),)
         }
         self.nodes = {name: self._build_state(node) for name, node in self._node_objects.items()}
+        self._forget_layouts()
         self._table = None
         self.synced[NODES] = True
         self.version += 1
@@ -207,12 +225,15 @@ class ClusterCache:
         self.nodes[node.name] = (
             self._build_state(node) if state is None else state.with_node(node)
         )
+        if state is None or place_of(state) != place_of(self.nodes[node.name]):
+            self._forget_layouts()
         self._dirty.add(node.name)
         self.version += 1
 
     def delete_node(self, name: str) -> None:
         self._node_objects.pop(name, None)
-        self.nodes.pop(name, None)
+        if self.nodes.pop(name, None) is not None:
+            self._forget_layouts()
         self._dirty.add(name)
         self.version += 1
 
@@ -269,6 +290,7 @@ class ClusterCache:
             name: charges for name, charges in unreflected.items() if name in self._topologies
         }
         self.nodes = {name: self._build_state(node) for name, node in self._node_objects.items()}
+        self._forget_layouts()
         self._table = None
         assumed = self.assumed
         listed = {pod.uid for pod in self._pods.values()}

@@ -21,7 +21,6 @@ Must not: read the clock (`now` is passed in), log, mutate its inputs.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,6 +28,7 @@ from functools import cached_property
 from bucketing.resources import Resources
 from locality.config import LocalityConfig
 from locality.jobs import identify, job_policy
+from locality.layout import JobLayout, where_in
 from locality.model import (
     JobIdentity,
     JobPolicy,
@@ -225,47 +225,35 @@ def build_context(
     config: LocalityConfig = _DEFAULT_CONFIG,
 ) -> DecisionContext:
     """The lower-level constructor, for callers (the simulator) that track placement
-    themselves. Cost: O(job's nodes x levels), plus O(nodes in `cluster` x levels) when
-    the job has no pod placed yet and the placement-group policy is not `none`."""
+    themselves. Cost: with a placement that carries its layout (the cache's), set
+    operations over the job's nodes (C-level) and O(the job's domains); without, O(job's
+    nodes x levels) to sum one; plus O(nodes in `cluster` x levels) when the job has no
+    pod placed yet and the placement-group policy is not `none`."""
     if identity is None or placement is None:
         return DecisionContext(pod, None, policy, None)
 
     level_order = tuple(level.name for level in config.topology_levels)
-    placed_on = placement.placed_on or {}
-    has_ps = Role.PS in placement.roles or any(role is Role.PS for _, role in placed_on)
-    centre = (Role.PS,) if has_ps else (Role.CHIEF,)
-    centre_nodes: set[str] = set()
-    worker_nodes: set[str] = set()
-    job_nodes: set[str] = set()
-    centre_groups: Counter[str] = Counter()
-    groups: Counter[str] = Counter()
-    placed_domains = []
-    for (node_name, role), count in placed_on.items():
-        job_nodes.add(node_name)
-        state = cluster.get(node_name)
-        is_centre = role in centre
-        if is_centre:
-            centre_nodes.add(node_name)
-        elif role is Role.WORKER or role is Role.CHIEF:
-            worker_nodes.add(node_name)
-        if state is None or role is Role.LAUNCHER:
-            continue  # a launcher joins no collective: it decides no home
-        group = state.placement_group
-        if group is not None:
-            groups[group] += count
-            if is_centre:
-                centre_groups[group] += count
-        placed_domains.append((state.node.domains or domains_of((), group), is_centre, count))
+    layout = placement.layout
+    if layout is None:
+        layout = JobLayout.of((placement.placed_on or {}).items(), where_in(cluster))
+    has_ps = Role.PS in placement.roles or bool(layout.role_nodes.get(Role.PS))
+    centre = Role.PS if has_ps else Role.CHIEF
+    centre_nodes = layout.nodes_of(centre)
+    # A chief beside a PS is one of the workers; without a PS it is the centre.
+    worker_nodes = layout.nodes_of(Role.WORKER, Role.CHIEF) if has_ps else layout.nodes_of(
+        Role.WORKER)
+    job_nodes = frozenset(layout.nodes)
 
-    if identity.role in centre or identity.role is Role.LAUNCHER:
+    if identity.role is centre or identity.role is Role.LAUNCHER:
         counterpart = worker_nodes or job_nodes
     elif identity.role in (Role.WORKER, Role.CHIEF):
         counterpart = centre_nodes or job_nodes
     else:
         counterpart = job_nodes
 
-    home_group = most_common(centre_groups) or most_common(groups)
-    found_homes = homes(placed_domains, level_order)
+    # Launchers join no collective: they decide no home (the layout leaves them out).
+    home_group = most_common(layout.groups_of((centre,))) or most_common(layout.groups_of())
+    found_homes = homes(layout.domains_of(), layout.domains_of((centre,)), level_order)
 
     expected = add_requests(extra_requested, claimed) if claimed else extra_requested
     required = policy.placement_group is Locality.REQUIRED
@@ -317,7 +305,7 @@ def build_context(
 
     return DecisionContext(
         pod, identity, policy, placement, extra_requested,
-        frozenset(counterpart), frozenset(job_nodes), home_group, group_fits,
+        counterpart, job_nodes, home_group, group_fits,
         preferred_groups, idle_dims, assumed_topologies, targets, required_level,
         required_home, required_fits, expected,
     )

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from bucketing.resources import Resources
 from locality.config import LocalityConfig
 from locality.jobs import identify, role_of
+from locality.layout import JobLayout
 from locality.model import JobKey, JobPolicy, Pod, Role
 from locality.numa import NO_NUMA_DEMAND, NumaDemand
 from locality.tally import JobTally
@@ -212,6 +213,8 @@ class JobPlacement:
     included, largest GPU request first. remaining_pods: their total count.
     roles: the roles of the job's known pods, placed or not (a job with a PS pod is
     centred on it; one without is centred on its chief / master / leader).
+    layout: `placed_on` summed by role, node, group and domain (`locality.layout`),
+    when the caller kept one (the cache's tally); else the context sums `placed_on`.
     """
 
     key: JobKey
@@ -219,6 +222,7 @@ class JobPlacement:
     remaining: tuple[tuple[Resources, int], ...]
     roles: frozenset[Role] = frozenset()
     placed_on: Mapping[tuple[str, Role], int] | None = None
+    layout: JobLayout | None = None
 
     def __post_init__(self) -> None:
         if self.placed_on is None:
@@ -276,7 +280,8 @@ def placement_of_tally(
     what the job's known workers request (`unseen_request`): a job's PS or chief is
     created and scheduled first, and its unseen pods are mostly workers.
 
-    Cost: O(job's nodes + the job's live assumptions), plus O(job pods) with
+    Cost: O(job's nodes) C-level dict copies plus O(the job's live assumptions) Python
+    work (the tally's layout copied and corrected likewise), plus O(job pods) with
     `list_placed` (the pods listed one by one, in the tally's order, for
     `JobPlacement.placed`).
     """
@@ -287,6 +292,7 @@ def placement_of_tally(
     seen = tally.counted
     own = members.get(pod.uid)
     corrected = []  # keys of placed_on decremented: the only ones that can reach zero
+    layout = tally.layout.copy() if tally.layout is not None else None
     if own is not None and not own.terminal:  # judged below as the pod being scheduled
         own_role = tally.role_of[pod.uid]
         seen -= 1
@@ -294,6 +300,8 @@ def placement_of_tally(
         if own.node_name is not None:
             placed_on[(own.node_name, own_role)] -= 1
             corrected.append((own.node_name, own_role))
+            if layout is not None:
+                layout.add(own.node_name, own_role, -1)
         else:
             remaining[own.request] -= 1
     elif own is not None and own.succeeded:
@@ -307,9 +315,13 @@ def placement_of_tally(
             seen += 1  # not among the pods the cache counts: placed where assumed
             roles[a.role] += 1
             placed_on[(a.node_name, a.role)] += 1
+            if layout is not None:
+                layout.add(a.node_name, a.role, 1)
         elif not member.terminal and member.node_name is None:
             remaining[member.request] -= 1
             placed_on[(a.node_name, a.role)] += 1
+            if layout is not None:
+                layout.add(a.node_name, a.role, 1)
     remaining[pod.request] += 1
     roles[role_of(pod, config)] += 1
     seen += 1
@@ -326,7 +338,7 @@ def placement_of_tally(
         del placed_on[key]
     return JobPlacement(
         job, listed, tuple(ordered), frozenset(role for role, n in roles.items() if n > 0),
-        placed_on,
+        placed_on, layout,
     )
 
 

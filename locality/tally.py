@@ -6,7 +6,10 @@ sequential cycle: several times the whole request's cost for a job of thousands 
 pods (bench/bench_job_size.py, docs/extender.md "By job size"). The extender's cache keeps a
 `JobTally` per job instead, changed by each pod event (`add`, `remove`: O(1)), and
 `locality.placement.placement_of_tally` turns it into the job's placement with
-O(job's nodes + the job's live assumptions) work.
+C-level copies of O(job's nodes) and Python work only for the job's live assumptions.
+The tally also keeps its layout once its owner sets it (`locality.layout`: the placed
+pods summed by role, node, group and domain), so the context a request builds from the
+placement does not walk the job's nodes either.
 
 The totals, over the pods the cache sees (Failed and Succeeded ones set apart as
 `job_placement` treats them):
@@ -31,6 +34,7 @@ from collections.abc import Iterable
 from bucketing.resources import Resources
 from locality.config import LocalityConfig
 from locality.jobs import role_of
+from locality.layout import JobLayout, bump
 from locality.model import Pod, Role
 
 
@@ -38,7 +42,7 @@ class JobTally:
     """Running totals of one job's pods (module docstring)."""
 
     __slots__ = ("config", "members", "role_of", "on_node", "waiting", "roles", "workers",
-                 "counted")
+                 "counted", "layout")
 
     def __init__(self, config: LocalityConfig) -> None:
         self.config = config
@@ -51,6 +55,9 @@ class JobTally:
         self.roles: Counter[Role] = Counter()
         self.workers: Counter[Resources] = Counter()
         self.counted = 0
+        self.layout: JobLayout | None = None
+        """`on_node` summed by role, node, group and domain (`locality.layout`), kept
+        up to date once its owner sets it; the owner drops it when nodes change."""
 
     @classmethod
     def of(cls, pods: Iterable[Pod], config: LocalityConfig) -> JobTally:
@@ -85,24 +92,18 @@ class JobTally:
                 self.counted += sign
             return
         self.counted += sign
-        _bump(self.roles, role, sign)
+        bump(self.roles, role, sign)
         if role is Role.WORKER:
-            _bump(self.workers, pod.request, sign)
+            bump(self.workers, pod.request, sign)
         if pod.node_name is not None:
-            _bump(self.on_node, (pod.node_name, role), sign)
+            bump(self.on_node, (pod.node_name, role), sign)
+            if self.layout is not None:
+                self.layout.add(pod.node_name, role, sign)
         else:
-            _bump(self.waiting, pod.request, sign)
+            bump(self.waiting, pod.request, sign)
 
     def totals(self) -> tuple:
         """Every total, for comparing two tallies (tests)."""
         return (dict(self.on_node), dict(self.waiting), dict(self.roles), dict(self.workers),
                 self.counted, dict(self.role_of))
 
-
-def _bump(counter: Counter, key: object, sign: int) -> None:
-    """Add `sign`, dropping the key at zero (a total never keeps empty entries)."""
-    value = counter[key] + sign
-    if value:
-        counter[key] = value
-    else:
-        del counter[key]

@@ -26,7 +26,7 @@ Must not: parse JSON, log, read the clock.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
@@ -83,36 +83,26 @@ def domain_at(domains: Domains, level: str) -> str | None:
 
 
 def homes(
-    placed: Iterable[tuple[Domains, bool, int]], level_order: tuple[str, ...]
+    pods: Mapping[tuple[str, str], int],
+    coordinator_pods: Mapping[tuple[str, str], int],
+    level_order: tuple[str, ...],
 ) -> dict[str, str]:
     """Per level, the job's home domain: the one holding its coordinator pods (PS, or a
     chief when the job has no PS) when they are placed, else the one holding most of
     its placed pods; ties go to the smallest name.
 
-    placed: (a node's domains, the pods are coordinators, how many) per node and role
-    of the job's placed pods.
+    pods, coordinator_pods: (level, domain) -> the job's placed pods there, all of them
+    and its coordinators (`locality.layout.JobLayout.domains_of`).
     """
-    # (level, domain) -> [pods, coordinator pods]; one dict, not a Counter per level:
-    # this runs for every node of a placed job in every request.
-    counts: dict[tuple[str, str], list[int]] = {}
-    for domains, coordinator, pods in placed:
-        for pair in domains:
-            count = counts.get(pair)
-            if count is None:
-                counts[pair] = [pods, pods if coordinator else 0]
-            else:
-                count[0] += pods
-                if coordinator:
-                    count[1] += pods
     best_centre: dict[str, tuple[int, str]] = {}
     best_all: dict[str, tuple[int, str]] = {}
-    for (level, value), (pods, centre) in counts.items():
-        if centre:
-            key = (-centre, value)
-            if level not in best_centre or key < best_centre[level]:
-                best_centre[level] = key
-        key = (-pods, value)
-        if level not in best_all or key < best_all[level]:
+    for (level, value), count in coordinator_pods.items():
+        key = (-count, value)
+        if count > 0 and (level not in best_centre or key < best_centre[level]):
+            best_centre[level] = key
+    for (level, value), count in pods.items():
+        key = (-count, value)
+        if count > 0 and (level not in best_all or key < best_all[level]):
             best_all[level] = key
     return {
         level: (best_centre.get(level) or best_all[level])[1]

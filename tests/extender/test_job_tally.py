@@ -1,6 +1,7 @@
-"""The cache's per-job running totals (`locality.tally`) against a rebuild, after random
-sequences of pod events: the placement a request reads from them is the one the
-per-pod walk gives (the walk this replaced is kept below as the oracle)."""
+"""The cache's per-job running totals (`locality.tally`) and layout (`locality.layout`)
+against a rebuild, after random sequences of pod and node events: the placement a
+request reads from them is the one the per-pod walk gives (the walk this replaced is
+kept below as the oracle), and the layout is the one summed afresh."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from hypothesis import strategies as st
 from bucketing.resources import Resources
 from extender.cache import ClusterCache
 from locality.config import LocalityConfig
+from locality.context import decision_context
 from locality.jobs import role_of
+from locality.layout import JobLayout, where_in
 from locality.model import JobKey, JobPolicy, Pod
 from locality.parse import parse_node, parse_pod
 from locality.placement import (
@@ -75,7 +78,7 @@ def pod_of(index: int, role, phase: str, node, gpus: int, nominated) -> Pod:
 
 
 events = st.lists(st.tuples(
-    st.sampled_from(("apply", "apply", "apply", "delete", "relist")),
+    st.sampled_from(("apply", "apply", "apply", "delete", "relist", "node")),
     st.integers(0, 7),  # which pod (by name)
     st.sampled_from(ROLES), st.sampled_from(PHASES),
     st.sampled_from((None, None, *NODES)), st.integers(0, 2),
@@ -95,7 +98,15 @@ def test_the_tally_after_any_events_gives_the_placement_of_a_rebuild(
     cache.replace_pods([])
     for kind, index, role, phase, node, gpus, nominated in events:
         pod = pod_of(index, role, phase, node, gpus, nominated)
-        if kind == "apply":
+        if kind == "node":  # a node relabelled into another group, or gone
+            name = NODES[index % len(NODES)]
+            if gpus == 2:
+                cache.delete_node(name)
+            else:
+                cache.apply_node(parse_node(make_node(name, group=f"g{gpus}"), LOCALITY))
+            # The layout kept so far is read between events, as requests do.
+            cache.tally_of(JOB)
+        elif kind == "apply":
             cache.apply_pod(pod)
         elif kind == "delete":
             cache.delete_pod(pod)
@@ -105,6 +116,9 @@ def test_the_tally_after_any_events_gives_the_placement_of_a_rebuild(
     pods = cache.pods_of_job(JOB)
     tally = cache.tally_of(JOB)
     assert tally.totals() == JobTally.of(pods, LOCALITY).totals()
+    where = where_in(cache.nodes)
+    if pods:
+        assert tally.layout.sums() == JobLayout.of(tally.on_node.items(), where).sums()
 
     # Assumptions of known and unknown pods (uids p-8, p-9 the cache never saw).
     store = cache.assumed
@@ -121,6 +135,15 @@ def test_the_tally_after_any_events_gives_the_placement_of_a_rebuild(
     oracle = reference_placement(pod, JOB, policy, pods, store, 0.0, LOCALITY)
     for placement in (incremental, rebuilt):
         assert (dict(placement.placed_on), dict(placement.remaining), placement.roles) == oracle
+    if pods:  # the request's layout: the tally's, corrected as placed_on is
+        assert incremental.layout.sums() == JobLayout.of(oracle[0].items(), where).sums()
+    # And the context a request builds from the kept layout is the one a rebuild gives.
+    kept = decision_context(pod, job_pods=(), job_tally=tally, assumed=store,
+                            cluster=cache.nodes, now=0.0, config=LOCALITY)
+    fresh = decision_context(pod, job_pods=pods, assumed=store, cluster=cache.nodes,
+                             now=0.0, config=LOCALITY)
+    assert (kept.counterpart_nodes, kept.job_nodes, kept.home_group, kept.targets) == (
+        fresh.counterpart_nodes, fresh.job_nodes, fresh.home_group, fresh.targets)
     # The listed pods are the counted ones.
     assert Counter((p.node_name, p.role) for p in rebuilt.placed) == Counter(rebuilt.placed_on)
 
