@@ -176,37 +176,48 @@ def headstart_app(size: int, bind_wait_seconds: float):
     return create_app(config, cache, binder=NoApiBinder())
 
 
+def accept_everything(body: bytes) -> bytes:
+    """The do-nothing extender's filter answer: every node passes."""
+    args = json.loads(body)
+    answer = {"FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""}
+    if args.get("NodeNames") is not None:
+        answer["NodeNames"] = args["NodeNames"]
+    else:
+        answer["Nodes"] = args["Nodes"]
+    return json.dumps(answer).encode()
+
+
+def score_nothing(body: bytes) -> bytes:
+    """The do-nothing extender's prioritize answer: every node scores 0."""
+    args = json.loads(body)
+    names = args.get("NodeNames")
+    if names is None:
+        names = [node["metadata"]["name"] for node in args["Nodes"]["items"]]
+    return json.dumps([{"Host": name, "Score": 0} for name in names]).encode()
+
+
+def bind_nothing(body: bytes) -> bytes:
+    """The do-nothing extender's bind answer: no error, nothing bound."""
+    json.loads(body)
+    return b'{"Error":""}'
+
+
 def do_nothing_app(bind_handler=None):
     """Parse the request, accept every node: the floor for a Python aiohttp extender.
     `bind_handler` replaces the /bind that binds nothing (bench_scheduler_real.py's binds
     for real)."""
     from aiohttp import web
 
-    async def filter_everything(request: web.Request) -> web.Response:
-        args = json.loads(await request.read())
-        answer = {"FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""}
-        if args.get("NodeNames") is not None:
-            answer["NodeNames"] = args["NodeNames"]
-        else:
-            answer["Nodes"] = args["Nodes"]
-        return web.Response(body=json.dumps(answer).encode(), content_type="application/json")
-
-    async def prioritize_everything(request: web.Request) -> web.Response:
-        args = json.loads(await request.read())
-        names = args.get("NodeNames")
-        if names is None:
-            names = [node["metadata"]["name"] for node in args["Nodes"]["items"]]
-        body = json.dumps([{"Host": name, "Score": 0} for name in names]).encode()
-        return web.Response(body=body, content_type="application/json")
-
-    async def bind_nothing(request: web.Request) -> web.Response:
-        json.loads(await request.read())
-        return web.Response(body=b'{"Error":""}', content_type="application/json")
+    def handler(answer):
+        async def handle(request: web.Request) -> web.Response:
+            return web.Response(body=answer(await request.read()),
+                                content_type="application/json")
+        return handle
 
     app = web.Application(client_max_size=1024**3)
-    app.router.add_post("/filter", filter_everything)
-    app.router.add_post("/prioritize", prioritize_everything)
-    app.router.add_post("/bind", bind_handler or bind_nothing)
+    app.router.add_post("/filter", handler(accept_everything))
+    app.router.add_post("/prioritize", handler(score_nothing))
+    app.router.add_post("/bind", bind_handler or handler(bind_nothing))
     return app
 
 

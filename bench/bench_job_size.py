@@ -21,7 +21,11 @@ client sends one request at a time with keep-alive, like kube-scheduler.
 Reported per job size: the server's CPU per pod (filter + prioritize + bind; process
 time, so waiting for a core is not counted) and p50 / p99 of filter and of
 prioritize, each the median of `--runs` runs; the same for the do-nothing extender,
-and the CPU ratio. Target: p99 <= 5 ms and flat in job size.
+and the CPU ratio. Then the same work in this process without aiohttp and the network
+(`in_process`): the handlers' decode, decision and encode, every size and both
+extenders in turn within each run. That is the part of a request that can grow with
+the job (the HTTP part cannot), measured where the shared machine's noise (client and
+server on 2 cores) does not swamp it. Target: p99 <= 5 ms and flat in job size.
 """
 
 from __future__ import annotations
@@ -92,6 +96,121 @@ def serve(kind: str, job_size: int, ports: multiprocessing.Queue) -> None:
     bench_extender.run_app(app, ports)
 
 
+def headstart_verbs(job_size: int) -> dict:
+    """verb -> body -> answer: what the headstart handlers do with a request, minus
+    aiohttp (decode, decide, encode; the bind records the assumption and binds nothing)."""
+    from extender.app import DECIDER
+    from extender.wire import (
+        decode_json,
+        encode_binding_result,
+        encode_filter_result,
+        encode_host_priorities,
+        parse_binding_args,
+        parse_extender_args,
+    )
+
+    decider = headstart_app(job_size)[DECIDER]
+
+    def filter_(body: bytes) -> bytes:
+        result = decider.filter(parse_extender_args(decode_json(body)), time.monotonic())
+        return encode_filter_result(result.passed, result.failed, result.unresolvable, True)
+
+    def prioritize(body: bytes) -> bytes:
+        hosts, scores = decider.prioritize(parse_extender_args(decode_json(body)),
+                                           time.monotonic())
+        return encode_host_priorities(hosts, scores)
+
+    def bind(body: bytes) -> bytes:
+        decider.bind_arrived(parse_binding_args(decode_json(body)), time.monotonic())
+        return encode_binding_result("")
+
+    pod = None
+
+    def context(body: bytes) -> None:
+        # The pod's context afresh, as the first request after a bind computes it.
+        nonlocal pod
+        if pod is None:
+            pod = decider.parse_pod(parse_extender_args(decode_json(body)).pod)
+        decider.context(pod, time.monotonic())
+
+    return {"filter": filter_, "prioritize": prioritize, "bind": bind, "context": context}
+
+
+DO_NOTHING_VERBS = {"filter": bench_extender.accept_everything,
+                    "prioritize": bench_extender.score_nothing,
+                    "bind": bench_extender.bind_nothing}
+
+
+def fixed_work() -> int:
+    """About 2 ms of pure Python on this machine, the same every call: its p99 against
+    its p50 is the machine's jitter (a shared VM's), which no extender can beat."""
+    total = 0
+    for value in range(20_000):
+        total += value
+    return total
+
+
+def in_process(sizes: list[int], runs: int, requests: int) -> dict:
+    """job size -> kind -> the handlers' own work without aiohttp and the network: per
+    pod, the median process time of filter + prioritize + bind and p50 / p99 of filter
+    and of prioritize (wall clock), each the median of `runs` runs; for headstart also
+    p50 / p99 of building the pod's decision context after a bind (the part that reads
+    where the job is), timed apart so the filter's figures stay those of a request.
+    Every size and both kinds run in turn within each run, so a slow moment of the
+    shared machine falls on all of them, not on one size. Under "fixed_work": p50 / p99
+    of `fixed_work`, timed in each run between the requests."""
+    import gc
+
+    servers = {(size, "headstart"): headstart_verbs(size) for size in sizes}
+    servers.update({(size, "baseline"): DO_NOTHING_VERBS for size in sizes})
+    bodies = {size: request_bodies(size) for size in sizes}
+    gc.collect()
+    gc.freeze()  # as the extender does after its first sync (extender.sync)
+    samples: dict = {key: [] for key in servers}
+    fixed_work()
+    for _ in range(runs):
+        for (size, kind), verbs in servers.items():
+            body = bodies[size]
+            seconds: dict[str, list[float]] = {"filter": [], "prioritize": [], "cpu": []}
+            for _ in range(requests):
+                cpu = time.process_time()
+                for verb in ("filter", "prioritize"):
+                    started = time.perf_counter()
+                    verbs[verb](body["cache"])
+                    seconds[verb].append(time.perf_counter() - started)
+                verbs["bind"](body["bind"])
+                seconds["cpu"].append(time.process_time() - cpu)
+            if kind == "headstart":
+                # The part that reads the job's placement: after a bind (the cache
+                # changed), the context is built afresh.
+                seconds["context"] = []
+                for _ in range(requests):
+                    verbs["bind"](body["bind"])
+                    started = time.perf_counter()
+                    verbs["context"](body["cache"])
+                    seconds["context"].append(time.perf_counter() - started)
+            samples[(size, kind)].append(seconds)
+        floor = []
+        for _ in range(2 * requests):  # the machine's own jitter, on work that never varies
+            started = time.perf_counter()
+            fixed_work()
+            floor.append(time.perf_counter() - started)
+        samples.setdefault("floor", []).append(floor)
+    floor_runs = samples.pop("floor")
+    figures: dict = {"fixed_work": [round(1e3 * statistics.median(
+        bench_extender.percentile(run, q) for run in floor_runs), 3) for q in (0.50, 0.99)]}
+    for (size, kind), per_run in samples.items():
+        figures.setdefault(size, {})[kind] = {
+            "cpu_ms": round(1e3 * statistics.median(
+                statistics.median(run["cpu"]) for run in per_run), 3),
+            **{verb: [round(1e3 * statistics.median(
+                bench_extender.percentile(run[verb], q) for run in per_run), 3)
+                for q in (0.50, 0.99)] for verb in ("filter", "prioritize", "context")
+                if verb in per_run[0]},
+        }
+    return figures
+
+
 def request_bodies(job_size: int) -> dict[str, bytes]:
     nodes, _, _, pod = build_cluster(job_size)
     names = [node["metadata"]["name"] for node in nodes]
@@ -122,6 +241,13 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(JOB_SIZES))
     parser.add_argument("--record", action="store_true",
                         help="write the figures to bench/results.json (entry extender-job-size)")
+    parser.add_argument("--before-into", metavar="RESULTS_JSON",
+                        help="run on an older build's tree: store the figures as the `before` "
+                        "of RESULTS_JSON's extender-job-size entry (with --before-commit and "
+                        "--before-what)")
+    parser.add_argument("--before-commit", default="", help="the older build's commit")
+    parser.add_argument("--before-what", default="the build before",
+                        help="what the older build lacks, for the table's caption")
     args = parser.parse_args()
     runs, requests = (1, 20) if args.quick else (args.runs, args.requests)
     load_before = load_average()
@@ -153,10 +279,39 @@ def main() -> int:
               f"{ours['prioritize'][1]:>6.2f} | {base['cpu_ms']:>18.2f} "
               f"{base['filter'][1]:>5.2f}/{base['prioritize'][1]:<5.2f} | "
               f"{row['cpu_ratio']:>8.2f}x")
+    inside = in_process(args.sizes, runs, requests)
+    print(f"\nthe same work in process, without aiohttp and the network (median of {runs} "
+          f"run(s) of {requests} pods, sizes interleaved; ms)")
+    print(f"{'job pods':>8} | {'CPU/pod':>7} {'vs smallest':>11} {'filter p50':>10} {'p99':>6} "
+          f"{'prioritize p50':>14} {'p99':>6} {'context p50':>11} | "
+          f"{'do-nothing CPU/pod':>18} {'p99 f/p':>11}")
+    smallest = inside[min(args.sizes)]["headstart"]["cpu_ms"]
+    for size in args.sizes:
+        ours, base = inside[size]["headstart"], inside[size]["baseline"]
+        print(f"{size:>8} | {ours['cpu_ms']:>7.2f} {ours['cpu_ms'] / smallest:>10.2f}x "
+              f"{ours['filter'][0]:>10.2f} {ours['filter'][1]:>6.2f} "
+              f"{ours['prioritize'][0]:>14.2f} {ours['prioritize'][1]:>6.2f} "
+              f"{ours['context'][0]:>11.2f} | "
+              f"{base['cpu_ms']:>18.2f} {base['filter'][1]:>5.2f}/{base['prioritize'][1]:<5.2f}")
+    floor = inside["fixed_work"]
+    print(f"machine jitter: a fixed {floor[0]:.2f} ms loop has p99 {floor[1]:.2f} ms here")
     print(f"total {time.perf_counter() - started:.0f} s")
+    if args.before_into:
+        path = Path(args.before_into)
+        results = json.loads(path.read_text())
+        results["extender-job-size"]["figures"]["before"] = {
+            "what": args.before_what, "commit": args.before_commit, "when": "after",
+            "load": f"{load_before:.1f}-{os.getloadavg()[0]:.1f}", "rows": rows,
+            "in_process": [{"job_pods": size, **inside[size]} for size in args.sizes],
+        }
+        path.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+        print(f"stored as the before of extender-job-size in {path}")
     if args.record:
-        record("extender-job-size", {"nodes": NODES, "runs": runs, "pods_per_run": requests,
-                                     "rows": rows}, load_before)
+        record("extender-job-size", {
+            "nodes": NODES, "runs": runs, "pods_per_run": requests, "rows": rows,
+            "in_process": [{"job_pods": size, **inside[size]} for size in args.sizes],
+            "fixed_work": inside["fixed_work"],
+        }, load_before)
     return 0
 
 

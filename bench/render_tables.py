@@ -192,9 +192,37 @@ def extender_job_size(results: dict) -> str:
     text = (f"{f['nodes']:,} nodes, medians of {f['runs']} runs of {f['pods_per_run']} pods "
             f"each ({provenance(e)}")
     if before:
-        text += (f"; before: the build before the running totals, {f['before']['commit']}, "
-                 f"run just before, load average {f['before']['load']}")
-    return "\n".join(lines) + "\n\n" + text + ").\n"
+        text += (f"; before: {f['before']['what']}, {f['before']['commit']}, run just "
+                 f"{f['before']['when']}, load average {f['before']['load']}")
+    text += ").\n"
+    inside = f.get("in_process")
+    if not inside:
+        return "\n".join(lines) + "\n\n" + text
+    old_inside = {row["job_pods"]: row["headstart"]
+                  for row in f.get("before", {}).get("in_process", [])}
+    smallest = inside[0]["headstart"]["cpu_ms"]
+    table = ["| job pods | CPU per pod ms | against 32 pods | filter p50 / p99 ms | "
+             "prioritize p50 / p99 ms | context p50 / p99 ms | do-nothing CPU per pod | "
+             "do-nothing filter / prioritize p99 |" + (" before: context p50 / p99 |"
+                                                       if old_inside else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" if old_inside else "")]
+    for row in inside:
+        ours, base = row["headstart"], row["baseline"]
+        old = old_inside.get(row["job_pods"])
+        table.append(
+            f"| {row['job_pods']:,} | {ours['cpu_ms']:.2f} | {ours['cpu_ms'] / smallest:.2f}x | "
+            f"{ours['filter'][0]:.2f} / {ours['filter'][1]:.2f} | {ours['prioritize'][0]:.2f} / "
+            f"{ours['prioritize'][1]:.2f} | {ours['context'][0]:.2f} / "
+            f"{ours['context'][1]:.2f} | {base['cpu_ms']:.2f} | {base['filter'][1]:.2f} / "
+            f"{base['prioritize'][1]:.2f} |"
+            + (f" {old['context'][0]:.2f} / {old['context'][1]:.2f} |" if old else ""))
+    fixed = f["fixed_work"]
+    note = (f"The same requests in one process, without aiohttp and the network, every size "
+            f"and both extenders in turn within each run (medians of {f['runs']} runs; "
+            f"context: the pod's decision context built afresh after a bind, timed apart). "
+            f"Machine jitter in the same runs: a fixed {fixed[0]:.2f} ms loop had p99 "
+            f"{fixed[1]:.2f} ms.\n")
+    return ("\n".join(lines) + "\n\n" + text + "\n" + "\n".join(table) + "\n\n" + note)
 
 
 def scheduler_real(results: dict) -> str:
