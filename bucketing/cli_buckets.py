@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from bucketing.errors import InputError
+from bucketing.gpu_sharing import GPU_SHARING_HELP, rounded_note
 
 DEFAULT_MAX_TYPES = 4  # bucketing.tune.DEFAULT_MAX_TYPES; not imported: --help stays fast
 
@@ -49,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="use the built-in seeded synthetic workload (14 days, seed 0)")
     tune.add_argument("--format", metavar="F",
                       help="force the trace format instead of detecting it")
+    tune.add_argument("--gpu-sharing", action="store_true", help=GPU_SHARING_HELP)
     tune.add_argument("--catalog", default="aws", metavar="aws|gcp|PATH",
                       help="instance catalog: built-in aws or gcp, or a YAML file "
                       "(default aws)")
@@ -180,7 +182,9 @@ def run_tune(args: argparse.Namespace) -> int:
         from bucketing.traces import load_trace
 
         with progress.meanwhile("loading the trace"):
-            table = load_trace(args.trace, args.format)
+            table = load_trace(args.trace, args.format, gpu_sharing=args.gpu_sharing)
+        if note := rounded_note(table):
+            print(note, file=sys.stderr)
     with progress.meanwhile("embedding and packing the trace for each candidate list"):
         report = tune(
             table, snapshots(table, tick_s), catalog,

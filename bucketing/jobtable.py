@@ -100,6 +100,9 @@ class JobTable:
     trace_start_s: float
     trace_end_s: float
     censoring: Censoring = field(default_factory=Censoring)
+    gpus_rounded: int = 0
+    """Rows whose fractional GPU request was rounded up to whole GPUs
+    (`bucketing.gpu_sharing.whole_gpus`); 0 when the table is as the trace gives it."""
 
     def __post_init__(self) -> None:
         validate_frame(self.frame, self.source)

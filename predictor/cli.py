@@ -17,6 +17,7 @@ from typing import Any
 from bucketing.bucket_file import read_bucket_file
 from bucketing.durations import parse_duration
 from bucketing.errors import InputError
+from bucketing.gpu_sharing import GPU_SHARING_HELP, rounded_note
 from bucketing.outpath import check_output_file
 from predictor.registry import DEFAULT_MODEL
 
@@ -53,6 +54,8 @@ def register(subparsers: Any) -> None:
                         "history (every recorded bucket column, plus total GPUs)")
     parser.add_argument("--column", metavar="NAME", help="with --series: the value column")
     parser.add_argument("--format", metavar="F", help="with --trace: force the trace format")
+    parser.add_argument("--gpu-sharing", action="store_true",
+                        help="with --trace: " + GPU_SHARING_HELP)
     parser.add_argument("--catalog", default=None, metavar="NAME|PATH",
                         help="instance catalog for the buckets (default: the one the "
                         "--buckets file names, else aws)")
@@ -101,7 +104,7 @@ def run_backtest(args: argparse.Namespace) -> int:
     if args.tick and args.history:
         raise InputError("--tick: a history file keeps the tick it was recorded at")
     for option, value in (("--format", args.format), ("--buckets", args.buckets),
-                          ("--catalog", args.catalog)):
+                          ("--catalog", args.catalog), ("--gpu-sharing", args.gpu_sharing)):
         if value and not args.trace:
             raise InputError(f"{option} goes with --trace (a series has no pods to bucket)")
 
@@ -183,7 +186,9 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
                            "--catalog" if args.catalog or not file_catalog
                            else f"{args.buckets}: catalog")
     types = catalog.subset(names).instance_types if names else catalog.instance_types
-    table = load_trace(args.trace, args.format)
+    table = load_trace(args.trace, args.format, gpu_sharing=args.gpu_sharing)
+    if note := rounded_note(table):
+        print(note, file=sys.stderr)
     series = series_from_jobtable(table, list(types), tick)
     counts = series.counts
     with_demand = [c for c in counts.columns if np.nansum(counts[c].to_numpy()) > 0]

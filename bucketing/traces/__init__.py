@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bucketing.errors import InputError
+from bucketing.gpu_sharing import whole_gpus
 from bucketing.jobtable import JobTable
 from bucketing.traces.csvfile import read_csv
 from bucketing.traces.detect import detect_format, format_names, parser_for
@@ -23,8 +24,11 @@ from bucketing.traces.write import write_job_table
 __all__ = ["load_trace", "write_job_table", "detect_format", "format_names"]
 
 
-def load_trace(path: str | Path, format: str | None = None) -> JobTable:
-    """Read the trace at `path` in `format` (detected from the header when None)."""
+def load_trace(path: str | Path, format: str | None = None, *,
+               gpu_sharing: bool = False) -> JobTable:
+    """Read the trace at `path` in `format` (detected from the header when None).
+    Without `gpu_sharing`, fractional GPU requests become whole GPUs
+    (`bucketing.gpu_sharing`)."""
     path = Path(path)
     if format is not None:
         parse = parser_for(format)
@@ -32,4 +36,5 @@ def load_trace(path: str | Path, format: str | None = None) -> JobTable:
         raise InputError(f"{path}: no such file")
     if format is None:
         parse = parser_for(detect_format(path))
-    return parse(read_csv(path))
+    table = parse(read_csv(path))
+    return table if gpu_sharing else whole_gpus(table)

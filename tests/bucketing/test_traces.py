@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import gzip
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from bucketing.errors import InputError
+from bucketing.gpu_sharing import rounded_note, whole_gpus
 from bucketing.jobtable import GPU_MODEL, gpu_model_requirements
+from bucketing.synthetic import SyntheticWorkload, generate
 from bucketing.traces import load_trace, write_job_table
 from bucketing.traces.detect import detect_format
 
@@ -59,7 +62,7 @@ OPENB_TRACE = openb(
 
 
 def test_openb_field_mapping(tmp_path):
-    table = load_trace(write(tmp_path, OPENB_TRACE))
+    table = load_trace(write(tmp_path, OPENB_TRACE), gpu_sharing=True)
     frame = table.frame.set_index("pod")
     share = frame.loc["p-share"]
     assert share["job_id"] == "p-share"  # no grouping in the trace: a pod is its own job
@@ -71,6 +74,33 @@ def test_openb_field_mapping(tmp_path):
     assert (share["submit_s"], share["start_s"], share["end_s"]) == (1000, 1000, 1500)
     assert frame.loc["p-multi", "gpu_milli"] == 2000  # 2 GPUs x 1000
     assert frame.loc["p-cpu", "gpu_milli"] == 0
+
+
+def test_without_gpu_sharing_a_share_of_a_gpu_takes_a_whole_one(tmp_path):
+    # nvidia.com/gpu counts whole devices: on a cluster without time-slicing or MIG the
+    # 46% pod takes one GPU. The default; --gpu-sharing keeps the trace's fraction.
+    path = write(tmp_path, OPENB_TRACE)
+    table = load_trace(path)
+    frame = table.frame.set_index("pod")
+    assert (frame.loc["p-share", "gpu_milli"], frame.loc["p-share", "gpus"]) == (1000, 1)
+    assert frame.loc["p-multi", "gpu_milli"] == 2000
+    assert frame.loc["p-cpu", "gpu_milli"] == 0
+    assert table.gpus_rounded == 1
+    shared = load_trace(path, gpu_sharing=True)
+    assert shared.frame.set_index("pod").loc["p-share", "gpu_milli"] == 460
+    assert shared.gpus_rounded == 0
+
+
+def test_whole_gpus_rounds_up_each_request_to_whole_devices():
+    table = generate(SyntheticWorkload(days=1))
+    frame = table.frame.copy()
+    frame.loc[frame.index[:3], "gpu_milli"] = [1, 1500, 3000]
+    frame.loc[frame.index[:3], "gpus"] = [1, 2, 3]
+    rounded = whole_gpus(replace(table, frame=frame))
+    assert rounded.frame["gpu_milli"].iloc[:3].tolist() == [1000, 2000, 3000]
+    assert rounded.gpus_rounded == 2
+    assert "2 pods asked for part of a GPU" in rounded_note(rounded)
+    assert whole_gpus(table) is table and rounded_note(table) == ""
 
 
 def test_openb_gpu_spec_becomes_the_gpu_model_a_pod_requires(tmp_path):

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.traces
 
 def test_openb(traces_dir):
     raw = pd.read_csv(traces_dir / OPENB)
-    table = load_trace(traces_dir / OPENB)
+    table = load_trace(traces_dir / OPENB, gpu_sharing=True)
     assert table.source.endswith("(alibaba-openb)")
     assert len(table) == len(raw)  # nothing dropped
     assert table.frame["job_id"].nunique() == len(raw)  # one job per pod
@@ -40,6 +40,11 @@ def test_openb(traces_dir):
     assert table.trace_end_s == np.nanmax(times)
     # gpu_milli is the share per GPU: the table's total is num_gpu x share
     assert table.frame["gpu_milli"].sum() == int((raw["num_gpu"] * raw["gpu_milli"]).sum())
+    # Without GPU sharing (the default) each pod asking for part of a GPU takes a whole one.
+    whole = load_trace(traces_dir / OPENB)
+    shared_pods = int(((raw["num_gpu"] == 1) & (raw["gpu_milli"] < 1000)).sum())
+    assert whole.gpus_rounded == shared_pods
+    assert whole.frame["gpu_milli"].sum() == int((raw["num_gpu"] * 1000).sum())
 
 
 def test_dlrm(traces_dir):

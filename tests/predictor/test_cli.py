@@ -98,12 +98,14 @@ def test_trace_gives_buckets_and_total_gpus(run, tmp_path):
         ([], [1, 2, -3, 4], "line 4: gpus is -3"),
         (["--column", "nope"], None, "no column 'nope'"),
         (["--format", "alibaba-dlrm"], None, "--format goes with --trace"),
+        (["--gpu-sharing"], None, "--gpu-sharing goes with --trace"),
         (["--test-fraction", "1.5"], None, "test fraction"),
         (["--refit-every", "weekly"], None, "not a duration"),
         (["--plot", "bt.txt"], None, "cannot draw a txt file"),
     ],
     ids=["unknown-model", "horizon-off-tick", "horizon-garbage", "quantile", "negative",
-         "unknown-column", "format-with-series", "test-fraction", "refit", "plot-format"],
+         "unknown-column", "format-with-series", "gpu-sharing-with-series", "test-fraction",
+         "refit", "plot-format"],
 )
 def test_bad_input_is_one_line_and_exit_2(run, tmp_path, extra, values, message):
     path = write_series(tmp_path, wave(50) if values is None else values)
