@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bucketing.errors import ConfigError, InputError
+from bucketing.gpu_sharing import GPU_SHARING_HELP, rounded_note
 from bucketing.outpath import check_output_folder
 from bucketing.progress import HEARTBEAT_S
 from overprovisioner.sim_summary import QUICK_DAYS, Progress, print_summary, quick_policies
@@ -83,6 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--out", metavar="DIR", default=None,
                       help="folder for the report (default: ./headstart-demo-<time>)")
     demo.add_argument("--format", default=None, help="trace format (default: detected)")
+    demo.add_argument("--gpu-sharing", action="store_true", help=GPU_SHARING_HELP)
     demo.add_argument("--days", type=float, default=None, help="simulate only N days")
     demo.add_argument("--compare-scoring", action="store_true",
                       help="one more run: predictive with kube-scheduler's default scoring "
@@ -98,6 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default=None,
                         help="trace format (default: detected from the header)")
+    parser.add_argument("--gpu-sharing", action="store_true", help=GPU_SHARING_HELP)
     parser.add_argument("--config", metavar="FILE.yaml",
                         help="the overprovisioner config the predictive policy runs (the "
                         "file `headstart overprovisioner --config` reads, loaded and checked "
@@ -115,6 +118,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="GPU node start-up after CA asks (default 5m)")
     parser.add_argument("--cpu-node-startup", default="2m",
                         help="GPU-less node start-up (default 2m)")
+    parser.add_argument("--scale-down-delay-after-add", default="10m", metavar="DURATION",
+                        help="cluster-autoscaler's flag of that name: no node is removed "
+                        "this long after a scale-up (default 10m, CA's default; 0 = none)")
     parser.add_argument("--days", type=float, default=None,
                         help="simulate only the first N days of the window")
     parser.add_argument("--from-day", type=float, default=0.0,
@@ -141,11 +147,20 @@ def _config(args: argparse.Namespace, service: Any) -> Any:
     return SimConfig(
         gpu_startup_s=parse_duration(args.node_startup, "--node-startup"),
         cpu_startup_s=parse_duration(args.cpu_node_startup, "--cpu-node-startup"),
+        scale_down_delay_after_add_s=_delay(getattr(args, "scale_down_delay_after_add", "10m"),
+                                            "--scale-down-delay-after-add"),
         groups_per_gpu_type=args.groups,
         scoring=args.scoring,
         seed=args.seed,
         service=service,
     ).validate()
+
+
+def _delay(text: str, option: str) -> float:
+    """A duration that may be 0 (off), as CA's own flags allow."""
+    from bucketing.durations import parse_duration
+
+    return 0.0 if str(text).strip() == "0" else parse_duration(text, option)
 
 
 def load_bucket_types(path: str, catalog: Any) -> tuple:
@@ -212,7 +227,7 @@ def _load_table(args: argparse.Namespace, synthetic: bool) -> Any:
         return generate(SyntheticWorkload())
     from bucketing.traces import load_trace
 
-    return load_trace(args.trace, args.format)
+    return load_trace(args.trace, args.format, gpu_sharing=args.gpu_sharing)
 
 
 def _workload(args: argparse.Namespace, table: Any, catalog: Any, service: Any,
@@ -428,8 +443,10 @@ def describe_service(config: Any) -> str:
 def describe_workload(table: Any, workload: Any) -> str:
     excluded = ", ".join(f"{n} {reason}" for reason, n in workload.excluded.items()) or "none"
     days = (workload.end_s - workload.start_s) / 86_400
+    rounded = rounded_note(table)
     return (
         f"{table.source}: {len(workload)} pods over {days:.1f} days on "
         f"{', '.join(t.name for t in workload.types)}; {int(workload.initial.sum())} running "
         f"at the start on existing nodes; not replayed: {excluded}"
+        + (f"; {rounded}" if rounded else "")
     )

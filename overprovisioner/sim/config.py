@@ -28,6 +28,12 @@ class SimConfig:
     scan_s: cluster-autoscaler's scan interval (`--scan-interval`, 10 s).
     unneeded_s: how long a node must be empty before CA removes it
         (`--scale-down-unneeded-time`, 10 min).
+    scale_down_delay_after_add_s: after any scale-up, CA removes no node for this long
+        (`--scale-down-delay-after-add`, 10 min; 0 = no cooldown).
+    new_pod_delay_s / new_gpu_pod_delay_s: CA skips a loop's scale-up while its oldest
+        unschedulable pod is younger than the first, or its oldest one asking for GPUs
+        younger than the second (core/static_autoscaler.go `allPodsAreNew`: constants
+        2 s and 30 s, no flag; 0 = scale up at once, an idealised CA).
     groups_per_gpu_type: placement groups each GPU type's nodes are spread over
         (named pg-a, pg-b, ...; 1 = no groups) when the service config names none for
         the type (`limits.placement_groups`); GPU-less types have none.
@@ -54,6 +60,9 @@ class SimConfig:
     cpu_startup_s: float = 120.0
     scan_s: float = 10.0
     unneeded_s: float = 600.0
+    scale_down_delay_after_add_s: float = 600.0
+    new_pod_delay_s: float = 2.0
+    new_gpu_pod_delay_s: float = 30.0
     groups_per_gpu_type: int = 2
     max_nodes_per_group: int | None = None
     scoring: str = "headstart"
@@ -69,6 +78,10 @@ class SimConfig:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise InputError(f"simulate: {name} must be a positive duration, got {value}")
+        for name in ("scale_down_delay_after_add_s", "new_pod_delay_s", "new_gpu_pod_delay_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise InputError(f"simulate: {name} must be a duration of 0 or more, got {value}")
         if self.groups_per_gpu_type < 1:
             raise InputError("simulate: groups_per_gpu_type must not be negative or zero")
         if self.seed < 0:

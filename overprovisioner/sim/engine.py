@@ -6,8 +6,11 @@ Decides the order of events and what each does:
 - finish: the pod's node frees; pending pods of that type retry, then placeholders;
 - node ready: pending pods retry, then pending placeholders of its group take it;
 - CA scan (every scan_s, only while some type has a change CA has not seen): scale up
-  for pending pods and pending placeholders (`autoscaler.scale_up`); nodes empty for
-  unneeded_s are removed (a placeholder's node is not empty: CA keeps it);
+  for pending pods and pending placeholders (`autoscaler.scale_up`), except while
+  every one of them is new (CA's `allPodsAreNew`: the oldest younger than 2 s, or the
+  oldest asking for GPUs younger than 30 s; `_all_pods_new`); nodes empty for
+  unneeded_s are removed (a placeholder's node is not empty: CA keeps it), but none
+  within scale_down_delay_after_add_s of a scale-up (`--scale-down-delay-after-add`);
 - policy tick (every `policy.tick_s`: the service's tick for predictive and the
   oracles, CPA's poll for proportional, peer_tick_s for the others): demand is
   recorded (for policies that forecast; the running and pending demand of the pods a
@@ -25,8 +28,15 @@ Events at one instant run finishes, then node-readies, then arrivals, then scans
 then policy ticks, so freed capacity is visible to what arrives at the same second.
 
 Bounds, stated as a simulation should: pods are pinned to one instance type; nodes
-start in exactly the configured time and never fail; CA scales down only empty nodes
-(no consolidation of under-used ones, no scale-down delay after a scale-up); a
+start in exactly the configured time and never fail; CA scales down only empty nodes.
+That is CA's rule for pods of the Kubeflow training operator: a PyTorchJob, TFJob or
+MPIJob is a custom controller, and `--skip-nodes-with-custom-controller-pods` (default
+true) keeps their nodes (simulator/drainability/rules/replicated); a node holding only
+a placeholder is at 100% GPU utilisation, above `--scale-down-gpu-utilization-threshold`
+(0.5). Pods owned by a batch Job (JobSet, TrainJob, plain Jobs) are drainable: CA
+would evict them from a node under the threshold unless they carry
+`cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`; the simulation keeps every
+real pod where it runs, as that annotation would. A
 preempted placeholder frees its node at once (pause containers stop in a moment); the
 scheduler is instantaneous, so every second a pod waits is waiting for capacity.
 The run works on its own copies: the workload and catalog are never mutated.
@@ -137,6 +147,9 @@ class _Run:
         self.pending_placeholders = {
             (b, g): 0 for b, names in self.groups.items() for g in names
         }
+        # (type, group) -> since when it has had pending placeholders (`_pend_placeholders`).
+        self.placeholders_since: dict[tuple[int, str], float] = {}
+        self.last_scale_up = -math.inf
         # Requests summed per type in integer units (Python ints: exact and fast here).
         self.running_sum = [[0, 0, 0] for _ in range(n_types)]
         self.pending_sum = [[0, 0, 0] for _ in range(n_types)]
@@ -270,7 +283,7 @@ class _Run:
             self.cluster.set_placeholder(node, False, now)
             # The ReplicaSet recreates the preempted placeholder at once (pending); the
             # service sees the preemption on its pod watch and re-plans shortly after.
-            self.pending_placeholders[(b, node.group)] += 1
+            self._pend_placeholders((b, node.group), 1, now)
             self.preemptions += 1
             self.want_scan(now, b)
             latency = self.config.service.placeholders.wake_debounce_s
@@ -335,10 +348,55 @@ class _Run:
             while self.pending_placeholders[key] > 0 and empty:
                 node = self.cluster.nodes[min(empty)]
                 self.cluster.set_placeholder(node, True, now)
-                self.pending_placeholders[key] -= 1
+                self._pend_placeholders(key, -1, now)
+
+    def _pend_placeholders(self, key: tuple[int, str], change: int, now: float) -> None:
+        """`change` more (or fewer) pending placeholders of (type, group); keeps since
+        when the key has had some pending (their oldest's creation, FIFO)."""
+        before = self.pending_placeholders[key]
+        after = before + change
+        self.pending_placeholders[key] = after
+        if after <= 0:
+            self.placeholders_since.pop(key, None)
+        elif before <= 0:
+            self.placeholders_since[key] = now
+
+    def _all_pods_new(self, now: float) -> bool:
+        """cluster-autoscaler's `allPodsAreNew` (core/static_autoscaler.go): it skips
+        a loop's scale-up while the oldest unschedulable pod is younger than 2 s, or the
+        oldest one asking for GPUs younger than 30 s ("nodes with GPU are very
+        expensive": it waits for more pods to make one informed decision). Pending pods
+        and placeholders both count (CA sees pods)."""
+        oldest = oldest_gpu = math.inf
+        submit = self.w.submit_s
+        for b, queue in enumerate(self.pending):
+            gpu_type = self.w.types[b].gpus > 0
+            for pod in queue:  # arrival order: the first is the oldest
+                created = float(submit[pod])
+                oldest = min(oldest, created)
+                if self.requests[pod][0] > 0:
+                    oldest_gpu = min(oldest_gpu, created)
+                    break
+                if not gpu_type:
+                    break
+        for (b, _), since in self.placeholders_since.items():
+            oldest = min(oldest, since)
+            if self.w.types[b].gpus > 0:
+                oldest_gpu = min(oldest_gpu, since)
+        config = self.config
+        if oldest == math.inf:
+            return False
+        return (now < oldest + config.new_pod_delay_s - 1e-6
+                or (oldest_gpu < math.inf
+                    and now < oldest_gpu + config.new_gpu_pod_delay_s - 1e-6))
 
     def _scan(self, now: float) -> None:
         self.scan_at = math.nan
+        if self._all_pods_new(now):
+            # No scale-up this loop; the next loop looks again (the dirty marks stay).
+            self.scan_at = now + self.config.scan_s
+            self.push(self.scan_at, SCAN, 0)
+            return
         for b in range(len(self.w.types)):
             if not self.dirty[b]:
                 continue
@@ -353,6 +411,8 @@ class _Run:
             self.version += 1
             launch = scale_up(self.cluster, b, requests, placeholders, self.rng,
                               self.config.max_nodes_per_group)
+            if launch:
+                self.last_scale_up = now
             for group, count in launch.items():
                 for _ in range(count):
                     node = self.cluster.add_node(b, group, now, initial=False)
@@ -362,9 +422,19 @@ class _Run:
         node = self.cluster.nodes[index]
         if node.status != READY or node.empty_since != node.empty_since:
             return
-        if now - node.empty_since >= self.config.unneeded_s - 1e-6:
-            self.version += 1
-            self.cluster.remove_node(node, now)
+        if now - node.empty_since < self.config.unneeded_s - 1e-6:
+            return
+        resume = self.last_scale_up + self.config.scale_down_delay_after_add_s
+        if now < resume - 1e-6:
+            # CA's scale-down cooldown after a scale-up (`--scale-down-delay-after-add`,
+            # isScaleDownInCooldown): the node stays unneeded and goes at the first loop
+            # after the cooldown.
+            grid = self.config.scan_s
+            self.push(self.w.start_s + math.ceil((resume - self.w.start_s) / grid - 1e-9) * grid,
+                      EMPTY_CHECK, index)
+            return
+        self.version += 1
+        self.cluster.remove_node(node, now)
 
     def _tick(self, tick: int, now: float, again: bool = False) -> None:
         """One policy tick; `again` = the service's tick run again after a preemption
@@ -459,7 +529,7 @@ class _Run:
                 have = len(bound) + self.pending_placeholders[key]
                 if wanted > have:
                     self.version += 1
-                    self.pending_placeholders[key] += wanted - have
+                    self._pend_placeholders(key, wanted - have, now)
                     self._retry(b, now)
                     if self.pending_placeholders[key] > 0:
                         self.want_scan(now, b)
@@ -467,7 +537,7 @@ class _Run:
                     self.version += 1
                     surplus = have - wanted
                     cancel = min(surplus, self.pending_placeholders[key])
-                    self.pending_placeholders[key] -= cancel
+                    self._pend_placeholders(key, -cancel, now)
                     surplus -= cancel
                     # Newest nodes first: the oldest placeholders keep their nodes.
                     for index in sorted(bound, reverse=True)[:surplus]:

@@ -18,7 +18,8 @@ def trace_file(tmp_path):
     from bucketing.traces.write import write_job_table
 
     # A 60-s pod every 1000 s: each pod's node is gone (600 s after it empties) before the
-    # next pod arrives, so under reactive each waits scan + start-up = 300 s.
+    # next pod arrives, so under reactive each waits for CA (its first scan with the pod
+    # 30 s old) and the start-up: 30 + 300 = 330 s.
     rows = [pod(f"p{i}", 1000 * i + 10, 60) for i in range(7)]
     return write_job_table(table(rows, end=7200.0), tmp_path / "trace.csv")
 
@@ -31,7 +32,7 @@ def test_simulate_json_has_every_policy(trace_file, capsys):
     assert [r["policy"] for r in rows] == ["reactive", "static:1", "static:2", "static:4",
                                            "static:8", "predictive", "oracle"]
     assert all(REQUIRED <= set(r) for r in rows)
-    assert rows[0]["pending_seconds_mean"] == pytest.approx(300.0)
+    assert rows[0]["pending_seconds_mean"] == pytest.approx(330.0)
     assert rows[4]["pending_seconds_mean"] < rows[0]["pending_seconds_mean"]
     # Each run's role, so a script can find the best peer at a cut without parsing names.
     assert [r["role"] for r in rows] == ["reactive", "peer", "peer", "peer", "peer",
@@ -245,3 +246,28 @@ def test_bad_list_or_output_is_one_line_exit_2(trace_file, tmp_path, capsys, arg
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert len(err) == 1 and message.replace("FILE", str(taken)) in err[0]
+
+
+def test_a_share_of_a_gpu_takes_a_whole_one_unless_the_cluster_shares_gpus(tmp_path, capsys):
+    from bucketing.traces.write import write_job_table
+
+    # Two pods asking for half a GPU each, at once, on 1-GPU nodes.
+    rows = [pod(f"half-{i}", 100, 600, gpus=0.5, cpu=1, memory_gib=4) for i in range(2)]
+    path = write_job_table(table(rows, end=7200.0), tmp_path / "halves.csv")
+    command = ["simulate", "--trace", str(path), "--buckets", str(tmp_path / "b.yaml"),
+               "--policy", "reactive"]
+    (tmp_path / "b.yaml").write_text("instance_types: [g4dn.xlarge]\n")
+    assert main([*command, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["node_launches"] == 2
+    assert main([*command, "--json", "--gpu-sharing"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["node_launches"] == 1
+    assert main(command) == 0  # the header says what was rounded
+    assert "2 pods asked for part of a GPU and take a whole one" in capsys.readouterr().out
+
+
+def test_scale_down_delay_after_add_takes_a_duration_or_0(trace_file, capsys):
+    command = ["simulate", "--trace", str(trace_file), "--policy", "reactive", "--json"]
+    assert main([*command, "--scale-down-delay-after-add", "0"]) == 0
+    capsys.readouterr()
+    assert main([*command, "--scale-down-delay-after-add", "5"]) == 2
+    assert "--scale-down-delay-after-add: '5' has no unit" in capsys.readouterr().err

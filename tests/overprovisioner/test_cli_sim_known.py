@@ -37,10 +37,10 @@ def test_json_without_what_if_says_what_the_trace_knows(trace_file, capsys):
     "share, known_share, reactive_pending",
     [
         # every job known 10 minutes ahead: all 24 pods; predictive's pods wait 0 s, as
-        # in test_sim_known; reactive's 24 pods x 300 s x 1 GPU = 120 GPU-minutes
-        ("1", 1.0, 120.0),
+        # in test_sim_known; reactive's 24 pods x 330 s x 1 GPU = 132 GPU-minutes
+        ("1", 1.0, 132.0),
         # no job marked: nothing known
-        ("0", 0.0, 120.0),
+        ("0", 0.0, 132.0),
     ],
     ids=["all-known", "none-known"],
 )

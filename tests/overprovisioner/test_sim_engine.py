@@ -1,8 +1,10 @@
 """The event loop on tiny traces whose waits, node lifetimes and costs can be worked by hand.
 
-Defaults: GPU node start-up 300 s, CA scan every 10 s from t0, scale-down after 600 s
-empty; the service ticks every 60 s here (ONE_MINUTE) with a 310-s horizon (6 ticks),
-peers every 60 s; g4dn.xlarge = 1 GPU at 0.526 $/h.
+Defaults: GPU node start-up 300 s, CA scan every 10 s from t0, no scale-up while the
+oldest pending GPU pod is younger than 30 s (CA's allPodsAreNew; so a GPU pod alone is
+launched for at the first scan 30 s after its creation), scale-down after 600 s empty
+and not within 600 s of a scale-up; the service ticks every 60 s here (ONE_MINUTE) with
+a 310-s horizon (6 ticks), peers every 60 s; g4dn.xlarge = 1 GPU at 0.526 $/h.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ def simulate(rows, policy="reactive", config=NO_GROUPS, kinds=G4, end=7200.0):
 @pytest.mark.parametrize(
     "submit, expected_wait",
     [
-        # on the scan grid: scan at 100 launches, ready at 100 + 300 = 400 -> 300 s
-        (100.0, 300.0),
-        # between scans: next scan at 110, ready 410 -> 305 s
-        (105.0, 305.0),
+        # on the scan grid: scans at 100-120 wait for the pod to be 30 s old, 130
+        # launches, ready at 130 + 300 = 430 -> 330 s
+        (100.0, 330.0),
+        # between scans: the first scan with the pod 30 s old is 140, ready 440 -> 335 s
+        (105.0, 335.0),
     ],
     ids=["on-scan", "between-scans"],
 )
@@ -45,25 +48,26 @@ def test_reactive_pod_waits_for_scan_and_startup(submit, expected_wait):
 
 
 def test_reactive_costs_by_hand():
-    # pod 1 GPU, submit 10, runs 3600 s. Node launched 10, ready 310, pod 310..3910,
-    # node empty from 3910, removed at 3910 + 600 = 4510. GPU-hours 4500/3600 = 1.25,
-    # used 1.0, idle 0.25, cost 1.25 x 0.526 = 0.6575; wait 300 s -> 5 GPU-minutes.
+    # pod 1 GPU, submit 10, runs 3600 s. Node launched 40, ready 340, pod 340..3940,
+    # node empty from 3940, removed at 3940 + 600 = 4540. GPU-hours 4500/3600 = 1.25,
+    # used 1.0, idle 0.25, cost 1.25 x 0.526 = 0.6575; wait 330 s -> 5.5 GPU-minutes.
     metrics = measure(simulate([pod("p", 10, 3600)]))
     assert metrics.gpu_hours == pytest.approx(1.25)
     assert metrics.used_gpu_hours == pytest.approx(1.0)
     assert metrics.idle_gpu_hours == pytest.approx(0.25)
     assert metrics.cost_usd == pytest.approx(1.25 * 0.526)
-    assert metrics.pending_gpu_minutes == pytest.approx(5.0)
+    assert metrics.pending_gpu_minutes == pytest.approx(5.5)
     assert metrics.node_launches == 1
 
 
 def test_static_placeholder_is_preempted_at_once_and_replaced():
-    # static:1: placeholder's node ready at 300. Pod at 1000 preempts it: wait 0.
-    # The placeholder is pending again; CA launches its replacement at 1000.
+    # static:1: placeholder created at 0, its node launched at 30, ready at 330. Pod at
+    # 1000 preempts it: wait 0. The placeholder is pending again (a new pod): CA
+    # launches its replacement at 1030.
     result = simulate([pod("p", 1000, 600)], policy="static:1")
     assert result.placed_at[0] == pytest.approx(1000.0)
     assert result.preemptions == 1
-    assert result.node_launched.tolist() == [0.0, 1000.0]
+    assert result.node_launched.tolist() == [30.0, 1030.0]
     # Placeholder nodes are not unneeded: the replacement is never removed; the pod's
     # node empties at 1600 and goes at 1600 + 600 = 2200.
     assert math.isnan(result.node_removed[1])
@@ -71,13 +75,15 @@ def test_static_placeholder_is_preempted_at_once_and_replaced():
 
 
 def test_pod_prefers_a_free_node_over_preempting():
-    # static:1 launches n0 for the placeholder at scan 0; pod a (at 10) makes CA launch
-    # n1 at scan 10. At 300 n0 is ready: real pods go first, a takes it (no preemption);
-    # at 310 the placeholder takes n1. a ends at 400: n0 is empty until its removal at
-    # 1000. b at 700 fits the empty n0 and must not preempt the placeholder on n1.
+    # static:1's placeholder (created at 0) and pod a (at 10) are launched for together
+    # at scan 30, when the oldest is 30 s old: n0 and n1, ready at 330. Real pods go
+    # first: a takes n0 (no preemption), the placeholder n1. a ends at 430: n0 is empty
+    # until its removal at 1030. b at 700 fits the empty n0 and must not preempt the
+    # placeholder on n1.
     rows = [pod("a", 10, 100), pod("b", 700, 100)]
     result = simulate(rows, policy="static:1")
-    assert result.placed_at.tolist() == [300.0, 700.0]
+    assert result.node_launched.tolist() == [30.0, 30.0]
+    assert result.placed_at.tolist() == [330.0, 700.0]
     assert result.preemptions == 0
 
 
@@ -93,12 +99,12 @@ def test_rate_oracle_covers_a_steady_trickle_without_knowing_each_arrival():
     # horizon) are over a tenth of the origins around ticks 0..45, so q 0.9 keeps one
     # node ready there: pods 1 and 2 take placeholders (2 preemptions) instead of
     # waiting, and the later pods, no longer shifted by a wait, get the node their
-    # predecessor frees. Reactive: pods 1, 2, 4, 7, ..., 19 wait 300 s, 8 x 5 = 40
+    # predecessor frees. Reactive: pods 1, 2, 4, 7, ..., 19 wait 330 s, 8 x 5.5 = 44
     # GPU-minutes.
     rows = [pod(f"p{i}", 600 * i, 1800) for i in range(20)]
     reactive = measure(simulate(rows, end=14_400))
     result = simulate(rows, policy="rate-oracle:0.9", end=14_400)
-    assert reactive.pending_gpu_minutes == pytest.approx(40.0)
+    assert reactive.pending_gpu_minutes == pytest.approx(44.0)
     assert measure(result).pending_gpu_minutes == 0.0
     assert result.preemptions == 2
 
@@ -209,37 +215,39 @@ def test_proportional_follows_the_types_ready_nodes(policy, launches):
 
 def test_scheduled_keeps_its_count_in_its_hours_only():
     # 2 placeholders from 00:00 to 01:00 (trace clock), none after: both nodes launched
-    # at 0; at 3600 the placeholders go, the nodes empty and are removed 600 s later.
+    # at 30; at 3600 the placeholders go, the nodes empty and are removed 600 s later.
     result = simulate([pod("late", 7000, 10)], policy="scheduled:00-01=2,else=0",
                       end=7200.0)
     launched = ~result.node_initial
-    assert result.node_launched[launched][:2].tolist() == [0.0, 0.0]
+    assert result.node_launched[launched][:2].tolist() == [30.0, 30.0]
     assert result.node_removed[launched][:2].tolist() == [4200.0, 4200.0]
 
 
 def woken_after(debounce_s: float) -> OverprovisionerConfig:
-    """ONE_MINUTE whose placeholder-pod watch re-plans `debounce_s` after a preemption."""
+    """ONE_MINUTE whose placeholder-pod watch re-plans `debounce_s` after a preemption;
+    its horizon covers CA's 30-s GPU-pod wait too (370 s: 7 ticks)."""
     from dataclasses import replace
 
-    return replace(ONE_MINUTE, placeholders=replace(ONE_MINUTE.placeholders,
-                                                    wake_debounce_s=debounce_s))
+    return replace(ONE_MINUTE, horizon_s=370.0, placeholders=replace(
+        ONE_MINUTE.placeholders, wake_debounce_s=debounce_s))
 
 
 @pytest.mark.parametrize(
     "debounce, launches",
     [
         # The oracle keeps 1 placeholder for the pod at 1805, which preempts it; the
-        # ReplicaSet recreates it and CA's next scan is at 1810. Re-planning 1 s later
-        # (1806) the service sees the pod running and wants none: the replacement is
-        # cancelled before the scan, 1 launch in all.
+        # ReplicaSet recreates it, a new GPU pod: CA will not scale up for it before
+        # its scan at 1840. Re-planning 1 s later (1806) the service sees the pod
+        # running and wants none: the replacement is cancelled, 1 launch in all.
         (1.0, 1),
-        # 5 s later (1810, the default wake_debounce) the scan runs first (same instant,
-        # CA's scan before the service's tick) and launches a node for the replacement.
-        (5.0, 2),
-        # 0 = no watch, never before the next tick (1860): the scan at 1810 launches too.
+        # 5 s later (1810, the default wake_debounce): still well before 1840.
+        (5.0, 1),
+        # 40 s later (1845): the scan at 1840 has launched a node for the replacement.
+        (40.0, 2),
+        # 0 = no watch, never before the next tick (1860): the scan at 1840 launches.
         (0.0, 2),
     ],
-    ids=["1s", "5s", "no-watch"],
+    ids=["1s", "5s", "40s", "no-watch"],
 )
 def test_wake_debounce_races_cluster_autoscalers_scan(debounce, launches):
     config = SimConfig(groups_per_gpu_type=1, service=woken_after(debounce))
@@ -250,7 +258,48 @@ def test_wake_debounce_races_cluster_autoscalers_scan(debounce, launches):
 
 def test_peers_do_not_replan_after_a_preemption():
     # static:1 beside a service that would re-plan 1 s after: its ReplicaSet's
-    # replacement is launched at the next scan (1810) whatever the service does.
+    # replacement is launched at the first scan it is 30 s old at (1840) whatever the
+    # service does.
     config = SimConfig(groups_per_gpu_type=1, service=woken_after(1.0))
     result = simulate([pod("p", 1805, 600)], policy="static:1", config=config)
-    assert result.node_launched.tolist() == [0.0, 1810.0]
+    assert result.node_launched.tolist() == [30.0, 1840.0]
+
+
+# ---- cluster-autoscaler's delays (each on by default; SimConfig sets them to 0) ----------
+
+IDEAL_CA = SimConfig(groups_per_gpu_type=1, service=ONE_MINUTE, new_pod_delay_s=0.0,
+                     new_gpu_pod_delay_s=0.0, scale_down_delay_after_add_s=0.0)
+
+
+def test_cluster_autoscaler_waits_until_the_oldest_gpu_pod_is_30_s_old():
+    # core/static_autoscaler.go allPodsAreNew: the scans at 100, 110 and 120 skip the
+    # scale-up (the GPU pod is younger than 30 s); the one at 130 launches.
+    assert simulate([pod("p", 100, 600)]).node_launched.tolist() == [130.0]
+    assert simulate([pod("p", 100, 600)], config=IDEAL_CA).node_launched.tolist() == [100.0]
+
+
+def test_an_old_gpu_pod_lets_a_new_one_scale_up_at_once():
+    # The rule looks at the oldest pod: one pending since 100 makes the scan at 140
+    # launch for both, the one that arrived at 135 included.
+    rows = [pod("old", 100, 600, gpus=1, cpu=2), pod("new", 135, 600, gpus=1, cpu=2)]
+    result = simulate(rows)
+    assert result.node_launched.tolist() == [130.0, 140.0]
+
+
+def test_a_gpu_less_pod_waits_2_s():
+    rows = [pod("cpu", 100, 600, gpus=0, cpu=2)]
+    kinds = types("m5.xlarge")
+    assert simulate(rows, kinds=kinds).node_launched.tolist() == [110.0]
+    assert simulate(rows, kinds=kinds, config=IDEAL_CA).node_launched.tolist() == [100.0]
+
+
+def test_no_node_is_removed_for_10_minutes_after_a_scale_up():
+    # p1 runs from t0 on an existing g4dn.xlarge until 100: empty from then, it would go
+    # at 700. p2 needs a g4dn.2xlarge (6 CPUs); its launch at 530 starts CA's cooldown
+    # (--scale-down-delay-after-add 10m): the first node goes at 1130 instead.
+    rows = [pod("p1", 0, 100), pod("p2", 500, 3000, cpu=6)]
+    kinds = types("g4dn.xlarge", "g4dn.2xlarge")
+    result = simulate(rows, kinds=kinds)
+    assert result.node_launched.tolist() == [0.0, 530.0]
+    assert result.node_removed[0] == pytest.approx(1130.0)
+    assert simulate(rows, kinds=kinds, config=IDEAL_CA).node_removed[0] == pytest.approx(700.0)
