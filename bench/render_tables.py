@@ -104,36 +104,91 @@ def _pct(value: float) -> str:
     return f"{value:.1f}" if value > 99 else f"{value:.0f}"
 
 
+def _simulated(results: dict) -> list[dict]:
+    """bench_simulator_measured's workloads, each with its runs by policy name."""
+    workloads = results["simulator-measured"]["figures"]["workloads"]
+    for w in workloads:
+        w["by_policy"] = {run["policy"]: run for run in w["runs"]}
+        w["judged"] = {a["policy"]: a for a in w["assessments"]}
+    return workloads
+
+
+def _ratio(a: dict) -> str:
+    return "-" if a["ratio"] is None else f"{a['ratio']:.2f}x"
+
+
 def simulator_headline(results: dict) -> str:
     """README's summary: each predictive quantile's cut for its extra GPU-hours (ratio to
-    the cheapest peer; bold where it costs under half), static:1/2/4, the oracle."""
+    the cheapest peer family at the same cut; bold where it costs under half),
+    static:1/2/4, the oracle."""
     lines = ["| workload | predictive (defaults) | predictive q 0.97 | predictive q 0.99 | "
              "peers: static:1 / 2 / 4 | oracle |", "|---|---|---|---|---|---|"]
-    for w in results["simulator-headline"]["figures"]["workloads"]:
+    for w in _simulated(results):
         cells = []
-        for run in w["predictive"]:
-            cell = (f"{_pct(run['reduction_pct'])}% for {run['extra_gpu_hours']:+,} "
-                    f"({run['ratio']:.2f}x)")
-            cells.append(f"**{cell}**" if run["ratio"] < 0.5 else cell)
-        static = (" / ".join(_pct(s["reduction_pct"]) for s in w["static"]) + "% for "
-                  + " / ".join(f"{s['extra_gpu_hours']:+,}" for s in w["static"]))
-        oracle = f"{_pct(w['oracle']['reduction_pct'])}% for {w['oracle']['extra_gpu_hours']:+,}"
-        lines.append(f"| {w['name']} | {' | '.join(cells)} | {static} | {oracle} |")
-    return "\n".join(lines) + "\n"
+        for name in ("predictive", "predictive:0.97", "predictive:0.99"):
+            a = w["judged"][name]
+            cell = f"{_pct(a['reduction_pct'])}% for {a['extra_gpu_hours']:+,} ({_ratio(a)})"
+            cells.append(f"**{cell}**" if a["ratio"] is not None and a["ratio"] < 0.5
+                         else cell)
+        static = [w["by_policy"][f"static:{n}"] for n in (1, 2, 4)]
+        peers = (" / ".join(_pct(r["reduction_pct"]) for r in static) + "% for "
+                 + " / ".join(f"{r['extra_gpu_hours']:+,}" for r in static))
+        oracle = w["by_policy"]["oracle"]
+        lines.append(f"| {w['name']} | {' | '.join(cells)} | {peers} | "
+                     f"{_pct(oracle['reduction_pct'])}% for {oracle['extra_gpu_hours']:+,} |")
+    return "\n".join(lines) + "\n\n" + f"({provenance(results['simulator-measured'])})\n"
 
 
 def simulator_measured(results: dict) -> str:
     """docs/simulator.md's summary: one decimal, the cheapest peer named with its cost."""
     lines = ["| workload | predictive (defaults: q 0.9) | q 0.97 | q 0.99 | oracle |",
              "|---|---|---|---|---|"]
-    for w in results["simulator-headline"]["figures"]["workloads"]:
-        cells = [f"{run['reduction_pct']:.1f}% for {run['extra_gpu_hours']:+,} GPU-h: "
-                 f"{run['ratio']:.2f}x ({run['best_peer']} {run['best_peer_extra']:+,})"
-                 for run in w["predictive"]]
-        oracle = f"{w['oracle']['reduction_pct']:.1f}% for {w['oracle']['extra_gpu_hours']:+,}"
-        lines.append(f"| {w['name']} | {' | '.join(cells)} | {oracle} |")
+    for w in _simulated(results):
+        cells = []
+        for name in ("predictive", "predictive:0.97", "predictive:0.99"):
+            a = w["judged"][name]
+            peer = ("no peer reaches it" if a["best_peer"] is None
+                    else f"{a['best_peer']} {a['best_peer_extra']:+,}")
+            cells.append(f"{a['reduction_pct']:.1f}% for {a['extra_gpu_hours']:+,} GPU-h: "
+                         f"{_ratio(a)} ({peer})")
+        oracle = w["by_policy"]["oracle"]
+        lines.append(f"| {w['name']} | {' | '.join(cells)} | "
+                     f"{oracle['reduction_pct']:.1f}% for {oracle['extra_gpu_hours']:+,} |")
     return "\n".join(lines) + "\n\n(GPU-hours over reactive; in brackets the cheapest peer " \
-        "family at the same cut and what it needs; every run is in the tables below.)\n"
+        "family at the same cut and what it needs; every run is in the tables below; " \
+        f"{provenance(results['simulator-measured'])}.)\n"
+
+
+def simulator_runs(results: dict) -> str:
+    """docs/simulator.md's per-workload tables: every run, the judged ones against the
+    cheapest peer family at their cut."""
+    out = []
+    for w in _simulated(results):
+        reactive = w["by_policy"]["reactive"]
+        rounded = (f"; {w['gpus_rounded']:,} pods asking for part of a GPU take a whole one"
+                   if w["gpus_rounded"] else "")
+        out.append(f"#### {w['name']}: reactive {reactive['pending_gpu_minutes']:,.0f} pending "
+                   f"GPU-min, {reactive['gpu_hours']:,.0f} GPU-h, "
+                   f"{reactive['node_launches']:,} launches\n")
+        out.append(f"{w['pods']:,} pods on {', '.join(w['types'])}{rounded}; "
+                   f"`{w['command']}`\n")
+        out.append("| policy | pending GPU-min | mean / p95 wait s | cut | extra GPU-h | "
+                   "cheapest peer for the same cut | ratio | launches |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        for run in w["runs"]:
+            a = w["judged"].get(run["policy"])
+            peer = ratio = ""
+            if a is not None:
+                peer = ("none reaches it" if a["best_peer"] is None
+                        else f"{a['best_peer']} {a['best_peer_extra']:+,}")
+                ratio = _ratio(a)
+            out.append(
+                f"| {run['policy']} | {run['pending_gpu_minutes']:,.0f} | "
+                f"{run['pending_seconds_mean']:.0f} / {run['pending_seconds_p95']:.0f} | "
+                f"{run['reduction_pct']:.1f}% | {run['extra_gpu_hours']:+,} | {peer} | {ratio} | "
+                f"{run['node_launches']:,} |")
+        out.append("")
+    return "\n".join(out)
 
 
 def extender_details(results: dict) -> str:
@@ -261,6 +316,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "extender-details": extender_details,
     "extender-job-size": extender_job_size,
     "simulator-headline": simulator_headline,
+    "simulator-runs": simulator_runs,
     "simulator-measured": simulator_measured,
     "embed": embed,
     "transformer": transformer,
