@@ -27,7 +27,7 @@ MAX_TYPES = 3
 # Values spanning more than this ratio get a log axis.
 DECADES = 30.0
 FAMILY_STYLE = {"static": ("-o", "tab:gray"), "proportional": ("-s", "tab:brown"),
-                "scheduled": ("-^", "tab:olive")}
+                "scheduled": ("-^", "tab:olive"), "per-type": ("-v", "tab:cyan")}
 JUDGED_STYLE = {"predictive": "tab:orange", "oracle": "tab:green", "rate-oracle": "tab:purple"}
 
 

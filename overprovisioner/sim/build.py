@@ -33,6 +33,7 @@ from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.known import replay_known
 from overprovisioner.sim.oracles import Oracle, RateOracle
 from overprovisioner.sim.policies import (
+    PerType,
     PlanContext,
     Policy,
     Proportional,
@@ -95,6 +96,8 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
         context = PlanContext(workload.types, groups, catalog, peer_config, horizons)
         if spec.kind == "static":
             return Static(context, spec, config.peer_tick_s)
+        if spec.kind == "per-type":
+            return PerType(context, spec, config.peer_tick_s)
         if spec.kind == "proportional":
             return Proportional(context, spec, config.cpa_poll_s)
         return Scheduled(context, spec, config.peer_tick_s)

@@ -21,6 +21,7 @@ import numpy as np
 from bucketing.catalog import Catalog
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import RunResult, run
+from overprovisioner.sim.hindsight import add_hindsight_runs
 from overprovisioner.sim.metrics import Metrics, measure
 from overprovisioner.sim.policy_names import (
     JUDGED,
@@ -73,11 +74,14 @@ def default_policies(workload: Workload, demo: bool = False) -> tuple[str, ...]:
 class PeerCost:
     """One peer family at a judged run's reduction: `extra` = its interpolated extra
     GPU-hours, `extra_usd` its extra dollars interpolated the same way (both None when
-    no member of the family reaches the reduction)."""
+    no member of the family reaches the reduction); `member`: the family's cheapest run
+    that reaches it (the headroom a user would configure for that cut), None when none
+    does."""
 
     family: str
     extra: float | None
     extra_usd: float | None = None
+    member: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,19 +153,26 @@ def run_policies(
     config: SimConfig,
     compare_scoring: bool = False,
     progress: Callable[[str], None] | None = None,
+    hindsight: bool = True,
 ) -> list[tuple[RunResult, Metrics]]:
-    """One run per policy (headstart scoring as configured); with compare_scoring (opt-in:
-    it is one more run) and multi-pod jobs in the workload, one more run of the
-    locality-relevant policy (the predictive one if listed, else the first) with the other
-    scorer."""
+    """One run per policy (headstart scoring as configured); with `hindsight` and static
+    runs to search, one more run per predictive run's cut: the cheapest count per type
+    reaching it, chosen in hindsight (`overprovisioner.sim.hindsight`); with
+    compare_scoring (opt-in: it is one more run) and multi-pod jobs in the workload, one
+    more run of the locality-relevant policy (the predictive one if listed, else the
+    first) with the other scorer."""
     for name in policies:
         parse_policy_name(name)  # fail before the first run, not after it
-    results = []
-    for name in policies:
+
+    def one(name: str) -> tuple[RunResult, Metrics]:
         if progress:
             progress(name)
         result = run(workload, catalog, name, config)
-        results.append((result, measure(result)))
+        return result, measure(result)
+
+    results = [one(name) for name in policies]
+    if hindsight:
+        results = add_hindsight_runs(results, one, [t.name for t in workload.types])
     if compare_scoring and (workload.job >= 0).any() and policies:
         chosen = next((p for p in policies if parse_policy_name(p).kind == "predictive"),
                       policies[0])
@@ -206,15 +217,17 @@ def assess(metrics: Sequence[Metrics], policy: str = "predictive") -> Assessment
     for family in PEERS:
         members = sorted(
             (peer_size(spec), reduction(m), m.gpu_hours - reactive.gpu_hours,
-             m.cost_usd - reactive.cost_usd)
+             m.cost_usd - reactive.cost_usd, m.policy)
             for m, spec in ((m, parse_policy_name(m.policy)) for m in by_name.values())
             if spec.kind == family
         )
         if members:
-            hours = [(0.0, 0.0)] + [(r, extra) for _, r, extra, _ in members]
-            dollars = [(0.0, 0.0)] + [(r, usd) for _, r, _, usd in members]
+            hours = [(0.0, 0.0)] + [(r, extra) for _, r, extra, _, _ in members]
+            dollars = [(0.0, 0.0)] + [(r, usd) for _, r, _, usd, _ in members]
+            reaching = [(extra, name) for _, r, extra, _, name in members if r >= target]
             peers.append(PeerCost(family, interpolate_extra(hours, target),
-                                  interpolate_extra(dollars, target)))
+                                  interpolate_extra(dollars, target),
+                                  min(reaching)[1] if reaching else None))
     return Assessment(
         reduction=target,
         extra_gpu_hours=judged.gpu_hours - reactive.gpu_hours,

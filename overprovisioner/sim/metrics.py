@@ -56,13 +56,45 @@ class Metrics:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
+def _waits(result: RunResult) -> tuple[np.ndarray, np.ndarray]:
+    """(the pods counted: submitted in the window; each pod's wait for a node, seconds,
+    to the window's end for a pod never placed)."""
+    w = result.workload
+    placed = result.placed_at
+    wait_end = np.where(np.isnan(placed), w.end_s, placed)
+    return ~w.initial, wait_end - w.submit_s
+
+
+def _node_hours(result: RunResult) -> np.ndarray:
+    """Per node: hours from cluster-autoscaler's request to its removal (or the window's
+    end)."""
+    end = result.workload.end_s
+    stop = np.where(np.isnan(result.node_removed), end, np.minimum(result.node_removed, end))
+    return np.clip(stop - result.node_launched, 0, None) / 3600.0
+
+
+def per_type(result: RunResult) -> tuple[np.ndarray, np.ndarray]:
+    """(pending GPU-minutes, GPU-hours) per instance type: the run's totals split by the
+    type a pod is pinned to and a node is of (they sum to `measure`'s)."""
+    w = result.workload
+    types = len(w.types)
+    counted, waits = _waits(result)
+    gpus = w.request[:, 0].astype(np.float64) / 1000.0
+    pending = np.bincount(w.bucket[counted], weights=(waits * gpus)[counted] / 60.0,
+                          minlength=types)
+    node_gpus = np.array([t.gpus for t in w.types], dtype=np.float64)
+    hours = _node_hours(result)
+    gpu_hours = np.bincount(result.node_type.astype(np.int64),
+                            weights=hours * node_gpus[result.node_type], minlength=types)
+    return pending, gpu_hours
+
+
 def measure(result: RunResult) -> Metrics:
     w = result.workload
     end = w.end_s
-    counted = ~w.initial
     placed = result.placed_at
-    wait_end = np.where(np.isnan(placed), end, placed)
-    waits = (wait_end - w.submit_s)[counted]
+    counted, all_waits = _waits(result)
+    waits = all_waits[counted]
     gpus = w.request[:, 0].astype(np.float64)[counted] / 1000.0
     if len(waits):
         mean = float(waits.mean())
@@ -73,8 +105,7 @@ def measure(result: RunResult) -> Metrics:
 
     prices = np.array([t.price_per_hour for t in w.types])
     node_gpus = np.array([t.gpus for t in w.types], dtype=np.float64)
-    stop = np.where(np.isnan(result.node_removed), end, np.minimum(result.node_removed, end))
-    hours = np.clip(stop - result.node_launched, 0, None) / 3600.0
+    hours = _node_hours(result)
     gpu_hours = float((hours * node_gpus[result.node_type]).sum()) if len(hours) else 0.0
     cost = float((hours * prices[result.node_type]).sum()) if len(hours) else 0.0
 

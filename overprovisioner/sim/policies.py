@@ -32,6 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from bucketing.catalog import Catalog, InstanceType
+from bucketing.errors import InputError
 from overprovisioner.plan import BucketObservation, Plan, make_plan
 from overprovisioner.plan_config import PlanConfig
 from overprovisioner.sim.policy_names import PolicySpec
@@ -167,6 +168,23 @@ class Peer:
 class Static(Peer):
     def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
         return [self.spec.count] * len(self.context.types)
+
+
+class PerType(Peer):
+    """`static:TYPE=N,...`: a fixed count per instance type (0 for types not named)."""
+
+    def __init__(self, context: PlanContext, spec: PolicySpec, tick_s: float) -> None:
+        super().__init__(context, spec, tick_s)
+        names = [kind.name for kind in context.types]
+        unknown = [kind for kind, _ in spec.per_type if kind not in names]
+        if unknown:
+            raise InputError(f"policy {spec.name!r}: {', '.join(unknown)} is not a simulated "
+                             f"instance type (simulated: {', '.join(names)})")
+        wanted = dict(spec.per_type)
+        self._counts = [wanted.get(name, 0) for name in names]
+
+    def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
+        return list(self._counts)
 
 
 class Proportional(Peer):

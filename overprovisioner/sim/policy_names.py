@@ -5,6 +5,10 @@ Decides the syntax, what each part means and which specs are refused (an InputEr
 naming the spec and what is wrong, so the CLI prints one line and exits 2).
 
 - `static:N`: N placeholder nodes per instance type, always (the Helm-chart headroom).
+- `static:TYPE=N[,TYPE=N...]`: a count per instance type (types not named: 0), as a user
+  runs one overprovisioning Deployment per node group, each sized on its own. Its family
+  is `per-type` (`headstart simulate` searches the cheapest such vector in hindsight:
+  `overprovisioner.sim.hindsight`).
 - `proportional:R`: per instance type, as cluster-proportional-autoscaler's linear mode
   drives the overprovisioning Deployment of that type (its `--nodelabels` selecting
   the type's nodes): placeholders = max(min, ceil(nodes / R)), at most max (0 = no
@@ -29,12 +33,13 @@ from dataclasses import dataclass
 from bucketing.errors import InputError
 
 POLICY_HELP = (
-    "reactive, static:N (N >= 0 placeholder nodes per type), proportional:R[,min=M][,max=X] "
+    "reactive, static:N (N >= 0 placeholder nodes per type), static:TYPE=N[,TYPE=N...] (a "
+    "count per instance type), proportional:R[,min=M][,max=X] "
     "(one placeholder per R nodes of the type, as cluster-proportional-autoscaler's linear "
     "mode), scheduled:HH-HH=N[,...][,else=N] (N placeholders per type in those UTC hours), "
     "predictive, predictive:Q (at quantile Q), oracle, rate-oracle, rate-oracle:Q"
 )
-PEERS = ("static", "proportional", "scheduled")
+PEERS = ("static", "proportional", "scheduled", "per-type")
 JUDGED = ("predictive", "rate-oracle")
 _RANGE = re.compile(r"^(\d{1,2})-(\d{1,2})=(\d+)$")
 
@@ -43,12 +48,14 @@ _RANGE = re.compile(r"^(\d{1,2})-(\d{1,2})=(\d+)$")
 class PolicySpec:
     """A parsed policy name.
 
-    kind: reactive, static, proportional, scheduled, predictive, oracle or rate-oracle.
+    kind: reactive, static, per-type, proportional, scheduled, predictive, oracle or
+        rate-oracle.
     count: static's placeholders per type; scheduled's outside its ranges (`else`).
     quantile: predictive's or rate-oracle's quantile override (None = the configured).
     nodes_per_placeholder, min_count, max_count: proportional's CPA parameters
         (max_count 0 = no max).
     hours: scheduled's ranges, (start hour, end hour, placeholders) each.
+    per_type: per-type's (instance type, placeholders), in the order given.
     """
 
     name: str
@@ -59,6 +66,7 @@ class PolicySpec:
     min_count: int = 1
     max_count: int = 0
     hours: tuple[tuple[int, int, int], ...] = ()
+    per_type: tuple[tuple[str, int], ...] = ()
 
     @property
     def role(self) -> str:
@@ -92,6 +100,8 @@ def parse_policy_name(name: str) -> PolicySpec:
     kind, sep, value = name.partition(":")
     if not sep:
         raise InputError(f"unknown policy {name!r} (known: {POLICY_HELP})")
+    if kind == "static" and "=" in value:
+        return _per_type(name, value)
     if kind == "static":
         return PolicySpec(name, kind, count=_whole(name, value, "static:N needs a whole "
                                                                "number N >= 0"))
@@ -115,6 +125,27 @@ def _whole(name: str, text: str, message: str) -> int:
     if not text.isdigit():
         raise InputError(f"policy {name!r}: {message}")
     return int(text)
+
+
+def _per_type(name: str, value: str) -> PolicySpec:
+    counts: dict[str, int] = {}
+    for item in value.split(","):
+        kind, sep, number = item.partition("=")
+        kind = kind.strip()
+        if not sep or not kind:
+            raise InputError(f"policy {name!r}: {item!r} is not TYPE=N (e.g. "
+                             "static:g4dn.xlarge=2,p4d.24xlarge=1)")
+        if kind in counts:
+            raise InputError(f"policy {name!r}: {kind} is given twice")
+        counts[kind] = _whole(name, number, f"{kind}=N needs a whole number N >= 0")
+    return PolicySpec(name, "per-type", per_type=tuple(counts.items()))
+
+
+def per_type_name(counts: dict[str, int]) -> str:
+    """The `static:TYPE=N,...` name of a count per type (types at 0 left out; all at 0:
+    reactive's headroom, `static:0`)."""
+    kept = [f"{kind}={count}" for kind, count in counts.items() if count > 0]
+    return "static:" + (",".join(kept) if kept else "0")
 
 
 def _proportional(name: str, value: str) -> PolicySpec:
@@ -185,6 +216,8 @@ def peer_size(spec: PolicySpec) -> float:
     scheduled's mean count over the day."""
     if spec.kind == "static":
         return float(spec.count)
+    if spec.kind == "per-type":
+        return float(sum(count for _, count in spec.per_type))
     if spec.kind == "proportional":
         return 1.0 / spec.nodes_per_placeholder + 1e-6 * spec.min_count
     if spec.kind == "scheduled":

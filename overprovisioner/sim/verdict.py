@@ -142,6 +142,10 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
         lines.append(f"In dollars predictive spends {usd_ratio:.2f}x the cheapest "
                      f"({cheapest_usd.family} headroom, {_money(cheapest_usd.extra_usd)}): "
                      + (f"${diff:,.0f} less." if diff > 0 else f"${-diff:,.0f} more."))
+    if not beats and best is not None and best.member is not None:
+        lines.append(f"The headroom to run instead: {best.member} (its run is in the table; "
+                     "static, scheduled and per-type counts are placeholder Deployments per "
+                     "instance type, proportional is cluster-proportional-autoscaler).")
     others = [a for a in assessments if a is not chosen and a.reduction is not None
               and parse_policy_name(a.policy).kind == "predictive"]
     if others:

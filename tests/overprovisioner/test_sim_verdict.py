@@ -85,6 +85,8 @@ def test_verdict_is_honest_when_predictive_is_dearer(predictive, gpu_line, dolla
         "Verdict: on this trace predictive does not beat the headroom users run today for "
         "the same cut (below); its best run is quantile 0.9. On this trace it cuts")
     assert verdict.lines[2:4] == (gpu_line, dollar_line)
+    # A peer wins: the verdict names the run to configure instead (static:1 reaches 50%).
+    assert verdict.lines[4].startswith("The headroom to run instead: static:1 ")
 
 
 def test_without_predictive_runs_there_is_no_verdict():
