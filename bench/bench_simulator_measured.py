@@ -10,7 +10,8 @@ bench/results.json (entry simulator-measured), never typed.
 Each workload runs what `headstart simulate` runs by default on it (reactive, static:1 /
 2 / 4 / 8, proportional at the busiest type's mean node count over 1, 2 and 4,
 schedules over the trace's own busy hours, predictive, the oracle) plus static:3,
-predictive at quantiles 0.97 and 0.99, and rate-oracle: the service's default
+predictive at quantiles 0.97 and 0.99, and rate-oracle, then the per-type counts
+`simulate` chooses in hindsight for each predictive cut: the service's default
 configuration, 5-minute GPU start-up, 2 placement groups per GPU type, headstart
 scoring, cluster-autoscaler's delays, whole GPUs per pod (no GPU sharing). Judged runs
 (predictive*, rate-oracle) are assessed as `simulate` assesses them: the cut in pending

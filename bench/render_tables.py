@@ -224,6 +224,11 @@ def extender_details(results: dict) -> str:
         "is why `true` is the recommended mode.\n")
 
 
+def _pair(values: tuple[float, float] | list[float]) -> str:
+    """Two figures as `a / b` (p50 / p99, or filter / prioritize), 2 decimals."""
+    return f"{values[0]:.2f} / {values[1]:.2f}"
+
+
 def extender_job_size(results: dict) -> str:
     """docs/extender.md's table of bench_job_size: per job size, CPU per pod and
     latencies against the do-nothing extender of the same run, and the build before the
@@ -239,10 +244,9 @@ def extender_job_size(results: dict) -> str:
         ours, base = row["headstart"], row["baseline"]
         old = before.get(row["job_pods"])
         lines.append(
-            f"| {row['job_pods']:,} | {ours['cpu_ms']:.2f} | {ours['filter'][0]:.2f} / "
-            f"{ours['filter'][1]:.2f} | {ours['prioritize'][0]:.2f} / "
-            f"{ours['prioritize'][1]:.2f} | {base['cpu_ms']:.2f} | {base['filter'][1]:.2f} / "
-            f"{base['prioritize'][1]:.2f} | {row['cpu_ratio']:.2f}x |"
+            f"| {row['job_pods']:,} | {ours['cpu_ms']:.2f} | {_pair(ours['filter'])} | "
+            f"{_pair(ours['prioritize'])} | {base['cpu_ms']:.2f} | "
+            f"{_pair((base['filter'][1], base['prioritize'][1]))} | {row['cpu_ratio']:.2f}x |"
             + (f" {old['cpu_ms']:.2f}, {old['filter'][1]:.2f} |" if old else ""))
     text = (f"{f['nodes']:,} nodes, medians of {f['runs']} runs of {f['pods_per_run']} pods "
             f"each ({provenance(e)}")
@@ -266,11 +270,10 @@ def extender_job_size(results: dict) -> str:
         old = old_inside.get(row["job_pods"])
         table.append(
             f"| {row['job_pods']:,} | {ours['cpu_ms']:.2f} | {ours['cpu_ms'] / smallest:.2f}x | "
-            f"{ours['filter'][0]:.2f} / {ours['filter'][1]:.2f} | {ours['prioritize'][0]:.2f} / "
-            f"{ours['prioritize'][1]:.2f} | {ours['context'][0]:.2f} / "
-            f"{ours['context'][1]:.2f} | {base['cpu_ms']:.2f} | {base['filter'][1]:.2f} / "
-            f"{base['prioritize'][1]:.2f} |"
-            + (f" {old['context'][0]:.2f} / {old['context'][1]:.2f} |" if old else ""))
+            f"{_pair(ours['filter'])} | {_pair(ours['prioritize'])} | "
+            f"{_pair(ours['context'])} | {base['cpu_ms']:.2f} | "
+            f"{_pair((base['filter'][1], base['prioritize'][1]))} |"
+            + (f" {_pair(old['context'])} |" if old else ""))
     fixed = f["fixed_work"]
     note = (f"The same requests in one process, without aiohttp and the network, every size "
             f"and both extenders in turn within each run (medians of {f['runs']} runs; "
