@@ -51,23 +51,52 @@ def where_in(cluster: Mapping[str, NodeState]) -> Where:
 
 
 class JobLayout:
-    """The sums of one job's placed pods (module docstring). Mutable: one owner."""
+    """The sums of one job's placed pods (module docstring). Mutable: one owner. Plain
+    dicts, not Counters: the simulator builds one per scheduling decision."""
 
     __slots__ = ("where", "nodes", "role_nodes", "role_groups", "role_domains")
 
     def __init__(self, where: Where) -> None:
         self.where = where
-        self.nodes: Counter[str] = Counter()
-        self.role_nodes: dict[Role, Counter[str]] = {}
-        self.role_groups: dict[Role, Counter[str]] = {}
-        self.role_domains: dict[Role, Counter[tuple[str, str]]] = {}
+        self.nodes: dict[str, int] = {}
+        self.role_nodes: dict[Role, dict[str, int]] = {}
+        self.role_groups: dict[Role, dict[str, int]] = {}
+        self.role_domains: dict[Role, dict[tuple[str, str], int]] = {}
 
     @classmethod
     def of(cls, placed_on: Iterable[tuple[tuple[str, Role], int]], where: Where) -> JobLayout:
-        """The layout of `placed_on` ((node, role), pods) pairs."""
+        """The layout of `placed_on` ((node, role), pods) pairs: `add` for each, inlined
+        (the simulator builds a layout for every scheduling decision)."""
         layout = cls(where)
+        nodes, role_nodes = layout.nodes, layout.role_nodes
+        role_groups, role_domains = layout.role_groups, layout.role_domains
         for (node_name, role), count in placed_on:
-            layout.add(node_name, role, count)
+            if count <= 0:
+                if count:
+                    layout.add(node_name, role, count)
+                continue
+            nodes[node_name] = nodes.get(node_name, 0) + count
+            of_role = role_nodes.get(role)
+            if of_role is None:
+                of_role = role_nodes[role] = {}
+            of_role[node_name] = of_role.get(node_name, 0) + count
+            if role is Role.LAUNCHER:
+                continue
+            found = where(node_name)
+            if found is None:
+                continue
+            group, domains = found
+            if group is not None:
+                groups = role_groups.get(role)
+                if groups is None:
+                    groups = role_groups[role] = {}
+                groups[group] = groups.get(group, 0) + count
+            if domains:
+                pairs = role_domains.get(role)
+                if pairs is None:
+                    pairs = role_domains[role] = {}
+                for pair in domains:
+                    pairs[pair] = pairs.get(pair, 0) + count
         return layout
 
     def copy(self) -> JobLayout:
@@ -84,7 +113,7 @@ class JobLayout:
         if not count:
             return
         bump(self.nodes, node_name, count)
-        bump(self.role_nodes.setdefault(role, Counter()), node_name, count)
+        bump(_of_role(self.role_nodes, role), node_name, count)
         if role is Role.LAUNCHER:
             return
         found = self.where(node_name)
@@ -92,18 +121,19 @@ class JobLayout:
             return
         group, domains = found
         if group is not None:
-            bump(self.role_groups.setdefault(role, Counter()), group, count)
-        role_domains = self.role_domains.setdefault(role, Counter())
-        for pair in domains:
-            bump(role_domains, pair, count)
+            bump(_of_role(self.role_groups, role), group, count)
+        if domains:
+            role_domains = _of_role(self.role_domains, role)
+            for pair in domains:
+                bump(role_domains, pair, count)
 
     def nodes_of(self, *roles: Role) -> frozenset[str]:
         """The nodes holding pods of any of `roles`."""
+        if len(roles) == 1:
+            return frozenset(self.role_nodes.get(roles[0], ()))
         found: set[str] = set()
         for role in roles:
-            counts = self.role_nodes.get(role)
-            if counts:
-                found.update(counts)
+            found.update(self.role_nodes.get(role, ()))
         return frozenset(found)
 
     def groups_of(self, roles: Iterable[Role] | None = None) -> Counter[str]:
@@ -122,7 +152,14 @@ class JobLayout:
                 plain(self.role_domains))
 
 
-def _summed(by_role: Mapping[Role, Counter], roles: Iterable[Role] | None) -> Counter:
+def _of_role(by_role: dict, role: Role) -> dict:
+    counts = by_role.get(role)
+    if counts is None:
+        counts = by_role[role] = {}
+    return counts
+
+
+def _summed(by_role: Mapping[Role, dict], roles: Iterable[Role] | None) -> Counter:
     picked = by_role.keys() if roles is None else roles
     total: Counter = Counter()
     for role in picked:
@@ -132,10 +169,10 @@ def _summed(by_role: Mapping[Role, Counter], roles: Iterable[Role] | None) -> Co
     return total
 
 
-def bump(counter: Counter, key: object, count: int) -> None:
+def bump(counts: dict, key: object, count: int) -> None:
     """Add `count`, dropping the key at zero (a sum never keeps empty entries)."""
-    value = counter[key] + count
+    value = counts.get(key, 0) + count
     if value:
-        counter[key] = value
+        counts[key] = value
     else:
-        del counter[key]
+        del counts[key]
