@@ -51,6 +51,12 @@ class Metrics:
     mean_nodes_per_job: float
     mean_groups_per_job: float
     known_share: float = 0.0
+    waited_pods: int = 0
+    waited_p50_s: float = 0.0
+    waited_p95_s: float = 0.0
+    """The pods that waited for capacity at all (a wait over 0 s) and the median and
+    95th percentile of their waits: what a user feels, where `pending_seconds_*` average
+    over every pod, most of which found room at once."""
 
     def as_dict(self) -> dict[str, object]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -102,6 +108,9 @@ def measure(result: RunResult) -> Metrics:
         over = float((waits > 60.0).mean())
     else:
         mean = p95 = over = 0.0
+    waited = waits[waits > 0]
+    waited_p50, waited_p95 = (float(np.percentile(waited, q)) for q in (50, 95)) if len(
+        waited) else (0.0, 0.0)
 
     prices = np.array([t.price_per_hour for t in w.types])
     node_gpus = np.array([t.gpus for t in w.types], dtype=np.float64)
@@ -142,6 +151,9 @@ def measure(result: RunResult) -> Metrics:
         mean_nodes_per_job=float(np.mean([s[0] for s in spans])) if spans else 0.0,
         mean_groups_per_job=float(np.mean([s[1] for s in spans])) if spans else 0.0,
         known_share=float(w.known_ahead[counted].mean()) if counted.any() else 0.0,
+        waited_pods=int(len(waited)),
+        waited_p50_s=waited_p50,
+        waited_p95_s=waited_p95,
     )
 
 

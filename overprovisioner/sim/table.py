@@ -53,6 +53,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("wait mean s", lambda m, r: f"{m.pending_seconds_mean:.1f}"),
     Column("wait p95 s", lambda m, r: f"{m.pending_seconds_p95:.0f}"),
     Column(">60s", lambda m, r: f"{m.share_pending_over_60s:.1%}"),
+    Column("waited", lambda m, r: f"{m.waited_pods}"),
+    Column("their wait p50/p95 s", lambda m, r: f"{m.waited_p50_s:.0f}/{m.waited_p95_s:.0f}"),
     Column("pending GPU-min", lambda m, r: f"{m.pending_gpu_minutes:,.0f}"),
     Column("cut", _cut),
     Column("GPU-h", lambda m, r: f"{m.gpu_hours:,.0f}"),
@@ -68,7 +70,9 @@ COLUMNS: tuple[Column, ...] = (
 
 LEGEND = (
     "wait: from submit to placement, all of it for missing capacity (the simulated "
-    "scheduler is instantaneous); pending GPU-min: waits x GPUs; cut: less pending "
+    "scheduler is instantaneous); waited: pods that waited at all, their wait p50/p95: "
+    "the median and 95th percentile of those waits; pending GPU-min: waits x GPUs; cut: "
+    "less pending "
     "GPU-minutes than reactive (cluster-autoscaler alone); GPU-h and cost: every node from "
     "cluster-autoscaler's launch request to its removal; extra: above reactive; hits: "
     "placeholders preempted by real pods; yardstick: knows the future, cannot be deployed"

@@ -127,6 +127,12 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
         f"{chosen.extra_gpu_hours:+,.0f} GPU-hours, {_money(chosen.extra_usd)} {price_text}, "
         "over cluster-autoscaler alone."
     ]
+    judged = next((m for m in metrics if m.policy == chosen.policy), None)
+    if judged is not None:
+        lines.append(
+            f"Pods that waited for capacity: {reactive.waited_pods:,} -> {judged.waited_pods:,}; "
+            f"their wait p50 {reactive.waited_p50_s:,.0f} -> {judged.waited_p50_s:,.0f} s, "
+            f"p95 {reactive.waited_p95_s:,.0f} -> {judged.waited_p95_s:,.0f} s.")
     if chosen.peers:
         lines.append("Headroom users run today, for the same cut: "
                      + "; ".join(_peer_text(p) for p in chosen.peers) + ".")

@@ -58,6 +58,7 @@ def test_reactive_costs_by_hand():
     assert metrics.cost_usd == pytest.approx(1.25 * 0.526)
     assert metrics.pending_gpu_minutes == pytest.approx(5.5)
     assert metrics.node_launches == 1
+    assert (metrics.waited_pods, metrics.waited_p50_s) == (1, pytest.approx(330.0))
 
 
 def test_static_placeholder_is_preempted_at_once_and_replaced():
@@ -66,6 +67,7 @@ def test_static_placeholder_is_preempted_at_once_and_replaced():
     # launches its replacement at 1030.
     result = simulate([pod("p", 1000, 600)], policy="static:1")
     assert result.placed_at[0] == pytest.approx(1000.0)
+    assert measure(result).waited_pods == 0  # it found room at once: it did not wait
     assert result.preemptions == 1
     assert result.node_launched.tolist() == [30.0, 1030.0]
     # Placeholder nodes are not unneeded: the replacement is never removed; the pod's

@@ -55,11 +55,12 @@ def test_verdict_says_cut_hours_dollars_peers_and_the_config_lines():
         "Verdict: configure predictive at quantile 0.97. On this trace it cuts the time pods "
         "wait for capacity by 70% (1,000 -> 300 pending GPU-minutes) for +12 GPU-hours, +$24 "
         "at test prices, over cluster-autoscaler alone.")
-    assert verdict.lines[1] == ("Headroom users run today, for the same cut: static +20 GPU-h "
+    assert verdict.lines[1].startswith("Pods that waited for capacity: ")
+    assert verdict.lines[2] == ("Headroom users run today, for the same cut: static +20 GPU-h "
                                 "(+$40).")
-    assert verdict.lines[2] == ("In GPU-hours predictive spends 0.60x the cheapest (static "
+    assert verdict.lines[3] == ("In GPU-hours predictive spends 0.60x the cheapest (static "
                                 "headroom): 8 fewer.")
-    assert verdict.lines[3] == ("In dollars predictive spends 0.60x the cheapest (static "
+    assert verdict.lines[4] == ("In dollars predictive spends 0.60x the cheapest (static "
                                 "headroom, +$40): $16 less.")
     assert verdict.snippet.splitlines()[1:] == ["forecast:", "  model: last_adaptive",
                                                 "  quantile: 0.97"]
@@ -84,9 +85,9 @@ def test_verdict_is_honest_when_predictive_is_dearer(predictive, gpu_line, dolla
     assert verdict.lines[0].startswith(
         "Verdict: on this trace predictive does not beat the headroom users run today for "
         "the same cut (below); its best run is quantile 0.9. On this trace it cuts")
-    assert verdict.lines[2:4] == (gpu_line, dollar_line)
+    assert verdict.lines[3:5] == (gpu_line, dollar_line)
     # A peer wins: the verdict names the run to configure instead (static:1 reaches 50%).
-    assert verdict.lines[4].startswith("The headroom to run instead: static:1 ")
+    assert verdict.lines[5].startswith("The headroom to run instead: static:1 ")
 
 
 def test_without_predictive_runs_there_is_no_verdict():
@@ -118,3 +119,13 @@ def test_the_plots_call_a_run_that_does_not_beat_headroom_only_the_best():
         "best predictive run"
     assert build_verdict(cheaper, assess_all(cheaper), 0.9, "last", "", "x").ring == \
         "recommended"
+
+
+def test_the_verdict_says_how_long_the_pods_that_waited_waited():
+    reactive = replace(BASE[0], waited_pods=40, waited_p50_s=330.0, waited_p95_s=338.0)
+    judged = replace(run("predictive", 300.0, 112.0, 224.0), waited_pods=12,
+                     waited_p50_s=95.0, waited_p95_s=331.0)
+    runs = [reactive, *BASE[1:], judged]
+    verdict = build_verdict(runs, assess_all(runs), 0.9, "last", "at test prices", "x")
+    assert verdict.lines[1] == ("Pods that waited for capacity: 40 -> 12; their wait p50 "
+                                "330 -> 95 s, p95 338 -> 331 s.")
