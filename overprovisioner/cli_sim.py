@@ -115,7 +115,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         "type per GPU count")
     parser.add_argument("--policy", nargs="+", metavar="NAME", default=None, help=POLICY_HELP)
     parser.add_argument("--node-startup", default="5m",
-                        help="GPU node start-up after CA asks (default 5m)")
+                        help="GPU node start-up after CA asks, the mean (default 5m)")
+    parser.add_argument("--node-startup-spread", type=float, default=0.2, metavar="F",
+                        help="each node's start-up is drawn uniformly within +-F of the mean "
+                        "(default 0.2: 4-6 min for 5m; 0 = exactly the mean)")
     parser.add_argument("--cpu-node-startup", default="2m",
                         help="GPU-less node start-up (default 2m)")
     parser.add_argument("--scale-down-delay-after-add", default="10m", metavar="DURATION",
@@ -147,6 +150,7 @@ def _config(args: argparse.Namespace, service: Any) -> Any:
     return SimConfig(
         gpu_startup_s=parse_duration(args.node_startup, "--node-startup"),
         cpu_startup_s=parse_duration(args.cpu_node_startup, "--cpu-node-startup"),
+        startup_spread=getattr(args, "node_startup_spread", 0.2),
         scale_down_delay_after_add_s=_delay(getattr(args, "scale_down_delay_after_add", "10m"),
                                             "--scale-down-delay-after-add"),
         groups_per_gpu_type=args.groups,

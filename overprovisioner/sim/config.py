@@ -24,7 +24,11 @@ class SimConfig:
     """One simulation's settings.
 
     gpu_startup_s / cpu_startup_s: seconds from cluster-autoscaler's request until a node
-        of a GPU / GPU-less type takes pods (EKS GPU nodes: 4-6 min plus the device plugin).
+        of a GPU / GPU-less type takes pods (EKS GPU nodes: 4-6 min plus the device plugin),
+        the mean of each node's start-up.
+    startup_spread: each node's start-up is drawn uniformly within +-this share of the
+        mean (0.2: a 5-minute mean gives 4 to 6 minutes, the range above; an assumption,
+        not a measured distribution); 0 = every node takes exactly the mean.
     scan_s: cluster-autoscaler's scan interval (`--scan-interval`, 10 s).
     unneeded_s: how long a node must be empty before CA removes it
         (`--scale-down-unneeded-time`, 10 min).
@@ -58,6 +62,7 @@ class SimConfig:
 
     gpu_startup_s: float = 300.0
     cpu_startup_s: float = 120.0
+    startup_spread: float = 0.2
     scan_s: float = 10.0
     unneeded_s: float = 600.0
     scale_down_delay_after_add_s: float = 600.0
@@ -82,6 +87,9 @@ class SimConfig:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise InputError(f"simulate: {name} must be a duration of 0 or more, got {value}")
+        if not (math.isfinite(self.startup_spread) and 0 <= self.startup_spread < 1):
+            raise InputError("simulate: --node-startup-spread must be at least 0 and below 1, "
+                             f"got {self.startup_spread}")
         if self.groups_per_gpu_type < 1:
             raise InputError("simulate: groups_per_gpu_type must not be negative or zero")
         if self.seed < 0:

@@ -27,8 +27,9 @@ Decides the order of events and what each does:
 Events at one instant run finishes, then node-readies, then arrivals, then scans,
 then policy ticks, so freed capacity is visible to what arrives at the same second.
 
-Bounds, stated as a simulation should: pods are pinned to one instance type; nodes
-start in exactly the configured time and never fail; CA scales down only empty nodes.
+Bounds, stated as a simulation should: pods are pinned to one instance type; a node
+starts in the configured time spread uniformly by +-startup_spread (SimConfig) and
+never fails; CA scales down only empty nodes.
 That is CA's rule for pods of the Kubeflow training operator: a PyTorchJob, TFJob or
 MPIJob is a custom controller, and `--skip-nodes-with-custom-controller-pods` (default
 true) keeps their nodes (simulator/drainability/rules/replicated); a node holding only
@@ -124,6 +125,8 @@ class _Run:
         self.groups = placement_groups(workload, config)
         self.policy = make_policy(policy_name, workload, catalog, config, self.groups)
         self.rng = np.random.default_rng(config.seed)
+        # Start-up times draw from their own stream: the spread changes no tie-break.
+        self.startup_rng = np.random.default_rng([config.seed, 1])
         n_types = len(workload.types)
         self.requests = [tuple(int(v) for v in row) for row in workload.request]
         self.bucket = workload.bucket.tolist()
@@ -361,6 +364,15 @@ class _Run:
         elif before <= 0:
             self.placeholders_since[key] = now
 
+    def _startup(self, b: int) -> float:
+        """Seconds from CA's request until a node of type b takes pods: the configured
+        start-up, spread uniformly by +-startup_spread of it (`SimConfig`)."""
+        spread = self.config.startup_spread
+        base = self.startup[b]
+        if spread <= 0:
+            return base
+        return base * (1.0 + spread * (2.0 * self.startup_rng.random() - 1.0))
+
     def _all_pods_new(self, now: float) -> bool:
         """cluster-autoscaler's `allPodsAreNew` (core/static_autoscaler.go): it skips
         a loop's scale-up while the oldest unschedulable pod is younger than 2 s, or the
@@ -416,7 +428,7 @@ class _Run:
             for group, count in launch.items():
                 for _ in range(count):
                     node = self.cluster.add_node(b, group, now, initial=False)
-                    self.push(now + self.startup[b], READY_EVENT, node.index)
+                    self.push(now + self._startup(b), READY_EVENT, node.index)
 
     def _empty_check(self, index: int, now: float) -> None:
         node = self.cluster.nodes[index]

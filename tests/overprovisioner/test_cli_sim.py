@@ -25,8 +25,9 @@ def trace_file(tmp_path):
 
 
 def test_simulate_json_has_every_policy(trace_file, capsys):
-    code = main(["simulate", "--trace", str(trace_file), "--json", "--policy", "reactive",
-                 "static:1", "static:2", "static:4", "static:8", "predictive", "oracle"])
+    code = main(["simulate", "--trace", str(trace_file), "--json", "--node-startup-spread",
+                 "0", "--policy", "reactive", "static:1", "static:2", "static:4", "static:8",
+                 "predictive", "oracle"])
     assert code == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["policy"] for r in rows] == ["reactive", "static:1", "static:2", "static:4",
@@ -271,3 +272,9 @@ def test_scale_down_delay_after_add_takes_a_duration_or_0(trace_file, capsys):
     capsys.readouterr()
     assert main([*command, "--scale-down-delay-after-add", "5"]) == 2
     assert "--scale-down-delay-after-add: '5' has no unit" in capsys.readouterr().err
+
+
+def test_a_start_up_spread_outside_0_to_1_is_refused(trace_file, capsys):
+    command = ["simulate", "--trace", str(trace_file), "--policy", "reactive"]
+    assert main([*command, "--node-startup-spread", "1.5"]) == 2
+    assert "--node-startup-spread must be at least 0 and below 1" in capsys.readouterr().err

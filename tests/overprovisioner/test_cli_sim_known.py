@@ -23,7 +23,7 @@ def trace_file(tmp_path):
 
 def run_json(trace_file, capsys, *extra):
     code = main(["simulate", "--trace", str(trace_file), "--json",
-                 "--policy", "reactive", "predictive", *extra])
+                 "--policy", "reactive", "predictive", "--node-startup-spread", "0", *extra])
     assert code == 0
     return json.loads(capsys.readouterr().out)
 

@@ -1,8 +1,9 @@
 """The event loop on tiny traces whose waits, node lifetimes and costs can be worked by hand.
 
-Defaults: GPU node start-up 300 s, CA scan every 10 s from t0, no scale-up while the
-oldest pending GPU pod is younger than 30 s (CA's allPodsAreNew; so a GPU pod alone is
-launched for at the first scan 30 s after its creation), scale-down after 600 s empty
+Defaults: GPU node start-up exactly 300 s (NO_GROUPS sets no spread), CA scan every 10
+s from t0, no scale-up while the oldest pending GPU pod is younger than 30 s (CA's
+allPodsAreNew; so a GPU pod alone is launched for at the first scan 30 s after its
+creation), scale-down after 600 s empty
 and not within 600 s of a scale-up; the service ticks every 60 s here (ONE_MINUTE) with
 a 310-s horizon (6 ticks), peers every 60 s; g4dn.xlarge = 1 GPU at 0.526 $/h.
 """
@@ -23,7 +24,7 @@ from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 
 G4 = types("g4dn.xlarge")
 ONE_MINUTE = OverprovisionerConfig(tick_s=60.0, horizon_s=310.0)
-NO_GROUPS = SimConfig(groups_per_gpu_type=1, service=ONE_MINUTE)
+NO_GROUPS = SimConfig(groups_per_gpu_type=1, service=ONE_MINUTE, startup_spread=0.0)
 
 
 def simulate(rows, policy="reactive", config=NO_GROUPS, kinds=G4, end=7200.0):
@@ -252,7 +253,7 @@ def woken_after(debounce_s: float) -> OverprovisionerConfig:
     ids=["1s", "5s", "40s", "no-watch"],
 )
 def test_wake_debounce_races_cluster_autoscalers_scan(debounce, launches):
-    config = SimConfig(groups_per_gpu_type=1, service=woken_after(debounce))
+    config = SimConfig(groups_per_gpu_type=1, service=woken_after(debounce), startup_spread=0.0)
     result = simulate([pod("p", 1805, 600)], policy="oracle", config=config)
     assert result.placed_at[0] == pytest.approx(1805.0) and result.preemptions == 1
     assert int((~result.node_initial).sum()) == launches
@@ -262,7 +263,7 @@ def test_peers_do_not_replan_after_a_preemption():
     # static:1 beside a service that would re-plan 1 s after: its ReplicaSet's
     # replacement is launched at the first scan it is 30 s old at (1840) whatever the
     # service does.
-    config = SimConfig(groups_per_gpu_type=1, service=woken_after(1.0))
+    config = SimConfig(groups_per_gpu_type=1, service=woken_after(1.0), startup_spread=0.0)
     result = simulate([pod("p", 1805, 600)], policy="static:1", config=config)
     assert result.node_launched.tolist() == [30.0, 1840.0]
 
@@ -270,7 +271,8 @@ def test_peers_do_not_replan_after_a_preemption():
 # ---- cluster-autoscaler's delays (each on by default; SimConfig sets them to 0) ----------
 
 IDEAL_CA = SimConfig(groups_per_gpu_type=1, service=ONE_MINUTE, new_pod_delay_s=0.0,
-                     new_gpu_pod_delay_s=0.0, scale_down_delay_after_add_s=0.0)
+                     new_gpu_pod_delay_s=0.0, scale_down_delay_after_add_s=0.0,
+                     startup_spread=0.0)
 
 
 def test_cluster_autoscaler_waits_until_the_oldest_gpu_pod_is_30_s_old():
@@ -305,3 +307,20 @@ def test_no_node_is_removed_for_10_minutes_after_a_scale_up():
     assert result.node_launched.tolist() == [0.0, 530.0]
     assert result.node_removed[0] == pytest.approx(1130.0)
     assert simulate(rows, kinds=kinds, config=IDEAL_CA).node_removed[0] == pytest.approx(700.0)
+
+
+def test_node_start_up_is_spread_around_its_mean_by_default():
+    # Ten pods an hour apart, each launching its own node: with the default spread
+    # (+-20% of 300 s) the start-ups differ and stay within 240-360 s, seeded.
+    from overprovisioner.sim.config import SimConfig as Config
+
+    rows = [pod(f"p{i}", 3600 * i + 100, 600) for i in range(10)]
+    spread = Config(groups_per_gpu_type=1, service=ONE_MINUTE)
+    result = simulate(rows, config=spread, end=40_000.0)
+    startups = result.node_ready - result.node_launched
+    assert len(set(np.round(startups, 6))) == 10
+    assert ((startups >= 240.0) & (startups <= 360.0)).all()
+    again = simulate(rows, config=spread, end=40_000.0)
+    assert np.array_equal(again.node_ready, result.node_ready)
+    exact = simulate(rows, end=40_000.0)  # NO_GROUPS: spread 0
+    assert np.allclose(exact.node_ready - exact.node_launched, 300.0)

@@ -18,7 +18,7 @@ from overprovisioner.sim.workload import build_workload
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 
 TWO = types("g4dn.xlarge", "g4dn.2xlarge")
-CONFIG = SimConfig(groups_per_gpu_type=1,
+CONFIG = SimConfig(groups_per_gpu_type=1, startup_spread=0.0,
                    service=OverprovisionerConfig(tick_s=60.0, horizon_s=370.0))
 
 

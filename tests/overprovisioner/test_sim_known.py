@@ -35,7 +35,8 @@ def workload(trace):
 
 
 def pending(trace, policy, service=SERVICE):
-    result = run(workload(trace), CATALOG, policy, SimConfig(service=service).validate())
+    config = SimConfig(service=service, startup_spread=0.0).validate()  # exact start-ups
+    result = run(workload(trace), CATALOG, policy, config)
     return measure(result)
 
 
