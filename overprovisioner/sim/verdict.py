@@ -87,6 +87,19 @@ def _cheapest_in_dollars(run: Assessment) -> PeerCost | None:
     return min(priced, key=lambda p: p.extra_usd) if priced else None
 
 
+def _locality_text(reactive: Metrics, judged: Metrics) -> str:
+    """How spread the multi-pod jobs ended up, against cluster-autoscaler alone (pods
+    that find a placeholder's node at once may land apart from their job's others)."""
+    nodes = judged.mean_nodes_per_job - reactive.mean_nodes_per_job
+    groups = judged.mean_groups_per_job - reactive.mean_groups_per_job
+    verdict = ("its jobs are more spread than under cluster-autoscaler alone"
+               if max(nodes, groups) > 0.005 else "its jobs are no more spread")
+    return (f"Locality ({judged.multi_pod_jobs:,} multi-pod jobs): nodes per job "
+            f"{reactive.mean_nodes_per_job:.2f} -> {judged.mean_nodes_per_job:.2f}, placement "
+            f"groups per job {reactive.mean_groups_per_job:.2f} -> "
+            f"{judged.mean_groups_per_job:.2f}: {verdict}.")
+
+
 def _other_text(run: Assessment) -> str:
     ratio = run.ratio_to_best_peer
     against = "" if ratio is None else f", {ratio:.2f}x the cheapest headroom"
@@ -133,6 +146,8 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
             f"Pods that waited for capacity: {reactive.waited_pods:,} -> {judged.waited_pods:,}; "
             f"their wait p50 {reactive.waited_p50_s:,.0f} -> {judged.waited_p50_s:,.0f} s, "
             f"p95 {reactive.waited_p95_s:,.0f} -> {judged.waited_p95_s:,.0f} s.")
+        if judged.multi_pod_jobs and reactive.multi_pod_jobs:
+            lines.append(_locality_text(reactive, judged))
     if chosen.peers:
         lines.append("Headroom users run today, for the same cut: "
                      + "; ".join(_peer_text(p) for p in chosen.peers) + ".")

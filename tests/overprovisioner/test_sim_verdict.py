@@ -129,3 +129,24 @@ def test_the_verdict_says_how_long_the_pods_that_waited_waited():
     verdict = build_verdict(runs, assess_all(runs), 0.9, "last", "at test prices", "x")
     assert verdict.lines[1] == ("Pods that waited for capacity: 40 -> 12; their wait p50 "
                                 "330 -> 95 s, p95 338 -> 331 s.")
+
+
+def test_the_verdict_says_whether_jobs_end_up_more_spread():
+    reactive = replace(BASE[0], multi_pod_jobs=30, mean_nodes_per_job=2.0,
+                       mean_groups_per_job=1.02)
+    judged = replace(run("predictive", 300.0, 112.0, 224.0), multi_pod_jobs=30,
+                     mean_nodes_per_job=2.1, mean_groups_per_job=1.11)
+    runs = [reactive, *BASE[1:], judged]
+    lines = build_verdict(runs, assess_all(runs), 0.9, "last", "", "x").lines
+    assert lines[2] == ("Locality (30 multi-pod jobs): nodes per job 2.00 -> 2.10, placement "
+                        "groups per job 1.02 -> 1.11: its jobs are more spread than under "
+                        "cluster-autoscaler alone.")
+    same = [reactive, *BASE[1:], replace(judged, mean_nodes_per_job=2.0,
+                                         mean_groups_per_job=1.02)]
+    assert build_verdict(same, assess_all(same), 0.9, "last", "", "x").lines[2].endswith(
+        "its jobs are no more spread.")
+    # Without multi-pod jobs there is no locality line.
+    plain = BASE + [run("predictive", 300.0, 112.0, 224.0)]
+    lines = build_verdict(plain, assess_all(plain), 0.9, "last", "", "x").lines
+    assert lines[0].startswith("Verdict: configure predictive")
+    assert not any(line.startswith("Locality") for line in lines)
