@@ -153,6 +153,9 @@ class _Run:
         # (type, group) -> since when it has had pending placeholders (`_pend_placeholders`).
         self.placeholders_since: dict[tuple[int, str], float] = {}
         self.last_scale_up = -math.inf
+        # Ticks with a plan, and those where a limit held some bucket's plan back.
+        self.planned_ticks = 0
+        self.capped_ticks = {"max": 0, "cost_cap": 0}
         # Requests summed per type in integer units (Python ints: exact and fast here).
         self.running_sum = [[0, 0, 0] for _ in range(n_types)]
         self.pending_sum = [[0, 0, 0] for _ in range(n_types)]
@@ -471,6 +474,10 @@ class _Run:
         plan, forecast = self.policy.decide(view)
         if plan is not None:
             self._apply(plan, now)
+            if not again:
+                self.planned_ticks += 1
+                for cap in {b.capped_by for b in plan.buckets} & {"max", "cost_cap"}:
+                    self.capped_ticks[cap] += 1
         if again:
             return
         self._sample(now, forecast)
@@ -586,7 +593,8 @@ class _Run:
         )
 
     def _notes(self) -> dict[str, object]:
-        notes: dict[str, object] = {}
+        notes: dict[str, object] = {"planned_ticks": self.planned_ticks,
+                                    "capped_ticks": dict(self.capped_ticks)}
         policy = self.policy
         if isinstance(policy, Predictive):
             notes["model"] = policy.model_name

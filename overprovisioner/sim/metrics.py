@@ -57,6 +57,11 @@ class Metrics:
     """The pods that waited for capacity at all (a wait over 0 s) and the median and
     95th percentile of their waits: what a user feels, where `pending_seconds_*` average
     over every pod, most of which found room at once."""
+    planned_ticks: int = 0
+    ticks_capped_by_max: int = 0
+    ticks_capped_by_cost_cap: int = 0
+    """Ticks the policy planned at, and of those the ticks where the per-type max or the
+    cost cap held some bucket's plan back (headstart's limits; peers have none)."""
 
     def as_dict(self) -> dict[str, object]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -151,6 +156,9 @@ def measure(result: RunResult) -> Metrics:
         mean_nodes_per_job=float(np.mean([s[0] for s in spans])) if spans else 0.0,
         mean_groups_per_job=float(np.mean([s[1] for s in spans])) if spans else 0.0,
         known_share=float(w.known_ahead[counted].mean()) if counted.any() else 0.0,
+        planned_ticks=int(result.notes.get("planned_ticks", 0)),
+        ticks_capped_by_max=int(result.notes.get("capped_ticks", {}).get("max", 0)),
+        ticks_capped_by_cost_cap=int(result.notes.get("capped_ticks", {}).get("cost_cap", 0)),
         waited_pods=int(len(waited)),
         waited_p50_s=waited_p50,
         waited_p95_s=waited_p95,

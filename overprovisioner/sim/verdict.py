@@ -100,6 +100,19 @@ def _locality_text(reactive: Metrics, judged: Metrics) -> str:
             f"{judged.mean_groups_per_job:.2f}: {verdict}.")
 
 
+def _limits_text(judged: Metrics) -> str:
+    """Which of headstart's limits held the plan back, and at how many ticks."""
+    held = []
+    if judged.ticks_capped_by_max:
+        held.append(f"the per-type max (limits.*.max) at {judged.ticks_capped_by_max:,}")
+    if judged.ticks_capped_by_cost_cap:
+        held.append(f"the cost cap (limits.cost_cap_per_hour) at "
+                    f"{judged.ticks_capped_by_cost_cap:,}")
+    return (f"Limits held the plan back: {' and '.join(held)} of its "
+            f"{judged.planned_ticks:,} ticks. Raising them lets it cut more for more "
+            "GPU-hours; run again with a --config that raises them to see how much.")
+
+
 def _other_text(run: Assessment) -> str:
     ratio = run.ratio_to_best_peer
     against = "" if ratio is None else f", {ratio:.2f}x the cheapest headroom"
@@ -148,6 +161,8 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
             f"p95 {reactive.waited_p95_s:,.0f} -> {judged.waited_p95_s:,.0f} s.")
         if judged.multi_pod_jobs and reactive.multi_pod_jobs:
             lines.append(_locality_text(reactive, judged))
+        if judged.ticks_capped_by_max or judged.ticks_capped_by_cost_cap:
+            lines.append(_limits_text(judged))
     if chosen.peers:
         lines.append("Headroom users run today, for the same cut: "
                      + "; ".join(_peer_text(p) for p in chosen.peers) + ".")

@@ -150,3 +150,34 @@ def test_the_verdict_says_whether_jobs_end_up_more_spread():
     lines = build_verdict(plain, assess_all(plain), 0.9, "last", "", "x").lines
     assert lines[0].startswith("Verdict: configure predictive")
     assert not any(line.startswith("Locality") for line in lines)
+
+
+def test_the_verdict_says_which_limits_held_the_plan_back():
+    judged = replace(run("predictive", 300.0, 112.0, 224.0), planned_ticks=864,
+                     ticks_capped_by_max=12, ticks_capped_by_cost_cap=0)
+    runs = [*BASE, judged]
+    lines = build_verdict(runs, assess_all(runs), 0.9, "last", "", "x").lines
+    assert ("Limits held the plan back: the per-type max (limits.*.max) at 12 of its 864 "
+            "ticks.") in "\n".join(lines)
+    free = [*BASE, replace(judged, ticks_capped_by_max=0)]
+    assert not any(line.startswith("Limits") for line in build_verdict(
+        free, assess_all(free), 0.9, "last", "", "x").lines)
+
+
+def test_a_run_counts_the_ticks_its_limits_capped():
+    # The synthetic workload at the default limits: its expensive types meet the cost
+    # cap or the per-type max at some ticks of a day.
+    from bucketing.synthetic import SyntheticWorkload, generate
+    from overprovisioner.sim.config import SimConfig
+    from overprovisioner.sim.engine import run as simulate_run
+    from overprovisioner.sim.metrics import measure
+    from overprovisioner.sim.workload import build_workload, default_types
+    from tests.overprovisioner.simbuild import CATALOG
+
+    table = generate(SyntheticWorkload(days=2))
+    workload = build_workload(table, default_types(table, CATALOG))
+    tight = replace(SimConfig().service, limits=replace(SimConfig().service.limits,
+                                                        cost_cap_per_hour=5.0))
+    metrics = measure(simulate_run(workload, CATALOG, "predictive", SimConfig(service=tight)))
+    assert metrics.planned_ticks > 0
+    assert metrics.ticks_capped_by_cost_cap > 0
