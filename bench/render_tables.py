@@ -191,6 +191,28 @@ def simulator_runs(results: dict) -> str:
     return "\n".join(out)
 
 
+def tuner(results: dict) -> str:
+    """README's bucket-tuning paragraph: what `buckets tune` recommends per trace."""
+    e = results["tuner"]
+    parts = []
+    for t in e["figures"]["traces"]:
+        text = (f"on {t['name']} it recommends {', '.join(t['recommended'])}, which pack "
+                f"the trace for ${t['cost_usd']:,.0f}")
+        if t["untrimmed_cost_usd"]:
+            extra = t["cost_usd"] / t["untrimmed_cost_usd"] - 1
+            text += (f", {extra:.1%} more than the {t['untrimmed_types']} types it would pick "
+                     f"without the limit (${t['untrimmed_cost_usd']:,.0f})")
+        text += ("; no pod is left out" if not t["unbucketable_pods"] else
+                 f"; {t['unbucketable_pods']:,} of {t['pods']:,} pods fit no type, the same "
+                 "pods `headstart simulate` drops on that list (one fit rule for both)")
+        if t["gpus_rounded"]:
+            text += (f" ({t['gpus_rounded']:,} pods asking for part of a GPU count as a whole "
+                     "one)")
+        parts.append(text)
+    seconds = " and ".join(f"{t['seconds']:g} s" for t in e["figures"]["traces"])
+    return "; ".join(parts) + f" ({seconds}; {provenance(e)}).\n"
+
+
 def extender_details(results: dict) -> str:
     """docs/extender.md's bullets under the latency table."""
     f = results["extender"]["figures"]
@@ -327,6 +349,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "extender-table": extender_table,
     "extender-summary": extender_summary,
     "admission": admission,
+    "tuner": tuner,
 }
 
 
