@@ -115,6 +115,13 @@ class JobTable:
         return self.trace_end_s - self.trace_start_s
 
 
+def require_gpu_pods(table: JobTable, why: str) -> None:
+    """InputError naming the trace when no pod of it asks for a GPU (`why`: what the
+    command cannot do then)."""
+    if not (table.frame["gpu_milli"].to_numpy() > 0).any():
+        raise InputError(f"{table.source}: no pod asks for a GPU; {why}")
+
+
 def validate_frame(frame: pd.DataFrame, source: str) -> None:
     """Raise InputError naming the source, column and first bad row of a non-canonical frame."""
     missing = [name for name in COLUMNS if name not in frame.columns]

@@ -48,7 +48,7 @@ from bucketing.demand import DemandSnapshots, resource_matrix
 from bucketing.embed import counts_from_sums, lexicographic_order, round_up
 from bucketing.errors import ConfigError, InputError
 from bucketing.fit import accepted_models, pin_buckets, unused_types
-from bucketing.jobtable import JobTable, gpu_model_requirements
+from bucketing.jobtable import JobTable, gpu_model_requirements, require_gpu_pods
 from bucketing.pack import pack_histogram
 from bucketing.trim import trim_types
 
@@ -407,9 +407,7 @@ def tune(
     at most `max_types` types (None: no cut), and recommend that."""
     if max_types is not None and max_types < 1:
         raise InputError(f"--max-types: must be at least 1, got {max_types}")
-    if not (table.frame["gpu_milli"].to_numpy() > 0).any():
-        raise InputError(f"{table.source}: no pod asks for a GPU; there are no GPU buckets "
-                         "to tune")
+    require_gpu_pods(table, "there are no GPU buckets to tune")
     tick_hours = snaps.tick_s / 3600.0
     vectors = resource_matrix(table)
     models = gpu_model_requirements(table)

@@ -229,9 +229,13 @@ def _load_table(args: argparse.Namespace, synthetic: bool) -> Any:
         from bucketing.synthetic import SyntheticWorkload, generate
 
         return generate(SyntheticWorkload())
+    from bucketing.jobtable import require_gpu_pods
     from bucketing.traces import load_trace
 
-    return load_trace(args.trace, args.format, gpu_sharing=args.gpu_sharing)
+    table = load_trace(args.trace, args.format, gpu_sharing=args.gpu_sharing)
+    require_gpu_pods(table, "the simulator measures waiting in GPU-minutes and placeholders "
+                     "in GPU nodes, so there is nothing to compare")
+    return table
 
 
 def _workload(args: argparse.Namespace, table: Any, catalog: Any, service: Any,

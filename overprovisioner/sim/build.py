@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from bucketing.catalog import Catalog
-from bucketing.errors import ConfigError
+from bucketing.errors import ConfigError, InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config_catalog import make_plan_config
 from overprovisioner.plan_config import PlanConfig
@@ -41,7 +41,7 @@ from overprovisioner.sim.policies import (
     Scheduled,
     Static,
 )
-from overprovisioner.sim.policy_names import parse_policy_name
+from overprovisioner.sim.policy_names import PolicySpec, parse_policy_name
 from overprovisioner.sim.predictive import Predictive
 from overprovisioner.sim.workload import Workload
 
@@ -81,6 +81,21 @@ def service_config(workload: Workload, catalog: Catalog, config: SimConfig,
     return service
 
 
+def check_schedule_matches(spec: PolicySpec, workload: Workload) -> None:
+    """InputError when a schedule that keeps placeholders at some hours keeps none at
+    the hours the simulated window covers (trace clock): it would run as reactive."""
+    if not any(count for _, _, count in spec.hours) or spec.count:
+        return
+    start, end = workload.start_s, workload.end_s
+    hours = {int((t % 86_400) // 3600) for t in np.arange(start, end, 3600.0)}
+    hours.add(int((end % 86_400) // 3600))
+    if not any(spec.count_at_hour(hour) for hour in hours):
+        covered = ", ".join(f"{h:02d}" for h in sorted(hours))
+        raise InputError(f"policy {spec.name!r}: keeps no placeholder at any hour of the "
+                         f"simulated window (trace-clock hours {covered}); it would run as "
+                         "reactive. Widen --days or change the hours")
+
+
 def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConfig,
                 groups: dict[int, tuple[str, ...]]) -> Policy:
     spec = parse_policy_name(name)
@@ -100,6 +115,7 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
             return PerType(context, spec, config.peer_tick_s)
         if spec.kind == "proportional":
             return Proportional(context, spec, config.cpa_poll_s)
+        check_schedule_matches(spec, workload)
         return Scheduled(context, spec, config.peer_tick_s)
     context = PlanContext(workload.types, groups, catalog, make_plan_config(service), horizons)
     tick = service.tick_s

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bucketing.catalog import Catalog
+from overprovisioner.sim.build import check_schedule_matches
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import RunResult, run
 from overprovisioner.sim.hindsight import add_hindsight_runs
@@ -161,8 +162,10 @@ def run_policies(
     compare_scoring (opt-in: it is one more run) and multi-pod jobs in the workload, one
     more run of the locality-relevant policy (the predictive one if listed, else the
     first) with the other scorer."""
-    for name in policies:
-        parse_policy_name(name)  # fail before the first run, not after it
+    for name in policies:  # fail before the first run, not after it
+        spec = parse_policy_name(name)
+        if spec.kind == "scheduled":
+            check_schedule_matches(spec, workload)
 
     def one(name: str) -> tuple[RunResult, Metrics]:
         if progress:

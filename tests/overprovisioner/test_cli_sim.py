@@ -278,3 +278,24 @@ def test_a_start_up_spread_outside_0_to_1_is_refused(trace_file, capsys):
     command = ["simulate", "--trace", str(trace_file), "--policy", "reactive"]
     assert main([*command, "--node-startup-spread", "1.5"]) == 2
     assert "--node-startup-spread must be at least 0 and below 1" in capsys.readouterr().err
+
+
+def test_a_trace_with_no_gpu_pod_is_one_line_and_exit_2(tmp_path, capsys):
+    from bucketing.traces.write import write_job_table
+
+    rows = [pod(f"cpu-{i}", 100 * i, 600, gpus=0, cpu=2) for i in range(3)]
+    path = write_job_table(table(rows, end=7200.0), tmp_path / "cpu.csv")
+    assert main(["simulate", "--trace", str(path), "--policy", "reactive"]) == 2
+    err = capsys.readouterr().err
+    assert "no pod asks for a GPU" in err and err.count("\n") == 1
+
+
+def test_a_schedule_that_keeps_nothing_in_the_window_is_one_line_and_exit_2(capsys):
+    # The synthetic workload's first 6 hours (trace clock 00-06) against a schedule
+    # keeping placeholders 08-20 only: it would run as reactive.
+    code = main(["simulate", "--synthetic", "--days", "0.25", "--policy", "reactive",
+                 "scheduled:08-20=2,else=0"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "keeps no placeholder at any hour of the simulated window" in err
+    assert err.count("\n") == 1
