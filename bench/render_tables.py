@@ -191,6 +191,50 @@ def simulator_runs(results: dict) -> str:
     return "\n".join(out)
 
 
+def _lead_cell(point: dict) -> str:
+    ratio = (" (no peer run reaches it)" if point["ratio"] is None
+             else f" ({point['ratio']:.2f}x)")
+    return f"{point['reduction_pct']:.1f}% for {point['extra_gpu_hours']:+,}{ratio}"
+
+
+def _at(share: dict, lead_s: float) -> dict:
+    return next(p for p in share["points"] if p["lead_s"] == lead_s)
+
+
+def known_demand_summary(results: dict) -> str:
+    """known-demand.md's and README's summary: no announcement, half the jobs and every
+    job known 10 minutes ahead, the oracle."""
+    e = results["known-demand"]
+    lines = ["| workload | reactive pending GPU-min | no announcement (lead 0) | half the jobs, "
+             "10 min | every job, 10 min | oracle |", "|---|---|---|---|---|---|"]
+    for w in e["figures"]["workloads"]:
+        half, every = (next(s for s in w["shares"] if s["share"] == v) for v in (0.5, 1.0))
+        at_half = _at(half, 600.0)
+        lines.append(
+            f"| {w['name']} | {w['reactive_pending_gpu_minutes']:,} | "
+            f"{_lead_cell(_at(half, 0.0))} | {_lead_cell(at_half)}, "
+            f"{at_half['known_share']:.0%} of pods known | {_lead_cell(_at(every, 600.0))} | "
+            f"{w['oracle']['reduction_pct']:.1f}% for {w['oracle']['extra_gpu_hours']:+,} |")
+    return "\n".join(lines) + f"\n\n({provenance(e)})\n"
+
+
+def known_demand_curves(results: dict) -> str:
+    """known-demand.md's lead curves, one table per workload."""
+    e = results["known-demand"]
+    out = []
+    for w in e["figures"]["workloads"]:
+        half, every = (next(s for s in w["shares"] if s["share"] == v) for v in (0.5, 1.0))
+        out += [f"**{w['name']}**", "",
+                "| lead | half the jobs known: cut, extra GPU-h (x best peer) | every job known |",
+                "|---|---|---|"]
+        for lead in e["figures"]["leads_s"]:
+            out.append(f"| {lead / 60:g} min | {_lead_cell(_at(half, lead))} | "
+                       f"{_lead_cell(_at(every, lead))} |")
+        out += ["", f"oracle: {w['oracle']['reduction_pct']:.1f}% for "
+                    f"{w['oracle']['extra_gpu_hours']:+,} GPU-h", ""]
+    return "\n".join(out)
+
+
 def tuner(results: dict) -> str:
     """README's bucket-tuning paragraph: what `buckets tune` recommends per trace."""
     e = results["tuner"]
@@ -350,6 +394,8 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "extender-summary": extender_summary,
     "admission": admission,
     "tuner": tuner,
+    "known-demand-summary": known_demand_summary,
+    "known-demand-curves": known_demand_curves,
 }
 
 
