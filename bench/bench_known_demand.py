@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_simulator_measured import SPECS, TRACES, Spec  # noqa: E402
+from bench_simulator_measured import DEFAULT_LISTS, SPECS, TRACES, Spec  # noqa: E402
 from results_file import load_average, record  # noqa: E402
 
 SHARES = (0.5, 1.0)
@@ -97,8 +97,9 @@ def main() -> int:
     parser.add_argument("--record", action="store_true",
                         help="write bench/results.json's known-demand entry")
     args = parser.parse_args()
-    specs = [s for s in SPECS if s.trace is None or (args.traces / s.trace).is_file()]
-    for spec in SPECS:
+    wanted = [s for s in SPECS if s.key in DEFAULT_LISTS]
+    specs = [s for s in wanted if s.trace is None or (args.traces / s.trace).is_file()]
+    for spec in wanted:
         if spec not in specs:
             print(f"skipped {spec.name}: its trace is missing", file=sys.stderr)
     load_before = load_average()

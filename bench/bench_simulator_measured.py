@@ -68,7 +68,15 @@ SPECS = (
     Spec("openb-active", "openb, active weeks", OPENB, ("g4dn.8xlarge",), from_day=108.0),
     Spec("dlrm", "DLRM", DLRM),
     Spec("synthetic", "synthetic", None),
+    # The lists `headstart buckets tune --catalog aws` recommends (bench_tuner.py): the
+    # verdict should not change direction with the bucket list.
+    Spec("openb-tuned", "openb as published, tuned list", OPENB,
+         ("m5.12xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g5.48xlarge")),
+    Spec("dlrm-tuned", "DLRM, tuned list", DLRM,
+         ("m5.24xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g5.48xlarge")),
 )
+# Workloads bench_known_demand.py runs too (the tuned lists are for the verdict only).
+DEFAULT_LISTS = ("openb", "openb-active", "dlrm", "synthetic")
 
 
 def measure_workload(spec: Spec, traces: Path) -> dict:
