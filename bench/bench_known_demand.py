@@ -38,19 +38,10 @@ def curves(spec: Spec, traces: Path) -> dict:
     from overprovisioner.sim.config import SimConfig
     from overprovisioner.sim.lead_curve import run_lead_curve
     from overprovisioner.sim.what_if import WhatIf
-    from overprovisioner.sim.workload import build_workload, default_types
+    from overprovisioner.sim.workload import build_workload
 
     catalog = load_catalog("aws")
-    if spec.trace is None:
-        from bucketing.synthetic import SyntheticWorkload, generate
-
-        table = generate(SyntheticWorkload())
-    else:
-        from bucketing.traces import load_trace
-
-        table = load_trace(traces / spec.trace)
-    types = (tuple(catalog.get(name) for name in spec.buckets) if spec.buckets
-             else default_types(table, catalog))
+    table, types = spec.load(traces, catalog)
 
     def build(t):
         return build_workload(t, types, from_day=spec.from_day)
@@ -98,10 +89,11 @@ def main() -> int:
                         help="write bench/results.json's known-demand entry")
     args = parser.parse_args()
     wanted = [s for s in SPECS if s.key in DEFAULT_LISTS]
-    specs = [s for s in wanted if s.trace is None or (args.traces / s.trace).is_file()]
+    specs = [s for s in wanted if not s.missing(args.traces)]
     for spec in wanted:
-        if spec not in specs:
-            print(f"skipped {spec.name}: its trace is missing", file=sys.stderr)
+        if spec.missing(args.traces):
+            print(f"skipped {spec.name}: {args.traces / spec.trace} is missing",
+                  file=sys.stderr)
     load_before = load_average()
     if args.jobs > 1:
         with multiprocessing.get_context("fork").Pool(args.jobs) as pool:

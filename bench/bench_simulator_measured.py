@@ -62,6 +62,26 @@ class Spec:
             parts.insert(1, f"--from-day {self.from_day:g}")
         return " ".join(parts)
 
+    def load(self, traces: Path, catalog) -> tuple:
+        """(the job table, the simulated instance types) of this workload."""
+        if self.trace is None:
+            from bucketing.synthetic import SyntheticWorkload, generate
+
+            table = generate(SyntheticWorkload())
+        else:
+            from bucketing.traces import load_trace
+
+            table = load_trace(traces / self.trace)
+        if self.buckets:
+            return table, tuple(catalog.get(name) for name in self.buckets)
+        from overprovisioner.sim.workload import default_types
+
+        return table, default_types(table, catalog)
+
+    def missing(self, traces: Path) -> bool:
+        """Its trace is not in `traces` (the synthetic workload never is missing)."""
+        return self.trace is not None and not (traces / self.trace).is_file()
+
 
 SPECS = (
     Spec("openb", "openb as published", OPENB, ("g4dn.8xlarge",)),
@@ -86,19 +106,10 @@ def measure_workload(spec: Spec, traces: Path) -> dict:
     from overprovisioner.sim.compare import assess, default_policies, run_policies
     from overprovisioner.sim.config import SimConfig
     from overprovisioner.sim.policy_names import parse_policy_name
-    from overprovisioner.sim.workload import build_workload, default_types
+    from overprovisioner.sim.workload import build_workload
 
     catalog = load_catalog("aws")
-    if spec.trace is None:
-        from bucketing.synthetic import SyntheticWorkload, generate
-
-        table = generate(SyntheticWorkload())
-    else:
-        from bucketing.traces import load_trace
-
-        table = load_trace(traces / spec.trace)
-    types = (tuple(catalog.get(name) for name in spec.buckets) if spec.buckets
-             else default_types(table, catalog))
+    table, types = spec.load(traces, catalog)
     workload = build_workload(table, types, from_day=spec.from_day)
     defaults = default_policies(workload)
     policies = tuple(dict.fromkeys(defaults[:-2] + EXTRA[:1] + defaults[-2:-1] + EXTRA[1:3]
@@ -160,7 +171,7 @@ def main() -> int:
     for spec in SPECS:
         if spec.key not in args.workloads:
             continue
-        if spec.trace is not None and not (args.traces / spec.trace).is_file():
+        if spec.missing(args.traces):
             print(f"skipped {spec.name}: {args.traces / spec.trace} is missing",
                   file=sys.stderr)
             continue

@@ -201,6 +201,12 @@ def _at(share: dict, lead_s: float) -> dict:
     return next(p for p in share["points"] if p["lead_s"] == lead_s)
 
 
+def _half_and_every(workload: dict) -> tuple[dict, dict]:
+    """A known-demand workload's curves with half the jobs and every job known."""
+    by_share = {s["share"]: s for s in workload["shares"]}
+    return by_share[0.5], by_share[1.0]
+
+
 def known_demand_summary(results: dict) -> str:
     """known-demand.md's and README's summary: no announcement, half the jobs and every
     job known 10 minutes ahead, the oracle."""
@@ -208,7 +214,7 @@ def known_demand_summary(results: dict) -> str:
     lines = ["| workload | reactive pending GPU-min | no announcement (lead 0) | half the jobs, "
              "10 min | every job, 10 min | oracle |", "|---|---|---|---|---|---|"]
     for w in e["figures"]["workloads"]:
-        half, every = (next(s for s in w["shares"] if s["share"] == v) for v in (0.5, 1.0))
+        half, every = _half_and_every(w)
         at_half = _at(half, 600.0)
         lines.append(
             f"| {w['name']} | {w['reactive_pending_gpu_minutes']:,} | "
@@ -223,7 +229,7 @@ def known_demand_curves(results: dict) -> str:
     e = results["known-demand"]
     out = []
     for w in e["figures"]["workloads"]:
-        half, every = (next(s for s in w["shares"] if s["share"] == v) for v in (0.5, 1.0))
+        half, every = _half_and_every(w)
         out += [f"**{w['name']}**", "",
                 "| lead | half the jobs known: cut, extra GPU-h (x best peer) | every job known |",
                 "|---|---|---|"]
