@@ -62,15 +62,12 @@ def cheapest_vector(curves: Curves, target_pending: float) -> tuple[int, ...] | 
     if pending.min(axis=0).sum() > target_pending + 1e-9:
         return None
     if len(levels) ** types <= EXHAUSTIVE:
-        best: tuple[float, tuple[int, ...]] | None = None
-        for choice in itertools.product(range(len(levels)), repeat=types):
-            columns = np.arange(types)
-            if pending[list(choice), columns].sum() <= target_pending + 1e-9:
-                cost = float(hours[list(choice), columns].sum())
-                if best is None or cost < best[0]:
-                    best = (cost, choice)
-        assert best is not None  # the least pending everywhere reaches the target
-        return tuple(levels[i] for i in best[1])
+        # Every combination at once: rows = combinations, columns = types.
+        choices = np.array(list(itertools.product(range(len(levels)), repeat=types)))
+        columns = np.arange(types)
+        reaching = pending[choices, columns].sum(axis=1) <= target_pending + 1e-9
+        costs = np.where(reaching, hours[choices, columns].sum(axis=1), np.inf)
+        return tuple(levels[i] for i in choices[int(np.argmin(costs))])
     return _greedy(levels, pending, hours, target_pending)
 
 

@@ -7,9 +7,15 @@ from dataclasses import replace
 
 import pytest
 
+from bucketing.synthetic import SyntheticWorkload, generate
 from overprovisioner.sim.compare import assess_all
+from overprovisioner.sim.config import SimConfig
+from overprovisioner.sim.engine import run as simulate_run
+from overprovisioner.sim.metrics import measure
 from overprovisioner.sim.table import format_table, table_header, table_rows
 from overprovisioner.sim.verdict import build_verdict, display_name, recommend
+from overprovisioner.sim.workload import build_workload, default_types
+from tests.overprovisioner.simbuild import CATALOG
 from tests.overprovisioner.test_sim_compare import metrics
 
 
@@ -165,15 +171,7 @@ def test_the_verdict_says_which_limits_held_the_plan_back():
 
 
 def test_a_run_counts_the_ticks_its_limits_capped():
-    # The synthetic workload at the default limits: its expensive types meet the cost
-    # cap or the per-type max at some ticks of a day.
-    from bucketing.synthetic import SyntheticWorkload, generate
-    from overprovisioner.sim.config import SimConfig
-    from overprovisioner.sim.engine import run as simulate_run
-    from overprovisioner.sim.metrics import measure
-    from overprovisioner.sim.workload import build_workload, default_types
-    from tests.overprovisioner.simbuild import CATALOG
-
+    # Two synthetic days under a 5 $/h cost cap: its GPU types meet the cap at some ticks.
     table = generate(SyntheticWorkload(days=2))
     workload = build_workload(table, default_types(table, CATALOG))
     tight = replace(SimConfig().service, limits=replace(SimConfig().service.limits,
