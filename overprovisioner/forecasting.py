@@ -27,7 +27,7 @@ from bucketing.errors import ConfigError, HeadstartError, InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.metrics import Metrics
 from overprovisioner.service_forecast import build_adjuster, build_forecaster, peak_path
-from predictor.forecast import Forecast, Forecaster, NotEnoughHistory
+from predictor.forecast import Forecast, Forecaster, NotEnoughHistory, lookback_ticks
 from predictor.series import DemandSeries, split_column
 
 log = logging.getLogger("headstart.overprovisioner")
@@ -86,6 +86,9 @@ class ServiceForecaster:
         self.adjuster = build_adjuster(config)
         self.model = ModelState()
         self._model_loaded = False  # model_path is read once, on the first tick
+        self.fits = 0  # fits so far (the simulator reports them)
+        self._last_key: tuple = ()
+        self._last: tuple[Forecast, np.ndarray] = (None, None)  # type: ignore[assignment]
 
     def _initial_model(self, columns: Sequence[str]) -> ModelState:
         """The configured model, loaded from model_path when one is set (fitted), else
@@ -109,9 +112,9 @@ class ServiceForecaster:
     def _fresh(self, name: str) -> Forecaster:
         return build_forecaster(self.config, name)
 
-    def _ensure_model(self, series: DemandSeries, now_s: float) -> None:
+    def _ensure_model(self, history: np.ndarray, columns: tuple[str, ...], first_tick: int,
+                      now_s: float) -> None:
         """Load once, then (re)fit when never fitted, due, or the columns changed."""
-        columns = tuple(series.columns)
         if not self._model_loaded:
             self._model_loaded = True
             self.model = self._initial_model(columns)
@@ -122,7 +125,6 @@ class ServiceForecaster:
             return
         name = self.model.name
         forecaster = self._fresh(name)
-        history, first_tick = series.history(), self._first_tick(series)
         try:
             forecaster.fit(history, first_tick=first_tick)
         except NotEnoughHistory:
@@ -133,6 +135,7 @@ class ServiceForecaster:
             name, forecaster = "last", self._fresh("last")
             forecaster.fit(history, first_tick=first_tick)
         self.model = ModelState(forecaster, name, now_s, columns)
+        self.fits += 1
         if self.save_model is not None and self.config.forecast.model_path and (
             name == self.config.forecast.model
         ):
@@ -142,20 +145,24 @@ class ServiceForecaster:
                 log.warning("could not save the model to %s: %s",
                             self.config.forecast.model_path, error)
 
-    def _first_tick(self, series: DemandSeries) -> int:
-        return int(round(series.times[0] / series.tick_s)) if len(series) else 0
-
     def forecast(self, series: DemandSeries, now_s: float) -> dict[Bucket, BucketForecast]:
         """Per bucket (type, group): point and quantile forecast at the horizon.
 
         Raises NotEnoughHistory when the model cannot forecast yet (cold start).
         """
-        self._ensure_model(series, now_s)
+        return self.forecast_history(series.history(), series.columns, first_tick(series),
+                                     now_s)
+
+    def forecast_history(self, history: np.ndarray, columns: Sequence[str], first: int,
+                         now_s: float) -> dict[Bucket, BucketForecast]:
+        """`forecast` on a (T, K) history whose row 0 is tick `first` (time / tick) and
+        whose columns are `columns` (`bucket` or `bucket@group`): what the service reads
+        from its store, and what the simulator records in the same columns."""
+        columns = tuple(columns)
+        self._ensure_model(history, columns, first, now_s)
         assert self.model.forecaster is not None
-        history = series.history()
-        first_tick = self._first_tick(series)
         try:
-            result, ahead = self._predict(history, first_tick)
+            result, ahead = self._predict(history, first)
         except NotEnoughHistory:
             raise
         except InputError as error:
@@ -163,17 +170,18 @@ class ServiceForecaster:
             log.warning("%s cannot forecast this history (%s); refitting", self.model.name,
                         error)
             self.model = ModelState(None, self.model.name)
-            self._ensure_model(series, now_s)
-            result, ahead = self._predict(history, first_tick)
+            self._ensure_model(history, columns, first, now_s)
+            result, ahead = self._predict(history, first)
         horizon = self.config.horizon_ticks
         tick = int(round(now_s / self.config.tick_s))
-        adjusted = self.adjuster.adjust(series.columns, tick, history[-1], ahead)
+        adjusted = self.adjuster.adjust(list(columns), tick, history[-1], ahead)
         point = result.at(None, horizon)
         last = _last_observed(history)
+        known_types = frozenset(self.catalog.names)
         forecasts: dict[Bucket, BucketForecast] = {}
-        for index, column in enumerate(series.columns):
+        for index, column in enumerate(columns):
             bucket, group = split_column(column)
-            if bucket not in self.catalog.names:
+            if bucket not in known_types:
                 continue  # a bucket recorded under an older config
             forecasts[(bucket, group or "")] = BucketForecast(
                 point=float(point[index]),
@@ -184,16 +192,41 @@ class ServiceForecaster:
             )
         return forecasts
 
-    def _predict(self, history: np.ndarray, first_tick: int) -> tuple[Forecast, np.ndarray]:
+    def _predict(self, history: np.ndarray, first: int) -> tuple[Forecast, np.ndarray]:
         """The forecast and its peak path for horizon + tau steps (for stabilization), or
-        just the horizon when the model was fitted for fewer steps."""
-        assert self.model.forecaster is not None
-        return peak_path(self.model.forecaster, history, self.config, self.adjuster.steps,
-                         first_tick)
+        just the horizon when the model was fitted for fewer steps.
+
+        Only the rows predict reads are passed (`lookback_ticks`) when they hold no gap (a
+        gap may need an older row to fill it), and an unchanged window gives the last
+        answer again: quiet stretches of demand repeat the same window tick after tick.
+        """
+        model = self.model.forecaster
+        assert model is not None
+        length = max(lookback_ticks(model), 1) + 1
+        window = history[-length:]
+        if np.isnan(window).any():
+            return peak_path(model, history, self.config, self.adjuster.steps, first)
+        start = first + len(history) - len(window)
+        # Only models with a period read the phase (seasonal, time-of-day).
+        period = getattr(model, "period_ticks", None)
+        key = (id(model), self.model.fitted_at, window.shape, window.tobytes(),
+               start % period if period else 0)
+        if key != self._last_key:
+            self._last = peak_path(model, window, self.config, self.adjuster.steps, start)
+            self._last_key = key
+        return self._last
+
+
+def first_tick(series: DemandSeries) -> int:
+    """The tick number (time / tick) of the series' first row: the phase seasonal and
+    time-of-day models read."""
+    return int(round(series.times[0] / series.tick_s)) if len(series) else 0
 
 
 def _last_observed(history: np.ndarray) -> np.ndarray:
     """Per column, the last non-NaN value (0 when a column was never observed)."""
+    if len(history) and not np.isnan(history[-1]).any():
+        return history[-1].copy()  # the usual case: the last tick was recorded
     last = np.zeros(history.shape[1])
     for column in range(history.shape[1]):
         values = history[:, column]

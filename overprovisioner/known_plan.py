@@ -16,26 +16,25 @@ Must not: read the clock, log, or call the API.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from overprovisioner.forecasting import BucketForecast
 from predictor.known.recording import KnownState
-from predictor.series import DemandSeries, split_column
+from predictor.series import split_column
 
 Bucket = tuple[str, str]
 
 
-def with_announced(forecasts: Mapping[Bucket, BucketForecast], series: DemandSeries,
-                   announced: np.ndarray) -> dict[Bucket, BucketForecast]:
+def add_announced(forecasts: Mapping[Bucket, BucketForecast], columns: Sequence[str],
+                  history: np.ndarray, announced: np.ndarray) -> dict[Bucket, BucketForecast]:
     """Forecasts of the unannounced demand plus the announced demand at the last observed
-    tick; `in_use` is the observed demand then. `series` is the observed history and
-    `announced` its (T, K) announced demand."""
-    history = series.history()
+    tick; `in_use` is the observed demand then. `history` is the (T, K) observed demand
+    in `columns` and `announced` its announced part."""
     result = dict(forecasts)
-    for index, column in enumerate(series.columns):
+    for index, column in enumerate(columns):
         bucket, group = split_column(column)
         forecast = forecasts.get((bucket, group or ""))
         if forecast is None:

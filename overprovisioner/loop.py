@@ -61,16 +61,17 @@ from overprovisioner.forecasting import (
     ModelLoader,
     ModelSaver,
     ServiceForecaster,
+    first_tick,
 )
-from overprovisioner.known_plan import known_nodes, known_source_nodes, with_announced
+from overprovisioner.known_plan import known_nodes, known_source_nodes
 from overprovisioner.metrics import Metrics
 from overprovisioner.objects import desired_objects, placeholder_name, priority_class
 from overprovisioner.observe import ClusterReader, ClusterView
 from overprovisioner.pinned_plan import PlacedColumn, place_columns, split_from_history
-from overprovisioner.plan import BucketObservation, Mode, Plan, make_plan
+from overprovisioner.plan import BucketObservation, Mode, Plan
 from overprovisioner.sizing import PlaceholderSize, size_placeholders
+from overprovisioner.tick_core import forecast_demand, observations, plan_tick
 from predictor.forecast import NotEnoughHistory
-from predictor.known.history import unannounced
 from predictor.known.recording import KnownState
 from predictor.series import DemandSeries
 
@@ -186,35 +187,14 @@ class OverprovisionerLoop:
         existing: Mapping[Bucket, int] | None = None,
         known: Mapping[Bucket, float] | None = None,
     ) -> list[BucketObservation]:
-        """One observation per bucket: configured groups, forecast columns, nodes seen.
-
-        placeholders: the replicas headstart's objects ask for now (running or pending,
-        which the planner keeps in their groups), else the placeholder pods on nodes.
-        known: nodes of known-ahead demand due within the horizon, per bucket."""
-        existing = existing or {}
-        known = {b: v for b, v in (known or {}).items() if b[0] in self.config.instance_types}
-        buckets: set[Bucket] = set(forecasts) | set(known)
-        for name in self.config.instance_types:
-            for group in self.plan_config.groups(name):
-                buckets.add((name, group))
-        if view is not None:
-            buckets |= {b for b in view.nodes if b[0] in self.config.instance_types}
-        observations = []
-        for instance_type, group in sorted(buckets):
-            forecast = forecasts.get((instance_type, group))
-            observations.append(BucketObservation(
-                instance_type=instance_type,
-                placement_group=group,
-                forecast=forecast.quantile if forecast else 0.0,
-                in_use=math.ceil(forecast.in_use - 1e-9) if forecast else 0,
-                free=view.free_nodes.get((instance_type, group), 0) if view else 0,
-                placeholders=existing.get(
-                    (instance_type, group),
-                    view.placeholders_running.get((instance_type, group), 0) if view else 0,
-                ),
-                known=known.get((instance_type, group), 0.0),
-            ))
-        return observations
+        """One observation per bucket (tick_core.observations) from the cluster view:
+        placeholders are the replicas headstart's objects ask for now, else the
+        placeholder pods on nodes."""
+        placeholders = dict(view.placeholders_running) if view is not None else {}
+        placeholders.update(existing or {})
+        return observations(self.config, self.plan_config, forecasts, known or {},
+                            view.free_nodes if view is not None else {}, placeholders,
+                            view.nodes if view is not None else ())
 
     def tick(self, now_s: float) -> TickReport:
         """Run one tick at time `now_s`; never raises for API or data faults."""
@@ -239,16 +219,10 @@ class OverprovisionerLoop:
                 self.config, self.catalog, view.rooms if view else (), now_s,
                 observed.applied_requests(self.catalog.gpu_resource) if observed else {},
             )
-            plan = make_plan(
+            plan = plan_tick(
+                self.config, self.plan_config, self.catalog, mode, forecasts,
                 self.observations(forecasts, view, observed.replicas() if observed else {},
-                                  known_nodes(known)),
-                self.plan_config, self.catalog, mode=mode,
-                ladder={name: self.config.forecast.cold_start_placeholders
-                        for name in self.config.instance_types},
-                # A type whose forecast misses badly in any of its series acts reactively.
-                bucket_modes={instance_type: "fallback"
-                              for (instance_type, _), f in forecasts.items() if f.reactive},
-            )
+                                  known_nodes(known)))
         except HeadstartError as error:
             self._tick_errors.append(error)
             return self._failed(now_s, leader, model_name, mode, forecasts,
@@ -322,11 +296,11 @@ class OverprovisionerLoop:
             self.metrics.model_fallbacks.labels("forecast_error").inc()
             return "ladder", {}
         try:
-            if known is None:
-                return "forecast", self.forecaster.forecast(series, now_s)
-            announced = self.demand.announced(series)  # type: ignore[attr-defined]
-            forecasts = self.forecaster.forecast(unannounced(series, announced), now_s)
-            return "forecast", with_announced(forecasts, series, announced)
+            announced = (None if known is None
+                         else self.demand.announced(series))  # type: ignore[attr-defined]
+            return "forecast", forecast_demand(self.forecaster, series.history(),
+                                               series.columns, first_tick(series), now_s,
+                                               announced)
         except NotEnoughHistory as error:
             log.info("cold start (%s): using the ladder", error)
         except InputError as error:

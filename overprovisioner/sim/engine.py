@@ -59,6 +59,7 @@ from overprovisioner.sim.cluster import READY, REMOVED, Cluster
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.policies import Peer, TickView
 from overprovisioner.sim.predictive import Predictive
+from overprovisioner.sim.recording import Recording, embedded
 from overprovisioner.sim.scheduler import (
     DefaultScorer,
     HeadstartScorer,
@@ -159,11 +160,10 @@ class _Run:
         # Requests summed per type in integer units (Python ints: exact and fast here).
         self.running_sum = [[0, 0, 0] for _ in range(n_types)]
         self.pending_sum = [[0, 0, 0] for _ in range(n_types)]
-        # Running plus pending requests of the pods the policy calls announced (known
-        # demand that arrived: the service keeps it out of the forecaster's history).
+        # The pods the policy calls announced (known demand that arrived: the service
+        # keeps it out of the forecaster's history).
         mask = getattr(self.policy, "announced", None)
-        self.announced = [bool(v) for v in mask] if mask is not None else None
-        self.announced_sum = [[0, 0, 0] for _ in range(n_types)]
+        self.announced = [bool(v) for v in mask] if mask is not None else [False] * len(workload)
         self.vector_list = [[float(v) for v in row] for row in self.vectors]
         self.dirty = [False] * n_types
         self.heap: list[tuple[float, int, int, int, int]] = []
@@ -177,7 +177,10 @@ class _Run:
         self.forecast_rows: list[np.ndarray] = []
         self.tick_s = float(self.policy.tick_s)
         n_ticks = int(math.ceil((workload.end_s - workload.start_s) / self.tick_s)) + 1
-        self.history = np.zeros((n_ticks if self.policy.needs_history else 0, n_types))
+        # The history the service's recorder would write, for the policies that read it.
+        self.recording = (Recording(workload.types, self.groups, self.vectors, n_ticks,
+                                    mask is not None)
+                          if self.policy.needs_history else None)
         self.next_sample = -math.inf
         # Bumped on every change a policy could see; a tick with an unchanged version
         # reuses the previous tick's observation instead of recomputing it.
@@ -265,14 +268,14 @@ class _Run:
     # ----- handlers
     def _arrive(self, pod: int, now: float) -> None:
         self.jobs.submitted(pod)
-        if self.announced is not None and self.announced[pod]:
-            _add(self.announced_sum[self.bucket[pod]], self.requests[pod], 1)
         if self._try_schedule(pod, now):
             return
         b = self.bucket[pod]
         self.version += 1
         self.pending[b][pod] = None
         _add(self.pending_sum[b], self.requests[pod], 1)
+        if self.recording is not None:
+            self.recording.move(b, None, self.requests[pod], 1, self.announced[pod])
         self.want_scan(now, b)
 
     def _try_schedule(self, pod: int, now: float) -> bool:
@@ -307,6 +310,9 @@ class _Run:
         self.node_of[pod] = node.index
         self.jobs.bound(pod, node.index)
         _add(self.running_sum[self.bucket[pod]], self.requests[pod], 1)
+        if self.recording is not None:
+            self.recording.move(self.bucket[pod], node.group, self.requests[pod], 1,
+                                self.announced[pod])
         self.push(now + float(self.w.duration_s[pod]), FINISH, pod)
 
     def _finish(self, pod: int, now: float) -> None:
@@ -315,8 +321,9 @@ class _Run:
         gpu, cpu, mem = self.requests[pod]
         self.cluster.unbind_real(node, pod, gpu, cpu, mem, now)
         _add(self.running_sum[self.bucket[pod]], self.requests[pod], -1)
-        if self.announced is not None and self.announced[pod]:
-            _add(self.announced_sum[self.bucket[pod]], self.requests[pod], -1)
+        if self.recording is not None:
+            self.recording.move(self.bucket[pod], node.group, self.requests[pod], -1,
+                                self.announced[pod])
         self.jobs.finished(pod)
         self._retry(node.type_index, now)
         self.check_empty(node, now)
@@ -346,6 +353,8 @@ class _Run:
                 if self._try_schedule(pod, now):
                     del queue[pod]
                     _add(self.pending_sum[b], request, -1)
+                    if self.recording is not None:
+                        self.recording.move(b, None, request, -1, self.announced[pod])
                 else:
                     failed_shapes.add(request)
         for group in self.groups[b]:
@@ -465,12 +474,11 @@ class _Run:
             self.cached_view = self._observe()
             self.seen_version = self.version
         in_use, pending, free, held, _, _ = self.cached_view
-        if tick < len(self.history):
-            self.history[tick] = in_use + pending
-        announced = (self._embedded(self.announced_sum) if self.announced is not None
-                     else None)
-        view = TickView(now, tick, self.history[: tick + 1], in_use, pending, free, held,
-                        tuple(self.cluster.ready_count), announced)
+        if self.recording is not None:
+            self.recording.record(tick)
+        view = TickView(now, tick, in_use, pending, free, held,
+                        tuple(self.cluster.ready_count), self.recording,
+                        self.w.start_s + tick * self.tick_s)
         plan, forecast = self.policy.decide(view)
         if plan is not None:
             self._apply(plan, now)
@@ -529,15 +537,8 @@ class _Run:
         return in_use, pending, free, held, list(self.cluster.live_count), placeholders
 
     def _embedded(self, sums: list[list[int]]) -> np.ndarray:
-        """Per type, the embedding's count: the largest per-dimension ratio, rounded up."""
-        counts = []
-        for row, vector in zip(sums, self.vector_list, strict=True):
-            ratio = 0.0
-            for value, size in zip(row, vector, strict=True):
-                if size > 0 and value / size > ratio:
-                    ratio = value / size
-            counts.append(math.ceil(ratio - 1e-9) if ratio > 0 else 0)
-        return np.array(counts, dtype=np.float64)
+        """Per type, the embedding's count (the recorder's rule, `recording.embedded`)."""
+        return np.array(embedded(sums, self.vector_list), dtype=np.float64)
 
     def _apply(self, plan: Plan, now: float) -> None:
         for b, kind in enumerate(self.w.types):

@@ -36,31 +36,33 @@ from bucketing.errors import InputError
 from overprovisioner.plan import BucketObservation, Plan, make_plan
 from overprovisioner.plan_config import PlanConfig
 from overprovisioner.sim.policy_names import PolicySpec
+from overprovisioner.sim.recording import Recording
 
 
 @dataclass(frozen=True)
 class TickView:
     """What a policy sees at one policy tick.
 
-    now: trace seconds; tick: index of this tick (0 = the simulation start); history:
-    (tick + 1, B) the demand recorded so far (embedded node counts of running plus
-    pending real pods), empty for policies that record none.
+    now: trace seconds; tick: index of this tick (0 = the simulation start).
     in_use / pending: (B,) embedded counts of running / pending real pods now.
     free / placeholders: per (type index, group), whole empty ready nodes / placeholders.
     nodes: (B,) ready nodes per type (what cluster-proportional-autoscaler counts).
-    announced: (B,) embedded counts of the running and pending pods the policy's
-    `announced` mask names (known demand that arrived), None for policies without one.
+    recording: the history the service's recorder would have written up to this tick, in
+    its columns (sim.recording), with its announced part when the policy has an
+    `announced` mask; None for policies that record none.
+    tick_time: the time of the tick (a re-plan after a preemption runs later within it,
+    and the service records it at the tick's time).
     """
 
     now: float
     tick: int
-    history: np.ndarray
     in_use: np.ndarray
     pending: np.ndarray
     free: dict[tuple[int, str], int]
     placeholders: dict[tuple[int, str], int]
     nodes: tuple[int, ...] = ()
-    announced: np.ndarray | None = None
+    recording: Recording | None = None
+    tick_time: float = 0.0
 
 
 class Policy(Protocol):

@@ -1,28 +1,27 @@
 """The `predictive` policy: the overprovisioner service's tick, as its configuration runs it.
 
-Decides nothing of its own: at every service tick (`tick`), with the demand recorded at
-each tick so far, it does what `overprovisioner.loop` and `forecasting` do, built from
-the same config through `overprovisioner.service_forecast`:
-- the configured model, refitted every `forecast.retrain_every` on the trailing
-  `forecast.retention` of history (the service reads that much from its store);
-- its forecast, the quantile of the most demand over the horizon and stabilization's
-  look-ahead (`peak_path`), through the service's fallback and stabilization
-  (`build_adjuster`): a type in fallback is planned in the planner's fallback mode;
-- the plan with the service's limits (per-type min/max, cost cap, virtual instances);
-- before the first fit succeeds, the cold-start ladder (`forecast.cold_start_placeholders`).
+Decides nothing of its own. At every service tick it hands what the service would have
+read to the service's own code (`overprovisioner.tick_core`, the loop's core):
+- the history the service's recorder would have written (`sim.recording`: columns
+  `type` and `type@group`, the store's columns for the window), for the trailing
+  `forecast.retention` the service reads from its store (`RecorderDemand.series`:
+  ticks from now - retention to now);
+- the service's forecaster (`overprovisioner.forecasting.ServiceForecaster`: the
+  configured model, refitted every `forecast.retrain_every`, fallback and
+  stabilization), fed at the tick's time, as the service's loop records and plans at
+  its tick's time;
+- known demand (docs/known-demand.md), replayed from the trace's `known_at_s`
+  (`overprovisioner.sim.known`): the nodes of demand known ahead and due within the
+  horizon at the tick (at a re-plan, as the recorder reads it then: `KnownReplay.at`),
+  in the types' own columns as the recorder counts pods not yet bound; the announced
+  part of the history is what the engine recorded for the pods the replay calls
+  announced;
+- the cluster as the service observes it: free nodes and placeholders per (type,
+  group);
+- the plan (`tick_core.plan_tick`): the cold-start ladder until the model can
+  forecast, the fallback mode per type, the service's limits.
 A re-plan after a preemption is the same tick run again (the service's pod watch wakes
-its loop, which records, forecasts and plans again at the same tick time); the
-adjuster replaces the tick's step instead of scoring it twice, as in the service.
-
-Known demand (docs/known-demand.md), replayed from the trace's `known_at_s`
-(`overprovisioner.sim.known`), as the service's loop and `known_plan` use it:
-`known_demand(view)` is the nodes of demand known ahead and due within the horizon at
-the tick (at a re-plan, as the recorder reads it then: `KnownReplay.at`), passed to the
-plan as its `known` (added in every mode); the model is fitted and asked on the
-unannounced history (recorded demand minus the announced pods' demand
-`view.announced`, never below 0), and the announced demand running or pending now is
-added back to its forecast. Without a replay (no pod known ahead, or every source off
-in the config) all of that is zero and the policy is the service without known demand.
+its loop, which records, forecasts and plans again at the same tick time).
 
 Must not: touch the cluster (it reads a `TickView` and returns a plan).
 """
@@ -33,12 +32,17 @@ import math
 
 import numpy as np
 
+from bucketing.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.plan import Plan
-from overprovisioner.service_forecast import build_adjuster, build_forecaster, peak_path
+from overprovisioner.forecasting import BucketForecast, ServiceForecaster
+from overprovisioner.metrics import Metrics
+from overprovisioner.plan import BucketObservation, Plan
 from overprovisioner.sim.known import KnownReplay
 from overprovisioner.sim.policies import PlanContext, TickView
-from predictor.forecast import NotEnoughHistory, lookback_ticks
+from overprovisioner.tick_core import forecast_demand, observations, plan_tick
+from predictor.forecast import NotEnoughHistory
+
+Bucket = tuple[str, str]
 
 
 class Predictive:
@@ -49,87 +53,80 @@ class Predictive:
                  name: str = "predictive", known: KnownReplay | None = None) -> None:
         self.context = context
         self.replay = known
-        # The engine tracks these pods' demand apart (TickView.announced).
+        # The engine records these pods' demand apart (Recording.announced).
         self.announced = known.announced if known is not None else None
-        self.announced_history = (np.zeros_like(known.known) if known is not None
-                                  else np.zeros((0, len(context.types))))
         self.service = service
         self.name = name
         self.tick_s = service.tick_s
         self.model_name = service.forecast.model
-        self.refit_ticks = max(1, math.ceil(service.forecast.retrain_every_s / self.tick_s
-                                            - 1e-9))
-        self.train_ticks = max(1, round(service.forecast.retention_s / self.tick_s))
-        self.adjuster = build_adjuster(service)
-        self.columns = [kind.name for kind in context.types]
-        self.model = None
-        self.fitted_at = -10**9
-        self.fits = 0
+        # The store's window: ticks from now - retention to now (RecorderDemand.series).
+        self.window_ticks = int(math.floor(service.forecast.retention_s / self.tick_s
+                                           + 1e-9)) + 1
+        self.forecaster = ServiceForecaster(service, context.catalog, Metrics())
         self.cold_ticks = 0
         self.fallback_ticks = 0
-        self.cache_key: tuple = ()
-        self.cache_ahead = np.zeros((0, 0))
+        self.memo: dict[tuple, Plan] = {}
 
-    def known_demand(self, view: TickView) -> np.ndarray:
-        """(B,) nodes of demand known ahead and due within the horizon at this tick."""
+    @property
+    def fits(self) -> int:
+        return self.forecaster.fits
+
+    def known_demand(self, view: TickView) -> dict[Bucket, float]:
+        """Nodes of demand known ahead and due within the horizon at this tick, per
+        bucket: the types' own columns (known pods are not bound)."""
         if self.replay is None:
-            return np.zeros(len(self.context.types))
-        return self.replay.at(view.tick, view.now)
+            return {}
+        nodes = self.replay.at(view.tick, view.now)
+        return {(kind.name, ""): float(nodes[b])
+                for b, kind in enumerate(self.context.types) if nodes[b]}
 
     def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
-        history = view.history
-        running_announced = np.zeros(len(self.context.types))
-        if self.replay is not None and view.announced is not None:
-            # The forecaster sees what nobody announced (observed minus announced).
-            self.announced_history[view.tick] = view.announced
-            history = np.clip(history - self.announced_history[:view.tick + 1], 0.0, None)
-            running_announced = view.announced
-        if self.model is None or view.tick - self.fitted_at >= self.refit_ticks:
-            try:
-                window = history[-self.train_ticks:]
-                # Ticks count from the simulation start in fit and predict alike, so
-                # seasonal and time-of-day models see one phase.
-                self.model = build_forecaster(self.service).fit(
-                    window, first_tick=len(history) - len(window))
-                self.fitted_at = view.tick
-                self.fits += 1
-            except NotEnoughHistory:
-                pass
-        ahead = None
-        if self.model is not None:
-            try:
-                ahead = self._ahead(history)
-            except NotEnoughHistory:
-                ahead = None
-        known = self.known_demand(view)
-        if ahead is None:
+        recording = view.recording
+        assert recording is not None
+        first = max(0, view.tick - self.window_ticks + 1)
+        columns = recording.present(first, view.tick)
+        history = recording.history[first:view.tick + 1, columns]
+        announced = None
+        if self.replay is not None and recording.announced is not None:
+            announced = recording.announced[first:view.tick + 1, columns]
+        start = int(round(view.tick_time / self.tick_s)) - (len(history) - 1)
+        forecasts: dict[Bucket, BucketForecast] = {}
+        mode = "forecast"
+        try:
+            forecasts = forecast_demand(self.forecaster, history,
+                                        [recording.columns[k] for k in columns], start,
+                                        view.tick_time, announced)
+        except (NotEnoughHistory, InputError):  # the service plans with the ladder then
+            mode = "ladder"
             self.cold_ticks += 1
-            cold = self.service.forecast.cold_start_placeholders
-            return self.context.plan(view, np.zeros(len(self.context.types)), mode="ladder",
-                                     ladder={k.name: cold for k in self.context.types},
-                                     known=known), None
-        adjusted = self.adjuster.adjust(self.columns, view.tick, history[-1], ahead)
-        self.fallback_ticks += any(adjusted.reactive)
-        # The announced demand in the cluster now stays over the horizon (known_plan).
-        forecast = np.maximum(adjusted.planned, 0.0) + running_announced
-        modes = {name: "fallback" for name, reactive in zip(self.columns, adjusted.reactive,
-                                                             strict=True) if reactive}
-        return self.context.plan(view, forecast, bucket_modes=modes, known=known), forecast
+        types = self.context.types
+        free = {(types[b].name, g): n for (b, g), n in view.free.items()}
+        held = {(types[b].name, g): n for (b, g), n in view.placeholders.items()}
+        observed = observations(self.service, self.context.config, forecasts,
+                                self.known_demand(view), free, held)
+        plan = self._plan(mode, forecasts, observed)
+        if mode == "ladder":
+            return plan, None
+        self.fallback_ticks += any(f.reactive for f in forecasts.values())
+        # The timeline's forecast per type: its buckets' quantiles summed, as the plan sums.
+        index = {kind.name: b for b, kind in enumerate(types)}
+        forecast = np.zeros(len(types))
+        for (name, _), f in forecasts.items():
+            if name in index:
+                forecast[index[name]] += max(f.quantile, 0.0)
+        return plan, forecast
 
-    def _ahead(self, history: np.ndarray) -> np.ndarray:
-        """(S, B) the peak path for the horizon and stabilization's look-ahead."""
-        model = self.model
-        # Pass what predict reads, not only what it needs: last_adaptive's recent
-        # residuals need the last day, and got fit-time quantiles when given less.
-        length = max(lookback_ticks(model), 1) + 1
-        window = history[-length:]
-        first_tick = len(history) - len(window)
-        period = getattr(model, "period_ticks", None)
-        # predict reads only `window` (and the phase, for seasonal models): an unchanged
-        # window gives the same forecast, which quiet stretches of a trace hit every tick.
-        key = (self.fitted_at, window.tobytes(), first_tick % period if period else 0)
-        if key != self.cache_key:
-            _, self.cache_ahead = peak_path(model, window, self.service, self.adjuster.steps,
-                                            first_tick)
-            self.cache_key = key
-        return self.cache_ahead
+    def _plan(self, mode: str, forecasts: dict[Bucket, BucketForecast],
+              observed: list[BucketObservation]) -> Plan:
+        """`plan_tick`, remembered: it is a pure function of these inputs, and quiet
+        stretches of a trace ask for the same plan tick after tick."""
+        key = (mode, tuple(observed),
+               tuple(sorted({name for (name, _), f in forecasts.items() if f.reactive})))
+        plan = self.memo.get(key)
+        if plan is None:
+            if len(self.memo) > 50_000:
+                self.memo.clear()
+            plan = plan_tick(self.service, self.context.config, self.context.catalog,
+                             mode, forecasts, observed)  # type: ignore[arg-type]
+            self.memo[key] = plan
+        return plan

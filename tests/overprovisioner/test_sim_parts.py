@@ -359,7 +359,8 @@ def test_predictive_runs_the_services_defaults_without_a_config():
     assert policy.service.forecast == ForecastConfig()
     assert policy.tick_s == OverprovisionerConfig().tick_s
     assert policy.service.limits.cost_cap_per_hour == LimitsConfig().cost_cap_per_hour
-    assert policy.adjuster.fallback is None and policy.adjuster.tau_ticks == 0
+    adjuster = policy.forecaster.adjuster
+    assert adjuster.fallback is None and adjuster.tau_ticks == 0
     # the plan's limits are the service's: max 8 per type, its cost cap
     assert policy.context.config.limits("g4dn.xlarge").max == LimitsConfig().default.max
     assert policy.context.config.cost_cap_per_hour == LimitsConfig().cost_cap_per_hour
