@@ -42,7 +42,7 @@ class Resolver:
         self.config = config
         self._claims: dict[tuple[str, str, str], Devices] = {}
         self._sizes: dict[tuple[str, str, str], int] = {}
-        self._owners: dict[OwnerKey, dict[str, OwnerSize]] = {}  # key -> kind -> object
+        self._owners: dict[OwnerKey, dict[str, OwnerSize]] = {}  # key -> source -> object
         self._slices: dict[str, SliceDevices] = {}
         self._devices: dict[str, Devices] = {}
         self._pods: dict[str, Pod] = {}  # own parse of pods with claims or a PodGroup
@@ -126,23 +126,23 @@ class Resolver:
     def apply_owner(self, owner: OwnerSize, deleted: bool = False) -> list[Pod]:
         kinds = self._owners.setdefault(owner.key, {})
         if deleted:
-            changed = kinds.pop(owner.kind, None) is not None
+            changed = kinds.pop(owner.source, None) is not None
         else:
-            changed = kinds.get(owner.kind) != owner
-            kinds[owner.kind] = owner
+            changed = kinds.get(owner.source) != owner
+            kinds[owner.source] = owner
         if not kinds:
             del self._owners[owner.key]
         return self._pods_using(lambda pod: owner_of(pod) == owner.key) if changed else []
 
-    def replace_owners(self, owners: Iterable[OwnerSize], kind: str) -> list[Pod]:
-        """A full list of one owner kind."""
+    def replace_owners(self, owners: Iterable[OwnerSize], source: str) -> list[Pod]:
+        """A full list of one owner API (`OwnerSize.source`: kind/version)."""
         kept: dict[OwnerKey, dict[str, OwnerSize]] = {}
         for key, kinds in self._owners.items():
-            rest = {k: v for k, v in kinds.items() if k != kind}
+            rest = {k: v for k, v in kinds.items() if k != source}
             if rest:
                 kept[key] = rest
         for owner in owners:
-            kept.setdefault(owner.key, {})[kind] = owner
+            kept.setdefault(owner.key, {})[source] = owner
         changed = kept != self._owners
         self._owners = kept
         return self._pods_using(lambda pod: owner_of(pod) is not None) if changed else []

@@ -71,7 +71,7 @@ class ClusterSync:
         self._watch_dra = watch_dra
         self._watch_pod_groups = watch_pod_groups
         self._watch_owners = watch_owners
-        self._owner_kinds = {f"{api.plural}.{api.group}" for api in OWNER_APIS}
+        self._owner_kinds = {api.watch_name for api in OWNER_APIS}
         self._stale_after = stale_after_seconds
         self.resolver = Resolver(config)
         cache.resolve_pod = self.resolver.pod  # the request path's pods, resolved alike
@@ -114,9 +114,9 @@ class ClusterSync:
         if self._watch_owners:
             self.watches += [
                 self._optional_watch(
-                    loop, api.group, api.version, api.plural, f"{api.plural}.{api.group}",
-                    functools.partial(parse_owner, kind=api.kind),
-                    functools.partial(self._owner_sink, api.kind))
+                    loop, api.group, api.version, api.plural, api.watch_name,
+                    functools.partial(parse_owner, kind=api.kind, version=api.version),
+                    functools.partial(self._owner_sink, f"{api.kind}/{api.version}"))
                 for api in OWNER_APIS
             ]
         for watch in self.watches:
@@ -251,9 +251,9 @@ class ClusterSync:
         else:
             self._apply_pods(self.resolver.apply_pod_group(payload, deleted=op == "delete"))
 
-    def _owner_sink(self, kind: str, op: str, payload: Any) -> None:
+    def _owner_sink(self, source: str, op: str, payload: Any) -> None:
         if op == "replace":
-            self._apply_pods(self.resolver.replace_owners(payload, kind))
+            self._apply_pods(self.resolver.replace_owners(payload, source))
         else:
             self._apply_pods(self.resolver.apply_owner(payload, deleted=op == "delete"))
 

@@ -7,6 +7,13 @@ use); this module adds which pods an owner sizes and how a staged JobSet is coun
   operator labels every pod `training.kubeflow.org/job-name: <job>` (pkg/controller.v1/
   common GenLabels); the size is the sum of `replicas` over the replica specs (an MPIJob
   of training-operator v1 creates its launcher with the workers, so it counts too);
+- mpi-operator v2 MPIJobs (`kubeflow.org/v2beta1`, the same `mpiReplicaSpecs` of
+  `Launcher` and `Worker`): pods labelled `training.kubeflow.org/job-name` and
+  `training.kubeflow.org/job-role: launcher|worker`. With `launcherCreationPolicy:
+  WaitForWorkersReady` the launcher is created only once every worker is Ready, so it
+  is a later stage (the workers' size is the workers alone); with `AtStartup` (the
+  default) it is created with them and counts. One cluster serves one of v1 and
+  v2beta1 (one CRD, `mpijobs.kubeflow.org`); both are watched, the other is absent;
 - JobSets (`jobset.x-k8s.io/v1alpha2`): the JobSet controller labels every pod
   `jobset.sigs.k8s.io/jobset-name` and `jobset.sigs.k8s.io/replicatedjob-name`; a
   replicated job has `replicas` Jobs of min(parallelism, completions) pods each. A
@@ -59,16 +66,27 @@ class OwnerApi:
     family: str
     """Which pod label names it: `kubeflow` (training.kubeflow.org/job-name) or `jobset`
     (jobset.sigs.k8s.io/jobset-name, which a TrainJob's pods carry too)."""
+    versioned: bool = False
+    """Its watch is named with the version (`mpijobs.v2beta1.kubeflow.org`): another
+    version of the same resource is watched too."""
+
+    @property
+    def watch_name(self) -> str:
+        if self.versioned:
+            return f"{self.plural}.{self.version}.{self.group}"
+        return f"{self.plural}.{self.group}"
 
 
 OWNER_APIS: tuple[OwnerApi, ...] = (
     OwnerApi("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", KUBEFLOW),
     OwnerApi("kubeflow.org", "v1", "tfjobs", "TFJob", KUBEFLOW),
     OwnerApi("kubeflow.org", "v1", "mpijobs", "MPIJob", KUBEFLOW),
+    OwnerApi("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", KUBEFLOW, versioned=True),
     OwnerApi("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", JOBSET),
     OwnerApi("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", JOBSET),
 )
 _FAMILY = {api.kind: api.family for api in OWNER_APIS}
+KUBEFLOW_PART_LABELS = ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role")
 
 OwnerKey = tuple[str, str, str]  # (family, namespace, name)
 
@@ -91,21 +109,30 @@ class OwnerSize:
     name: str
     parts: tuple[SizePart, ...] = ()
     problem: str | None = None
+    version: str = ""
 
     @property
     def key(self) -> OwnerKey:
         return (_FAMILY[self.kind], self.namespace, self.name)
 
+    @property
+    def source(self) -> str:
+        """The API it was listed from (`MPIJob/v2beta1`): each watch replaces its own."""
+        return f"{self.kind}/{self.version}"
+
     def size_for(self, part: str | None) -> int:
-        """Pods of the stages up to `part`'s (all stages when `part` is unknown)."""
-        stage = next((p.stage for p in self.parts if p.name == part),
+        """Pods of the stages up to `part`'s (all stages when `part` is unknown);
+        Kubeflow's replica types match the pods' lower-case labels."""
+        part = (part or "").lower()
+        stage = next((p.stage for p in self.parts if p.name.lower() == part),
                      max((p.stage for p in self.parts), default=0))
         return sum(p.pods for p in self.parts if p.stage <= stage)
 
 
-def parse_owner(obj: Any, kind: str, where: str | None = None) -> OwnerSize:
-    """An owner object of `kind` (one of OWNER_APIS). Bad metadata raises `InputError`
-    (the watch skips the object); counts that do not parse become `problem`."""
+def parse_owner(obj: Any, kind: str, where: str | None = None, version: str = "") -> OwnerSize:
+    """An owner object of `kind` (one of OWNER_APIS) listed from API `version`. Bad
+    metadata raises `InputError` (the watch skips the object); counts that do not parse
+    become `problem`."""
     where = where or kind
     obj = json_object(obj, where, required=True)
     metadata = json_object(obj.get("metadata"), f"{where}.metadata", required=True)
@@ -114,15 +141,23 @@ def parse_owner(obj: Any, kind: str, where: str | None = None) -> OwnerSize:
     where = f"{kind} {namespace}/{name}"
     try:
         spec = mapping(obj.get("spec"), f"{where}: spec")
-        parts = _parts(spec, kind, f"{where}: spec")
+        parts = _parts(spec, kind, f"{where}: spec", version)
     except InputError as error:
-        return OwnerSize(kind, namespace, name, problem=str(error))
-    return OwnerSize(kind, namespace, name, parts)
+        return OwnerSize(kind, namespace, name, problem=str(error), version=version)
+    return OwnerSize(kind, namespace, name, parts, version=version)
 
 
-def _parts(spec: Mapping[str, Any], kind: str, where: str) -> tuple[SizePart, ...]:
+def _parts(spec: Mapping[str, Any], kind: str, where: str, version: str = ""
+           ) -> tuple[SizePart, ...]:
     if kind in KUBEFLOW_REPLICA_SPECS:
-        return tuple(SizePart(s.replica_type, s.replicas)
+        later = ""
+        if kind == "MPIJob" and version == "v2beta1":
+            policy = spec.get("launcherCreationPolicy", "AtStartup")
+            if policy not in ("AtStartup", "WaitForWorkersReady"):
+                raise InputError(f"{where}.launcherCreationPolicy: expected AtStartup or "
+                                 f"WaitForWorkersReady, got {policy!r}")
+            later = "Launcher" if policy == "WaitForWorkersReady" else ""
+        return tuple(SizePart(s.replica_type, s.replicas, int(s.replica_type == later))
                      for s in kubeflow_replica_specs(spec, kind, where))
     if kind == "TrainJob":
         nodes = trainjob_num_nodes(spec, where)
@@ -165,7 +200,9 @@ def with_owner_size(pod: Pod, owners: Mapping[OwnerKey, Mapping[str, OwnerSize]]
     return replace(pod, owner_size=size, owner_wait=wait)
 
 
-def _size(pod: Pod, seen: Mapping[str, OwnerSize]) -> tuple[int | None, str | None]:
+def _size(pod: Pod, listed: Mapping[str, OwnerSize]) -> tuple[int | None, str | None]:
+    # By kind: an MPIJob served at two versions is one object.
+    seen = {owner.kind: owner for owner in listed.values()}
     if not seen:
         return None, None
     if "JobSet" in seen or "TrainJob" in seen:
@@ -183,5 +220,7 @@ def _size(pod: Pod, seen: Mapping[str, OwnerSize]) -> tuple[int | None, str | No
         owner = next(iter(seen.values()))
     if owner.problem is not None:
         return None, f"its owner's replica counts do not parse: {owner.problem}"
-    size = owner.size_for(pod.labels.get(REPLICATED_JOB_LABEL))
+    part = pod.labels.get(REPLICATED_JOB_LABEL) or next(
+        (pod.labels[label] for label in KUBEFLOW_PART_LABELS if pod.labels.get(label)), None)
+    size = owner.size_for(part)
     return (size, None) if size > 0 else (None, None)

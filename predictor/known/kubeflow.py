@@ -11,6 +11,13 @@ the job its controller owner (pkg/controller.v1/common/pod.go, job_controller.go
 are known demand, expected now (the operator is creating them). A suspended job announces
 all its replicas, expected now while suspended for at most the window.
 
+mpi-operator v2 MPIJobs (`kubeflow.org/v2beta1`, the same `mpiReplicaSpecs`): the
+workers are pods the MPIJob controls, labelled `training.kubeflow.org/job-role: worker`
+(no replica-type label; `predictor.known.model.pod_ref` reads either); the launcher is a
+batch Job's pod, whose controller is that Job, so it cannot be matched to the MPIJob:
+while the job runs only its workers are counted as missing (a suspended one announces
+every replica, the launcher too).
+
 TrainJob (`trainer.kubeflow.org/v1alpha1`, kubeflow/trainer
 pkg/apis/trainer/v1alpha1/trainjob_types.go): `spec.trainer.numNodes` pods of
 `spec.trainer.resourcesPerNode`, `spec.suspend`, conditions `Complete`, `Failed`,
@@ -66,10 +73,11 @@ class TrainingJob:
     suspended_since_s: float | None
     finished: bool
     replicas: tuple[Replicas, ...]
+    uncounted: frozenset[str] = frozenset()  # replica types whose pods cannot be matched
 
 
 def parse_training_job(obj: Mapping[str, Any], kind: str, gpu_resource: str) -> TrainingJob:
-    """A PyTorchJob, TFJob or MPIJob (kubeflow.org/v1)."""
+    """A PyTorchJob, TFJob or MPIJob (kubeflow.org/v1, or v2beta1 for an MPIJob)."""
     meta, where, spec, status = open_object(obj, kind)
     replicas = [
         Replicas(entry.replica_type, entry.replicas, template_request(
@@ -85,6 +93,8 @@ def parse_training_job(obj: Mapping[str, Any], kind: str, gpu_resource: str) -> 
         suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
         finished=condition_true(status, "Succeeded") or condition_true(status, "Failed"),
         replicas=tuple(replicas),
+        uncounted=(frozenset({"Launcher"}) if kind == "MPIJob"
+                   and str(obj.get("apiVersion", "")).endswith("/v2beta1") else frozenset()),
     )
 
 
@@ -120,6 +130,8 @@ def training_items(jobs: Iterable[TrainingJob], pods: PodCounts, now_s: float,
         else:
             expected, reason = now_s, "pods not all created yet"
         for replicas in job.replicas:
+            if not job.suspended and replicas.replica_type in job.uncounted:
+                continue
             existing = 0 if job.suspended else pods.of(job.key, replicas.replica_type.lower())
             missing = replicas.replicas - existing
             if missing > 0:

@@ -53,6 +53,9 @@ KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 KUBEFLOW_REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+# mpi-operator v2 labels its pods with the role only (launcher, worker); training-operator
+# v1 also sets it, to `master` on a master, after the replica type read first.
+KUBEFLOW_JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 COSCHEDULING_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 COSCHEDULING_POD_GROUP = "scheduling.x-k8s.io/PodGroup"
@@ -224,7 +227,8 @@ def pod_ref(pod: Mapping[str, Any]) -> PodRef:
         if meta.annotations.get(annotation):
             keys.add(f"{VOLCANO_POD_GROUP}/{meta.namespace}/{meta.annotations[annotation]}")
     role = (meta.labels.get(KUBEFLOW_REPLICA_TYPE_LABEL)
-            or meta.labels.get(REPLICATED_JOB_LABEL) or "")
+            or meta.labels.get(REPLICATED_JOB_LABEL)
+            or meta.labels.get(KUBEFLOW_JOB_ROLE_LABEL) or "")
     return PodRef(meta.namespace, frozenset(keys), role.lower(), meta.created_s)
 
 

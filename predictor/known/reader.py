@@ -78,7 +78,8 @@ WATCHED: tuple[Watched, ...] = (
     Watched("jobsets", "jobset.x-k8s.io", ("v1alpha2",), "jobsets", batch.parse_jobset),
     Watched("kubeflow", "kubeflow.org", ("v1",), "pytorchjobs", _training("PyTorchJob")),
     Watched("kubeflow", "kubeflow.org", ("v1",), "tfjobs", _training("TFJob")),
-    Watched("kubeflow", "kubeflow.org", ("v1",), "mpijobs", _training("MPIJob")),
+    # training-operator v1 or mpi-operator v2: one CRD, one of the two served.
+    Watched("kubeflow", "kubeflow.org", ("v1", "v2beta1"), "mpijobs", _training("MPIJob")),
     Watched("kubeflow", "trainer.kubeflow.org", ("v1alpha1",), "trainjobs",
             kubeflow.parse_trainjob),
     Watched("jobs", "batch", ("v1",), "jobs", batch.parse_job),

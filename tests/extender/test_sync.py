@@ -183,7 +183,8 @@ async def test_stop_ends_every_watch_thread(fake_kube):
         NODES, PODS, TOPOLOGIES, "resourceslices", "resourceclaims", "resourceclaimtemplates",
         "podgroups.scheduling.volcano.sh", "podgroups.scheduling.x-k8s.io",
         "pytorchjobs.kubeflow.org", "tfjobs.kubeflow.org", "mpijobs.kubeflow.org",
-        "jobsets.jobset.x-k8s.io", "trainjobs.trainer.kubeflow.org"}
+        "mpijobs.v2beta1.kubeflow.org", "jobsets.jobset.x-k8s.io",
+        "trainjobs.trainer.kubeflow.org"}
 
 
 def gpu_slice(name: str, node: str, gpus: int, mig: int = 0, generation: int = 1) -> dict:

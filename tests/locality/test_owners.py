@@ -49,9 +49,54 @@ def js_pod(part):
 def owners(*objects):
     table: dict = {}
     for obj in objects:
-        owner = parse_owner(obj, obj["kind"])
-        table.setdefault(owner.key, {})[owner.kind] = owner
+        version = obj.get("apiVersion", "").rpartition("/")[2]
+        owner = parse_owner(obj, obj["kind"], version=version)
+        table.setdefault(owner.key, {})[owner.source] = owner
     return table
+
+
+def mpijob_v2(workers, policy=None, name="pt"):
+    """An mpi-operator v2 MPIJob (kubeflow.org/v2beta1)."""
+    spec = {"slotsPerWorker": 8,
+            "mpiReplicaSpecs": {"Launcher": {"replicas": 1}, "Worker": {"replicas": workers}}}
+    if policy is not None:
+        spec["launcherCreationPolicy"] = policy
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+            "metadata": {"name": name, "namespace": "ns"}, "spec": spec}
+
+
+def mpi_pod(role):
+    # mpi-operator v2 labels its pods with job-name and job-role (no replica-type).
+    return {"training.kubeflow.org/job-name": "pt", "training.kubeflow.org/job-role": role}
+
+
+@pytest.mark.parametrize(("policy", "role", "size"), [
+    # AtStartup (the default): the launcher is created with the workers: 1 + 4.
+    (None, "worker", 5),
+    (None, "launcher", 5),
+    ("AtStartup", "worker", 5),
+    # WaitForWorkersReady: the launcher comes once the workers are Ready, so a worker
+    # must not wait for it (4), and the launcher counts both stages (5).
+    ("WaitForWorkersReady", "worker", 4),
+    ("WaitForWorkersReady", "launcher", 5),
+])
+def test_mpi_operator_v2_size(policy, role, size) -> None:
+    resolved = with_owner_size(pod(mpi_pod(role)), owners(mpijob_v2(4, policy)))
+    assert (resolved.owner_size, resolved.owner_wait) == (size, None)
+
+
+def test_mpi_operator_v2_bad_policy_is_a_reason() -> None:
+    resolved = with_owner_size(pod(mpi_pod("worker")), owners(mpijob_v2(4, "Later")))
+    assert resolved.owner_size is None
+    assert "launcherCreationPolicy: expected AtStartup or WaitForWorkersReady, got 'Later'" in (
+        resolved.owner_wait)
+
+
+def test_an_mpijob_listed_at_two_versions_is_one_owner() -> None:
+    # A cluster converting between v1 and v2beta1 lists the same object twice: one size.
+    v1 = {**mpijob_v2(4), "apiVersion": "kubeflow.org/v1"}
+    resolved = with_owner_size(pod(mpi_pod("worker")), owners(v1, mpijob_v2(4)))
+    assert (resolved.owner_size, resolved.owner_wait) == (5, None)
 
 
 @pytest.mark.parametrize(("objects", "labels", "size"), [

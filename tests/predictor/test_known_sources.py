@@ -135,6 +135,43 @@ KUBEFLOW = [
 ]
 
 
+def mpijob_v2(workers=4, suspend=False):
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+            "metadata": meta("mpi"),
+            "spec": {"runPolicy": {"suspend": suspend}, "slotsPerWorker": 1,
+                     "mpiReplicaSpecs": {
+                         "Launcher": {"replicas": 1, "template": template(gpus=0)},
+                         "Worker": {"replicas": workers, "template": template(gpus=1)}}},
+            "status": {}}
+
+
+def mpi_worker(name):
+    # mpi-operator v2: the MPIJob controls its workers, labelled with job-role only.
+    return pod(name, owner=("kubeflow.org/v2beta1", "MPIJob", "mpi"),
+               labels={"training.kubeflow.org/job-name": "mpi",
+                       "training.kubeflow.org/job-role": "worker"})
+
+
+def mpi_launcher():
+    # ...and the launcher is a batch Job's pod.
+    return pod("mpi-launcher-x", owner=("batch/v1", "Job", "mpi-launcher"),
+               labels={"training.kubeflow.org/job-name": "mpi",
+                       "training.kubeflow.org/job-role": "launcher"})
+
+
+@pytest.mark.parametrize("obj, pods, expected", [
+    # 1 of 4 workers exists: 3 missing; the launcher, a Job's pod, is not counted as missing
+    (mpijob_v2(), [mpi_launcher(), mpi_worker("w0")], [("kubeflow", "mpi", 3, 0)]),
+    (mpijob_v2(), [mpi_launcher()] + [mpi_worker(f"w{i}") for i in range(4)], []),
+    # suspended: every replica, the launcher too
+    (mpijob_v2(suspend=True), [], [("kubeflow", "mpi", 1, 0), ("kubeflow", "mpi", 4, 0)]),
+], ids=["workers-missing", "all-created", "suspended"])
+def test_mpi_operator_v2_jobs(obj, pods, expected):
+    parsed = kubeflow.parse_training_job(obj, "MPIJob", GPU)
+    counts = count_pods(pod_ref(p) for p in pods)
+    assert summary(kubeflow.training_items([parsed], counts, NOW, HOUR)) == expected
+
+
 @pytest.mark.parametrize("obj, pods, expected", [k[:3] for k in KUBEFLOW],
                          ids=[k[3] for k in KUBEFLOW])
 def test_training_operator_jobs(obj, pods, expected):
