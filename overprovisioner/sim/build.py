@@ -112,7 +112,15 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
         if spec.kind == "static":
             return Static(context, spec, config.peer_tick_s)
         if spec.kind == "per-type":
-            return PerType(context, spec, config.peer_tick_s)
+            for kind, member in spec.members:
+                if member.kind == "scheduled":
+                    try:
+                        check_schedule_matches(member, workload)
+                    except InputError as error:
+                        raise InputError(f"policy {spec.name!r}: {kind}: {error}") from None
+            # A member run by cluster-proportional-autoscaler polls as CPA does.
+            polls = any(member.kind == "proportional" for _, member in spec.members)
+            return PerType(context, spec, config.cpa_poll_s if polls else config.peer_tick_s)
         if spec.kind == "proportional":
             return Proportional(context, spec, config.cpa_poll_s)
         check_schedule_matches(spec, workload)

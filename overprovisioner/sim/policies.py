@@ -167,42 +167,53 @@ class Peer:
         return self.context.ladder(view, self.counts(view.now, view.nodes)), None
 
 
+def peer_count(spec: PolicySpec, now: float, ready: int) -> int:
+    """Placeholders one type keeps under a single-count peer at trace time `now` with
+    `ready` nodes of the type: static's N, proportional's max(min, ceil(ready / R)) at
+    most max (CPA's linear mode), scheduled's count at the hour."""
+    if spec.kind == "proportional":
+        count = -(-int(ready) // spec.nodes_per_placeholder)
+        if spec.max_count:
+            count = min(count, spec.max_count)
+        return max(spec.min_count, count)
+    if spec.kind == "scheduled":
+        return spec.count_at_hour(int((now % 86_400) // 3600))
+    return spec.count
+
+
 class Static(Peer):
     def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
         return [self.spec.count] * len(self.context.types)
 
 
 class PerType(Peer):
-    """`static:TYPE=N,...`: a fixed count per instance type (0 for types not named)."""
+    """A headroom of its own per instance type (0 for types not named): `static:TYPE=N,...`
+    (a count each) or `per-type:TYPE=POLICY+...` (a static, proportional or scheduled
+    peer each)."""
 
     def __init__(self, context: PlanContext, spec: PolicySpec, tick_s: float) -> None:
         super().__init__(context, spec, tick_s)
         names = [kind.name for kind in context.types]
-        unknown = [kind for kind, _ in spec.per_type if kind not in names]
+        named = [kind for kind, _ in (spec.members or spec.per_type)]
+        unknown = [kind for kind in named if kind not in names]
         if unknown:
             raise InputError(f"policy {spec.name!r}: {', '.join(unknown)} is not a simulated "
                              f"instance type (simulated: {', '.join(names)})")
-        wanted = dict(spec.per_type)
-        self._counts = [wanted.get(name, 0) for name in names]
+        members = dict(spec.members) or {
+            kind: PolicySpec(f"static:{count}", "static", count=count)
+            for kind, count in spec.per_type}
+        self.members = [members.get(name) for name in names]
 
     def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
-        return list(self._counts)
+        return [0 if member is None else peer_count(member, now, ready)
+                for member, ready in zip(self.members, nodes, strict=True)]
 
 
 class Proportional(Peer):
     def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
-        spec = self.spec
-        out = []
-        for ready in nodes:
-            # ceil(nodes / nodesPerReplica), at most max (0 = none), at least min
-            count = -(-int(ready) // spec.nodes_per_placeholder)
-            if spec.max_count:
-                count = min(count, spec.max_count)
-            out.append(max(spec.min_count, count))
-        return out
+        return [peer_count(self.spec, now, ready) for ready in nodes]
 
 
 class Scheduled(Peer):
     def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
-        hour = int((now % 86_400) // 3600)
-        return [self.spec.count_at_hour(hour)] * len(self.context.types)
+        return [peer_count(self.spec, now, 0)] * len(self.context.types)

@@ -1,5 +1,6 @@
 """Policy names as users type them: `reactive`, `static:N`, `proportional:R[,min=M][,max=X]`,
-`scheduled:HH-HH=N[,HH-HH=N...][,else=N]`, `predictive[:Q]`, `oracle`, `rate-oracle[:Q]`.
+`scheduled:HH-HH=N[,HH-HH=N...][,else=N]`, `per-type:...`, `predictive[:Q]`, `oracle`,
+`rate-oracle[:Q]`.
 
 Decides the syntax, what each part means and which specs are refused (an InputError
 naming the spec and what is wrong, so the CLI prints one line and exits 2).
@@ -20,6 +21,11 @@ naming the spec and what is wrong, so the CLI prints one line and exits 2).
   day (start inclusive, end exclusive, in the trace clock's hours: UTC for traces with
   Unix times), `else` outside every range (default 0). A range may wrap past midnight
   (`22-06=2`); ranges must not overlap.
+- `per-type:TYPE=POLICY[+TYPE=POLICY...]`: each named instance type runs its own
+  headroom (`static:N`, `proportional:...` or `scheduled:...`), types not named none, as
+  a user runs one overprovisioning Deployment per node group with its own controller
+  (e.g. `per-type:g4dn.xlarge=proportional:4+p4d.24xlarge=scheduled:08-20=1`). Family
+  `per-type`.
 
 Must not: build policies (build.py does) or read anything.
 """
@@ -37,7 +43,9 @@ POLICY_HELP = (
     "count per instance type), proportional:R[,min=M][,max=X] "
     "(one placeholder per R nodes of the type, as cluster-proportional-autoscaler's linear "
     "mode), scheduled:HH-HH=N[,...][,else=N] (N placeholders per type in those UTC hours), "
-    "predictive, predictive:Q (at quantile Q), oracle, rate-oracle, rate-oracle:Q"
+    "per-type:TYPE=POLICY[+TYPE=POLICY...] (each type its own static, proportional or "
+    "scheduled headroom), predictive, predictive:Q (at quantile Q), oracle, rate-oracle, "
+    "rate-oracle:Q"
 )
 PEERS = ("static", "proportional", "scheduled", "per-type")
 JUDGED = ("predictive", "rate-oracle")
@@ -55,7 +63,8 @@ class PolicySpec:
     nodes_per_placeholder, min_count, max_count: proportional's CPA parameters
         (max_count 0 = no max).
     hours: scheduled's ranges, (start hour, end hour, placeholders) each.
-    per_type: per-type's (instance type, placeholders), in the order given.
+    per_type: `static:TYPE=N`'s (instance type, placeholders), in the order given.
+    members: `per-type:`'s (instance type, its own headroom's spec), in the order given.
     """
 
     name: str
@@ -67,6 +76,7 @@ class PolicySpec:
     max_count: int = 0
     hours: tuple[tuple[int, int, int], ...] = ()
     per_type: tuple[tuple[str, int], ...] = ()
+    members: tuple[tuple[str, PolicySpec], ...] = ()
 
     @property
     def role(self) -> str:
@@ -117,6 +127,8 @@ def parse_policy_name(name: str) -> PolicySpec:
         return _proportional(name, value)
     if kind == "scheduled":
         return _scheduled(name, value)
+    if kind == "per-type":
+        return _members(name, value)
     raise InputError(f"unknown policy {name!r} (known: {POLICY_HELP})")
 
 
@@ -139,6 +151,27 @@ def _per_type(name: str, value: str) -> PolicySpec:
             raise InputError(f"policy {name!r}: {kind} is given twice")
         counts[kind] = _whole(name, number, f"{kind}=N needs a whole number N >= 0")
     return PolicySpec(name, "per-type", per_type=tuple(counts.items()))
+
+
+def _members(name: str, value: str) -> PolicySpec:
+    members: dict[str, PolicySpec] = {}
+    for item in value.split("+"):
+        kind, sep, policy = item.partition("=")
+        kind = kind.strip()
+        if not sep or not kind or not policy.strip():
+            raise InputError(f"policy {name!r}: {item!r} is not TYPE=POLICY (e.g. per-type:"
+                             "g4dn.xlarge=proportional:4+p4d.24xlarge=static:1)")
+        if kind in members:
+            raise InputError(f"policy {name!r}: {kind} is given twice")
+        try:
+            spec = parse_policy_name(policy.strip())
+        except InputError as error:
+            raise InputError(f"policy {name!r}: {kind}: {error}") from None
+        if spec.kind not in ("static", "proportional", "scheduled"):
+            raise InputError(f"policy {name!r}: {kind}={policy.strip()}: each type runs "
+                             "static:N, proportional:... or scheduled:...")
+        members[kind] = spec
+    return PolicySpec(name, "per-type", members=tuple(members.items()))
 
 
 def per_type_name(counts: dict[str, int]) -> str:
@@ -216,6 +249,8 @@ def peer_size(spec: PolicySpec) -> float:
     scheduled's mean count over the day."""
     if spec.kind == "static":
         return float(spec.count)
+    if spec.kind == "per-type" and spec.members:
+        return sum(peer_size(member) for _, member in spec.members)
     if spec.kind == "per-type":
         return float(sum(count for _, count in spec.per_type))
     if spec.kind == "proportional":
