@@ -174,7 +174,7 @@ class LeaderElector:
         holder stopped renewing; client-go's expiry rule, measured on this replica's
         clock from when it saw the record change). False before the Lease was read, and
         while this replica leads. A standby enforces the placeholders' expiry only then
-        (overprovisioner.expiry), so it never fights a live leader."""
+        (overprovisioner.service.expiry), so it never fights a live leader."""
         election = self._election
         record = election.observed_record if election is not None else None
         if record is None or self.is_leader():

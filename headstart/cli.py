@@ -22,8 +22,8 @@ COMMAND_MODULES = (
     "predictor.cli",
     "predictor.cli_trace_export",  # adds `trace export`: after bucketing.cli_trace
     "extender.cli",
-    "overprovisioner.cli",
-    "overprovisioner.cli_sim",
+    "overprovisioner.service.cli",
+    "overprovisioner.sim.cli",
 )
 
 

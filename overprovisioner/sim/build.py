@@ -27,8 +27,8 @@ import numpy as np
 from bucketing.catalog import Catalog
 from bucketing.errors import ConfigError, InputError
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config_catalog import make_plan_config
-from overprovisioner.plan_config import PlanConfig
+from overprovisioner.config.catalog import make_plan_config
+from overprovisioner.planner.plan_config import PlanConfig
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.known import replay_known
 from overprovisioner.sim.oracles import Oracle, RateOracle

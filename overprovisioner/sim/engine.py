@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bucketing.catalog import Catalog
-from overprovisioner.plan import Plan
+from overprovisioner.planner.plan import Plan
 from overprovisioner.sim.autoscaler import scale_up
 from overprovisioner.sim.build import make_policy, placement_groups
 from overprovisioner.sim.cluster import READY, REMOVED, Cluster

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from overprovisioner.plan import Plan
+from overprovisioner.planner.plan import Plan
 from overprovisioner.sim.policies import PlanContext, TickView
 from overprovisioner.sim.workload import Workload, true_demand
 

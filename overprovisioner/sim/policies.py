@@ -3,7 +3,7 @@ static, proportional, scheduled.
 
 Decides, once per policy tick, how many placeholders each (instance type, placement
 group) keeps. Every policy but `reactive` goes through the pure planner
-(`overprovisioner.plan.make_plan`) the service runs; the peers in its ladder mode with
+(`overprovisioner.planner.plan.make_plan`) the service runs; the peers in its ladder mode with
 their own count per type, and without headstart's limits (they are not headstart):
 
 - `reactive`: no placeholders (cluster-autoscaler alone);
@@ -33,8 +33,8 @@ import numpy as np
 
 from bucketing.catalog import Catalog, InstanceType
 from bucketing.errors import InputError
-from overprovisioner.plan import BucketObservation, Plan, make_plan
-from overprovisioner.plan_config import PlanConfig
+from overprovisioner.planner.plan import BucketObservation, Plan, make_plan
+from overprovisioner.planner.plan_config import PlanConfig
 from overprovisioner.sim.policy_names import PolicySpec
 from overprovisioner.sim.recording import Recording
 

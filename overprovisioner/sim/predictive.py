@@ -1,12 +1,12 @@
 """The `predictive` policy: the overprovisioner service's tick, as its configuration runs it.
 
 Decides nothing of its own. At every service tick it hands what the service would have
-read to the service's own code (`overprovisioner.tick_core`, the loop's core):
+read to the service's own code (`overprovisioner.planner.tick_core`, the loop's core):
 - the history the service's recorder would have written (`sim.recording`: columns
   `type` and `type@group`, the store's columns for the window), for the trailing
   `forecast.retention` the service reads from its store (`RecorderDemand.series`:
   ticks from now - retention to now);
-- the service's forecaster (`overprovisioner.forecasting.ServiceForecaster`: the
+- the service's forecaster (`overprovisioner.planner.forecasting.ServiceForecaster`: the
   configured model, refitted every `forecast.retrain_every`, fallback and
   stabilization), fed at the tick's time, as the service's loop records and plans at
   its tick's time;
@@ -34,12 +34,12 @@ import numpy as np
 
 from bucketing.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.forecasting import BucketForecast, ServiceForecaster
-from overprovisioner.metrics import Metrics
-from overprovisioner.plan import BucketObservation, Plan
+from overprovisioner.planner.forecasting import BucketForecast, ServiceForecaster
+from overprovisioner.planner.plan import BucketObservation, Plan
+from overprovisioner.planner.tick_core import forecast_demand, observations, plan_tick
+from overprovisioner.service.metrics import Metrics
 from overprovisioner.sim.known import KnownReplay
 from overprovisioner.sim.policies import PlanContext, TickView
-from overprovisioner.tick_core import forecast_demand, observations, plan_tick
 from predictor.forecast import NotEnoughHistory
 
 Bucket = tuple[str, str]

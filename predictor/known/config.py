@@ -1,7 +1,7 @@
 """Which known-demand sources the service reads, and the two timing knobs.
 
 Decides: the settings of the overprovisioner's `known_demand` YAML section (parsed and
-validated, with errors naming the file and field, by `overprovisioner.config_parse`).
+validated, with errors naming the file and field, by `overprovisioner.config.parse`).
 
 Must not: parse YAML, talk to the cluster, or log.
 """

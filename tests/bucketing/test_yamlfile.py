@@ -8,7 +8,7 @@ from bucketing.bucket_file import read_bucket_file
 from bucketing.catalog import load_catalog
 from bucketing.errors import ConfigError
 from extender.config import load_config as load_extender_config
-from overprovisioner.config_load import load_config as load_overprovisioner_config
+from overprovisioner.config.load import load_config as load_overprovisioner_config
 
 LOADERS = [load_catalog, load_extender_config, load_overprovisioner_config, read_bucket_file]
 IDS = ["catalog", "extender-config", "overprovisioner-config", "bucket-file"]

@@ -3,7 +3,7 @@
 The kwok provider's g5.12xlarge template (tests/e2e/data/kwok-provider.yaml) reports
 184Gi (188416Mi) of allocatable memory, against 195043Mi in bucketing/catalogs/aws.yaml,
 as a real kubelet's often is. The overprovisioner sizes its placeholder by
-the fraction rule while no node of the type exists, then (overprovisioner/sizing.py)
+the fraction rule while no node of the type exists, then (overprovisioner/planner/sizing.py)
 from a live node once one has been Ready for 60 s. Either way the placeholder must fit:
 cluster-autoscaler scales up for it (TriggeredScaleUp, never NotTriggerScaleUp), it runs
 on the new node, and neither /plan nor the placeholder_problem metric reports a

@@ -187,8 +187,8 @@ def headstart_config_problems(rendered: Rendered) -> list[str]:
     """The configs the components will load, loaded by the components' own loaders."""
     from bucketing.errors import HeadstartError
     from extender.config import config_from_mapping
-    from overprovisioner.config_catalog import resolve_catalog
-    from overprovisioner.config_parse import parse_config
+    from overprovisioner.config.catalog import resolve_catalog
+    from overprovisioner.config.parse import parse_config
 
     problems = []
     cm, data = config_file(rendered, "headstart-extender-config")

@@ -85,7 +85,7 @@ def test_the_tuned_buckets_reach_the_overprovisioner_through_the_users_kustomiza
     to): the rendered ConfigMap holds the copied config, reading the tuned file, and the
     overprovisioner loads exactly the tuned list from the two files as mounted."""
     from bucketing.bucket_file import read_bucket_file
-    from overprovisioner.config_load import load_config
+    from overprovisioner.config.load import load_config
 
     headstart = shutil.which("headstart")
     assert headstart, "pip install -e . puts the headstart command on PATH"

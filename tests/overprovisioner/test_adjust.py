@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from overprovisioner.adjust import ForecastAdjuster
+from overprovisioner.planner.adjust import ForecastAdjuster
 from predictor.fallback import FallbackConfig
 
 H, TAU = 2, 2

@@ -5,17 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from overprovisioner.apply import (
+from overprovisioner.config.catalog import resolve_catalog
+from overprovisioner.config.parse import parse_config
+from overprovisioner.planner.plan import PlannedBucket
+from overprovisioner.service.apply import (
     FIELD_MANAGER,
     Applier,
     KubeApi,
     apply_plan,
 )
-from overprovisioner.config_catalog import resolve_catalog
-from overprovisioner.config_parse import parse_config
-from overprovisioner.errors import ApiCallError, NotOwnedError
-from overprovisioner.objects import desired_objects, priority_class
-from overprovisioner.plan import PlannedBucket
+from overprovisioner.service.errors import ApiCallError, NotOwnedError
+from overprovisioner.service.objects import desired_objects, priority_class
 
 NS = "headstart"
 DEPLOY = ("apps/v1", "Deployment")
@@ -367,7 +367,7 @@ def _served_copy(body: dict, memory: str, cpu: str) -> dict:
     ids=["canonical-ki", "plain-units", "scaled", "changed-request"],
 )
 def test_needs_write_compares_quantities_by_value(memory, cpu, replicas, expected) -> None:
-    from overprovisioner.apply import needs_write
+    from overprovisioner.service.apply import needs_write
 
     config = make_config()
     (desired,) = desired_objects([bucket(wanted=1)], config, resolve_catalog(config),
@@ -392,8 +392,8 @@ NOW_S = 1_800_000_000.0
 )
 def test_the_validity_stamp_is_renewed_only_past_half_its_window(served_until_s,
                                                                   expected) -> None:
-    from overprovisioner.apply import needs_write
-    from overprovisioner.objects import VALID_UNTIL, format_time
+    from overprovisioner.service.apply import needs_write
+    from overprovisioner.service.objects import VALID_UNTIL, format_time
 
     config = make_config()
     (desired,) = desired_objects([bucket(wanted=1)], config, resolve_catalog(config),

@@ -26,10 +26,14 @@ import pytest
 import yaml
 
 from bucketing.resources import Resources
-from overprovisioner.config_catalog import resolve_catalog
-from overprovisioner.config_parse import parse_config
-from overprovisioner.objects import CAPACITY_BUFFER_VERSIONS, desired_objects, priority_class
-from overprovisioner.plan import PlannedBucket
+from overprovisioner.config.catalog import resolve_catalog
+from overprovisioner.config.parse import parse_config
+from overprovisioner.planner.plan import PlannedBucket
+from overprovisioner.service.objects import (
+    CAPACITY_BUFFER_VERSIONS,
+    desired_objects,
+    priority_class,
+)
 from tests.manifests.checks import KUBERNETES_VERSIONS
 
 CRD_FILE = Path(__file__).parent / "data" / "autoscaling.x-k8s.io_capacitybuffers.yaml"

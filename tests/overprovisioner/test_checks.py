@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import yaml
 
-from overprovisioner.service import plan_document
+from overprovisioner.service.server import plan_document
 from tests.overprovisioner.test_loop import (
     DEPLOY,
     NS,

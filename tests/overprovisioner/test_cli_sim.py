@@ -211,7 +211,7 @@ def test_the_scoring_comparison_runs_only_when_asked(tmp_path, extra, scorings, 
 
 
 def test_quick_demo_keeps_one_run_of_each_family():
-    from overprovisioner.sim_summary import quick_policies
+    from overprovisioner.sim.summary import quick_policies
 
     full = ("reactive", "static:1", "static:2", "static:4", "static:8", "proportional:8",
             "proportional:4", "proportional:2", "scheduled:08-20=1,else=0",

@@ -10,16 +10,16 @@ import yaml
 from bucketing.errors import ConfigError
 from bucketing.resources import Resources
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config_catalog import (
+from overprovisioner.config.catalog import (
     capacity_type_label,
     config_warnings,
     make_plan_config,
     placeholder_request,
     resolve_catalog,
 )
-from overprovisioner.config_fields import parse_duration
-from overprovisioner.config_load import load_config
-from overprovisioner.config_parse import parse_config
+from overprovisioner.config.fields import parse_duration
+from overprovisioner.config.load import load_config
+from overprovisioner.config.parse import parse_config
 
 EXAMPLE = Path(__file__).parents[2] / "overprovisioner" / "example-config.yaml"
 

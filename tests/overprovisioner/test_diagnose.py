@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from bucketing.resources import Resources
-from overprovisioner.diagnose import (
+from overprovisioner.planner.sizing import NodeRoom
+from overprovisioner.service.diagnose import (
     AutoscalerStatus,
     ScaleUpEvent,
     classify_not_triggered,
@@ -15,7 +16,6 @@ from overprovisioner.diagnose import (
     parse_autoscaler_status,
     scale_up_reasons,
 )
-from overprovisioner.sizing import NodeRoom
 
 MI = 1024**2
 NOW = 1_700_000_000.0
@@ -286,7 +286,7 @@ def test_gpu_nodes_without_the_autoscalers_gpu_label(rooms, status, expected) ->
 
 
 def test_parse_node_reads_the_gpu_label() -> None:
-    from overprovisioner.observe import parse_node
+    from overprovisioner.service.observe import parse_node
 
     def node(labels):
         return {"metadata": {"name": "n", "labels": {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from overprovisioner.expiry import expired, shrink_to_floor, valid_until
-from overprovisioner.objects import format_time
+from overprovisioner.service.expiry import expired, shrink_to_floor, valid_until
+from overprovisioner.service.objects import format_time
 
 NOW = 1_700_000_100.0
 DEPLOY = ("apps/v1", "Deployment")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bucketing.errors import InputError
-from overprovisioner.errors import ApiCallError, NotOwnedError
-from overprovisioner.faults import collect_faults, fault_of
+from overprovisioner.service.errors import ApiCallError, NotOwnedError
+from overprovisioner.service.faults import collect_faults, fault_of
 
 FORBIDDEN = ApiCallError("apply apps/v1 Deployment headstart/x", "permanent", 403,
                          "deployments.apps is forbidden:\n  User cannot patch")

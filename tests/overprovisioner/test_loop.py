@@ -7,13 +7,13 @@ import asyncio
 import numpy as np
 import pytest
 
-from overprovisioner.apply import Applier, KubeApi
-from overprovisioner.config_catalog import resolve_catalog
-from overprovisioner.config_parse import parse_config
-from overprovisioner.errors import RetryPolicy
-from overprovisioner.loop import OverprovisionerLoop
-from overprovisioner.metrics import Metrics
-from overprovisioner.observe import ClusterReader
+from overprovisioner.config.catalog import resolve_catalog
+from overprovisioner.config.parse import parse_config
+from overprovisioner.service.apply import Applier, KubeApi
+from overprovisioner.service.errors import RetryPolicy
+from overprovisioner.service.loop import OverprovisionerLoop
+from overprovisioner.service.metrics import Metrics
+from overprovisioner.service.observe import ClusterReader
 from predictor.series import make_series
 
 NS = "headstart"
@@ -184,7 +184,7 @@ def test_an_outage_is_logged_once_not_every_tick(fake_kube, caplog) -> None:
 
 
 def test_corrupt_model_falls_back_to_seasonal_naive_with_a_metric(fake_kube, tmp_path) -> None:
-    from overprovisioner.cli import model_files
+    from overprovisioner.service.cli import model_files
 
     path = tmp_path / "model.pt"
     path.write_bytes(b"not a torch archive")
@@ -200,7 +200,7 @@ def test_corrupt_model_falls_back_to_seasonal_naive_with_a_metric(fake_kube, tmp
 
 
 def test_model_is_saved_after_a_fit_and_loaded_at_start(fake_kube, tmp_path) -> None:
-    from overprovisioner.cli import model_files
+    from overprovisioner.service.cli import model_files
 
     path = tmp_path / "model.pt"
     load, save = model_files(int(TICK))
@@ -223,7 +223,7 @@ def test_model_is_saved_after_a_fit_and_loaded_at_start(fake_kube, tmp_path) -> 
 
 
 def test_a_model_for_other_buckets_is_refitted_not_replaced(fake_kube, tmp_path) -> None:
-    from overprovisioner.cli import model_files
+    from overprovisioner.service.cli import model_files
     from predictor import persist
     from predictor.baselines import LastValue
 
@@ -517,7 +517,7 @@ def replicas(fake_kube, name=G5_DEPLOYMENT):
 def test_each_write_stamps_how_long_its_count_is_valid(fake_kube) -> None:
     demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING)
     make_loop(fake_kube, make_config(), demand).tick(at_tick(29))
-    from overprovisioner.objects import format_time
+    from overprovisioner.service.objects import format_time
 
     annotations = fake_kube.get(*DEPLOY, G5_DEPLOYMENT, NS)["metadata"]["annotations"]
     # expire_after 15m by default: valid until tick 29 + 900 s = tick 32

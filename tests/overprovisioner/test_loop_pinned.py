@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from overprovisioner.objects import placeholder_name
-from overprovisioner.service import plan_document
+from overprovisioner.service.objects import placeholder_name
+from overprovisioner.service.server import plan_document
 from predictor.pinning import Pin
 from tests.overprovisioner.test_loop import (
     DEPLOY,
@@ -142,7 +142,7 @@ def test_a_foreign_object_with_a_split_objects_name_is_never_touched(fake_kube) 
 def test_the_recorders_demand_source_reads_the_pinned_window(tmp_path) -> None:
     from types import SimpleNamespace
 
-    from overprovisioner.cli import RecorderDemand
+    from overprovisioner.service.cli import RecorderDemand
     from predictor.store import HistoryStore
 
     store = HistoryStore(tmp_path / "h.sqlite", TICK)
@@ -156,7 +156,7 @@ def test_the_recorders_demand_source_reads_the_pinned_window(tmp_path) -> None:
 
 
 def test_a_buckets_buffer_verdict_reads_its_unpinned_buffer() -> None:
-    from overprovisioner.apply import Observed
+    from overprovisioner.service.apply import Observed
 
     def buffer(name, zone=None):
         labels = {"headstart.io/instance-type": "g5.xlarge"}

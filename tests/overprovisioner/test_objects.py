@@ -8,15 +8,15 @@ import pytest
 
 from bucketing.errors import InputError
 from bucketing.resources import Resources
-from overprovisioner.config_catalog import resolve_catalog
-from overprovisioner.config_parse import parse_config
-from overprovisioner.objects import (
+from overprovisioner.config.catalog import resolve_catalog
+from overprovisioner.config.parse import parse_config
+from overprovisioner.planner.plan import PlannedBucket
+from overprovisioner.service.objects import (
     SPEC_HASH,
     desired_objects,
     placeholder_name,
     priority_class,
 )
-from overprovisioner.plan import PlannedBucket
 
 HEADSTART_LABELS = {
     "app.kubernetes.io/managed-by": "headstart",

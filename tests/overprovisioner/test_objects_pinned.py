@@ -8,10 +8,10 @@ import re
 import pytest
 
 from bucketing.errors import InputError
-from overprovisioner.config_catalog import resolve_catalog
-from overprovisioner.config_parse import parse_config
-from overprovisioner.objects import desired_objects, pin_of, placeholder_name
-from overprovisioner.pinned_plan import PlacedColumn
+from overprovisioner.config.catalog import resolve_catalog
+from overprovisioner.config.parse import parse_config
+from overprovisioner.planner.pinned_plan import PlacedColumn
+from overprovisioner.service.objects import desired_objects, pin_of, placeholder_name
 from predictor.pinning import Pin
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

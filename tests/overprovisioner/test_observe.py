@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bucketing.resources import Resources
-from overprovisioner.observe import (
+from overprovisioner.service.observe import (
     buffer_nodes_taken,
     cluster_view,
     live_pod_view,
@@ -117,7 +117,7 @@ def test_hits_by_longest_name_and_counted_once() -> None:
 def test_hits_on_pods_of_a_long_deployment_name(group, length) -> None:
     # Its ReplicaSet is NAME-<hash>, and the API server cuts a generated pod name's base
     # to 58 characters before the 5 random ones: the pod name holds only NAME[:58].
-    from overprovisioner.objects import placeholder_name
+    from overprovisioner.service.objects import placeholder_name
 
     name = placeholder_name("p4d.24xlarge", group)
     assert len(name) == length
@@ -185,9 +185,9 @@ def test_buffer_nodes_taken(free_before, real_now, replicas, expected) -> None:
 def _reader_with_cache(fake_kube, informer):
     import numpy as np
 
-    from overprovisioner.apply import KubeApi
-    from overprovisioner.errors import RetryPolicy
-    from overprovisioner.observe import ClusterReader, PodCache
+    from overprovisioner.service.apply import KubeApi
+    from overprovisioner.service.errors import RetryPolicy
+    from overprovisioner.service.observe import ClusterReader, PodCache
 
     api = KubeApi(fake_kube.api_client(), 5.0)
     return ClusterReader(api, RetryPolicy(2, 0.001, 0.002), np.random.default_rng(0),

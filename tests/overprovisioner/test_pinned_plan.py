@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from overprovisioner.pin_selectors import selectable_pin
-from overprovisioner.pinned_plan import (
+from overprovisioner.planner.pinned_plan import (
     PinnedBucket,
     PlacedColumn,
     bucket_peaks,
@@ -16,6 +15,7 @@ from overprovisioner.pinned_plan import (
     place_columns,
     restrict_pins,
 )
+from overprovisioner.service.pin_selectors import selectable_pin
 from predictor.pinning import Pin
 
 G5 = ("g5.xlarge", "")

@@ -6,8 +6,8 @@ import pytest
 
 from bucketing.catalog import load_catalog
 from bucketing.errors import ConfigError, InputError
-from overprovisioner.plan import BucketObservation, make_plan
-from overprovisioner.plan_config import BucketLimits, PlanConfig, plan_config_from_mapping
+from overprovisioner.planner.plan import BucketObservation, make_plan
+from overprovisioner.planner.plan_config import BucketLimits, PlanConfig, plan_config_from_mapping
 
 CATALOG = load_catalog("aws")
 G4 = "g4dn.xlarge"  # 0.526 $/h

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from overprovisioner.service import SHUTDOWN_BUDGET_S
+from overprovisioner.service.server import SHUTDOWN_BUDGET_S
 from tests.fakekube import FakeKube
 
 REPO = Path(__file__).resolve().parent.parent.parent

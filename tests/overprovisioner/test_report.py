@@ -10,13 +10,13 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from overprovisioner.report_plots import (  # noqa: E402
+from overprovisioner.sim.compare import assess  # noqa: E402
+from overprovisioner.sim.report_plots import (  # noqa: E402
     _axis_scale,
     draw_tradeoff,
     plot_tradeoff,
     story_runs,
 )
-from overprovisioner.sim.compare import assess  # noqa: E402
 from tests.overprovisioner.test_sim_compare import metrics  # noqa: E402
 
 RUNS = [metrics("reactive", 1000.0, 100.0), metrics("static:1", 500.0, 110.0),

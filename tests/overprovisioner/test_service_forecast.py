@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from overprovisioner.config import ForecastConfig, OverprovisionerConfig
-from overprovisioner.service_forecast import (
+from overprovisioner.planner.service_forecast import (
     build_adjuster,
     build_forecaster,
     peak_path,

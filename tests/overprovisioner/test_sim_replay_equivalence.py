@@ -20,9 +20,9 @@ import pytest
 from bucketing.known_ahead import with_lead
 from bucketing.resources import Resources
 from overprovisioner.config import ForecastConfig, OverprovisionerConfig
-from overprovisioner.loop import OverprovisionerLoop
-from overprovisioner.metrics import Metrics
-from overprovisioner.observe import ClusterView
+from overprovisioner.service.loop import OverprovisionerLoop
+from overprovisioner.service.metrics import Metrics
+from overprovisioner.service.observe import ClusterView
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import _Run
 from overprovisioner.sim.workload import build_workload

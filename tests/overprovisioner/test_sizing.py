@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from bucketing.resources import Resources
-from overprovisioner.config_catalog import resolve_catalog
-from overprovisioner.config_parse import parse_config
-from overprovisioner.sizing import NodeRoom, fit_problem, size_placeholders, template_nodes
+from overprovisioner.config.catalog import resolve_catalog
+from overprovisioner.config.parse import parse_config
+from overprovisioner.planner.sizing import NodeRoom, fit_problem, size_placeholders, template_nodes
 
 MI = 1024**2
 NOW = 1_700_000_000.0

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from overprovisioner.wake import PreemptionSignal, preempted_by_scheduler
+from overprovisioner.service.wake import PreemptionSignal, preempted_by_scheduler
 from tests.overprovisioner.test_loop import (
     NS,
     RISING,
@@ -84,7 +84,7 @@ async def test_the_service_wakes_after_a_placeholder_is_preempted(aiohttp_client
     """build_app as the CLI runs it: the placeholder-pod watch, the debounce, the tick."""
     from kubernetes import config as kube_config
 
-    from overprovisioner.cli import build_app
+    from overprovisioner.service.cli import build_app
 
     fake_kube.create(placeholder_pod())
     config = make_config(forecast={"history_path": str(tmp_path / "history.sqlite")},
@@ -101,7 +101,7 @@ async def test_the_service_wakes_after_a_placeholder_is_preempted(aiohttp_client
             if (await client.get("/readyz")).status == 200:
                 break
             await asyncio.sleep(0.02)
-        from overprovisioner.service import LOOP
+        from overprovisioner.service.server import LOOP
 
         loop = app[LOOP]
         registry = loop.metrics.registry

@@ -65,7 +65,7 @@ from typing import Any, Literal
 from bucketing.autoscaler_status import AutoscalerStatus as AutoscalerStatus  # re-exported
 from bucketing.autoscaler_status import parse_autoscaler_status as parse_autoscaler_status
 from bucketing.resources import Resources
-from overprovisioner.sizing import GPU_NODE_LABELS, NodeRoom, fit_problem
+from overprovisioner.planner.sizing import GPU_NODE_LABELS, NodeRoom, fit_problem
 
 Bucket = tuple[str, str]
 Problem = Literal["too_big", "no_node_group", "group_at_max", "buffer_not_processed",

@@ -23,18 +23,18 @@ from dataclasses import dataclass, field
 
 from bucketing.errors import HeadstartError
 from bucketing.resources import Resources
-from overprovisioner.apply import Observed
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.diagnose import (
+from overprovisioner.service.apply import Observed
+from overprovisioner.service.diagnose import (
     AutoscalerStatus,
     BucketProblem,
     diagnose,
     latest_scale_up_events,
     parse_autoscaler_status,
 )
-from overprovisioner.metrics import Metrics
-from overprovisioner.objects import placeholder_name
-from overprovisioner.observe import (
+from overprovisioner.service.metrics import Metrics
+from overprovisioner.service.objects import placeholder_name
+from overprovisioner.service.observe import (
     ClusterReader,
     ClusterView,
     buffer_nodes_taken,

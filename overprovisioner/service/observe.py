@@ -37,9 +37,9 @@ from kubernetes.client.exceptions import ApiException
 from bucketing.resources import DEFAULT_GPU_RESOURCE, ZERO, Resources, pod_effective_request
 from locality.config import LocalityConfig
 from locality.parse import parse_node as parse_locality_node
-from overprovisioner.errors import ErrorClass, RetryPolicy, call_with_retry
-from overprovisioner.objects import NAME_PREFIX, NODE_INSTANCE_TYPE, PLACEHOLDER
-from overprovisioner.sizing import GPU_NODE_LABELS, NodeRoom
+from overprovisioner.planner.sizing import GPU_NODE_LABELS, NodeRoom
+from overprovisioner.service.errors import ErrorClass, RetryPolicy, call_with_retry
+from overprovisioner.service.objects import NAME_PREFIX, NODE_INSTANCE_TYPE, PLACEHOLDER
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 Bucket = tuple[str, str]  # (instance type, placement group or "")
@@ -282,7 +282,7 @@ class PodCache:
 class ClusterReader:
     """Lists nodes, pods and events through KubeApi with retries (see errors.py)."""
 
-    api: Any  # overprovisioner.apply.KubeApi
+    api: Any  # overprovisioner.service.apply.KubeApi
     policy: RetryPolicy
     rng: np.random.Generator
     sleep: Callable[[float], None]

@@ -30,7 +30,7 @@ the safety rules around them:
 Every call goes through `call_with_retry` (errors.py). One object failing does not stop
 the others, nor the prune of buckets the plan dropped; a failed observation stops the
 whole apply (the loop's expiry rule then bounds how long the previous placeholders
-stay, overprovisioner.expiry).
+stay, overprovisioner.service.expiry).
 
 Must not: decide how many placeholders (plan.py) or what they look like (objects.py).
 """
@@ -50,15 +50,15 @@ from kubernetes.utils.quantity import parse_quantity
 from bucketing.errors import HeadstartError
 from bucketing.resources import Resources, resources_from_list
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.errors import (
+from overprovisioner.service.errors import (
     ApiCallError,
     ErrorClass,
     NotOwnedError,
     RetryPolicy,
     call_with_retry,
 )
-from overprovisioner.expiry import valid_until
-from overprovisioner.objects import (
+from overprovisioner.service.expiry import valid_until
+from overprovisioner.service.objects import (
     CAPACITY_BUFFERS,
     DEPLOYMENT,
     INSTANCE_TYPE_LABEL,
@@ -500,7 +500,7 @@ def apply_plan(
 
     Raises ApiCallError when the cluster cannot be observed, the forced backend is
     missing or the PriorityClass is wrong: then nothing is written (the loop's expiry
-    rule, overprovisioner.expiry, bounds how long the previous placeholders stay).
+    rule, overprovisioner.service.expiry, bounds how long the previous placeholders stay).
     Per-object failures are collected in the result instead.
     """
     if observed is None:

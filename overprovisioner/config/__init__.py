@@ -222,7 +222,7 @@ class PlaceholderConfig:
     now + this on headstart's Deployments and CapacityBuffers; once it has passed and no
     tick renewed the object, the leader (its ticks failing), or any replica when the
     Lease is held by nobody, scales it down to the floor: the type's `limits` min
-    (overprovisioner.expiry, docs/overprovisioner.md "When the overprovisioner cannot
+    (overprovisioner.service.expiry, docs/overprovisioner.md "When the overprovisioner cannot
     write"). Must exceed `tick`: 15m is three 5-minute ticks, so one or two failed ticks
     change nothing and a third shrinks the headroom nobody is renewing."""
     capacity_type_label: str = "auto"

@@ -16,7 +16,7 @@ from pathlib import Path
 from bucketing.bucket_file import read_bucket_file
 from bucketing.yamlfile import load_yaml_file
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config_parse import parse_config
+from overprovisioner.config.parse import parse_config
 
 
 def load_config(path: str | Path) -> OverprovisionerConfig:

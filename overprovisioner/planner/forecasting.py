@@ -25,8 +25,8 @@ import numpy as np
 from bucketing.catalog import Catalog
 from bucketing.errors import ConfigError, HeadstartError, InputError
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.metrics import Metrics
-from overprovisioner.service_forecast import build_adjuster, build_forecaster, peak_path
+from overprovisioner.planner.service_forecast import build_adjuster, build_forecaster, peak_path
+from overprovisioner.service.metrics import Metrics
 from predictor.forecast import Forecast, Forecaster, NotEnoughHistory, lookback_ticks
 from predictor.series import DemandSeries, split_column
 
@@ -47,7 +47,7 @@ class BucketForecast:
     last recorded value (nodes running + pending pods occupy now); raw_quantile: that
     quantile before adjustment; reactive: the fallback has this series planning
     reactively; announced: nodes of the demand announced ahead that runs now, included in
-    point and quantile (overprovisioner.known_plan)."""
+    point and quantile (overprovisioner.planner.known_plan)."""
 
     point: float
     quantile: float

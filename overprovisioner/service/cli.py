@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     from bucketing.api_reachability import monitor_reachability
     from bucketing.kube_client import load_api_client
     from bucketing.logs import configure_logging
-    from overprovisioner.config_catalog import config_warnings, resolve_catalog
-    from overprovisioner.config_load import load_config
-    from overprovisioner.service import HTTP_SHUTDOWN_S
+    from overprovisioner.config.catalog import config_warnings, resolve_catalog
+    from overprovisioner.config.load import load_config
+    from overprovisioner.service.server import HTTP_SHUTDOWN_S
 
     configure_logging(args.log_format, args.log_level)
     # The client library's election logs every retry at INFO.
@@ -255,7 +255,7 @@ def cluster_pod_informer(api_client: Any, gpu_resource: str, recorder_config: An
     pods included: the cluster view counts them on their nodes)."""
     from kubernetes import client
 
-    from overprovisioner.observe import live_pod_view
+    from overprovisioner.service.observe import live_pod_view
     from predictor.recorder import Informer
 
     return Informer("cluster-pods", client.CoreV1Api(api_client).list_pod_for_all_namespaces,
@@ -270,14 +270,14 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
 
     import numpy as np
 
-    from overprovisioner.apply import Applier, KubeApi
-    from overprovisioner.config_catalog import resolve_catalog
-    from overprovisioner.errors import RetryPolicy
-    from overprovisioner.leader import LeaderElector
-    from overprovisioner.loop import OverprovisionerLoop
-    from overprovisioner.metrics import Metrics
-    from overprovisioner.observe import ClusterReader, PodCache
-    from overprovisioner.service import create_app
+    from overprovisioner.config.catalog import resolve_catalog
+    from overprovisioner.service.apply import Applier, KubeApi
+    from overprovisioner.service.errors import RetryPolicy
+    from overprovisioner.service.leader import LeaderElector
+    from overprovisioner.service.loop import OverprovisionerLoop
+    from overprovisioner.service.metrics import Metrics
+    from overprovisioner.service.observe import ClusterReader, PodCache
+    from overprovisioner.service.server import create_app
     from predictor.recorder import make_recorder
 
     catalog = resolve_catalog(config)
@@ -318,7 +318,7 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     )
     watches: tuple[Any, ...] = (pod_informer,)
     if config.placeholders.wake_debounce_s > 0:
-        from overprovisioner.wake import placeholder_pod_informer
+        from overprovisioner.service.wake import placeholder_pod_informer
 
         watches += (placeholder_pod_informer(api_client, config, recorder.config,
                                              loop.wake_debounced),)

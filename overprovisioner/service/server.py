@@ -6,7 +6,7 @@ SIGTERM or the first Ctrl-C (aiohttp's `run_app` turns both into shutdown) stops
 loop, releases the Lease and stops the informers inside the pod's termination grace
 period (30 s in the manifests), even when a tick is stuck retrying API calls: each step
 has its share of SHUTDOWN_BUDGET_S, and work still running after it is left to process
-exit (daemon threads, overprovisioner.daemon_thread); the history file is closed only
+exit (daemon threads, overprovisioner.service.daemon_thread); the history file is closed only
 when no tick uses it any more.
 
 - `/healthz`: 200 while the loop task is alive (a dead loop is a 500: restart me).
@@ -30,11 +30,11 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from overprovisioner.daemon_thread import in_daemon_thread
-from overprovisioner.known_plan import known_by_source
-from overprovisioner.leader import LeaderElector
-from overprovisioner.loop import OverprovisionerLoop, TickReport
-from overprovisioner.objects import placeholder_name
+from overprovisioner.planner.known_plan import known_by_source
+from overprovisioner.service.daemon_thread import in_daemon_thread
+from overprovisioner.service.leader import LeaderElector
+from overprovisioner.service.loop import OverprovisionerLoop, TickReport
+from overprovisioner.service.objects import placeholder_name
 from predictor.known.recording import KnownState
 
 # /plan lists at most this many known items (the counted ones first), so a queue of

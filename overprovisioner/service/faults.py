@@ -6,7 +6,7 @@ CapacityBuffer CRD, a 403 on any call (the Role lacks a verb), a 404 on a write 
 CRD gone), an object in the way that headstart does not own, cluster-autoscaler's
 status ConfigMap unreadable. The loop logs a fault once when it appears and once when
 it clears, serves them in /plan (`faults`) and sets `headstart_overprovisioner_fault`.
-The placeholders stay bounded meanwhile (overprovisioner.expiry).
+The placeholders stay bounded meanwhile (overprovisioner.service.expiry).
 
 Must not: call the API, log, read the clock.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bucketing.errors import HeadstartError
-from overprovisioner.errors import NotOwnedError
+from overprovisioner.service.errors import NotOwnedError
 
 FAULTS = ("capacitybuffer_unusable", "forbidden", "not_found", "not_owned",
           "autoscaler_status_unreadable")

@@ -18,8 +18,8 @@ import math
 from bucketing.catalog import Catalog, load_catalog
 from bucketing.errors import ConfigError
 from bucketing.resources import Resources
-from overprovisioner import plan_config as plan_config_module
 from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.planner import plan_config as plan_config_module
 
 MIB = 1024**2
 

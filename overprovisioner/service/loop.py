@@ -10,7 +10,7 @@ Decides: the order of a tick and what a failure of each step does:
   (the last recorded count: running plus pending pods, embedded), free whole nodes and
   placeholders from the cluster view, and the known-ahead demand due within the horizon
   when the demand source records it (then the model forecasts only the unannounced
-  demand: overprovisioner.known_plan);
+  demand: overprovisioner.planner.known_plan);
 - pin: the plan's placeholders of each (type, group) split over the zones and capacity
   types pods were pinned to within `placeholders.pin_window` (pinned_plan, when the
   demand source records pinned demand): a refinement of the plan, whose arithmetic
@@ -45,32 +45,32 @@ from typing import Any, Protocol
 
 from bucketing.catalog import Catalog
 from bucketing.errors import HeadstartError, InputError
-from overprovisioner.apply import Applier, ApplyResult, Observed, apply_plan
-from overprovisioner.checks import CheckReport, PlaceholderChecks
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config_catalog import (
+from overprovisioner.config.catalog import (
     capacity_type_label,
     config_warnings,
     make_plan_config,
 )
-from overprovisioner.daemon_thread import in_daemon_thread
-from overprovisioner.expiry import shrink_to_floor
-from overprovisioner.faults import FAULTS, collect_faults
-from overprovisioner.forecasting import (
+from overprovisioner.planner.forecasting import (
     BucketForecast,
     ModelLoader,
     ModelSaver,
     ServiceForecaster,
     first_tick,
 )
-from overprovisioner.known_plan import known_nodes, known_source_nodes
-from overprovisioner.metrics import Metrics
-from overprovisioner.objects import desired_objects, placeholder_name, priority_class
-from overprovisioner.observe import ClusterReader, ClusterView
-from overprovisioner.pinned_plan import PlacedColumn, place_columns, split_from_history
-from overprovisioner.plan import BucketObservation, Mode, Plan
-from overprovisioner.sizing import PlaceholderSize, size_placeholders
-from overprovisioner.tick_core import forecast_demand, observations, plan_tick
+from overprovisioner.planner.known_plan import known_nodes, known_source_nodes
+from overprovisioner.planner.pinned_plan import PlacedColumn, place_columns, split_from_history
+from overprovisioner.planner.plan import BucketObservation, Mode, Plan
+from overprovisioner.planner.sizing import PlaceholderSize, size_placeholders
+from overprovisioner.planner.tick_core import forecast_demand, observations, plan_tick
+from overprovisioner.service.apply import Applier, ApplyResult, Observed, apply_plan
+from overprovisioner.service.checks import CheckReport, PlaceholderChecks
+from overprovisioner.service.daemon_thread import in_daemon_thread
+from overprovisioner.service.expiry import shrink_to_floor
+from overprovisioner.service.faults import FAULTS, collect_faults
+from overprovisioner.service.metrics import Metrics
+from overprovisioner.service.objects import desired_objects, placeholder_name, priority_class
+from overprovisioner.service.observe import ClusterReader, ClusterView
 from predictor.forecast import NotEnoughHistory
 from predictor.known.recording import KnownState
 from predictor.series import DemandSeries
@@ -159,7 +159,7 @@ class OverprovisionerLoop:
         self.is_leader = is_leader
         self.lease_vacant = lease_vacant
         # headstart's placeholder objects as last observed: what the leader shrinks
-        # when a tick cannot observe them any more (overprovisioner.expiry).
+        # when a tick cannot observe them any more (overprovisioner.service.expiry).
         self.last_objects: Mapping[Any, Mapping[str, Any]] = {}
         # This tick's failures as typed errors (faults.py sorts out the faults), and the
         # faults standing after the last tick (each is logged when it appears and clears).
@@ -284,7 +284,7 @@ class OverprovisionerLoop:
         """("forecast", per-bucket forecasts), or ("ladder", {}) when there is none.
 
         With known demand recorded, the model sees the unannounced history and the
-        announced demand running now is added back (overprovisioner.known_plan)."""
+        announced demand running now is added back (overprovisioner.planner.known_plan)."""
         try:
             series = self.demand.series(now_s)
         except InputError as error:  # nothing recorded yet: a cold start, not a fault
@@ -374,7 +374,7 @@ class OverprovisionerLoop:
 
     def _expiry_step(self, now_s: float, leader: bool, objects: Mapping[Any, Mapping[str, Any]],
                      renewed: frozenset[Any], errors: list[str]) -> tuple[str, ...]:
-        """The dead-man's switch (overprovisioner.expiry): scale headstart's objects whose
+        """The dead-man's switch (overprovisioner.service.expiry): scale headstart's objects whose
         `headstart.io/valid-until` has passed, and that this tick did not renew, down to
         the floor. The leader does it after its own writes (they failed, or the object's
         bucket did); a standby only while the Lease is held by nobody, so it never

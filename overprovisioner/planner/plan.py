@@ -53,7 +53,7 @@ from typing import Literal
 
 from bucketing.catalog import Catalog
 from bucketing.errors import InputError
-from overprovisioner.plan_config import PlanConfig
+from overprovisioner.planner.plan_config import PlanConfig
 
 Mode = Literal["forecast", "ladder", "fallback"]
 CappedBy = Literal["max", "min", "cost_cap", "ladder", "fallback"]

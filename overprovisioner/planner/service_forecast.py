@@ -21,8 +21,8 @@ import math
 import numpy as np
 
 from bucketing.errors import InputError
-from overprovisioner.adjust import ForecastAdjuster
 from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.planner.adjust import ForecastAdjuster
 from predictor.fallback import FallbackConfig
 from predictor.forecast import Forecast, Forecaster, NotEnoughHistory
 from predictor.registry import make_forecaster

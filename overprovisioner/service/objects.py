@@ -22,7 +22,7 @@ Decides: names, labels and specs of what the overprovisioner writes:
 Every object carries headstart's labels (managed-by, part-of, component) and an
 annotation `headstart.io/spec-hash` of its own body, so the applier can tell a no-op
 from a change without comparing server-defaulted fields. Deployments and
-CapacityBuffers also carry `headstart.io/valid-until` (overprovisioner.expiry): the
+CapacityBuffers also carry `headstart.io/valid-until` (overprovisioner.service.expiry): the
 time until which their replica count holds without a renewal.
 
 Ownership (`owned_by_overprovisioner`): an object is the overprovisioner's only when it
@@ -52,8 +52,8 @@ from bucketing.catalog import Catalog
 from bucketing.errors import InputError
 from bucketing.resources import Resources
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config_catalog import capacity_type_label, placeholder_request
-from overprovisioner.pin_selectors import pin_constraints
+from overprovisioner.config.catalog import capacity_type_label, placeholder_request
+from overprovisioner.service.pin_selectors import pin_constraints
 from predictor.pinning import UNPINNED, Pin
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -89,7 +89,7 @@ ACTIVE_CAPACITY = "buffer.x-k8s.io/active-capacity"
 
 
 class PlannedPlaceholders(Protocol):
-    """What objects.py reads of a planned bucket (`overprovisioner.plan.PlannedBucket`,
+    """What objects.py reads of a planned bucket (`overprovisioner.planner.plan.PlannedBucket`,
     or `pinned_plan.PlacedColumn`, whose `pin` the placeholders select too)."""
 
     instance_type: str
@@ -206,7 +206,7 @@ def desired_objects(
     preferred one, v1beta1).
     valid_until_s: Unix time until which the replica counts hold without a renewal,
     stamped as `headstart.io/valid-until` on Deployments and CapacityBuffers
-    (overprovisioner.expiry); None = no stamp. Not part of the spec hash.
+    (overprovisioner.service.expiry); None = no stamp. Not part of the spec hash.
     Includes buckets whose `wanted` is 0 (a Deployment at 0 replicas keeps its name and
     history; the applier decides what to prune). Raises InputError if two buckets map to
     one name or a bucket's type is not in the catalog.

@@ -3,7 +3,7 @@
 The page leads with the verdict (which predictive run to configure, what it buys and
 costs against the headroom users run today, the config lines), then the trade-off
 plot, the summary table, each judged run's details and the timelines of the runs that
-tell the story (`overprovisioner.report_plots`).
+tell the story (`overprovisioner.sim.report_plots`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
-from overprovisioner.report_plots import story_runs, write_plots
+from overprovisioner.sim.report_plots import story_runs, write_plots
 
 __all__ = ["story_runs", "write_plots", "write_report"]
 

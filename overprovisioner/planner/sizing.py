@@ -36,7 +36,7 @@ from typing import Literal
 from bucketing.catalog import Catalog
 from bucketing.resources import Resources
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config_catalog import MIB, placeholder_request
+from overprovisioner.config.catalog import MIB, placeholder_request
 
 # cluster-autoscaler's `stabilizationDelay`: a node Ready for less is no template yet.
 TEMPLATE_READY_S = 60.0

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from overprovisioner.forecasting import BucketForecast
+from overprovisioner.planner.forecasting import BucketForecast
 from predictor.known.recording import KnownState
 from predictor.series import split_column
 

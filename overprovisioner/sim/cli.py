@@ -17,7 +17,7 @@ from bucketing.errors import ConfigError, InputError
 from bucketing.gpu_sharing import GPU_SHARING_HELP, rounded_note
 from bucketing.outpath import check_output_folder
 from bucketing.progress import HEARTBEAT_S
-from overprovisioner.sim_summary import QUICK_DAYS, Progress, print_summary, quick_policies
+from overprovisioner.sim.summary import QUICK_DAYS, Progress, print_summary, quick_policies
 
 POLICY_HELP = (
     "policies to compare: reactive; the peers users run today: static:N (N placeholder "
@@ -211,8 +211,8 @@ def _service_config(args: argparse.Namespace) -> tuple[Any, Any]:
         if value:
             raise InputError(f"{option}: the --config file names the instance types and the "
                              "catalog; give one or the other")
-    from overprovisioner.config_catalog import resolve_catalog
-    from overprovisioner.config_load import load_config
+    from overprovisioner.config.catalog import resolve_catalog
+    from overprovisioner.config.load import load_config
 
     service = load_config(path)
     return service, resolve_catalog(service)
@@ -263,8 +263,8 @@ def _workload(args: argparse.Namespace, table: Any, catalog: Any, service: Any,
 def simulate_command(args: argparse.Namespace) -> int:
     from overprovisioner.sim.compare import default_policies, run_policies
     from overprovisioner.sim.policy_names import parse_policy_name
+    from overprovisioner.sim.summary import build_verdict_for
     from overprovisioner.sim.what_if import parse_what_if
-    from overprovisioner.sim_summary import build_verdict_for
 
     for name in args.policy or ():
         parse_policy_name(name)
@@ -293,7 +293,7 @@ def simulate_command(args: argparse.Namespace) -> int:
     metrics = [m for _, m in results]
     verdict = build_verdict_for(metrics, config, workload)
     if args.plot:
-        from overprovisioner.report import write_plots
+        from overprovisioner.sim.report import write_plots
 
         progress.say("drawing the plots")
         with progress.meanwhile("drawing the plots", after_s=HEARTBEAT_S):
@@ -335,7 +335,7 @@ def _lead_curve_command(args: argparse.Namespace, table: Any, workload: Any, cat
             table, lambda t: _workload(args, t, catalog, service, workload.types), catalog,
             policies, config, what_if, progress=progress)
     if args.plot:
-        from overprovisioner.lead_plot import write_lead_plot
+        from overprovisioner.sim.lead_plot import write_lead_plot
 
         progress.say("drawing the lead curve")
         path = write_lead_plot(curve, Path(args.plot), table.source)
@@ -391,10 +391,10 @@ def format_lead_curve(curve: Any) -> str:
 
 
 def demo_command(args: argparse.Namespace) -> int:
-    from overprovisioner.report import write_report
     from overprovisioner.sim.compare import default_policies, run_policies
     from overprovisioner.sim.config import SimConfig
-    from overprovisioner.sim_summary import build_verdict_for
+    from overprovisioner.sim.report import write_report
+    from overprovisioner.sim.summary import build_verdict_for
 
     args.buckets = None
     args.from_day = 0.0

@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from overprovisioner.objects import (
+from overprovisioner.service.objects import (
     CAPACITY_BUFFERS,
     DEPLOYMENT,
     VALID_UNTIL,
     bucket_of,
 )
-from overprovisioner.observe import parse_time
+from overprovisioner.service.observe import parse_time
 
 Key = tuple[str, str, str | None, str]
 REPLICA_KINDS = (DEPLOYMENT, *CAPACITY_BUFFERS)

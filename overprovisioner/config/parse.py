@@ -35,7 +35,7 @@ from overprovisioner.config import (
     PlaceholderConfig,
     Toleration,
 )
-from overprovisioner.config_fields import FieldReader
+from overprovisioner.config.fields import FieldReader
 from predictor.known.model import SOURCES
 from predictor.registry import FORECASTER_NAMES
 

@@ -1,0 +1,8 @@
+"""The planner: from recorded demand to a placeholder plan, pure and shared by the service
+and the simulator.
+
+`tick_core` is one tick (forecast, known demand, observations, plan); `forecasting`,
+`service_forecast` and `adjust` make the forecast; `known_plan` adds announced work;
+`plan` and `plan_config` size the plan; `sizing` sizes one placeholder; `pinned_plan`
+splits it over zones and capacity types.
+"""
