@@ -81,6 +81,20 @@ def service_config(workload: Workload, catalog: Catalog, config: SimConfig,
     return service
 
 
+# More placeholders per type than any simulated cluster holds nodes: no max.
+LIFTED_MAX = 100_000
+
+
+def lift_limits(service: OverprovisionerConfig) -> OverprovisionerConfig:
+    """The config without headstart's limits on what placeholders cost: no cost cap and
+    no per-type max (per-type mins and everything else kept)."""
+    limits = service.limits
+    return replace(service, limits=replace(
+        limits, cost_cap_per_hour=None, default=replace(limits.default, max=LIFTED_MAX),
+        per_bucket={name: replace(bucket, max=LIFTED_MAX)
+                    for name, bucket in limits.per_bucket.items()}))
+
+
 def check_schedule_matches(spec: PolicySpec, workload: Workload) -> None:
     """InputError when a schedule that keeps placeholders at some hours keeps none at
     the hours the simulated window covers (trace clock): it would run as reactive."""
@@ -104,6 +118,8 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
     service = service_config(workload, catalog, config, groups)
     if spec.quantile is not None:
         service = replace(service, forecast=replace(service.forecast, quantile=spec.quantile))
+    if spec.unlimited:
+        service = lift_limits(service)
     horizons = np.full(len(workload.types), service.horizon_ticks)
     if spec.is_peer:
         # Not headstart: no limits, no cost cap; one placeholder per scale-up.

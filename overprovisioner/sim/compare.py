@@ -30,6 +30,7 @@ from overprovisioner.sim.policy_names import (
     parse_policy_name,
     peer_size,
     schedule_name,
+    unlimited_name,
 )
 from overprovisioner.sim.workload import Workload, busy_hours, true_demand
 
@@ -155,8 +156,11 @@ def run_policies(
     compare_scoring: bool = False,
     progress: Callable[[str], None] | None = None,
     hindsight: bool = True,
+    lifted: bool = True,
 ) -> list[tuple[RunResult, Metrics]]:
-    """One run per policy (headstart scoring as configured); with `hindsight` and static
+    """One run per policy (headstart scoring as configured); with `lifted`, one more
+    run of each predictive run a limit held back at some tick, with the limits lifted
+    (`predictive:unlimited`: what the limits cost in waiting); with `hindsight` and static
     runs to search, one more run per predictive run's cut: the cheapest count per type
     reaching it, chosen in hindsight (`overprovisioner.sim.hindsight`); with
     compare_scoring (opt-in: it is one more run) and multi-pod jobs in the workload, one
@@ -174,6 +178,8 @@ def run_policies(
         return result, measure(result)
 
     results = [one(name) for name in policies]
+    if lifted:
+        results += lifted_runs(results, one)
     if hindsight:
         results = add_hindsight_runs(results, one, [t.name for t in workload.types])
     if compare_scoring and (workload.job >= 0).any() and policies:
@@ -185,6 +191,27 @@ def run_policies(
         alt = run(workload, catalog, chosen, _with_scoring(config, other))
         results.append((alt, measure(alt)))
     return results
+
+
+def lifted_runs(results: Sequence[tuple[RunResult, Metrics]],
+                one: Callable[[str], tuple[RunResult, Metrics]]
+                ) -> list[tuple[RunResult, Metrics]]:
+    """`predictive:unlimited` (`predictive:Q,unlimited`) for each predictive run whose
+    plan a limit held back (cost cap or per-type max at some tick), unless it already
+    ran."""
+    names = {m.policy for _, m in results}
+    added = []
+    for _, metrics in list(results):
+        spec = parse_policy_name(metrics.policy)
+        if spec.kind != "predictive" or spec.unlimited:
+            continue
+        if not (metrics.ticks_capped_by_max or metrics.ticks_capped_by_cost_cap):
+            continue
+        name = unlimited_name(metrics.policy)
+        if name not in names:
+            names.add(name)
+            added.append(one(name))
+    return added
 
 
 def _with_scoring(config: SimConfig, scoring: str) -> SimConfig:

@@ -1,5 +1,6 @@
 """Policy names as users type them: `reactive`, `static:N`, `proportional:R[,min=M][,max=X]`,
-`scheduled:HH-HH=N[,HH-HH=N...][,else=N]`, `per-type:...`, `predictive[:Q]`, `oracle`,
+`scheduled:HH-HH=N[,HH-HH=N...][,else=N]`, `per-type:...`, `predictive[:Q]`,
+`predictive:unlimited` / `predictive:Q,unlimited` (headstart's limits lifted), `oracle`,
 `rate-oracle[:Q]`.
 
 Decides the syntax, what each part means and which specs are refused (an InputError
@@ -44,11 +45,13 @@ POLICY_HELP = (
     "(one placeholder per R nodes of the type, as cluster-proportional-autoscaler's linear "
     "mode), scheduled:HH-HH=N[,...][,else=N] (N placeholders per type in those UTC hours), "
     "per-type:TYPE=POLICY[+TYPE=POLICY...] (each type its own static, proportional or "
-    "scheduled headroom), predictive, predictive:Q (at quantile Q), oracle, rate-oracle, "
+    "scheduled headroom), predictive, predictive:Q (at quantile Q), predictive:unlimited and "
+    "predictive:Q,unlimited (without the cost cap and per-type max), oracle, rate-oracle, "
     "rate-oracle:Q"
 )
 PEERS = ("static", "proportional", "scheduled", "per-type")
 JUDGED = ("predictive", "rate-oracle")
+UNLIMITED = "unlimited"
 _RANGE = re.compile(r"^(\d{1,2})-(\d{1,2})=(\d+)$")
 
 
@@ -65,6 +68,8 @@ class PolicySpec:
     hours: scheduled's ranges, (start hour, end hour, placeholders) each.
     per_type: `static:TYPE=N`'s (instance type, placeholders), in the order given.
     members: `per-type:`'s (instance type, its own headroom's spec), in the order given.
+    unlimited: predictive with headstart's limits lifted (no cost cap, no per-type max):
+        what the limits cost in waiting, not a policy `simulate` recommends.
     """
 
     name: str
@@ -77,6 +82,7 @@ class PolicySpec:
     hours: tuple[tuple[int, int, int], ...] = ()
     per_type: tuple[tuple[str, int], ...] = ()
     members: tuple[tuple[str, PolicySpec], ...] = ()
+    unlimited: bool = False
 
     @property
     def role(self) -> str:
@@ -115,6 +121,11 @@ def parse_policy_name(name: str) -> PolicySpec:
     if kind == "static":
         return PolicySpec(name, kind, count=_whole(name, value, "static:N needs a whole "
                                                                "number N >= 0"))
+    if kind == "predictive" and value.split(",")[-1].strip() == UNLIMITED:
+        head = value.rpartition(",")[0]
+        base = parse_policy_name(f"predictive:{head}") if head else PolicySpec(
+            "predictive", "predictive")
+        return PolicySpec(name, kind, quantile=base.quantile, unlimited=True)
     if kind in ("predictive", "rate-oracle"):
         try:
             quantile = float(value)
@@ -172,6 +183,11 @@ def _members(name: str, value: str) -> PolicySpec:
                              "static:N, proportional:... or scheduled:...")
         members[kind] = spec
     return PolicySpec(name, "per-type", members=tuple(members.items()))
+
+
+def unlimited_name(policy: str) -> str:
+    """The run of `policy` (predictive or predictive:Q) with the limits lifted."""
+    return f"{policy},{UNLIMITED}" if ":" in policy else f"{policy}:{UNLIMITED}"
 
 
 def per_type_name(counts: dict[str, int]) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from overprovisioner.sim.compare import Assessment, PeerCost
 from overprovisioner.sim.metrics import Metrics
-from overprovisioner.sim.policy_names import parse_policy_name
+from overprovisioner.sim.policy_names import parse_policy_name, unlimited_name
 
 YARDSTICKS = ("oracle", "rate-oracle")
 
@@ -63,13 +63,19 @@ class Verdict:
 def recommend(assessments: Sequence[Assessment]) -> Assessment | None:
     """The predictive run to configure (module docstring), or None."""
     runs = [a for a in assessments if a.reduction is not None and a.reduction > 0
-            and parse_policy_name(a.policy).kind == "predictive"]
+            and _configurable(a.policy)]
     if not runs:
         return None
     rated = [a for a in runs if a.ratio_to_best_peer is not None]
     if rated:
         return min(rated, key=lambda a: (a.ratio_to_best_peer, -a.reduction))
     return max(runs, key=lambda a: a.reduction)
+
+
+def _configurable(policy: str) -> bool:
+    """A predictive run a config file gets as is (not one with the limits lifted)."""
+    spec = parse_policy_name(policy)
+    return spec.kind == "predictive" and not spec.unlimited
 
 
 def _money(value: float | None) -> str:
@@ -100,17 +106,27 @@ def _locality_text(reactive: Metrics, judged: Metrics) -> str:
             f"{judged.mean_groups_per_job:.2f}: {verdict}.")
 
 
-def _limits_text(judged: Metrics) -> str:
-    """Which of headstart's limits held the plan back, and at how many ticks."""
+def _limits_text(judged: Metrics, chosen: Assessment, lifted: Assessment | None) -> str:
+    """Which of headstart's limits held the plan back, at how many ticks, and what the
+    same run without them (`unlimited_name`) cut and cost."""
     held = []
     if judged.ticks_capped_by_max:
         held.append(f"the per-type max (limits.*.max) at {judged.ticks_capped_by_max:,}")
     if judged.ticks_capped_by_cost_cap:
         held.append(f"the cost cap (limits.cost_cap_per_hour) at "
                     f"{judged.ticks_capped_by_cost_cap:,}")
-    return (f"Limits held the plan back: {' and '.join(held)} of its "
-            f"{judged.planned_ticks:,} ticks. Raising them lets it cut more for more "
-            "GPU-hours; run again with a --config that raises them to see how much.")
+    text = (f"Limits held the plan back: {' and '.join(held)} of its "
+            f"{judged.planned_ticks:,} ticks.")
+    if lifted is None or lifted.reduction is None:
+        return text + (" Raising them lets it cut more for more GPU-hours; run again with "
+                       "a --config that raises them to see how much.")
+    ratio = lifted.ratio_to_best_peer
+    against = "" if ratio is None else f", {ratio:.2f}x the cheapest headroom at that cut"
+    return (text + f" Without them ({lifted.policy} in the table) it cuts "
+            f"{lifted.reduction:.0%} instead of {chosen.reduction:.0%} for "
+            f"{lifted.extra_gpu_hours:+,.0f} GPU-hours instead of "
+            f"{chosen.extra_gpu_hours:+,.0f} ({_money(lifted.extra_usd)}){against}: "
+            "raise `limits` to your budget to get it.")
 
 
 def _other_text(run: Assessment) -> str:
@@ -162,7 +178,9 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
         if judged.multi_pod_jobs and reactive.multi_pod_jobs:
             lines.append(_locality_text(reactive, judged))
         if judged.ticks_capped_by_max or judged.ticks_capped_by_cost_cap:
-            lines.append(_limits_text(judged))
+            lifted = next((a for a in assessments
+                           if a.policy == unlimited_name(chosen.policy)), None)
+            lines.append(_limits_text(judged, chosen, lifted))
     if chosen.peers:
         lines.append("Headroom users run today, for the same cut: "
                      + "; ".join(_peer_text(p) for p in chosen.peers) + ".")
@@ -183,7 +201,7 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
                      "static, scheduled and per-type counts are placeholder Deployments per "
                      "instance type, proportional is cluster-proportional-autoscaler).")
     others = [a for a in assessments if a is not chosen and a.reduction is not None
-              and parse_policy_name(a.policy).kind == "predictive"]
+              and _configurable(a.policy)]
     if others:
         lines.append("Other quantiles: " + "; ".join(_other_text(a) for a in others) + ".")
     snippet = (f"# overprovisioner config (headstart overprovisioner --config FILE); "

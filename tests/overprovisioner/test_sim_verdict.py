@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from bucketing.errors import InputError
 from bucketing.synthetic import SyntheticWorkload, generate
 from overprovisioner.sim.compare import assess_all
 from overprovisioner.sim.config import SimConfig
@@ -179,3 +180,58 @@ def test_a_run_counts_the_ticks_its_limits_capped():
     metrics = measure(simulate_run(workload, CATALOG, "predictive", SimConfig(service=tight)))
     assert metrics.planned_ticks > 0
     assert metrics.ticks_capped_by_cost_cap > 0
+
+
+def test_the_verdict_says_what_lifting_the_limits_buys():
+    judged = replace(run("predictive", 300.0, 112.0, 224.0), planned_ticks=864,
+                     ticks_capped_by_max=0, ticks_capped_by_cost_cap=40)
+    lifted = run("predictive:unlimited", 100.0, 125.0, 250.0)  # 90% for +25 GPU-h
+    runs = [*BASE, judged, lifted]
+    verdict = build_verdict(runs, assess_all(runs), 0.9, "last", "", "x")
+    text = "\n".join(verdict.lines)
+    # static reaches 90% for +30: the lifted run is 25 / 30 = 0.83x of it.
+    assert ("Without them (predictive:unlimited in the table) it cuts 90% instead of 70% "
+            "for +25 GPU-hours instead of +12 (+$50), 0.83x the cheapest headroom at that "
+            "cut") in text
+    # ...but a run without limits is never the config recommended, nor an "other quantile".
+    assert verdict.assessment.policy == "predictive"
+    assert "predictive:unlimited cuts" not in text
+
+
+def test_a_capped_run_gets_a_run_without_limits():
+    from overprovisioner.sim.compare import run_policies
+    from overprovisioner.sim.policy_names import parse_policy_name
+
+    spec = parse_policy_name("predictive:0.97,unlimited")
+    assert (spec.kind, spec.quantile, spec.unlimited, spec.role) == (
+        "predictive", 0.97, True, "predictive")
+    assert parse_policy_name("predictive:unlimited").quantile is None
+    with pytest.raises(InputError, match="quantile 0 < Q < 1"):
+        parse_policy_name("predictive:1.5,unlimited")
+    table = generate(SyntheticWorkload(days=2))
+    workload = build_workload(table, default_types(table, CATALOG))
+    tight = replace(SimConfig().service, limits=replace(SimConfig().service.limits,
+                                                        cost_cap_per_hour=5.0))
+    results = run_policies(workload, CATALOG, ["reactive", "predictive"],
+                           SimConfig(service=tight), hindsight=False)
+    by_name = {m.policy: m for _, m in results}
+    assert set(by_name) == {"reactive", "predictive", "predictive:unlimited"}
+    capped, free = by_name["predictive"], by_name["predictive:unlimited"]
+    assert capped.ticks_capped_by_cost_cap > 0
+    assert free.ticks_capped_by_cost_cap == free.ticks_capped_by_max == 0
+    assert free.pending_gpu_minutes < capped.pending_gpu_minutes
+
+
+def test_only_runs_a_limit_held_back_get_a_run_without_limits():
+    from overprovisioner.sim.compare import lifted_runs
+
+    held = replace(run("predictive:0.97", 300.0, 112.0, 224.0), ticks_capped_by_max=3)
+    free = replace(run("predictive", 300.0, 112.0, 224.0), ticks_capped_by_max=0,
+                   ticks_capped_by_cost_cap=0)
+    asked = []
+    added = lifted_runs([(None, free), (None, held), (None, run("static:1", 1, 1, 1))],
+                        lambda name: asked.append(name) or (None, run(name, 1, 1, 1)))
+    assert asked == ["predictive:0.97,unlimited"] and len(added) == 1
+    # ...and not twice when the user listed it already.
+    again = [(None, held), (None, run("predictive:0.97,unlimited", 1, 1, 1))]
+    assert lifted_runs(again, lambda name: asked.append(name)) == []
