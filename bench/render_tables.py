@@ -263,6 +263,17 @@ def tuner(results: dict) -> str:
     return "; ".join(parts) + f" ({seconds}; {provenance(e)}).\n"
 
 
+def demo(results: dict) -> str:
+    """README's lines on what `headstart demo` says and how long it takes."""
+    e = results["demo"]
+    f = e["figures"]
+    verdict = f["demo"]["verdict"].split(". On this trace")[0] + "."
+    instead = f" {f['demo']['instead']}" if f["demo"]["instead"] else ""
+    return (f"On this build its verdict begins: \"{verdict}\"{instead} It took "
+            f"{f['demo']['median_s']:g} s (median of {len(f['demo']['runs_s'])}), and "
+            f"`headstart demo --quick` {f['quick']['median_s']:g} s ({provenance(e)}).\n")
+
+
 def extender_details(results: dict) -> str:
     """docs/extender.md's bullets under the latency table."""
     f = results["extender"]["figures"]
@@ -400,6 +411,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "extender-summary": extender_summary,
     "admission": admission,
     "tuner": tuner,
+    "demo": demo,
     "known-demand-summary": known_demand_summary,
     "known-demand-curves": known_demand_curves,
 }

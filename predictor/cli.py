@@ -251,10 +251,14 @@ def format_table(rows: Any, source: str, tick_s: float) -> str:
         over = ("-" if math.isnan(pick.over_vs_fair)
                 else f"{pick.over_vs_fair:.2f}x the fair baseline's over-provision")
         lines.append(
-            f"recommendation for the service (one model for all {pick.series} bucket "
+            f"ranks first by forecast error (one model for all {pick.series} bucket "
             f"series): {pick.model} (falls short on {100 * pick.shortfall_rate:.1f}% of "
             f"horizons on average, too often on {pick.short_on} of {pick.series}; {over})")
-        lines.append(f"  config: {pick.snippet()}")
+        scored = ",".join(dict.fromkeys(r.model for r in rows if r.model != "last+margin"))
+        lines.append(
+            "  which to configure is what it costs against headroom: `headstart simulate "
+            f"--trace TRACE --models {scored}` runs predictive with each, and its verdict "
+            "names the model and quantile (one recommendation, there)")
     return "\n".join(lines) + "\n"
 
 

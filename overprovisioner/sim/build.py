@@ -118,6 +118,8 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
     service = service_config(workload, catalog, config, groups)
     if spec.quantile is not None:
         service = replace(service, forecast=replace(service.forecast, quantile=spec.quantile))
+    if spec.model is not None:
+        service = replace(service, forecast=replace(service.forecast, model=spec.model))
     if spec.unlimited:
         service = lift_limits(service)
     horizons = np.full(len(workload.types), service.horizon_ticks)

@@ -114,6 +114,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         "buckets tune --out` file, or `instance_types: [...]`); default: one "
                         "type per GPU count")
     parser.add_argument("--policy", nargs="+", metavar="NAME", default=None, help=POLICY_HELP)
+    parser.add_argument("--models", metavar="LIST", default=None,
+                        help="also run predictive with each of these forecasters (comma-"
+                        "separated, e.g. last_adaptive,conditional; `headstart backtest "
+                        "--models` ranks them by forecast error): the verdict then chooses "
+                        "the model and the quantile together, by cost against headroom")
     parser.add_argument("--node-startup", default="5m",
                         help="GPU node start-up after CA asks, the mean (default 5m)")
     parser.add_argument("--node-startup-spread", type=float, default=0.2, metavar="F",
@@ -260,6 +265,26 @@ def _workload(args: argparse.Namespace, table: Any, catalog: Any, service: Any,
     return workload
 
 
+def with_models(policies: tuple[str, ...], models: str | None, configured: str
+                ) -> tuple[str, ...]:
+    """`policies` plus `predictive:MODEL` for each model of `--models` other than the
+    configured one (which plain `predictive` runs); InputError naming an unknown one."""
+    from overprovisioner.sim.policy_names import parse_policy_name
+
+    if not models:
+        return policies
+    added: list[str] = []
+    for model in (m.strip() for m in models.split(",")):
+        name = f"predictive:{model}"
+        try:
+            parse_policy_name(name)
+        except InputError:
+            raise InputError(f"--models: {model!r} is not a forecaster") from None
+        if model != configured and name not in policies and name not in added:
+            added.append(name)
+    return (*policies, *added)
+
+
 def simulate_command(args: argparse.Namespace) -> int:
     from overprovisioner.sim.compare import default_policies, run_policies
     from overprovisioner.sim.policy_names import parse_policy_name
@@ -268,6 +293,7 @@ def simulate_command(args: argparse.Namespace) -> int:
 
     for name in args.policy or ():
         parse_policy_name(name)
+    with_models((), args.models, "")  # before any work
     what_if = parse_what_if(args.lead_share, args.lead, args.lead_curve, args.seed)
     if args.plot:  # before any work: a bad folder must not cost a run
         check_output_folder(args.plot, "--plot")
@@ -277,7 +303,8 @@ def simulate_command(args: argparse.Namespace) -> int:
     with progress.meanwhile("loading the trace"):
         table = _load_table(args, args.synthetic)
         workload = _workload(args, table, catalog, service)
-    policies = tuple(args.policy or default_policies(workload))
+    policies = with_models(tuple(args.policy or default_policies(workload)), args.models,
+                           service.forecast.model)
     if what_if is not None and what_if.curve:
         return _lead_curve_command(args, table, workload, catalog, service, config, policies,
                                    what_if, progress)

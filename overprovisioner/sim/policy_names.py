@@ -1,7 +1,7 @@
 """Policy names as users type them: `reactive`, `static:N`, `proportional:R[,min=M][,max=X]`,
 `scheduled:HH-HH=N[,HH-HH=N...][,else=N]`, `per-type:...`, `predictive[:Q]`,
-`predictive:unlimited` / `predictive:Q,unlimited` (headstart's limits lifted), `oracle`,
-`rate-oracle[:Q]`.
+`predictive:MODEL` / `predictive:Q,MODEL` (another forecaster), `predictive:unlimited` /
+`predictive:Q,unlimited` (headstart's limits lifted), `oracle`, `rate-oracle[:Q]`.
 
 Decides the syntax, what each part means and which specs are refused (an InputError
 naming the spec and what is wrong, so the CLI prints one line and exits 2).
@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass
 
 from bucketing.errors import InputError
+from predictor.registry import FORECASTER_NAMES
 
 POLICY_HELP = (
     "reactive, static:N (N >= 0 placeholder nodes per type), static:TYPE=N[,TYPE=N...] (a "
@@ -45,7 +46,8 @@ POLICY_HELP = (
     "(one placeholder per R nodes of the type, as cluster-proportional-autoscaler's linear "
     "mode), scheduled:HH-HH=N[,...][,else=N] (N placeholders per type in those UTC hours), "
     "per-type:TYPE=POLICY[+TYPE=POLICY...] (each type its own static, proportional or "
-    "scheduled headroom), predictive, predictive:Q (at quantile Q), predictive:unlimited and "
+    "scheduled headroom), predictive, predictive:Q (at quantile Q), predictive:MODEL (another "
+    "forecaster, e.g. predictive:0.97,conditional), predictive:unlimited and "
     "predictive:Q,unlimited (without the cost cap and per-type max), oracle, rate-oracle, "
     "rate-oracle:Q"
 )
@@ -70,6 +72,7 @@ class PolicySpec:
     members: `per-type:`'s (instance type, its own headroom's spec), in the order given.
     unlimited: predictive with headstart's limits lifted (no cost cap, no per-type max):
         what the limits cost in waiting, not a policy `simulate` recommends.
+    model: predictive's forecaster override (None = the configured `forecast.model`).
     """
 
     name: str
@@ -83,6 +86,7 @@ class PolicySpec:
     per_type: tuple[tuple[str, int], ...] = ()
     members: tuple[tuple[str, PolicySpec], ...] = ()
     unlimited: bool = False
+    model: str | None = None
 
     @property
     def role(self) -> str:
@@ -121,19 +125,10 @@ def parse_policy_name(name: str) -> PolicySpec:
     if kind == "static":
         return PolicySpec(name, kind, count=_whole(name, value, "static:N needs a whole "
                                                                "number N >= 0"))
-    if kind == "predictive" and value.split(",")[-1].strip() == UNLIMITED:
-        head = value.rpartition(",")[0]
-        base = parse_policy_name(f"predictive:{head}") if head else PolicySpec(
-            "predictive", "predictive")
-        return PolicySpec(name, kind, quantile=base.quantile, unlimited=True)
-    if kind in ("predictive", "rate-oracle"):
-        try:
-            quantile = float(value)
-        except ValueError:
-            quantile = -1.0
-        if 0.0 < quantile < 1.0:
-            return PolicySpec(name, kind, quantile=quantile)
-        raise InputError(f"policy {name!r}: {kind}:Q needs a quantile 0 < Q < 1")
+    if kind == "predictive":
+        return _predictive(name, value)
+    if kind == "rate-oracle":
+        return PolicySpec(name, kind, quantile=_quantile(name, kind, value))
     if kind == "proportional":
         return _proportional(name, value)
     if kind == "scheduled":
@@ -141,6 +136,36 @@ def parse_policy_name(name: str) -> PolicySpec:
     if kind == "per-type":
         return _members(name, value)
     raise InputError(f"unknown policy {name!r} (known: {POLICY_HELP})")
+
+
+def _quantile(name: str, kind: str, text: str) -> float:
+    try:
+        quantile = float(text)
+    except ValueError:
+        quantile = -1.0
+    if 0.0 < quantile < 1.0:
+        return quantile
+    raise InputError(f"policy {name!r}: {kind}:Q needs a quantile 0 < Q < 1")
+
+
+def _predictive(name: str, value: str) -> PolicySpec:
+    """`predictive:` then, comma-separated, any of: a quantile, a forecaster's name,
+    `unlimited` (each at most once)."""
+    quantile, model, unlimited = None, None, False
+    for item in (part.strip() for part in value.split(",")):
+        if item == UNLIMITED and not unlimited:
+            unlimited = True
+        elif item in FORECASTER_NAMES and model is None:
+            model = item
+        elif item[:1].isdigit() or item[:1] == "." or item[:1] == "-":
+            if quantile is not None:
+                raise InputError(f"policy {name!r}: two quantiles")
+            quantile = _quantile(name, "predictive", item)
+        else:
+            raise InputError(f"policy {name!r}: {item!r} is not a quantile 0 < Q < 1, a "
+                             f"forecaster ({', '.join(FORECASTER_NAMES)}) or {UNLIMITED} "
+                             "(each once)")
+    return PolicySpec(name, "predictive", quantile=quantile, unlimited=unlimited, model=model)
 
 
 def _whole(name: str, text: str, message: str) -> int:

@@ -153,6 +153,7 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
             "help here (cluster-autoscaler alone is as good).",), "")
     spec = parse_policy_name(chosen.policy)
     quantile = spec.quantile if spec.quantile is not None else service_quantile
+    model = spec.model or model
     reactive = next(m for m in metrics if m.policy == "reactive")
     pending = reactive.pending_gpu_minutes * (1 - chosen.reduction)
     best, ratio = chosen.best_peer, chosen.ratio_to_best_peer
@@ -203,7 +204,8 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
     others = [a for a in assessments if a is not chosen and a.reduction is not None
               and _configurable(a.policy)]
     if others:
-        lines.append("Other quantiles: " + "; ".join(_other_text(a) for a in others) + ".")
+        lines.append("Other predictive runs: " + "; ".join(_other_text(a) for a in others)
+                     + ".")
     snippet = (f"# overprovisioner config (headstart overprovisioner --config FILE); "
                f"other fields as in {config_source}:\nforecast:\n  model: {model}\n"
                f"  quantile: {quantile:g}\n")

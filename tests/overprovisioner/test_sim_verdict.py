@@ -235,3 +235,27 @@ def test_only_runs_a_limit_held_back_get_a_run_without_limits():
     # ...and not twice when the user listed it already.
     again = [(None, held), (None, run("predictive:0.97,unlimited", 1, 1, 1))]
     assert lifted_runs(again, lambda name: asked.append(name)) == []
+
+
+def test_a_model_is_chosen_with_its_quantile_and_named_in_the_config_lines():
+    from overprovisioner.sim.cli import with_models
+    from overprovisioner.sim.policy_names import parse_policy_name
+
+    spec = parse_policy_name("predictive:0.97,conditional")
+    assert (spec.quantile, spec.model, spec.unlimited) == (0.97, "conditional", False)
+    assert parse_policy_name("predictive:conditional,unlimited").model == "conditional"
+    for bad, message in (("predictive:0.9,0.97", "two quantiles"),
+                         ("predictive:prophet", "'prophet' is not a quantile")):
+        with pytest.raises(InputError, match=message):
+            parse_policy_name(bad)
+    # --models adds a run per model other than the configured one, once each.
+    assert with_models(("reactive", "predictive"), "last_adaptive,conditional,conditional",
+                       "last_adaptive") == ("reactive", "predictive", "predictive:conditional")
+    with pytest.raises(InputError, match="--models: 'prophet' is not a forecaster"):
+        with_models((), "prophet", "last_adaptive")
+    # The cheaper run against headroom is the conditional one: its model is the config's.
+    runs = BASE + [run("predictive", 700.0, 103.0, 206.0),
+                   run("predictive:conditional", 700.0, 102.0, 204.0)]
+    verdict = build_verdict(runs, assess_all(runs), 0.9, "last_adaptive", "", "x")
+    assert verdict.assessment.policy == "predictive:conditional"
+    assert "model: conditional\n  quantile: 0.9" in verdict.snippet

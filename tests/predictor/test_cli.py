@@ -229,7 +229,11 @@ def test_default_model_is_the_services_and_one_model_is_recommended(run, tmp_pat
     assert code == 0, err
     models = [line.split()[1] for line in out.splitlines() if line.startswith("gpus ")]
     assert models == [ForecastConfig().model, "last+margin"]
-    assert "recommendation for the service (one model for all 1 bucket series): " \
+    assert "ranks first by forecast error (one model for all 1 bucket series): " \
            f"{ForecastConfig().model}" in out
-    assert out.splitlines()[-1] == \
-        f"  config: forecast: {{model: {ForecastConfig().model}, quantile: 0.95}}"
+    # The config to run is the simulator's to recommend (cost against headroom), not this.
+    assert out.splitlines()[-1] == (
+        "  which to configure is what it costs against headroom: `headstart simulate --trace "
+        f"TRACE --models {ForecastConfig().model}` runs predictive with each, and its verdict "
+        "names the model and quantile (one recommendation, there)")
+    assert "config: forecast:" not in out
