@@ -7,6 +7,8 @@ trace with the what-if's share of jobs known that long before creation (the same
 at every lead: one seed). Each of those runs is judged like any predictive run
 (`compare.assess`): its reduction of pending GPU-minutes against reactive, its extra
 GPU-hours, what the cheapest peer family needs for the same reduction, and the oracle.
+The peers include, for each lead's cut, the cheapest count per type that reaches it
+chosen in hindsight (`sim.hindsight`), run on the trace as it is like every peer.
 
 Must not: read files or print (the CLI does); runs work on their own state.
 """
@@ -21,6 +23,7 @@ from bucketing.jobtable import JobTable
 from overprovisioner.sim.compare import Assessment, assess
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import RunResult, run
+from overprovisioner.sim.hindsight import hindsight_policies
 from overprovisioner.sim.metrics import Metrics, measure
 from overprovisioner.sim.policy_names import parse_policy_name
 from overprovisioner.sim.what_if import WhatIf
@@ -85,8 +88,10 @@ def run_lead_curve(
             progress(name)
         result = run(base, catalog, name, config)
         runs.append((result, measure(result), None))
-    baseline = tuple(m for _, m, _ in runs)
-    points = []
+    base_runs = [(r, m) for r, m, _ in runs]
+    type_names = [t.name for t in base.types]
+    searched: dict[str, Metrics] = {}
+    judged_runs = []
     for lead in what_if.leads:
         workload = build(what_if.apply(table, lead))
         for name in names:
@@ -95,7 +100,20 @@ def run_lead_curve(
             result = run(workload, catalog, name, config)
             metrics = measure(result)
             runs.append((result, metrics, lead))
-            points.append(LeadPoint(name, lead, metrics.known_share, metrics,
-                                    assess([*baseline, metrics], name)))
+            judged_runs.append((name, lead, metrics))
+            # The per-type count chosen in hindsight for this cut: a peer reads no known
+            # demand, so it runs on the trace as it is, like the other peers.
+            for vector in hindsight_policies([*base_runs, (result, metrics)], type_names):
+                if vector in searched:
+                    continue
+                if progress:
+                    progress(vector)
+                peer = run(base, catalog, vector, config)
+                searched[vector] = measure(peer)
+                runs.append((peer, searched[vector], None))
+    baseline = tuple(m for _, m, lead in runs if lead is None)
+    points = [LeadPoint(name, lead, metrics.known_share, metrics,
+                        assess([*baseline, metrics], name))
+              for name, lead, metrics in judged_runs]
     points.sort(key=lambda p: (names.index(p.policy), p.lead_s))
     return runs, LeadCurve(what_if.share, tuple(points), baseline)

@@ -85,3 +85,27 @@ def test_a_member_schedule_that_never_matches_is_refused():
     with pytest.raises(InputError, match=r"per-type:g4dn.2xlarge=scheduled:08-20=2'"
                                          r": g4dn.2xlarge: .*keeps no placeholder"):
         counts("per-type:g4dn.2xlarge=scheduled:08-20=2", end=7200.0)
+
+
+def test_the_lead_curve_judges_each_lead_against_the_per_type_peer_for_its_cut():
+    from overprovisioner.sim.lead_curve import run_lead_curve
+    from overprovisioner.sim.what_if import WhatIf
+
+    # Every pod asks for the first type: the count per type reaching any cut keeps the
+    # second at 0, which no static:N run does.
+    trace = table([pod(f"j{j}-{i}", 7800 * j + 1000, 600, job=f"j{j}") for j in range(6)
+                   for i in range(4)], end=48000.0)
+    config = SimConfig(groups_per_gpu_type=1, startup_spread=0.0)
+
+    def build(t):
+        return build_workload(t, TWO)
+
+    runs, curve = run_lead_curve(trace, build, CATALOG,
+                                 ["reactive", "static:1", "static:2", "static:4", "predictive"],
+                                 config, WhatIf(1.0, (0.0, 900.0)))
+    searched = [m.policy for m in curve.baseline if m.policy.startswith("static:g4dn")]
+    assert searched and all(name.startswith("static:g4dn.xlarge=") for name in searched)
+    # ...run on the trace as it is (no lead), and among the families each lead is judged by.
+    assert all(lead is None for _, m, lead in runs if m.policy in searched)
+    families = {p.family for point in curve.points for p in point.assessment.peers}
+    assert "per-type" in families
