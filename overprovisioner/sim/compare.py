@@ -22,7 +22,7 @@ from bucketing.catalog import Catalog
 from overprovisioner.sim.build import check_schedule_matches
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import RunResult, run
-from overprovisioner.sim.hindsight import add_hindsight_runs
+from overprovisioner.sim.hindsight import add_hindsight_runs, hindsight_policies
 from overprovisioner.sim.metrics import Metrics, measure
 from overprovisioner.sim.policy_names import (
     JUDGED,
@@ -158,11 +158,12 @@ def run_policies(
     hindsight: bool = True,
     lifted: bool = True,
 ) -> list[tuple[RunResult, Metrics]]:
-    """One run per policy (headstart scoring as configured); with `lifted`, one more
-    run of each predictive run a limit held back at some tick, with the limits lifted
-    (`predictive:unlimited`: what the limits cost in waiting); with `hindsight` and static
+    """One run per policy (headstart scoring as configured); with `hindsight` and static
     runs to search, one more run per predictive run's cut: the cheapest count per type
-    reaching it, chosen in hindsight (`overprovisioner.sim.hindsight`); with
+    reaching it, chosen in hindsight (`overprovisioner.sim.hindsight`); with `lifted`,
+    when a limit held back the run the verdict recommends, that run once more with the
+    limits lifted (`predictive:unlimited`: what the limits cost in waiting, which the
+    verdict reports), and the per-type peer for its cut; with
     compare_scoring (opt-in: it is one more run) and multi-pod jobs in the workload, one
     more run of the locality-relevant policy (the predictive one if listed, else the
     first) with the other scorer."""
@@ -178,10 +179,19 @@ def run_policies(
         return result, measure(result)
 
     results = [one(name) for name in policies]
-    if lifted:
-        results += lifted_runs(results, one)
+    type_names = [t.name for t in workload.types]
     if hindsight:
-        results = add_hindsight_runs(results, one, [t.name for t in workload.types])
+        results = add_hindsight_runs(results, one, type_names)
+    if lifted:
+        from overprovisioner.sim.verdict import recommend  # verdict builds on this module
+
+        chosen = recommend(assess_all([m for _, m in results]))
+        added = lifted_runs(results, one, chosen.policy if chosen else None)
+        results += added
+        if hindsight and added:  # the per-type peer for the lifted run's cut too
+            ran = {m.policy for _, m in results}
+            results += [one(name) for name in hindsight_policies(results, type_names)
+                        if name not in ran]
     if compare_scoring and (workload.job >= 0).any() and policies:
         chosen = next((p for p in policies if parse_policy_name(p).kind == "predictive"),
                       policies[0])
@@ -194,24 +204,22 @@ def run_policies(
 
 
 def lifted_runs(results: Sequence[tuple[RunResult, Metrics]],
-                one: Callable[[str], tuple[RunResult, Metrics]]
+                one: Callable[[str], tuple[RunResult, Metrics]], policy: str | None
                 ) -> list[tuple[RunResult, Metrics]]:
-    """`predictive:unlimited` (`predictive:Q,unlimited`) for each predictive run whose
-    plan a limit held back (cost cap or per-type max at some tick), unless it already
-    ran."""
+    """`predictive:unlimited` (`predictive:Q,unlimited`) of `policy` when a limit (cost
+    cap or per-type max) held its plan back at some tick, unless it already ran."""
     names = {m.policy for _, m in results}
-    added = []
-    for _, metrics in list(results):
+    for _, metrics in results:
+        if metrics.policy != policy:
+            continue
         spec = parse_policy_name(metrics.policy)
         if spec.kind != "predictive" or spec.unlimited:
-            continue
+            return []
         if not (metrics.ticks_capped_by_max or metrics.ticks_capped_by_cost_cap):
-            continue
+            return []
         name = unlimited_name(metrics.policy)
-        if name not in names:
-            names.add(name)
-            added.append(one(name))
-    return added
+        return [] if name in names else [one(name)]
+    return []
 
 
 def _with_scoring(config: SimConfig, scoring: str) -> SimConfig:

@@ -222,40 +222,24 @@ def test_a_capped_run_gets_a_run_without_limits():
     assert free.pending_gpu_minutes < capped.pending_gpu_minutes
 
 
-def test_only_runs_a_limit_held_back_get_a_run_without_limits():
+def test_only_the_recommended_run_a_limit_held_back_gets_a_run_without_limits():
     from overprovisioner.sim.compare import lifted_runs
 
     held = replace(run("predictive:0.97", 300.0, 112.0, 224.0), ticks_capped_by_max=3)
     free = replace(run("predictive", 300.0, 112.0, 224.0), ticks_capped_by_max=0,
                    ticks_capped_by_cost_cap=0)
+    results = [(None, free), (None, held), (None, run("static:1", 1, 1, 1))]
     asked = []
-    added = lifted_runs([(None, free), (None, held), (None, run("static:1", 1, 1, 1))],
-                        lambda name: asked.append(name) or (None, run(name, 1, 1, 1)))
-    assert asked == ["predictive:0.97,unlimited"] and len(added) == 1
+
+    def one(name):
+        asked.append(name)
+        return None, run(name, 1, 1, 1)
+
+    assert len(lifted_runs(results, one, "predictive:0.97")) == 1
+    assert asked == ["predictive:0.97,unlimited"]
+    # not the run recommended, or one no limit held back: nothing more
+    assert lifted_runs(results, one, None) == lifted_runs(results, one, "predictive") == []
     # ...and not twice when the user listed it already.
     again = [(None, held), (None, run("predictive:0.97,unlimited", 1, 1, 1))]
-    assert lifted_runs(again, lambda name: asked.append(name)) == []
-
-
-def test_a_model_is_chosen_with_its_quantile_and_named_in_the_config_lines():
-    from overprovisioner.sim.cli import with_models
-    from overprovisioner.sim.policy_names import parse_policy_name
-
-    spec = parse_policy_name("predictive:0.97,conditional")
-    assert (spec.quantile, spec.model, spec.unlimited) == (0.97, "conditional", False)
-    assert parse_policy_name("predictive:conditional,unlimited").model == "conditional"
-    for bad, message in (("predictive:0.9,0.97", "two quantiles"),
-                         ("predictive:prophet", "'prophet' is not a quantile")):
-        with pytest.raises(InputError, match=message):
-            parse_policy_name(bad)
-    # --models adds a run per model other than the configured one, once each.
-    assert with_models(("reactive", "predictive"), "last_adaptive,conditional,conditional",
-                       "last_adaptive") == ("reactive", "predictive", "predictive:conditional")
-    with pytest.raises(InputError, match="--models: 'prophet' is not a forecaster"):
-        with_models((), "prophet", "last_adaptive")
-    # The cheaper run against headroom is the conditional one: its model is the config's.
-    runs = BASE + [run("predictive", 700.0, 103.0, 206.0),
-                   run("predictive:conditional", 700.0, 102.0, 204.0)]
-    verdict = build_verdict(runs, assess_all(runs), 0.9, "last_adaptive", "", "x")
-    assert verdict.assessment.policy == "predictive:conditional"
-    assert "model: conditional\n  quantile: 0.9" in verdict.snippet
+    assert lifted_runs(again, one, "predictive:0.97") == []
+    assert asked == ["predictive:0.97,unlimited"]
