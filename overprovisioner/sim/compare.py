@@ -22,7 +22,7 @@ from bucketing.catalog import Catalog
 from overprovisioner.sim.build import check_schedule_matches
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import RunResult, run
-from overprovisioner.sim.hindsight import add_hindsight_runs, hindsight_policies
+from overprovisioner.sim.hindsight import add_hindsight_runs
 from overprovisioner.sim.metrics import Metrics, measure
 from overprovisioner.sim.policy_names import (
     JUDGED,
@@ -189,9 +189,7 @@ def run_policies(
         added = lifted_runs(results, one, chosen.policy if chosen else None)
         results += added
         if hindsight and added:  # the per-type peer for the lifted run's cut too
-            ran = {m.policy for _, m in results}
-            results += [one(name) for name in hindsight_policies(results, type_names)
-                        if name not in ran]
+            results = add_hindsight_runs(results, one, type_names)
     if compare_scoring and (workload.job >= 0).any() and policies:
         chosen = next((p for p in policies if parse_policy_name(p).kind == "predictive"),
                       policies[0])

@@ -59,7 +59,7 @@ from overprovisioner.sim.cluster import READY, REMOVED, Cluster
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.policies import Peer, TickView
 from overprovisioner.sim.predictive import Predictive
-from overprovisioner.sim.recording import Recording, embedded
+from overprovisioner.sim.recording import Recording, add_request, embedded
 from overprovisioner.sim.scheduler import (
     DefaultScorer,
     HeadstartScorer,
@@ -104,11 +104,6 @@ class RunResult:
     job_nodes: dict[int, set[int]] = field(default_factory=dict)
     notes: dict[str, object] = field(default_factory=dict)
 
-
-def _add(total: list[int], request: tuple[int, int, int], sign: int) -> None:
-    total[0] += sign * request[0]
-    total[1] += sign * request[1]
-    total[2] += sign * request[2]
 
 
 def run(workload: Workload, catalog: Catalog, policy_name: str,
@@ -273,7 +268,7 @@ class _Run:
         b = self.bucket[pod]
         self.version += 1
         self.pending[b][pod] = None
-        _add(self.pending_sum[b], self.requests[pod], 1)
+        add_request(self.pending_sum[b], self.requests[pod], 1)
         if self.recording is not None:
             self.recording.move(b, None, self.requests[pod], 1, self.announced[pod])
         self.want_scan(now, b)
@@ -309,7 +304,7 @@ class _Run:
         self.placed_at[pod] = now
         self.node_of[pod] = node.index
         self.jobs.bound(pod, node.index)
-        _add(self.running_sum[self.bucket[pod]], self.requests[pod], 1)
+        add_request(self.running_sum[self.bucket[pod]], self.requests[pod], 1)
         if self.recording is not None:
             self.recording.move(self.bucket[pod], node.group, self.requests[pod], 1,
                                 self.announced[pod])
@@ -320,7 +315,7 @@ class _Run:
         node = self.cluster.nodes[self.node_of[pod]]
         gpu, cpu, mem = self.requests[pod]
         self.cluster.unbind_real(node, pod, gpu, cpu, mem, now)
-        _add(self.running_sum[self.bucket[pod]], self.requests[pod], -1)
+        add_request(self.running_sum[self.bucket[pod]], self.requests[pod], -1)
         if self.recording is not None:
             self.recording.move(self.bucket[pod], node.group, self.requests[pod], -1,
                                 self.announced[pod])
@@ -352,7 +347,7 @@ class _Run:
                     continue
                 if self._try_schedule(pod, now):
                     del queue[pod]
-                    _add(self.pending_sum[b], request, -1)
+                    add_request(self.pending_sum[b], request, -1)
                     if self.recording is not None:
                         self.recording.move(b, None, request, -1, self.announced[pod])
                 else:

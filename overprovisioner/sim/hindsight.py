@@ -93,10 +93,12 @@ def _greedy(levels: list[int], pending: np.ndarray, hours: np.ndarray,
 def hindsight_policies(results: Sequence[tuple[RunResult, Metrics]],
                        type_names: Sequence[str]) -> list[str]:
     """`static:TYPE=N,...` names of the cheapest vectors reaching each predictive run's
-    cut (deduplicated, in the order of the runs; none without static runs to search)."""
+    cut (deduplicated, in the order of the runs, leaving out those `results` holds
+    already; none without static runs to search)."""
     curves = uniform_curves(results)
     if len(curves) < 2:
         return []
+    ran = {metrics.policy for _, metrics in results}
     names: list[str] = []
     for _, metrics in results:
         if parse_policy_name(metrics.policy).kind != "predictive":
@@ -107,7 +109,7 @@ def hindsight_policies(results: Sequence[tuple[RunResult, Metrics]],
         if len(set(vector)) == 1:
             continue  # one count for every type: that static:N run is there already
         name = per_type_name(dict(zip(type_names, vector, strict=True)))
-        if name not in names:
+        if name not in names and name not in ran:
             names.append(name)
     return names
 

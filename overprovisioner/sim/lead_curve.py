@@ -88,9 +88,8 @@ def run_lead_curve(
             progress(name)
         result = run(base, catalog, name, config)
         runs.append((result, measure(result), None))
-    base_runs = [(r, m) for r, m, _ in runs]
+    peers = [(r, m) for r, m, _ in runs]  # grows with the per-type runs searched
     type_names = [t.name for t in base.types]
-    searched: dict[str, Metrics] = {}
     judged_runs = []
     for lead in what_if.leads:
         workload = build(what_if.apply(table, lead))
@@ -103,14 +102,12 @@ def run_lead_curve(
             judged_runs.append((name, lead, metrics))
             # The per-type count chosen in hindsight for this cut: a peer reads no known
             # demand, so it runs on the trace as it is, like the other peers.
-            for vector in hindsight_policies([*base_runs, (result, metrics)], type_names):
-                if vector in searched:
-                    continue
+            for vector in hindsight_policies([*peers, (result, metrics)], type_names):
                 if progress:
                     progress(vector)
                 peer = run(base, catalog, vector, config)
-                searched[vector] = measure(peer)
-                runs.append((peer, searched[vector], None))
+                peers.append((peer, measure(peer)))
+                runs.append((*peers[-1], None))
     baseline = tuple(m for _, m, lead in runs if lead is None)
     points = [LeadPoint(name, lead, metrics.known_share, metrics,
                         assess([*baseline, metrics], name))

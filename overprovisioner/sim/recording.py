@@ -57,9 +57,9 @@ class Recording:
         """A pod of type b enters (sign 1) or leaves (-1) the column of `group` (None:
         pending, which counts in the type's own column, as a pod on an ungrouped node)."""
         key = self.index[(b, group or "")]
-        _add(self.sums[key], request, sign)
+        add_request(self.sums[key], request, sign)
         if announced and self.announced_sums is not None:
-            _add(self.announced_sums[key], request, sign)
+            add_request(self.announced_sums[key], request, sign)
         if group:
             self.group_pods[self.group_names.index(group)] += sign
 
@@ -105,7 +105,8 @@ def embedded(sums: list[list[int]], vectors: list[list[float]]) -> list[float]:
     return counts
 
 
-def _add(total: list[int], request: Request, sign: int) -> None:
+def add_request(total: list[int], request: Request, sign: int) -> None:
+    """`total` += sign x `request`, per dimension (integer units: sums never drift)."""
     total[0] += sign * request[0]
     total[1] += sign * request[1]
     total[2] += sign * request[2]

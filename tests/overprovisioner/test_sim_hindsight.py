@@ -100,3 +100,6 @@ def test_hindsight_keeps_headroom_only_where_the_demand_is():
     assert families["per-type"].member in hindsight
     # Without static runs there is nothing to search.
     assert hindsight_policies(results[:1] + results[3:4], [t.name for t in TWO]) == []
+    # A vector already run is not searched again (the lifted run, the lead curve).
+    assert hindsight_policies(results[:4], [t.name for t in TWO]) == hindsight[:1]
+    assert hindsight_policies(results, [t.name for t in TWO]) == []
