@@ -37,13 +37,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import fields, replace
 
+from locality.columns import NodeTable
 from locality.config import LocalityConfig
 from locality.jobs import job_key_of, job_policy
 from locality.layout import JobLayout, place_of
 from locality.model import JobKey, Node, NodeState, NodeTopology, Pod
 from locality.numa import NumaDemand
 from locality.placement import AssumedPlacements, nominated_assumption
-from locality.table import NodeTable
 from locality.tally import JobTally
 from locality.topology import Domains
 

@@ -11,16 +11,16 @@ toward it would split the job. With the bind verb, each answered pod of a job is
 kept as pending (`extender.inflight`) until its bind arrives, so a request for the
 job's next pod can wait for it (the waiting itself is the HTTP handler's).
 
-With `nodeCacheCapable` (the recommended mode) the candidates are names and the
-numpy path of the core runs over the cache's `NodeTable` (`filter_table`,
-`score_table`): a request costs one dict lookup per name plus column arithmetic.
+With `nodeCacheCapable` (the recommended mode) the candidates are names and the core
+runs over the cache's `NodeTable` (`filter_table`, `score_table`): a request costs one
+dict lookup per name plus column arithmetic.
 A name the cache does not know yet (a node just added, its watch event still on the
 way) passes with the lowest score, unless the pod's placement-group policy is
 `required`: then it fails as unresolvable (its group cannot be checked, and
 preempting pods there would not change that). Without `nodeCacheCapable`, the
 request's Node objects are the candidates: a node the cache knows keeps its cached
 state (with its bound pods), an unknown one is parsed from the request with no pods,
-and the per-node path (`filter_nodes`, `score_totals`) runs over them.
+and the core runs over a table of them (`filter_nodes`, `score_totals`).
 
 Other jobs' pods still to place claim room on nodes (`locality.claims`): kept by
 `extender.claims.ClaimsBook`, and handed to the context of each request less the
@@ -44,14 +44,14 @@ from extender.wire import BindingArgs, ExtenderArgs, PreemptionArgs, Victims
 from locality.config import LocalityConfig
 from locality.context import DecisionContext, decision_context
 from locality.explain import Explanation, explain
-from locality.filter import FilterResult, ReasonCode, filter_nodes
+from locality.filter import FilterResult, ReasonCode, filter_nodes, filter_table
 from locality.jobs import job_key_of
 from locality.model import Locality, NodeState, Pod, node_state
 from locality.parse import parse_node, parse_pod
 from locality.placement import assumption_for
 from locality.preemption import preemption_verdict
-from locality.score import score_totals
-from locality.table import UNKNOWN_NODE_REASON, filter_table, score_table
+from locality.reasons import UNKNOWN_NODE_REASON
+from locality.score import score_table, score_totals
 
 UNKNOWN_NODE_REQUIRED_REASON = (
     f"{UNKNOWN_NODE_REASON}: its placement group cannot be checked (policy required)"

@@ -27,10 +27,9 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from bucketing.resources import Resources
+from locality.columns import NodeTable
+from locality.firstfit import Room, fill
 from locality.placement import JobPlacement
-from locality.table import NodeTable
-
-_NOTHING = Resources(0, 0, 0)
 
 
 def claims_of_job(
@@ -48,8 +47,8 @@ def claims_of_job(
     free GPUs, then CPU, then memory: the idle term's order for a GPU job). taken: per
     node, requests already expected beyond its bound pods (assumptions, claims of
     other jobs). Each request shape, largest first, fills the nodes in that order,
-    first-fit, as `locality.context.fit_job_into_groups` does; what fits nowhere is
-    not claimed. Nodes that take no new pods are skipped. max_pods_per_node: 1 for a
+    first-fit (`locality.firstfit.fill`, the rule group sizing uses); what fits nowhere
+    is not claimed. Nodes that take no new pods are skipped. max_pods_per_node: 1 for a
     `spread` job. Cost: O(job nodes + nodes of the home group x log) once per job.
     """
     if not placement.remaining:
@@ -62,38 +61,23 @@ def claims_of_job(
                                 -table.free_gpu[rows]))]
         listed = set(order)
         order += [table.names[row] for row in rows.tolist() if table.names[row] not in listed]
+    rows = np.array([table.index[name] for name in order], dtype=np.int64)
+    gpu, cpu, memory = table.free_after_assumed(taken)
+    kinds = sorted({kind for request, _ in placement.remaining for kind, _ in request.devices})
+    needed = sum(count for _, count in placement.remaining)
+    room = Room(gpu[rows], cpu[rows], memory[rows],
+                {kind: table.device_free_after_assumed(kind, taken)[rows] for kind in kinds},
+                np.where(table.closed[rows], 0, max_pods_per_node or needed))
     claims: dict[str, Resources] = {}
-    free: dict[str, list[int]] = {}
-    pods_on: dict[str, int] = {}
     for request, count in placement.remaining:
-        left = count
-        for name in order:
-            if left == 0:
-                break
-            room = free.get(name)
-            if room is None:
-                state = table[name]
-                if not state.node.takes_new_pods:
-                    continue
-                already = taken.get(name, _NOTHING)
-                room = free[name] = [state.free_gpu_milli - already.gpu_milli,
-                                     state.free_cpu_milli - already.cpu_milli,
-                                     state.free_memory_bytes - already.memory_bytes]
-            copies = left
-            if max_pods_per_node is not None:
-                copies = min(copies, max_pods_per_node - pods_on.get(name, 0))
-            for have, want in zip(room, (request.gpu_milli, request.cpu_milli,
-                                         request.memory_bytes), strict=True):
-                if want > 0:
-                    copies = min(copies, max(have, 0) // want)
-            if copies:
-                room[0] -= copies * request.gpu_milli
-                room[1] -= copies * request.cpu_milli
-                room[2] -= copies * request.memory_bytes
-                claimed = Resources(copies * request.gpu_milli, copies * request.cpu_milli,
-                                    copies * request.memory_bytes)
-                current = claims.get(name)
-                claims[name] = claimed if current is None else current + claimed
-                pods_on[name] = pods_on.get(name, 0) + copies
-                left -= copies
+        take, room = fill(room, request, count)
+        for position in np.flatnonzero(take).tolist():
+            name = order[position]
+            copies = int(take[position])
+            claimed = Resources(
+                copies * request.gpu_milli, copies * request.cpu_milli,
+                copies * request.memory_bytes,
+                tuple((kind, copies * amount) for kind, amount in request.devices))
+            current = claims.get(name)
+            claims[name] = claimed if current is None else current + claimed
     return claims

@@ -3,9 +3,9 @@
 Why: kube-scheduler calls the extender inside its scheduling cycle, so every
 millisecond is a millisecond per pod. A Python loop over 5,000 `NodeState`s costs
 milliseconds; the same rules over numpy columns cost tens of microseconds plus one
-dict lookup per candidate name. `locality.table.filter_table` and `score_table` give
-exactly the results of `filter_nodes` and `score_totals` (tests check this on
-generated clusters).
+dict lookup per candidate name. The filter's rules (`locality.filter`), the score's
+terms (`locality.score`) and group sizing (`fit_job_into_groups`) are written once, over
+these columns; their per-node entry points build a table of the nodes they are given.
 
 Columns: free and allocatable GPU / CPU / memory, the placement-group code, a domain
 code per topology level that some node has a label of, free amounts per device kind
@@ -36,6 +36,7 @@ import numpy as np
 
 from bucketing.resources import Resources
 from locality.context import GroupFit
+from locality.firstfit import Room, fill
 from locality.model import NodeState, NodeTopology
 from locality.numa import NumaDemand, NumaFit
 from locality.topology import domains_of
@@ -350,8 +351,21 @@ class NodeTable(Mapping[str, NodeState]):
         max_pods_per_node: int | None = None,
         level: str | None = None,
     ) -> dict[str, GroupFit]:
-        """`context.fit_job_into_groups` over the columns (same greedy, same result):
-        per placement group, or per domain of topology `level`."""
+        """Per placement group (or per domain of topology `level`), how many of
+        `remaining` fit, first-fit, largest requests first.
+
+        Each request shape in turn (the largest GPU request first) fills the group's
+        nodes in their order, then the next shape takes what is left. Free capacity
+        counts placeholders as free (real pods preempt them) and subtracts assumed
+        placements; a dimension a shape does not request is not checked.
+        max_pods_per_node: 1 for `spread` jobs (a node takes one pod of the job). Greedy
+        packing can miss a packing a search would find (it is conservative), never the
+        reverse. Nodes without a group and nodes that take no new pods
+        (`Node.takes_new_pods`: cordoned, not Ready, tainted away) hold nothing. A device
+        kind (`Resources.devices`: a MIG slice, a vendor's GPU) counts only where the
+        node has free devices of that kind. The rule is `locality.firstfit.fill`'s, the
+        admitter's packer's too. Cost: O(nodes x request shapes), in numpy.
+        """
         needed = sum(count for _, count in remaining)
         if level is None:
             all_codes, names = self.group_codes, self.groups
@@ -368,36 +382,17 @@ class NodeTable(Mapping[str, NodeState]):
         if len(order) == 0:
             return {}
         gpu, cpu, memory = self.free_after_assumed(extra_requested)
-        gpu, cpu, memory = gpu[order], cpu[order], memory[order]
         kinds = sorted({kind for request, _ in remaining for kind, _ in request.devices})
-        devices = {kind: self.device_free_after_assumed(kind, extra_requested)[order]
-                   for kind in kinds}
-        room = np.full(len(order), max_pods_per_node if max_pods_per_node else needed,
-                       dtype=np.int64)
-        room[self.closed[order]] = 0
-        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-        row_group = np.cumsum(np.r_[False, codes[1:] != codes[:-1]])
+        room = Room(gpu[order], cpu[order], memory[order],
+                    {kind: self.device_free_after_assumed(kind, extra_requested)[order]
+                     for kind in kinds},
+                    np.where(self.closed[order], 0, max_pods_per_node or needed))
+        changes = np.r_[False, codes[1:] != codes[:-1]]
+        starts = np.flatnonzero(np.r_[True, changes[1:]])
+        row_group = np.cumsum(changes)
         fitted = np.zeros(len(starts), dtype=np.int64)
         for request, count in remaining:
-            copies = np.minimum(room, count)
-            if request.gpu_milli > 0:
-                copies = np.minimum(copies, np.maximum(gpu, 0) // request.gpu_milli)
-            if request.cpu_milli > 0:
-                copies = np.minimum(copies, np.maximum(cpu, 0) // request.cpu_milli)
-            if request.memory_bytes > 0:
-                copies = np.minimum(copies, np.maximum(memory, 0) // request.memory_bytes)
-            for kind, amount in request.devices:
-                if amount > 0:
-                    copies = np.minimum(copies, np.maximum(devices[kind], 0) // amount)
-            before = np.cumsum(copies) - copies
-            before_in_group = before - before[starts][row_group]
-            take = np.clip(count - before_in_group, 0, copies)
-            gpu = gpu - take * request.gpu_milli
-            cpu = cpu - take * request.cpu_milli
-            memory = memory - take * request.memory_bytes
-            for kind, amount in request.devices:
-                devices[kind] = devices[kind] - take * amount
-            room = room - take
+            take, room = fill(room, request, count, row_group)
             fitted += np.bincount(row_group, weights=take, minlength=len(starts)).astype(np.int64)
         return {
             names[codes[start]]: GroupFit(names[codes[start]], int(fit), needed)

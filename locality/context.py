@@ -1,4 +1,4 @@
-"""Everything the per-node filter and score need about one pod, computed once per request.
+"""Everything the filter and score need about one pod, computed once per request.
 
 Decides: the job's home placement group (the coordinator's group, else the group
 holding most of the job's placed pods) and its home domain at every topology level,
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from bucketing.resources import Resources
 from locality.config import LocalityConfig
@@ -49,7 +48,6 @@ from locality.placement import (
 )
 from locality.tally import JobTally
 from locality.topology import (
-    domain_at,
     domains_of,
     homes,
     most_common,
@@ -137,14 +135,6 @@ class DecisionContext:
     @property
     def numa_demand(self) -> NumaDemand:
         return self.pod.numa_request
-
-    @cached_property
-    def node_scorer(self) -> Callable[[NodeState], tuple[int, int, int, int]]:
-        """`locality.score.node_scorer(self)`, built once per context (a pure function of
-        the context, kept beside it)."""
-        from locality.score import node_scorer  # score imports this module
-
-        return node_scorer(self)
 
 
 def decision_context(
@@ -260,9 +250,10 @@ def build_context(
     required_level = (
         level_order[policy.topology_level] if policy.topology_level is not None else None
     )
+    fit = _sizer(cluster, placement.remaining)
     group_fits: dict[str, GroupFit] = {}
     if required and required_level is None and home_group is None:
-        group_fits = _fit(cluster, placement, extra_requested, None)
+        group_fits = fit(extra_requested, None)
 
     targets: Targets = ()
     preferred_groups: frozenset[str] = frozenset()
@@ -273,7 +264,7 @@ def build_context(
         else:
             holding: dict[str, frozenset[str]] = {}
             for level in _levels_present(cluster, level_order):
-                fits = _fit(cluster, placement, extra_requested, None, level)
+                fits = fit(extra_requested, None, level)
                 if level == required_level and required:
                     required_fits = fits
                 held = frozenset(domain for domain, fit in fits.items() if fit.holds_job)
@@ -281,13 +272,13 @@ def build_context(
                     # The required filter sizes domains on capacity; the preference also
                     # leaves other jobs' claims alone, and falls back to capacity when no
                     # domain has room for both.
-                    unclaimed = _fit(cluster, placement, expected, None, level)
+                    unclaimed = fit(expected, None, level)
                     held = frozenset(
                         d for d, fit in unclaimed.items() if fit.holds_job) or held
                 if policy.packing is Packing.SPREAD and held:
                     # Spread wants a node per pod: prefer domains with that many free nodes
                     # when any has them. The required filter still only asks for capacity.
-                    spread_fits = _fit(cluster, placement, expected, 1, level)
+                    spread_fits = fit(expected, 1, level)
                     held = frozenset(
                         d for d, fit in spread_fits.items() if fit.holds_job) or held
                 holding[level] = held
@@ -296,7 +287,7 @@ def build_context(
                 preferred_groups = targets[0][1]
     required_home = found_homes.get(required_level) if required_level is not None else None
     if required and required_level is not None and required_home is None and not required_fits:
-        required_fits = _fit(cluster, placement, extra_requested, None, required_level)
+        required_fits = fit(extra_requested, None, required_level)
 
     demand = pod.request
     for request, _count in placement.remaining:
@@ -323,105 +314,40 @@ def _levels_present(cluster: Mapping[str, NodeState], level_order: tuple[str, ..
     return [level for level in level_order if level in present]
 
 
-def _fit(
-    cluster: Mapping[str, NodeState],
-    placement: JobPlacement,
-    extra_requested: Mapping[str, Resources],
-    max_pods_per_node: int | None,
-    level: str | None = None,
-) -> dict[str, GroupFit]:
-    # A NodeTable (locality.table) does the same greedy with numpy.
-    columnar = getattr(cluster, "fit_job_into_groups", None)
-    if columnar is not None:
-        return columnar(placement.remaining, extra_requested, max_pods_per_node, level)
-    return fit_job_into_groups(
-        placement.remaining, cluster.values(), extra_requested, max_pods_per_node, level
-    )
+def _sizer(
+    cluster: Mapping[str, NodeState], remaining: tuple[tuple[Resources, int], ...]
+) -> Callable[..., dict[str, GroupFit]]:
+    """`fit_job_into_groups` for this job's remaining pods, the cluster put in a
+    `NodeTable` once, on first use (the cache's cluster already is one)."""
+    table = None
+
+    def fit(extra_requested: Mapping[str, Resources], max_pods_per_node: int | None,
+            level: str | None = None) -> dict[str, GroupFit]:
+        nonlocal table
+        if table is None:
+            table = _as_table(cluster)
+        return table.fit_job_into_groups(remaining, extra_requested, max_pods_per_node, level)
+
+    return fit
+
+
+def _as_table(nodes: Mapping[str, NodeState] | Iterable[NodeState]):
+    from locality.columns import NodeTable  # columns imports this module
+
+    if isinstance(nodes, NodeTable):
+        return nodes
+    return NodeTable(nodes.values() if isinstance(nodes, Mapping) else nodes)
 
 
 def fit_job_into_groups(
     remaining: tuple[tuple[Resources, int], ...],
-    nodes: Iterable[NodeState],
+    nodes: Mapping[str, NodeState] | Iterable[NodeState],
     extra_requested: Mapping[str, Resources] = _NO_EXTRA,
     max_pods_per_node: int | None = None,
     level: str | None = None,
 ) -> dict[str, GroupFit]:
-    """Per placement group (or per domain of topology `level`), how many of `remaining`
-    fit, first-fit, largest requests first.
-
-    Each request shape in turn (the largest GPU request first) fills the group's nodes
-    in their order, then the next shape takes what is left. Free capacity counts
-    placeholders as free (real pods preempt them) and subtracts assumed placements; a
-    dimension a shape does not request is not checked. max_pods_per_node: 1 for
-    `spread` jobs (a node takes one pod of the job). Greedy packing can miss a packing
-    a search would find (it is conservative), never the reverse. Nodes without a group
-    and nodes that take no new pods (`Node.takes_new_pods`: cordoned, not Ready,
-    tainted away) hold nothing. A device kind (`Resources.devices`: a MIG slice, a
-    vendor's GPU) counts only where the node has free devices of that kind.
-    `NodeTable.fit_job_into_groups` computes the same with numpy. Cost: O(nodes x
-    request shapes).
-    """
-    needed = sum(count for _, count in remaining)
-    room_per_node = max_pods_per_node if max_pods_per_node is not None else needed
-    rows_by_group: dict[str, list[list[int]]] = {}
-    kinds = sorted({kind for request, _ in remaining for kind, _ in request.devices})
-    for state in nodes:
-        if level is None:
-            group = state.placement_group
-        else:
-            group = domain_at(domains_of(state.node.domains, state.placement_group), level)
-        if group is None:
-            continue
-        rows = rows_by_group.setdefault(group, [])
-        if not state.node.takes_new_pods:
-            continue
-        row = [state.free_gpu_milli, state.free_cpu_milli, state.free_memory_bytes, room_per_node]
-        row.extend(state.free_device(kind) for kind in kinds)
-        extra = extra_requested.get(state.name)
-        if extra is not None:
-            row[0] -= extra.gpu_milli
-            row[1] -= extra.cpu_milli
-            row[2] -= extra.memory_bytes
-            for offset, kind in enumerate(kinds):
-                row[4 + offset] -= extra.device(kind)
-        rows.append(row)
-    fits: dict[str, GroupFit] = {}
-    for group, rows in rows_by_group.items():
-        fitted = 0
-        for request, count in remaining:
-            left = count
-            for row in rows:
-                if left == 0:
-                    break
-                copies = copies_that_fit(request, row, min(left, row[3]), kinds)
-                if copies:
-                    row[0] -= copies * request.gpu_milli
-                    row[1] -= copies * request.cpu_milli
-                    row[2] -= copies * request.memory_bytes
-                    row[3] -= copies
-                    for kind, amount in request.devices:
-                        row[4 + kinds.index(kind)] -= copies * amount
-                    left -= copies
-            fitted += count - left
-        fits[group] = GroupFit(group, fitted, needed)
-    return fits
-
-
-def copies_that_fit(
-    request: Resources, row: list[int], at_most: int, kinds: list[str]
-) -> int:
-    """How many copies of `request`, up to `at_most`, fit the free room in `row`
-    ([gpu, cpu, memory, pods, *free per device kind in `kinds`]); a dimension the
-    request does not ask for is not checked. The one fit rule of every first-fit here
-    (`fit_job_into_groups`, `locality.admission.pack`)."""
-    copies = at_most
-    if request.gpu_milli > 0:
-        copies = min(copies, max(row[0], 0) // request.gpu_milli)
-    if request.cpu_milli > 0:
-        copies = min(copies, max(row[1], 0) // request.cpu_milli)
-    if request.memory_bytes > 0:
-        copies = min(copies, max(row[2], 0) // request.memory_bytes)
-    for kind, amount in request.devices:
-        if amount > 0:
-            copies = min(copies, max(row[4 + kinds.index(kind)], 0) // amount)
-    return copies
+    """`NodeTable.fit_job_into_groups` over `nodes` (a table is used as it is; other
+    node states are put in one): per placement group, or per domain of topology
+    `level`, how many of `remaining` fit, first-fit, largest requests first."""
+    return _as_table(nodes).fit_job_into_groups(
+        remaining, extra_requested, max_pods_per_node, level)

@@ -1,7 +1,7 @@
 """Why a pod would go where: per node, passed or the reason, and the score terms.
 
-The data behind `/explain?pod=NAMESPACE/NAME`. Uses the same `node_verdict` and
-`node_scorer` as filter and prioritize, so what it shows is what they decide.
+The data behind `/explain?pod=NAMESPACE/NAME`. Runs the filter's rules and the score's
+terms (`filter_nodes`, `score_nodes`), so what it shows is what they decide.
 Must not: do anything the filter and the score do not.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from locality.context import DecisionContext
-from locality.filter import ReasonCode, node_verdict
+from locality.filter import ReasonCode, filter_nodes
 from locality.model import NodeState
-from locality.score import NEUTRAL, ScoreBreakdown, node_scorer
+from locality.score import ScoreBreakdown, score_nodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +70,15 @@ class Explanation:
 
 def explain(context: DecisionContext, nodes: Sequence[NodeState]) -> Explanation:
     """Every node's verdict and score terms, best first (passed nodes, then by total)."""
+    verdicts = filter_nodes(context, nodes)
+    scores = score_nodes(context, nodes)
     rows = []
-    terms = node_scorer(context) if context.identity is not None else None
     for state in nodes:
-        reason, code, resolvable = node_verdict(context, state)
-        score = ScoreBreakdown(*terms(state)) if terms is not None else NEUTRAL
-        rows.append(NodeExplanation(state.name, reason is None, reason, code, resolvable, score))
+        name = state.name
+        failed = verdicts.failed.get(name)
+        reason = failed if failed is not None else verdicts.unresolvable.get(name)
+        rows.append(NodeExplanation(name, reason is None, reason, verdicts.codes.get(name),
+                                    failed is not None or reason is None, scores[name]))
     rows.sort(key=lambda row: (not row.passed, -row.score.total, row.name))
     placement = context.placement
     identity = context.identity

@@ -32,235 +32,222 @@ Cordons, readiness, taints and affinity are not checked: kube-scheduler's filter
 plugins run before the extender and every candidate has passed them. (Group
 capacity in rule 2 is summed over all nodes, so there `Node.takes_new_pods` counts.)
 
-Reasons carry no per-node numbers (kube-scheduler counts nodes per distinct reason).
-Each excluded node also gets a `ReasonCode`, the stable name of the rule that failed:
-metrics and dashboards key on it, so rewording a reason never changes a label.
-`locality.table.filter_table` applies the same rules to numpy columns.
+Each excluded node gets a reason text and a `ReasonCode` (`locality.reasons`).
 
-Must not: mutate the nodes or the context; do more than O(1) work per node.
+The rules are written once, over the columns of a `NodeTable` (`locality.columns`):
+kube-scheduler calls the extender inside its scheduling cycle, so every millisecond is a
+millisecond per pod, and over columns the rules cost tens of microseconds plus one dict
+lookup per candidate name. `filter_nodes` and `node_verdict` (the preempt verb,
+/explain, callers holding a few `NodeState`s) are views: they build a table of the
+nodes they are given and run the same rules.
+
+Must not: mutate the nodes, the table or the context; read the clock; log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from itertools import compress
+from operator import itemgetter, not_
 
+import numpy as np
+
+from locality.columns import NodeTable
 from locality.context import DecisionContext
 from locality.model import Locality, NodeState
-from locality.numa import NodeTopology, NumaFit, TopologyManagerPolicy
+from locality.numa import NumaFit
+from locality.reasons import (
+    NO_GROUP_REASON,
+    UNKNOWN_NODE_REASON,
+    FilterResult,
+    ReasonCode,
+    cpus_text,
+    domain_too_small_reason,
+    gib_text,
+    gpus_text,
+    group_too_small_reason,
+    insufficient_reason,
+    no_domain_reason,
+    numa_reason,
+    numa_rejected_reason,
+    outside_domain_reason,
+    outside_group_reason,
+)
 from locality.topology import domain_at, domains_of
 
+__all__ = ["FilterResult", "ReasonCode", "filter_nodes", "filter_table", "node_verdict"]
 
-class ReasonCode(StrEnum):
-    """Which rule excluded a node; the value is the metrics' `reason` label."""
+# filter_table's verdict numbers (the rule that failed) -> its ReasonCode.
+_REASON_CODES: dict[int, ReasonCode] = {
+    1: ReasonCode.UNKNOWN_NODE,
+    2: ReasonCode.PLACEMENT_GROUP,  # outside the home group / domain
+    3: ReasonCode.PLACEMENT_GROUP,  # no group / domain
+    4: ReasonCode.PLACEMENT_GROUP,  # group / domain too small
+    5: ReasonCode.NUMA,
+    6: ReasonCode.INSUFFICIENT_GPU,
+    7: ReasonCode.INSUFFICIENT_CPU,
+    8: ReasonCode.INSUFFICIENT_MEMORY,
+    9: ReasonCode.INSUFFICIENT_GPU,  # a device kind (MIG slice, vendor, DRA GPUs)
+}
 
-    INSUFFICIENT_GPU = "insufficient_gpu"
-    INSUFFICIENT_CPU = "insufficient_cpu"
-    INSUFFICIENT_MEMORY = "insufficient_memory"
-    # Outside the job's group or domain, none, or too small, at any topology level.
-    PLACEMENT_GROUP = "placement_group"
-    NUMA = "numa"  # kubelet's Topology Manager would reject, or policy required unmet
-    UNKNOWN_NODE = "unknown_node"  # only the numpy path: a name its table does not know
-    # No rule yields OTHER today; it keeps the documented label set stable for a future rule
-    # that does not deserve its own label.
-    OTHER = "other"
+
+def filter_table(context: DecisionContext, table: NodeTable, names: Sequence[str]) -> FilterResult:
+    """The rules above for each candidate in `names` (the passed ones in input order).
+    Names the table does not know fail (resolvable) with UNKNOWN_NODE_REASON for pods
+    of a job; pods of no job pass everywhere."""
+    if context.identity is None:
+        return FilterResult(tuple(names))
+    rows = table.rows_of(names)
+    size = len(table)
+    policy = context.policy
+    request = context.pod.request
+
+    # Reason codes per row (0 = passes), the first failing rule wins, in the order above:
+    # 1 unknown, 2 outside home group, 3 no group, 4 group too small, 5 NUMA,
+    # 6..8 fit, 9 a device kind.
+    verdict = np.zeros(size + 1, dtype=np.int8)
+    unresolved = verdict == 0
+    if policy.placement_group is Locality.REQUIRED:
+        level = context.required_level
+        if level is None:
+            domains, home, fits = table.groups, context.home_group, context.group_fits
+            codes = np.r_[table.group_codes, -1]
+        else:
+            domains = table.level_domains.get(level, ())
+            home, fits = context.required_home, context.required_fits
+            codes = np.r_[table.level_codes.get(level, np.full(size, -1, dtype=np.int64)), -1]
+        if home is not None:
+            home_code = domains.index(home) if home in domains else -2
+            verdict[unresolved & (codes != home_code)] = 2
+        else:
+            holds = np.array(
+                [bool((fit := fits.get(domain)) and fit.holds_job) for domain in domains]
+                + [False],
+                dtype=bool,
+            )
+            verdict[unresolved & (codes < 0)] = 3
+            verdict[(verdict == 0) & (codes >= 0) & ~holds[codes]] = 4
+        unresolved = verdict == 0
+    demand = context.pod.numa_request
+    if policy.numa is not Locality.NONE and not demand.is_zero() and table.topology_rows:
+        rejected, unaligned, _ = table.numa_masks(demand, context.assumed_topologies)
+        if policy.numa is Locality.REQUIRED and demand.gpu_milli > 0 and unaligned is not None:
+            rejected = unaligned if rejected is None else rejected | unaligned
+        if rejected is not None:
+            verdict[:size][unresolved[:size] & rejected] = 5
+            unresolved = verdict == 0
+    extra = context.extra_requested
+    gpu, cpu, memory = table.free_after_assumed(extra)
+    if request.gpu_milli:
+        verdict[unresolved & (np.r_[gpu, 0] < request.gpu_milli)] = 6
+        unresolved = verdict == 0
+    kinds_failed: dict[int, str] = {}
+    for kind, amount in _device_checks(table, request):
+        short = unresolved & (np.r_[table.device_free_after_assumed(kind, extra), 0] < amount)
+        for row in np.flatnonzero(short).tolist():
+            kinds_failed.setdefault(row, kind)
+        verdict[short] = 9
+        unresolved = verdict == 0
+    if request.cpu_milli:
+        verdict[unresolved & (np.r_[cpu, 0] < request.cpu_milli)] = 7
+        unresolved = verdict == 0
+    if request.memory_bytes:
+        verdict[unresolved & (np.r_[memory, 0] < request.memory_bytes)] = 8
+    verdict[size] = 1
+
+    picked = gather(verdict.tolist(), rows)
+    if not any(picked):
+        return FilterResult(tuple(names))
+    passed = tuple(compress(names, map(not_, picked)))
+    failed: dict[str, str] = {}
+    unresolvable: dict[str, str] = {}
+    reason_codes: dict[str, ReasonCode] = {}
+    fit_reasons = {
+        6: insufficient_reason("GPU", gpus_text(request.gpu_milli)),
+        7: insufficient_reason("CPU", cpus_text(request.cpu_milli)),
+        8: insufficient_reason("memory", gib_text(request.memory_bytes)),
+    }
+    for position, code in enumerate(picked):
+        if not code:
+            continue
+        name = names[position]
+        row = rows[position]
+        reason_codes[name] = _REASON_CODES[code]
+        if code == 1:
+            failed[name] = UNKNOWN_NODE_REASON
+        elif code == 9:
+            kind = kinds_failed[row]
+            failed[name] = insufficient_reason(kind, gpus_text(request.device(kind)))
+        elif code >= 6:
+            failed[name] = fit_reasons[code]
+        elif code == 5:
+            state = table.states[row]
+            topology = context.numa_topology(state)
+            if topology is not None and topology.fit(demand) is NumaFit.REJECTED:
+                unresolvable[name] = numa_rejected_reason(context, topology)
+            else:
+                unresolvable[name] = numa_reason(context, topology)
+        else:
+            unresolvable[name] = _group_reason(context, table, row, code)
+    return FilterResult(passed, failed, unresolvable, reason_codes)
 
 
-@dataclass(frozen=True)
-class FilterResult:
-    """Passed node names (input order), failed (resolvable) and unresolvable, with reasons,
-    and `codes`: the ReasonCode of every failed and unresolvable node."""
+def _device_checks(table: NodeTable, request) -> list[tuple[str, int]]:
+    """The device kinds to check per column: all the pod asks for, except when the
+    table's only kind is the pod's only one and equals its GPUs (the GPU check did it)."""
+    devices = request.devices
+    if not devices:
+        return []
+    if (not table.device_free and len(devices) == 1 and table.device_kinds == (devices[0][0],)
+            and devices[0][1] == request.gpu_milli):
+        return []
+    return list(devices)
 
-    passed: tuple[str, ...]
-    failed: dict[str, str] = field(default_factory=dict)
-    unresolvable: dict[str, str] = field(default_factory=dict)
-    codes: dict[str, ReasonCode] = field(default_factory=dict)
+
+def _group_reason(context: DecisionContext, table: NodeTable, row: int, code: int) -> str:
+    state = table.states[row]
+    level = context.required_level
+    if level is None:
+        group = state.placement_group
+        if code == 2:
+            return outside_group_reason(context, group)
+        if code == 3:
+            return NO_GROUP_REASON
+        return group_too_small_reason(context, group or "")
+    domain = domain_at(domains_of(state.node.domains, state.placement_group), level)
+    if code == 2:
+        return outside_domain_reason(context, level, domain)
+    if code == 3:
+        return no_domain_reason(level)
+    return domain_too_small_reason(context, level, domain or "")
 
 
 def filter_nodes(context: DecisionContext, nodes: Sequence[NodeState]) -> FilterResult:
-    """Apply the rules above to every candidate node."""
+    """`filter_table` over a table of these nodes, every one a candidate."""
     if context.identity is None:
         return FilterResult(tuple(state.name for state in nodes))
-    passed: list[str] = []
-    failed: dict[str, str] = {}
-    unresolvable: dict[str, str] = {}
-    codes: dict[str, ReasonCode] = {}
-    for state in nodes:
-        reason, code, resolvable = node_verdict(context, state)
-        if reason is None or code is None:
-            passed.append(state.name)
-            continue
-        codes[state.name] = code
-        if resolvable:
-            failed[state.name] = reason
-        else:
-            unresolvable[state.name] = reason
-    return FilterResult(tuple(passed), failed, unresolvable, codes)
+    table = NodeTable(nodes)
+    return filter_table(context, table, table.names)
 
 
 def node_verdict(
     context: DecisionContext, state: NodeState
 ) -> tuple[str | None, ReasonCode | None, bool]:
-    """(None, None, True) when the node passes, else (reason, code, resolvable)."""
-    if context.identity is None:
-        return None, None, True
-    policy = context.policy
-    request = context.pod.request
-
-    if policy.placement_group is Locality.REQUIRED:
-        reason = group_verdict(context, state)
-        if reason is not None:
-            return reason, ReasonCode.PLACEMENT_GROUP, False
-
-    if policy.numa is not Locality.NONE and context.pod.takes_numa_zone:
-        topology = context.numa_topology(state)  # zones less assumed pods
-        if topology is not None:
-            demand = context.pod.numa_request
-            fit = topology.fit(demand)
-            if fit is NumaFit.REJECTED:
-                return numa_rejected_reason(context, topology), ReasonCode.NUMA, False
-            if (fit is NumaFit.UNALIGNED and policy.numa is Locality.REQUIRED
-                    and demand.gpu_milli > 0):
-                return numa_reason(context, topology), ReasonCode.NUMA, False
-
-    free_gpu = state.free_gpu_milli
-    free_cpu = state.free_cpu_milli
-    free_memory = state.free_memory_bytes
-    extra = context.extra_requested.get(state.name)
-    if extra is not None:
-        free_gpu -= extra.gpu_milli
-        free_cpu -= extra.cpu_milli
-        free_memory -= extra.memory_bytes
-    # Like kube-scheduler's fit, a dimension the pod does not request is not checked.
-    if request.gpu_milli and request.gpu_milli > free_gpu:
-        return (insufficient_reason("GPU", gpus_text(request.gpu_milli)),
-                ReasonCode.INSUFFICIENT_GPU, True)
-    for kind, amount in request.devices:
-        free = state.free_device(kind) - (extra.device(kind) if extra is not None else 0)
-        if amount > free:
-            return (insufficient_reason(kind, gpus_text(amount)),
-                    ReasonCode.INSUFFICIENT_GPU, True)
-    if request.cpu_milli and request.cpu_milli > free_cpu:
-        return (insufficient_reason("CPU", cpus_text(request.cpu_milli)),
-                ReasonCode.INSUFFICIENT_CPU, True)
-    if request.memory_bytes and request.memory_bytes > free_memory:
-        return (insufficient_reason("memory", gib_text(request.memory_bytes)),
-                ReasonCode.INSUFFICIENT_MEMORY, True)
+    """One node's verdict: (None, None, True) when it passes, else (reason, code,
+    resolvable)."""
+    result = filter_nodes(context, (state,))
+    name = state.name
+    if name in result.failed:
+        return result.failed[name], result.codes[name], True
+    if name in result.unresolvable:
+        return result.unresolvable[name], result.codes[name], False
     return None, None, True
 
 
-def group_verdict(context: DecisionContext, state: NodeState) -> str | None:
-    """The reason a `required` policy excludes the node, None when it does not."""
-    level = context.required_level
-    if level is None:
-        group = state.placement_group
-        home = context.home_group
-        if home is not None:
-            return outside_group_reason(context, group) if group != home else None
-        if group is None:
-            return NO_GROUP_REASON
-        fit = context.group_fits.get(group)
-        if fit is None or not fit.holds_job:
-            return group_too_small_reason(context, group)
-        return None
-    domain = domain_at(domains_of(state.node.domains, state.placement_group), level)
-    home = context.required_home
-    if home is not None:
-        return outside_domain_reason(context, level, domain) if domain != home else None
-    if domain is None:
-        return no_domain_reason(level)
-    fit = context.required_fits.get(domain)
-    if fit is None or not fit.holds_job:
-        return domain_too_small_reason(context, level, domain)
-    return None
-
-
-def insufficient_reason(resource: str, requested: str) -> str:
-    # The same text on every node: kube-scheduler counts nodes per distinct reason in
-    # the pod's FailedScheduling event ("3 insufficient GPU ..."), so per-node numbers
-    # would turn one line into thousands.
-    return f"insufficient {resource} (pod requests {requested})"
-
-
-def outside_group_reason(context: DecisionContext, group: str | None) -> str:
-    where = f"placement group {group}" if group is not None else "no placement group"
-    return (
-        f"job {context.identity.key if context.identity else '?'} is in placement group "
-        f"{context.home_group} (policy required); node is in {where}"
-    )
-
-
-def group_too_small_reason(context: DecisionContext, group: str) -> str:
-    fit = context.group_fits.get(group)
-    can = fit.pods_that_fit if fit is not None else 0
-    needed = context.placement.remaining_pods if context.placement else 1
-    return (
-        f"placement group {group} can hold {can} of the job's {needed} remaining pods "
-        "(policy required)"
-    )
-
-
-NO_GROUP_REASON = "node has no placement-group label (placement-group policy required)"
-
-
-def outside_domain_reason(context: DecisionContext, level: str, domain: str | None) -> str:
-    where = f"{level} domain {domain}" if domain is not None else f"no {level} domain"
-    return (
-        f"job {context.identity.key if context.identity else '?'} is in {level} domain "
-        f"{context.required_home} (policy required); node is in {where}"
-    )
-
-
-def no_domain_reason(level: str) -> str:
-    return f"node has no {level} domain label (placement-group policy required at {level})"
-
-
-def domain_too_small_reason(context: DecisionContext, level: str, domain: str) -> str:
-    fit = context.required_fits.get(domain)
-    can = fit.pods_that_fit if fit is not None else 0
-    needed = context.placement.remaining_pods if context.placement else 1
-    return (
-        f"{level} domain {domain} can hold {can} of the job's {needed} remaining pods "
-        "(policy required)"
-    )
-
-
-def numa_reason(context: DecisionContext, topology: NodeTopology | None = None) -> str:
-    """Policy `required` unmet: the pod would not sit in one NUMA zone."""
-    if topology is not None and topology.policy is TopologyManagerPolicy.NONE:
-        return (f"topology manager policy none does not align {_numa_what(context, topology)} "
-                "(policy required)")
-    return f"no NUMA zone holds {_numa_what(context, topology)} (policy required)"
-
-
-def numa_rejected_reason(context: DecisionContext, topology: NodeTopology) -> str:
-    """kubelet's Topology Manager would refuse the pod (TopologyAffinityError)."""
-    what = _numa_what(context, topology)
-    where = f"topology manager {topology.policy.value}, {topology.scope.value} scope"
-    if topology.policy is TopologyManagerPolicy.RESTRICTED:
-        return f"no preferred NUMA placement for {what} ({where}, would reject the pod)"
-    return f"no NUMA zone holds {what} ({where}, would reject the pod)"
-
-
-def _numa_what(context: DecisionContext, topology: NodeTopology | None) -> str:
-    demand = context.pod.numa_request
-    gpus = demand.gpu_milli if topology is None or topology.gpu_reported else 0
-    cpus = demand.cpu_milli
-    if gpus and cpus:
-        return f"{gpus_text(gpus)} GPU and {cpus_text(cpus)} pinned CPU together"
-    if gpus:  # kubelet aligns only this pod's GPUs
-        return f"{gpus_text(gpus)} GPU"
-    return f"{cpus_text(cpus)} pinned CPU"
-
-
-def gpus_text(milli: int) -> str:
-    return f"{milli // 1000}" if milli % 1000 == 0 else f"{milli / 1000:g}"
-
-
-def cpus_text(milli: int) -> str:
-    return f"{milli // 1000}" if milli % 1000 == 0 else f"{milli}m"
-
-
-def gib_text(memory_bytes: int) -> str:
-    return f"{memory_bytes / 1024**3:.3g}Gi"
+def gather(values: list[int], rows: tuple[int, ...]) -> tuple[int, ...]:
+    """values[row] for each row, as a tuple. itemgetter over a Python list beats numpy
+    fancy indexing plus tolist() here."""
+    if not rows:
+        return ()
+    picked = itemgetter(*rows)(values)
+    return (picked,) if len(rows) == 1 else picked

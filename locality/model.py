@@ -3,9 +3,9 @@
 Decides nothing. Kubernetes JSON becomes these frozen dataclasses in `locality.parse`
 (the edge); the filter and the score never see a dict from the API.
 
-`NodeState` carries the few integers the per-node hot loop needs (free GPU, CPU and
-memory counting placeholder capacity as free) precomputed once, so that filter and
-score stay O(1) per node. The cluster cache (extender) and the simulator
+`NodeState` carries the few integers a `NodeTable`'s columns are built from (free GPU,
+CPU and memory counting placeholder capacity as free) precomputed once, so that
+building or updating a row is O(1). The cluster cache (extender) and the simulator
 (overprovisioner) hold `NodeState` objects and replace them with `with_pod` /
 `without_pod` when a pod is bound or removed, instead of re-summing a node's pods.
 

@@ -33,20 +33,25 @@ placeholder:
 
 Pods of no job score 0 on every node (neutral).
 
-`locality.table.score_table` computes the same with numpy columns.
+The terms are computed once, over the columns of a `NodeTable` (`score_columns`), for
+the same reason as the filter's rules (`locality.filter`); `score_nodes`, `score_totals`
+and `score_node` are views over a table of the nodes they are given.
 kube-scheduler adds score x weight x 10 to its own plugins' total; see docs/locality.md
-for the weight. Must not: mutate inputs; do more than O(1) work per node.
+for the weight. Must not: mutate inputs, read the clock, log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from locality.columns import NodeTable
 from locality.context import DecisionContext
+from locality.filter import gather
 from locality.model import Locality, NodeState, Packing
-from locality.numa import NumaFit
-from locality.topology import domains_of, topology_term
+from locality.topology import TOPOLOGY_MAX
 
 NODE_COUNTERPART = 5
 NODE_JOB = 4
@@ -75,115 +80,109 @@ NEUTRAL = ScoreBreakdown(0, 0, 0, 0)
 
 
 def score_nodes(context: DecisionContext, nodes: Sequence[NodeState]) -> dict[str, ScoreBreakdown]:
-    """Each node's score terms (for /explain and tests; prioritize can use `score_totals`)."""
+    """Each node's score terms (for /explain and tests)."""
     if context.identity is None:
         return {state.name: NEUTRAL for state in nodes}
-    terms = context.node_scorer
-    return {state.name: ScoreBreakdown(*terms(state)) for state in nodes}
+    table = NodeTable(nodes)
+    columns = score_columns(context, table).T.tolist()
+    return {name: ScoreBreakdown(*terms) for name, terms in zip(table.names, columns, strict=True)}
 
 
 def score_totals(context: DecisionContext, nodes: Sequence[NodeState]) -> list[tuple[str, int]]:
-    """(node name, total 0..10) in input order, without building a breakdown per node."""
+    """(node name, total 0..10) in input order."""
     if context.identity is None:
         return [(state.name, 0) for state in nodes]
-    terms = context.node_scorer
-    return [(state.name, sum(terms(state))) for state in nodes]
+    table = NodeTable(nodes)
+    return list(zip(table.names, score_columns(context, table).sum(axis=0).tolist(), strict=True))
 
 
 def score_node(context: DecisionContext, state: NodeState) -> ScoreBreakdown:
-    """The breakdown for one node (neutral for pods of no job). Callers scoring many
-    nodes one at a time (the simulator) pay for `node_scorer` once per context."""
+    """The breakdown for one node (neutral for pods of no job)."""
+    return score_nodes(context, (state,))[state.name]
+
+
+def score_table(context: DecisionContext, table: NodeTable, names: Sequence[str]) -> list[int]:
+    """The totals (0..10) of the candidates in `names`, in their order (pair them with
+    zip); names the table does not know score 0, and so does every node for a pod of no
+    job."""
     if context.identity is None:
-        return NEUTRAL
-    return ScoreBreakdown(*context.node_scorer(state))
+        return [0] * len(names)
+    totals = score_columns(context, table).sum(axis=0).tolist()
+    totals.append(0)
+    return list(gather(totals, table.rows_of(names)))
 
 
-def node_scorer(context: DecisionContext) -> Callable[[NodeState], tuple[int, int, int, int]]:
-    """A function giving one node's (node, group, numa, placeholder) terms.
-
-    Everything that depends only on the pod and its job is read once here, so the
-    per-node work is a few integer operations and set/dict lookups (prioritize at
-    5,000 nodes runs this 5,000 times per pod). The pod must belong to a job.
-    """
+def score_columns(context: DecisionContext, table: NodeTable) -> np.ndarray:
+    """The four terms for every row of the table: shape (4, nodes), the order of
+    `ScoreBreakdown` (node, group, numa, placeholder). The pod must belong to a job."""
+    size = len(table)
     policy = context.policy
-    spread = policy.packing is Packing.SPREAD
-    if spread:
-        counterpart_term, job_term, idle_offset = 0, 1, 2
-    else:
-        counterpart_term, job_term, idle_offset = NODE_COUNTERPART, NODE_JOB, 0
-    counterpart_nodes = context.counterpart_nodes
-    job_nodes = context.job_nodes
-    extra_requested = context.expected_requested  # assumptions + other jobs' claims
-    assumed_topologies = context.assumed_topologies  # NUMA zones less assumed pods
-    group_policy_none = policy.placement_group is Locality.NONE
-    targets = context.targets
     request = context.pod.request
-    gpu, cpu, memory = request.gpu_milli, request.cpu_milli, request.memory_bytes
-    demand = context.pod.numa_request
-    numa_wanted = demand.gpu_milli > 0 and policy.numa is not Locality.NONE
+    gpu_request, cpu_request, memory_request = (
+        request.gpu_milli, request.cpu_milli, request.memory_bytes)
+    spread = policy.packing is Packing.SPREAD
+    counterpart_term, job_term, idle_offset = (0, 1, 2) if spread else (
+        NODE_COUNTERPART, NODE_JOB, 0)
+
+    # The idle term reads assumptions plus other jobs' claims (expected_requested).
+    free_gpu, free_cpu, free_memory = table.free_after_assumed(context.expected_requested)
     use_gpu, use_cpu, use_memory = context.idle_dims
     dims = use_gpu + use_cpu + use_memory
-    idle_scale = NODE_IDLE_MAX / dims if dims else 0.0
+    idle = np.zeros(size, dtype=np.float64)
+    for used, free, allocatable, asked in (
+        (use_gpu, free_gpu, table.allocatable_gpu, gpu_request),
+        (use_cpu, free_cpu, table.allocatable_cpu, cpu_request),
+        (use_memory, free_memory, table.allocatable_memory, memory_request),
+    ):
+        if not used:
+            continue
+        after = free - asked
+        ok = (after > 0) & (allocatable > 0)
+        fraction = np.divide(after, allocatable, out=np.zeros(size), where=ok)
+        idle += np.where(after >= allocatable, 1.0, fraction) * ok
+    if dims:
+        node = idle_offset + np.floor(idle * (NODE_IDLE_MAX / dims) + 0.5 + 1e-9).astype(np.int64)
+    else:
+        node = np.full(size, idle_offset, dtype=np.int64)
+    index = table.index
+    for name in context.job_nodes:
+        row = index.get(name)
+        if row is not None:
+            node[row] = job_term
+    for name in context.counterpart_nodes:
+        row = index.get(name)
+        if row is not None:
+            node[row] = counterpart_term
 
-    def terms(state: NodeState) -> tuple[int, int, int, int]:
-        name = state.name
-        if name in counterpart_nodes:
-            node_term = counterpart_term
-        elif name in job_nodes:
-            node_term = job_term
-        elif dims == 0:
-            node_term = idle_offset
-        else:
-            # round(3 x mean idle fraction after placing the pod) over the job's
-            # dimensions; halves round up, so an empty node stays at 3 after a small
-            # pod. Zero allocatable counts 0 (the leastRequestedScore guard).
-            extra = extra_requested.get(name)
-            idle = 0.0
-            if use_gpu:
-                free = state.free_gpu_milli - gpu
-                if extra is not None:
-                    free -= extra.gpu_milli
-                capacity = state.allocatable_gpu_milli
-                if free > 0 and capacity > 0:
-                    idle += free / capacity if free < capacity else 1.0
-            if use_cpu:
-                free = state.free_cpu_milli - cpu
-                if extra is not None:
-                    free -= extra.cpu_milli
-                capacity = state.allocatable_cpu_milli
-                if free > 0 and capacity > 0:
-                    idle += free / capacity if free < capacity else 1.0
-            if use_memory:
-                free = state.free_memory_bytes - memory
-                if extra is not None:
-                    free -= extra.memory_bytes
-                capacity = state.allocatable_memory_bytes
-                if free > 0 and capacity > 0:
-                    idle += free / capacity if free < capacity else 1.0
-            # idle <= dims, so this is at most 3. The epsilon keeps exact halves (1.5)
-            # rounding up despite float error.
-            node_term = idle_offset + int(idle * idle_scale + 0.5 + 1e-9)
+    group_policy_none = policy.placement_group is Locality.NONE
+    group = np.zeros(size, dtype=np.int64)
+    if not group_policy_none:
+        # The topology term, narrowest target level first (locality.topology).
+        for rank, (level, wanted) in enumerate(context.targets):
+            codes = table.level_codes.get(level)
+            if codes is None:
+                continue
+            if len(wanted) == 1:  # a placed job's home domain: one comparison
+                code = table.level_index[level].get(next(iter(wanted)), -2)
+                inside = codes == code
+            else:
+                holds = np.array([domain in wanted for domain in table.level_domains[level]]
+                                 + [False], dtype=bool)
+                inside = holds[codes]  # code -1 reads the trailing False
+            value = max(TOPOLOGY_MAX - rank, 1)
+            group = np.where(inside, value, 0) if rank == 0 else np.where(
+                (group == 0) & inside, value, group)
 
-        if group_policy_none or not targets:
-            group_term = 0
-        else:
-            group_term = topology_term(
-                domains_of(state.node.domains, state.placement_group), targets)
+    demand = context.pod.numa_request
+    if demand.gpu_milli > 0 and policy.numa is not Locality.NONE and table.topology_rows:
+        aligned = table.numa_masks(demand, context.assumed_topologies)[2]
+        numa = aligned.astype(np.int64) * NUMA
+    else:
+        numa = np.zeros(size, dtype=np.int64)
 
-        numa_term = 0
-        if numa_wanted:
-            topology = assumed_topologies.get(name)
-            if topology is None:
-                topology = state.topology
-            if topology is not None and topology.fit(demand) is NumaFit.ALIGNED:
-                numa_term = NUMA
-
-        placeholder_term = 0
-        if state.holds_placeholders and (group_policy_none or group_term):
-            placeholder_term = PLACEHOLDER
-        return node_term, group_term, numa_term, placeholder_term
-
-    return terms
+    right_group = np.ones(size, dtype=bool) if group_policy_none else group > 0
+    placeholder = (table.holds_placeholders & right_group).astype(np.int64) * PLACEHOLDER
+    return np.stack([node, group, numa, placeholder])
 
 
 def best_node(totals: Sequence[tuple[str, int]]) -> str | None:

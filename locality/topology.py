@@ -14,7 +14,7 @@ The score's topology term follows Kueue's Topology Aware Scheduling, which admit
 job at the lowest (narrowest) level where one domain holds all of it, walking up when
 none does. For a job with no pod placed yet, the target is the narrowest level where
 some domain can hold the job's remaining pods (first-fit over the domain's nodes, as
-`locality.context.fit_job_into_groups`); for a placed job, its home domains (the
+`NodeTable.fit_job_into_groups`); for a placed job, its home domains (the
 coordinator's, else the most populated) at each level where it has one. The term is
 3 for a node in a target domain of the narrowest such level, 2 one level up, 1 further
 up, 0 outside: a job's first pod never enters a domain too small for the rest when a
@@ -134,15 +134,3 @@ def targets_from_holding(
     return tuple(
         (level, holding[level]) for level in reversed(level_order) if holding.get(level)
     )
-
-
-def topology_term(
-    domains: Domains, targets: tuple[tuple[str, frozenset[str]], ...]
-) -> int:
-    """3 in a target domain of the narrowest target level, 2 one level up, 1 further up,
-    0 outside every target (module docstring)."""
-    for rank, (level, wanted) in enumerate(targets):
-        value = domain_at(domains, level)
-        if value is not None and value in wanted:
-            return max(TOPOLOGY_MAX - rank, 1)
-    return 0

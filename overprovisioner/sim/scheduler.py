@@ -6,7 +6,7 @@ request as used); only when no node fits does preemption evict a placeholder (pr
 -5 < 0) from a node where that makes room. Among candidates, one of two scorers chooses:
 
 - `headstart`: what the manifests install: the locality core
-  (`locality.context.build_context` + `locality.score.score_node`, the extender), its
+  (`locality.context.build_context` + `locality.score.score_totals`, the extender), its
   weight taken as dominant, then the headstart-scheduler profile's NodeResourcesFit
   MostAllocated score on GPUs, CPU and memory (the fullest node that fits wins), which
   keeps empty nodes and placeholders' nodes whole for pods that need a whole node and
@@ -35,7 +35,7 @@ from locality.context import build_context
 from locality.jobs import parse_role
 from locality.model import JobIdentity, JobKey, JobPolicy, NodeState, Pod
 from locality.placement import JobPlacement, PlacedPod
-from locality.score import score_node
+from locality.score import score_totals
 from overprovisioner.sim.cluster import READY, Cluster, SimNode
 
 SAMPLE_NODES = 100
@@ -208,11 +208,12 @@ class HeadstartScorer:
         states = _ClusterStates(self.cluster, types)
         sim_pod = Pod(NAMESPACE, str(pod), str(pod), {}, {}, Resources(*request))
         context = build_context(sim_pod, identity, self.policy, placement, states)
+        totals = score_totals(context, [node.state() for node in candidates])
         return max(
-            candidates,
-            key=lambda n: (score_node(context, n.state()).total,
-                           most_allocated(n, gpu, cpu, mem), -n.index),
-        )
+            zip(candidates, totals, strict=True),
+            key=lambda pair: (pair[1][1], most_allocated(pair[0], gpu, cpu, mem),
+                              -pair[0].index),
+        )[0]
 
 
 def candidates_for(

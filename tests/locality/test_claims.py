@@ -6,9 +6,9 @@ import pytest
 
 from bucketing.resources import Resources
 from locality.claims import claims_of_job
+from locality.columns import NodeTable
 from locality.model import JobKey
 from locality.placement import JobPlacement
-from locality.table import NodeTable
 from tests.locality.builders import make_pod, make_state
 
 GIB = 1024**3

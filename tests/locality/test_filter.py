@@ -270,12 +270,13 @@ def test_passed_keeps_input_order():
     assert filter_nodes(context_for(WORKER, states), states).passed == ("c", "a", "b")
 
 
-@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+@pytest.mark.parametrize("columnar", [False, True], ids=["states", "table"])
 def test_a_pod_scheduled_again_does_not_compete_with_its_own_stale_assumption(columnar):
     # The worker was steered to "only" (1 GPU allocatable) and its bind failed, so it is
     # scheduled again within the 30 s expiry. Its own assumption must not count:
     # 1 GPU free - 1 assumed (itself) = 0 < 1 would reject the one node it fits.
-    from locality.table import NodeTable, filter_table
+    from locality.columns import NodeTable
+    from locality.filter import filter_table
 
     state = make_state("only", gpus=1)
     assumed = AssumedPlacements().assume(
@@ -299,13 +300,14 @@ def test_a_pod_scheduled_again_does_not_compete_with_its_own_stale_assumption(co
                      id="scaled-down-by-cluster-autoscaler"),
     ],
 )
-@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+@pytest.mark.parametrize("columnar", [False, True], ids=["states", "table"])
 def test_nodes_that_take_no_new_pods_do_not_make_a_group_big_enough(closed, columnar):
     # The job: this worker + 9 pending one-GPU workers = 10 GPUs. pg-a has 2 empty 8-GPU
     # nodes but a-2 takes no new pods (and looks idle), so pg-a holds 8 < 10; pg-b holds 16.
     # Counting a-2 would put the first pod in pg-a and strand 2 workers.
-    from locality.score import score_totals
-    from locality.table import NodeTable, filter_table, score_table
+    from locality.columns import NodeTable
+    from locality.filter import filter_table
+    from locality.score import score_table, score_totals
 
     a2 = make_state("a-2", group="pg-a")
     states = [make_state("a-1", group="pg-a"), a2.with_node(replace(a2.node, **closed)),
@@ -418,11 +420,12 @@ TWO = gpu_pod("two", 2, 4)
                      id="burstable-pod-takes-no-zone-cpus"),
     ],
 )
-@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+@pytest.mark.parametrize("columnar", [False, True], ids=["states", "table"])
 def test_assumed_gpu_pods_take_their_numa_zone(pod, assumed, now, zones_after, verdict,
                                                columnar):
-    from locality.score import score_nodes
-    from locality.table import NodeTable, filter_table, score_columns
+    from locality.columns import NodeTable
+    from locality.filter import filter_table
+    from locality.score import score_columns, score_nodes
 
     # best-effort: the zones charged as kubelet would, and only `required` filters.
     state = make_state(NUMA_NODE, zones=[(4, 48), (4, 48)], policy="best-effort")
@@ -447,14 +450,15 @@ def test_assumed_gpu_pods_take_their_numa_zone(pod, assumed, now, zones_after, v
     assert preferred_term == numa_term == (1 if verdict[0] == "passed" else 0)
 
 
-@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+@pytest.mark.parametrize("columnar", [False, True], ids=["states", "table"])
 @pytest.mark.parametrize("placeholders", [True, False], ids=["placeholders", "real-pods"])
 def test_numa_failure_is_unresolvable_even_where_placeholders_sit(placeholders, columnar):
     """A 4-GPU pod fills the node's one zone and NFD counts its GPUs: the zone shows 0
     free. Even when it is a placeholder a real pod could preempt, kube-scheduler's
     preemption dry run re-runs only its filter plugins (which this node passed), so it
     would find no victim here: the failure is unresolvable either way."""
-    from locality.table import NodeTable, filter_table
+    from locality.columns import NodeTable
+    from locality.filter import filter_table
 
     holder = make_pod("holder", cpu=40, gpus=4, node="one", placeholder=placeholders)
     state = make_state("one", gpus=4, cpu=48, pods=[holder], zones=[(0, 8)],

@@ -1,5 +1,5 @@
 """Every failure kind yields its ReasonCode (the metrics' `reason` label) and its
-resolvability, identically on the per-node path (filter_nodes) and the numpy path
+resolvability, through both entry points: node states (filter_nodes) and a kept table
 (filter_table). The texts are pinned by test_filter.py and the wire captures, not here:
 the code must not care how a reason is worded."""
 
@@ -9,8 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from locality.filter import FilterResult, ReasonCode, filter_nodes
-from locality.table import UNKNOWN_NODE_REASON, NodeTable, filter_table
+from locality.columns import NodeTable
+from locality.filter import FilterResult, ReasonCode, filter_nodes, filter_table
+from locality.reasons import UNKNOWN_NODE_REASON
 from tests.locality.builders import context_for, make_pod, make_state
 
 WORKER = make_pod("w", cpu=4, gpus=1, job="j", role="worker")
@@ -96,7 +97,7 @@ def where(result: FilterResult, name: str) -> tuple[str, ReasonCode | None]:
     return "passed", result.codes.get(name)
 
 
-@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+@pytest.mark.parametrize("columnar", [False, True], ids=["states", "table"])
 @pytest.mark.parametrize(("pod", "states", "job_pods", "node", "expected"), KINDS)
 def test_every_failure_kind_yields_its_code_and_label(pod, states, job_pods, node, expected,
                                                       columnar):
@@ -116,7 +117,7 @@ def test_unknown_node_code_on_the_numpy_path():
     assert result.codes == {"ghost": ReasonCode.UNKNOWN_NODE}
 
 
-@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+@pytest.mark.parametrize("columnar", [False, True], ids=["states", "table"])
 def test_passing_nodes_and_pods_of_no_job_carry_no_code(columnar):
     states = [make_state("roomy"), make_state("full", pods=[make_pod("bg", cpu=1, gpus=8)])]
     names = [state.name for state in states]

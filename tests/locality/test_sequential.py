@@ -12,11 +12,11 @@ from dataclasses import replace
 
 import pytest
 
+from locality.columns import NodeTable
 from locality.context import decision_context
-from locality.filter import filter_nodes
+from locality.filter import filter_nodes, filter_table
 from locality.placement import AssumedPlacements, assumption_for
-from locality.score import best_node, score_totals
-from locality.table import NodeTable, filter_table, score_table
+from locality.score import best_node, score_table, score_totals
 from tests.locality.builders import CONFIG, make_pod, make_state
 
 BACKGROUND = make_pod("background", cpu=40, gpus=4, memory_gib=300)
@@ -45,7 +45,7 @@ def job(size: int, **policy):
 def schedule_back_to_back(pods, states, use_assumptions=True, columnar=False):
     """Place each pod in turn; return {pod name: node}. Node states never change.
 
-    columnar: run the numpy path (NodeTable, filter_table, score_table) instead.
+    columnar: keep one NodeTable and call filter_table / score_table on it instead.
     """
     assumed = AssumedPlacements()
     nodes = list(states.values())
@@ -73,7 +73,7 @@ def schedule_back_to_back(pods, states, use_assumptions=True, columnar=False):
     return where
 
 
-PATHS = pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "node-table"])
+PATHS = pytest.mark.parametrize("columnar", [False, True], ids=["states", "node-table"])
 
 
 @PATHS

@@ -1,4 +1,5 @@
-"""NodeTable (numpy columns) gives exactly what the per-node reference functions give."""
+"""NodeTable: its columns equal a rebuild after changes, and the rules over them judge each
+node on its own row."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bucketing.resources import Resources
+from locality.columns import NodeTable
 from locality.context import decision_context, fit_job_into_groups
-from locality.filter import filter_nodes
+from locality.filter import ReasonCode, filter_table, node_verdict
 from locality.model import NodeState
 from locality.numa import pod_numa_demand
 from locality.placement import AssumedPlacements, assumption_for
-from locality.score import score_nodes, score_totals
-from locality.table import UNKNOWN_NODE_REASON, NodeTable, filter_table, score_table
+from locality.reasons import UNKNOWN_NODE_REASON
+from locality.score import score_node, score_table
+from locality.topology import domains_of
 from tests.locality.builders import CONFIG, make_node, make_pod, make_state
 
 GROUPS = [None, "pg-a", "pg-b", "pg-c"]
@@ -113,19 +116,48 @@ def contexts(states, job_pods, pod, assumed):
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
-def test_table_matches_the_reference(case):
+def test_a_dict_cluster_and_a_table_give_the_same_context(case):
+    # decision_context sizes groups over a NodeTable either way: the dict is put in one.
+    states, job_pods, pod, assumed, _ = case
+    from_dict, from_table, _, _ = contexts(states, job_pods, pod, assumed)
+    assert from_table.group_fits == from_dict.group_fits
+    assert from_table.preferred_groups == from_dict.preferred_groups
+    assert from_table.home_group == from_dict.home_group
+    assert from_table.targets == from_dict.targets
+    assert from_table.required_fits == from_dict.required_fits
+
+
+UNRESOLVABLE_CODES = {ReasonCode.PLACEMENT_GROUP, ReasonCode.NUMA}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_each_node_is_judged_on_its_own_row(case):
+    """The rules run over columns: a verdict or score must not depend on the other rows,
+    their order, or which candidates came with it. Judging each candidate alone (a table
+    of that one node, `node_verdict` / `score_node`) and the whole table with its rows
+    reversed must agree with the candidates judged together."""
     states, job_pods, pod, assumed, candidates = case
-    reference, columnar, by_name, table = contexts(states, job_pods, pod, assumed)
-    assert columnar.group_fits == reference.group_fits
-    assert columnar.preferred_groups == reference.preferred_groups
-    assert columnar.home_group == reference.home_group
-    assert columnar.targets == reference.targets
-    assert columnar.required_fits == reference.required_fits
-    chosen = [by_name[name] for name in candidates]
-    assert filter_table(columnar, table, candidates) == filter_nodes(reference, chosen)
-    totals = score_table(columnar, table, candidates)
-    assert totals == [total for _, total in score_totals(reference, chosen)]
-    assert all(0 <= total <= 10 for total in totals)
+    _, context, by_name, table = contexts(states, job_pods, pod, assumed)
+    result = filter_table(context, table, candidates)
+    totals = score_table(context, table, candidates)
+    reversed_table = NodeTable(reversed(states))
+    assert filter_table(context, reversed_table, candidates) == result
+    assert score_table(context, reversed_table, candidates) == totals
+    assert set(result.passed) | result.failed.keys() | result.unresolvable.keys() == set(
+        candidates)
+    assert result.codes.keys() == result.failed.keys() | result.unresolvable.keys()
+    for name, total in zip(candidates, totals, strict=True):
+        reason, code, resolvable = node_verdict(context, by_name[name])
+        if name in result.passed:
+            assert reason is None
+        else:
+            assert (reason, code) == (
+                result.failed.get(name) or result.unresolvable[name], result.codes[name])
+            assert resolvable == (name in result.failed)
+            assert (code in UNRESOLVABLE_CODES) == (not resolvable)
+        assert score_node(context, by_name[name]).total == total
+        assert 0 <= total <= 10
 
 
 @settings(max_examples=50, deadline=None)
@@ -195,24 +227,42 @@ def test_unknown_candidate_names():
     assert filter_table(plain_context, table, ["a", "ghost"]).passed == ("a", "ghost")
 
 
-def test_score_breakdown_columns_match_score_nodes():
-    from locality.table import score_columns
+@st.composite
+def grouped_nodes(draw):
+    """Nodes in a few groups and blocks, some partly used, some closed."""
+    states = []
+    for index in range(draw(st.integers(1, 10))):
+        group = draw(st.sampled_from(GROUPS))
+        block = draw(st.sampled_from([None, "b1", "b2"]))
+        used = draw(st.integers(0, 8))
+        state = make_state(f"n{index}", gpus=8, cpu=64, group=group,
+                           domains=[("block", block)] if block else [],
+                           pods=[make_pod(f"bg{index}", gpus=used, cpu=used * 4)] if used else [])
+        if draw(st.integers(0, 5)) == 0:
+            state = state.with_node(replace(state.node, unschedulable=True))
+        states.append(state)
+    shapes = draw(st.lists(st.sampled_from(
+        [Resources.of(1, 4, 16), Resources.of(2, 8, 32), Resources.of(0, 4, 8)]),
+        min_size=1, max_size=3, unique=True))
+    return states, tuple((shape, draw(st.integers(1, 12))) for shape in shapes)
 
-    ps = make_pod("ps", cpu=4, job="j", role="ps", node="a")
-    states = [make_state("a", group="pg-a", pods=[ps]), make_state("b", group="pg-a",
-              zones=[(2, 8)]), make_state("c", group="pg-b")]
-    worker = make_pod("w", gpus=1, cpu=4, job="j", role="worker")
-    reference, columnar, _, table = contexts(states, [ps, worker], worker, AssumedPlacements())
-    columns = score_columns(columnar, table)
-    expected = score_nodes(reference, states)
-    for row, state in enumerate(states):
-        terms = expected[state.name]
-        assert columns[:, row].tolist() == [terms.node, terms.group, terms.numa,
-                                            terms.placeholder]
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grouped_nodes(), st.sampled_from([None, 1]), st.sampled_from([None, "block"]))
+def test_each_group_is_sized_on_its_own_nodes(case, per_node, level):
+    """Group sizing fills every group at once over sorted columns: each group's answer
+    must be what a table of that group's nodes alone gives."""
+    states, remaining = case
+    fits = NodeTable(states).fit_job_into_groups(remaining, {}, per_node, level)
+    for domain, fit in fits.items():
+        alone = [s for s in states if (s.placement_group if level is None else dict(
+            domains_of(s.node.domains, s.placement_group)).get(level)) == domain]
+        assert NodeTable(alone).fit_job_into_groups(remaining, {}, per_node, level)[
+            domain] == fit
 
 
 @pytest.mark.parametrize("per_node", [None, 1], ids=["pack", "spread"])
-def test_group_fit_reference_example(per_node):
+def test_group_fit_example(per_node):
     # pg-a: two 8-GPU nodes, one with 3 GPUs used. 1 PS (CPU) + 12 one-GPU workers.
     # pack: workers 8 + 5 = 13 >= 12, then the PS -> 13 of 13.
     # spread: one pod per node -> 2 of 13.
@@ -220,9 +270,9 @@ def test_group_fit_reference_example(per_node):
               make_state("a2", group="pg-a", pods=[make_pod("x", gpus=3, cpu=1)])]
     remaining = ((Resources.of(1, 4, 16), 12), (Resources.of(0, 4, 8), 1))
     expected = 13 if per_node is None else 2
-    reference = fit_job_into_groups(remaining, states, {}, per_node)
-    columnar = NodeTable(states).fit_job_into_groups(remaining, {}, per_node)
-    assert reference["pg-a"].pods_that_fit == columnar["pg-a"].pods_that_fit == expected
+    from_states = fit_job_into_groups(remaining, states, {}, per_node)
+    from_table = NodeTable(states).fit_job_into_groups(remaining, {}, per_node)
+    assert from_states["pg-a"].pods_that_fit == from_table["pg-a"].pods_that_fit == expected
 
 
 def test_table_is_a_mapping_of_states():

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
+from locality.columns import NodeTable
 from locality.config import LocalityConfig
-from locality.filter import filter_nodes
-from locality.score import score_nodes
-from locality.table import NodeTable, filter_table, score_columns
-from locality.topology import LevelKeys, node_domains, topology_term
+from locality.filter import filter_nodes, filter_table
+from locality.score import score_columns, score_nodes
+from locality.topology import LevelKeys, node_domains
 from tests.locality.builders import context_for, make_pod, make_state
 
 
@@ -46,7 +46,7 @@ def group_terms(context, columnar):
     return {name: breakdown.group for name, breakdown in score_nodes(context, CLUSTER).items()}
 
 
-@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+@pytest.mark.parametrize("columnar", [False, True], ids=["states", "table"])
 @pytest.mark.parametrize(
     ("job", "expected"),
     [
@@ -79,7 +79,7 @@ REQUIRED_CLIQUE = {"headstart.io/placement-group": "required",
                    "headstart.io/topology-level": "nvlink"}
 
 
-@pytest.mark.parametrize("columnar", [False, True], ids=["per-node", "table"])
+@pytest.mark.parametrize("columnar", [False, True], ids=["states", "table"])
 @pytest.mark.parametrize(
     ("job", "expected"),
     [
@@ -146,4 +146,7 @@ def test_a_label_key_belongs_to_the_widest_level_listing_it():
 def test_topology_term(domains, expected):
     targets = (("nvlink", frozenset({"c1"})), ("subblock", frozenset({"s1"})),
                ("block", frozenset({"b1"})))
-    assert topology_term(domains, targets) == expected
+    state = make_state("x", domains=domains)
+    [pod] = workers(1)
+    context = replace(context_for(pod, [state], job_pods=[pod]), targets=targets)
+    assert score_nodes(context, [state])["x"].group == expected
