@@ -9,9 +9,9 @@ the safety rules around them:
   (`objects.owned_by_overprovisioner`: its `headstart.io/owner` annotation, not a label
   the kustomization stamps on everything) is never touched: that is a permanent error
   naming it;
-- a write is skipped when the observed object already has the desired spec hash and
-  every desired field (quantities compared by value, since the API server rewrites
-  `33285996544` as `32505856Ki`), so applying the same plan twice writes nothing;
+- a write is skipped when the observed object already holds what is desired
+  (`overprovisioner.service.diff.needs_write`), so applying the same plan twice writes
+  nothing;
 - prune: a bucket the plan still lists but wants 0 of keeps its Deployment (or
   CapacityBuffer) at 0 replicas: the name, history and events stay, and nothing is
   paid for. Objects of buckets the plan no longer lists (an instance type or placement
@@ -40,16 +40,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import numpy as np
 from kubernetes.client.exceptions import ApiException
-from kubernetes.utils.quantity import parse_quantity
 
 from bucketing.errors import HeadstartError
-from bucketing.resources import Resources, resources_from_list
 from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.service.diff import needs_write
 from overprovisioner.service.errors import (
     ApiCallError,
     ErrorClass,
@@ -57,22 +55,17 @@ from overprovisioner.service.errors import (
     RetryPolicy,
     call_with_retry,
 )
-from overprovisioner.service.expiry import valid_until
 from overprovisioner.service.objects import (
     CAPACITY_BUFFERS,
     DEPLOYMENT,
-    INSTANCE_TYPE_LABEL,
-    PLACEMENT_GROUP_LABEL,
     POD_TEMPLATE,
     PRIORITY_CLASS,
-    SPEC_HASH,
-    VALID_UNTIL,
     DesiredObject,
     bucket_of,
     owned_by_overprovisioner,
-    pin_of,
     placeholder_selector,
 )
+from overprovisioner.service.observed import Observed
 
 FIELD_MANAGER = "headstart-overprovisioner"
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
@@ -135,90 +128,6 @@ class KubeApi:
             # Something in front of the API server (a proxy's HTML page): retry later.
             raise ApiException(status=502, reason="the answer is not JSON",
                                body=data[:200].decode("utf-8", "replace")) from None
-
-
-@dataclass(frozen=True)
-class Observed:
-    """headstart's placeholder objects as they are now, keyed like DesiredObject.key.
-
-    capacity_buffer_api: the CapacityBuffer apiVersion the cluster serves (the
-    preferred one, see CAPACITY_BUFFERS), "" when it serves none usable;
-    capacity_buffer_problem: why a served CapacityBuffer API cannot be used ("" = none)."""
-
-    objects: Mapping[tuple[str, str, str | None, str], Mapping[str, Any]]
-    capacity_buffer_api: str = ""
-    capacity_buffer_problem: str = ""
-
-    @property
-    def capacity_buffers_served(self) -> bool:
-        return bool(self.capacity_buffer_api)
-
-    def replicas(self) -> dict[tuple[str, str], int]:
-        """Placeholders asked for now per (instance type, placement group): the
-        spec.replicas of headstart's Deployments or CapacityBuffers."""
-        return self._per_bucket((DEPLOYMENT, *CAPACITY_BUFFERS), "spec", "replicas")
-
-    def buffers(self) -> dict[tuple[str, str], Mapping[str, Any]]:
-        """headstart's CapacityBuffers as observed, per (instance type, group): the
-        bucket's unpinned one, else one of its zone- or capacity-pinned ones."""
-        result: dict[tuple[str, str], Mapping[str, Any]] = {}
-        for (api_version, kind, _, _), obj in sorted(self.objects.items()):
-            if (api_version, kind) in CAPACITY_BUFFERS:
-                labels = obj["metadata"].get("labels") or {}
-                key = (labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(PLACEMENT_GROUP_LABEL, ""))
-                if key not in result or not pin_of(obj):
-                    result[key] = obj
-        return result
-
-    def buffer_replicas(self) -> dict[tuple[str, str], int]:
-        """spec.replicas of headstart's CapacityBuffers per (instance type, group)."""
-        return self._per_bucket(CAPACITY_BUFFERS, "spec", "replicas")
-
-    def running(self) -> dict[tuple[str, str], int]:
-        """Placeholders running per (instance type, placement group): ready Deployment
-        replicas, or a CapacityBuffer's status.replicas."""
-        running = self._per_bucket((DEPLOYMENT,), "status", "readyReplicas")
-        for key, count in self._per_bucket(CAPACITY_BUFFERS, "status", "replicas").items():
-            running[key] = running.get(key, 0) + count
-        return running
-
-    def _per_bucket(self, kinds: Iterable[tuple[str, str]], section: str, field_name: str
-                    ) -> dict[tuple[str, str], int]:
-        """obj[section][field_name] summed per (instance type, group) over `kinds`."""
-        kinds = tuple(kinds)
-        result: dict[tuple[str, str], int] = {}
-        for (api_version, kind, _, _), obj in self.objects.items():
-            if (api_version, kind) not in kinds:
-                continue
-            labels = obj["metadata"].get("labels") or {}
-            key = (labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(PLACEMENT_GROUP_LABEL, ""))
-            count = int((obj.get(section) or {}).get(field_name) or 0)
-            result[key] = result.get(key, 0) + count
-        return result
-
-    def applied_requests(self, gpu_resource: str) -> dict[str, Resources]:
-        """Per instance type, what its placeholder pod template requests now (from a
-        Deployment's or PodTemplate's first container; a template that cannot be read
-        is left out, and sizing then measures afresh)."""
-        result: dict[str, Resources] = {}
-        for (api_version, kind, _, name), obj in sorted(self.objects.items()):
-            if (api_version, kind) == DEPLOYMENT:
-                template = (obj.get("spec") or {}).get("template") or {}
-            elif (api_version, kind) == POD_TEMPLATE:
-                template = obj.get("template") or {}
-            else:
-                continue
-            labels = obj["metadata"].get("labels") or {}
-            containers = (template.get("spec") or {}).get("containers") or []
-            if not containers or not labels.get(INSTANCE_TYPE_LABEL):
-                continue
-            requests = (containers[0].get("resources") or {}).get("requests")
-            try:
-                request = resources_from_list(requests, gpu_resource, name)
-            except HeadstartError:
-                continue
-            result.setdefault(labels[INSTANCE_TYPE_LABEL], request)
-        return result
 
 
 @dataclass(frozen=True)
@@ -531,62 +440,6 @@ def apply_plan(
 
 def _labels(objects: Iterable[DesiredObject]) -> tuple[str, ...]:
     return tuple(_describe(*obj.key) for obj in objects)
-
-
-def needs_write(desired: DesiredObject, current: Mapping[str, Any],
-                renew_slack_s: float = 0.0) -> bool:
-    """True unless `current` already has the desired spec hash and every desired field.
-
-    The `headstart.io/valid-until` stamp is the exception: it moves every tick, and
-    writing every placeholder object every tick only to move it would be one PATCH per
-    object per tick. `current`'s stamp is good enough while it is at most
-    `renew_slack_s` before the desired one (the Applier passes half of
-    `placeholders.expire_after`, so an object is renewed about every other tick at the
-    defaults and never comes closer than half that to expiring)."""
-    annotations = (current.get("metadata") or {}).get("annotations") or {}
-    if annotations.get(SPEC_HASH) != desired.spec_hash:
-        return True
-    # List items carry no apiVersion/kind (as on a real server); the key already matched them.
-    body = {k: v for k, v in desired.body.items() if k not in ("apiVersion", "kind")}
-    wanted_until = valid_until(desired.body)
-    if wanted_until is not None:
-        metadata = dict(body.get("metadata") or {})
-        metadata["annotations"] = {k: v for k, v in (metadata.get("annotations") or {}).items()
-                                   if k != VALID_UNTIL}
-        body["metadata"] = metadata
-    if not _contains(current, body, in_resources=False):
-        return True
-    if wanted_until is None:
-        return False
-    current_until = valid_until(current)
-    return current_until is None or current_until < wanted_until - renew_slack_s
-
-
-def _contains(observed: Any, desired: Any, in_resources: bool) -> bool:
-    if isinstance(desired, Mapping):
-        if not isinstance(observed, Mapping):
-            return False
-        return all(
-            key in observed and _contains(observed[key], value, in_resources or key == "resources")
-            for key, value in desired.items()
-        )
-    if isinstance(desired, list):
-        return (
-            isinstance(observed, list) and len(observed) == len(desired)
-            and all(_contains(o, d, in_resources) for o, d in zip(observed, desired, strict=True))
-        )
-    if in_resources and isinstance(desired, str) and isinstance(observed, str):
-        return _same_quantity(observed, desired)
-    return observed == desired
-
-
-def _same_quantity(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    try:
-        return Decimal(parse_quantity(a)) == Decimal(parse_quantity(b))
-    except (ValueError, TypeError, InvalidOperation):
-        return False
 
 
 def _describe(api_version: str, kind: str, namespace: str | None, name: str) -> str:

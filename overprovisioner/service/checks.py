@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from bucketing.errors import HeadstartError
 from bucketing.resources import Resources
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.service.apply import Observed
 from overprovisioner.service.diagnose import (
     AutoscalerStatus,
     BucketProblem,
@@ -41,6 +40,7 @@ from overprovisioner.service.observe import (
     new_preemptions,
     pod_bucket,
 )
+from overprovisioner.service.observed import Observed
 
 log = logging.getLogger("headstart.overprovisioner")
 Bucket = tuple[str, str]

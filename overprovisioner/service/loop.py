@@ -63,7 +63,7 @@ from overprovisioner.planner.pinned_plan import PlacedColumn, place_columns, spl
 from overprovisioner.planner.plan import BucketObservation, Mode, Plan
 from overprovisioner.planner.sizing import PlaceholderSize, size_placeholders
 from overprovisioner.planner.tick_core import forecast_demand, observations, plan_tick
-from overprovisioner.service.apply import Applier, ApplyResult, Observed, apply_plan
+from overprovisioner.service.apply import Applier, ApplyResult, apply_plan
 from overprovisioner.service.checks import CheckReport, PlaceholderChecks
 from overprovisioner.service.daemon_thread import in_daemon_thread
 from overprovisioner.service.expiry import shrink_to_floor
@@ -71,6 +71,7 @@ from overprovisioner.service.faults import FAULTS, collect_faults
 from overprovisioner.service.metrics import Metrics
 from overprovisioner.service.objects import desired_objects, placeholder_name, priority_class
 from overprovisioner.service.observe import ClusterReader, ClusterView
+from overprovisioner.service.observed import Observed
 from predictor.forecast import NotEnoughHistory
 from predictor.known.recording import KnownState
 from predictor.series import DemandSeries

@@ -367,7 +367,7 @@ def _served_copy(body: dict, memory: str, cpu: str) -> dict:
     ids=["canonical-ki", "plain-units", "scaled", "changed-request"],
 )
 def test_needs_write_compares_quantities_by_value(memory, cpu, replicas, expected) -> None:
-    from overprovisioner.service.apply import needs_write
+    from overprovisioner.service.diff import needs_write
 
     config = make_config()
     (desired,) = desired_objects([bucket(wanted=1)], config, resolve_catalog(config),
@@ -392,7 +392,7 @@ NOW_S = 1_800_000_000.0
 )
 def test_the_validity_stamp_is_renewed_only_past_half_its_window(served_until_s,
                                                                   expected) -> None:
-    from overprovisioner.service.apply import needs_write
+    from overprovisioner.service.diff import needs_write
     from overprovisioner.service.objects import VALID_UNTIL, format_time
 
     config = make_config()

@@ -156,7 +156,7 @@ def test_the_recorders_demand_source_reads_the_pinned_window(tmp_path) -> None:
 
 
 def test_a_buckets_buffer_verdict_reads_its_unpinned_buffer() -> None:
-    from overprovisioner.service.apply import Observed
+    from overprovisioner.service.observed import Observed
 
     def buffer(name, zone=None):
         labels = {"headstart.io/instance-type": "g5.xlarge"}
