@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from bucketing.catalog import InstanceType
 from bucketing.resources import Resources
 from locality.model import Node, NodeState
@@ -108,6 +110,14 @@ class Cluster:
         self.with_placeholder: dict[tuple[int, str], set[int]] = {}
         self.live_count = [0] * len(types)
         self.ready_count = [0] * len(types)
+        # Per type, bumped whenever a node of it may have gained room for a pod (a node
+        # ready, a pod gone, a placeholder set or removed): a pod that fitted nowhere
+        # still fits nowhere while it stands (the engine skips the search then).
+        self.room_version = [0] * len(types)
+        # Every node's free room and placeholder flag by node index, kept beside the
+        # SimNodes' own fields so the scheduler's search is column arithmetic.
+        self.free = np.zeros((3, 64), dtype=np.int64)
+        self.holds_placeholder = np.zeros(64, dtype=bool)
         for t, names in groups.items():
             for g in names:
                 self.empty[(t, g)] = set()
@@ -117,9 +127,15 @@ class Cluster:
     def add_node(self, type_index: int, group: str, now: float, initial: bool) -> SimNode:
         node = SimNode(len(self.nodes), type_index, group, self.types[type_index], now, initial)
         self.nodes.append(node)
+        if node.index >= self.free.shape[1]:
+            self.free = np.concatenate([self.free, np.zeros_like(self.free)], axis=1)
+            self.holds_placeholder = np.r_[self.holds_placeholder,
+                                           np.zeros_like(self.holds_placeholder)]
+        self.free[:, node.index] = (node.free_gpu, node.free_cpu, node.free_mem)
         self.live_count[type_index] += 1
         if initial:
             self.ready_count[type_index] += 1
+            self.room_version[type_index] += 1
             self.refresh(node, now)
         else:
             self.launching[(type_index, group)].add(node.index)
@@ -130,6 +146,7 @@ class Cluster:
         node.ready_at = now
         self.ready_count[node.type_index] += 1
         self.launching[(node.type_index, node.group)].discard(node.index)
+        self.room_version[node.type_index] += 1
         self.refresh(node, now)
 
     def remove_node(self, node: SimNode, now: float) -> None:
@@ -148,6 +165,7 @@ class Cluster:
         node.free_gpu -= gpu
         node.free_cpu -= cpu
         node.free_mem -= mem
+        self.free[:, node.index] = (node.free_gpu, node.free_cpu, node.free_mem)
         node.real_pods += 1
         node.served = True
         node.pods.add(pod)
@@ -159,12 +177,16 @@ class Cluster:
         node.free_gpu += gpu
         node.free_cpu += cpu
         node.free_mem += mem
+        self.free[:, node.index] = (node.free_gpu, node.free_cpu, node.free_mem)
         node.real_pods -= 1
         node.pods.discard(pod)
+        self.room_version[node.type_index] += 1
         self.refresh(node, now)
 
     def set_placeholder(self, node: SimNode, present: bool, now: float) -> None:
         node.placeholder = present
+        self.holds_placeholder[node.index] = present
+        self.room_version[node.type_index] += 1
         self.refresh(node, now)
 
     def refresh(self, node: SimNode, now: float) -> None:

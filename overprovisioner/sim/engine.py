@@ -65,6 +65,7 @@ from overprovisioner.sim.scheduler import (
     HeadstartScorer,
     JobBook,
     candidates_for,
+    where_in_cluster,
 )
 from overprovisioner.sim.workload import Workload, bucket_vectors
 
@@ -131,8 +132,9 @@ class _Run:
             mine = workload.request[workload.bucket == b]
             smallest.append(tuple(int(v) for v in mine.min(axis=0)) if len(mine) else (0, 0, 0))
         self.cluster = Cluster(workload.types, self.groups, smallest)
+        self.fits_nowhere: dict[tuple[int, tuple[int, int, int]], int] = {}
         self.jobs = JobBook(workload.job.tolist(), workload.role.tolist(), self.requests,
-                            workload.job_names)
+                            workload.job_names, where_in_cluster(self.cluster))
         if config.scoring == "headstart":
             self.scorer = HeadstartScorer(self.cluster, self.jobs, self.bucket)
         else:
@@ -277,9 +279,13 @@ class _Run:
         b = self.bucket[pod]
         request = self.requests[pod]
         job = self.jobs.job_of[pod]
+        version = self.cluster.room_version[b]
+        if self.fits_nowhere.get((b, request)) == version:
+            return False  # no node of the type gained room since this shape fitted nowhere
         job_nodes = self.jobs.nodes_used.get(job, set()) if job >= 0 else set()
         candidates, preempt = candidates_for(self.cluster, b, request, job_nodes)
         if not candidates:
+            self.fits_nowhere[(b, request)] = version
             return False
         node = candidates[0] if len(candidates) == 1 else self.scorer.choose(
             pod, candidates, request)

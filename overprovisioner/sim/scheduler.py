@@ -30,11 +30,14 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Protocol
 
+import numpy as np
+
 from bucketing.resources import Resources
 from locality.context import build_context
 from locality.jobs import parse_role
-from locality.model import JobIdentity, JobKey, JobPolicy, NodeState, Pod
-from locality.placement import JobPlacement, PlacedPod
+from locality.layout import JobLayout, Where, bump, place_of
+from locality.model import JobIdentity, JobKey, JobPolicy, NodeState, Pod, Role
+from locality.placement import JobPlacement
 from locality.score import score_totals
 from overprovisioner.sim.cluster import READY, Cluster, SimNode
 
@@ -79,16 +82,33 @@ def most_allocated(node: SimNode, gpu: int, cpu: int, mem: int) -> int:
     return total // weights if weights else 0
 
 
+def where_in_cluster(cluster: Cluster) -> Where:
+    """`Where` for the simulated nodes ("n<index>")."""
+
+    def where(node_name: str):
+        return place_of(cluster.nodes[int(node_name[1:])].state())
+
+    return where
+
+
 class JobBook:
-    """Each multi-pod job's placed pods (pod -> node) and its pods waiting for a node."""
+    """Each multi-pod job's placed pods and its pods waiting for a node.
+
+    Like the extender's cache (`locality.tally`), it keeps each job's placement summed as
+    pods bind and finish: per (node, role) and as a `JobLayout`, so a scheduling decision
+    reads the sums instead of walking the job's pods. where: a simulated node's name ->
+    its placement group and domains (`locality.layout.Where`)."""
 
     def __init__(self, job_of: list[int], role_of: list[str], request_of: list[tuple],
-                 job_names: tuple[str, ...]) -> None:
+                 job_names: tuple[str, ...], where: Where) -> None:
         self.job_of = job_of
         self.role_of = [parse_role(r) for r in role_of]
         self.request_of = request_of
         self.job_names = job_names
-        self.placed: dict[int, dict[int, PlacedPod]] = {}
+        self.where = where
+        self.placed_on: dict[int, dict[tuple[str, Role], int]] = {}
+        self.layouts: dict[int, JobLayout] = {}
+        self.node_of: dict[int, str] = {}
         self.waiting: dict[int, set[int]] = {}
         self.nodes_used: dict[int, set[int]] = {}
 
@@ -101,22 +121,29 @@ class JobBook:
         job = self.job_of[pod]
         if job >= 0:
             self.waiting.get(job, set()).discard(pod)
-            self.placed.setdefault(job, {})[pod] = PlacedPod(
-                str(pod), self.role_of[pod], f"n{node}", Resources(*self.request_of[pod]), False
-            )
+            name = self.node_of[pod] = f"n{node}"
+            self._count(job, name, self.role_of[pod], 1)
             self.nodes_used.setdefault(job, set()).add(node)
 
     def finished(self, pod: int) -> None:
         job = self.job_of[pod]
-        if job >= 0:
-            self.placed.get(job, {}).pop(pod, None)
+        name = self.node_of.pop(pod, None)
+        if job >= 0 and name is not None:
+            self._count(job, name, self.role_of[pod], -1)
+
+    def _count(self, job: int, node_name: str, role: Role, count: int) -> None:
+        bump(self.placed_on.setdefault(job, {}), (node_name, role), count)
+        layout = self.layouts.get(job)
+        if layout is None:
+            layout = self.layouts[job] = JobLayout(self.where)
+        layout.add(node_name, role, count)
 
     def placement(self, pod: int) -> tuple[JobIdentity, JobPlacement] | None:
+        """The pod's identity and its job's placement (read-only: the sums are shared)."""
         job = self.job_of[pod]
         if job < 0:
             return None
         key = JobKey(NAMESPACE, self.job_names[job])
-        placed = tuple(self.placed.get(job, {}).values())
         remaining: Counter[Resources] = Counter()
         for other in self.waiting.get(job, ()):
             remaining[Resources(*self.request_of[other])] += 1
@@ -126,7 +153,9 @@ class JobBook:
             remaining.items(),
             key=lambda item: (-item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes),
         ))
-        return JobIdentity(key, self.role_of[pod]), JobPlacement(key, placed, ordered)
+        return JobIdentity(key, self.role_of[pod]), JobPlacement(
+            key, (), ordered, placed_on=self.placed_on.get(job, {}),
+            layout=self.layouts.get(job) or JobLayout(self.where))
 
 
 class _ClusterStates(Mapping[str, NodeState]):
@@ -225,19 +254,20 @@ def candidates_for(
     Like kube-scheduler (percentageOfNodesToScore), the search stops once SAMPLE_NODES
     feasible nodes are found; the nodes holding the pod's job are always considered."""
     gpu, cpu, mem = request
-    free_fit: list[SimNode] = []
-    preempt_fit: list[SimNode] = []
     nodes = cluster.nodes
-    for index in cluster.open_nodes[type_index]:
-        node = nodes[index]
-        if node.free_gpu >= gpu and node.free_cpu >= cpu and node.free_mem >= mem:
-            if not node.placeholder:
-                free_fit.append(node)
-                if len(free_fit) >= SAMPLE_NODES:
-                    break
-            elif not free_fit and len(preempt_fit) < SAMPLE_NODES:
-                preempt_fit.append(node)
-    chosen, preempt = (free_fit, False) if free_fit else (preempt_fit, True)
+    open_nodes = cluster.open_nodes[type_index]
+    if not open_nodes:
+        return [], True
+    # The open nodes in the set's own order (the order a loop over it would take).
+    rows = np.fromiter(open_nodes, dtype=np.int64, count=len(open_nodes))
+    free = cluster.free[:, rows]
+    fit = (free[0] >= gpu) & (free[1] >= cpu) & (free[2] >= mem)
+    held = cluster.holds_placeholder[rows]
+    found = np.flatnonzero(fit & ~held)
+    preempt = not len(found)
+    if preempt:
+        found = np.flatnonzero(fit & held)
+    chosen = [nodes[index] for index in rows[found[:SAMPLE_NODES]].tolist()]
     if job_nodes and len(chosen) >= SAMPLE_NODES:
         seen = {n.index for n in chosen}
         for index in job_nodes:

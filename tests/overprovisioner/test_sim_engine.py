@@ -324,3 +324,13 @@ def test_node_start_up_is_spread_around_its_mean_by_default():
     assert np.array_equal(again.node_ready, result.node_ready)
     exact = simulate(rows, end=40_000.0)  # NO_GROUPS: spread 0
     assert np.allclose(exact.node_ready - exact.node_launched, 300.0)
+
+
+def test_a_pending_pod_takes_the_room_a_finished_pod_frees_at_once():
+    # g4dn.xlarge has 1 GPU. a runs from t0 on a node that exists then; b (1 GPU)
+    # arrives at 100 and fits nowhere: pending. CA launches for it at 130 (30 s old),
+    # ready at 430; but a ends at 200 and b takes its node then, not at 430. (The
+    # engine skips searching for a shape that fitted nowhere until a node of its type
+    # gains room: a finished pod must count as room gained.)
+    result = simulate([pod("a", 0, 200, start=0), pod("b", 100, 600)])
+    assert result.placed_at[1] == pytest.approx(200.0)
