@@ -118,6 +118,8 @@ class Cluster:
         # SimNodes' own fields so the scheduler's search is column arithmetic.
         self.free = np.zeros((3, 64), dtype=np.int64)
         self.holds_placeholder = np.zeros(64, dtype=bool)
+        self.is_open = np.zeros(64, dtype=bool)  # in its type's open_nodes
+        self.type_of = np.full(64, -1, dtype=np.int64)
         for t, names in groups.items():
             for g in names:
                 self.empty[(t, g)] = set()
@@ -131,6 +133,9 @@ class Cluster:
             self.free = np.concatenate([self.free, np.zeros_like(self.free)], axis=1)
             self.holds_placeholder = np.r_[self.holds_placeholder,
                                            np.zeros_like(self.holds_placeholder)]
+            self.is_open = np.r_[self.is_open, np.zeros_like(self.is_open)]
+            self.type_of = np.r_[self.type_of, np.full_like(self.type_of, -1)]
+        self.type_of[node.index] = type_index
         self.free[:, node.index] = (node.free_gpu, node.free_cpu, node.free_mem)
         self.live_count[type_index] += 1
         if initial:
@@ -157,6 +162,7 @@ class Cluster:
         node.removed_at = now
         self.live_count[node.type_index] -= 1
         self.open_nodes[node.type_index].discard(node.index)
+        self.is_open[node.index] = False
         self.empty[key].discard(node.index)
         self.launching[key].discard(node.index)
         self.with_placeholder[key].discard(node.index)
@@ -198,8 +204,10 @@ class Cluster:
         gpu, cpu, mem = self.smallest[node.type_index]
         if node.fits(gpu, cpu, mem):
             self.open_nodes[node.type_index].add(node.index)
+            self.is_open[node.index] = True
         else:
             self.open_nodes[node.type_index].discard(node.index)
+            self.is_open[node.index] = False
         if node.placeholder:
             self.with_placeholder[key].add(node.index)
         else:

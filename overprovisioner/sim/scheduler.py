@@ -252,14 +252,16 @@ def candidates_for(
     evicting anyone if any, else nodes where evicting the placeholder makes room.
 
     Like kube-scheduler (percentageOfNodesToScore), the search stops once SAMPLE_NODES
-    feasible nodes are found; the nodes holding the pod's job are always considered."""
+    feasible nodes are found, the oldest nodes first (kube-scheduler starts each search
+    where the last one stopped); the nodes holding the pod's job are always considered."""
     gpu, cpu, mem = request
     nodes = cluster.nodes
     open_nodes = cluster.open_nodes[type_index]
     if not open_nodes:
         return [], True
-    # The open nodes in the set's own order (the order a loop over it would take).
-    rows = np.fromiter(open_nodes, dtype=np.int64, count=len(open_nodes))
+    # The open nodes of the type, oldest first.
+    count = len(nodes)
+    rows = np.flatnonzero(cluster.is_open[:count] & (cluster.type_of[:count] == type_index))
     free = cluster.free[:, rows]
     fit = (free[0] >= gpu) & (free[1] >= cpu) & (free[2] >= mem)
     held = cluster.holds_placeholder[rows]
