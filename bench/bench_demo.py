@@ -6,8 +6,10 @@ demo paragraph is rendered from bench/results.json (entry demo), never typed.
 
 Runs `headstart demo` and `headstart demo --quick` as a user does (a subprocess, in a
 scratch folder the report is written into), `--repeats` times each, alternating, and
-records the median wall time of each, the machine's load, and the verdict's first line
-and the run it names (the line that starts "The headroom to run instead", if any).
+records the median wall time of each, the machine's load, the verdict's first line and
+the run it names (the line that starts "The headroom to run instead", if any), and the
+whole verdict block (every line before the first blank one: the verdict and its config
+lines), which docs/simulator.md shows as the sample output.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def main() -> int:
         instead = next((line for line in lines if line.startswith("The headroom to run")), "")
         figures[name] = {"median_s": round(statistics.median(times[name]), 1),
                          "runs_s": [round(t, 1) for t in times[name]],
-                         "verdict": lines[0] if lines else "", "instead": instead}
+                         "verdict": lines[0] if lines else "", "instead": instead,
+                         "head": lines[:lines.index("")] if "" in lines else lines}
         print(f"{name}: median {figures[name]['median_s']} s; {figures[name]['verdict'][:100]}")
     if args.record:
         record("demo", figures, load_before)

@@ -239,6 +239,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--requests", type=int, default=100, help="pods per run")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(JOB_SIZES))
+    parser.add_argument("--pin", action="store_true",
+                        help="the server on CPU 1, this client on CPU 0 (needs 2 CPUs): no "
+                        "waiting for the other's core, as kube-scheduler and the extender "
+                        "rarely share one core on a control-plane node")
     parser.add_argument("--record", action="store_true",
                         help="write the figures to bench/results.json (entry extender-job-size)")
     parser.add_argument("--before-into", metavar="RESULTS_JSON",
@@ -249,6 +253,8 @@ def main() -> int:
     parser.add_argument("--before-what", default="the build before",
                         help="what the older build lacks, for the table's caption")
     args = parser.parse_args()
+    if args.pin and len(os.sched_getaffinity(0)) < 2:
+        parser.error("--pin needs 2 CPUs")
     runs, requests = (1, 20) if args.quick else (args.runs, args.requests)
     load_before = load_average()
     started = time.perf_counter()
@@ -257,7 +263,11 @@ def main() -> int:
         bodies = request_bodies(job_size)
         figures = {}
         for kind in ("headstart", "baseline"):
+            if args.pin:
+                os.sched_setaffinity(0, {1})  # the forked server inherits CPU 1
             server = bench_extender.Server(serve, (kind, job_size), start_timeout_s=300)
+            if args.pin:
+                os.sched_setaffinity(0, {0})
             try:
                 figures[kind] = measure(server.url, bodies, requests, runs)
             finally:

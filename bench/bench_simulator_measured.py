@@ -106,6 +106,7 @@ def measure_workload(spec: Spec, traces: Path) -> dict:
     from overprovisioner.sim.compare import assess, default_policies, run_policies
     from overprovisioner.sim.config import SimConfig
     from overprovisioner.sim.policy_names import parse_policy_name
+    from overprovisioner.sim.summary import build_verdict_for
     from overprovisioner.sim.workload import build_workload
 
     catalog = load_catalog("aws")
@@ -140,11 +141,19 @@ def measure_workload(spec: Spec, traces: Path) -> dict:
                       else round(a.ratio_to_best_peer, 2)),
         })
     days = (workload.end_s - workload.start_s) / 86_400
+    verdict = build_verdict_for(metrics, config, workload)
+    chosen = verdict.assessment
     return {
         "key": spec.key, "name": f"{spec.name}, {days:.1f} days", "command": spec.command(),
         "pods": len(workload), "gpus_rounded": table.gpus_rounded,
         "types": [t.name for t in workload.types], "excluded": workload.excluded,
         "runs": runs, "assessments": assessments,
+        # What `simulate` would recommend on this workload, as its verdict line says it.
+        "verdict": None if chosen is None else {
+            "policy": chosen.policy, "beats": verdict.beats,
+            "ratio": (None if chosen.ratio_to_best_peer is None
+                      else round(chosen.ratio_to_best_peer, 2)),
+            "line": verdict.lines[0]},
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -185,6 +194,8 @@ def main() -> int:
         found = [_measure((spec, args.traces)) for spec in specs]
     for workload in found:
         print(f"\n{workload['name']} ({workload['pods']} pods on {', '.join(workload['types'])})")
+        if workload["verdict"] is not None:
+            print(f"  {workload['verdict']['line']}")
         for a in workload["assessments"]:
             ratio = "-" if a["ratio"] is None else f"{a['ratio']:.2f}x"
             print(f"  {a['policy']:<16} cut {a['reduction_pct']:5.1f}% for "

@@ -64,9 +64,16 @@ def simulator(results: dict) -> str:
     policies = sorted(f["median_s"], key=lambda p: (SIMULATOR_ORDER.index(p)
                                                     if p in SIMULATOR_ORDER else 99, p))
     times = ", ".join(f"{f['median_s'][p]:.1f} s ({p})" for p in policies)
-    return (f"{f['days']:g} simulated days of the DLRM trace ({f['pods']:,} pods, the trace "
+    text = (f"{f['days']:g} simulated days of the DLRM trace ({f['pods']:,} pods, the trace "
             f"tiled) take {times} per policy run, medians of {f['repeats']} (target 60 s; "
-            f"{provenance(e)}).\n")
+            f"{provenance(e)}).")
+    before = f.get("before_s")
+    if before:
+        ratios = ", ".join(f"{f['median_s'][p] / before[p]:.2f}x ({p})"
+                           for p in policies if p in before)
+        text += (f" Run in alternation with the build of {f['before_commit'] or 'before'}, "
+                 f"each policy's runs interleaved, this build takes {ratios} of its time.")
+    return text + "\n"
 
 
 def extender_table(results: dict) -> str:
@@ -139,10 +146,47 @@ def simulator_headline(results: dict) -> str:
     return "\n".join(lines) + "\n\n" + f"({provenance(results['simulator-measured'])})\n"
 
 
+def _verdict_cell(w: dict) -> str:
+    v = w["verdict"]
+    if v is None:
+        return "nothing to recommend"
+    ratio = "no peer at its cut" if v["ratio"] is None else f"{v['ratio']:.2f}x"
+    return f"{v['policy']}, {ratio}: {'cheaper' if v['beats'] else 'not cheaper'}"
+
+
+def simulator_direction(results: dict) -> str:
+    """Whether the verdict (`simulate`'s recommended run against the cheapest peer at its
+    cut) keeps its direction when the bucket list changes: each trace on its default
+    list and on the list the tuner recommends."""
+    by_key = {w["key"]: w for w in _simulated(results)}
+    sentences = []
+    for key, label in (("openb", "openb"), ("dlrm", "DLRM")):
+        default, tuned = by_key.get(key), by_key.get(f"{key}-tuned")
+        if default is None or tuned is None:
+            continue
+        same = (default["verdict"] or {}).get("beats") == (tuned["verdict"] or {}).get("beats")
+        sentences.append(
+            f"on {label} it recommends {_verdict_words(default)} on the default list and "
+            f"{_verdict_words(tuned)} on the tuned one"
+            + (": the same direction" if same else ": the direction changes with the list"))
+    return ("What `simulate`'s verdict recommends (the predictive run cheapest against the "
+            "cheapest peer at its cut, and that ratio): " + "; ".join(sentences)
+            + f" ({provenance(results['simulator-measured'])}).\n")
+
+
+def _verdict_words(w: dict) -> str:
+    v = w["verdict"]
+    if v is None:
+        return "nothing"
+    ratio = "" if v["ratio"] is None else f"{v['ratio']:.2f}x, "
+    return f"{v['policy']} ({ratio}{'cheaper than every peer' if v['beats'] else 'not cheaper'})"
+
+
 def simulator_measured(results: dict) -> str:
-    """docs/simulator.md's summary: one decimal, the cheapest peer named with its cost."""
-    lines = ["| workload | predictive (defaults: q 0.9) | q 0.97 | q 0.99 | oracle |",
-             "|---|---|---|---|---|"]
+    """docs/simulator.md's summary: one decimal, the cheapest peer named with its cost,
+    and what the verdict recommends."""
+    lines = ["| workload | predictive (defaults: q 0.9) | q 0.97 | q 0.99 | oracle | verdict |",
+             "|---|---|---|---|---|---|"]
     for w in _simulated(results):
         cells = []
         for name in ("predictive", "predictive:0.97", "predictive:0.99"):
@@ -153,10 +197,12 @@ def simulator_measured(results: dict) -> str:
                          f"{_ratio(a)} ({peer})")
         oracle = w["by_policy"]["oracle"]
         lines.append(f"| {w['name']} | {' | '.join(cells)} | "
-                     f"{oracle['reduction_pct']:.1f}% for {oracle['extra_gpu_hours']:+,} |")
+                     f"{oracle['reduction_pct']:.1f}% for {oracle['extra_gpu_hours']:+,} | "
+                     f"{_verdict_cell(w)} |")
     return "\n".join(lines) + "\n\n(GPU-hours over reactive; in brackets the cheapest peer " \
-        "family at the same cut and what it needs; every run is in the tables below; " \
-        f"{provenance(results['simulator-measured'])}.)\n"
+        "family at the same cut and what it needs; verdict: the run `simulate` recommends, " \
+        "its ratio, and whether it is cheaper than every peer at its cut; every run is in " \
+        f"the tables below; {provenance(results['simulator-measured'])}.)\n"
 
 
 def simulator_runs(results: dict) -> str:
@@ -272,6 +318,13 @@ def demo(results: dict) -> str:
     return (f"On this build its verdict begins: \"{verdict}\"{instead} It took "
             f"{f['demo']['median_s']:g} s (median of {len(f['demo']['runs_s'])}), and "
             f"`headstart demo --quick` {f['quick']['median_s']:g} s ({provenance(e)}).\n")
+
+
+def demo_output(results: dict) -> str:
+    """docs/simulator.md's sample: the verdict block `headstart demo` printed."""
+    e = results["demo"]
+    return ("```\n" + "\n".join(e["figures"]["demo"]["head"]) + "\n```\n\n"
+            f"(`headstart demo`, {provenance(e)}.)\n")
 
 
 def extender_details(results: dict) -> str:
@@ -404,6 +457,8 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "simulator-headline": simulator_headline,
     "simulator-runs": simulator_runs,
     "simulator-measured": simulator_measured,
+    "simulator-direction": simulator_direction,
+    "demo-output": demo_output,
     "embed": embed,
     "transformer": transformer,
     "simulator": simulator,
