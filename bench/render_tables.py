@@ -146,14 +146,6 @@ def simulator_headline(results: dict) -> str:
     return "\n".join(lines) + "\n\n" + f"({provenance(results['simulator-measured'])})\n"
 
 
-def _verdict_cell(w: dict) -> str:
-    v = w["verdict"]
-    if v is None:
-        return "nothing to recommend"
-    ratio = "no peer at its cut" if v["ratio"] is None else f"{v['ratio']:.2f}x"
-    return f"{v['policy']}, {ratio}: {'cheaper' if v['beats'] else 'not cheaper'}"
-
-
 def simulator_direction(results: dict) -> str:
     """Whether the verdict (`simulate`'s recommended run against the cheapest peer at its
     cut) keeps its direction when the bucket list changes: each trace on its default
@@ -198,10 +190,10 @@ def simulator_measured(results: dict) -> str:
         oracle = w["by_policy"]["oracle"]
         lines.append(f"| {w['name']} | {' | '.join(cells)} | "
                      f"{oracle['reduction_pct']:.1f}% for {oracle['extra_gpu_hours']:+,} | "
-                     f"{_verdict_cell(w)} |")
+                     f"{_verdict_words(w)} |")
     return "\n".join(lines) + "\n\n(GPU-hours over reactive; in brackets the cheapest peer " \
         "family at the same cut and what it needs; verdict: the run `simulate` recommends, " \
-        "its ratio, and whether it is cheaper than every peer at its cut; every run is in " \
+        "its ratio, and whether it is cheaper than every peer family at its cut; every run is in " \
         f"the tables below; {provenance(results['simulator-measured'])}.)\n"
 
 
