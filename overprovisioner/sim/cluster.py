@@ -2,15 +2,17 @@
 capacity, placeholders, and the indexes the scheduler and autoscaler read.
 
 Decides nothing about policy; it keeps the bookkeeping consistent so that every lookup
-the event loop makes is O(1) or O(nodes that could take a pod), never a rescan of all
-nodes: `open_nodes[type]` holds the ready nodes with room for the type's smallest pod
-(placeholder nodes included: a real pod preempts them), `empty[(type, group)]` the ready
-nodes holding neither real pods nor a placeholder, `launching[(type, group)]` the nodes
+the event loop makes is O(1) or column arithmetic: `is_open[node]` marks the ready nodes
+with room for their type's smallest pod (placeholder nodes included: a real pod
+preempts them) and `open_count[type]` counts them; `free` and `holds_placeholder` mirror
+each node's free room and placeholder as columns (set only by this class's methods,
+beside the SimNode's own fields); `empty[(type, group)]` the ready nodes holding neither
+real pods nor a placeholder, `launching[(type, group)]` the nodes
 cluster-autoscaler asked for that are still starting.
 
 Bounds: a node's capacity is one vector (GPU thousandths, CPU millicores, bytes); a
 placeholder fills a whole node, so it only goes to an empty node and a real pod landing
-on its node evicts it. Nodes never fail; start-up takes exactly the configured time.
+on its node evicts it. Nodes never fail; the engine draws each start-up time.
 This module works on its own state only: the engine builds one Cluster per run.
 """
 
@@ -104,7 +106,7 @@ class Cluster:
         self.groups = groups
         self.smallest = smallest_request
         self.nodes: list[SimNode] = []
-        self.open_nodes: list[set[int]] = [set() for _ in types]
+        self.open_count = [0] * len(types)
         self.empty: dict[tuple[int, str], set[int]] = {}
         self.launching: dict[tuple[int, str], set[int]] = {}
         self.with_placeholder: dict[tuple[int, str], set[int]] = {}
@@ -118,7 +120,7 @@ class Cluster:
         # SimNodes' own fields so the scheduler's search is column arithmetic.
         self.free = np.zeros((3, 64), dtype=np.int64)
         self.holds_placeholder = np.zeros(64, dtype=bool)
-        self.is_open = np.zeros(64, dtype=bool)  # in its type's open_nodes
+        self.is_open = np.zeros(64, dtype=bool)
         self.type_of = np.full(64, -1, dtype=np.int64)
         for t, names in groups.items():
             for g in names:
@@ -161,8 +163,7 @@ class Cluster:
         node.status = REMOVED
         node.removed_at = now
         self.live_count[node.type_index] -= 1
-        self.open_nodes[node.type_index].discard(node.index)
-        self.is_open[node.index] = False
+        self._set_open(node, False)
         self.empty[key].discard(node.index)
         self.launching[key].discard(node.index)
         self.with_placeholder[key].discard(node.index)
@@ -195,6 +196,11 @@ class Cluster:
         self.room_version[node.type_index] += 1
         self.refresh(node, now)
 
+    def _set_open(self, node: SimNode, is_open: bool) -> None:
+        if self.is_open[node.index] != is_open:
+            self.is_open[node.index] = is_open
+            self.open_count[node.type_index] += 1 if is_open else -1
+
     def refresh(self, node: SimNode, now: float) -> None:
         """Re-file the node in the indexes after any change (O(1))."""
         node._state = None
@@ -202,12 +208,7 @@ class Cluster:
             return
         key = (node.type_index, node.group)
         gpu, cpu, mem = self.smallest[node.type_index]
-        if node.fits(gpu, cpu, mem):
-            self.open_nodes[node.type_index].add(node.index)
-            self.is_open[node.index] = True
-        else:
-            self.open_nodes[node.type_index].discard(node.index)
-            self.is_open[node.index] = False
+        self._set_open(node, node.fits(gpu, cpu, mem))
         if node.placeholder:
             self.with_placeholder[key].add(node.index)
         else:

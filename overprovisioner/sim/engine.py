@@ -342,11 +342,11 @@ class _Run:
     def _retry(self, b: int, now: float) -> None:
         """Pending pods of type b (oldest first), then pending placeholders, take free room."""
         queue = self.pending[b]
-        open_nodes = self.cluster.open_nodes[b]
-        if queue and open_nodes:
+        open_count = self.cluster.open_count
+        if queue and open_count[b]:
             failed_shapes: set[tuple[int, int, int]] = set()
             for pod in list(queue):
-                if not open_nodes:
+                if not open_count[b]:
                     break
                 request = self.requests[pod]
                 if request in failed_shapes:

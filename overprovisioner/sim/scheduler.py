@@ -256,8 +256,7 @@ def candidates_for(
     where the last one stopped); the nodes holding the pod's job are always considered."""
     gpu, cpu, mem = request
     nodes = cluster.nodes
-    open_nodes = cluster.open_nodes[type_index]
-    if not open_nodes:
+    if not cluster.open_count[type_index]:
         return [], True
     # The open nodes of the type, oldest first.
     count = len(nodes)
