@@ -36,7 +36,7 @@ import numpy as np
 
 from bucketing.resources import Resources
 from locality.context import GroupFit
-from locality.firstfit import Room, fill
+from locality.firstfit import Room, fill, group_rows
 from locality.model import NodeState, NodeTopology
 from locality.numa import NumaDemand, NumaFit
 from locality.topology import domains_of
@@ -387,14 +387,21 @@ class NodeTable(Mapping[str, NodeState]):
                     {kind: self.device_free_after_assumed(kind, extra_requested)[order]
                      for kind in kinds},
                     np.where(self.closed[order], 0, max_pods_per_node or needed))
-        changes = np.r_[False, codes[1:] != codes[:-1]]
-        starts = np.flatnonzero(np.r_[True, changes[1:]])
-        row_group = np.cumsum(changes)
+        row_group, starts = groups = group_rows(codes)
         fitted = np.zeros(len(starts), dtype=np.int64)
         for request, count in remaining:
-            take, room = fill(room, request, count, row_group)
+            take, room = fill(room, request, count, groups)
             fitted += np.bincount(row_group, weights=take, minlength=len(starts)).astype(np.int64)
         return {
             names[codes[start]]: GroupFit(names[codes[start]], int(fit), needed)
             for start, fit in zip(starts.tolist(), fitted.tolist(), strict=True)
         }
+
+
+def gather(values: list[int], rows: tuple[int, ...]) -> tuple[int, ...]:
+    """values[row] for each of `rows` (from `NodeTable.rows_of`), as a tuple. itemgetter
+    over a Python list beats numpy fancy indexing plus tolist() here."""
+    if not rows:
+        return ()
+    picked = itemgetter(*rows)(values)
+    return (picked,) if len(rows) == 1 else picked

@@ -21,7 +21,7 @@ Must not: read the clock (`now` is passed in), log, mutate its inputs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
@@ -317,8 +317,8 @@ def _levels_present(cluster: Mapping[str, NodeState], level_order: tuple[str, ..
 def _sizer(
     cluster: Mapping[str, NodeState], remaining: tuple[tuple[Resources, int], ...]
 ) -> Callable[..., dict[str, GroupFit]]:
-    """`fit_job_into_groups` for this job's remaining pods, the cluster put in a
-    `NodeTable` once, on first use (the cache's cluster already is one)."""
+    """`NodeTable.fit_job_into_groups` for this job's remaining pods, the cluster put in
+    a `NodeTable` once, on first use (the cache's cluster already is one)."""
     table = None
 
     def fit(extra_requested: Mapping[str, Resources], max_pods_per_node: int | None,
@@ -331,23 +331,7 @@ def _sizer(
     return fit
 
 
-def _as_table(nodes: Mapping[str, NodeState] | Iterable[NodeState]):
+def _as_table(cluster: Mapping[str, NodeState]):
     from locality.columns import NodeTable  # columns imports this module
 
-    if isinstance(nodes, NodeTable):
-        return nodes
-    return NodeTable(nodes.values() if isinstance(nodes, Mapping) else nodes)
-
-
-def fit_job_into_groups(
-    remaining: tuple[tuple[Resources, int], ...],
-    nodes: Mapping[str, NodeState] | Iterable[NodeState],
-    extra_requested: Mapping[str, Resources] = _NO_EXTRA,
-    max_pods_per_node: int | None = None,
-    level: str | None = None,
-) -> dict[str, GroupFit]:
-    """`NodeTable.fit_job_into_groups` over `nodes` (a table is used as it is; other
-    node states are put in one): per placement group, or per domain of topology
-    `level`, how many of `remaining` fit, first-fit, largest requests first."""
-    return _as_table(nodes).fit_job_into_groups(
-        remaining, extra_requested, max_pods_per_node, level)
+    return cluster if isinstance(cluster, NodeTable) else NodeTable(cluster.values())

@@ -48,11 +48,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import compress
-from operator import itemgetter, not_
+from operator import not_
 
 import numpy as np
 
-from locality.columns import NodeTable
+from locality.columns import NodeTable, gather
 from locality.context import DecisionContext
 from locality.model import Locality, NodeState
 from locality.numa import NumaFit
@@ -242,12 +242,3 @@ def node_verdict(
     if name in result.unresolvable:
         return result.unresolvable[name], result.codes[name], False
     return None, None, True
-
-
-def gather(values: list[int], rows: tuple[int, ...]) -> tuple[int, ...]:
-    """values[row] for each row, as a tuple. itemgetter over a Python list beats numpy
-    fancy indexing plus tolist() here."""
-    if not rows:
-        return ()
-    picked = itemgetter(*rows)(values)
-    return (picked,) if len(rows) == 1 else picked

@@ -91,16 +91,22 @@ class Room:
                     self.memory - take * request.memory_bytes, devices, self.pods - take)
 
 
+def group_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For rows sorted by group code: (each row's group number 0, 1, ... in row order,
+    the first row of each group), as `fill` takes them."""
+    changes = np.r_[False, codes[1:] != codes[:-1]]
+    return np.cumsum(changes), np.flatnonzero(np.r_[True, changes[1:]])
+
+
 def fill(room: Room, request: Resources, count: int,
-         groups: np.ndarray | None = None) -> tuple[np.ndarray, Room]:
+         groups: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, Room]:
     """Place up to `count` copies of `request` first-fit: (copies each node takes, the
-    room after). groups: per row, its group's number, rows of a group adjacent and
-    groups numbered 0, 1, ... in row order; each group then gets up to `count` on its
-    own. None: the rows are one group."""
+    room after). groups: `group_rows` of the rows (a group's rows adjacent); each group
+    then gets up to `count` on its own. None: the rows are one group."""
     copies = room.copies(request)
     before = np.cumsum(copies) - copies  # copies the earlier rows could take
-    if groups is not None and len(groups):
-        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
-        before = before - before[starts][groups]
+    if groups is not None:
+        row_group, starts = groups
+        before = before - before[starts][row_group]
     take = np.clip(count - before, 0, copies)
     return take, room.less(request, take)

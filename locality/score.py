@@ -34,8 +34,8 @@ placeholder:
 Pods of no job score 0 on every node (neutral).
 
 The terms are computed once, over the columns of a `NodeTable` (`score_columns`), for
-the same reason as the filter's rules (`locality.filter`); `score_nodes`, `score_totals`
-and `score_node` are views over a table of the nodes they are given.
+the same reason as the filter's rules (`locality.filter`); `score_nodes` and `score_totals`
+are views over a table of the nodes they are given.
 kube-scheduler adds score x weight x 10 to its own plugins' total; see docs/locality.md
 for the weight. Must not: mutate inputs, read the clock, log.
 """
@@ -47,9 +47,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from locality.columns import NodeTable
+from locality.columns import NodeTable, gather
 from locality.context import DecisionContext
-from locality.filter import gather
 from locality.model import Locality, NodeState, Packing
 from locality.topology import TOPOLOGY_MAX
 
@@ -94,11 +93,6 @@ def score_totals(context: DecisionContext, nodes: Sequence[NodeState]) -> list[t
         return [(state.name, 0) for state in nodes]
     table = NodeTable(nodes)
     return list(zip(table.names, score_columns(context, table).sum(axis=0).tolist(), strict=True))
-
-
-def score_node(context: DecisionContext, state: NodeState) -> ScoreBreakdown:
-    """The breakdown for one node (neutral for pods of no job)."""
-    return score_nodes(context, (state,))[state.name]
 
 
 def score_table(context: DecisionContext, table: NodeTable, names: Sequence[str]) -> list[int]:

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from bucketing.resources import Resources
 from locality.columns import NodeTable
-from locality.context import decision_context, fit_job_into_groups
+from locality.context import decision_context
 from locality.filter import ReasonCode, filter_table, node_verdict
 from locality.model import NodeState
 from locality.numa import pod_numa_demand
 from locality.placement import AssumedPlacements, assumption_for
 from locality.reasons import UNKNOWN_NODE_REASON
-from locality.score import score_node, score_table
+from locality.score import score_nodes, score_table
 from locality.topology import domains_of
 from tests.locality.builders import CONFIG, make_node, make_pod, make_state
 
@@ -135,7 +135,7 @@ UNRESOLVABLE_CODES = {ReasonCode.PLACEMENT_GROUP, ReasonCode.NUMA}
 def test_each_node_is_judged_on_its_own_row(case):
     """The rules run over columns: a verdict or score must not depend on the other rows,
     their order, or which candidates came with it. Judging each candidate alone (a table
-    of that one node, `node_verdict` / `score_node`) and the whole table with its rows
+    of that one node, `node_verdict` / `score_nodes`) and the whole table with its rows
     reversed must agree with the candidates judged together."""
     states, job_pods, pod, assumed, candidates = case
     _, context, by_name, table = contexts(states, job_pods, pod, assumed)
@@ -156,7 +156,7 @@ def test_each_node_is_judged_on_its_own_row(case):
                 result.failed.get(name) or result.unresolvable[name], result.codes[name])
             assert resolvable == (name in result.failed)
             assert (code in UNRESOLVABLE_CODES) == (not resolvable)
-        assert score_node(context, by_name[name]).total == total
+        assert score_nodes(context, [by_name[name]])[name].total == total
         assert 0 <= total <= 10
 
 
@@ -270,9 +270,8 @@ def test_group_fit_example(per_node):
               make_state("a2", group="pg-a", pods=[make_pod("x", gpus=3, cpu=1)])]
     remaining = ((Resources.of(1, 4, 16), 12), (Resources.of(0, 4, 8), 1))
     expected = 13 if per_node is None else 2
-    from_states = fit_job_into_groups(remaining, states, {}, per_node)
-    from_table = NodeTable(states).fit_job_into_groups(remaining, {}, per_node)
-    assert from_states["pg-a"].pods_that_fit == from_table["pg-a"].pods_that_fit == expected
+    fits = NodeTable(states).fit_job_into_groups(remaining, {}, per_node)
+    assert fits["pg-a"].pods_that_fit == expected
 
 
 def test_table_is_a_mapping_of_states():
