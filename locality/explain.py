@@ -1,7 +1,8 @@
 """Why a pod would go where: per node, passed or the reason, and the score terms.
 
 The data behind `/explain?pod=NAMESPACE/NAME`. Runs the filter's rules and the score's
-terms (`filter_nodes`, `score_nodes`), so what it shows is what they decide.
+terms over one table of the nodes (`filter_table`, `score.breakdowns`), so what it shows
+is what they decide.
 Must not: do anything the filter and the score do not.
 """
 
@@ -11,10 +12,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from locality.columns import NodeTable
 from locality.context import DecisionContext
-from locality.filter import ReasonCode, filter_nodes
+from locality.filter import ReasonCode, filter_table
 from locality.model import NodeState
-from locality.score import ScoreBreakdown, score_nodes
+from locality.score import ScoreBreakdown, breakdowns
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +72,9 @@ class Explanation:
 
 def explain(context: DecisionContext, nodes: Sequence[NodeState]) -> Explanation:
     """Every node's verdict and score terms, best first (passed nodes, then by total)."""
-    verdicts = filter_nodes(context, nodes)
-    scores = score_nodes(context, nodes)
+    table = NodeTable(nodes)  # once, for both the rules and the terms
+    verdicts = filter_table(context, table, table.names)
+    scores = breakdowns(context, table)
     rows = []
     for state in nodes:
         name = state.name

@@ -82,7 +82,13 @@ def score_nodes(context: DecisionContext, nodes: Sequence[NodeState]) -> dict[st
     """Each node's score terms (for /explain and tests)."""
     if context.identity is None:
         return {state.name: NEUTRAL for state in nodes}
-    table = NodeTable(nodes)
+    return breakdowns(context, NodeTable(nodes))
+
+
+def breakdowns(context: DecisionContext, table: NodeTable) -> dict[str, ScoreBreakdown]:
+    """Each of the table's nodes' score terms, by name (neutral for pods of no job)."""
+    if context.identity is None:
+        return {name: NEUTRAL for name in table.names}
     columns = score_columns(context, table).T.tolist()
     return {name: ScoreBreakdown(*terms) for name, terms in zip(table.names, columns, strict=True)}
 
