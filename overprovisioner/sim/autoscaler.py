@@ -20,6 +20,7 @@ Must not: mutate the cluster (it reads `Cluster` and returns counts).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -103,3 +104,17 @@ def _live_per_group(cluster: Cluster, type_index: int) -> dict[str, int]:
         if node.type_index == type_index and node.status != REMOVED:
             counts[node.group] += 1
     return counts
+
+
+def all_pods_new(now: float, oldest: float, oldest_gpu: float, new_pod_delay_s: float,
+                 new_gpu_pod_delay_s: float) -> bool:
+    """cluster-autoscaler's `allPodsAreNew` (core/static_autoscaler.go): it skips a
+    loop's scale-up while the oldest unschedulable pod is younger than
+    `new_pod_delay_s` (2 s), or the oldest one asking for GPUs younger than
+    `new_gpu_pod_delay_s` (30 s: "nodes with GPU are very expensive", it waits for more
+    pods to make one informed decision). `oldest` / `oldest_gpu`: creation times of
+    the oldest such pod (inf = none); pending placeholders count too (CA sees pods)."""
+    if oldest == math.inf:
+        return False
+    return (now < oldest + new_pod_delay_s - 1e-6
+            or (oldest_gpu < math.inf and now < oldest_gpu + new_gpu_pod_delay_s - 1e-6))

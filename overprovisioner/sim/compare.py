@@ -21,7 +21,7 @@ import numpy as np
 from bucketing.catalog import Catalog
 from overprovisioner.sim.build import check_schedule_matches
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.engine import RunResult, run
+from overprovisioner.sim.engine import run
 from overprovisioner.sim.hindsight import add_hindsight_runs
 from overprovisioner.sim.metrics import Metrics, measure
 from overprovisioner.sim.policy_names import (
@@ -32,6 +32,7 @@ from overprovisioner.sim.policy_names import (
     schedule_name,
     unlimited_name,
 )
+from overprovisioner.sim.result import RunResult
 from overprovisioner.sim.workload import Workload, busy_hours, true_demand
 
 DEFAULT_POLICIES = ("reactive", "static:1", "static:2", "static:4", "static:8", "predictive",

@@ -47,19 +47,18 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from bucketing.catalog import Catalog
 from overprovisioner.planner.plan import Plan
-from overprovisioner.sim.autoscaler import scale_up
+from overprovisioner.sim.autoscaler import all_pods_new, scale_up
 from overprovisioner.sim.build import make_policy, placement_groups
 from overprovisioner.sim.cluster import READY, REMOVED, Cluster
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.policies import Peer, TickView
-from overprovisioner.sim.predictive import Predictive
 from overprovisioner.sim.recording import Recording, add_request, embedded
+from overprovisioner.sim.result import RunResult, collect
 from overprovisioner.sim.scheduler import (
     DefaultScorer,
     HeadstartScorer,
@@ -72,39 +71,6 @@ from overprovisioner.sim.workload import Workload, bucket_vectors
 FINISH, READY_EVENT, SCAN, TICK, EMPTY_CHECK, REPLAN = 0, 1, 3, 4, 5, 6
 ARRIVAL_ORDER = 2  # arrivals run after finishes and readies at the same instant
 SAMPLE_S = 60.0  # the timeline (plots) keeps at most one row per this many seconds
-
-
-@dataclass
-class RunResult:
-    """Everything one run measured, for metrics, the report and the plots.
-
-    placed_at: (N,) when each pod got a node (NaN = still pending at the end).
-    node_*: per node launched (initial nodes included, flagged), times in trace seconds.
-    times / demand / capacity / placeholders / forecast: per policy tick (at most one a
-        minute), per type.
-    """
-
-    policy: str
-    scoring: str
-    workload: Workload
-    config: SimConfig
-    placed_at: np.ndarray
-    node_type: np.ndarray
-    node_group: np.ndarray
-    node_launched: np.ndarray
-    node_ready: np.ndarray
-    node_removed: np.ndarray
-    node_initial: np.ndarray
-    node_served: np.ndarray
-    times: np.ndarray
-    demand: np.ndarray
-    capacity: np.ndarray
-    placeholders: np.ndarray
-    forecast: np.ndarray
-    preemptions: int
-    job_nodes: dict[int, set[int]] = field(default_factory=dict)
-    notes: dict[str, object] = field(default_factory=dict)
-
 
 
 def run(workload: Workload, catalog: Catalog, policy_name: str,
@@ -246,7 +212,7 @@ class _Run:
                     break
                 self._arrive(pointer, next_arrival)
                 pointer += 1
-        return self._result()
+        return collect(self)
 
     def _start_initial(self) -> None:
         """Pods running before the trace start run at t0 on nodes that already exist."""
@@ -387,11 +353,8 @@ class _Run:
         return base * (1.0 + spread * (2.0 * self.startup_rng.random() - 1.0))
 
     def _all_pods_new(self, now: float) -> bool:
-        """cluster-autoscaler's `allPodsAreNew` (core/static_autoscaler.go): it skips
-        a loop's scale-up while the oldest unschedulable pod is younger than 2 s, or the
-        oldest one asking for GPUs younger than 30 s ("nodes with GPU are very
-        expensive": it waits for more pods to make one informed decision). Pending pods
-        and placeholders both count (CA sees pods)."""
+        """CA's `allPodsAreNew` on this run's pending pods and placeholders
+        (`autoscaler.all_pods_new`)."""
         oldest = oldest_gpu = math.inf
         submit = self.w.submit_s
         for b, queue in enumerate(self.pending):
@@ -408,12 +371,8 @@ class _Run:
             oldest = min(oldest, since)
             if self.w.types[b].gpus > 0:
                 oldest_gpu = min(oldest_gpu, since)
-        config = self.config
-        if oldest == math.inf:
-            return False
-        return (now < oldest + config.new_pod_delay_s - 1e-6
-                or (oldest_gpu < math.inf
-                    and now < oldest_gpu + config.new_gpu_pod_delay_s - 1e-6))
+        return all_pods_new(now, oldest, oldest_gpu, self.config.new_pod_delay_s,
+                            self.config.new_gpu_pod_delay_s)
 
     def _scan(self, now: float) -> None:
         self.scan_at = math.nan
@@ -565,43 +524,3 @@ class _Run:
                         node = self.cluster.nodes[index]
                         self.cluster.set_placeholder(node, False, now)
                         self.check_empty(node, now)
-
-    def _result(self) -> RunResult:
-        nodes = self.cluster.nodes
-        return RunResult(
-            policy=getattr(self.policy, "name", "?"),
-            scoring=self.config.scoring,
-            workload=self.w,
-            config=self.config,
-            placed_at=self.placed_at,
-            node_type=np.array([n.type_index for n in nodes], dtype=np.int64),
-            node_group=np.array([n.group for n in nodes], dtype=object),
-            node_launched=np.array([n.launched_at for n in nodes]),
-            node_ready=np.array([n.ready_at for n in nodes]),
-            node_removed=np.array([n.removed_at for n in nodes]),
-            node_initial=np.array([n.initial for n in nodes], dtype=bool),
-            node_served=np.array([n.served for n in nodes], dtype=bool),
-            times=np.array(self.ticks),
-            demand=np.array(self.demand_rows).reshape(len(self.ticks), -1),
-            capacity=np.array(self.capacity_rows).reshape(len(self.ticks), -1),
-            placeholders=np.array(self.placeholder_rows).reshape(len(self.ticks), -1),
-            forecast=np.array([
-                row if row is not None else np.full(len(self.w.types), np.nan)
-                for row in self.forecast_rows
-            ]).reshape(len(self.ticks), -1),
-            preemptions=self.preemptions,
-            job_nodes={j: set(s) for j, s in self.jobs.nodes_used.items()},
-            notes=self._notes(),
-        )
-
-    def _notes(self) -> dict[str, object]:
-        notes: dict[str, object] = {"planned_ticks": self.planned_ticks,
-                                    "capped_ticks": dict(self.capped_ticks)}
-        policy = self.policy
-        if isinstance(policy, Predictive):
-            notes["model"] = policy.model_name
-            notes["tick_s"] = policy.tick_s
-            notes["fits"] = policy.fits
-            notes["cold_start_ticks"] = policy.cold_ticks
-            notes["fallback_ticks"] = policy.fallback_ticks
-        return notes

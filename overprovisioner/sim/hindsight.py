@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from overprovisioner.sim.engine import RunResult
 from overprovisioner.sim.metrics import Metrics, per_type
 from overprovisioner.sim.policy_names import parse_policy_name, per_type_name
+from overprovisioner.sim.result import RunResult
 
 EXHAUSTIVE = 20_000
 """Most combinations searched one by one; above it, the greedy search."""

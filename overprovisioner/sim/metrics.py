@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from overprovisioner.sim.engine import RunResult
+from overprovisioner.sim.result import RunResult
 
 
 @dataclass(frozen=True)
