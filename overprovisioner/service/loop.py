@@ -40,8 +40,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from bucketing.catalog import Catalog
 from bucketing.errors import HeadstartError, InputError
@@ -61,10 +60,10 @@ from overprovisioner.planner.forecasting import (
 from overprovisioner.planner.known_plan import known_nodes, known_source_nodes
 from overprovisioner.planner.pinned_plan import PlacedColumn, place_columns, split_from_history
 from overprovisioner.planner.plan import BucketObservation, Mode, Plan
-from overprovisioner.planner.sizing import PlaceholderSize, size_placeholders
+from overprovisioner.planner.sizing import size_placeholders
 from overprovisioner.planner.tick_core import forecast_demand, observations, plan_tick
 from overprovisioner.service.apply import Applier, ApplyResult, apply_plan
-from overprovisioner.service.checks import CheckReport, PlaceholderChecks
+from overprovisioner.service.checks import PlaceholderChecks
 from overprovisioner.service.daemon_thread import in_daemon_thread
 from overprovisioner.service.expiry import shrink_to_floor
 from overprovisioner.service.faults import FAULTS, collect_faults
@@ -72,68 +71,11 @@ from overprovisioner.service.metrics import Metrics
 from overprovisioner.service.objects import desired_objects, placeholder_name, priority_class
 from overprovisioner.service.observe import ClusterReader, ClusterView
 from overprovisioner.service.observed import Observed
+from overprovisioner.service.ports import Bucket, DemandSource, TickReport
 from predictor.forecast import NotEnoughHistory
 from predictor.known.recording import KnownState
-from predictor.series import DemandSeries
 
 log = logging.getLogger("headstart.overprovisioner")
-Bucket = tuple[str, str]
-
-
-class DemandSource(Protocol):
-    """Where demand history comes from (the recorder + SQLite store in the service)."""
-
-    def record(self, now_s: float) -> None:
-        """Write the snapshot of tick `now_s`."""
-        ...
-
-    def series(self, now_s: float) -> DemandSeries:
-        """The recorded history up to and including `now_s`."""
-        ...
-
-
-class PinnedDemandSource(Protocol):
-    """A DemandSource that also records pinned demand (the recorder: predictor.pinning)."""
-
-    def pinned(self, start_s: float, end_s: float) -> tuple[Any, Any]:
-        """(bucket counts, pinned series) of the ticks in [start_s, end_s), as DataFrames
-        (HistoryStore.read_series(...).counts and read_pinned)."""
-        ...
-
-
-class KnownDemandSource(Protocol):
-    """A DemandSource that also records known-ahead demand (the recorder with sources on)."""
-
-    def known(self, now_s: float) -> KnownState | None:
-        """The known demand recorded at the tick of `now_s`, or None (not recorded)."""
-        ...
-
-    def announced(self, series: DemandSeries) -> Any:
-        """(T, K) announced demand aligned with `series`' ticks and columns."""
-        ...
-
-
-@dataclass(frozen=True)
-class TickReport:
-    """What one tick did; `/plan` serves the latest."""
-
-    time_s: float
-    ok: bool
-    leader: bool
-    dry_run: bool
-    model: str
-    mode: str
-    plan: Plan | None
-    forecasts: Mapping[Bucket, BucketForecast] = field(default_factory=dict)
-    applied: ApplyResult | None = None
-    errors: tuple[str, ...] = ()
-    known: KnownState | None = None
-    sizes: Mapping[str, PlaceholderSize] = field(default_factory=dict)
-    checks: CheckReport = field(default_factory=CheckReport)
-    expired: tuple[str, ...] = ()
-    faults: Mapping[str, str] = field(default_factory=dict)
-    columns: tuple[PlacedColumn, ...] = ()
-
 
 class OverprovisionerLoop:
     """Ties the steps together; one instance per service, `tick` called once per tick."""

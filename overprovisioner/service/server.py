@@ -33,8 +33,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from overprovisioner.planner.known_plan import known_by_source
 from overprovisioner.service.daemon_thread import in_daemon_thread
 from overprovisioner.service.leader import LeaderElector
-from overprovisioner.service.loop import OverprovisionerLoop, TickReport
+from overprovisioner.service.loop import OverprovisionerLoop
 from overprovisioner.service.objects import placeholder_name
+from overprovisioner.service.ports import TickReport
 from predictor.known.recording import KnownState
 
 # /plan lists at most this many known items (the counted ones first), so a queue of
