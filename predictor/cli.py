@@ -85,6 +85,25 @@ def register(subparsers: Any) -> None:
 
 def run_backtest(args: argparse.Namespace) -> int:
     import json
+
+    series, result = compute_backtest(args)
+    if args.plot:
+        from bucketing.progress import Progress
+        from predictor.backtest_plot import plot_backtest
+
+        with Progress().meanwhile("drawing the plot"):
+            plot_backtest(result, series.times, series.tick_s, Path(args.plot),
+                          title=series.source)
+    if args.json:
+        print(json.dumps([row.as_dict() for row in result.rows], indent=1))
+    else:
+        sys.stdout.write(format_table(result.rows, series.source, series.tick_s))
+    return 0
+
+
+def compute_backtest(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(the series, its BacktestResult) for parsed `headstart backtest` options; every
+    option is checked before the series is read. bench/bench_backtest.py calls it too."""
     import time
 
     from predictor.backtest import BacktestConfig, Target, backtest
@@ -142,16 +161,7 @@ def run_backtest(args: argparse.Namespace) -> int:
     with progress.meanwhile(f"backtesting {', '.join(models)} (rolling origin over the last "
                             f"{args.test_fraction:.0%})"):
         result = backtest(targets, factories, config, time.perf_counter)
-    if args.plot:
-        from predictor.backtest_plot import plot_backtest
-
-        with progress.meanwhile("drawing the plot"):
-            plot_backtest(result, series.times, tick_s, Path(args.plot), title=series.source)
-    if args.json:
-        print(json.dumps([row.as_dict() for row in result.rows], indent=1))
-    else:
-        sys.stdout.write(format_table(result.rows, series.source, tick_s))
-    return 0
+    return series, result
 
 
 def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list]:
