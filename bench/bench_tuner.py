@@ -8,8 +8,9 @@ Each trace runs as `headstart buckets tune --trace T --catalog aws` runs it (its
 defaults: the GPU model chosen automatically, at most 4 types, whole GPUs per pod).
 Recorded per trace: the recommended list and what it costs to pack the trace, the
 cheapest list the tuner would pick without the type limit and its cost, the pods no
-type holds, and the seconds the tune took. The traces are read from ../shared/traces
-(`--traces`); a missing one is skipped with a line saying so.
+type holds, the seconds the tune took, and the text the command prints and the
+`--out` snippet it writes (docs/buckets.md's sample output). The traces are read
+from ../shared/traces (`--traces`); a missing one is skipped with a line saying so.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ WORKLOADS = (("openb", "alibaba-gpu-2023-openb_pod_list_default.csv.gz"),
 
 def tune_trace(name: str, path: Path) -> dict:
     from bucketing.catalog import load_catalog
+    from bucketing.cli_buckets import snippet, table_text
     from bucketing.demand import snapshots
     from bucketing.traces import load_trace
     from bucketing.tune import tune
@@ -53,7 +55,11 @@ def tune_trace(name: str, path: Path) -> dict:
         "untrimmed_cost_usd": None if untrimmed is None else untrimmed["cost_usd"],
         "unbucketable_pods": found["unbucketable_pods"]["count"],
         "gpus_rounded": table.gpus_rounded,
+        "ticks": found["ticks"],
         "seconds": round(time.perf_counter() - started, 1),
+        # What the command prints and what --out writes, for docs/buckets.md's sample.
+        "output": table_text(report).splitlines(),
+        "snippet": snippet(report, "aws").splitlines(),
     }
 
 

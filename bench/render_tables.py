@@ -13,6 +13,7 @@ a region differs from what this renders). Record new figures with a bench script
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -301,6 +302,161 @@ def tuner(results: dict) -> str:
     return "; ".join(parts) + f" ({seconds}; {provenance(e)}).\n"
 
 
+def tuner_output(results: dict) -> str:
+    """docs/buckets.md's sample: what `buckets tune` printed on openb, and its --out."""
+    e = results["tuner"]
+    t = next(t for t in e["figures"]["traces"] if t["name"] == "openb")
+    text = ("The answer first, then every candidate (`headstart buckets tune --trace "
+            f"openb.csv.gz --catalog aws`, the shared openb trace; {t['seconds']:g} s; "
+            f"{provenance(e)}):\n\n```\n" + "\n".join(t["output"]) + "\n```\n")
+    if t["untrimmed_cost_usd"]:
+        extra = t["cost_usd"] / t["untrimmed_cost_usd"] - 1
+        text += (f"\n{len(t['recommended'])} node groups instead of {t['untrimmed_types']} "
+                 f"cost {extra:.1%} more here; `--max-types {t['untrimmed_types']}` keeps "
+                 "the base-instance list.\n")
+    return text + ("\nWith `--out FILE` it also writes the list the overprovisioner reads:"
+                   "\n\n```yaml\n" + "\n".join(t["snippet"]) + "\n```\n")
+
+
+def tuner_seconds(results: dict) -> str:
+    """docs/buckets.md's line on how long a tune takes."""
+    e = results["tuner"]
+    each = " and ".join(f"{t['seconds']:g} s on {t['name']} ({t['ticks']:,} ticks)"
+                        for t in e["figures"]["traces"])
+    return (f"The tuner took {each} at 5-minute ticks, most of it the `--max-types` cut's "
+            f"evaluations ({provenance(e)}).\n")
+
+
+ASKED_SHORT = 0.10  # the backtests run at quantile 0.9: falling short on 10% is what was asked
+
+
+def _backtest_rows(results: dict):
+    """(series entry, model row) of every scored model (the fair baseline's own row left out)."""
+    for entry in results["backtest"]["figures"]["series"]:
+        for row in entry["rows"]:
+            if row["model"] != "last+margin":
+                yield entry, row
+
+
+def _short_often(results: dict) -> str:
+    """Which models fall short more often than asked, and where."""
+    by_model: dict[str, list[str]] = {}
+    for entry, row in _backtest_rows(results):
+        if row["shortfall_rate"] > ASKED_SHORT:
+            by_model.setdefault(row["model"], []).append(
+                f"{entry['name']} ({100 * row['shortfall_rate']:.1f}%)")
+    if not by_model:
+        return "No model falls short more often than asked."
+    return ("Falling short more often than asked: " + "; ".join(
+        f"`{model}` on {', '.join(where)}" for model, where in by_model.items()) + ".")
+
+
+def _keepers(results: dict) -> list[str]:
+    """The models at or under the asked shortfall rate on every series."""
+    seen: dict[str, bool] = {}
+    for _, row in _backtest_rows(results):
+        seen[row["model"]] = seen.get(row["model"], True) and row["shortfall_rate"] <= ASKED_SHORT
+    return [model for model, kept in seen.items() if kept]
+
+
+def _against_fair(results: dict, model: str) -> str:
+    """`model`'s over-provision against the fair baseline's, per series."""
+    ratios = [(entry["name"], row["mean_overprovision"] / row["fair_overprovision"])
+              for entry, row in _backtest_rows(results)
+              if row["model"] == model and row["fair_overprovision"]]
+    if ratios and all(r < 1 for _, r in ratios):
+        low, high = min(1 - r for _, r in ratios), max(1 - r for _, r in ratios)
+        return (f"over-provides {100 * low:.0f}-{100 * high:.0f}% less than the fair baseline "
+                "on each")
+    return "over-provides " + ", ".join(f"{r:.2f}x the fair baseline on {name}"
+                                        for name, r in ratios)
+
+
+def backtest_summary(results: dict) -> str:
+    """README's forecasting table and what it says."""
+    e = results["backtest"]
+    shown = ("last_adaptive", "last", "conditional")
+    lines = ["| series | model | falls short on | over-provisions | fair baseline |",
+             "|---|---|---|---|---|"]
+    for entry in e["figures"]["series"]:
+        first = True
+        for row in entry["rows"]:
+            if row["model"] not in shown:
+                continue
+            label = f"{entry['name']} {entry['measure']}" if first else ""
+            model = "`last_adaptive` (default)" if row["model"] == "last_adaptive" else (
+                "last value" if row["model"] == "last" else f"`{row['model']}`")
+            short = f"{100 * row['shortfall_rate']:.1f}%" + (" of horizons" if first else "")
+            lines.append(f"| {label} | {model} | {short} | {row['mean_overprovision']:.2f} | "
+                         f"{row['fair_overprovision']:.2f} |")
+            first = False
+    keepers = [f"`{m}`" + (" (the default)" if m == "last_adaptive" else "")
+               for m in _keepers(results)]
+    kept = (", ".join(keepers) + (" is the only model that keeps" if len(keepers) == 1
+                                  else " keep") if keepers else "No model keeps")
+    return "\n".join(lines) + (
+        f"\n\n{kept} the shortfall rate at or under the {ASKED_SHORT:.0%} asked for on all "
+        f"{len(e['figures']['series'])} series. `last_adaptive` "
+        f"{_against_fair(results, 'last_adaptive')} (its one-day window was chosen on these "
+        f"same traces, which flatters it). {_short_often(results)} ({provenance(e)}.)\n")
+
+
+def backtest_table(results: dict) -> str:
+    """docs/predictor.md's full results table, the ranking lines and the reading."""
+    e = results["backtest"]
+    lines = ["| series | model | MAE | PMSE | short % | mean short | overprov | fair | fit s "
+             "| predict ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def num(value, digits):
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    def four_digits(value):  # 246.2, 19660, 5.251: four significant digits, no exponent
+        return f"{value:.{max(0, 3 - math.floor(math.log10(abs(value))))}f}" if value else "0"
+
+    for entry in e["figures"]["series"]:
+        for i, row in enumerate(entry["rows"]):
+            label = f"{entry['name']} {entry['measure']}" if i == 0 else ""
+            if row["model"] == "last+margin":  # tuned on the test itself: no fit, no predict
+                row = {**row, "fit_s": None, "predict_ms": None}
+            lines.append(
+                f"| {label} | {row['model']} | {row['mae']:.2f} | {four_digits(row['pmse'])} | "
+                f"{100 * row['shortfall_rate']:.1f} | {row['mean_shortfall']:.2f} | "
+                f"{row['mean_overprovision']:.2f} | {num(row['fair_overprovision'], 2)} | "
+                f"{num(row['fit_s'], 3)} | {num(row['predict_ms'], 2)} |")
+    ranking = []
+    for entry in e["figures"]["series"]:
+        what = (f"{entry['name']}'s {entry['bucket_series']} bucket series"
+                if entry["bucket_series"] else f"{entry['name']}")
+        first = next((line for line in entry["ranking"] if line.startswith("ranks first")),
+                     None)
+        if first:
+            ranking.append(f"- {what}: {first.split(': ', 1)[1]}")
+    seasonal = [(entry["name"], row["mae"]) for entry, row in _backtest_rows(results)
+                if row["model"] == "seasonal"]
+    last = {entry["name"]: row["mae"] for entry, row in _backtest_rows(results)
+            if row["model"] == "last"}
+    worse = [mae / last[name] for name, mae in seasonal if last.get(name)]
+    reading = (f"{_short_often(results)} `last_adaptive` "
+               f"{_against_fair(results, 'last_adaptive')}.")
+    if worse:
+        reading += (f" Seasonal naive's MAE is {min(worse):.0f}-{max(worse):.0f}x the last "
+                    "value's, as the traces' README says.")
+    seconds = ", ".join(f"{entry['name']} {entry['seconds']:g} s"
+                        for entry in e["figures"]["series"])
+    return ("\n".join(lines) + "\n\nThe command's ranking line (one model for all of a "
+            "series' buckets):\n\n" + "\n".join(ranking) + f"\n\n{reading}\n\n"
+            f"({seconds}; {provenance(e)}.)\n")
+
+
+def backtest_ranking(results: dict) -> str:
+    """docs/predictor.md's sample of the ranking lines, from the DLRM run."""
+    e = results["backtest"]
+    entry = next(s for s in e["figures"]["series"] if s["name"] == "DLRM")
+    return ("```\n" + "\n".join(line for line in entry["ranking"]
+                                 if not line.startswith("best for")) + "\n```\n\n"
+            f"(`{entry['command']}`; {provenance(e)}.)\n")
+
+
 def demo(results: dict) -> str:
     """README's lines on what `headstart demo` says and how long it takes."""
     e = results["demo"]
@@ -458,6 +614,11 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "extender-summary": extender_summary,
     "admission": admission,
     "tuner": tuner,
+    "backtest-summary": backtest_summary,
+    "backtest-table": backtest_table,
+    "backtest-ranking": backtest_ranking,
+    "tuner-output": tuner_output,
+    "tuner-seconds": tuner_seconds,
     "demo": demo,
     "known-demand-summary": known_demand_summary,
     "known-demand-curves": known_demand_curves,
