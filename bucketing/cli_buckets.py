@@ -197,7 +197,7 @@ def run_tune(args: argparse.Namespace) -> int:
         except OSError as error:
             raise InputError(f"--out {args.out}: cannot write ({error.strerror})") from None
     if args.series:
-        from bucketing.tune import recommended_series
+        from bucketing.tune_report import recommended_series
 
         try:
             recommended_series(report).to_csv(args.series)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bucketing.errors import InputError
-from bucketing.tune import Candidate, TuneReport
+from bucketing.tune_report import Candidate, TuneReport
 
 
 def candidate_name(candidate: Candidate) -> str:
