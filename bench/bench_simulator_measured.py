@@ -103,9 +103,9 @@ def measure_workload(spec: Spec, traces: Path) -> dict:
     """Every run of `spec` and the assessment of each judged one."""
     from bucketing.catalog import load_catalog
     from overprovisioner.config import OverprovisionerConfig
+    from overprovisioner.planner.policy_names import parse_policy_name
     from overprovisioner.sim.compare import assess, default_policies, run_policies
     from overprovisioner.sim.config import SimConfig
-    from overprovisioner.sim.policy_names import parse_policy_name
     from overprovisioner.sim.summary import build_verdict_for
     from overprovisioner.sim.workload import build_workload
 

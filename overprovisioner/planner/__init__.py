@@ -4,5 +4,7 @@ and the simulator.
 `tick_core` is one tick (forecast, known demand, observations, plan); `forecasting`,
 `service_forecast` and `adjust` make the forecast; `known_plan` adds announced work;
 `plan` and `plan_config` size the plan; `sizing` sizes one placeholder; `pinned_plan`
-splits it over zones and capacity types.
+splits it over zones and capacity types; `policy_names` is the policy grammar users type
+(`simulate --policy`, the service's `headroom:`) and `headroom` counts a headroom
+policy's placeholders per type, for the simulator's peers and the service alike.
 """

@@ -28,20 +28,12 @@ from bucketing.catalog import Catalog
 from bucketing.errors import ConfigError, InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.catalog import make_plan_config
-from overprovisioner.planner.plan_config import PlanConfig
+from overprovisioner.planner.headroom import headroom_plan_config
+from overprovisioner.planner.policy_names import PolicySpec, parse_policy_name
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.known import replay_known
 from overprovisioner.sim.oracles import Oracle, RateOracle
-from overprovisioner.sim.policies import (
-    PerType,
-    PlanContext,
-    Policy,
-    Proportional,
-    Reactive,
-    Scheduled,
-    Static,
-)
-from overprovisioner.sim.policy_names import PolicySpec, parse_policy_name
+from overprovisioner.sim.policies import Headroom, PlanContext, Policy, Reactive
 from overprovisioner.sim.predictive import Predictive
 from overprovisioner.sim.workload import Workload
 
@@ -125,10 +117,8 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
     horizons = np.full(len(workload.types), service.horizon_ticks)
     if spec.is_peer:
         # Not headstart: no limits, no cost cap; one placeholder per scale-up.
-        peer_config = PlanConfig(placement_groups=service.limits.placement_groups)
+        peer_config = headroom_plan_config(make_plan_config(service))
         context = PlanContext(workload.types, groups, catalog, peer_config, horizons)
-        if spec.kind == "static":
-            return Static(context, spec, config.peer_tick_s)
         if spec.kind == "per-type":
             for kind, member in spec.members:
                 if member.kind == "scheduled":
@@ -136,13 +126,12 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
                         check_schedule_matches(member, workload)
                     except InputError as error:
                         raise InputError(f"policy {spec.name!r}: {kind}: {error}") from None
-            # A member run by cluster-proportional-autoscaler polls as CPA does.
-            polls = any(member.kind == "proportional" for _, member in spec.members)
-            return PerType(context, spec, config.cpa_poll_s if polls else config.peer_tick_s)
-        if spec.kind == "proportional":
-            return Proportional(context, spec, config.cpa_poll_s)
-        check_schedule_matches(spec, workload)
-        return Scheduled(context, spec, config.peer_tick_s)
+        elif spec.kind == "scheduled":
+            check_schedule_matches(spec, workload)
+        # A headroom run by cluster-proportional-autoscaler polls as CPA does.
+        polls = spec.kind == "proportional" or any(
+            member.kind == "proportional" for _, member in spec.members)
+        return Headroom(context, spec, config.cpa_poll_s if polls else config.peer_tick_s)
     context = PlanContext(workload.types, groups, catalog, make_plan_config(service), horizons)
     tick = service.tick_s
     if spec.kind == "oracle":

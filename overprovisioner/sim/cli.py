@@ -269,7 +269,7 @@ def with_models(policies: tuple[str, ...], models: str | None, configured: str
                 ) -> tuple[str, ...]:
     """`policies` plus `predictive:MODEL` for each model of `--models` other than the
     configured one (which plain `predictive` runs); InputError naming an unknown one."""
-    from overprovisioner.sim.policy_names import parse_policy_name
+    from overprovisioner.planner.policy_names import parse_policy_name
 
     if not models:
         return policies
@@ -286,8 +286,8 @@ def with_models(policies: tuple[str, ...], models: str | None, configured: str
 
 
 def simulate_command(args: argparse.Namespace) -> int:
+    from overprovisioner.planner.policy_names import parse_policy_name
     from overprovisioner.sim.compare import default_policies, run_policies
-    from overprovisioner.sim.policy_names import parse_policy_name
     from overprovisioner.sim.summary import build_verdict_for
     from overprovisioner.sim.what_if import parse_what_if
 
@@ -340,7 +340,7 @@ def json_row(metrics: Any, lead: Any) -> dict[str, Any]:
     """One run of `simulate --json`: its metrics, its role in the comparison (reactive,
     peer, predictive, yardstick: a script finds the best peer at a cut by it) and the
     lead its known demand had."""
-    from overprovisioner.sim.policy_names import parse_policy_name
+    from overprovisioner.planner.policy_names import parse_policy_name
 
     return dict(metrics.as_dict(), role=parse_policy_name(metrics.policy).role,
                 lead_seconds=lead)

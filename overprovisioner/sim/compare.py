@@ -19,12 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bucketing.catalog import Catalog
-from overprovisioner.sim.build import check_schedule_matches
-from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.engine import run
-from overprovisioner.sim.hindsight import add_hindsight_runs
-from overprovisioner.sim.metrics import Metrics, measure
-from overprovisioner.sim.policy_names import (
+from overprovisioner.planner.policy_names import (
     JUDGED,
     PEERS,
     parse_policy_name,
@@ -32,6 +27,11 @@ from overprovisioner.sim.policy_names import (
     schedule_name,
     unlimited_name,
 )
+from overprovisioner.sim.build import check_schedule_matches
+from overprovisioner.sim.config import SimConfig
+from overprovisioner.sim.engine import run
+from overprovisioner.sim.hindsight import add_hindsight_runs
+from overprovisioner.sim.metrics import Metrics, measure
 from overprovisioner.sim.result import RunResult
 from overprovisioner.sim.workload import Workload, busy_hours, true_demand
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 from bucketing.catalog import Catalog
 from bucketing.jobtable import JobTable
+from overprovisioner.planner.policy_names import parse_policy_name
 from overprovisioner.sim.compare import Assessment, assess
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import run
 from overprovisioner.sim.hindsight import hindsight_policies
 from overprovisioner.sim.metrics import Metrics, measure
-from overprovisioner.sim.policy_names import parse_policy_name
 from overprovisioner.sim.result import RunResult
 from overprovisioner.sim.what_if import WhatIf
 from overprovisioner.sim.workload import Workload

@@ -15,7 +15,11 @@ their own count per type, and without headstart's limits (they are not headstart
   `--nodelabels`): registered nodes, modelled as the ready ones, placeholders' nodes
   included, as CPA counts them;
 - `scheduled:...`: static headroom that follows a daily schedule (a CronJob or KEDA
-  cron scaler setting the Deployment's replicas).
+  cron scaler setting the Deployment's replicas);
+- `static:TYPE=N,...` / `per-type:TYPE=POLICY+...`: a count or a headroom per type.
+
+Each peer's count per type is `overprovisioner.planner.headroom.headroom_counts`, the
+rule the service applies for its `headroom:` setting (class `Headroom`).
 
 A preempted peer placeholder is recreated by its ReplicaSet at once (the engine does
 that for every policy); the peers do not re-plan on preemption. The service-driven
@@ -33,9 +37,10 @@ import numpy as np
 
 from bucketing.catalog import Catalog, InstanceType
 from bucketing.errors import InputError
+from overprovisioner.planner.headroom import headroom_counts, named_types
 from overprovisioner.planner.plan import BucketObservation, Plan, make_plan
 from overprovisioner.planner.plan_config import PlanConfig
-from overprovisioner.sim.policy_names import PolicySpec
+from overprovisioner.planner.policy_names import PolicySpec
 from overprovisioner.sim.recording import Recording
 
 
@@ -167,53 +172,19 @@ class Peer:
         return self.context.ladder(view, self.counts(view.now, view.nodes)), None
 
 
-def peer_count(spec: PolicySpec, now: float, ready: int) -> int:
-    """Placeholders one type keeps under a single-count peer at trace time `now` with
-    `ready` nodes of the type: static's N, proportional's max(min, ceil(ready / R)) at
-    most max (CPA's linear mode), scheduled's count at the hour."""
-    if spec.kind == "proportional":
-        count = -(-int(ready) // spec.nodes_per_placeholder)
-        if spec.max_count:
-            count = min(count, spec.max_count)
-        return max(spec.min_count, count)
-    if spec.kind == "scheduled":
-        return spec.count_at_hour(int((now % 86_400) // 3600))
-    return spec.count
-
-
-class Static(Peer):
-    def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
-        return [self.spec.count] * len(self.context.types)
-
-
-class PerType(Peer):
-    """A headroom of its own per instance type (0 for types not named): `static:TYPE=N,...`
-    (a count each) or `per-type:TYPE=POLICY+...` (a static, proportional or scheduled
-    peer each)."""
+class Headroom(Peer):
+    """static, per-type, proportional or scheduled: the count per type is the service's
+    `headroom:` rule (`overprovisioner.planner.headroom.headroom_counts`), so a peer that
+    wins the comparison is a plan the overprovisioner runs as measured."""
 
     def __init__(self, context: PlanContext, spec: PolicySpec, tick_s: float) -> None:
         super().__init__(context, spec, tick_s)
-        names = [kind.name for kind in context.types]
-        named = [kind for kind, _ in (spec.members or spec.per_type)]
-        unknown = [kind for kind in named if kind not in names]
+        self.names = [kind.name for kind in context.types]
+        unknown = [kind for kind in named_types(spec) if kind not in self.names]
         if unknown:
             raise InputError(f"policy {spec.name!r}: {', '.join(unknown)} is not a simulated "
-                             f"instance type (simulated: {', '.join(names)})")
-        members = dict(spec.members) or {
-            kind: PolicySpec(f"static:{count}", "static", count=count)
-            for kind, count in spec.per_type}
-        self.members = [members.get(name) for name in names]
+                             f"instance type (simulated: {', '.join(self.names)})")
 
     def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
-        return [0 if member is None else peer_count(member, now, ready)
-                for member, ready in zip(self.members, nodes, strict=True)]
-
-
-class Proportional(Peer):
-    def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
-        return [peer_count(self.spec, now, ready) for ready in nodes]
-
-
-class Scheduled(Peer):
-    def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
-        return [peer_count(self.spec, now, 0)] * len(self.context.types)
+        return headroom_counts(self.spec, self.names, now,
+                               dict(zip(self.names, nodes, strict=True)) if nodes else {})

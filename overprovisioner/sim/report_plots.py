@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from bucketing.errors import InputError
-from overprovisioner.sim.policy_names import PEERS, parse_policy_name, peer_size
+from overprovisioner.planner.policy_names import PEERS, parse_policy_name, peer_size
 from overprovisioner.sim.verdict import display_name
 
 # Instance types shown per timeline: the busiest ones (demand node-hours).

@@ -19,7 +19,7 @@ QUICK_POLICIES = ("reactive", "static:1", "static:2", "predictive", "predictive:
 def quick_policies(policies: tuple[str, ...]) -> tuple[str, ...]:
     """`--quick`: QUICK_POLICIES plus the middle proportional ratio and schedule of the
     full list (one member of each peer family besides static)."""
-    from overprovisioner.sim.policy_names import parse_policy_name
+    from overprovisioner.planner.policy_names import parse_policy_name
 
     kept = list(QUICK_POLICIES)
     for family in ("proportional", "scheduled"):

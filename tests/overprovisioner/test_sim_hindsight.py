@@ -8,12 +8,12 @@ import pytest
 
 from bucketing.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.planner.policy_names import parse_policy_name, per_type_name
 from overprovisioner.sim.compare import assess, run_policies
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import run
 from overprovisioner.sim.hindsight import cheapest_vector, hindsight_policies
 from overprovisioner.sim.metrics import measure, per_type
-from overprovisioner.sim.policy_names import parse_policy_name, per_type_name
 from overprovisioner.sim.workload import build_workload
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 

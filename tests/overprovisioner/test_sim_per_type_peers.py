@@ -9,11 +9,11 @@ import pytest
 
 from bucketing.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.planner.policy_names import parse_policy_name, peer_size
 from overprovisioner.sim.build import make_policy, placement_groups
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import run
 from overprovisioner.sim.metrics import measure
-from overprovisioner.sim.policy_names import parse_policy_name, peer_size
 from overprovisioner.sim.workload import build_workload
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 

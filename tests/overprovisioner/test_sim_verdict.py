@@ -199,8 +199,8 @@ def test_the_verdict_says_what_lifting_the_limits_buys():
 
 
 def test_a_capped_run_gets_a_run_without_limits():
+    from overprovisioner.planner.policy_names import parse_policy_name
     from overprovisioner.sim.compare import run_policies
-    from overprovisioner.sim.policy_names import parse_policy_name
 
     spec = parse_policy_name("predictive:0.97,unlimited")
     assert (spec.kind, spec.quantile, spec.unlimited, spec.role) == (

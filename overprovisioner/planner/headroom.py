@@ -1,0 +1,76 @@
+"""Headroom as users run it today, as a plan the overprovisioner applies instead of a forecast.
+
+Decides, for a headroom policy (`static:N`, `static:TYPE=N,...`, `proportional:R[,min=M]
+[,max=X]`, `scheduled:HH-HH=N,...,else=N`, `per-type:TYPE=POLICY+...`; the grammar is
+`policy_names`), how many placeholder nodes each instance type keeps at a time with
+the given nodes of each type: static's N; proportional's max(min, ceil(nodes / R)) at
+most max (cluster-proportional-autoscaler's linear mode, counting the type's nodes);
+scheduled's N for the hour of the day (UTC for the service's wall clock, the trace
+clock in the simulator); per-type: each named type its own, the others 0.
+
+The simulator's peers (`sim.policies`) and the service's `headroom:` setting both
+count here, and both plan with `headroom_plan_config`: the planner's ladder mode with
+the count per type, the placement groups and nothing else (no per-type min/max, no cost
+cap: that is how the peers run, so what `headstart simulate` measured for a peer is
+what the service then applies).
+
+Must not: read the clock (callers pass the time) or the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from bucketing.errors import InputError
+from overprovisioner.planner.plan_config import PlanConfig
+from overprovisioner.planner.policy_names import PEERS, PolicySpec, parse_policy_name
+
+
+def parse_headroom(text: str, where: str = "headroom") -> PolicySpec:
+    """The spec of a headroom policy; InputError naming `where` when it is not one."""
+    try:
+        spec = parse_policy_name(text.strip())
+    except InputError as error:
+        raise InputError(f"{where}: {error}") from None
+    if spec.kind not in PEERS:
+        raise InputError(f"{where}: {text!r} is not a headroom policy (static:..., "
+                         "proportional:..., scheduled:... or per-type:...)")
+    return spec
+
+
+def named_types(spec: PolicySpec) -> tuple[str, ...]:
+    """The instance types a per-type headroom names (none for the others)."""
+    return tuple(kind for kind, _ in (spec.members or spec.per_type))
+
+
+def peer_count(spec: PolicySpec, now: float, ready: int) -> int:
+    """Placeholders one type keeps under a single-count headroom at time `now` with
+    `ready` nodes of the type: static's N, proportional's max(min, ceil(ready / R)) at
+    most max (CPA's linear mode), scheduled's count at the hour."""
+    if spec.kind == "proportional":
+        count = -(-int(ready) // spec.nodes_per_placeholder)
+        if spec.max_count:
+            count = min(count, spec.max_count)
+        return max(spec.min_count, count)
+    if spec.kind == "scheduled":
+        return spec.count_at_hour(int((now % 86_400) // 3600))
+    return spec.count
+
+
+def headroom_counts(spec: PolicySpec, types: Sequence[str], now: float,
+                    nodes: Mapping[str, int]) -> list[int]:
+    """Placeholders per type of `types` (in that order) at time `now`, with `nodes` of
+    each type (absent: 0)."""
+    if spec.kind != "per-type":
+        return [peer_count(spec, now, nodes.get(name, 0)) for name in types]
+    members = dict(spec.members) or {
+        kind: PolicySpec(f"static:{count}", "static", count=count)
+        for kind, count in spec.per_type}
+    return [0 if members.get(name) is None else peer_count(members[name], now,
+                                                            nodes.get(name, 0))
+            for name in types]
+
+
+def headroom_plan_config(config: PlanConfig) -> PlanConfig:
+    """The planner's config for a headroom: `config`'s placement groups, no limits."""
+    return PlanConfig(placement_groups=config.placement_groups)
