@@ -75,10 +75,9 @@ class ForecastConfig:
     `seasonal`, `hw`, `transformer`). The default, last value with quantiles from the
     last day's errors, keeps the asked quantile's shortfall rate closest to target in
     `headstart backtest` on the public traces (docs/predictor.md), and in the simulator
-    it cost 0.905x the best peer's for the same reduction (geometric mean over openb's
-    active weeks, DLRM and the synthetic workload at q 0.9, 0.97 and 0.99) against
-    0.93x for `last` and 0.99x for `hw` and `conditional`; pick yours by backtest, which
-    prints one model and its config line."""
+    it cost the least against the best peer of the models tried (docs/research/
+    simulator.md); pick yours with `headstart simulate --models ...`, whose verdict names
+    the model and quantile (`headstart backtest` ranks models by forecast error)."""
     model_path: str = ""
     """A persisted model to load at start-up and save after each retrain; "" = none."""
     retrain_every_s: float = 86400.0
@@ -300,6 +299,17 @@ class OverprovisionerConfig:
     """Node start-up time to forecast ahead: 5 min launch + 90 s device plugin. Rounded
     up to whole ticks (YAML: `horizon: 6m30s`). Set it to your node groups' start-up: it
     is a fact of the cluster, not a knob (not tuned in the simulator)."""
+    headroom: str = ""
+    """Instead of forecasting, keep a headroom as users run it today: `static:N` (N
+    placeholder nodes of every type), `static:TYPE=N,...` (a count per type, others 0),
+    `proportional:R[,min=M][,max=X]` (per type max(M, ceil(nodes of the type / R)), at
+    most X: cluster-proportional-autoscaler's linear mode), `scheduled:HH-HH=N,...,else=N`
+    (N per type during those UTC hours) or `per-type:TYPE=POLICY+...` (each named type
+    its own). The syntax of `headstart simulate --policy`: when simulate's verdict finds
+    such a headroom cheaper than predictive for the same cut, it prints this line. With a
+    headroom the loop still records demand (so a later simulate or backtest can use it)
+    but plans no forecast, known demand, per-type min/max or cost cap: the count is
+    applied as the simulator ran it (`overprovisioner.planner.headroom`). "" = forecast."""
     forecast: ForecastConfig = field(default_factory=ForecastConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     placeholders: PlaceholderConfig = field(default_factory=PlaceholderConfig)

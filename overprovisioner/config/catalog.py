@@ -20,6 +20,7 @@ from bucketing.errors import ConfigError
 from bucketing.resources import Resources
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.planner import plan_config as plan_config_module
+from overprovisioner.planner.headroom import named_types, parse_headroom
 
 MIB = 1024**2
 
@@ -43,6 +44,13 @@ def resolve_catalog(config: OverprovisionerConfig) -> Catalog:
                     f"{config.source}: limits.{section}.{name}: not one of the bucket "
                     f"instance types ({', '.join(config.instance_types)})"
                 )
+    if config.headroom:
+        unknown = [name for name in named_types(parse_headroom(config.headroom))
+                   if name not in config.instance_types]
+        if unknown:
+            raise ConfigError(
+                f"{config.source}: headroom: {', '.join(unknown)} is not one of the bucket "
+                f"instance types ({', '.join(config.instance_types)})")
     subset = catalog.subset(config.instance_types)
     make_plan_config(config).validate(subset, f"{config.source}: limits")
     for name in config.instance_types:  # an overhead too large: refuse now, not every tick

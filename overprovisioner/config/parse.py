@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from bucketing.errors import ConfigError, InputError
 from overprovisioner.config import (
     BACKENDS,
     CAPACITY_TYPE_LABELS,
@@ -36,6 +37,7 @@ from overprovisioner.config import (
     Toleration,
 )
 from overprovisioner.config.fields import FieldReader
+from overprovisioner.planner.headroom import parse_headroom
 from predictor.known.model import SOURCES
 from predictor.registry import FORECASTER_NAMES
 
@@ -47,6 +49,7 @@ def parse_config(document: Any, source: str) -> OverprovisionerConfig:
     reader.known(top, "", {
         "catalog", "instance_types", "buckets_file", "tick", "horizon", "forecast", "limits",
         "placeholders", "leader_election", "api", "known_demand", "dry_run", "host", "port",
+        "headroom",
     })
     defaults = OverprovisionerConfig()
     tick_s = reader.duration(top, "tick", "", defaults.tick_s, positive=True)
@@ -57,6 +60,7 @@ def parse_config(document: Any, source: str) -> OverprovisionerConfig:
         buckets_file=reader.string(top, "buckets_file", "", "", allow_empty=True),
         tick_s=tick_s,
         horizon_s=horizon_s,
+        headroom=reader.string(top, "headroom", "", "", allow_empty=True).strip(),
         forecast=_forecast(reader, reader.mapping(top.get("forecast", {}), "forecast")),
         limits=_limits(reader, reader.mapping(top.get("limits", {}), "limits")),
         placeholders=_placeholders(
@@ -80,6 +84,11 @@ def parse_config(document: Any, source: str) -> OverprovisionerConfig:
         raise reader.fail("instance_types", "list the bucket instance types (or set buckets_file)")
     if len(set(config.instance_types)) != len(config.instance_types):
         raise reader.fail("instance_types", "an instance type appears twice")
+    if config.headroom:
+        try:
+            parse_headroom(config.headroom, f"{source}: headroom")
+        except InputError as error:
+            raise ConfigError(str(error)) from None
     if config.placeholders.expire_after_s <= config.tick_s:
         raise reader.fail(
             "placeholders.expire_after",

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from bucketing.catalog import Catalog
 from bucketing.errors import InputError
+from overprovisioner.planner.plan import BucketObservation, Plan, make_plan
 from overprovisioner.planner.plan_config import PlanConfig
 from overprovisioner.planner.policy_names import PEERS, PolicySpec, parse_policy_name
 
@@ -74,3 +76,14 @@ def headroom_counts(spec: PolicySpec, types: Sequence[str], now: float,
 def headroom_plan_config(config: PlanConfig) -> PlanConfig:
     """The planner's config for a headroom: `config`'s placement groups, no limits."""
     return PlanConfig(placement_groups=config.placement_groups)
+
+
+def headroom_plan(spec: PolicySpec, types: Sequence[str], config: PlanConfig,
+                  catalog: Catalog, now: float, nodes: Mapping[str, int],
+                  observed: Sequence[BucketObservation]) -> Plan:
+    """The service's plan under a headroom: the planner's ladder mode with the headroom's
+    count per type (`headroom_counts`), spread over the groups, without limits
+    (`headroom_plan_config`) and without known demand (a peer plans none)."""
+    counts = headroom_counts(spec, types, now, nodes)
+    return make_plan(observed, headroom_plan_config(config), catalog, mode="ladder",
+                     ladder=dict(zip(types, counts, strict=True)))

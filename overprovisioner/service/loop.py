@@ -6,6 +6,8 @@ Decides: the order of a tick and what a failure of each step does:
 - forecast: `ServiceForecaster` (forecasting.py: the model's lifecycle); history
   shorter than the model needs -> the cold-start ladder
   (`forecast.cold_start_placeholders` per type) through the planner's "ladder" mode;
+- headroom (config `headroom` set): no forecast; the plan is that headroom's count per
+  type (`planner.headroom.headroom_plan`, the simulator's peers' rule), mode "headroom";
 - plan: `plan.make_plan` (pure) on per-bucket observations: forecast (quantile), in use
   (the last recorded count: running plus pending pods, embedded), free whole nodes and
   placeholders from the cluster view, and the known-ahead demand due within the horizon
@@ -57,6 +59,7 @@ from overprovisioner.planner.forecasting import (
     ServiceForecaster,
     first_tick,
 )
+from overprovisioner.planner.headroom import headroom_plan, parse_headroom
 from overprovisioner.planner.known_plan import known_nodes, known_source_nodes
 from overprovisioner.planner.pinned_plan import PlacedColumn, place_columns, split_from_history
 from overprovisioner.planner.plan import BucketObservation, Mode, Plan
@@ -110,6 +113,8 @@ class OverprovisionerLoop:
         self.faults: dict[str, str] = {}
         self._buffer_problem = ""
         self.plan_config = make_plan_config(config)
+        # A headroom users run today, applied instead of the forecast (config.headroom).
+        self.headroom = parse_headroom(config.headroom) if config.headroom else None
         # What the config allows but can never do (served in /plan; cli.py logs them).
         self.config_warnings = config_warnings(config, catalog)
         self.forecaster = ServiceForecaster(config, catalog, metrics, load_model, save_model)
@@ -153,8 +158,11 @@ class OverprovisionerLoop:
         known = self._known_step(now_s, errors)
         self.metrics.set_known(known_nodes(known), known_source_nodes(known),
                                known.values.pods if known else {})
-        mode, forecasts = self._forecast_step(now_s, errors, known)
-        model_name = self.forecaster.model.name or self.config.forecast.model
+        if self.headroom is not None:  # the configured headroom, not a forecast
+            mode, forecasts, model_name = "headroom", {}, self.config.headroom
+        else:
+            mode, forecasts = self._forecast_step(now_s, errors, known)
+            model_name = self.forecaster.model.name or self.config.forecast.model
         self.metrics.set_model(model_name, mode)
         try:
             view, observed = self._observe_step()
@@ -162,10 +170,16 @@ class OverprovisionerLoop:
                 self.config, self.catalog, view.rooms if view else (), now_s,
                 observed.applied_requests(self.catalog.gpu_resource) if observed else {},
             )
-            plan = plan_tick(
-                self.config, self.plan_config, self.catalog, mode, forecasts,
-                self.observations(forecasts, view, observed.replicas() if observed else {},
-                                  known_nodes(known)))
+            existing = observed.replicas() if observed else {}
+            if self.headroom is not None:
+                plan = headroom_plan(
+                    self.headroom, self.config.instance_types, self.plan_config,
+                    self.catalog, now_s, _nodes_per_type(view),
+                    self.observations({}, view, existing))
+            else:
+                plan = plan_tick(
+                    self.config, self.plan_config, self.catalog, mode, forecasts,
+                    self.observations(forecasts, view, existing, known_nodes(known)))
         except HeadstartError as error:
             self._tick_errors.append(error)
             return self._failed(now_s, leader, model_name, mode, forecasts,
@@ -452,3 +466,12 @@ class OverprovisionerLoop:
 
         self._debounce = self._event_loop.call_later(
             self.config.placeholders.wake_debounce_s, fire)
+
+
+def _nodes_per_type(view: ClusterView | None) -> dict[str, int]:
+    """The registered nodes of each type, over its groups (what a proportional headroom
+    counts, as cluster-proportional-autoscaler counts the nodes its labels select)."""
+    nodes: dict[str, int] = {}
+    for (instance_type, _), count in (view.nodes if view is not None else {}).items():
+        nodes[instance_type] = nodes.get(instance_type, 0) + count
+    return nodes

@@ -13,7 +13,10 @@ Decides:
   dollars (the cheapest family may differ: GPU-less placeholder nodes cost dollars but
   no GPU-hours); the headline recommends predictive only when it is cheaper on both,
   and says plainly when it is not;
-- the YAML snippet: the `forecast:` lines of the overprovisioner config.
+- the YAML snippet: the `forecast:` lines of the overprovisioner config, or, when a
+  headroom beats predictive, the `headroom:` line that makes the overprovisioner run
+  that headroom (`overprovisioner.planner.headroom`): of each family's cheapest run
+  reaching the same cut, the one costing the fewest dollars.
 
 Must not: print, read files, or run anything.
 """
@@ -197,16 +200,33 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
         lines.append(f"In dollars predictive spends {usd_ratio:.2f}x the cheapest "
                      f"({cheapest_usd.family} headroom, {_money(cheapest_usd.extra_usd)}): "
                      + (f"${diff:,.0f} less." if diff > 0 else f"${-diff:,.0f} more."))
-    if not beats and best is not None and best.member is not None:
-        lines.append(f"The headroom to run instead: {best.member} (its run is in the table; "
-                     "static, scheduled and per-type counts are placeholder Deployments per "
-                     "instance type, proportional is cluster-proportional-autoscaler).")
+    instead = None if beats else _instead(chosen, metrics, reactive)
+    if instead is not None:
+        lines.append(f"The headroom to run instead: {instead.policy} (cuts "
+                     f"{1 - instead.pending_gpu_minutes / reactive.pending_gpu_minutes:.0%} "
+                     f"for {instead.gpu_hours - reactive.gpu_hours:+,.0f} GPU-hours, "
+                     f"{_money(instead.cost_usd - reactive.cost_usd)}; the overprovisioner "
+                     "runs it with the `headroom:` line below instead of a forecast).")
     others = [a for a in assessments if a is not chosen and a.reduction is not None
               and _configurable(a.policy)]
     if others:
         lines.append("Other predictive runs: " + "; ".join(_other_text(a) for a in others)
                      + ".")
-    snippet = (f"# overprovisioner config (headstart overprovisioner --config FILE); "
-               f"other fields as in {config_source}:\nforecast:\n  model: {model}\n"
-               f"  quantile: {quantile:g}\n")
+    head = (f"# overprovisioner config (headstart overprovisioner --config FILE); "
+            f"other fields as in {config_source}:\n")
+    snippet = head + (f'headroom: "{instead.policy}"\n' if instead is not None else
+                      f"forecast:\n  model: {model}\n  quantile: {quantile:g}\n")
     return Verdict(chosen, quantile, tuple(lines), snippet, beats)
+
+
+def _instead(chosen: Assessment, metrics: Sequence[Metrics], reactive: Metrics
+             ) -> Metrics | None:
+    """The headroom run to configure when predictive does not beat the peers: of each
+    family's cheapest run reaching the chosen run's cut (`PeerCost.member`), the one
+    costing the fewest dollars (GPU-hours when a run has no price)."""
+    by_name = {m.policy: m for m in metrics}
+    members = [by_name[p.member] for p in chosen.peers if p.member in by_name]
+    if not members:
+        return None
+    priced = all(m.cost_usd == m.cost_usd for m in members + [reactive])
+    return min(members, key=lambda m: (m.cost_usd if priced else m.gpu_hours, m.gpu_hours))

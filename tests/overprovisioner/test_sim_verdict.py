@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+import yaml
 
 from bucketing.errors import InputError
 from bucketing.synthetic import SyntheticWorkload, generate
+from overprovisioner.config.parse import parse_config
 from overprovisioner.sim.compare import assess_all
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import run as simulate_run
@@ -93,8 +95,28 @@ def test_verdict_is_honest_when_predictive_is_dearer(predictive, gpu_line, dolla
         "Verdict: on this trace predictive does not beat the headroom users run today for "
         "the same cut (below); its best run is quantile 0.9. On this trace it cuts")
     assert verdict.lines[3:5] == (gpu_line, dollar_line)
-    # A peer wins: the verdict names the run to configure instead (static:1 reaches 50%).
-    assert verdict.lines[5].startswith("The headroom to run instead: static:1 ")
+    # A peer wins: the verdict names the run to configure instead (static:1 reaches 50%)
+    # and the config line the overprovisioner runs it with, not predictive's forecast.
+    assert verdict.lines[5] == (
+        "The headroom to run instead: static:1 (cuts 50% for +10 GPU-hours, +$20; the "
+        "overprovisioner runs it with the `headroom:` line below instead of a forecast).")
+    assert verdict.snippet.splitlines()[1:] == ['headroom: "static:1"']
+
+
+def test_the_headroom_to_run_instead_is_the_cheapest_in_dollars():
+    # Both families reach predictive's 50%: static:1 for +10 GPU-h and +$20, the
+    # per-type count for +12 GPU-h but +$14 (its nodes are cheaper). Dollars are paid.
+    per_type = run("static:g4dn.xlarge=2", 450.0, 112.0, 214.0)
+    runs = BASE + [per_type, run("predictive", 500.0, 115.0, 230.0)]
+    verdict = build_verdict(runs, assess_all(runs), 0.9, "last", "at test prices", "x")
+    assert verdict.snippet.splitlines()[1:] == ['headroom: "static:g4dn.xlarge=2"']
+    # The snippet is a config the overprovisioner loads as it is.
+    document = {**yaml.safe_load(verdict.snippet), "instance_types": ["g4dn.xlarge"]}
+    assert parse_config(document, "printed").headroom == "static:g4dn.xlarge=2"
+    # Without prices (a catalog without them) GPU-hours decide.
+    unpriced = [replace(m, cost_usd=float("nan")) for m in runs]
+    verdict = build_verdict(unpriced, assess_all(unpriced), 0.9, "last", "", "x")
+    assert verdict.snippet.splitlines()[1:] == ['headroom: "static:1"']
 
 
 def test_without_predictive_runs_there_is_no_verdict():
