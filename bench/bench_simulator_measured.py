@@ -83,17 +83,23 @@ class Spec:
         return self.trace is not None and not (traces / self.trace).is_file()
 
 
+OPENB_TUNED = ("m5.12xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g5.48xlarge")
 SPECS = (
-    Spec("openb", "openb as published", OPENB, ("g4dn.8xlarge",)),
-    Spec("openb-active", "openb, active weeks", OPENB, ("g4dn.8xlarge",), from_day=108.0),
+    Spec("openb", "openb as published", OPENB),
+    Spec("openb-active", "openb, active weeks", OPENB, from_day=108.0),
     Spec("dlrm", "DLRM", DLRM),
     Spec("synthetic", "synthetic", None),
-    # The lists `headstart buckets tune --catalog aws` recommends (bench_tuner.py): the
-    # verdict should not change direction with the bucket list.
-    Spec("openb-tuned", "openb as published, tuned list", OPENB,
-         ("m5.12xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g5.48xlarge")),
+    # The lists `headstart buckets tune --catalog aws` recommends (bench_tuner.py; openb's
+    # for its active weeks too, the list a user tuning on the trace gets; the synthetic
+    # workload's from `buckets tune --synthetic`): the verdict should not change
+    # direction with the bucket list.
+    Spec("openb-tuned", "openb as published, tuned list", OPENB, OPENB_TUNED),
+    Spec("openb-active-tuned", "openb, active weeks, tuned list", OPENB, OPENB_TUNED,
+         from_day=108.0),
     Spec("dlrm-tuned", "DLRM, tuned list", DLRM,
          ("m5.24xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g5.48xlarge")),
+    Spec("synthetic-tuned", "synthetic, tuned list", None,
+         ("m5.8xlarge", "g5.12xlarge", "g5.24xlarge", "g5.48xlarge")),
 )
 # Workloads bench_known_demand.py runs too (the tuned lists are for the verdict only).
 DEFAULT_LISTS = ("openb", "openb-active", "dlrm", "synthetic")

@@ -153,7 +153,8 @@ def simulator_direction(results: dict) -> str:
     list and on the list the tuner recommends."""
     by_key = {w["key"]: w for w in _simulated(results)}
     sentences = []
-    for key, label in (("openb", "openb"), ("dlrm", "DLRM")):
+    for key, label in (("openb", "openb"), ("openb-active", "openb's active weeks"),
+                       ("dlrm", "DLRM"), ("synthetic", "the synthetic workload")):
         default, tuned = by_key.get(key), by_key.get(f"{key}-tuned")
         if default is None or tuned is None:
             continue
