@@ -161,6 +161,9 @@ def compute_backtest(args: argparse.Namespace) -> tuple[Any, Any]:
     with progress.meanwhile(f"backtesting {', '.join(models)} (rolling origin over the last "
                             f"{args.test_fraction:.0%})"):
         result = backtest(targets, factories, config, time.perf_counter)
+    skipped = [row for row in result.rows if row.skipped is not None]
+    if result.rows and len(skipped) == len(result.rows):
+        raise InputError(f"every model was skipped on every series: {skipped[0].skipped}")
     return series, result
 
 
@@ -186,6 +189,7 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
         return series, targets
 
     from bucketing.catalog import load_catalog
+    from bucketing.jobtable import require_gpu_pods
     from bucketing.traces import load_trace
     from predictor.series import series_from_jobtable
 
@@ -197,6 +201,8 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
                            else f"{args.buckets}: catalog")
     types = catalog.subset(names).instance_types if names else catalog.instance_types
     table = load_trace(args.trace, args.format, gpu_sharing=args.gpu_sharing)
+    require_gpu_pods(table, "there is no GPU demand to forecast ahead of a GPU node's "
+                     "start-up (pass a GPU trace, or --series for another quantity)")
     if note := rounded_note(table):
         print(note, file=sys.stderr)
     series = series_from_jobtable(table, list(types), tick)

@@ -262,6 +262,13 @@ def _workload(args: argparse.Namespace, table: Any, catalog: Any, service: Any,
                               from_day=getattr(args, "from_day", 0.0))
     if len(workload) == 0:
         raise InputError(f"{table.source}: no pod to replay in the chosen window")
+    if workload.initial.all():
+        start = (workload.start_s - table.trace_start_s) / 86_400
+        end = (workload.end_s - table.trace_start_s) / 86_400
+        raise InputError(
+            f"{table.source}: no pod arrives in the chosen window (days {start:g} to "
+            f"{end:g} of the trace; {len(workload):,} ran from before it): there is no "
+            "waiting to cut; widen --days or move --from-day")
     return workload
 
 

@@ -109,6 +109,15 @@ def test_bad_input_is_one_line_exit_2(trace_file, extra, message, capsys):
     assert len(err) == 1 and message in err[0]
 
 
+def test_a_window_where_no_pod_arrives_is_one_line_exit_2(capsys):
+    # The synthetic workload's first 86 s: only the pods running before it (no
+    # arrival, so no waiting to cut and no verdict to give).
+    code = main(["simulate", "--synthetic", "--days", "0.001"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and "no pod arrives in the chosen window" in err[0], err
+
+
 def test_unknown_instance_type_in_bucket_file(trace_file, tmp_path, capsys):
     buckets = tmp_path / "buckets.yaml"
     buckets.write_text("instance_types: [g4dn.xlarge, x9.huge]\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -120,6 +121,22 @@ def test_duplicated_conflicting_ticks_exit_2(run, tmp_path):
     path = write_series(tmp_path, [1, 2, 3], times=[0, 300, 300])
     code, _, err = run("backtest", "--series", path, "--horizon", "5m")
     assert code == 2 and "lines 3 and 4" in err
+
+
+def test_a_trace_without_gpu_pods_exit_2(run, tmp_path):
+    table = generate(SyntheticWorkload(days=1.0, seed=2))
+    cpu_only = replace(table, frame=table.frame.assign(gpus=0, gpu_milli=0))
+    trace = write_job_table(cpu_only, tmp_path / "cpu.csv")
+    code, _, err = run("backtest", "--trace", trace, "--horizon", "10m")
+    assert code == 2 and "no pod asks for a GPU" in err, err
+    assert err.count("\n") == 1
+
+
+def test_a_horizon_no_model_can_test_exit_2(run, tmp_path):
+    code, _, err = run("backtest", "--series", write_series(tmp_path, wave(50)), "--column",
+                       "gpus", "--horizon", "1000d")
+    assert code == 2 and "every model was skipped on every series: series of 50 ticks" in err
+    assert err.count("\n") == 1
 
 
 def test_missing_trace_exit_2(run, tmp_path):
