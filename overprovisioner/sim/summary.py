@@ -42,7 +42,8 @@ def price_text(types: Any) -> str:
     """Which prices the dollars are: the catalog's on-demand list prices and their source."""
     if not types:
         return "at the catalog's on-demand prices"
-    sources = sorted({f"{t.price_source or 'catalog'}, {t.price_date}".strip(", ")
+    sources = sorted({f"{t.price_source or 'catalog'}, "
+                      + (t.price_date or "undated: the catalog gives no price_date")
                       for t in types})
     return f"at on-demand list prices ({'; '.join(sources)})"
 

@@ -265,3 +265,14 @@ def test_only_the_recommended_run_a_limit_held_back_gets_a_run_without_limits():
     again = [(None, held), (None, run("predictive:0.97,unlimited", 1, 1, 1))]
     assert lifted_runs(again, one, "predictive:0.97") == []
     assert asked == ["predictive:0.97,unlimited"]
+
+
+def test_dollars_name_their_price_list_and_its_date():
+    from overprovisioner.sim.summary import price_text
+
+    dated = CATALOG.get("g4dn.xlarge")
+    assert dated.price_date and dated.price_date in price_text((dated,))
+    # A catalog of one's own without price_date: said, not left out silently.
+    undated = replace(dated, price_date="", price_source="my-prices.yaml")
+    assert price_text((undated,)) == ("at on-demand list prices (my-prices.yaml, undated: "
+                                      "the catalog gives no price_date)")
