@@ -7,7 +7,6 @@ one line naming the option and the path.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from bucketing.errors import InputError
@@ -33,8 +32,10 @@ def check_output_file(path: str | Path, option: str) -> None:
 
 
 def check_output_folder(path: str | Path, option: str) -> None:
-    """InputError unless `path` is a folder, or can be made one (mkdir -p) in a writable
-    folder; it must not be a file."""
+    """InputError unless `path` is a folder a file can be written in, or can be made one
+    (mkdir -p): it must not be a file. Asks the file system: it makes the missing
+    folders and an empty file, then removes what it made (permission bits alone do not
+    say, e.g. for root or under /proc)."""
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise InputError(f"{option} {path}: is a file; name a folder")
@@ -43,5 +44,17 @@ def check_output_folder(path: str | Path, option: str) -> None:
         existing = existing.parent
     if not existing.is_dir():
         raise InputError(f"{option} {path}: {existing} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {path}: cannot write in {existing}")
+    made = [p for p in (target, *target.parents) if not p.exists()]
+    probe = target / ".headstart-write-check"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+    except OSError as error:
+        raise InputError(f"{option} {path}: cannot write there ({error.strerror})") from None
+    finally:
+        probe.unlink(missing_ok=True)
+        for folder in made:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:
+                break
