@@ -63,9 +63,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_synth(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from bucketing.outpath import check_output_file
     from bucketing.synthetic import SyntheticWorkload, generate
     from bucketing.traces import write_job_table
 
+    check_output_file(args.out, "--out")
     config = SyntheticWorkload(seed=args.seed, days=args.days)
     if args.jobs_per_day is not None:
         config = replace(config, jobs_per_day=args.jobs_per_day)

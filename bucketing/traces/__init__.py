@@ -32,6 +32,8 @@ def load_trace(path: str | Path, format: str | None = None, *,
     path = Path(path)
     if format is not None:
         parse = parser_for(format)
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; name a trace file")
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     if format is None:

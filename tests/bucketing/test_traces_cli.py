@@ -89,7 +89,9 @@ BAD = [
     (["trace", "inspect", "{tmp}/empty.csv"], "empty.csv: the file is empty", "empty"),
     (["trace", "synth", "--days", "-1", "--out", "{tmp}/s.csv"], "days: must be positive",
      "bad-days"),
-    (["trace", "synth", "--out", "{tmp}/no/dir/s.csv"], "cannot write", "unwritable"),
+    (["trace", "synth", "--out", "{tmp}/no/dir/s.csv"],
+     "--out {tmp}/no/dir/s.csv: the folder {tmp}/no/dir does not exist", "unwritable"),
+    (["trace", "inspect", "{tmp}"], "{tmp}: is a folder; name a trace file", "a-folder"),
     # These two used to end in a numpy traceback (Poisson lam too large; a
     # terabyte tick array for one corrupt end time 1e14 s).
     (["trace", "synth", "--days", "1e9", "--out", "{tmp}/s.csv"], "jobs would arrive",
