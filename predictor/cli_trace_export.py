@@ -105,6 +105,7 @@ def run_export(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
+    from bucketing.progress import Progress
     from bucketing.traces import write_job_table
     from predictor.prometheus import PrometheusConfig
     from predictor.trace_export_fetch import fetch_job_table
@@ -121,8 +122,11 @@ def run_export(args: argparse.Namespace) -> int:
         exclude_namespaces=tuple(args.exclude_namespace),
         timeout_s=timeout_s,
     )
-    table, stats = asyncio.run(fetch_job_table(config, since_s, until_s, step_s))
-    path = write_job_table(table, args.out)
+    progress = Progress()
+    with progress.meanwhile(f"querying {args.prometheus} and building one row per pod"):
+        table, stats = asyncio.run(fetch_job_table(config, since_s, until_s, step_s))
+    with progress.meanwhile(f"writing {args.out}"):
+        path = write_job_table(table, args.out)
     frame = table.frame
     print(
         f"wrote {path}: {len(table)} pods in {frame['job_id'].nunique()} jobs over "
