@@ -65,8 +65,10 @@ def simulator(results: dict) -> str:
     policies = sorted(f["median_s"], key=lambda p: (SIMULATOR_ORDER.index(p)
                                                     if p in SIMULATOR_ORDER else 99, p))
     times = ", ".join(f"{f['median_s'][p]:.1f} s ({p})" for p in policies)
+    total = sum(f["median_s"][p] for p in policies)
     text = (f"{f['days']:g} simulated days of the DLRM trace ({f['pods']:,} pods, the trace "
-            f"tiled) take {times} per policy run, medians of {f['repeats']} (target 60 s; "
+            f"tiled) take {times} per policy run, medians of {f['repeats']}: "
+            f"{total:.1f} s for all {len(policies)} (target: all under 60 s; "
             f"{provenance(e)}).")
     before = f.get("before_s")
     if before:

@@ -59,18 +59,29 @@ def peer_count(spec: PolicySpec, now: float, ready: int) -> int:
     return spec.count
 
 
+def type_specs(spec: PolicySpec, types: Sequence[str]) -> list[PolicySpec | None]:
+    """Per type of `types`, the single-count headroom it keeps (None: none): the spec
+    itself for every type, or a per-type headroom's member (static:TYPE=N's count)."""
+    if spec.kind != "per-type":
+        return [spec] * len(types)
+    members = dict(spec.members) or {
+        kind: PolicySpec(f"static:{count}", "static", count=count)
+        for kind, count in spec.per_type}
+    return [members.get(name) for name in types]
+
+
+def counts_of(specs: Sequence[PolicySpec | None], now: float,
+              nodes: Sequence[int]) -> list[int]:
+    """Placeholders per type at time `now` with `nodes[i]` nodes of type i (`type_specs`)."""
+    return [0 if spec is None else peer_count(spec, now, ready)
+            for spec, ready in zip(specs, nodes, strict=True)]
+
+
 def headroom_counts(spec: PolicySpec, types: Sequence[str], now: float,
                     nodes: Mapping[str, int]) -> list[int]:
     """Placeholders per type of `types` (in that order) at time `now`, with `nodes` of
     each type (absent: 0)."""
-    if spec.kind != "per-type":
-        return [peer_count(spec, now, nodes.get(name, 0)) for name in types]
-    members = dict(spec.members) or {
-        kind: PolicySpec(f"static:{count}", "static", count=count)
-        for kind, count in spec.per_type}
-    return [0 if members.get(name) is None else peer_count(members[name], now,
-                                                            nodes.get(name, 0))
-            for name in types]
+    return counts_of(type_specs(spec, types), now, [nodes.get(name, 0) for name in types])
 
 
 def headroom_plan_config(config: PlanConfig) -> PlanConfig:

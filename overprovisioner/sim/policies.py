@@ -37,7 +37,7 @@ import numpy as np
 
 from bucketing.catalog import Catalog, InstanceType
 from bucketing.errors import InputError
-from overprovisioner.planner.headroom import headroom_counts, named_types
+from overprovisioner.planner.headroom import counts_of, named_types, type_specs
 from overprovisioner.planner.plan import BucketObservation, Plan, make_plan
 from overprovisioner.planner.plan_config import PlanConfig
 from overprovisioner.planner.policy_names import PolicySpec
@@ -179,12 +179,13 @@ class Headroom(Peer):
 
     def __init__(self, context: PlanContext, spec: PolicySpec, tick_s: float) -> None:
         super().__init__(context, spec, tick_s)
-        self.names = [kind.name for kind in context.types]
-        unknown = [kind for kind in named_types(spec) if kind not in self.names]
+        names = [kind.name for kind in context.types]
+        unknown = [kind for kind in named_types(spec) if kind not in names]
         if unknown:
             raise InputError(f"policy {spec.name!r}: {', '.join(unknown)} is not a simulated "
-                             f"instance type (simulated: {', '.join(self.names)})")
+                             f"instance type (simulated: {', '.join(names)})")
+        self.specs = type_specs(spec, names)
+        self.no_nodes = (0,) * len(names)
 
     def counts(self, now: float, nodes: tuple[int, ...]) -> list[int]:
-        return headroom_counts(self.spec, self.names, now,
-                               dict(zip(self.names, nodes, strict=True)) if nodes else {})
+        return counts_of(self.specs, now, nodes or self.no_nodes)
