@@ -65,11 +65,10 @@ class ForecastConfig:
     """Placeholders cover this quantile of the most demand over the horizon: at 0.9,
     demand stays under them through the whole start-up time from 9 origins in 10. 0.9
     because it was the cheapest against the best peer headroom (static, proportional,
-    scheduled) in `headstart simulate` (docs/simulator.md, research log): 0.90x on
-    openb's active weeks, 0.76x on the synthetic workload, 0.95x on DLRM, where 0.97
-    cost 0.90x / 0.84x / 1.05x and 0.99 0.98x / 0.91x / 0.88x for more reduction, and
-    0.8 planned nothing on the synthetic workload. Raise it to wait less, at about the
-    peers' price per point of reduction."""
+    scheduled) in `headstart simulate` when it was chosen (docs/research/simulator.md);
+    this build's figures per quantile are in docs/simulator.md. Raise it to wait less;
+    `headstart simulate` on your trace says which quantile costs least against the
+    peers for the cut it buys."""
     model: str = DEFAULT_MODEL
     """Forecaster name from `predictor.registry` (`last_adaptive`, `last`, `conditional`,
     `seasonal`, `hw`, `transformer`). The default, last value with quantiles from the
@@ -98,15 +97,13 @@ class ForecastConfig:
     """A forecast level lasting shorter than this is replaced by the larger neighbour, so
     CA is not asked to scale up and down for a blip (YAML `stabilize_tau: 10m`; 0 = off).
     Off by default: in the simulator a 10-minute tau kept placeholders up through the
-    gaps between arrivals and raised predictive's cost against the best peer from
-    0.90x to 1.48x on openb's active weeks and from 0.76x to 1.19x on the synthetic
-    workload at q 0.9 (0.95x to 1.15x on DLRM), with up to 10% more node launches."""
+    gaps between arrivals and raised predictive's cost against the best peer, with more
+    node launches (docs/research/simulator.md)."""
     fallback: bool = False
     """Whether the reactive fallback runs at all (the three settings below). Off by
-    default: switched on, it made no difference on openb's active weeks (0.89x against
-    0.90x the best peer's cost) and cost more on DLRM (1.04x against 0.95x at q 0.9) and
-    the synthetic workload (0.82x against 0.76x): demand that outruns the forecast is
-    what placeholders are for, and planning for the demand seen now removes them."""
+    default: switched on, it cost more against the best peer in the simulator
+    (docs/research/simulator.md): demand that outruns the forecast is what placeholders
+    are for, and planning for the demand seen now removes them."""
     fallback_window_ticks: int = 6
     """Reactive fallback: ticks of forecast shortfall averaged per bucket."""
     fallback_enter_mean_shortfall: float = 1.0
@@ -291,10 +288,9 @@ class OverprovisionerConfig:
     """A `headstart buckets tune --out` snippet (`buckets: {catalog, instance_types}`)."""
     tick_s: float = 300.0
     """Seconds between loop ticks and between recorded snapshots (YAML: `tick: 5m`).
-    5 minutes: 1- and 2-minute ticks did no better in the simulator (0.91x the best
-    peer's cost against 0.905x, geometric mean over three workloads and three quantiles)
-    for up to 5x the API calls and history rows; a preemption wakes the loop between
-    ticks anyway."""
+    5 minutes: 1- and 2-minute ticks did no better in the simulator
+    (docs/research/simulator.md) for up to 5x the API calls and history rows; a
+    preemption wakes the loop between ticks anyway."""
     horizon_s: float = 390.0
     """Node start-up time to forecast ahead: 5 min launch + 90 s device plugin. Rounded
     up to whole ticks (YAML: `horizon: 6m30s`). Set it to your node groups' start-up: it
