@@ -1,11 +1,11 @@
 """The placeholder plan's configuration: limits, cost cap, quantile, horizon, placement groups.
 
-Decides: the fields the planner reads, their defaults, and whether a YAML mapping is a
-valid configuration (errors name the source and the field path, e.g.
-`plan.buckets.g5.xlarge.max`). The service's config embeds this under `plan:`.
+Decides: the fields the planner reads, their defaults, and whether they are valid against
+the catalog (errors name the source and the field). The service builds it from its own
+config (`overprovisioner.config.catalog.make_plan_config`: `limits`, `forecast.quantile`,
+`horizon`); the simulator's peers use `planner.headroom.headroom_plan_config`.
 
-Must not: read files (the caller loads YAML once and hands the mapping in), or know
-about Kubernetes.
+Must not: read files or YAML, or know about Kubernetes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from bucketing.catalog import Catalog
 from bucketing.errors import ConfigError
@@ -98,60 +97,3 @@ def _price(catalog: Catalog, name: str, where: str) -> float:
         return catalog.get(name).price_per_hour
     except ConfigError as error:
         raise ConfigError(f"{where}: {error}") from None
-
-
-def plan_config_from_mapping(raw: Any, source: str = "plan") -> PlanConfig:
-    """Build a PlanConfig from a parsed YAML mapping; unknown fields are errors."""
-    if raw is None:
-        return PlanConfig()
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{source}: expected a mapping")
-    known = {
-        "quantile", "horizon_s", "cost_cap_per_hour", "buckets", "placement_groups",
-        "virtual_instance_nodes",
-    }
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ConfigError(f"{source}: unknown field(s) {', '.join(map(str, unknown))}")
-    defaults = PlanConfig()
-    buckets: dict[str, BucketLimits] = {}
-    for name, limits in (raw.get("buckets") or {}).items():
-        where = f"{source}.buckets.{name}"
-        if not isinstance(limits, Mapping) or set(limits) - {"min", "max"}:
-            raise ConfigError(f"{where}: expected a mapping with min and/or max")
-        buckets[str(name)] = BucketLimits(
-            min=_integer(limits.get("min", 0), f"{where}.min"),
-            max=None if limits.get("max") is None else _integer(limits["max"], f"{where}.max"),
-        )
-    groups: dict[str, tuple[str, ...]] = {}
-    for name, names in (raw.get("placement_groups") or {}).items():
-        if not isinstance(names, list) or not all(isinstance(g, str) and g for g in names):
-            raise ConfigError(
-                f"{source}.placement_groups.{name}: expected a list of non-empty group names"
-            )
-        groups[str(name)] = tuple(names)
-    cap = raw.get("cost_cap_per_hour")
-    return PlanConfig(
-        quantile=_number(raw.get("quantile", defaults.quantile), f"{source}.quantile"),
-        horizon_s=_number(raw.get("horizon_s", defaults.horizon_s), f"{source}.horizon_s"),
-        cost_cap_per_hour=None if cap is None else _number(cap, f"{source}.cost_cap_per_hour"),
-        buckets=buckets,
-        placement_groups=groups,
-        virtual_instance_nodes=_integer(
-            raw.get("virtual_instance_nodes", 1), f"{source}.virtual_instance_nodes"
-        ),
-    )
-
-
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{where}: expected a number, got {value!r}")
-    return float(value)
-
-
-def _integer(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{where}: expected a whole number, got {value!r}")
-    if value < 0:
-        raise ConfigError(f"{where}: must not be negative ({value})")
-    return value
