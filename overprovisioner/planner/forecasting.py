@@ -19,6 +19,7 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,7 +27,6 @@ from bucketing.catalog import Catalog
 from bucketing.errors import ConfigError, HeadstartError, InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.planner.service_forecast import build_adjuster, build_forecaster, peak_path
-from overprovisioner.service.metrics import Metrics
 from predictor.forecast import Forecast, Forecaster, NotEnoughHistory, lookback_ticks
 from predictor.series import DemandSeries, split_column
 
@@ -38,6 +38,27 @@ Bucket = tuple[str, str]
 ModelLoader = Callable[[str, Sequence[str]], Forecaster | None]
 # (fitted forecaster, model_path, series columns) -> None; saves after each refit.
 ModelSaver = Callable[[Forecaster, str, Sequence[str]], None]
+
+
+class FallbackCounter(Protocol):
+    """What the forecaster counts: `model_fallbacks.labels(reason).inc()` (the service's
+    Prometheus counter, service/metrics.py; `NoMetrics` in the simulator)."""
+
+    model_fallbacks: Any
+
+
+class _Ignored:
+    def labels(self, *_: str) -> _Ignored:
+        return self
+
+    def inc(self, amount: float = 1.0) -> None:
+        return None
+
+
+class NoMetrics:
+    """A FallbackCounter that counts nothing (the simulator exports no metrics)."""
+
+    model_fallbacks = _Ignored()
 
 
 @dataclass(frozen=True)
@@ -74,7 +95,7 @@ class ServiceForecaster:
         self,
         config: OverprovisionerConfig,
         catalog: Catalog,
-        metrics: Metrics,
+        metrics: FallbackCounter,
         load_model: ModelLoader | None = None,
         save_model: ModelSaver | None = None,
     ) -> None:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from overprovisioner.service.pin_selectors import selectable_pin
+from overprovisioner.planner.pin_selectors import selectable_pin
 from predictor.pinning import UNPINNED, Pin, split_pinned_column
 from predictor.series import split_column
 

@@ -53,7 +53,7 @@ from bucketing.errors import InputError
 from bucketing.resources import Resources
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.catalog import capacity_type_label, placeholder_request
-from overprovisioner.service.pin_selectors import pin_constraints
+from overprovisioner.planner.pin_selectors import pin_constraints
 from predictor.pinning import UNPINNED, Pin
 
 MANAGED_BY = "app.kubernetes.io/managed-by"

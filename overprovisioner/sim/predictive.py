@@ -34,10 +34,9 @@ import numpy as np
 
 from bucketing.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.planner.forecasting import BucketForecast, ServiceForecaster
+from overprovisioner.planner.forecasting import BucketForecast, NoMetrics, ServiceForecaster
 from overprovisioner.planner.plan import BucketObservation, Plan
 from overprovisioner.planner.tick_core import forecast_demand, observations, plan_tick
-from overprovisioner.service.metrics import Metrics
 from overprovisioner.sim.known import KnownReplay
 from overprovisioner.sim.policies import PlanContext, TickView
 from predictor.forecast import NotEnoughHistory
@@ -62,7 +61,7 @@ class Predictive:
         # The store's window: ticks from now - retention to now (RecorderDemand.series).
         self.window_ticks = int(math.floor(service.forecast.retention_s / self.tick_s
                                            + 1e-9)) + 1
-        self.forecaster = ServiceForecaster(service, context.catalog, Metrics())
+        self.forecaster = ServiceForecaster(service, context.catalog, NoMetrics())
         self.cold_ticks = 0
         self.fallback_ticks = 0
         self.memo: dict[tuple, Plan] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from overprovisioner.service.pin_selectors import PinConstraints, pin_constraints, selectable_pin
+from overprovisioner.planner.pin_selectors import PinConstraints, pin_constraints, selectable_pin
 from predictor.pinning import UNPINNED, Pin
 
 EKS = "eks.amazonaws.com/capacityType"

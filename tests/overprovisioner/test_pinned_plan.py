@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from overprovisioner.planner.pin_selectors import selectable_pin
 from overprovisioner.planner.pinned_plan import (
     PinnedBucket,
     PlacedColumn,
@@ -15,7 +16,6 @@ from overprovisioner.planner.pinned_plan import (
     place_columns,
     restrict_pins,
 )
-from overprovisioner.service.pin_selectors import selectable_pin
 from predictor.pinning import Pin
 
 G5 = ("g5.xlarge", "")
