@@ -86,6 +86,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--format", default=None, help="trace format (default: detected)")
     demo.add_argument("--gpu-sharing", action="store_true", help=GPU_SHARING_HELP)
     demo.add_argument("--days", type=float, default=None, help="simulate only N days")
+    demo.add_argument("--models", metavar="LIST", default=None,
+                      help="also run predictive with each of these forecasters (comma-"
+                      "separated), as `headstart simulate --models` does: the verdict then "
+                      "chooses the model and the quantile together")
     demo.add_argument("--compare-scoring", action="store_true",
                       help="one more run: predictive with kube-scheduler's default scoring "
                       "(only with multi-pod jobs)")
@@ -438,6 +442,7 @@ def demo_command(args: argparse.Namespace) -> int:
     progress = Progress()
     out = Path(args.out) if args.out else Path(f"headstart-demo-{time.strftime('%Y%m%d-%H%M%S')}")
     check_output_folder(out, "--out")  # before any work: a bad folder must not cost a run
+    with_models((), args.models, "")  # an unknown model, before any work
     service, catalog = _service_config(args)
     with progress.meanwhile("loading the trace"):
         table, workload = _load(args, args.trace is None, catalog, service)
@@ -445,6 +450,7 @@ def demo_command(args: argparse.Namespace) -> int:
     policies = default_policies(workload, demo=True)
     if args.quick:
         policies = quick_policies(policies)
+    policies = with_models(policies, args.models, service.forecast.model)
     progress.total = len(policies) + int(args.compare_scoring)
     with progress.meanwhile("simulating the policies"):
         results = run_policies(workload, catalog, policies, config,

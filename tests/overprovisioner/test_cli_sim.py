@@ -66,6 +66,24 @@ def test_simulate_plot_writes_files(trace_file, tmp_path, capsys):
     assert "reactive" in capsys.readouterr().out
 
 
+def test_demo_runs_the_models_asked_for_as_simulate_does(tmp_path, capsys):
+    out = tmp_path / "demo"
+    code = main(["demo", "--out", str(out), "--days", "1", "--quick", "--models",
+                 "last_adaptive,last"])
+    assert code == 0
+    table = capsys.readouterr().out
+    # The configured model runs as plain predictive; the other gets its own run.
+    assert "predictive:last " in table and "predictive:last_adaptive" not in table
+
+
+def test_demo_refuses_an_unknown_model_before_any_work(tmp_path, capsys):
+    code = main(["demo", "--out", str(tmp_path / "d"), "--models", "prophet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == ["headstart demo: error: --models: 'prophet' is not a "
+                                 "forecaster"]
+    assert not (tmp_path / "d").exists()
+
+
 def test_demo_writes_report(tmp_path, capsys):
     out = tmp_path / "demo"
     code = main(["demo", "--out", str(out), "--days", "1"])
