@@ -133,6 +133,17 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale-down-delay-after-add", default="10m", metavar="DURATION",
                         help="cluster-autoscaler's flag of that name: no node is removed "
                         "this long after a scale-up (default 10m, CA's default; 0 = none)")
+    parser.add_argument("--scale-down-utilization-threshold", type=float, default=0.5,
+                        metavar="F", help="cluster-autoscaler's flag of that name: a node "
+                        "without GPUs under this share of CPU and memory requested is "
+                        "unneeded (default 0.5)")
+    parser.add_argument("--scale-down-gpu-utilization-threshold", type=float, default=0.5,
+                        metavar="F", help="the same for GPU nodes, by their GPU share alone "
+                        "(default 0.5)")
+    parser.add_argument("--drainable-pods", action="store_true",
+                        help="the trace's pods are plain Jobs' pods that cluster-autoscaler "
+                        "may evict to remove an underused node (default: pods of a "
+                        "training operator, a custom controller CA never evicts)")
     parser.add_argument("--days", type=float, default=None,
                         help="simulate only the first N days of the window")
     parser.add_argument("--from-day", type=float, default=0.0,
@@ -162,6 +173,9 @@ def _config(args: argparse.Namespace, service: Any) -> Any:
         startup_spread=getattr(args, "node_startup_spread", 0.2),
         scale_down_delay_after_add_s=_delay(getattr(args, "scale_down_delay_after_add", "10m"),
                                             "--scale-down-delay-after-add"),
+        utilization_threshold=getattr(args, "scale_down_utilization_threshold", 0.5),
+        gpu_utilization_threshold=getattr(args, "scale_down_gpu_utilization_threshold", 0.5),
+        drainable_pods=getattr(args, "drainable_pods", False),
         groups_per_gpu_type=args.groups,
         scoring=args.scoring,
         seed=args.seed,

@@ -36,7 +36,8 @@ class SimNode:
     __slots__ = (
         "index", "name", "type_index", "group", "alloc_gpu", "alloc_cpu", "alloc_mem",
         "free_gpu", "free_cpu", "free_mem", "placeholder", "real_pods", "status",
-        "launched_at", "ready_at", "removed_at", "empty_since", "initial", "pods", "served",
+        "launched_at", "ready_at", "removed_at", "empty_since", "under_since", "initial",
+        "pods", "served",
         "_node", "_state",
     )
 
@@ -60,6 +61,7 @@ class SimNode:
         self.ready_at = now if initial else float("nan")
         self.removed_at = float("nan")
         self.empty_since = float("nan")
+        self.under_since = float("nan")  # underused with real pods (sim.scale_down)
         self.initial = initial
         self.pods: set[int] = set()
         self.served = False  # ever held a real pod

@@ -34,6 +34,17 @@ class SimConfig:
         (`--scale-down-unneeded-time`, 10 min).
     scale_down_delay_after_add_s: after any scale-up, CA removes no node for this long
         (`--scale-down-delay-after-add`, 10 min; 0 = no cooldown).
+    utilization_threshold / gpu_utilization_threshold: CA counts a node unneeded while
+        its requested share is below these (`--scale-down-utilization-threshold`,
+        `--scale-down-gpu-utilization-threshold`, both 0.5): a node with GPUs by its GPU
+        share alone, any other by the larger of its CPU and memory shares
+        (`sim.scale_down.utilization`); a placeholder fills its node (share 1).
+    drainable_pods: whether CA may evict the trace's pods to remove an unneeded node.
+        False (the default): they are pods of the Kubeflow training operator, a custom
+        controller, which `--skip-nodes-with-custom-controller-pods` (default true) keeps
+        where they run (or pods with `cluster-autoscaler.kubernetes.io/safe-to-evict:
+        "false"`), so only nodes without real pods go. True: plain Jobs' pods, which CA
+        moves to other nodes when every one of them fits there (`--drainable-pods`).
     new_pod_delay_s / new_gpu_pod_delay_s: CA skips a loop's scale-up while its oldest
         unschedulable pod is younger than the first, or its oldest one asking for GPUs
         younger than the second (core/static_autoscaler.go `allPodsAreNew`: constants
@@ -66,6 +77,9 @@ class SimConfig:
     scan_s: float = 10.0
     unneeded_s: float = 600.0
     scale_down_delay_after_add_s: float = 600.0
+    utilization_threshold: float = 0.5
+    gpu_utilization_threshold: float = 0.5
+    drainable_pods: bool = False
     new_pod_delay_s: float = 2.0
     new_gpu_pod_delay_s: float = 30.0
     groups_per_gpu_type: int = 2
@@ -90,6 +104,12 @@ class SimConfig:
         if not (math.isfinite(self.startup_spread) and 0 <= self.startup_spread < 1):
             raise InputError("simulate: --node-startup-spread must be at least 0 and below 1, "
                              f"got {self.startup_spread}")
+        for name, flag in (("utilization_threshold", "--scale-down-utilization-threshold"),
+                           ("gpu_utilization_threshold",
+                            "--scale-down-gpu-utilization-threshold")):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 <= value <= 1):
+                raise InputError(f"simulate: {flag} must lie in [0, 1], got {value}")
         if self.groups_per_gpu_type < 1:
             raise InputError("simulate: groups_per_gpu_type must not be negative or zero")
         if self.seed < 0:

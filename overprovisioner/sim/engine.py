@@ -29,15 +29,17 @@ then policy ticks, so freed capacity is visible to what arrives at the same seco
 
 Bounds, stated as a simulation should: pods are pinned to one instance type; a node
 starts in the configured time spread uniformly by +-startup_spread (SimConfig) and
-never fails; CA scales down only empty nodes.
-That is CA's rule for pods of the Kubeflow training operator: a PyTorchJob, TFJob or
-MPIJob is a custom controller, and `--skip-nodes-with-custom-controller-pods` (default
-true) keeps their nodes (simulator/drainability/rules/replicated); a node holding only
-a placeholder is at 100% GPU utilisation, above `--scale-down-gpu-utilization-threshold`
-(0.5). Pods owned by a batch Job (JobSet, TrainJob, plain Jobs) are drainable: CA
-would evict them from a node under the threshold unless they carry
-`cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`; the simulation keeps every
-real pod where it runs, as that annotation would. A
+never fails. CA scales down empty nodes; a node still running pods only when they may
+be drained (`SimConfig.drainable_pods`) and it is under CA's utilization threshold for
+`unneeded_s` (GPU nodes by their GPU share) with every pod fitting on another node
+(`sim.scale_down`, DRAIN_CHECK): the pods move there and the node goes. By default the
+pods are the Kubeflow training operator's: a PyTorchJob, TFJob or MPIJob is a custom
+controller, and `--skip-nodes-with-custom-controller-pods` (default true) keeps their
+nodes (simulator/drainability/rules/replicated); pods owned by a batch Job (JobSet,
+TrainJob, plain Jobs) are drainable unless they carry
+`cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`. A node holding only a
+placeholder is at 100% GPU utilisation, above `--scale-down-gpu-utilization-threshold`
+(0.5), so CA keeps it. A
 preempted placeholder frees its node at once (pause containers stop in a moment); the
 scheduler is instantaneous, so every second a pod waits is waiting for capacity.
 The run works on its own copies: the workload and catalog are never mutated.
@@ -59,6 +61,7 @@ from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.policies import Peer, TickView
 from overprovisioner.sim.recording import Recording, add_request, embedded
 from overprovisioner.sim.result import RunResult, collect
+from overprovisioner.sim.scale_down import drain_targets, underused
 from overprovisioner.sim.scheduler import (
     DefaultScorer,
     HeadstartScorer,
@@ -68,7 +71,7 @@ from overprovisioner.sim.scheduler import (
 )
 from overprovisioner.sim.workload import Workload, bucket_vectors
 
-FINISH, READY_EVENT, SCAN, TICK, EMPTY_CHECK, REPLAN = 0, 1, 3, 4, 5, 6
+FINISH, READY_EVENT, SCAN, TICK, EMPTY_CHECK, REPLAN, DRAIN_CHECK = 0, 1, 3, 4, 5, 6, 7
 ARRIVAL_ORDER = 2  # arrivals run after finishes and readies at the same instant
 SAMPLE_S = 60.0  # the timeline (plots) keeps at most one row per this many seconds
 
@@ -133,6 +136,7 @@ class _Run:
         self.seq = 0
         self.scan_at = math.nan
         self.preemptions = 0
+        self.evictions = 0
         self.ticks: list[float] = []
         self.demand_rows: list[np.ndarray] = []
         self.capacity_rows: list[list[int]] = []
@@ -171,10 +175,22 @@ class _Run:
 
     def check_empty(self, node, now: float) -> None:
         if node.status == READY and node.empty_since == now:
-            grid = self.config.scan_s
-            due = now + self.config.unneeded_s
-            due = self.w.start_s + math.ceil((due - self.w.start_s) / grid - 1e-9) * grid
-            self.push(due, EMPTY_CHECK, node.index)
+            self.push(self._on_scan_grid(now + self.config.unneeded_s), EMPTY_CHECK, node.index)
+
+    def check_underused(self, node, now: float) -> None:
+        """With drainable pods: a node with real pods under CA's utilization threshold
+        is unneeded from now; CA drains it `unneeded_s` later if it still is
+        (`sim.scale_down`)."""
+        if (node.status == READY and node.real_pods and not node.placeholder
+                and node.under_since != node.under_since and underused(node, self.config)):
+            node.under_since = now
+            self.push(self._on_scan_grid(now + self.config.unneeded_s), DRAIN_CHECK,
+                      node.index)
+
+    def _on_scan_grid(self, time: float) -> float:
+        """The first CA loop at or after `time`."""
+        grid = self.config.scan_s
+        return self.w.start_s + math.ceil((time - self.w.start_s) / grid - 1e-9) * grid
 
     # ----- the loop
     def execute(self) -> RunResult:
@@ -207,6 +223,8 @@ class _Run:
                     self._empty_check(arg, time)
                 elif kind == REPLAN:
                     self._replan(time)
+                elif kind == DRAIN_CHECK:
+                    self._drain_check(arg, time)
             else:
                 if next_arrival >= end:
                     break
@@ -273,6 +291,8 @@ class _Run:
         self.version += 1
         gpu, cpu, mem = self.requests[pod]
         self.cluster.bind_real(node, pod, gpu, cpu, mem, now)
+        if node.under_since == node.under_since and not underused(node, self.config):
+            node.under_since = math.nan
         self.placed_at[pod] = now
         self.node_of[pod] = node.index
         self.jobs.bound(pod, node.index)
@@ -294,6 +314,8 @@ class _Run:
         self.jobs.finished(pod)
         self._retry(node.type_index, now)
         self.check_empty(node, now)
+        if self.config.drainable_pods:
+            self.check_underused(node, now)
 
     def _node_ready(self, index: int, now: float) -> None:
         node = self.cluster.nodes[index]
@@ -413,12 +435,51 @@ class _Run:
             # CA's scale-down cooldown after a scale-up (`--scale-down-delay-after-add`,
             # isScaleDownInCooldown): the node stays unneeded and goes at the first loop
             # after the cooldown.
-            grid = self.config.scan_s
-            self.push(self.w.start_s + math.ceil((resume - self.w.start_s) / grid - 1e-9) * grid,
-                      EMPTY_CHECK, index)
+            self.push(self._on_scan_grid(resume), EMPTY_CHECK, index)
             return
         self.version += 1
         self.cluster.remove_node(node, now)
+
+    def _drain_check(self, index: int, now: float) -> None:
+        """A node with drainable pods that has been under the threshold for `unneeded_s`:
+        CA moves its pods to nodes that take them and removes it (`sim.scale_down`)."""
+        node = self.cluster.nodes[index]
+        since = node.under_since
+        if node.status != READY or since != since or node.placeholder or not node.real_pods:
+            return
+        if now - since < self.config.unneeded_s - 1e-6:
+            return  # a later mark's own check comes
+        if not underused(node, self.config):
+            node.under_since = math.nan
+            return
+        resume = self.last_scale_up + self.config.scale_down_delay_after_add_s
+        if now < resume - 1e-6:
+            self.push(self._on_scan_grid(resume), DRAIN_CHECK, index)
+            return
+        moves = drain_targets(self.cluster, node, self.requests)
+        if moves is None:
+            # Its pods fit nowhere else now: it is not unneeded; judged again later.
+            node.under_since = now
+            self.push(self._on_scan_grid(now + self.config.unneeded_s), DRAIN_CHECK, index)
+            return
+        self.version += 1
+        for pod, target in moves:
+            self._move(pod, node, target, now)
+        self.cluster.remove_node(node, now)
+
+    def _move(self, pod: int, node, target, now: float) -> None:
+        """CA evicts `pod` from `node` and it runs on `target` until its end time."""
+        gpu, cpu, mem = self.requests[pod]
+        b = self.bucket[pod]
+        self.cluster.unbind_real(node, pod, gpu, cpu, mem, now)
+        self.cluster.bind_real(target, pod, gpu, cpu, mem, now)
+        self.node_of[pod] = target.index
+        self.jobs.finished(pod)
+        self.jobs.bound(pod, target.index)
+        if self.recording is not None:
+            self.recording.move(b, node.group, self.requests[pod], -1, self.announced[pod])
+            self.recording.move(b, target.group, self.requests[pod], 1, self.announced[pod])
+        self.evictions += 1
 
     def _tick(self, tick: int, now: float, again: bool = False) -> None:
         """One policy tick; `again` = the service's tick run again after a preemption

@@ -83,6 +83,8 @@ def collect(run) -> RunResult:
 def _notes(run) -> dict[str, object]:
     notes: dict[str, object] = {"planned_ticks": run.planned_ticks,
                                 "capped_ticks": dict(run.capped_ticks)}
+    if run.config.drainable_pods:
+        notes["evictions"] = run.evictions  # pods CA moved to drain a node
     policy = run.policy
     if isinstance(policy, Predictive):
         notes["model"] = policy.model_name

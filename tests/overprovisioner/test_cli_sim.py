@@ -111,14 +111,16 @@ def test_demo_writes_report(tmp_path, capsys):
         (["--policy", "proportional:4,min=0"], "raises min 0 to 1"),
         (["--policy", "scheduled:08-20=4,18-22=1"], "overlaps another range"),
         (["--days", "0"], "--days"),
+        (["--scale-down-gpu-utilization-threshold", "2"],
+         "--scale-down-gpu-utilization-threshold must lie in [0, 1]"),
         (["--seed", "-1"], "seed"),
         (["--groups", "0"], "groups_per_gpu_type"),
         (["--catalog", "nowhere.yaml"], "nowhere.yaml"),
         (["--config", "missing.yaml"], "missing.yaml"),
     ],
     ids=["unknown-policy", "negative-static", "bad-duration", "negative-duration",
-         "quantile", "cpa-min-0", "overlapping-schedule", "zero-days", "negative-seed",
-         "zero-groups", "missing-catalog", "missing-config"],
+         "quantile", "cpa-min-0", "overlapping-schedule", "zero-days", "gpu-threshold",
+         "negative-seed", "zero-groups", "missing-catalog", "missing-config"],
 )
 def test_bad_input_is_one_line_exit_2(trace_file, extra, message, capsys):
     code = main(["simulate", "--trace", str(trace_file), *extra])
