@@ -67,9 +67,8 @@ def simulator(results: dict) -> str:
     times = ", ".join(f"{f['median_s'][p]:.1f} s ({p})" for p in policies)
     total = sum(f["median_s"][p] for p in policies)
     text = (f"{f['days']:g} simulated days of the DLRM trace ({f['pods']:,} pods, the trace "
-            f"tiled) take {times} per policy run, medians of {f['repeats']}: "
-            f"{total:.1f} s for all {len(policies)} (target: all under 60 s; "
-            f"{provenance(e)}).")
+            f"tiled) take {times} per policy run, medians of {f['repeats']} (target: each "
+            f"under 60 s; {total:.1f} s for all {len(policies)} together; {provenance(e)}).")
     before = f.get("before_s")
     if before:
         ratios = ", ".join(f"{f['median_s'][p] / before[p]:.2f}x ({p})"
