@@ -430,15 +430,20 @@ class _Run:
             return
         if now - node.empty_since < self.config.unneeded_s - 1e-6:
             return
-        resume = self.last_scale_up + self.config.scale_down_delay_after_add_s
-        if now < resume - 1e-6:
-            # CA's scale-down cooldown after a scale-up (`--scale-down-delay-after-add`,
-            # isScaleDownInCooldown): the node stays unneeded and goes at the first loop
-            # after the cooldown.
-            self.push(self._on_scan_grid(resume), EMPTY_CHECK, index)
+        if self._in_cooldown(now, EMPTY_CHECK, index):
             return
         self.version += 1
         self.cluster.remove_node(node, now)
+
+    def _in_cooldown(self, now: float, kind: int, index: int) -> bool:
+        """CA's scale-down cooldown after a scale-up (`--scale-down-delay-after-add`,
+        isScaleDownInCooldown): while it lasts, the node stays unneeded and its check
+        (`kind`) runs again at the first loop after it."""
+        resume = self.last_scale_up + self.config.scale_down_delay_after_add_s
+        if now < resume - 1e-6:
+            self.push(self._on_scan_grid(resume), kind, index)
+            return True
+        return False
 
     def _drain_check(self, index: int, now: float) -> None:
         """A node with drainable pods that has been under the threshold for `unneeded_s`:
@@ -452,9 +457,7 @@ class _Run:
         if not underused(node, self.config):
             node.under_since = math.nan
             return
-        resume = self.last_scale_up + self.config.scale_down_delay_after_add_s
-        if now < resume - 1e-6:
-            self.push(self._on_scan_grid(resume), DRAIN_CHECK, index)
+        if self._in_cooldown(now, DRAIN_CHECK, index):
             return
         moves = drain_targets(self.cluster, node, self.requests)
         if moves is None:
