@@ -75,22 +75,40 @@ def test_a_schedule_follows_the_utc_hour(fake_kube) -> None:
     assert loop.tick(day + 21 * 3600).plan.wanted("g5.xlarge") == 0
 
 
-@pytest.mark.parametrize("policy", [
-    "static:2", "static:g4dn.xlarge=1", "proportional:3,min=1,max=2",
-    "scheduled:06-18=2,else=1", "per-type:g4dn.xlarge=proportional:2+g4dn.2xlarge=static:1",
-])
+# Types g4dn.xlarge, g4dn.2xlarge; at 01:00, 07:00 and 19:00 UTC with (0, 0), (1, 4)
+# and (7, 2) nodes of them, the placeholders per type each headroom keeps:
+HOURS = (3_600.0, 7 * 3_600.0, 19 * 3_600.0)
+NODES = ((0, 0), (1, 4), (7, 2))
+EXPECTED = {
+    "static:2": {h: {n: [2, 2] for n in NODES} for h in HOURS},
+    "static:g4dn.xlarge=1": {h: {n: [1, 0] for n in NODES} for h in HOURS},
+    # max(1, min(2, ceil(nodes / 3))) per type
+    "proportional:3,min=1,max=2": {h: {(0, 0): [1, 1], (1, 4): [1, 2], (7, 2): [2, 1]}
+                                   for h in HOURS},
+    # 2 from 06:00 to 18:00, 1 otherwise
+    "scheduled:06-18=2,else=1": {h: {n: [c, c] for n in NODES}
+                                 for h, c in zip(HOURS, (1, 2, 1), strict=True)},
+    # g4dn.xlarge: max(1, ceil(nodes / 2)); g4dn.2xlarge: 1
+    "per-type:g4dn.xlarge=proportional:2+g4dn.2xlarge=static:1": {
+        h: {(0, 0): [1, 1], (1, 4): [1, 1], (7, 2): [4, 1]} for h in HOURS},
+}
+
+
+@pytest.mark.parametrize("policy", list(EXPECTED))
 def test_the_service_counts_what_the_simulators_peer_counts(policy) -> None:
-    """One rule: the simulator's peer and the service's headroom give the same count per
-    type for the same time and nodes."""
+    """One rule: the simulator's peer and the service's headroom keep the counts above
+    for the same time and nodes."""
     two = types("g4dn.xlarge", "g4dn.2xlarge")
     workload = build_workload(table([pod("p", 0.0, 60.0, 1)], end=86_400.0), two)
     peer = make_policy(policy, workload, CATALOG, SimConfig(), {0: ("",), 1: ("",)})
     spec = parse_headroom(policy)
     names = [t.name for t in two]
-    for now in (3_600.0, 7 * 3_600.0, 19 * 3_600.0):
-        for nodes in ((0, 0), (1, 4), (7, 2)):
-            assert peer.counts(now, nodes) == headroom_counts(
-                spec, names, now, dict(zip(names, nodes, strict=True)))
+    for now in HOURS:
+        for nodes in NODES:
+            expected = EXPECTED[policy][now][nodes]
+            assert peer.counts(now, nodes) == expected, (now, nodes)
+            assert headroom_counts(spec, names, now,
+                                   dict(zip(names, nodes, strict=True))) == expected
 
 
 @pytest.mark.parametrize("headroom, message", [
