@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bucketing.resources import ZERO, Devices, Resources
+from locality.constraints import NO_CONSTRAINTS, PodConstraints, Taint
 from locality.numa import NodeTopology, NumaDemand, NumaZone, pod_numa_demand
 
 __all__ = [  # NodeTopology and NumaZone live in locality.numa; kept importable from here
@@ -136,6 +137,11 @@ class Pod:
     kube-scheduler preempted for it, or (1.35+) chose for it before it waits in Permit
     or PreBind. The job's placement counts the pod there until it is bound or the
     nomination is cleared (`locality.placement.job_placement`).
+    constraints: its node selector, required node affinity and tolerations
+    (`locality.constraints`): which nodes it may ever run on.
+    deleting: `metadata.deletionTimestamp` is set (Terminating). Its node still holds its
+    request, but it is no member of its job's next attempt: never counted toward a
+    job's size, never fixing a job's domain.
     """
 
     namespace: str
@@ -161,6 +167,8 @@ class Pod:
     created_at: float = 0.0
     scheduler_name: str = "default-scheduler"
     nominated_node_name: str | None = None
+    constraints: PodConstraints = NO_CONSTRAINTS
+    deleting: bool = False
 
     @property
     def full_name(self) -> str:
@@ -193,6 +201,8 @@ class Node:
     domains: (level name, domain) for each configured topology level the node has a
     label of, widest first (`LocalityConfig.topology_levels`, `locality.topology`).
     Empty for hand-built nodes: then the placement group is their only level.
+    taints: all its NoSchedule/NoExecute taints (a pod must tolerate each of them:
+    `locality.constraints`).
     """
 
     name: str
@@ -204,6 +214,7 @@ class Node:
     ready: bool = True
     blocking_taints: tuple[str, ...] = ()
     domains: tuple[tuple[str, str], ...] = ()
+    taints: tuple[Taint, ...] = ()
 
     @property
     def takes_new_pods(self) -> bool:

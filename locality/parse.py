@@ -37,6 +37,7 @@ from locality.numa import (
     TopologyManagerPolicy,
     TopologyManagerScope,
 )
+from locality.parse_constraints import node_taints, pod_constraints
 from locality.topology import LevelKeys, node_domains
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -105,6 +106,8 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
                               f"{where}.metadata.creationTimestamp"),
         scheduler_name=scheduler_name,
         nominated_node_name=nominated or None,
+        constraints=pod_constraints(spec, f"{where}.spec"),
+        deleting=metadata.get("deletionTimestamp") is not None,
     )
 
 
@@ -278,6 +281,7 @@ def parse_node(obj: Any, config: LocalityConfig, where: str = "node") -> Node:
             spec.get("taints"), config.unavailable_node_taints, f"{where}.spec.taints"
         ),
         domains=node_domains(labels, _level_keys(config)),
+        taints=node_taints(spec.get("taints"), f"{where}.spec.taints"),
     )
 
 

@@ -47,7 +47,7 @@ from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
 from locality.admission.gather import gather
 from locality.admission.model import Admission, Plan, WaitCode, Waiting
-from locality.admission.snapshot import LevelRoom, level_room
+from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Locality, Pod
@@ -110,7 +110,7 @@ class Admitter:
                     for pod in cache.pods_of_job(job)
                     if self.config.domain_annotation in pod.annotations]
         gathered = gather(gated, admitted, cache.pods_of_job, self.locality, self.config)
-        levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL}
+        levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL, CLUSTER_LEVEL}
         states = list(cache.nodes.values())
         rooms = {level: level_room(states, level, self.locality, self.config.node_groups,
                                    self.autoscaler.groups)
@@ -152,8 +152,9 @@ class Admitter:
             "headroom": [{"domain": f"{level}={value}", "node_group": new.group,
                           "nodes": new.count, "source": new.source}
                          for level, room in sorted(self.last_rooms.items())
+                         if level != CLUSTER_LEVEL
                          for value, domain in room.domains.items()
-                         for new in domain.new_nodes],
+                         for new in domain.new_nodes if new.count],
         }
 
     def waiting_by_code(self) -> dict[str, int]:

@@ -11,21 +11,35 @@ The rule, in order:
 2. Jobs are taken by priority (highest first), then age (first pod created first),
    then namespace/name. Reservations of jobs admitted earlier and not yet bound are
    packed into their domains before any job is considered.
-3. A job whose pods already carry a domain (an admission cut short) joins it. Policy
-   `none`: released without a domain. Otherwise every domain at the job's level (the
-   placement group's, or `headstart.io/topology-level`'s) is tried with a bin-pack of
-   all its pods (`pack`): nodes' free room (placeholders count as free) less what
-   earlier jobs took, then whole new nodes of the domain's node groups. Among the
-   domains that hold it: fewest new nodes, then least free GPU left (best fit keeps
-   big holes for big jobs), then name. The job takes that room.
-4. No domain holds it: `required` waits, whole, with the reason; `preferred` is
-   released without a domain (kube-scheduler and the extender place it pod by pod).
-5. Anti-starvation (as EASY backfill and Kueue's head-of-queue do): the first job in
-   this order that waits for room, once it has waited `head_reserve_after_seconds`
-   since its last pod was created, takes all the room it can use in the domain that
-   holds most of it. Jobs after it get only what is left, so capacity freed there
-   goes to it, not to a stream of smaller jobs; a job that would have fit but for
-   that hold waits as `held`. Only the first such job holds room.
+3. A job whose pods already carry a domain (an admission cut short, or a replacement
+   pod of a running gang) joins it when that domain holds these pods now (new nodes
+   counted), else waits there, whole. Terminating pods carry no domain
+   (`gather`). Policy `none`: released without a domain. Otherwise every domain at the
+   job's level (the placement group's, or `headstart.io/topology-level`'s) is tried
+   with a bin-pack of all its pods (`pack`) onto the nodes each pod may use (node
+   selector, required node affinity, tolerations: `locality.constraints`): nodes' free
+   room (placeholders count as free) less what earlier jobs took, then whole new nodes
+   of the domain's node groups (judged by their node templates). Among the domains that
+   hold it: fewest new nodes, then least free GPU left (best fit keeps big holes for big
+   jobs), then name. The job takes that room.
+4. No domain holds it now. If no domain could hold it even empty, with every node its
+   groups can add, it is `inadmissible`: it waits with that reason and holds nothing.
+   Else `required` waits, whole, with the reason; `preferred` is released without a
+   domain when the whole cluster (the level `cluster`) holds all its pods now, which it
+   then takes from the cluster's room; otherwise it waits, whole (inadmissible when the
+   cluster could never hold it). No policy ever releases part of a job.
+5. Anti-starvation (as EASY backfill and Kueue's head-of-queue do): the first
+   `required` job in this order that waits for room it could have, once it has waited
+   `head_reserve_after_seconds` since its last pod was created, takes all the room it
+   can use in the domain that holds most of it. Jobs after it get only what is left, so
+   capacity freed there goes to it, not to a stream of smaller jobs; a job that would
+   have fit but for that hold waits as `held`. Only the first such job holds room, and
+   only for `head_hold_seconds`: after that it waits without a hold and the next one may
+   hold instead.
+
+Bounds: the room of different levels is tracked apart within one round (a job admitted
+into a placement group does not shrink the `cluster` room a `preferred` job is released
+into in the same round); the next round sees both through the pods.
 
 Must not: read the clock (`now` is passed), log, mutate its inputs.
 """
@@ -37,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from locality.admission.config import AdmissionConfig
 from locality.admission.model import (
     Admission,
+    Demand,
     Domain,
     GatedJob,
     Plan,
@@ -46,7 +61,7 @@ from locality.admission.model import (
     Waiting,
 )
 from locality.admission.pack import Bins, open_bins, pack
-from locality.admission.snapshot import LevelRoom
+from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
 from locality.model import Locality
 
 
@@ -63,8 +78,10 @@ def plan(
     config: AdmissionConfig,
     releases: Sequence[Release] = (),
 ) -> Plan:
-    """rooms: per level name, its domains' room (`snapshot.level_room`). now: seconds
-    since the epoch, the clock of the pods' creation timestamps."""
+    """rooms: per level name, its domains' room (`snapshot.level_room`); the level
+    `cluster` (`CLUSTER_LEVEL`) is what a `preferred` job may use without a domain (absent:
+    such a job waits). now: seconds since the epoch, the clock of the pods' creation
+    timestamps."""
     waiting: list[Waiting] = []
     ready: list[GatedJob] = []
     for job in jobs:
@@ -73,9 +90,9 @@ def plan(
             ready.append(job)
         else:
             waiting.append(Waiting(job.key, job.gated, *blocked))
-    kinds = sorted({kind for job in ready for request, _ in job.demand
+    kinds = sorted({kind for job in ready for request, _, _ in job.demand
                     for kind, _ in request.devices}
-                   | {kind for r in reservations for request, _ in r.demand
+                   | {kind for r in reservations for request, _, _ in r.demand
                       for kind, _ in request.devices})
     bins: dict[Domain, Bins] = {}
     for level, room in rooms.items():
@@ -84,21 +101,15 @@ def plan(
     for reservation in reservations:
         if reservation.domain in bins:
             pack(bins[reservation.domain], reservation.demand)
+    ever = _Capacity(rooms, kinds)
 
     admissions: list[Admission] = []
     head: tuple[GatedJob, Domain, Bins] | None = None  # the held domain, before the hold
     for job in sorted(ready, key=admission_order):
         size = len(job.gated)
+        demand = job.demand
         if job.recorded is not None:
-            target = bins.get(job.recorded)
-            if target is not None:
-                pack(target, job.demand, job.pods_per_node)
-            room = rooms.get(job.recorded.level)
-            domain_room = room.domains.get(job.recorded.value) if room else None
-            admissions.append(Admission(
-                job.key, job.gated, job.recorded,
-                domain_room.label_key if domain_room else None, job.policy.placement_group, 0,
-                f"joins {job.recorded}, where its other pods were admitted"))
+            _join_recorded(job, demand, bins, rooms, admissions, waiting)
             continue
         if job.policy.placement_group is Locality.NONE:
             admissions.append(Admission(job.key, job.gated, None, None, Locality.NONE, 0,
@@ -108,14 +119,14 @@ def plan(
         if room is None or not room.domains:
             reason = (f"no node carries a {job.level} label and no node group names a "
                       f"{job.level} domain")
-            _unplaced(job, WaitCode.NO_LEVEL, reason, admissions, waiting)
+            _unplaced(job, WaitCode.NO_LEVEL, reason, bins, ever, admissions, waiting)
             continue
         best: tuple[tuple, Domain, Bins] | None = None
         most: tuple[tuple, Domain, Bins, int] | None = None
         for value in room.domains:
             domain = Domain(job.level, value)
             trial = bins[domain].copy()
-            placed = pack(trial, job.demand, job.pods_per_node)
+            placed = pack(trial, demand, job.pods_per_node)
             if placed == size:
                 rank = (trial.opened - bins[domain].opened, trial.free_gpu_milli(), value)
                 if best is None or rank < best[0]:
@@ -132,38 +143,120 @@ def plan(
                 job.policy.placement_group, new_nodes,
                 f"fits {domain}" + (f" with {new_nodes} new node(s)" if new_nodes else "")))
             continue
+        notes = ""
+        if room.unlabeled:
+            notes += f" ({room.unlabeled} node(s) carry no {job.level} label: not counted)"
+        if room.notes:
+            notes += "; " + "; ".join(room.notes)
+        if not ever.holds(job, job.level):
+            _unplaced(job, WaitCode.INADMISSIBLE, (
+                f"no {job.level} domain could hold its {size} pods even empty, with every "
+                f"node the autoscaler can add, counting only the nodes its pods may use "
+                f"(nodeSelector, node affinity, tolerations){notes}"),
+                bins, ever, admissions, waiting)
+            continue
+        held = config.head_reserve_after_seconds
         if head is not None and job.policy.placement_group is Locality.REQUIRED:
             held_job, held_domain, before = head
-            if pack(before.copy(), job.demand, job.pods_per_node) == size:
+            if pack(before.copy(), demand, job.pods_per_node) == size:
                 waiting.append(Waiting(job.key, job.gated, WaitCode.HELD, (
                     f"{held_domain} would hold it, but that room is held for {held_job.key} "
-                    f"(higher in admission order and waiting longer than "
-                    f"{config.head_reserve_after_seconds:g} s)")))
+                    f"(higher in admission order and waiting longer than {held:g} s)")))
                 continue
         assert most is not None
         _, domain, partial, placed = most
-        reason = (f"no {job.level} domain holds its {size} pods, even with the nodes "
-                  f"the autoscaler can add; the most is {placed} in {domain}")
-        if room.unlabeled:
-            reason += f" ({room.unlabeled} node(s) carry no {job.level} label: not counted)"
-        if room.notes:
-            reason += "; " + "; ".join(room.notes)
-        _unplaced(job, WaitCode.NO_FIT, reason, admissions, waiting)
+        reason = (f"no {job.level} domain holds its {size} pods now, even with the nodes "
+                  f"the autoscaler can add; the most is {placed} in {domain}{notes}")
+        _unplaced(job, WaitCode.NO_FIT, reason, bins, ever, admissions, waiting)
+        waited = now - job.last_created_at
         if (head is None and job.policy.placement_group is Locality.REQUIRED
-                and now - job.last_created_at >= config.head_reserve_after_seconds):
+                and held <= waited < held + config.head_hold_seconds):
             head = (job, domain, bins[domain])
             bins[domain] = partial
     return Plan(tuple(admissions), tuple(waiting), tuple(releases))
 
 
-def _unplaced(job: GatedJob, code: WaitCode, reason: str, admissions: list[Admission],
-              waiting: list[Waiting]) -> None:
-    """`required` waits; `preferred` goes without a domain."""
+class _Capacity:
+    """Whether a job could ever fit: one domain's nodes empty plus every node its groups
+    can add. Bins per domain are opened once per round, on first use."""
+
+    def __init__(self, rooms: Mapping[str, LevelRoom], kinds: Sequence[str]) -> None:
+        self.rooms = rooms
+        self.kinds = kinds
+        self._bins: dict[Domain, Bins] = {}
+
+    def holds(self, job: GatedJob, level: str) -> bool:
+        room = self.rooms.get(level)
+        if room is None:
+            return False
+        for value, domain_room in room.domains.items():
+            domain = Domain(level, value)
+            if domain not in self._bins:
+                self._bins[domain] = open_bins(domain_room, self.kinds, empty=True)
+            if pack(self._bins[domain].copy(), job.demand, job.pods_per_node) == len(job.gated):
+                return True
+        return False
+
+
+def _join_recorded(job: GatedJob, demand: Demand, bins: dict[Domain, Bins],
+                   rooms: Mapping[str, LevelRoom], admissions: list[Admission],
+                   waiting: list[Waiting]) -> None:
+    """A job whose pods already carry a domain (an admission cut short, or a replacement
+    pod of a running gang) joins it when the domain has room for these pods; else waits."""
+    recorded = job.recorded
+    assert recorded is not None
+    target = bins.get(recorded)
+    room = rooms.get(recorded.level)
+    domain_room = room.domains.get(recorded.value) if room else None
+    if target is None or domain_room is None:
+        waiting.append(Waiting(job.key, job.gated, WaitCode.NO_FIT, (
+            f"its job was admitted into {recorded}, which has no node now and no node "
+            "group that can add one")))
+        return
+    trial = target.copy()
+    placed = pack(trial, demand, job.pods_per_node)
+    if placed < len(job.gated):
+        waiting.append(Waiting(job.key, job.gated, WaitCode.NO_FIT, (
+            f"its job was admitted into {recorded}, which holds {placed} of these "
+            f"{len(job.gated)} pods now, even with the nodes the autoscaler can add")))
+        return
+    new_nodes = trial.opened - target.opened
+    bins[recorded] = trial
+    admissions.append(Admission(
+        job.key, job.gated, recorded, domain_room.label_key, job.policy.placement_group,
+        new_nodes, f"joins {recorded}, where its other pods were admitted"))
+
+
+def _unplaced(job: GatedJob, code: WaitCode, reason: str, bins: dict[Domain, Bins],
+              ever: _Capacity, admissions: list[Admission], waiting: list[Waiting]) -> None:
+    """`required` waits, whole. `preferred` is released without a domain when the whole
+    cluster's room holds all its pods now (which it then takes), never in part: else it
+    waits, whole, and is inadmissible when the cluster could never hold it."""
     if job.policy.placement_group is Locality.REQUIRED:
         waiting.append(Waiting(job.key, job.gated, code, reason))
-    else:
-        admissions.append(Admission(job.key, job.gated, None, None, Locality.PREFERRED, 0,
-                                    f"released without a domain (policy preferred): {reason}"))
+        return
+    cluster = Domain(CLUSTER_LEVEL, CLUSTER_LEVEL)
+    whole = bins.get(cluster)
+    size = len(job.gated)
+    if whole is not None:
+        trial = whole.copy()
+        if pack(trial, job.demand, job.pods_per_node) == size:
+            bins[cluster] = trial
+            admissions.append(Admission(
+                job.key, job.gated, None, None, Locality.PREFERRED, 0,
+                f"released without a domain (policy preferred): {reason}; the cluster holds "
+                f"all {size} pods"))
+            return
+    if whole is None or not ever.holds(job, CLUSTER_LEVEL):
+        waiting.append(Waiting(job.key, job.gated, WaitCode.INADMISSIBLE, (
+            f"{reason}; the whole cluster could not hold its {size} pods even empty, with "
+            "every node the autoscaler can add (policy preferred never binds part of a job)")))
+        return
+    # The cluster could hold it: it waits for room, even if no single domain ever could.
+    code = WaitCode.NO_FIT if code is WaitCode.INADMISSIBLE else code
+    waiting.append(Waiting(job.key, job.gated, code, (
+        f"{reason}; the whole cluster does not hold its {size} pods now either (policy "
+        "preferred never binds part of a job)")))
 
 
 def _incomplete(job: GatedJob, now: float, config: AdmissionConfig

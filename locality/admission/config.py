@@ -17,6 +17,8 @@ from typing import Any
 
 from bucketing.errors import ConfigError, InputError
 from bucketing.resources import Resources, resources_from_list
+from locality.constraints import Taint
+from locality.parse_constraints import node_taints
 
 GATE = "headstart.io/placement"
 DOMAIN_ANNOTATION = "headstart.io/domain"
@@ -64,6 +66,18 @@ class NodeGroup:
     `nvidia.com/gpu`). Unset: the allocatable of a node of this instance type the
     cluster has; with none, the group counts for nothing until one exists."""
 
+    labels: Mapping[str, str] | None = None
+    """The labels of a node it adds (the node group's template: an EKS managed node
+    group's labels, a GKE node pool's), which pods' nodeSelector and node affinity are
+    matched against. Unset, and `taints` unset too: the labels and taints of a node of
+    this instance type the cluster has (in `domain` when there is one), with the domain
+    label set to `domain`; with none, only the instance type and domain labels."""
+
+    taints: tuple[Taint, ...] | None = None
+    """The NoSchedule/NoExecute taints of a node it adds (`key`, `value`, `effect`, as in
+    a Node's spec.taints), which pods' tolerations must tolerate. Setting `labels` or
+    `taints` describes the whole template: the one left unset is empty."""
+
 
 @dataclass(frozen=True, slots=True)
 class AdmissionConfig:
@@ -89,6 +103,13 @@ class AdmissionConfig:
     """Once the first job in admission order that does not fit has waited this long
     (since its last pod was created), it holds the room it can use in its best domain:
     later jobs are admitted only with what it cannot use. 0: from the start."""
+
+    head_hold_seconds: float = 600.0
+    """How long one job may hold room that way: once it has waited
+    `head_reserve_after_seconds` + this, it waits without a hold and the next job that
+    does not fit may hold instead, so a job waiting for room that never frees (a gang
+    elsewhere that runs for days) does not keep a domain from every other job. 10
+    minutes: two node start-ups and a scale-down's unneeded time."""
 
     interval_seconds: float = 1.0
     """Least time between two admission rounds (a round runs after any change)."""
@@ -144,7 +165,7 @@ class AdmissionConfig:
                 if not isinstance(raw, bool):
                     raise ConfigError(f"{where}: expected true or false, got {raw!r}")
                 values[name] = raw
-            elif name in ("settle_seconds", "head_reserve_after_seconds"):
+            elif name in ("settle_seconds", "head_reserve_after_seconds", "head_hold_seconds"):
                 values[name] = _number(raw, where, 0)
             elif name == "interval_seconds":
                 values[name] = _number(raw, where, 0.05)
@@ -178,7 +199,8 @@ def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...]) -> tuple[N
     if not isinstance(entries, list):
         raise ConfigError(f"{where}: node_groups: expected a list")
     groups = []
-    allowed = {"name", "instance_type", "domain", "max_size", "level", "allocatable"}
+    allowed = {"name", "instance_type", "domain", "max_size", "level", "allocatable",
+               "labels", "taints"}
     for index, entry in enumerate(entries):
         at = f"{where}: node_groups[{index}]"
         if not isinstance(entry, Mapping):
@@ -202,6 +224,17 @@ def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...]) -> tuple[N
                     entry["allocatable"], gpu_resources, f"{at}: allocatable")
             except InputError as error:
                 raise ConfigError(str(error)) from None
+        labels = entry.get("labels")
+        if labels is not None and (not isinstance(labels, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in labels.items())):
+            raise ConfigError(f"{at}: labels: expected a mapping of strings to strings, "
+                              f"got {labels!r}")
+        taints = None
+        if entry.get("taints") is not None:
+            try:
+                taints = node_taints(entry["taints"], f"{at}: taints")
+            except InputError as error:
+                raise ConfigError(str(error)) from None
         groups.append(NodeGroup(
             _string(entry["name"], f"{at}: name"),
             _string(entry["instance_type"], f"{at}: instance_type"),
@@ -209,6 +242,8 @@ def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...]) -> tuple[N
             max_size,
             _string(entry.get("level", "placement-group"), f"{at}: level"),
             allocatable,
+            dict(labels) if labels is not None else None,
+            taints,
         ))
     return tuple(groups)
 

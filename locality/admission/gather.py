@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from bucketing.resources import Resources
 from locality.admission.config import FOREIGN_ANNOTATIONS, FOREIGN_GATE_PREFIXES, AdmissionConfig
-from locality.admission.model import Domain, GatedJob, Release, Reservation
+from locality.admission.model import Domain, GatedJob, Release, Reservation, demand_of
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of, job_policy
 from locality.model import JobKey, Pod
@@ -57,7 +56,8 @@ def gather(
     by_job: dict[JobKey, list[Pod]] = {}
     releases: list[Release] = []
     for pod in gated:
-        if gate not in pod.scheduling_gates or pod.node_name is not None or pod.terminal:
+        if (gate not in pod.scheduling_gates or pod.node_name is not None or pod.terminal
+                or pod.deleting):
             continue
         other = foreign_admitter(pod, gate)
         if other is not None:
@@ -80,7 +80,9 @@ def gather(
 def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: LocalityConfig,
          admission: AdmissionConfig) -> GatedJob:
     policy = job_policy(gated[0], locality)
-    known = sum(1 for pod in all_pods if not (pod.terminal and not pod.succeeded))
+    # A Failed pod is replaced, a Terminating one is leaving: neither is a member.
+    known = sum(1 for pod in all_pods
+                if not (pod.terminal and not pod.succeeded) and not pod.deleting)
     awaiting = owner_wait = None
     size = policy.job_size
     if size is None:
@@ -96,7 +98,7 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
     recorded = None
     for pod in all_pods:
         raw = pod.annotations.get(admission.domain_annotation)
-        if raw and not pod.terminal:
+        if raw and not pod.terminal and not pod.deleting:
             recorded = Domain.parse(raw)
             if recorded is not None:
                 break
@@ -111,18 +113,15 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
 
 def reservations(pods: Iterable[Pod], admission: AdmissionConfig) -> tuple[Reservation, ...]:
     """Admitted pods not bound yet, summed per domain: the room they will take."""
-    by_domain: dict[Domain, dict[Resources, int]] = {}
+    by_domain: dict[Domain, list[Pod]] = {}
     for pod in pods:
-        if pod.node_name is not None or pod.terminal or admission.gate in pod.scheduling_gates:
+        if (pod.node_name is not None or pod.terminal or pod.deleting
+                or admission.gate in pod.scheduling_gates):
             continue
         raw = pod.annotations.get(admission.domain_annotation)
         domain = Domain.parse(raw) if raw else None
         if domain is None:
             continue
-        counts = by_domain.setdefault(domain, {})
-        counts[pod.request] = counts.get(pod.request, 0) + 1
-    return tuple(
-        Reservation(domain, tuple(sorted(counts.items(), key=lambda item: (
-            -item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes))))
-        for domain, counts in sorted(by_domain.items(), key=lambda item: str(item[0]))
-    )
+        by_domain.setdefault(domain, []).append(pod)
+    return tuple(Reservation(domain, demand_of(pods))
+                 for domain, pods in sorted(by_domain.items(), key=lambda item: str(item[0])))

@@ -9,10 +9,27 @@ Must not: parse JSON, log, read the clock.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bucketing.resources import Resources
+from locality.constraints import PodConstraints
 from locality.model import JobKey, JobPolicy, Locality, Pod
+
+Demand = tuple[tuple[Resources, PodConstraints, int], ...]
+"""(request, the nodes it may use, count) per pod shape, largest GPU request first (the
+order the first-fit packs them in)."""
+
+
+def demand_of(pods: Iterable[Pod]) -> Demand:
+    """The pods summed per (request, constraints)."""
+    counts: dict[tuple[Resources, PodConstraints], int] = {}
+    for pod in pods:
+        shape = (pod.request, pod.constraints)
+        counts[shape] = counts.get(shape, 0) + 1
+    return tuple((request, constraints, count) for (request, constraints), count in sorted(
+        counts.items(), key=lambda item: (-item[0][0].gpu_milli, -item[0][0].cpu_milli,
+                                          -item[0][0].memory_bytes, repr(item[0][1]))))
 
 
 class WaitCode(enum.Enum):
@@ -23,6 +40,7 @@ class WaitCode(enum.Enum):
     NO_LEVEL = "no_level"  # no node (and no node group) has a domain at its level
     NO_FIT = "no_fit"  # no domain holds it, even with the nodes the autoscaler can add
     HELD = "held"  # it would take room an older job that waits longer needs
+    INADMISSIBLE = "inadmissible"  # no domain could ever hold it: holds nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,14 +91,9 @@ class GatedJob:
     owner_wait: str | None = None
 
     @property
-    def demand(self) -> tuple[tuple[Resources, int], ...]:
-        """(request, count) of the gated pods, largest GPU request first (the order the
-        first-fit packs them in)."""
-        counts: dict[Resources, int] = {}
-        for pod in self.gated:
-            counts[pod.request] = counts.get(pod.request, 0) + 1
-        return tuple(sorted(counts.items(), key=lambda item: (
-            -item[0].gpu_milli, -item[0].cpu_milli, -item[0].memory_bytes)))
+    def demand(self) -> Demand:
+        """The gated pods per shape (`demand_of`)."""
+        return demand_of(self.gated)
 
     @property
     def pods_per_node(self) -> int | None:
@@ -93,7 +106,7 @@ class Reservation:
     """Pods admitted into `domain` that are not bound yet: room they will take."""
 
     domain: Domain
-    demand: tuple[tuple[Resources, int], ...]
+    demand: Demand
 
 
 @dataclass(frozen=True, slots=True)

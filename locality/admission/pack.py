@@ -6,10 +6,14 @@ a new node of the first node group that still has headroom and whose node holds 
 shape. The first-fit rule is `locality.firstfit.fill`, the one the extender's group
 sizing (`NodeTable.fit_job_into_groups`) uses too.
 
+Each shape goes only to the nodes its pods may use (`locality.constraints`: node
+selector, required node affinity, tolerations against taints), existing or new: a node
+group's node is judged by its template (`snapshot.new_node_template`).
+
 Bounds, as cluster-autoscaler's binpacking estimator states its own: the greedy is
 conservative (a search might find a packing it misses, never the reverse); pods
-per node (`pods` allocatable), host ports, taints and affinities other than the domain
-are not modelled: kube-scheduler checks them when it places the pods.
+per node (`pods` allocatable), host ports, inter-pod affinity and topology spread are
+not modelled: kube-scheduler checks them when it places the pods.
 
 `Bins` is a working copy of one domain's room; `pack` changes the copy it is given
 (callers copy first when they only want to know). Must not: read the clock, log.
@@ -18,62 +22,111 @@ are not modelled: kube-scheduler checks them when it places the pods.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from bucketing.resources import Resources
+from locality.admission.model import Demand
 from locality.admission.snapshot import DomainRoom
+from locality.constraints import PodConstraints
 from locality.firstfit import Room, fill
+from locality.model import Node
 
 
 @dataclass
 class Bins:
-    """Free room of a domain's nodes (`Room`, opened nodes last) and the nodes its node
-    groups can still add ([group, allocatable, count left])."""
+    """Free room of a domain's nodes (`Room`, opened nodes last), those nodes (`nodes`,
+    row for row; empty: built by hand, every node takes every pod) and the nodes its
+    node groups can still add ([group, allocatable, count left, template])."""
 
     room: Room
     pool: list[list] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     opened: int = 0
+    nodes: list[Node | None] = field(default_factory=list)
+    base: int = 0
+    """Rows of nodes that existed when the bins were opened (the rest were opened by
+    `pack`, and differ between copies)."""
+    masks: dict[PodConstraints, np.ndarray] = field(default_factory=dict)
+    """Per constraints, which of the first `base` rows a pod may use; copies share it."""
 
     def copy(self) -> Bins:
         # Room is a value: sharing it is safe, pack replaces it.
-        return Bins(self.room, [list(entry) for entry in self.pool], self.kinds, self.opened)
+        return Bins(self.room, [list(entry) for entry in self.pool], self.kinds, self.opened,
+                    list(self.nodes), self.base, self.masks)
 
     def free_gpu_milli(self) -> int:
         return int(np.maximum(self.room.gpu, 0).sum())
 
+    def allowed(self, constraints: PodConstraints) -> np.ndarray | None:
+        """Which rows a pod with `constraints` may use; None: every row."""
+        if not self.nodes:
+            return None
+        mask = self.masks.get(constraints)
+        if mask is None:
+            mask = np.array([_may_use(constraints, node) for node in self.nodes[:self.base]],
+                            dtype=bool)
+            self.masks[constraints] = mask
+        opened = [_may_use(constraints, node) for node in self.nodes[self.base:]]
+        if all(opened) and mask.all():
+            return None
+        return np.r_[mask, np.array(opened, dtype=bool)] if opened else mask
 
-def open_bins(room: DomainRoom, kinds: Sequence[str]) -> Bins:
+
+def _may_use(constraints: PodConstraints, node: Node | None) -> bool:
+    return node is None or constraints.refusal(node.name, node.labels, node.taints) is None
+
+
+def open_bins(room: DomainRoom, kinds: Sequence[str], empty: bool = False) -> Bins:
     """A working copy of `room`. kinds: the device kinds any demand packed into it asks
-    for (`Resources.devices`)."""
-    return Bins(Room.of(room.free, kinds, 0),
-                [[new.group, new.allocatable, new.count] for new in room.new_nodes],
-                list(kinds))
+    for (`Resources.devices`). empty: the nodes' capacity instead of their free room
+    (what the domain could ever hold)."""
+    free = room.capacity if empty else room.free
+    return Bins(Room.of(free, kinds, 0),
+                [[new.group, new.allocatable,
+                  new.at_most if empty and new.at_most is not None else new.count,
+                  new.template]
+                 for new in room.new_nodes],
+                list(kinds), nodes=list(room.nodes), base=len(room.nodes))
 
 
-def pack(bins: Bins, demand: Sequence[tuple[Resources, int]],
-         pods_per_node: int | None = None) -> int:
-    """Place `demand` ((request, count), largest first) into `bins`; the pods placed.
-    pods_per_node: at most this many of these pods on one node (1 for `spread`)."""
-    per_node = pods_per_node or sum(count for _, count in demand)
+def pack(bins: Bins, demand: Demand, pods_per_node: int | None = None) -> int:
+    """Place `demand` ((request, constraints, count), largest first) into `bins`; the pods
+    placed. pods_per_node: at most this many of these pods on one node (1 for `spread`)."""
+    per_node = pods_per_node or sum(count for _, _, count in demand)
     room = bins.room.with_pods(per_node)
     placed = 0
-    for request, count in demand:
-        take, room = fill(room, request, count)
+    for request, constraints, count in demand:
+        allowed = bins.allowed(constraints)
+        take, room = _fill_allowed(room, request, count, allowed)
         left = count - int(take.sum())
         while left > 0:
             entry = next((e for e in bins.pool if e[2] > 0
-                          and Room.of([e[1]], bins.kinds, 1).copies(request)[0]), None)
+                          and Room.of([e[1]], bins.kinds, 1).copies(request)[0]
+                          and _may_use(constraints, e[3])), None)
             if entry is None:
                 break
             entry[2] -= 1
             bins.opened += 1
             room = room.extended(Room.of([entry[1]], bins.kinds, per_node))
+            if bins.nodes or entry[3] is not None:
+                bins.nodes.extend([None] * (len(room) - 1 - len(bins.nodes)))
+                bins.nodes.append(entry[3])
+                allowed = bins.allowed(constraints)
+            elif allowed is not None:
+                allowed = np.r_[allowed, True]
             # The earlier nodes took all of this shape they could: only the new one takes.
-            take, room = fill(room, request, left)
+            take, room = _fill_allowed(room, request, left, allowed)
             left -= int(take.sum())
         placed += count - left
     bins.room = room
     return placed
+
+
+def _fill_allowed(room: Room, request, count: int,
+                  allowed: np.ndarray | None) -> tuple[np.ndarray, Room]:
+    """`fill` on the rows `allowed` only (None: all); the other rows keep their room."""
+    if allowed is None:
+        return fill(room, request, count)
+    take, after = fill(replace(room, pods=np.where(allowed, room.pods, 0)), request, count)
+    return take, replace(after, pods=np.where(allowed, after.pods, room.pods))

@@ -15,6 +15,17 @@ size in CA's status nor a configured `max_size`.
 The label key a domain is selected by is the first of the level's keys its nodes carry
 with the domain's value (the level's first key for a domain only node groups name).
 
+Each room keeps its nodes (labels, taints) beside their free room, and each node group a
+template of the node it would add (its configured labels and taints, else a node of its
+instance type, from its domain when there is one, relabelled into the group's domain,
+else only the instance type and domain labels: `new_node_template`), so the packer
+counts for a pod only the nodes it may use (`locality.constraints`). `capacity` is the
+same nodes' allocatable, as if no pod ran: a job that does not fit a domain even then,
+with every node its groups can add, never will (`assign`: inadmissible).
+
+The level `cluster` (`CLUSTER_LEVEL`) is one domain of every node and every node group,
+whatever their level: what a job released without a domain can use.
+
 Must not: read the clock, log, count pods that are not bound (reservations are
 `assign`'s to pack).
 """
@@ -28,8 +39,11 @@ from bucketing.autoscaler_status import GroupSize
 from bucketing.resources import Resources
 from locality.admission.config import NodeGroup
 from locality.config import LocalityConfig
-from locality.model import NodeState
+from locality.model import Node, NodeState
 from locality.topology import domain_at, domains_of
+
+CLUSTER_LEVEL = "cluster"
+"""The widest level: one domain, `cluster`, of every node."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +55,11 @@ class NewNodes:
     allocatable: Resources
     count: int
     source: str = "config"
+    template: Node | None = None
+    """The node it adds, as pods' constraints see it (None: no labels, no taints)."""
+    at_most: int | None = None
+    """Nodes it could add at most beyond those that exist (its maximum less the nodes
+    seen: nodes being launched count here, not in `count`); None: `count`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +70,10 @@ class DomainRoom:
     label_key: str
     free: tuple[Resources, ...]
     new_nodes: tuple[NewNodes, ...] = ()
+    nodes: tuple[Node, ...] = ()
+    """The nodes of `free`, row for row (empty: rooms built by hand, no constraints)."""
+    capacity: tuple[Resources, ...] = ()
+    """The same nodes' allocatable (free as if no pod ran)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,16 +97,20 @@ def level_room(
     index = next((i for i, entry in enumerate(locality.topology_levels) if entry.name == level),
                  None)
     keys = locality.level_labels(index) if index is not None else ()
-    free: dict[str, list[Resources]] = {}
+    cluster = level == CLUSTER_LEVEL
+    free: dict[str, list[NodeState]] = {}
     key_of: dict[str, str] = {}
     count_of: dict[tuple[str, str], int] = {}  # (instance type, domain) -> nodes now
-    shape_of: dict[str, Resources] = {}  # instance type -> a node's allocatable
+    sample_of: dict[tuple[str, str | None], Node] = {}  # (type, domain or None) -> a node
     unlabeled = 0
     for state in nodes:
         node = state.node
+        value = CLUSTER_LEVEL if cluster else \
+            domain_at(domains_of(node.domains, state.placement_group), level)
         if node.instance_type is not None:
-            shape_of.setdefault(node.instance_type, node.allocatable)
-        value = domain_at(domains_of(node.domains, state.placement_group), level)
+            sample_of.setdefault((node.instance_type, None), node)
+            if value is not None:
+                sample_of.setdefault((node.instance_type, value), node)
         if value is None:
             unlabeled += 1
             continue
@@ -95,18 +122,21 @@ def level_room(
             pair = (node.instance_type, value)
             count_of[pair] = count_of.get(pair, 0) + 1
         if node.takes_new_pods:
-            rooms.append(state.free)
+            rooms.append(state)
     new: dict[str, list[NewNodes]] = {}
     notes = []
     for group in groups:
-        if group.level != level:
+        if group.level != level and not cluster:
             continue
-        shape = group.allocatable or shape_of.get(group.instance_type)
+        sample = sample_of.get((group.instance_type, group.domain)) or \
+            sample_of.get((group.instance_type, None))
+        shape = group.allocatable or (sample.allocatable if sample else None)
         if shape is None:
             notes.append(f"node group {group.name}: no allocatable configured and no "
                          f"{group.instance_type} node to copy it from; not counted")
             continue
-        have = count_of.get((group.instance_type, group.domain), 0)
+        domain = CLUSTER_LEVEL if cluster else group.domain
+        have = count_of.get((group.instance_type, domain), 0)
         reported = (sizes or {}).get(group.name)
         if reported is not None:
             maximum, current, source = reported.max_size, reported.current, "autoscaler-status"
@@ -119,16 +149,44 @@ def level_room(
         # Several groups of one type in one domain share the nodes seen: charge them
         # to the groups in order.
         taken = min(have, current, maximum)
-        count_of[(group.instance_type, group.domain)] = have - taken
+        count_of[(group.instance_type, domain)] = have - taken
         if source == "config":
             current = taken
-        if maximum - current > 0:
-            new.setdefault(group.domain, []).append(
-                NewNodes(group.name, shape, maximum - current, source))
-            free.setdefault(group.domain, [])
-            key_of.setdefault(group.domain, keys[0] if keys else level)
+        if maximum - taken > 0:  # room now (count), or once launched nodes exist
+            template = new_node_template(group, shape, sample, locality, keys)
+            new.setdefault(domain, []).append(NewNodes(
+                group.name, shape, max(0, maximum - current), source, template,
+                maximum - taken))
+            free.setdefault(domain, [])
+            key_of.setdefault(domain, keys[0] if keys else level)
     domains = {
-        value: DomainRoom(value, key_of[value], tuple(rooms), tuple(new.get(value, ())))
-        for value, rooms in sorted(free.items())
+        value: DomainRoom(value, key_of[value], tuple(s.free for s in states),
+                          tuple(new.get(value, ())), tuple(s.node for s in states),
+                          tuple(s.node.allocatable for s in states))
+        for value, states in sorted(free.items())
     }
     return LevelRoom(level, domains, unlabeled, tuple(notes))
+
+
+def new_node_template(group: NodeGroup, shape: Resources, sample: Node | None,
+                      locality: LocalityConfig, keys: Sequence[str]) -> Node:
+    """The node `group` adds, as constraints see it. A group that configures `labels` or
+    `taints` describes its template: those (the other half empty), with the domain
+    label added when none of the level's keys is among them. Else a copy of
+    `sample`, a node of its instance type (in its domain when there is one), with the
+    group's domain set on the level's label keys (the first, and any other the sample
+    carries); with no sample, no taints. The instance type label is always set."""
+    if group.labels is not None or group.taints is not None:
+        labels = dict(group.labels or {})
+        taints = group.taints or ()
+        if keys and not any(key in labels for key in keys):
+            labels[keys[0]] = group.domain  # its nodes carry the domain they are in
+    else:
+        labels = dict(sample.labels) if sample is not None else {}
+        for index, key in enumerate(keys):
+            if index == 0 or key in labels:
+                labels[key] = group.domain
+        taints = sample.taints if sample is not None else ()
+    labels.setdefault(locality.instance_type_label, group.instance_type)
+    return Node(name=f"(a new {group.name} node)", labels=labels, allocatable=shape,
+                instance_type=group.instance_type, taints=taints)

@@ -16,8 +16,9 @@ from locality.admission.assign import plan
 from locality.admission.config import GATE, AdmissionConfig, NodeGroup
 from locality.admission.gather import gather
 from locality.admission.model import WaitCode
-from locality.admission.snapshot import level_room
+from locality.admission.snapshot import CLUSTER_LEVEL, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
+from locality.constraints import PodConstraints, Requirement, Taint, Term, Toleration
 from locality.model import NodeState
 from tests.locality.builders import make_pod, make_state
 
@@ -25,6 +26,7 @@ LOCALITY = LocalityConfig()
 CONFIG = AdmissionConfig(head_reserve_after_seconds=60, settle_seconds=10)
 NOW = 10_000.0
 PG = PLACEMENT_GROUP_LEVEL
+PG_KEY = LOCALITY.placement_group_labels[0]
 
 
 def job(name, pods, gpus=8, group="required", size=None, created=NOW - 100, priority=0,
@@ -69,7 +71,7 @@ def decide(pods, states, groups=(), extra=(), now=NOW, config=CONFIG, sizes=None
                 and p.namespace == key.namespace]
 
     gathered = gather(pods, extra, of_job, LOCALITY, config)
-    levels = {j.level for j in gathered.jobs} | {PG}
+    levels = {j.level for j in gathered.jobs} | {PG, CLUSTER_LEVEL}
     rooms = {level: level_room(states, level, LOCALITY, groups, sizes) for level in levels}
     return plan(gathered.jobs, rooms, gathered.reservations, now, config, gathered.releases)
 
@@ -101,11 +103,19 @@ CASES = [
         ({"ns/a": (f"{PG}=pg-a", 2)}, {}),
         id="autoscaler-headroom-makes-it-fit"),
     pytest.param(
-        # Max 2, 1 seen: only 1 more node, 2 x 8 = 16 < 24 GPUs.
+        # Max 2, 1 seen: only 1 more node, 2 x 8 = 16 < 24 GPUs, even with every node
+        # empty: it can never fit, so it holds nothing.
         job("a", 3), nodes("pg-a", 1),
         (NodeGroup("p4d-a", "p4d", "pg-a", 2),),
+        ({}, {"ns/a": WaitCode.INADMISSIBLE}),
+        id="headroom-too-small-inadmissible"),
+    pytest.param(
+        # As above, but pg-a's one node is busy (8 GPUs used) and the group may reach
+        # 3: empty, pg-a holds 3 x 8 = 24, so it waits for room (no_fit), not for ever.
+        job("a", 3), nodes("pg-a", 1, used=8),
+        (NodeGroup("p4d-a", "p4d", "pg-a", 3),),
         ({}, {"ns/a": WaitCode.NO_FIT}),
-        id="headroom-too-small-waits"),
+        id="busy-node-waits-for-room"),
     pytest.param(
         # Both fit; pg-b needs no new node (2 nodes there), pg-a would need 1.
         job("a", 2), nodes("pg-a", 1) + nodes("pg-b", 2),
@@ -145,9 +155,10 @@ CASES = [
         ({"ns/a": (f"{PG}=pg-a", 0)}, {}),
         id="no-size-settled"),
     pytest.param(
-        # 2 labelled nodes in pg-a and 4 unlabelled ones: only 16 GPUs count for 24.
+        # 2 labelled nodes in pg-a and 4 unlabelled ones: only 16 GPUs count for 24,
+        # however empty pg-a gets.
         job("a", 3), nodes("pg-a", 2) + nodes("x", 4, unlabeled=True), (),
-        ({}, {"ns/a": WaitCode.NO_FIT}),
+        ({}, {"ns/a": WaitCode.INADMISSIBLE}),
         id="nodes-missing-the-domain-label-hold-nothing"),
     pytest.param(
         # No node has a placement group at all.
@@ -155,10 +166,24 @@ CASES = [
         ({}, {"ns/a": WaitCode.NO_LEVEL}),
         id="required-level-no-node-carries"),
     pytest.param(
-        # preferred and too big for any domain: released without a domain.
-        job("a", 3, group="preferred"), nodes("pg-a", 2), (),
+        # preferred and too big for any domain (2 nodes each, 3 pods of 8 GPUs), but the
+        # cluster's 4 nodes hold it: released without a domain.
+        job("a", 3, group="preferred"), nodes("pg-a", 2) + nodes("pg-b", 2), (),
         ({"ns/a": (None, 0)}, {}),
         id="preferred-without-a-fit-goes-without-a-domain"),
+    pytest.param(
+        # preferred, 10 pods x 8 GPUs on a cluster of 8 8-GPU nodes: never all of it, so
+        # none of it (it used to bind 8 pods and hold 64 GPUs doing nothing).
+        job("a", 10, group="preferred"), nodes("pg-a", 4) + nodes("pg-b", 4), (),
+        ({}, {"ns/a": WaitCode.INADMISSIBLE}),
+        id="preferred-larger-than-the-cluster-binds-nothing"),
+    pytest.param(
+        # preferred, 3 pods x 8 GPUs; the cluster's 4 nodes have 2 free now (the others
+        # busy): it waits whole instead of binding 2 of 3.
+        job("a", 3, group="preferred"), nodes("pg-a", 1) + nodes("pg-b", 1)
+        + nodes("pg-c", 2, used=8), (),
+        ({}, {"ns/a": WaitCode.NO_FIT}),
+        id="preferred-waits-whole-for-the-cluster"),
     pytest.param(
         # spread: a node per pod; 3 one-GPU pods, pg-a has 2 nodes, pg-b 3.
         job("a", 3, gpus=1, packing="spread"), nodes("pg-a", 2) + nodes("pg-b", 3), (),
@@ -220,8 +245,10 @@ def replace_name(state, name):
 
 
 def test_small_jobs_use_room_the_held_job_cannot_use():
-    # big is held in pg-a; pg-b has room big cannot use (not enough), s1 takes it.
-    states = nodes("pg-a", 2) + nodes("pg-b", 1)
+    # big (3 nodes) is held in pg-a (3 nodes, one busy); pg-b has room big cannot use
+    # (1 node), s1 takes it.
+    states = [replace_name(s, f"n{i}") for i, s in
+              enumerate(nodes("pg-a", 2) + nodes("pg-a", 1, used=8))] + nodes("pg-b", 1)
     pods = job("big", 3, created=NOW - 100) + job("s1", 1, created=NOW - 50)
     assert summary(decide(pods, states)) == (
         {"ns/s1": (f"{PG}=pg-b", 0)}, {"ns/big": WaitCode.NO_FIT})
@@ -232,10 +259,37 @@ def test_a_job_cut_short_joins_its_recorded_domain():
     # though pg-a would be the better fit now.
     pods = job("a", 1)
     done = admitted("a-9", "pg-b", job_name="a")
-    result = decide(pods, nodes("pg-a", 1) + nodes("pg-b", 1), extra=(done,))
+    result = decide(pods, nodes("pg-a", 1) + nodes("pg-b", 2), extra=(done,))
     (admission,) = result.admissions
     assert str(admission.domain) == f"{PG}=pg-b"
     assert "joins" in admission.note
+
+
+def test_a_replacement_pod_waits_when_its_jobs_domain_is_full():
+    # a's pod a-9 runs in pg-b (bound, 8 GPUs, the node's all); its replacement a-0 is
+    # gated. pg-b has no room left: a-0 waits there, whole, instead of being pinned to
+    # a full domain; pg-a's free node is not its job's.
+    running = replace(admitted("a-9", "pg-b", job_name="a"), node_name="pg-b-0")
+    states = nodes("pg-a", 1) + nodes("pg-b", 1, used=8)
+    result = decide(job("a", 1), states, extra=(running,))
+    assert summary(result) == ({}, {"ns/a": WaitCode.NO_FIT})
+    assert "admitted into placement-group=pg-b, which holds 0 of these 1" in \
+        result.waiting[0].reason
+
+
+def test_terminating_pods_neither_count_nor_fix_the_domain():
+    # A restarted 2-pod job: its old pods (in pg-b, still Terminating) carry pg-b's
+    # domain and hold pg-b's only node. The new pods are a whole job of 2 (the old ones
+    # count toward nothing) and go where there is room: pg-a.
+    old = [replace(admitted(f"a-old-{i}", "pg-b", job_name="a"), node_name="pg-b-0",
+                   deleting=True) for i in range(2)]
+    states = nodes("pg-a", 2) + nodes("pg-b", 1, used=8)
+    result = decide(job("a", 2, size=2), states, extra=old)
+    assert summary(result) == ({"ns/a": (f"{PG}=pg-a", 0)}, {})
+    # Without the deletion the same pods would fix pg-b, which has no room.
+    kept = [replace(pod, deleting=False) for pod in old]
+    assert summary(decide(job("a", 2, size=4), states, extra=kept)) == (
+        {}, {"ns/a": WaitCode.NO_FIT})
 
 
 def test_pods_of_no_job_and_kueue_pods_are_released():
@@ -330,3 +384,90 @@ def test_node_group_without_any_max_size_is_named():
     group = NodeGroup("p4d-a", "p4d", "pg-a")  # max_size only from CA's status, absent
     (waiting,) = decide(job("a", 4), nodes("pg-a", 1), (group,), sizes={}).waiting
     assert "p4d-a: cluster-autoscaler's status does not list it" in waiting.reason
+
+
+# ---- what the pods can use: node selector, node affinity, tolerations -----------------
+
+A100 = {"gpu.model": "a100"}
+TAINT = Taint("dedicated", "team-b", "NoSchedule")
+
+
+def dressed(states, labels=None, taints=()):
+    """The nodes with these labels added and these taints."""
+    return [NodeState(replace(s.node, labels={**s.node.labels, **(labels or {})},
+                              taints=tuple(taints)), s.requested, s.placeholder_requested)
+            for s in states]
+
+
+def constrained(pods, **constraints):
+    return [replace(p, constraints=PodConstraints(**constraints)) for p in pods]
+
+
+def test_a_job_selecting_a_gpu_model_goes_where_that_model_is():
+    # pg-a: 2 free nodes (best fit for 2 pods), but its GPUs are not a100; pg-b's 3 are.
+    states = nodes("pg-a", 2) + dressed(nodes("pg-b", 3), A100)
+    pods = constrained(job("a", 2), node_selector=(("gpu.model", "a100"),))
+    assert summary(decide(pods, states)) == ({"ns/a": (f"{PG}=pg-b", 0)}, {})
+    # The same by required node affinity.
+    term = Term((Requirement("gpu.model", "In", ("a100",)),))
+    pods = constrained(job("a", 2), terms=(term,))
+    assert summary(decide(pods, states)) == ({"ns/a": (f"{PG}=pg-b", 0)}, {})
+    # Without the selector the best fit wins: pg-a.
+    assert summary(decide(job("a", 2), states)) == ({"ns/a": (f"{PG}=pg-a", 0)}, {})
+
+
+def test_a_job_without_the_toleration_avoids_the_tainted_group():
+    states = dressed(nodes("pg-a", 2), taints=(TAINT,)) + nodes("pg-b", 3)
+    assert summary(decide(job("a", 2), states)) == ({"ns/a": (f"{PG}=pg-b", 0)}, {})
+    tolerant = constrained(job("a", 2), tolerations=(Toleration("dedicated", "Exists"),))
+    assert summary(decide(tolerant, states)) == ({"ns/a": (f"{PG}=pg-a", 0)}, {})
+    # Only tainted room anywhere: it can never run, so it holds nothing.
+    result = decide(job("a", 2), dressed(nodes("pg-a", 2), taints=(TAINT,)))
+    assert summary(result) == ({}, {"ns/a": WaitCode.INADMISSIBLE})
+    assert "tolerations" in result.waiting[0].reason
+
+
+def test_new_nodes_are_judged_by_their_group_template():
+    # pg-a has no node; its group adds a100 nodes (configured template, no taint).
+    # pg-b has one free tainted node; its group adds copies of it. A 2-pod job that
+    # could use pg-b needs 1 new node there against 2 in pg-a: only a job that may not
+    # use pg-b's nodes (old or new) goes to pg-a.
+    groups = (NodeGroup("p4d-a", "p4d", "pg-a", 4, labels={"gpu.model": "a100"}),
+              NodeGroup("p4d-b", "p4d", "pg-b", 4))
+    states = dressed(nodes("pg-b", 1), taints=(TAINT,))
+    tolerates = (Toleration("dedicated", "Exists"),)
+    a100 = constrained(job("a", 2), node_selector=(("gpu.model", "a100"),),
+                       tolerations=tolerates)
+    assert summary(decide(a100, states, groups)) == ({"ns/a": (f"{PG}=pg-a", 2)}, {})
+    intolerant = job("b", 2)
+    assert summary(decide(intolerant, states, groups)) == ({"ns/b": (f"{PG}=pg-a", 2)}, {})
+    tolerant = constrained(job("c", 2), tolerations=tolerates)
+    assert summary(decide(tolerant, states, groups)) == ({"ns/c": (f"{PG}=pg-b", 1)}, {})
+    # pg-b's new node carries pg-b's domain label (relabelled copy): a selector on it
+    # keeps pg-b; the existing node has no such label here, so both pods go on new ones.
+    on_b = constrained(job("d", 2), tolerations=tolerates, node_selector=((PG_KEY, "pg-b"),))
+    assert summary(decide(on_b, states, groups)) == ({"ns/d": (f"{PG}=pg-b", 2)}, {})
+
+
+def test_an_unsatisfiable_job_does_not_starve_a_domain():
+    # Two 4-node groups, both free. big (5 nodes, older, waited past the hold time) can
+    # never fit one group: inadmissible, it holds nothing, and the 4-node job behind it
+    # is admitted (it used to wait `held` for ever).
+    states = nodes("pg-a", 4) + nodes("pg-b", 4)
+    pods = job("big", 5, created=NOW - 500) + job("four", 4, created=NOW - 100)
+    result = decide(pods, states)
+    assert summary(result) == ({"ns/four": (f"{PG}=pg-a", 0)},
+                               {"ns/big": WaitCode.INADMISSIBLE})
+
+
+def test_the_head_hold_expires():
+    # As in the starvation test: big holds pg-a's 2 free nodes while it has waited
+    # between 60 s and 60 + 600 s; after that s1 takes one.
+    states = [replace_name(s, f"n{i}") for i, s in
+              enumerate(nodes("pg-a", 2) + nodes("pg-a", 2, used=8))]
+    for waited, expected in ((100, WaitCode.HELD), (659, WaitCode.HELD), (661, None)):
+        pods = job("big", 4, created=NOW - waited - 3) + job("s1", 1, created=NOW - 50)
+        admissions, waiting = summary(decide(pods, states))
+        assert waiting.get("ns/s1") is expected, waited
+        assert waiting["ns/big"] is WaitCode.NO_FIT
+        assert ("ns/s1" in admissions) is (expected is None)
