@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import fields, replace
 
+from locality.admission.record import GangRecord
 from locality.columns import NodeTable
 from locality.config import LocalityConfig
 from locality.jobs import job_key_of, job_policy
@@ -103,6 +104,9 @@ class ClusterCache:
         # a burst of watch events costs one column copy at the next request.
         self._table: NodeTable | None = None
         self._dirty: set[str] = set()
+        self.gangs: dict[JobKey, GangRecord] = {}
+        """The gang records (`locality.admission.record`) by job: headstart's decisions,
+        as the API holds them."""
         self.resolve_pod: Callable[[Pod], Pod] = _as_parsed
         """Adds what a pod takes from other objects (DRA claims, its PodGroup's size);
         `extender.sync` sets it, the request path calls it on kube-scheduler's pod."""
@@ -228,6 +232,19 @@ class ClusterCache:
         if state is None or place_of(state) != place_of(self.nodes[node.name]):
             self._forget_layouts()
         self._dirty.add(node.name)
+        self.version += 1
+
+    def replace_gangs(self, records: Iterable[GangRecord]) -> None:
+        self.gangs = {record.job: record for record in records}
+        self.version += 1
+
+    def apply_gang(self, record: GangRecord) -> None:
+        self.gangs[record.job] = record
+        self.version += 1
+
+    def delete_gang(self, record: GangRecord) -> None:
+        if self.gangs.get(record.job) is not None and self.gangs[record.job].name == record.name:
+            del self.gangs[record.job]
         self.version += 1
 
     def delete_node(self, name: str) -> None:

@@ -28,8 +28,9 @@ Metrics:
   headstart_extender_watch_parse_errors_total{kind}
 - headstart_admitter_jobs_waiting{reason}: gated jobs the last admission round left
   waiting, by `locality.admission.model.WaitCode` (incomplete, size_unknown, no_level,
-  no_fit, held); headstart_admitter_leader: 1 on the replica that admits;
-  headstart_admitter_jobs_admitted_total, headstart_admitter_patch_failures_total
+  no_fit, held, inadmissible, backoff); headstart_admitter_leader: 1 on the replica
+  that admits; headstart_admitter_jobs_admitted_total,
+  headstart_admitter_patch_failures_total, headstart_admitter_jobs_evicted_total
 
 Must not: decide anything; hold a global registry (two apps in one process must not clash).
 """
@@ -234,3 +235,7 @@ class _AdmitterCollector(Collector):
                                   "Pod patches left for the next round (the pod changed, "
                                   "went away, or the API failed).",
                                   value=admitter.patch_failures_total)
+        yield CounterMetricFamily("headstart_admitter_jobs_evicted",
+                                  "Gangs evicted whole for not being whole in time "
+                                  "(bind_timeout_seconds).",
+                                  value=admitter.evicted_jobs_total)

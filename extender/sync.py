@@ -7,7 +7,8 @@ ResourceSlices, ResourceClaims and ResourceClaimTemplates `resource.k8s.io/v1` f
 DRA GPUs; Volcano `scheduling.volcano.sh/v1beta1` and Coscheduling
 `scheduling.x-k8s.io/v1alpha1` PodGroups, and the owners of training pods
 (`locality.owners.OWNER_APIS`: Kubeflow PyTorchJob, TFJob, MPIJob, JobSet, TrainJob)
-for job sizes), how each kind's parsed objects are applied (pods and nodes through
+for job sizes), headstart's own gang records (`headstart.io/v1alpha1` Gangs, the
+admitter's decisions), how each kind's parsed objects are applied (pods and nodes through
 `extender.resolve.Resolver`, which adds what they take from the DRA objects, PodGroups
 and owners), and what readiness means: ready
 once nodes and pods have been listed, and not ready again when a watch has been
@@ -31,6 +32,7 @@ from kubernetes import client as k8s
 from extender.cache import NODES, PODS, TOPOLOGIES, ClusterCache
 from extender.resolve import Resolver
 from extender.watch import ResourceWatch, WatchSettings, WatchStatus
+from locality.admission import record as gang
 from locality.config import LocalityConfig
 from locality.dra import parse_resource_claim, parse_resource_claim_template, parse_resource_slice
 from locality.owners import OWNER_APIS, parse_owner
@@ -46,6 +48,7 @@ RESOURCE_SLICES = "resourceslices"
 RESOURCE_CLAIMS = "resourceclaims"
 RESOURCE_CLAIM_TEMPLATES = "resourceclaimtemplates"
 POD_GROUPS = "podgroups"
+GANGS = "gangs.headstart.io"
 
 
 class ClusterSync:
@@ -62,6 +65,7 @@ class ClusterSync:
         watch_dra: bool = True,
         watch_pod_groups: bool = True,
         watch_owners: bool = True,
+        watch_gangs: bool = True,
     ) -> None:
         self._api_client = api_client
         self._cache = cache
@@ -71,6 +75,7 @@ class ClusterSync:
         self._watch_dra = watch_dra
         self._watch_pod_groups = watch_pod_groups
         self._watch_owners = watch_owners
+        self._watch_gangs = watch_gangs
         self._owner_kinds = {api.watch_name for api in OWNER_APIS}
         self._stale_after = stale_after_seconds
         self.resolver = Resolver(config)
@@ -111,6 +116,10 @@ class ClusterSync:
             self.watches += self._dra_watches(loop)
         if self._watch_pod_groups:
             self.watches += self._pod_group_watches(loop)
+        if self._watch_gangs:
+            self.watches.append(self._optional_watch(
+                loop, gang.GROUP, gang.VERSION, gang.PLURAL, GANGS, gang.parse_gang,
+                self._gang_sink))
         if self._watch_owners:
             self.watches += [
                 self._optional_watch(
@@ -171,12 +180,14 @@ class ClusterSync:
     def sizes_listed(self) -> bool:
         """Every watch of what sizes jobs (PodGroups, owners) has listed once (or found
         its API not served): until then a job of pods created long ago would be taken
-        as declaring no size and admitted without waiting for its missing pods. A watch
+        as declaring no size and admitted without waiting for its missing pods, and until
+        the gang records are listed an admitted job's reservation is unknown. A watch
         that has failed (a 403 from a missing RBAC rule) holds nothing back: it shows
         in /readyz, and admission must not stop for it."""
         return all(watch.status.synced or watch.status.errors_total > 0
                    for watch in self.watches
-                   if watch.kind.startswith(POD_GROUPS + ".") or watch.kind in self._owner_kinds)
+                   if watch.kind.startswith(POD_GROUPS + ".") or watch.kind in self._owner_kinds
+                   or watch.kind == GANGS)
 
     def statuses(self) -> list[WatchStatus]:
         return [watch.status for watch in self.watches]
@@ -250,6 +261,14 @@ class ClusterSync:
             self._apply_pods(self.resolver.replace_pod_groups(payload, api_group))
         else:
             self._apply_pods(self.resolver.apply_pod_group(payload, deleted=op == "delete"))
+
+    def _gang_sink(self, op: str, payload: Any) -> None:
+        if op == "replace":
+            self._cache.replace_gangs(payload)
+        elif op == "upsert":
+            self._cache.apply_gang(payload)
+        else:
+            self._cache.delete_gang(payload)
 
     def _owner_sink(self, source: str, op: str, payload: Any) -> None:
         if op == "replace":

@@ -142,6 +142,9 @@ class Pod:
     deleting: `metadata.deletionTimestamp` is set (Terminating). Its node still holds its
     request, but it is no member of its job's next attempt: never counted toward a
     job's size, never fixing a job's domain.
+    controller: (kind, name) of its controlling owner (`metadata.ownerReferences` with
+    `controller: true`: a Job, a JobSet's Job, a training operator's job), None for a
+    pod nothing recreates.
     """
 
     namespace: str
@@ -169,6 +172,7 @@ class Pod:
     nominated_node_name: str | None = None
     constraints: PodConstraints = NO_CONSTRAINTS
     deleting: bool = False
+    controller: tuple[str, str] | None = None
 
     @property
     def full_name(self) -> str:

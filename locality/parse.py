@@ -108,7 +108,19 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         nominated_node_name=nominated or None,
         constraints=pod_constraints(spec, f"{where}.spec"),
         deleting=metadata.get("deletionTimestamp") is not None,
+        controller=_controller(metadata.get("ownerReferences"),
+                               f"{where}.metadata.ownerReferences"),
     )
+
+
+def _controller(references: Any, where: str) -> tuple[str, str] | None:
+    """(kind, name) of the owner reference marked `controller: true`, if any."""
+    for index, reference in enumerate(_list(references, where)):
+        reference = json_object(reference, f"{where}[{index}]", required=True)
+        if reference.get("controller") is True:
+            return (json_string(reference.get("kind"), f"{where}[{index}].kind"),
+                    json_string(reference.get("name"), f"{where}[{index}].name"))
+    return None
 
 
 def _gate_names(gates: Any, where: str) -> tuple[str, ...]:

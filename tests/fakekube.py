@@ -31,6 +31,7 @@ What it implements, as the real API server does:
   affinity set freely when it had no terms and otherwise keeping its terms and only
   appending match expressions or fields to each (`validateNodeAffinityMutation`); the
   preferred terms freely; `spec.nodeName` never beside a gate;
+- the `pods/{name}/eviction` subresource (uid precondition; no PodDisruptionBudgets);
 - the `pods/{name}/binding` subresource and the `bindings` collection (400 when the
   Binding names another pod than the URL, 409 when already bound or when its UID
   precondition does not match), and `/status`.
@@ -97,6 +98,8 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("scheduling.x-k8s.io/v1alpha1", "podgroups"): ("PodGroup", True),
     ("scheduling.volcano.sh/v1beta1", "podgroups"): ("PodGroup", True),
     ("autoscaling.x-k8s.io/v1beta1", "capacitybuffers"): ("CapacityBuffer", True),
+    # headstart's own CRD (manifests/base/crds): installed with headstart, served here.
+    ("headstart.io/v1alpha1", "gangs"): ("Gang", True),
 }
 KIND_TO_PLURAL = {(gv, kind): plural for (gv, plural), (kind, _) in RESOURCES.items()}
 # CRDs a cluster may not have: served only when a test says so (`serve`).
@@ -338,13 +341,20 @@ _MISSING = object()
 _SYSTEM_FIELDS = {"resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"}
 
 
-def _owned_leaves(obj: dict[str, Any]) -> dict[tuple[str, ...], Any]:
-    """The leaves a manager can own: everything but server-set metadata and status."""
+# Resources whose `status` is an ordinary field (a CRD without the status subresource):
+# writes to the object set it, as the API server does for such CRDs.
+STATUS_IS_A_FIELD = frozenset({("headstart.io/v1alpha1", "gangs")})
+
+
+def _owned_leaves(obj: dict[str, Any], status: bool = False) -> dict[tuple[str, ...], Any]:
+    """The leaves a manager can own: everything but server-set metadata and (unless
+    `status`: a resource without the status subresource) status."""
+    skipped = ("apiVersion", "kind") if status else ("status", "apiVersion", "kind")
     return {
         path: value
         for path, value in _leaves(obj).items()
         if path
-        and path[0] not in ("status", "apiVersion", "kind")
+        and path[0] not in skipped
         and not (path[0] == "metadata" and len(path) > 1 and path[1] in _SYSTEM_FIELDS)
         and path not in (("metadata", "name"), ("metadata", "namespace"))
     }
@@ -610,7 +620,8 @@ class FakeKube:
             if plural != "pods":
                 meta["generation"] = 1
             self._stamp(gv, plural, ns, obj)
-            self._owners[key] = {(manager, operation): set(_owned_leaves(obj))}
+            self._owners[key] = {(manager, operation): set(
+                _owned_leaves(obj, (gv, plural) in STATUS_IS_A_FIELD))}
             self._render_managed_fields(key, obj)
             self._objects[key] = obj
             self._record(gv, plural, "ADDED", obj)
@@ -703,7 +714,7 @@ class FakeKube:
                 return self._create(gv, plural, ns, applied, manager, "Apply"), True
             old = self._objects[key]
             new = copy.deepcopy(old)
-            wanted = _owned_leaves(applied)
+            wanted = _owned_leaves(applied, (gv, plural) in STATUS_IS_A_FIELD)
             owners = self._owners.setdefault(key, {})
             conflicts = []
             for (other, _operation), paths in owners.items():
@@ -740,6 +751,20 @@ class FakeKube:
             self._stamp(gv, plural, ns, gone)
             self._record(gv, plural, "DELETED", gone)
             return gone
+
+    def _evict(self, ns: str, name: str, eviction: dict) -> None:
+        # As the API server's EvictionREST with no PodDisruptionBudget in the way: the
+        # Eviction names the pod of the URL, a uid precondition must match, and the pod
+        # is deleted (it gets the DisruptionTarget condition first; not modelled here).
+        if (eviction.get("metadata") or {}).get("name") != name:
+            raise ApiError(400, "name in URL does not match name in Eviction object")
+        uid = ((eviction.get("deleteOptions") or {}).get("preconditions") or {}).get("uid")
+        with self._lock:
+            old = self._existing("v1", "pods", ns, name)
+            if uid and uid != old["metadata"].get("uid"):
+                raise ApiError(409, f"Precondition failed: UID in precondition: {uid}, "
+                                    f"UID in object meta: {old['metadata'].get('uid')}")
+        self._delete("v1", "pods", ns, name)
 
     def _bind(self, ns: str, name: str, binding: dict) -> None:
         # As the API server's BindingREST (pkg/registry/core/pod/storage/storage.go): the
@@ -883,6 +908,12 @@ class FakeKube:
         if method == "GET":
             with self._lock:
                 return web.json_response(copy.deepcopy(self._existing(gv, plural, ns, name)))
+        if method == "POST" and plural == "pods" and sub == "eviction":
+            self._evict(ns, name, await self._body(request))
+            return web.json_response(
+                {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201},
+                status=201,
+            )
         if method == "POST" and plural == "pods" and sub == "binding":
             self._bind(ns, name, await self._body(request))
             return web.json_response(
@@ -916,7 +947,17 @@ class FakeKube:
                 return web.json_response(self._patch_json(gv, plural, ns, name, body, manager))
             raise ApiError(415, f"the fake does not support {request.content_type} patches")
         if method == "DELETE" and name:
-            return web.json_response(self._delete(gv, plural, ns, name))
+            options = await self._body(request) if request.can_read_body else None
+            preconditions = (options or {}).get("preconditions") or {}
+            with self._lock:
+                current = self._existing(gv, plural, ns, name)["metadata"]
+                for field in ("uid", "resourceVersion"):
+                    wanted = preconditions.get(field)
+                    if wanted and wanted != current.get(field):
+                        raise ApiError(409, f"Precondition failed: {field} in precondition: "
+                                            f"{wanted}, {field} in object meta: "
+                                            f"{current.get(field)}", "Conflict")
+                return web.json_response(self._delete(gv, plural, ns, name))
         raise ApiError(405, f"{method} is not allowed here")
 
     def _matching(self, gv: str, plural: str, ns: str, query: Any) -> list[dict[str, Any]]:

@@ -97,6 +97,39 @@ def test_replace_with_stale_resource_version_is_409(fake_kube):
     assert raised.value.status == 409
 
 
+def test_delete_with_a_stale_precondition_is_409_and_keeps_the_object(fake_kube):
+    apps = client.AppsV1Api(fake_kube.api_client())
+    created = apps.create_namespaced_deployment("headstart", make_deployment("d", 1))
+    fake_kube.replace({**make_deployment("d", 2)})
+    stale = client.V1DeleteOptions(preconditions=client.V1Preconditions(
+        uid=created.metadata.uid, resource_version=created.metadata.resource_version))
+    with pytest.raises(ApiException) as raised:
+        apps.delete_namespaced_deployment("d", "headstart", body=stale)
+    assert raised.value.status == 409
+    assert fake_kube.get("apps/v1", "Deployment", "d", "headstart") is not None
+    current = fake_kube.get("apps/v1", "Deployment", "d", "headstart")["metadata"]
+    apps.delete_namespaced_deployment("d", "headstart", body=client.V1DeleteOptions(
+        preconditions=client.V1Preconditions(uid=current["uid"],
+                                             resource_version=current["resourceVersion"])))
+    assert fake_kube.get("apps/v1", "Deployment", "d", "headstart") is None
+
+
+def test_eviction_deletes_the_pod_its_uid_names(fake_kube):
+    core = client.CoreV1Api(fake_kube.api_client())
+    created = core.create_namespaced_pod("default", make_pod("a"))
+
+    def eviction(uid):
+        return client.V1Eviction(metadata=client.V1ObjectMeta(name="a", namespace="default"),
+                                 delete_options=client.V1DeleteOptions(
+                                     preconditions=client.V1Preconditions(uid=uid)))
+
+    with pytest.raises(ApiException) as raised:
+        core.create_namespaced_pod_eviction("a", "default", eviction("other"))
+    assert raised.value.status == 409
+    core.create_namespaced_pod_eviction("a", "default", eviction(created.metadata.uid))
+    assert fake_kube.get("v1", "Pod", "a", "default") is None
+
+
 APPLY = "application/apply-patch+yaml"
 
 

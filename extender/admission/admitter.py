@@ -1,22 +1,28 @@
 """The job admitter: a leader-elected task in the extender that lifts the placement gate.
 
 Observe -> plan -> apply, every `interval_seconds` after the cache changed:
-- observe: the cache's gated pods, the admitted pods not yet bound (their domain
-  annotation is the reservation, read back from the API's pods, so a new leader or a
-  restarted replica counts the same), the nodes' room per topology level, and the
+- observe: the cache's gated pods, the gang records (`headstart.io/v1alpha1` Gangs,
+  watched like pods: an admitted job's unbound pods reserve room in its record's
+  domain, read back from the API, so a new leader or a restarted replica counts the
+  same), the nodes' room per topology level, and the
   node groups' sizes from cluster-autoscaler's status ConfigMap
   (`admission.autoscaler_status`, one GET every `AUTOSCALER_STATUS_SECONDS`; unreadable
   or absent: the configured `max_size`s, and /admission says which source each
   domain's headroom came from);
 - plan: `locality.admission` (pure);
 - apply, only while this replica leads (`bucketing.leader`, Lease
-  `admission.lease_name`): for each admitted job, each pod is read fresh and patched
+  `admission.lease_name`): for each admitted job, first its gang record (state
+  Admitted, the domain: `extender.admission.records`; a job whose record cannot be
+  written is not admitted this round), then each pod is read fresh and patched
   (`extender.admission.patch`: domain affinity, domain annotation and gate removal in
   one JSON patch guarded by `test`s); Events on the pods (`HeadstartAdmitted`,
   `HeadstartWaiting` when a job's wait reason changes, `HeadstartReleased` for pods
-  that are not the admitter's). A failed patch (422: the pod changed; 404: gone; any
-  API fault) is left for the next round, which plans again from the cache; a job
-  cut short between two pods' patches is completed into the same domain
+  that are not the admitter's); a waiting job's record is written when its wait code
+  changes (Waiting, or Inadmissible), an admitted one's becomes Running once all its
+  pods are bound, and a record whose job has no pod left is deleted. A failed patch
+  (422: the pod changed; 404: gone; any API fault) is left for the next round, which
+  plans again from the cache; a job cut short between two pods' patches is completed
+  into the same domain
   (`locality.admission.assign`).
 
 A follower plans too (for /explain and the metric) but writes nothing.
@@ -42,11 +48,14 @@ from kubernetes.client.exceptions import ApiException
 
 from bucketing.autoscaler_status import AutoscalerStatus, parse_autoscaler_status
 from extender.admission.patch import ungate_patch
+from extender.admission.records import RecordWriter
 from extender.cache import ClusterCache
 from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
 from locality.admission.gather import gather
-from locality.admission.model import Admission, Plan, WaitCode, Waiting
+from locality.admission.model import Admission, GatedJob, Plan, WaitCode, Waiting
+from locality.admission.record import GangRecord, GangState, gang_body, orphaned
+from locality.admission.recovery import Eviction, Transition, recovery
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
@@ -90,10 +99,14 @@ class Admitter:
         self.identity = identity
         self.sizes_listed = sizes_listed
         self._core = k8s.CoreV1Api(api_client) if api_client is not None else None
+        self._records = RecordWriter(api_client) if api_client is not None else None
+        self._jobs: dict[JobKey, GatedJob] = {}  # the last round's jobs, for their records
+        self._seen_records: dict[JobKey, GangRecord] = {}  # the round's records (a copy)
         self.last_plan = Plan()
         self.last_round_wall: float | None = None
         self.admitted_jobs_total = 0
         self.patch_failures_total = 0
+        self.evicted_jobs_total = 0
         self._announced: dict[JobKey, WaitCode] = {}
         self._seen_version = -1
         self.autoscaler = AutoscalerStatus()
@@ -106,10 +119,8 @@ class Admitter:
     def plan_now(self, now: float) -> Plan:
         cache = self.cache
         gated = [pod for pod in cache.gated_pods() if self.config.gate in pod.scheduling_gates]
-        admitted = [pod for job in cache.jobs_with_waiting_pods()
-                    for pod in cache.pods_of_job(job)
-                    if self.config.domain_annotation in pod.annotations]
-        gathered = gather(gated, admitted, cache.pods_of_job, self.locality, self.config)
+        gathered = gather(gated, cache.gangs, cache.pods_of_job, self.locality, self.config)
+        self._jobs = {job.key: job for job in gathered.jobs}
         levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL, CLUSTER_LEVEL}
         states = list(cache.nodes.values())
         rooms = {level: level_room(states, level, self.locality, self.config.node_groups,
@@ -230,15 +241,27 @@ class Admitter:
         self.last_round_wall = now
         if not self.is_leader() or self._core is None:
             return Outcome()
-        outcome = await asyncio.to_thread(self._apply, planned, now)
+        # Read on the event loop, acted on in the worker thread.
+        cache, config = self.cache, self.config
+        records = dict(cache.gangs)
+        after = recovery(list(records.values()), cache.pods_of_job, now,
+                         config.bind_timeout_seconds, config.backoff_base_seconds,
+                         config.backoff_max_seconds)
+        orphans = orphaned(list(records.values()), cache.pods_of_job, now)
+        outcome = await asyncio.to_thread(self._apply, planned, now, records, after, orphans)
         self.patch_failures_total += outcome.failed
         return outcome
 
     # ---- apply (worker thread: API calls only) ------------------------------------
 
-    def _apply(self, planned: Plan, now: float) -> Outcome:
+    def _apply(self, planned: Plan, now: float, records: dict[JobKey, GangRecord],
+               after: list[Transition | Eviction], orphans: list[GangRecord]) -> Outcome:
+        self._seen_records = records
         patched = failed = 0
         for admission in planned.admissions:
+            if not self._record(admission.job, GangState.ADMITTED, now, admission=admission):
+                failed += len(admission.pods)
+                continue
             done, missed = self._admit(admission, now)
             patched += done
             failed += missed
@@ -253,7 +276,84 @@ class Admitter:
                 failed += 1
         for waiting in planned.waiting:
             self._announce(waiting, now)
+        self._keep_records(now, after, orphans)
         return Outcome(patched, failed)
+
+    def _record(self, job: JobKey, state: GangState, now: float,
+                admission: Admission | None = None, waiting: Waiting | None = None,
+                message: str = "", requeue_at: float | None = None) -> bool:
+        """Apply the job's gang record; False when it could not be written. The domain
+        and evictions of its last record carry over unless an admission sets a domain."""
+        assert self._records is not None
+        gathered = self._jobs.get(job)
+        record = self._seen_records.get(job)
+        size = gathered.size if gathered is not None else (record.size if record else None)
+        level = gathered.level if gathered is not None else \
+            (record.level if record else PLACEMENT_GROUP_LEVEL)
+        policy = gathered.policy.placement_group.value if gathered is not None else \
+            (record.policy if record else Locality.REQUIRED.value)
+        evictions = record.evictions if record is not None else 0
+        common = {"size": size, "level": level, "policy": policy, "now": now}
+        if admission is not None:
+            body = gang_body(job, state, domain=admission.domain, label_key=admission.label_key,
+                             new_nodes=admission.new_nodes, reason="Admitted",
+                             message=admission.note, evictions=evictions, **common)
+        elif waiting is not None:
+            body = gang_body(job, state, reason=waiting.code.value, message=waiting.reason,
+                             evictions=evictions, **common)
+        else:
+            assert record is not None
+            keeps_domain = state.holds_domain
+            body = gang_body(job, state, domain=record.domain if keeps_domain else None,
+                             label_key=record.label_key if keeps_domain else None,
+                             reason=state.value, message=message,
+                             evictions=evictions + (state is GangState.EVICTED),
+                             requeue_at=requeue_at, **common)
+        return self._records.apply(body)
+
+    def _keep_records(self, now: float, after: list[Transition | Eviction],
+                      orphans: list[GangRecord]) -> None:
+        """Gangs after admission (`locality.admission.recovery`): Running once whole,
+        Recovering when short, evicted whole when not whole in time; records whose job
+        has no pod left are deleted."""
+        assert self._records is not None
+        for action in after:
+            if isinstance(action, Transition):
+                self._record(action.record.job, action.state, now, message=action.message)
+                continue
+            evicted = sum(self._evict(pod, action.message, now) for pod in action.pods)
+            if evicted == len(action.pods):
+                self.evicted_jobs_total += 1
+                self._record(action.record.job, GangState.EVICTED, now,
+                             message=action.message, requeue_at=action.requeue_at)
+        for record in orphans:
+            self._records.delete(record)
+
+    def _evict(self, pod: Pod, message: str, now: float) -> bool:
+        """Evict one member through the Eviction API (its uid a precondition; PDBs
+        honoured), with an Event saying why. A 404 is done already."""
+        core = self._core
+        assert core is not None
+        body = k8s.V1Eviction(
+            metadata=k8s.V1ObjectMeta(name=pod.name, namespace=pod.namespace),
+            delete_options=k8s.V1DeleteOptions(preconditions=k8s.V1Preconditions(uid=pod.uid)))
+        try:
+            core.create_namespaced_pod_eviction(pod.name, pod.namespace, body,
+                                                _request_timeout=10)
+        except ApiException as error:
+            if error.status == 404:
+                return True
+            log.warning("could not evict a pod of a gang that is not whole; next round "
+                        "retries", extra={"pod": pod.full_name, "status": error.status,
+                                          "error": str(error.reason)})
+            return False
+        except Exception as error:  # noqa: BLE001 - transport faults: next round retries
+            log.warning("could not evict a pod of a gang that is not whole; next round "
+                        "retries", extra={"pod": pod.full_name,
+                                          "error": f"{type(error).__name__}: {error}"})
+            return False
+        self._event(pod, "HeadstartEvicted", message, now, "Warning")
+        return True
 
     def _admit(self, admission: Admission, now: float) -> tuple[int, int]:
         domain = None
@@ -303,13 +403,21 @@ class Admitter:
             return False
 
     def _announce(self, waiting: Waiting, now: float) -> None:
-        """One HeadstartWaiting Event per pod whenever the job's wait code changes."""
+        """The job's record, and one HeadstartWaiting Event per pod, whenever the job's
+        wait code changes."""
         if self._announced.get(waiting.job) is waiting.code:
+            return
+        state = GangState.INADMISSIBLE if waiting.code is WaitCode.INADMISSIBLE \
+            else GangState.WAITING
+        # A backoff is the Evicted record's own (its requeueAt): leave it as it is.
+        if waiting.code is not WaitCode.BACKOFF and \
+                not self._record(waiting.job, state, now, waiting=waiting):
             return
         self._announced[waiting.job] = waiting.code
         for pod in waiting.pods:
             self._event(pod, "HeadstartWaiting", waiting.reason, now,
-                        "Warning" if waiting.code in (WaitCode.NO_FIT, WaitCode.NO_LEVEL)
+                        "Warning" if waiting.code in (WaitCode.NO_FIT, WaitCode.NO_LEVEL,
+                                                      WaitCode.INADMISSIBLE)
                         else "Normal")
 
     def _event(self, pod: Pod, reason: str, message: str, now: float,

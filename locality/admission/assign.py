@@ -2,7 +2,8 @@
 
 The rule, in order:
 
-1. A job is considered once all its pods exist: as many as its declared size
+1. A job evicted for not being whole in time waits until its record's `requeueAt`
+   (`backoff`). A job is considered once all its pods exist: as many as its declared size
    (`headstart.io/job-size`, else its PodGroup's minMember, else the replica counts of
    the Kubeflow job or JobSet its pods name); a job naming a PodGroup not seen yet
    waits for it, as does one whose owner is seen but gives no size (`owner_wait`); a
@@ -261,7 +262,11 @@ def _unplaced(job: GatedJob, code: WaitCode, reason: str, bins: dict[Domain, Bin
 
 def _incomplete(job: GatedJob, now: float, config: AdmissionConfig
                 ) -> tuple[WaitCode, str] | None:
-    """Why the job is not whole yet, None when it is."""
+    """Why the job is not whole yet (or not to be admitted yet), None when it is."""
+    if job.requeue_at is not None and now < job.requeue_at:
+        return WaitCode.BACKOFF, (
+            f"evicted for not being whole in time; admitted again, whole, from "
+            f"{job.requeue_at - now:.0f} s on (backoff)")
     if job.size is not None:
         if job.known_pods < job.size:
             return WaitCode.INCOMPLETE, (

@@ -91,9 +91,10 @@ class AdmissionConfig:
     """The scheduling gate training pods are created behind."""
 
     domain_annotation: str = DOMAIN_ANNOTATION
-    """Written on every admitted pod with its node affinity: `LEVEL=DOMAIN`. With the
-    affinity it is the job's reservation: any replica reconstructs reservations from
-    admitted pods not yet bound."""
+    """Written on every admitted pod with its node affinity: `LEVEL=DOMAIN`, for people
+    and tools reading the pod. It decides nothing: the job's reservation and domain are
+    read from its gang record (`locality.admission.record`), which only headstart can
+    write, where this annotation is any pod creator's to set."""
 
     settle_seconds: float = 10.0
     """A job that declares no size (no `headstart.io/job-size`, no PodGroup) is
@@ -110,6 +111,20 @@ class AdmissionConfig:
     does not fit may hold instead, so a job waiting for room that never frees (a gang
     elsewhere that runs for days) does not keep a domain from every other job. 10
     minutes: two node start-ups and a scale-down's unneeded time."""
+
+    bind_timeout_seconds: float = 900.0
+    """An admitted job not whole this long after admission, or a running one short of a
+    member this long, is evicted whole and admitted again after a backoff
+    (`locality.admission.recovery`). 15 minutes: the nodes an admission counted on may
+    have to be launched (4-6 minutes on EKS, plus about 90 s for the GPU device plugin),
+    twice over, before the gang gives its GPUs back."""
+
+    backoff_base_seconds: float = 60.0
+    """The wait before an evicted job is admitted again, doubling with each eviction
+    (Kueue's requeuing backoff: 60 s)."""
+
+    backoff_max_seconds: float = 3600.0
+    """The longest such wait."""
 
     interval_seconds: float = 1.0
     """Least time between two admission rounds (a round runs after any change)."""
@@ -165,10 +180,13 @@ class AdmissionConfig:
                 if not isinstance(raw, bool):
                     raise ConfigError(f"{where}: expected true or false, got {raw!r}")
                 values[name] = raw
-            elif name in ("settle_seconds", "head_reserve_after_seconds", "head_hold_seconds"):
+            elif name in ("settle_seconds", "head_reserve_after_seconds", "head_hold_seconds",
+                          "backoff_base_seconds", "backoff_max_seconds"):
                 values[name] = _number(raw, where, 0)
             elif name == "interval_seconds":
                 values[name] = _number(raw, where, 0.05)
+            elif name == "bind_timeout_seconds":
+                values[name] = _number(raw, where, 1)
             elif name in ("lease_duration_s", "renew_deadline_s", "retry_period_s"):
                 if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
                     raise ConfigError(f"{where}: expected a positive integer, got {raw!r}")

@@ -5,20 +5,27 @@ declared size is (`JobPolicy.job_size`: the annotation, the PodGroup's minMember
 owner's replica counts, the largest its gated pods declare) and how many of its pods
 exist, its priority and age, which gated pods are not the admitter's (no job label:
 released as they are; another admitter's gate or assignment, Kueue's: released
-untouched, left to it), and the reservations of admitted jobs: pods carrying the
-domain annotation, not bound, not finished. The reservation is read back from the
-pods, not kept in memory, so a restarted admitter or a new leader counts it the same.
+untouched, left to it), and the reservations of admitted jobs: their unbound pods,
+in the domain their gang record names (`record.reservations`). Records are read back
+from the API, not kept in memory, so a restarted admitter or a new leader counts them
+the same; only headstart can write them, so no pod annotation decides a domain.
+
+A job whose record holds a domain joins it (`recorded`) while some pod of its current
+attempt is past the gate there (bound, or admitted and pending): a replacement pod
+fills its running gang. When none is (every earlier pod gone, failed or Terminating:
+a restart), the job is a new attempt and is admitted whole, anywhere.
 
 Must not: read the clock, log, look at nodes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from locality.admission.config import FOREIGN_ANNOTATIONS, FOREIGN_GATE_PREFIXES, AdmissionConfig
-from locality.admission.model import Domain, GatedJob, Release, Reservation, demand_of
+from locality.admission.model import GatedJob, Release, Reservation
+from locality.admission.record import GangRecord, GangState, is_member, reservations
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of, job_policy
 from locality.model import JobKey, Pod
@@ -44,14 +51,13 @@ def foreign_admitter(pod: Pod, gate: str) -> str | None:
 
 def gather(
     gated: Iterable[Pod],
-    admitted_unbound: Iterable[Pod],
+    records: Mapping[JobKey, GangRecord],
     pods_of_job: Callable[[JobKey], Sequence[Pod]],
     locality: LocalityConfig,
     admission: AdmissionConfig,
 ) -> Gathered:
-    """gated: pods carrying the admission gate (any others are ignored). admitted_unbound:
-    candidate reservation pods (those without the gate, not bound, not finished, with a
-    valid domain annotation count). pods_of_job: every pod of a job in any phase."""
+    """gated: pods carrying the admission gate (any others are ignored). records: the
+    gang records by job. pods_of_job: every pod of a job in any phase."""
     gate = admission.gate
     by_job: dict[JobKey, list[Pod]] = {}
     releases: list[Release] = []
@@ -70,19 +76,20 @@ def gather(
             continue
         by_job.setdefault(job, []).append(pod)
     jobs = tuple(
-        _job(key, sorted(pods, key=lambda p: p.name), pods_of_job(key), locality, admission)
+        _job(key, sorted(pods, key=lambda p: p.name), pods_of_job(key), locality, admission,
+             records.get(key))
         for key, pods in sorted(by_job.items(), key=lambda item: (item[0].namespace,
                                                                    item[0].name))
     )
-    return Gathered(jobs, tuple(releases), reservations(admitted_unbound, admission))
+    return Gathered(jobs, tuple(releases),
+                    reservations(records.values(), pods_of_job, admission.gate))
 
 
 def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: LocalityConfig,
-         admission: AdmissionConfig) -> GatedJob:
+         admission: AdmissionConfig, record: GangRecord | None) -> GatedJob:
     policy = job_policy(gated[0], locality)
     # A Failed pod is replaced, a Terminating one is leaving: neither is a member.
-    known = sum(1 for pod in all_pods
-                if not (pod.terminal and not pod.succeeded) and not pod.deleting)
+    known = sum(1 for pod in all_pods if is_member(pod))
     awaiting = owner_wait = None
     size = policy.job_size
     if size is None:
@@ -96,32 +103,16 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
     level = (locality.topology_levels[policy.topology_level].name
              if policy.topology_level is not None else PLACEMENT_GROUP_LEVEL)
     recorded = None
-    for pod in all_pods:
-        raw = pod.annotations.get(admission.domain_annotation)
-        if raw and not pod.terminal and not pod.deleting:
-            recorded = Domain.parse(raw)
-            if recorded is not None:
-                break
+    if record is not None and record.state.holds_domain and any(
+            is_member(pod) and admission.gate not in pod.scheduling_gates for pod in all_pods):
+        recorded = record.domain
+    requeue_at = record.requeue_at if record is not None and \
+        record.state is GangState.EVICTED else None
     created = [pod.created_at for pod in gated]
     return GatedJob(
         key=key, gated=tuple(gated), policy=policy, known_pods=known, size=size,
         awaiting_group=awaiting, owner_wait=owner_wait, level=level,
         priority=max(pod.priority for pod in gated),
         created_at=min(created), last_created_at=max(created), recorded=recorded,
+        requeue_at=requeue_at,
     )
-
-
-def reservations(pods: Iterable[Pod], admission: AdmissionConfig) -> tuple[Reservation, ...]:
-    """Admitted pods not bound yet, summed per domain: the room they will take."""
-    by_domain: dict[Domain, list[Pod]] = {}
-    for pod in pods:
-        if (pod.node_name is not None or pod.terminal or pod.deleting
-                or admission.gate in pod.scheduling_gates):
-            continue
-        raw = pod.annotations.get(admission.domain_annotation)
-        domain = Domain.parse(raw) if raw else None
-        if domain is None:
-            continue
-        by_domain.setdefault(domain, []).append(pod)
-    return tuple(Reservation(domain, demand_of(pods))
-                 for domain, pods in sorted(by_domain.items(), key=lambda item: str(item[0])))

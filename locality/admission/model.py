@@ -41,6 +41,7 @@ class WaitCode(enum.Enum):
     NO_FIT = "no_fit"  # no domain holds it, even with the nodes the autoscaler can add
     HELD = "held"  # it would take room an older job that waits longer needs
     INADMISSIBLE = "inadmissible"  # no domain could ever hold it: holds nothing
+    BACKOFF = "backoff"  # evicted (not whole in time): not admitted again before requeueAt
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,8 @@ class GatedJob:
     last_created_at: float
     recorded: Domain | None = None
     owner_wait: str | None = None
+    requeue_at: float | None = None
+    """Evicted earlier: not admitted again before this time (`recovery`)."""
 
     @property
     def demand(self) -> Demand:

@@ -11,8 +11,10 @@ import pytest
 
 from bucketing.leader import LeaderElector
 from extender.admission.admitter import AUTOSCALER_STATUS_SECONDS, Admitter
+from extender.binder import ApiBinder
 from extender.cache import ClusterCache
 from extender.sync import ClusterSync
+from extender.wire import BindingArgs
 from locality.admission.config import GATE, AdmissionConfig, NodeGroup
 from locality.config import LocalityConfig
 from tests.extender.builders import make_node, make_pod
@@ -309,3 +311,94 @@ async def test_no_round_before_the_size_watches_have_listed(fake_kube, replicas)
         await eventually(lambda: not pod_of(fake_kube, "one-0")["spec"].get("schedulingGates"))
     finally:
         task.cancel()
+
+
+def gang_of(kube, name):
+    return kube.get("headstart.io/v1alpha1", "Gang", name, "team")
+
+
+async def test_the_decision_lives_in_a_gang_record(fake_kube, replicas):
+    # a fits pg-a and is admitted; b (larger than any domain even empty) is inadmissible.
+    # Each gets a Gang record; a's becomes Running once its pods are bound, and is
+    # deleted when its pods are gone.
+    for name, group in (("a1", "pg-a"), ("a2", "pg-a"), ("b1", "pg-b")):
+        fake_kube.create(make_node(name, group=group))
+    for index in range(2):
+        fake_kube.create(gated_pod(f"a-{index}", "a", 2))
+    for index in range(3):
+        fake_kube.create(gated_pod(f"b-{index}", "b", 3))
+    admitter = replicas("solo", leading=True)
+
+    def recorded(name, state):
+        gang = gang_of(fake_kube, name)
+        return gang is not None and gang["status"]["state"] == state
+
+    await settle(admitter, lambda: recorded("a", "Admitted") and recorded("b", "Inadmissible"))
+    gang = gang_of(fake_kube, "a")
+    assert gang["spec"] == {"job": "a", "level": "placement-group", "policy": "required",
+                            "size": 2}
+    assert gang["status"]["domain"] == "placement-group=pg-a"
+    assert gang["status"]["labelKey"] == PG_KEY
+    assert gang_of(fake_kube, "b")["status"]["reason"] == "inadmissible"
+    # Written by the admitter's field manager, applied server-side.
+    assert [m["manager"] for m in gang["metadata"]["managedFields"]] == ["headstart-admitter"]
+    binder = ApiBinder(fake_kube.api_client())
+    for index in range(2):
+        uid = pod_of(fake_kube, f"a-{index}")["metadata"]["uid"]
+        assert await binder.bind(BindingArgs(f"a-{index}", "team", uid, "a1" if index else "a2")) \
+            == ""
+    await settle(admitter, lambda: recorded("a", "Running"))
+    for index in range(2):
+        fake_kube.delete("v1", "Pod", f"a-{index}", "team")
+
+    await settle(admitter, lambda: gang_of(fake_kube, "a") is None)
+    assert recorded("b", "Inadmissible")  # b still has its pods: its record stays
+
+
+async def test_a_follower_writes_no_record(fake_kube, replicas):
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(gated_pod("a-0", "a", 1))
+    follower = replicas("follower", leading=False)
+    await eventually(follower.cache.ready)
+    await follower.round(time.time())
+    assert follower.summary()["admitting"]
+    assert fake_kube.list("headstart.io/v1alpha1", "Gang", "team") == []
+
+
+async def test_a_gang_not_whole_in_time_is_evicted_whole_and_backs_off(fake_kube, replicas):
+    # a (2 pods, owned by a Job) is admitted into pg-a, but only one pod ever binds. After
+    # bind_timeout_seconds both are evicted (the Eviction API, so PDBs hold), the record
+    # says Evicted with requeueAt = now + the backoff, and each pod gets an Event.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    for index in range(2):
+        pod = gated_pod(f"a-{index}", "a", 2)
+        pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
+                                               "name": "a", "uid": "job-uid",
+                                               "controller": True}]
+        fake_kube.create(pod)
+    admitter = replicas("solo", leading=True)
+    admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=30)
+    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
+        "status", {}).get("state") == "Admitted")
+    uid = pod_of(fake_kube, "a-0")["metadata"]["uid"]
+    assert await ApiBinder(fake_kube.api_client()).bind(
+        BindingArgs("a-0", "team", uid, "a1")) == ""
+    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
+        "status", {}).get("state") == "Evicted")
+    status = gang_of(fake_kube, "a")["status"]
+    assert status["evictions"] == 1
+    assert "not whole 1 s after it was admitted (1 of 2 bound)" in status["message"]
+    assert pod_of(fake_kube, "a-0") is None and pod_of(fake_kube, "a-1") is None
+    evicted = [e for e in fake_kube.list("v1", "Event", "team")
+               if e["reason"] == "HeadstartEvicted"]
+    assert sorted(e["involvedObject"]["name"] for e in evicted) == ["a-0", "a-1"]
+    assert admitter.evicted_jobs_total == 1
+    # The owner recreates a pod behind the gate: it waits out the backoff, and the
+    # Evicted record (with its requeueAt) stays as it is.
+    replacement = gated_pod("a-2", "a", 2)
+    fake_kube.create(replacement)
+    fake_kube.create(gated_pod("a-3", "a", 2))
+    await settle(admitter, lambda: admitter.waiting_by_code()["backoff"] == 1)
+    assert gang_of(fake_kube, "a")["status"]["state"] == "Evicted"
+    assert pod_of(fake_kube, "a-2")["spec"]["schedulingGates"] == [{"name": GATE}]

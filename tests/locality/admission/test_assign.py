@@ -15,11 +15,12 @@ from bucketing.resources import Resources
 from locality.admission.assign import plan
 from locality.admission.config import GATE, AdmissionConfig, NodeGroup
 from locality.admission.gather import gather
-from locality.admission.model import WaitCode
+from locality.admission.model import Domain, WaitCode
+from locality.admission.record import GangRecord, GangState
 from locality.admission.snapshot import CLUSTER_LEVEL, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.constraints import PodConstraints, Requirement, Taint, Term, Toleration
-from locality.model import NodeState
+from locality.model import JobKey, NodeState
 from tests.locality.builders import make_pod, make_state
 
 LOCALITY = LocalityConfig()
@@ -46,7 +47,8 @@ def job(name, pods, gpus=8, group="required", size=None, created=NOW - 100, prio
 
 
 def admitted(pod_name, domain, gpus=8, job_name="old"):
-    """A pod admitted earlier into `domain`, not bound yet: a reservation."""
+    """A pod admitted earlier into `domain`, not bound yet, with the annotation the
+    admitter writes; `decide` gives its job the gang record the admitter writes too."""
     pod = make_pod(pod_name, job=job_name, gpus=gpus)
     return replace(pod, annotations={**pod.annotations, "headstart.io/domain": f"{PG}={domain}"})
 
@@ -63,14 +65,31 @@ def nodes(group, count, gpus=8, used=0, instance_type="p4d", unlabeled=False):
     return made
 
 
-def decide(pods, states, groups=(), extra=(), now=NOW, config=CONFIG, sizes=None):
+def records_of(pods):
+    """The Admitted gang records of the jobs of `admitted` pods."""
+    found = {}
+    for pod in pods:
+        raw = pod.annotations.get("headstart.io/domain")
+        if raw:
+            key = JobKey(pod.namespace, pod.labels["headstart.io/job"])
+            found[key] = GangRecord(key, GangState.ADMITTED, Domain.parse(raw), PG_KEY,
+                                    name=key.name)
+    return found
+
+
+def decide(pods, states, groups=(), extra=(), now=NOW, config=CONFIG, sizes=None,
+           records=None):
+    """records: the gang records by job; None: those the admitter wrote for `extra`'s
+    admitted pods (`records_of`)."""
     everything = list(pods) + list(extra)
 
     def of_job(key):
         return [p for p in everything if p.labels.get("headstart.io/job") == key.name
                 and p.namespace == key.namespace]
 
-    gathered = gather(pods, extra, of_job, LOCALITY, config)
+    if records is None:
+        records = records_of(extra)
+    gathered = gather(pods, records, of_job, LOCALITY, config)
     levels = {j.level for j in gathered.jobs} | {PG, CLUSTER_LEVEL}
     rooms = {level: level_room(states, level, LOCALITY, groups, sizes) for level in levels}
     return plan(gathered.jobs, rooms, gathered.reservations, now, config, gathered.releases)
@@ -263,6 +282,36 @@ def test_a_job_cut_short_joins_its_recorded_domain():
     (admission,) = result.admissions
     assert str(admission.domain) == f"{PG}=pg-b"
     assert "joins" in admission.note
+
+
+def test_forged_domain_annotations_decide_nothing():
+    # A tenant's unbound pods carry headstart.io/domain for pg-a (written by the tenant,
+    # not the admitter: no gang record). They reserve nothing, so another job still
+    # gets pg-a; and a job whose own pods carry the annotation is not "joined" into it.
+    forged = (admitted("f-0", "pg-a", job_name="forger"),
+              admitted("f-1", "pg-a", job_name="forger"))
+    result = decide(job("a", 2), nodes("pg-a", 2), extra=forged, records={})
+    assert summary(result) == ({"ns/a": (f"{PG}=pg-a", 0)}, {})
+    # With the admitter's records the same pods are a reservation.
+    result = decide(job("a", 2), nodes("pg-a", 2), extra=forged)
+    assert summary(result) == ({}, {"ns/a": WaitCode.NO_FIT})
+    self_forged = [replace(p, annotations={**p.annotations, "headstart.io/domain": f"{PG}=pg-b"})
+                   for p in job("b", 2)]
+    early = admitted("b-9", "pg-b", job_name="b")
+    result = decide(self_forged, nodes("pg-a", 2) + nodes("pg-b", 1), extra=(early,),
+                    records={})
+    assert summary(result) == ({"ns/b": (f"{PG}=pg-a", 0)}, {})
+
+
+def test_a_restarted_gang_is_admitted_afresh():
+    # a ran in pg-b (its record says so); every pod of that attempt is gone, and 2 new
+    # gated pods form the next attempt. pg-b is full now: the job is admitted whole
+    # where there is room (pg-a), not pinned to its old domain.
+    key = JobKey("ns", "a")
+    record = GangRecord(key, GangState.RUNNING, Domain(PG, "pg-b"), PG_KEY, 2, name="a")
+    states = nodes("pg-a", 2) + nodes("pg-b", 1, used=8)
+    result = decide(job("a", 2, size=2), states, records={key: record})
+    assert summary(result) == ({"ns/a": (f"{PG}=pg-a", 0)}, {})
 
 
 def test_a_replacement_pod_waits_when_its_jobs_domain_is_full():
@@ -471,3 +520,16 @@ def test_the_head_hold_expires():
         assert waiting.get("ns/s1") is expected, waited
         assert waiting["ns/big"] is WaitCode.NO_FIT
         assert ("ns/s1" in admissions) is (expected is None)
+
+
+def test_an_evicted_job_waits_out_its_backoff():
+    # Its record: Evicted, requeueAt 30 s from now. Room enough, but it waits (backoff);
+    # at requeueAt it is admitted.
+    key = JobKey("ns", "a")
+    record = GangRecord(key, GangState.EVICTED, None, None, 2, name="a", evictions=1,
+                        requeue_at=NOW + 30)
+    result = decide(job("a", 2), nodes("pg-a", 2), records={key: record})
+    assert summary(result) == ({}, {"ns/a": WaitCode.BACKOFF})
+    assert "30 s" in result.waiting[0].reason
+    later = decide(job("a", 2), nodes("pg-a", 2), records={key: record}, now=NOW + 30)
+    assert summary(later) == ({"ns/a": (f"{PG}=pg-a", 0)}, {})

@@ -1,0 +1,105 @@
+"""A gang after admission: when it is whole, short, or evicted whole to start again.
+
+Admission is not binding: between lifting the gates and binding, the room can vanish
+(a node lost, another scheduler's pods, no instances), and a running gang loses members
+(a node lost, a pod failed or evicted). As Kueue's `waitForPodsReady` does, a gang
+that is not whole in time is evicted whole and admitted again, whole, after a backoff:
+
+- `Admitted` and not whole (`record.whole`) `bind_timeout_seconds` after it was
+  admitted: evict.
+- `Running` and a member short (one not bound, or fewer members than its size):
+  `Recovering`, from now; its replacement joins its domain when it has room there
+  (`assign`). Whole again: `Running`. Still short `bind_timeout_seconds` later: evict.
+- Evicting: every member pod of the current attempt that an owner recreates (a
+  controller owner reference) is evicted through the Eviction API (a batch Job whose
+  podFailurePolicy ignores `DisruptionTarget` does not count it as a failure); the
+  record becomes `Evicted` with `requeueAt` = now + backoff, backoff =
+  `backoff_base_seconds` x 2^(evictions - 1), at most `backoff_max_seconds` (Kueue's
+  requeuing strategy: 60 s, doubling, capped at an hour). The owner's new pods are
+  gated by the placement policy at creation and wait (`backoff`) until then. Pods
+  nothing recreates are left alone (headstart never deletes what it cannot give
+  back): such a gang stays short, and the record says so.
+
+Must not: talk to the API, read the clock (`now` is passed), log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from locality.admission.record import GangRecord, GangState, is_member, whole
+from locality.model import JobKey, Pod
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """Write `record` in `state` (from now), with `message`."""
+
+    record: GangRecord
+    state: GangState
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """Evict `pods` (the members an owner recreates) and record `Evicted` until
+    `requeue_at`. kept: members left alone (no owner recreates them)."""
+
+    record: GangRecord
+    pods: tuple[Pod, ...]
+    kept: tuple[Pod, ...]
+    requeue_at: float
+    message: str
+
+
+def backoff_seconds(evictions: int, base: float, maximum: float) -> float:
+    """The wait before the `evictions`-th re-admission (1: base, then doubling)."""
+    return min(base * 2 ** max(evictions - 1, 0), maximum)
+
+
+def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequence[Pod]],
+             now: float, bind_timeout_seconds: float, backoff_base_seconds: float,
+             backoff_max_seconds: float) -> list[Transition | Eviction]:
+    """What each admitted gang's state calls for now."""
+    actions: list[Transition | Eviction] = []
+    for record in records:
+        pods = pods_of_job(record.job)
+        if record.state not in (GangState.ADMITTED, GangState.RUNNING, GangState.RECOVERING):
+            continue
+        is_whole = whole(record, pods)
+        if record.state is GangState.RUNNING:
+            if not is_whole:
+                actions.append(Transition(record, GangState.RECOVERING, (
+                    f"short of members ({_bound(record, pods)}); a replacement joins "
+                    f"{record.domain} when it has room, else the gang is evicted whole "
+                    f"after {bind_timeout_seconds:g} s")))
+            continue
+        if is_whole:
+            actions.append(Transition(record, GangState.RUNNING, "every member bound"))
+            continue
+        if now - record.since < bind_timeout_seconds:
+            continue
+        members = [pod for pod in pods if is_member(pod) and not pod.terminal]
+        owned = tuple(pod for pod in members if pod.controller is not None)
+        kept = tuple(pod for pod in members if pod.controller is None)
+        evictions = record.evictions + 1
+        requeue_at = now + backoff_seconds(evictions, backoff_base_seconds,
+                                           backoff_max_seconds)
+        what = "not whole" if record.state is GangState.ADMITTED else "still short"
+        message = (f"{what} {bind_timeout_seconds:g} s after it was "
+                   f"{record.state.value.lower()} ({_bound(record, pods)}): evicted whole "
+                   f"(eviction {evictions}); admitted again, whole, from "
+                   f"{requeue_at - now:g} s on")
+        if kept:
+            message += (f"; {len(kept)} pod(s) without a controlling owner left alone "
+                        "(nothing would recreate them)")
+        actions.append(Eviction(record, owned, kept, requeue_at, message))
+    return actions
+
+
+def _bound(record: GangRecord, pods: Sequence[Pod]) -> str:
+    members = [pod for pod in pods if is_member(pod)]
+    bound = sum(1 for pod in members if pod.node_name is not None)
+    size = record.size if record.size is not None else len(members)
+    return f"{bound} of {size} bound"

@@ -1,0 +1,158 @@
+"""A gang after admission against the real components, as installed, with real owners
+(batch/v1 Indexed Jobs run by kube-controller-manager's Job controller, with a
+podFailurePolicy that ignores `DisruptionTarget`, as docs/extender.md recommends) and
+real faults. The extender runs its shipped config with a 20 s bind timeout and a 5 s
+backoff, and one node group that never delivers (no autoscaler runs here).
+
+The cluster: pg-a and pg-b, 2 8-GPU kwok nodes each; pg-c, 1 node, plus a node group
+`ghost` the admitter is told can add 2 more there.
+
+- A running 2-node job in pg-a loses a Node (deleted): kube-controller-manager's PodGC
+  deletes the pod bound there and the Job controller replaces it; pg-a has no room for
+  the replacement, so the gang is Recovering, then, 20 s on, evicted whole (the
+  surviving pod too) and admitted again, whole, in pg-b: Running there with one
+  eviction on its record.
+- A 3-node job pinned to pg-c is admitted there counting on the ghost group's nodes;
+  one pod binds, two never can. 20 s after admission the whole gang is evicted:
+  nothing of it stays bound, its record says Evicted with a requeueAt, and the Job
+  controller's new pods wait behind the gate for the backoff.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.e2e import installed
+from tests.e2e.headstart import Extender, headstart_cluster
+from tests.e2e.kube import NotYet
+from tests.e2e.objects import bound_node, kwok_node
+from tests.e2e.test_gang import gang, gang_state, indexed_job, pods_of, run_job
+
+LOGS = ["headstart-scheduler", "headstart-extender", "kube-controller-manager"]
+GROUP_KEY = "headstart.io/placement-group"
+NODES = {"a-0": "pg-a", "a-1": "pg-a", "b-0": "pg-b", "b-1": "pg-b", "c-0": "pg-c"}
+TIMEOUT_S = 20
+BACKOFF_S = 5
+
+
+@pytest.fixture(scope="module")
+def recovery_cluster(e2e_clusters):
+    spec, port = headstart_cluster()
+    cluster = e2e_clusters.start(spec, "gang-recovery")
+    for name, group in NODES.items():
+        cluster.kube.create("/api/v1/nodes", kwok_node(name, memory="768Gi", group=group,
+                                                       labels={"node.kubernetes.io/instance-type":
+                                                               "p4d.24xlarge"}))
+    admission = dict(installed.shipped_config("extender")["admission"])
+    admission.update(bind_timeout_seconds=TIMEOUT_S, backoff_base_seconds=BACKOFF_S,
+                     autoscaler={"status": "", "node_groups": [
+                         {"name": "ghost", "instance_type": "p4d.24xlarge", "domain": "pg-c",
+                          "max_size": 3}]})
+    extender = Extender(cluster, port=port, settings={"admission": admission}).start()
+    extender.wait_ready()
+    cluster.wait("the extender's cache to hold every node",
+                 lambda: extender.readyz()["nodes"] == len(NODES) + 1
+                 or NotYet(extender.readyz()["nodes"]), 30, LOGS)
+    yield cluster, extender
+    cluster.stop()
+
+
+def tolerant_job(name: str, size: int, **kwargs: Any) -> dict[str, Any]:
+    """An Indexed Job whose evicted or garbage-collected pods do not count as failures."""
+    job = indexed_job(name, size, **kwargs)
+    job["spec"]["podFailurePolicy"] = {"rules": [{
+        "action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+    return job
+
+
+def live(cluster, namespace: str, job: str) -> list[dict[str, Any]]:
+    return [p for p in pods_of(cluster, namespace, job)
+            if not p["metadata"].get("deletionTimestamp")]
+
+
+def bound_groups(cluster, namespace: str, job: str, size: int):
+    pods = live(cluster, namespace, job)
+    nodes = [bound_node(p) for p in pods]
+    if len(pods) != size or not all(nodes):
+        return NotYet(f"{sum(map(bool, nodes))} of {size} bound ({len(pods)} live pods)")
+    return sorted({NODES[node] for node in nodes})
+
+
+def test_a_gang_that_loses_a_node_is_evicted_whole_and_runs_again_elsewhere(
+        recovery_cluster, namespace, e2e_timings):
+    cluster, _ = recovery_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    run_job(cluster, namespace, tolerant_job("lose", 2, node_selector=None))
+    assert cluster.wait("the job bound whole", lambda: bound_groups(
+        cluster, namespace, "lose", 2), 90, LOGS) in (["pg-a"], ["pg-b"])
+    cluster.wait("its Gang Running", lambda: gang_state(
+        cluster, namespace, "lose", "Running"), 30, LOGS)
+    first_group = NODES[bound_node(live(cluster, namespace, "lose")[0])]
+    lost = sorted(bound_node(p) for p in live(cluster, namespace, "lose"))[0]
+    kube.delete(f"/api/v1/nodes/{lost}")
+    deleted = time.monotonic()
+    cluster.wait("its Gang Recovering", lambda: gang_state(
+        cluster, namespace, "lose", "Recovering"), 120, LOGS)
+    recovering_s = time.monotonic() - deleted
+    other = "pg-b" if first_group == "pg-a" else "pg-a"
+    assert cluster.wait("the job bound whole in the other group", lambda: bound_groups(
+        cluster, namespace, "lose", 2), 120 + TIMEOUT_S, LOGS) == [other]
+    whole_again_s = time.monotonic() - deleted
+    record = cluster.wait("its Gang Running again", lambda: gang_state(
+        cluster, namespace, "lose", "Running"), 30, LOGS)
+    assert record["status"]["evictions"] == 1
+    assert record["status"]["domain"] == f"placement-group={other}"
+    evicted = [e for e in kube.list(f"/api/v1/namespaces/{namespace}/events")
+               if e["reason"] == "HeadstartEvicted"]
+    assert evicted, "no HeadstartEvicted event"
+    job = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/lose")
+    assert not job["status"].get("failed"), job["status"]  # ignored: DisruptionTarget
+    e2e_timings.record("gang recovery: node lost, evicted whole, runs elsewhere",
+                       recovering_since_node_deleted=recovering_s,
+                       whole_again_since_node_deleted=whole_again_s,
+                       eviction_event=evicted[-1]["message"][:160])
+    kube.create("/api/v1/nodes", kwok_node(lost, memory="768Gi", group=NODES[lost],
+                                           labels={"node.kubernetes.io/instance-type":
+                                                   "p4d.24xlarge"}))
+    kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/lose?propagationPolicy=Background")
+
+
+def test_a_gang_not_whole_in_time_leaves_nothing_bound(recovery_cluster, namespace,
+                                                        e2e_timings):
+    cluster, _ = recovery_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    run_job(cluster, namespace, tolerant_job("ghostly", 3, node_selector={GROUP_KEY: "pg-c"}))
+    record = cluster.wait("its Gang Admitted counting on the ghost group", lambda: gang_state(
+        cluster, namespace, "ghostly", "Admitted"), 60, LOGS)
+    assert record["status"]["newNodes"] == 2, record["status"]
+    admitted = time.monotonic()
+    cluster.wait("one pod bound (the one node there is)", lambda: sum(
+        bool(bound_node(p)) for p in live(cluster, namespace, "ghostly")) == 1 or NotYet(
+        "none bound"), 60, LOGS)
+    record = cluster.wait("its Gang Evicted", lambda: gang_state(
+        cluster, namespace, "ghostly", "Evicted"), TIMEOUT_S + 30, LOGS)
+    evicted_s = time.monotonic() - admitted
+    assert record["status"]["evictions"] == 1 and record["status"]["requeueAt"]
+
+    def nothing_bound():
+        pods = pods_of(cluster, namespace, "ghostly")
+        bound = [p["metadata"]["name"] for p in pods if bound_node(p)]
+        return not bound or NotYet(f"still bound: {bound}")
+
+    cluster.wait("nothing of the gang bound", nothing_bound, 30, LOGS)
+    # The Job controller's new pods are gated and wait out the backoff.
+    cluster.wait("the Job's new pods, gated", lambda: len(live(cluster, namespace, "ghostly"))
+                 == 3 or NotYet(len(live(cluster, namespace, "ghostly"))), 30, LOGS)
+    assert all({"name": "headstart.io/placement"} in (p["spec"].get("schedulingGates") or [])
+               for p in live(cluster, namespace, "ghostly")) or gang(
+        cluster, namespace, "ghostly")["status"]["state"] != "Evicted"
+    e2e_timings.record("gang recovery: not whole in time, nothing left bound",
+                       evicted_since_admitted=evicted_s, timeout_s=TIMEOUT_S,
+                       message=record["status"]["message"][:160])
+    kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/ghostly?"
+                "propagationPolicy=Background")

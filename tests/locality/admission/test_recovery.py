@@ -1,0 +1,89 @@
+"""A gang after admission, as a table: whole, short, or evicted whole with a backoff."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from locality.admission.model import Domain
+from locality.admission.record import GangRecord, GangState
+from locality.admission.recovery import Eviction, Transition, backoff_seconds, recovery
+from locality.model import JobKey
+from tests.locality.builders import make_pod
+
+JOB = JobKey("ns", "a")
+PG_A = Domain("placement-group", "pg-a")
+NOW = 10_000.0
+TIMEOUT = 900.0
+
+
+def pod(name, node=None, owned=True, **changes):
+    made = replace(make_pod(name, job="a", gpus=8, node=node),
+                   controller=("Job", "a") if owned else None)
+    return replace(made, **changes)
+
+
+def record(state, since, size=2, evictions=0):
+    return GangRecord(JOB, state, PG_A, size=size, since=since, evictions=evictions, name="a")
+
+
+def act(state, since, pods, size=2, evictions=0):
+    return recovery([record(state, since, size, evictions)], lambda key: pods, NOW, TIMEOUT,
+                    60.0, 3600.0)
+
+
+BOUND = [pod("a-0", node="n1"), pod("a-1", node="n2")]
+HALF = [pod("a-0", node="n1"), pod("a-1")]
+
+
+@pytest.mark.parametrize(("state", "since", "pods", "expected"), [
+    (GangState.ADMITTED, NOW - 10, HALF, None),  # within the timeout: nothing yet
+    (GangState.ADMITTED, NOW - 10, BOUND, GangState.RUNNING),
+    (GangState.ADMITTED, NOW - TIMEOUT, HALF, "evict"),  # 1 of 2 bound after 900 s
+    (GangState.RUNNING, NOW - 5000, BOUND, None),
+    (GangState.RUNNING, NOW - 5000, [BOUND[0]], GangState.RECOVERING),  # a member gone
+    (GangState.RUNNING, NOW - 5000, [BOUND[0], replace(BOUND[1], deleting=True)],
+     GangState.RECOVERING),  # Terminating is no member
+    (GangState.RECOVERING, NOW - 10, BOUND, GangState.RUNNING),  # the replacement bound
+    (GangState.RECOVERING, NOW - 10, HALF, None),
+    (GangState.RECOVERING, NOW - TIMEOUT - 1, HALF, "evict"),
+    (GangState.WAITING, NOW - 5000, HALF, None),
+    (GangState.EVICTED, NOW - 5000, HALF, None),
+], ids=["admitted-in-time", "admitted-whole", "admitted-too-long", "running-whole",
+        "running-lost-a-member", "running-member-terminating", "recovering-refilled",
+        "recovering-in-time", "recovering-too-long", "waiting-untouched", "evicted-untouched"])
+def test_recovery(state, since, pods, expected):
+    actions = act(state, since, pods)
+    if expected is None:
+        assert actions == []
+    elif expected == "evict":
+        (eviction,) = actions
+        assert isinstance(eviction, Eviction)
+        assert [p.name for p in eviction.pods] == ["a-0", "a-1"]  # bound and pending alike
+        assert eviction.requeue_at == NOW + 60  # first eviction: the base backoff
+        assert "1 of 2 bound" in eviction.message
+    else:
+        (transition,) = actions
+        assert isinstance(transition, Transition) and transition.state is expected
+
+
+def test_pods_nothing_recreates_are_left_alone():
+    pods = [pod("a-0", node="n1", owned=False), pod("a-1")]
+    (eviction,) = act(GangState.ADMITTED, NOW - TIMEOUT, pods)
+    assert [p.name for p in eviction.pods] == ["a-1"]
+    assert [p.name for p in eviction.kept] == ["a-0"]
+    assert "without a controlling owner left alone" in eviction.message
+
+
+@pytest.mark.parametrize(("evictions", "seconds"), [
+    (1, 60), (2, 120), (3, 240), (7, 3600), (20, 3600),  # 60 x 2^6 = 3,840 > the cap
+])
+def test_backoff_doubles_up_to_its_cap(evictions, seconds):
+    assert backoff_seconds(evictions, 60.0, 3600.0) == seconds
+
+
+def test_a_second_eviction_waits_twice_as_long():
+    (eviction,) = act(GangState.ADMITTED, NOW - TIMEOUT, HALF, evictions=1)
+    assert eviction.requeue_at == NOW + 120
+    assert "eviction 2" in eviction.message
