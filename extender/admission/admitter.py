@@ -409,9 +409,13 @@ class Admitter:
             return
         state = GangState.INADMISSIBLE if waiting.code is WaitCode.INADMISSIBLE \
             else GangState.WAITING
-        # A backoff is the Evicted record's own (its requeueAt): leave it as it is.
-        if waiting.code is not WaitCode.BACKOFF and \
-                not self._record(waiting.job, state, now, waiting=waiting):
+        # A backoff is the Evicted record's own (its requeueAt), and a replacement that
+        # waits for room in its running gang's domain leaves the gang's record (it holds
+        # the domain, and recovery's clock): only the Events say why it waits.
+        record = self._seen_records.get(waiting.job)
+        keep = waiting.code is WaitCode.BACKOFF or (record is not None
+                                                    and record.state.holds_domain)
+        if not keep and not self._record(waiting.job, state, now, waiting=waiting):
             return
         self._announced[waiting.job] = waiting.code
         for pod in waiting.pods:

@@ -214,11 +214,16 @@ def now_running(record: GangRecord, pods: Sequence[Pod]) -> bool:
     return record.state in (GangState.ADMITTED, GangState.RECOVERING) and whole(record, pods)
 
 
+EVICTED_GRACE_SECONDS = 300.0
+"""How long after its requeueAt an Evicted record whose job has no pod is kept: its
+owner may still be recreating the pods (the evicted ones must end first), and the
+eviction count must outlive that for the next backoff to double."""
+
+
 def orphaned(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequence[Pod]],
              now: float) -> list[GangRecord]:
     """Records whose job has no pod left at all: the admitter deletes them. An Evicted
-    record is kept until its requeueAt (its owner is recreating the pods, and the
-    backoff and eviction count must outlive that)."""
+    record is kept until `EVICTED_GRACE_SECONDS` after its requeueAt."""
     return [record for record in records if not pods_of_job(record.job)
             and not (record.state is GangState.EVICTED and record.requeue_at is not None
-                     and now < record.requeue_at)]
+                     and now < record.requeue_at + EVICTED_GRACE_SECONDS)]

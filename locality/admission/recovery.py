@@ -18,7 +18,10 @@ that is not whole in time is evicted whole and admitted again, whole, after a ba
   requeuing strategy: 60 s, doubling, capped at an hour). The owner's new pods are
   gated by the placement policy at creation and wait (`backoff`) until then. Pods
   nothing recreates are left alone (headstart never deletes what it cannot give
-  back): such a gang stays short, and the record says so.
+  back): a gang of only such pods stays as it is; in a mixed one the eviction message
+  names how many were left.
+- A gang whose members have all finished is done: a member that disappears after (its
+  node deleted, PodGC) is no loss.
 
 Must not: talk to the API, read the clock (`now` is passed), log.
 """
@@ -67,6 +70,9 @@ def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequ
         pods = pods_of_job(record.job)
         if record.state not in (GangState.ADMITTED, GangState.RUNNING, GangState.RECOVERING):
             continue
+        members = [pod for pod in pods if is_member(pod)]
+        if members and all(pod.terminal for pod in members):
+            continue  # finished: a member gone since (its node deleted) is no loss
         is_whole = whole(record, pods)
         if record.state is GangState.RUNNING:
             if not is_whole:
@@ -80,9 +86,11 @@ def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequ
             continue
         if now - record.since < bind_timeout_seconds:
             continue
-        members = [pod for pod in pods if is_member(pod) and not pod.terminal]
-        owned = tuple(pod for pod in members if pod.controller is not None)
-        kept = tuple(pod for pod in members if pod.controller is None)
+        live = [pod for pod in members if not pod.terminal]
+        owned = tuple(pod for pod in live if pod.controller is not None)
+        kept = tuple(pod for pod in live if pod.controller is None)
+        if not owned:
+            continue  # nothing an owner would give back: evicting would only lose pods
         evictions = record.evictions + 1
         requeue_at = now + backoff_seconds(evictions, backoff_base_seconds,
                                            backoff_max_seconds)

@@ -402,3 +402,31 @@ async def test_a_gang_not_whole_in_time_is_evicted_whole_and_backs_off(fake_kube
     await settle(admitter, lambda: admitter.waiting_by_code()["backoff"] == 1)
     assert gang_of(fake_kube, "a")["status"]["state"] == "Evicted"
     assert pod_of(fake_kube, "a-2")["spec"]["schedulingGates"] == [{"name": GATE}]
+
+
+async def test_a_replacement_waiting_for_room_keeps_its_gangs_record(fake_kube, replicas):
+    # a runs whole in pg-a (its 1 node full); its replacement pod arrives gated and pg-a
+    # has no room for it. It waits there; the record stays the running gang's (domain
+    # kept), so the replacement is never admitted somewhere else as a new job.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("b1", group="pg-b"))
+    fake_kube.create(gated_pod("a-0", "a", 2, gpus=4))
+    fake_kube.create(gated_pod("a-1", "a", 2, gpus=4))
+    admitter = replicas("solo", leading=True)
+    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
+        "status", {}).get("state") == "Admitted")
+    binder = ApiBinder(fake_kube.api_client())
+    for index in range(2):
+        uid = pod_of(fake_kube, f"a-{index}")["metadata"]["uid"]
+        assert await binder.bind(BindingArgs(f"a-{index}", "team", uid, "a1")) == ""
+    await settle(admitter, lambda: gang_of(fake_kube, "a")["status"]["state"] == "Running")
+    fake_kube.delete("v1", "Pod", "a-1", "team")  # lost; the other pod keeps pg-a's room
+    fake_kube.create(make_pod("x", gpus=4, node="a1", phase="Running"))  # room taken
+    fake_kube.create(gated_pod("a-2", "a", 2, gpus=4))
+    await settle(admitter, lambda: gang_of(fake_kube, "a")["status"]["state"] == "Recovering"
+                 and admitter.waiting_by_code()["no_fit"] == 1)
+    for _ in range(3):
+        await admitter.round(time.time())
+    record = gang_of(fake_kube, "a")["status"]
+    assert record["state"] == "Recovering" and record["domain"] == "placement-group=pg-a"
+    assert pod_of(fake_kube, "a-2")["spec"]["schedulingGates"] == [{"name": GATE}]

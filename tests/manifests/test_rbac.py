@@ -165,21 +165,31 @@ def post_bind(port: int, fake_kube) -> None:
     assert fake_kube.get("v1", "Pod", "job-ps-0", "default")["spec"]["nodeName"] == "gpu-1"
 
 
-def seed_gated_job(fake_kube) -> None:
-    """A one-pod job behind the placement gate, owned by a Job: the admitter
-    (leader-elected: a Lease) reads it, patches it and writes an Event on it; nothing
-    binds it, so once the bind timeout passes the admitter evicts it."""
-    fake_kube.create({
+def gated_pod(job: str) -> dict:
+    return {
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "gated-0", "namespace": "default",
+        "metadata": {"name": f"{job}-0", "namespace": "default",
                      "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
-                                          "name": "gated", "uid": "job-uid",
+                                          "name": job, "uid": f"{job}-uid",
                                           "controller": True}],
-                     "labels": {"headstart.io/job": "gated", "headstart.io/role": "worker"},
+                     "labels": {"headstart.io/job": job, "headstart.io/role": "worker"},
                      "annotations": {"headstart.io/job-size": "1"}},
         "spec": {"schedulingGates": [{"name": "headstart.io/placement"}],
                  "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
-    })
+    }
+
+
+def seed_gated_job(fake_kube) -> None:
+    """Two one-pod jobs behind the placement gate, owned by Jobs: the admitter
+    (leader-elected: a Lease) reads each pod, patches it, writes an Event on it and a
+    gang record for its job. Nothing binds `gated`: once the bind timeout passes the
+    admitter evicts it. `gone`'s pod is deleted at once: its record is deleted."""
+    fake_kube.create(gated_pod("gated"))
+    fake_kube.create(gated_pod("gone"))
+
+
+def gang(fake_kube, name: str) -> dict | None:
+    return fake_kube.get("headstart.io/v1alpha1", "Gang", name, "default")
 
 
 def gate_lifted(fake_kube) -> None:
@@ -187,22 +197,22 @@ def gate_lifted(fake_kube) -> None:
         pod = fake_kube.get("v1", "Pod", "gated-0", "default")
         admitted = any(e["reason"] == "HeadstartAdmitted"
                        for e in fake_kube.list("v1", "Event", "default"))
-        # Gone already: evicted after the (1 s) bind timeout, so admitted first.
+        # Gone already: evicted after the bind timeout, so admitted first.
         return admitted and (pod is None or not pod["spec"].get("schedulingGates"))
 
     wait_until(lifted, 30, "the admitter to lift the gate")
 
 
-def evicted_then_record_deleted(fake_kube) -> None:
-    """The job's gang record is written; its pod, never bound within the bind timeout
-    (1 s in this run's config), is evicted; once the backoff (1 s) has passed with no
-    pod of the job left, the admitter deletes the record."""
-    wait_until(lambda: fake_kube.get("headstart.io/v1alpha1", "Gang", "gated", "default"),
-               30, "the admitter to write the gang record")
+def records_kept_and_deleted(fake_kube) -> None:
+    """`gone`'s record is deleted once its pod is; `gated`'s pod, never bound within
+    the bind timeout (5 s in this run's config), is evicted and its record says so."""
+    wait_until(lambda: gang(fake_kube, "gone"), 30, "the admitter to write gone's record")
+    fake_kube.delete("v1", "Pod", "gone-0", "default")
+    wait_until(lambda: not gang(fake_kube, "gone"), 30, "the admitter to delete gone's record")
     wait_until(lambda: not fake_kube.get("v1", "Pod", "gated-0", "default"),
                30, "the admitter to evict the pod it admitted")
-    wait_until(lambda: not fake_kube.get("headstart.io/v1alpha1", "Gang", "gated", "default"),
-               30, "the admitter to delete the gang record")
+    wait_until(lambda: (gang(fake_kube, "gated") or {}).get("status", {}).get("state")
+               == "Evicted", 30, "the admitter to record the eviction")
 
 
 def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
@@ -217,13 +227,13 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     port, ops_port = free_port(), free_port()
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     config = tmp_path / "extender.yaml"
-    config.write_text("admission: {bind_timeout_seconds: 1, backoff_base_seconds: 1}\n")
+    config.write_text("admission: {bind_timeout_seconds: 5}\n")
     result = run_component(
         ["extender", "--kubeconfig", kubeconfig, "--config", str(config), "--port", str(port),
          "--ops-port", str(ops_port)],
         f"http://127.0.0.1:{ops_port}/readyz",
         then=[lambda: post_filter(port), lambda: post_bind(port, fake_kube),
-              lambda: gate_lifted(fake_kube), lambda: evicted_then_record_deleted(fake_kube)],
+              lambda: gate_lifted(fake_kube), lambda: records_kept_and_deleted(fake_kube)],
     )
     assert result.returncode == 0, result.stderr[-2000:]
     calls = rbac_calls(fake_kube)

@@ -103,9 +103,10 @@ def test_orphaned_records_are_those_without_pods():
     gone = GangRecord(JobKey("ns", "b"), GangState.WAITING)
     evicted = GangRecord(JobKey("ns", "c"), GangState.EVICTED, requeue_at=100.0)
     pods = {JOB: [pod("a-0", node="n1")]}
-    # The evicted record outlives its pods until its requeueAt (the owner recreates them).
-    assert orphaned([kept, gone, evicted], lambda key: pods.get(key, []), 99.0) == [gone]
-    assert orphaned([kept, gone, evicted], lambda key: pods.get(key, []), 100.0) == [
+    # The evicted record outlives its pods until 300 s after its requeueAt (the owner
+    # recreates them once the evicted ones have ended).
+    assert orphaned([kept, gone, evicted], lambda key: pods.get(key, []), 399.0) == [gone]
+    assert orphaned([kept, gone, evicted], lambda key: pods.get(key, []), 400.0) == [
         gone, evicted]
 
 

@@ -74,6 +74,16 @@ def test_pods_nothing_recreates_are_left_alone():
     assert [p.name for p in eviction.pods] == ["a-1"]
     assert [p.name for p in eviction.kept] == ["a-0"]
     assert "without a controlling owner left alone" in eviction.message
+    # Only such pods: no eviction at all (it could only lose them).
+    alone = [pod("a-0", node="n1", owned=False), pod("a-1", owned=False)]
+    assert act(GangState.ADMITTED, NOW - TIMEOUT, alone) == []
+
+
+def test_a_finished_gang_that_loses_a_pod_is_left_alone():
+    # Both pods succeeded; one's node is deleted and PodGC removes it: no loss.
+    done = [pod("a-0", node="n1", terminal=True, succeeded=True)]
+    assert act(GangState.RUNNING, NOW - 5000, done) == []
+    assert act(GangState.RECOVERING, NOW - TIMEOUT - 1, done) == []
 
 
 @pytest.mark.parametrize(("evictions", "seconds"), [
