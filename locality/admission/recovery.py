@@ -71,9 +71,10 @@ def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequ
         if record.state not in (GangState.ADMITTED, GangState.RUNNING, GangState.RECOVERING):
             continue
         members = [pod for pod in pods if is_member(pod)]
-        if members and all(pod.terminal for pod in members):
-            continue  # finished: a member gone since (its node deleted) is no loss
+        finished = bool(members) and all(pod.terminal for pod in members)
         is_whole = whole(record, pods)
+        if finished and not (is_whole and record.state is not GangState.RUNNING):
+            continue  # finished: a member gone since (its node deleted) is no loss
         if record.state is GangState.RUNNING:
             if not is_whole:
                 actions.append(Transition(record, GangState.RECOVERING, (

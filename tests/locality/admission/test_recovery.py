@@ -86,6 +86,13 @@ def test_a_finished_gang_that_loses_a_pod_is_left_alone():
     assert act(GangState.RECOVERING, NOW - TIMEOUT - 1, done) == []
 
 
+def test_a_gang_that_finished_before_it_was_seen_running_is_running():
+    # Both pods bound and succeeded within one round of admission (kwok, short jobs).
+    done = [pod(f"a-{i}", node=f"n{i}", terminal=True, succeeded=True) for i in range(2)]
+    (transition,) = act(GangState.ADMITTED, NOW - 1, done)
+    assert transition.state is GangState.RUNNING
+
+
 @pytest.mark.parametrize(("evictions", "seconds"), [
     (1, 60), (2, 120), (3, 240), (7, 3600), (20, 3600),  # 60 x 2^6 = 3,840 > the cap
 ])
