@@ -6,9 +6,10 @@
 
 The round is what `extender.admission.admitter.Admitter` does between reading the
 cache and calling the API: `gather` (gated pods -> jobs, reservations), `level_room`
-(free room and autoscaler headroom per placement group), `plan` (bin-pack the job into
-every domain, pick one) and `ungate_patch` for every admitted pod (the JSON patch the
-admitter sends; computed from each pod's JSON, which the admitter reads fresh).
+(free room and autoscaler headroom per placement group, and of the whole cluster),
+`plan` (bin-pack the job into every domain, pick one) and `ungate_patch` for every
+admitted pod (the JSON patch the admitter sends; computed from each pod's JSON, which
+the admitter reads fresh).
 
 The cluster: `--nodes` nodes of 8 GPUs, 96 CPUs, 1,152 GiB in 5 placement groups, every
 other node with 4 GPUs and 48 CPUs taken by bound pods, and a node group per placement
@@ -38,7 +39,7 @@ from extender.admission.patch import ungate_patch  # noqa: E402
 from locality.admission.assign import plan  # noqa: E402
 from locality.admission.config import GATE, AdmissionConfig, NodeGroup  # noqa: E402
 from locality.admission.gather import gather  # noqa: E402
-from locality.admission.snapshot import level_room  # noqa: E402
+from locality.admission.snapshot import CLUSTER_LEVEL, level_room  # noqa: E402
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig  # noqa: E402
 from locality.model import Node, NodeState, Pod  # noqa: E402
 
@@ -84,9 +85,10 @@ def job(pods: int) -> tuple[list[Pod], list[dict]]:
 def admission_round(states: list[NodeState], pods: list[Pod], raw: list[dict]) -> int:
     """gather -> level_room -> plan -> patches; returns the pods patched (a check)."""
     by_name = {doc["metadata"]["name"]: doc for doc in raw}
-    gathered = gather(pods, (), lambda key: pods, LOCALITY, ADMISSION)
-    rooms = {PLACEMENT_GROUP_LEVEL: level_room(states, PLACEMENT_GROUP_LEVEL, LOCALITY,
-                                               ADMISSION.node_groups)}
+    gathered = gather(pods, {}, lambda key: pods, LOCALITY, ADMISSION)
+    # As the admitter: the placement groups, and the whole cluster (`preferred` jobs).
+    rooms = {level: level_room(states, level, LOCALITY, ADMISSION.node_groups)
+             for level in (PLACEMENT_GROUP_LEVEL, CLUSTER_LEVEL)}
     decided = plan(gathered.jobs, rooms, gathered.reservations, 10_000.0, ADMISSION,
                    gathered.releases)
     patched = 0
