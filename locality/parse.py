@@ -37,7 +37,7 @@ from locality.numa import (
     TopologyManagerPolicy,
     TopologyManagerScope,
 )
-from locality.parse_constraints import node_taints, pod_constraints
+from locality.parse_constraints import json_list, node_taints, pod_constraints
 from locality.topology import LevelKeys, node_domains
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -115,7 +115,7 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
 
 def _controller(references: Any, where: str) -> tuple[str, str] | None:
     """(kind, name) of the owner reference marked `controller: true`, if any."""
-    for index, reference in enumerate(_list(references, where)):
+    for index, reference in enumerate(json_list(references, where)):
         reference = json_object(reference, f"{where}[{index}]", required=True)
         if reference.get("controller") is True:
             return (json_string(reference.get("kind"), f"{where}[{index}].kind"),
@@ -125,7 +125,7 @@ def _controller(references: Any, where: str) -> tuple[str, str] | None:
 
 def _gate_names(gates: Any, where: str) -> tuple[str, ...]:
     names = []
-    for index, gate in enumerate(_list(gates, where)):
+    for index, gate in enumerate(json_list(gates, where)):
         entry = json_object(gate, f"{where}[{index}]", required=True)
         names.append(json_string(entry.get("name"), f"{where}[{index}].name"))
     return tuple(names)
@@ -220,12 +220,12 @@ def _claims(
     """The pod's ResourceClaims (spec.resourceClaims): ("claim", name) for a claim by
     name or one generated from a template (its name is in status.resourceClaimStatuses),
     ("template", template name) while the generated claim's name is not known yet."""
-    entries = _list(spec.get("resourceClaims"), f"{where}.spec.resourceClaims")
+    entries = json_list(spec.get("resourceClaims"), f"{where}.spec.resourceClaims")
     if not entries:
         return ()
     generated = {}
     for index, entry in enumerate(
-        _list(status.get("resourceClaimStatuses"), f"{where}.status.resourceClaimStatuses")
+        json_list(status.get("resourceClaimStatuses"), f"{where}.status.resourceClaimStatuses")
     ):
         entry = json_object(entry, f"{where}.status.resourceClaimStatuses[{index}]", required=True)
         name, claim = entry.get("name"), entry.get("resourceClaimName")
@@ -310,7 +310,7 @@ def _device_names(config: LocalityConfig) -> DeviceNames | None:
 def _ready(conditions: Any, where: str) -> bool:
     """The Ready condition's status is "True"; a node reporting no Ready condition counts
     as ready (objects built by hand, simulators)."""
-    for index, condition in enumerate(_list(conditions, where)):
+    for index, condition in enumerate(json_list(conditions, where)):
         condition = json_object(condition, f"{where}[{index}]", required=True)
         if condition.get("type") == "Ready":
             return condition.get("status") == "True"
@@ -324,7 +324,7 @@ def _blocking_taints(taints: Any, keys: tuple[str, ...], where: str) -> tuple[st
     """Keys of the node's NoSchedule/NoExecute taints among `keys` (PreferNoSchedule
     only steers, so it never blocks)."""
     found: list[str] = []
-    for index, taint in enumerate(_list(taints, where)):
+    for index, taint in enumerate(json_list(taints, where)):
         taint = json_object(taint, f"{where}[{index}]", required=True)
         key, effect = taint.get("key"), taint.get("effect")
         # isinstance first: a malformed effect (a list) is not hashable for the set.
@@ -332,14 +332,6 @@ def _blocking_taints(taints: Any, keys: tuple[str, ...], where: str) -> tuple[st
         if hard and isinstance(key, str) and key in keys and key not in found:
             found.append(key)
     return tuple(found)
-
-
-def _list(value: Any, where: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InputError(f"{where}: expected a list, got {type(value).__name__}")
-    return value
 
 
 def parse_node_topology(
@@ -435,11 +427,11 @@ def _topology_manager(
 ) -> tuple[TopologyManagerPolicy, TopologyManagerScope]:
     """The node's Topology Manager policy and scope (see `parse_node_topology`)."""
     policy, scope = config.numa_default_policy, config.numa_default_scope
-    legacy = _list(obj.get("topologyPolicies"), f"{where}.topologyPolicies")
+    legacy = json_list(obj.get("topologyPolicies"), f"{where}.topologyPolicies")
     if legacy and isinstance(legacy[0], str) and legacy[0] in _LEGACY_POLICIES:
         # Deprecated since NRT v1alpha2; scheduler-plugins reads it before the attributes.
         policy, scope = _LEGACY_POLICIES[legacy[0]]
-    for index, attribute in enumerate(_list(obj.get("attributes"), f"{where}.attributes")):
+    for index, attribute in enumerate(json_list(obj.get("attributes"), f"{where}.attributes")):
         attribute = json_object(attribute, f"{where}.attributes[{index}]", required=True)
         name, value = attribute.get("name"), attribute.get("value")
         if not isinstance(value, str):

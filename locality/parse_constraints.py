@@ -52,7 +52,7 @@ def pod_constraints(spec: Mapping[str, Any], where: str) -> PodConstraints:
 def node_taints(taints: Any, where: str) -> tuple[Taint, ...]:
     """The NoSchedule and NoExecute taints of a node's `spec.taints`."""
     found = []
-    for index, raw in enumerate(_list(taints, where)):
+    for index, raw in enumerate(json_list(taints, where)):
         path = f"{where}[{index}]"
         if not isinstance(raw, Mapping):
             raise InputError(f"{path}: expected an object")
@@ -81,7 +81,7 @@ def _terms(affinity: Any, where: str) -> tuple[Term, ...] | None:
     if not isinstance(required, Mapping):
         raise InputError(f"{path}: expected an object")
     terms = []
-    for index, term in enumerate(_list(required.get("nodeSelectorTerms"),
+    for index, term in enumerate(json_list(required.get("nodeSelectorTerms"),
                                        f"{path}.nodeSelectorTerms")):
         at = f"{path}.nodeSelectorTerms[{index}]"
         if not isinstance(term, Mapping):
@@ -94,7 +94,7 @@ def _terms(affinity: Any, where: str) -> tuple[Term, ...] | None:
 
 def _requirements(raw: Any, where: str, fields: bool = False) -> tuple[Requirement, ...]:
     found = []
-    for index, entry in enumerate(_list(raw, where)):
+    for index, entry in enumerate(json_list(raw, where)):
         at = f"{where}[{index}]"
         if not isinstance(entry, Mapping):
             raise InputError(f"{at}: expected an object")
@@ -107,14 +107,14 @@ def _requirements(raw: Any, where: str, fields: bool = False) -> tuple[Requireme
             raise InputError(f"{at}.operator: expected one of "
                              f"{', '.join(sorted(LABEL_OPERATORS))}, got {operator!r}")
         values = tuple(_string(value, f"{at}.values[{i}]", empty=True)
-                       for i, value in enumerate(_list(entry.get("values"), f"{at}.values")))
+                       for i, value in enumerate(json_list(entry.get("values"), f"{at}.values")))
         found.append(Requirement(key, operator, values))
     return tuple(found)
 
 
 def _tolerations(raw: Any, where: str) -> tuple[Toleration, ...]:
     found = []
-    for index, entry in enumerate(_list(raw, where)):
+    for index, entry in enumerate(json_list(raw, where)):
         at = f"{where}[{index}]"
         if not isinstance(entry, Mapping):
             raise InputError(f"{at}: expected an object")
@@ -137,7 +137,8 @@ def _string(value: Any, where: str, empty: bool = False) -> str:
     return value
 
 
-def _list(value: Any, where: str) -> list[Any]:
+def json_list(value: Any, where: str) -> list[Any]:
+    """A JSON list at `where` (None: empty); anything else is an InputError naming it."""
     if value is None:
         return []
     if not isinstance(value, list):

@@ -51,9 +51,7 @@ class RecordWriter:
                                    "status": error.status, "error": str(error.reason)})
             return False
         except Exception as error:  # noqa: BLE001 - transport faults: next round retries
-            log.warning("could not write the gang record; next round retries",
-                        extra={"gang": f"{metadata['namespace']}/{metadata['name']}",
-                               "error": f"{type(error).__name__}: {error}"})
+            _transport_fault("write", f"{metadata['namespace']}/{metadata['name']}", error)
             return False
 
     def delete(self, record: GangRecord) -> bool:
@@ -74,7 +72,10 @@ class RecordWriter:
                                "status": error.status})
             return False
         except Exception as error:  # noqa: BLE001 - transport faults: next round retries
-            log.warning("could not delete the gang record; next round retries",
-                        extra={"gang": f"{record.job.namespace}/{record.name}",
-                               "error": f"{type(error).__name__}: {error}"})
+            _transport_fault("delete", f"{record.job.namespace}/{record.name}", error)
             return False
+
+
+def _transport_fault(what: str, gang: str, error: Exception) -> None:
+    log.warning(f"could not {what} the gang record; next round retries",
+                extra={"gang": gang, "error": f"{type(error).__name__}: {error}"})
