@@ -120,7 +120,7 @@ def plan(
         if room is None or not room.domains:
             reason = (f"no node carries a {job.level} label and no node group names a "
                       f"{job.level} domain")
-            _unplaced(job, WaitCode.NO_LEVEL, reason, bins, ever, admissions, waiting)
+            _unplaced(job, demand, WaitCode.NO_LEVEL, reason, bins, ever, admissions, waiting)
             continue
         best: tuple[tuple, Domain, Bins] | None = None
         most: tuple[tuple, Domain, Bins, int] | None = None
@@ -149,8 +149,8 @@ def plan(
             notes += f" ({room.unlabeled} node(s) carry no {job.level} label: not counted)"
         if room.notes:
             notes += "; " + "; ".join(room.notes)
-        if not ever.holds(job, job.level):
-            _unplaced(job, WaitCode.INADMISSIBLE, (
+        if not ever.holds(job, demand, job.level):
+            _unplaced(job, demand, WaitCode.INADMISSIBLE, (
                 f"no {job.level} domain could hold its {size} pods even empty, with every "
                 f"node the autoscaler can add, counting only the nodes its pods may use "
                 f"(nodeSelector, node affinity, tolerations){notes}"),
@@ -168,7 +168,7 @@ def plan(
         _, domain, partial, placed = most
         reason = (f"no {job.level} domain holds its {size} pods now, even with the nodes "
                   f"the autoscaler can add; the most is {placed} in {domain}{notes}")
-        _unplaced(job, WaitCode.NO_FIT, reason, bins, ever, admissions, waiting)
+        _unplaced(job, demand, WaitCode.NO_FIT, reason, bins, ever, admissions, waiting)
         waited = now - job.last_created_at
         if (head is None and job.policy.placement_group is Locality.REQUIRED
                 and held <= waited < held + config.head_hold_seconds):
@@ -186,7 +186,7 @@ class _Capacity:
         self.kinds = kinds
         self._bins: dict[Domain, Bins] = {}
 
-    def holds(self, job: GatedJob, level: str) -> bool:
+    def holds(self, job: GatedJob, demand: Demand, level: str) -> bool:
         room = self.rooms.get(level)
         if room is None:
             return False
@@ -194,7 +194,7 @@ class _Capacity:
             domain = Domain(level, value)
             if domain not in self._bins:
                 self._bins[domain] = open_bins(domain_room, self.kinds, empty=True)
-            if pack(self._bins[domain].copy(), job.demand, job.pods_per_node) == len(job.gated):
+            if pack(self._bins[domain].copy(), demand, job.pods_per_node) == len(job.gated):
                 return True
         return False
 
@@ -228,8 +228,9 @@ def _join_recorded(job: GatedJob, demand: Demand, bins: dict[Domain, Bins],
         new_nodes, f"joins {recorded}, where its other pods were admitted"))
 
 
-def _unplaced(job: GatedJob, code: WaitCode, reason: str, bins: dict[Domain, Bins],
-              ever: _Capacity, admissions: list[Admission], waiting: list[Waiting]) -> None:
+def _unplaced(job: GatedJob, demand: Demand, code: WaitCode, reason: str,
+              bins: dict[Domain, Bins], ever: _Capacity, admissions: list[Admission],
+              waiting: list[Waiting]) -> None:
     """`required` waits, whole. `preferred` is released without a domain when the whole
     cluster's room holds all its pods now (which it then takes), never in part: else it
     waits, whole, and is inadmissible when the cluster could never hold it."""
@@ -241,14 +242,14 @@ def _unplaced(job: GatedJob, code: WaitCode, reason: str, bins: dict[Domain, Bin
     size = len(job.gated)
     if whole is not None:
         trial = whole.copy()
-        if pack(trial, job.demand, job.pods_per_node) == size:
+        if pack(trial, demand, job.pods_per_node) == size:
             bins[cluster] = trial
             admissions.append(Admission(
                 job.key, job.gated, None, None, Locality.PREFERRED, 0,
                 f"released without a domain (policy preferred): {reason}; the cluster holds "
                 f"all {size} pods"))
             return
-    if whole is None or not ever.holds(job, CLUSTER_LEVEL):
+    if whole is None or not ever.holds(job, demand, CLUSTER_LEVEL):
         waiting.append(Waiting(job.key, job.gated, WaitCode.INADMISSIBLE, (
             f"{reason}; the whole cluster could not hold its {size} pods even empty, with "
             "every node the autoscaler can add (policy preferred never binds part of a job)")))

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from bucketing.resources import Resources
 from locality.admission.model import Demand
 from locality.admission.snapshot import DomainRoom
 from locality.constraints import PodConstraints
@@ -35,42 +36,41 @@ from locality.model import Node
 
 @dataclass
 class Bins:
-    """Free room of a domain's nodes (`Room`, opened nodes last), those nodes (`nodes`,
-    row for row; empty: built by hand, every node takes every pod) and the nodes its
-    node groups can still add ([group, allocatable, count left, template])."""
+    """Free room of a domain's nodes (`Room`: its existing nodes, then the nodes `pack`
+    opened), the existing nodes row for row (`nodes`; empty: rooms built by hand, where
+    every node takes every pod), the templates of the opened ones, and the nodes its node
+    groups can still add ([group, allocatable, count left, template])."""
 
     room: Room
     pool: list[list] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     opened: int = 0
-    nodes: list[Node | None] = field(default_factory=list)
-    base: int = 0
-    """Rows of nodes that existed when the bins were opened (the rest were opened by
-    `pack`, and differ between copies)."""
-    masks: dict[PodConstraints, np.ndarray] = field(default_factory=dict)
-    """Per constraints, which of the first `base` rows a pod may use; copies share it."""
+    nodes: tuple[Node, ...] = ()
+    """Shared by every copy: existing nodes never change within a round."""
+    opened_nodes: list[Node | None] = field(default_factory=list)
+    masks: dict[PodConstraints, np.ndarray | None] = field(default_factory=dict)
+    """Per constraints, which existing nodes a pod may use (None: all); shared by copies."""
 
     def copy(self) -> Bins:
         # Room is a value: sharing it is safe, pack replaces it.
         return Bins(self.room, [list(entry) for entry in self.pool], self.kinds, self.opened,
-                    list(self.nodes), self.base, self.masks)
+                    self.nodes, list(self.opened_nodes), self.masks)
 
     def free_gpu_milli(self) -> int:
         return int(np.maximum(self.room.gpu, 0).sum())
 
     def allowed(self, constraints: PodConstraints) -> np.ndarray | None:
         """Which rows a pod with `constraints` may use; None: every row."""
-        if not self.nodes:
+        if constraints not in self.masks:
+            mask = np.array([_may_use(constraints, node) for node in self.nodes], dtype=bool)
+            self.masks[constraints] = None if mask.all() else mask
+        existing = self.masks[constraints]
+        opened = [_may_use(constraints, node) for node in self.opened_nodes]
+        if existing is None and all(opened):
             return None
-        mask = self.masks.get(constraints)
-        if mask is None:
-            mask = np.array([_may_use(constraints, node) for node in self.nodes[:self.base]],
-                            dtype=bool)
-            self.masks[constraints] = mask
-        opened = [_may_use(constraints, node) for node in self.nodes[self.base:]]
-        if all(opened) and mask.all():
-            return None
-        return np.r_[mask, np.array(opened, dtype=bool)] if opened else mask
+        rows = len(self.room) - len(opened)
+        return np.r_[existing if existing is not None else np.ones(rows, dtype=bool),
+                     np.array(opened, dtype=bool)]
 
 
 def _may_use(constraints: PodConstraints, node: Node | None) -> bool:
@@ -87,7 +87,7 @@ def open_bins(room: DomainRoom, kinds: Sequence[str], empty: bool = False) -> Bi
                   new.at_most if empty and new.at_most is not None else new.count,
                   new.template]
                  for new in room.new_nodes],
-                list(kinds), nodes=list(room.nodes), base=len(room.nodes))
+                list(kinds), nodes=room.nodes)
 
 
 def pack(bins: Bins, demand: Demand, pods_per_node: int | None = None) -> int:
@@ -109,12 +109,9 @@ def pack(bins: Bins, demand: Demand, pods_per_node: int | None = None) -> int:
             entry[2] -= 1
             bins.opened += 1
             room = room.extended(Room.of([entry[1]], bins.kinds, per_node))
-            if bins.nodes or entry[3] is not None:
-                bins.nodes.extend([None] * (len(room) - 1 - len(bins.nodes)))
-                bins.nodes.append(entry[3])
-                allowed = bins.allowed(constraints)
-            elif allowed is not None:
-                allowed = np.r_[allowed, True]
+            bins.room = room  # `allowed` counts the rows
+            bins.opened_nodes.append(entry[3])
+            allowed = bins.allowed(constraints)
             # The earlier nodes took all of this shape they could: only the new one takes.
             take, room = _fill_allowed(room, request, left, allowed)
             left -= int(take.sum())
@@ -123,7 +120,7 @@ def pack(bins: Bins, demand: Demand, pods_per_node: int | None = None) -> int:
     return placed
 
 
-def _fill_allowed(room: Room, request, count: int,
+def _fill_allowed(room: Room, request: Resources, count: int,
                   allowed: np.ndarray | None) -> tuple[np.ndarray, Room]:
     """`fill` on the rows `allowed` only (None: all); the other rows keep their room."""
     if allowed is None:
