@@ -102,7 +102,7 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         claims=_claims(spec, status, where),
         pod_group=_pod_group(labels, annotations, config),
         scheduling_gates=_gate_names(spec.get("schedulingGates"), f"{where}.spec.schedulingGates"),
-        created_at=_timestamp(metadata.get("creationTimestamp"),
+        created_at=rfc3339_seconds(metadata.get("creationTimestamp"),
                               f"{where}.metadata.creationTimestamp"),
         scheduler_name=scheduler_name,
         nominated_node_name=nominated or None,
@@ -131,7 +131,7 @@ def _gate_names(gates: Any, where: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _timestamp(raw: Any, where: str) -> float:
+def rfc3339_seconds(raw: Any, where: str) -> float:
     """An RFC 3339 timestamp (`2026-01-02T03:04:05Z`, as the API server writes them) to
     seconds since the epoch; 0 when absent."""
     if raw is None:

@@ -40,7 +40,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client as k8s
@@ -54,7 +53,7 @@ from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
 from locality.admission.gather import gather
 from locality.admission.model import Admission, GatedJob, Plan, WaitCode, Waiting
-from locality.admission.record import GangRecord, GangState, gang_body, orphaned
+from locality.admission.record import GangRecord, GangState, gang_body, orphaned, timestamp
 from locality.admission.recovery import Eviction, Transition, recovery
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
@@ -428,7 +427,7 @@ class Admitter:
                kind: str = "Normal") -> None:
         core = self._core
         assert core is not None
-        stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = timestamp(now)
         body = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"generateName": f"{pod.name}.", "namespace": pod.namespace},

@@ -38,6 +38,7 @@ from typing import Any
 from bucketing.errors import InputError
 from locality.admission.model import Domain, Reservation, demand_of
 from locality.model import JobKey, Pod
+from locality.parse import rfc3339_seconds
 
 GROUP = "headstart.io"
 VERSION = "v1alpha1"
@@ -170,12 +171,7 @@ def parse_gang(obj: Any, where: str = "gang") -> GangRecord:
 
 
 def _seconds(raw: Any, where: str) -> float | None:
-    if raw is None:
-        return None
-    try:
-        return datetime.fromisoformat(str(raw).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise InputError(f"{where}: expected an RFC 3339 time, got {raw!r}") from None
+    return None if raw is None else rfc3339_seconds(raw, where)
 
 
 def is_member(pod: Pod) -> bool:
@@ -207,11 +203,6 @@ def whole(record: GangRecord, pods: Sequence[Pod]) -> bool:
     if not members or any(pod.node_name is None for pod in members):
         return False
     return record.size is None or len(members) >= record.size
-
-
-def now_running(record: GangRecord, pods: Sequence[Pod]) -> bool:
-    """An Admitted or Recovering record whose job is whole (`whole`)."""
-    return record.state in (GangState.ADMITTED, GangState.RECOVERING) and whole(record, pods)
 
 
 EVICTED_GRACE_SECONDS = 300.0

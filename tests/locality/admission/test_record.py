@@ -13,11 +13,11 @@ from locality.admission.record import (
     GangRecord,
     GangState,
     gang_body,
-    now_running,
     orphaned,
     parse_gang,
     record_name,
     reservations,
+    whole,
 )
 from locality.model import JobKey
 from tests.locality.builders import make_pod
@@ -92,10 +92,9 @@ def test_only_admitted_records_reserve_their_unbound_ungated_pods():
     ([], None, False),
 ], ids=["all-bound", "one-pending", "terminating-is-no-member", "no-size-all-bound",
         "no-pods"])
-def test_now_running(pods, size, running):
+def test_whole(pods, size, running):
     record = GangRecord(JOB, GangState.ADMITTED, PG_A, size=size)
-    assert now_running(record, pods) is running
-    assert not now_running(replace(record, state=GangState.RUNNING), pods)
+    assert whole(record, pods) is running
 
 
 def test_orphaned_records_are_those_without_pods():
