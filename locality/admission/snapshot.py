@@ -71,9 +71,12 @@ class DomainRoom:
     free: tuple[Resources, ...]
     new_nodes: tuple[NewNodes, ...] = ()
     nodes: tuple[Node, ...] = ()
-    """The nodes of `free`, row for row (empty: rooms built by hand, no constraints)."""
-    capacity: tuple[Resources, ...] = ()
-    """The same nodes' allocatable (free as if no pod ran)."""
+    """The nodes of `free`, row for row."""
+
+    @property
+    def capacity(self) -> tuple[Resources, ...]:
+        """The same nodes' allocatable (free as if no pod ran)."""
+        return tuple(node.allocatable for node in self.nodes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +164,7 @@ def level_room(
             key_of.setdefault(domain, keys[0] if keys else level)
     domains = {
         value: DomainRoom(value, key_of[value], tuple(s.free for s in states),
-                          tuple(new.get(value, ())), tuple(s.node for s in states),
-                          tuple(s.node.allocatable for s in states))
+                          tuple(new.get(value, ())), tuple(s.node for s in states))
         for value, states in sorted(free.items())
     }
     return LevelRoom(level, domains, unlabeled, tuple(notes))
