@@ -197,11 +197,21 @@ def extender_on_nodes(e2e_clusters: Any, name: str, nodes: Mapping[str, str | No
     all (the anchor node too); returns (cluster, extender, its port)."""
     from tests.e2e.objects import kwok_node
 
+    return extender_on(e2e_clusters, name, [kwok_node(node, memory="768Gi", group=group)
+                                            for node, group in nodes.items()], logs)
+
+
+def extender_on(e2e_clusters: Any, name: str, nodes: Sequence[dict[str, Any]],
+                logs: Sequence[str], settings: dict[str, Any] | None = None
+                ) -> tuple[ControlPlane, Extender, int]:
+    """A headstart cluster (no autoscaler) with these Node objects and a ready extender
+    (config sections `settings` replaced) whose cache holds them all and the anchor node;
+    returns (cluster, extender, its port)."""
     spec, port = headstart_cluster()
     cluster = e2e_clusters.start(spec, name)
-    for node, group in nodes.items():
-        cluster.kube.create("/api/v1/nodes", kwok_node(node, memory="768Gi", group=group))
-    extender = Extender(cluster, port=port).start()
+    for node in nodes:
+        cluster.kube.create("/api/v1/nodes", node)
+    extender = Extender(cluster, port=port, settings=settings).start()
     extender.wait_ready()
     cluster.wait(f"the extender's cache to hold the {len(nodes) + 1} nodes",
                  lambda: extender.readyz()["nodes"] == len(nodes) + 1 or NotYet(

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.headstart import Extender, headstart_cluster
+from tests.e2e.headstart import extender_on
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import GPU_TAINT, GPU_TOLERATION, bound_node, kwok_node, training_pod
 from tests.manifests import checks
@@ -50,16 +50,9 @@ GANGS = "/apis/headstart.io/v1alpha1/namespaces/{namespace}/gangs"
 
 @pytest.fixture(scope="module")
 def gang_cluster(e2e_clusters):
-    spec, port = headstart_cluster()
-    cluster = e2e_clusters.start(spec, "gang")
-    for name, (group, labels, taints) in NODES.items():
-        cluster.kube.create("/api/v1/nodes", kwok_node(name, memory="768Gi", group=group,
-                                                       labels=labels, taints=taints))
-    extender = Extender(cluster, port=port).start()
-    extender.wait_ready()
-    cluster.wait("the extender's cache to hold every node",
-                 lambda: extender.readyz()["nodes"] == len(NODES) + 1
-                 or NotYet(extender.readyz()["nodes"]), 30, LOGS)
+    cluster, extender, _ = extender_on(e2e_clusters, "gang", [
+        kwok_node(name, memory="768Gi", group=group, labels=labels, taints=taints)
+        for name, (group, labels, taints) in NODES.items()], LOGS)
     yield cluster, extender
     cluster.stop()
 

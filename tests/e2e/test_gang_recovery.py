@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from tests.e2e import installed
-from tests.e2e.headstart import Extender, headstart_cluster
+from tests.e2e.headstart import extender_on
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node, kwok_node
 from tests.e2e.test_gang import gang, gang_state, indexed_job, pods_of, run_job
@@ -37,26 +37,19 @@ GROUP_KEY = "headstart.io/placement-group"
 NODES = {"a-0": "pg-a", "a-1": "pg-a", "b-0": "pg-b", "b-1": "pg-b", "c-0": "pg-c"}
 TIMEOUT_S = 20
 BACKOFF_S = 5
+P4D = {"node.kubernetes.io/instance-type": "p4d.24xlarge"}
 
 
 @pytest.fixture(scope="module")
 def recovery_cluster(e2e_clusters):
-    spec, port = headstart_cluster()
-    cluster = e2e_clusters.start(spec, "gang-recovery")
-    for name, group in NODES.items():
-        cluster.kube.create("/api/v1/nodes", kwok_node(name, memory="768Gi", group=group,
-                                                       labels={"node.kubernetes.io/instance-type":
-                                                               "p4d.24xlarge"}))
     admission = dict(installed.shipped_config("extender")["admission"])
     admission.update(bind_timeout_seconds=TIMEOUT_S, backoff_base_seconds=BACKOFF_S,
                      autoscaler={"status": "", "node_groups": [
                          {"name": "ghost", "instance_type": "p4d.24xlarge", "domain": "pg-c",
                           "max_size": 3}]})
-    extender = Extender(cluster, port=port, settings={"admission": admission}).start()
-    extender.wait_ready()
-    cluster.wait("the extender's cache to hold every node",
-                 lambda: extender.readyz()["nodes"] == len(NODES) + 1
-                 or NotYet(extender.readyz()["nodes"]), 30, LOGS)
+    cluster, extender, _ = extender_on(e2e_clusters, "gang-recovery", [
+        kwok_node(name, memory="768Gi", group=group, labels=P4D) for name, group in NODES.items()
+    ], LOGS, settings={"admission": admission})
     yield cluster, extender
     cluster.stop()
 
@@ -119,8 +112,7 @@ def test_a_gang_that_loses_a_node_is_evicted_whole_and_runs_again_elsewhere(
                        whole_again_since_node_deleted=whole_again_s,
                        eviction_event=evicted[-1]["message"][:160])
     kube.create("/api/v1/nodes", kwok_node(lost, memory="768Gi", group=NODES[lost],
-                                           labels={"node.kubernetes.io/instance-type":
-                                                   "p4d.24xlarge"}))
+                                           labels=P4D))
     kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/lose?propagationPolicy=Background")
 
 

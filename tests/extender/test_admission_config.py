@@ -21,6 +21,17 @@ def test_defaults_and_a_node_group():
     assert config_from_mapping({}, "x.yaml").admission.node_groups == ()
 
 
+def test_a_node_group_template_is_read():
+    config = config_from_mapping({"admission": {"autoscaler": {"node_groups": [
+        {"name": "g", "instance_type": "p4d.24xlarge", "domain": "pg-a",
+         "labels": {"gpu.model": "a100"},
+         "taints": [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"},
+                    {"key": "soft", "effect": "PreferNoSchedule"}]}]}}}, "x.yaml")
+    (group,) = config.admission.node_groups
+    assert group.labels == {"gpu.model": "a100"}
+    assert [str(taint) for taint in group.taints] == ["dedicated=ml:NoSchedule"]
+
+
 @pytest.mark.parametrize("admission, message", [
     ({"gates": "x"}, "x.yaml: admission: unknown field(s) gates"),
     ({"enabled": "yes"}, "x.yaml: admission: enabled: expected true or false"),
@@ -34,9 +45,19 @@ def test_defaults_and_a_node_group():
      "x.yaml: admission: autoscaler: node_groups[0]: level: 'rack' is not one of"),
     ({"lease_duration_s": 5, "renew_deadline_s": 10},
      "x.yaml: admission: expected lease_duration_s > renew_deadline_s"),
+    ({"bind_timeout_seconds": 0},
+     "x.yaml: admission: bind_timeout_seconds: expected a number of seconds, at least 1"),
+    ({"head_hold_seconds": "10m"}, "x.yaml: admission: head_hold_seconds: expected a number"),
+    ({"autoscaler": {"node_groups": [{"name": "g", "instance_type": "t", "domain": "d",
+                                      "labels": {"gpu": 1}}]}},
+     "x.yaml: admission: autoscaler: node_groups[0]: labels: expected a mapping of strings"),
+    ({"autoscaler": {"node_groups": [{"name": "g", "instance_type": "t", "domain": "d",
+                                      "taints": [{"effect": "NoSchedule"}]}]}},
+     "x.yaml: admission: autoscaler: node_groups[0]: taints[0].key: expected a non-empty"),
 ], ids=["unknown-field", "not-a-bool", "negative-seconds", "missing-domain",
     "status-without-namespace", "unknown-level",
-        "lease-timing"])
+        "lease-timing", "zero-bind-timeout", "hold-not-a-number", "label-not-a-string",
+        "taint-without-key"])
 def test_errors_name_the_file_and_the_field(admission, message):
     with pytest.raises(ConfigError) as error:
         config_from_mapping({"admission": admission}, "x.yaml")
