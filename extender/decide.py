@@ -49,7 +49,7 @@ from locality.jobs import job_key_of
 from locality.model import Locality, NodeState, Pod, node_state
 from locality.parse import parse_node, parse_pod
 from locality.placement import assumption_for
-from locality.preemption import preemption_verdict
+from locality.preemption import gang_member, preemption_verdict
 from locality.reasons import UNKNOWN_NODE_REASON
 from locality.score import score_table, score_totals
 
@@ -117,11 +117,16 @@ class Decider:
         the pod's placement-group policy is `required`, as the filter judges it."""
         pod = self.parse_pod(args.pod)
         context = self.context(pod, now)
-        if context.identity is None:
-            return dict(args.victims), {}
         kept: dict[str, Victims] = {}
         dropped: dict[str, ReasonCode] = {}
         for node, victims in args.victims.items():
+            known = self._victim_pods(node, victims)
+            if gang_member(known, self.cache.gangs, self.config) is not None:
+                dropped[node] = ReasonCode.GANG_MEMBER
+                continue
+            if context.identity is None:
+                kept[node] = victims
+                continue
             state = self.cache.nodes.get(node)
             if state is None:
                 if context.policy.placement_group is Locality.REQUIRED:
@@ -129,7 +134,6 @@ class Decider:
                 else:
                     kept[node] = victims
                 continue
-            known = self._victim_pods(node, victims)
             _, code = preemption_verdict(context, state, known, len(victims.uids) - len(known))
             if code is None:
                 kept[node] = victims

@@ -28,9 +28,10 @@ Metrics:
   headstart_extender_watch_parse_errors_total{kind}
 - headstart_admitter_jobs_waiting{reason}: gated jobs the last admission round left
   waiting, by `locality.admission.model.WaitCode` (incomplete, size_unknown, no_level,
-  no_fit, held, inadmissible, backoff); headstart_admitter_leader: 1 on the replica
-  that admits; headstart_admitter_jobs_admitted_total,
-  headstart_admitter_patch_failures_total, headstart_admitter_jobs_evicted_total
+  no_fit, held, inadmissible, backoff, preempting); headstart_admitter_leader: 1 on the
+  replica that admits; headstart_admitter_jobs_admitted_total,
+  headstart_admitter_patch_failures_total, headstart_admitter_jobs_evicted_total,
+  headstart_admitter_gangs_preempted_total
 
 Must not: decide anything; hold a global registry (two apps in one process must not clash).
 """
@@ -239,3 +240,6 @@ class _AdmitterCollector(Collector):
                                   "Gangs evicted whole for not being whole in time "
                                   "(bind_timeout_seconds).",
                                   value=admitter.evicted_jobs_total)
+        yield CounterMetricFamily("headstart_admitter_gangs_preempted",
+                                  "Gangs evicted whole for a higher-priority job.",
+                                  value=admitter.preempted_gangs_total)

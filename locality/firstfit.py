@@ -82,6 +82,13 @@ class Room:
                 copies = np.minimum(copies, np.maximum(self.devices[kind], 0) // amount)
         return copies
 
+    def plus(self, freed: Room) -> Room:
+        """The room after `freed`'s rows (as many, same kinds) were given back; the pods
+        a node may take do not change."""
+        return Room(self.gpu + freed.gpu, self.cpu + freed.cpu, self.memory + freed.memory,
+                    {kind: free + freed.devices[kind] for kind, free in self.devices.items()},
+                    self.pods)
+
     def less(self, request: Resources, take: np.ndarray) -> Room:
         """The room after each node took `take` copies of `request`."""
         devices = dict(self.devices)

@@ -173,6 +173,8 @@ class Pod:
     constraints: PodConstraints = NO_CONSTRAINTS
     deleting: bool = False
     controller: tuple[str, str] | None = None
+    preempts: bool = True
+    """`spec.preemptionPolicy` is not `Never` (its PriorityClass lets it preempt)."""
 
     @property
     def full_name(self) -> str:

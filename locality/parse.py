@@ -71,6 +71,10 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         priority = 0
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise InputError(f"{where}.spec.priority: expected an integer, got {priority!r}")
+    preemption_policy = spec.get("preemptionPolicy") or "PreemptLowerPriority"
+    if preemption_policy not in ("PreemptLowerPriority", "Never"):
+        raise InputError(f"{where}.spec.preemptionPolicy: expected PreemptLowerPriority or "
+                         f"Never, got {preemption_policy!r}")
     phase = status.get("phase")
     if phase is not None and not isinstance(phase, str):
         raise InputError(f"{where}.status.phase: expected a string, got {phase!r}")
@@ -93,6 +97,7 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         request=request,
         node_name=node_name or None,
         priority=priority,
+        preempts=preemption_policy != "Never",
         is_placeholder=is_placeholder,
         placement_group=group or None,
         terminal=phase in _TERMINAL_PHASES,

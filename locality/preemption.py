@@ -22,17 +22,26 @@ purpose: dropping a node whose victims would free the right zone would leave the
 unplaceable. (Until NFD republishes the zones, the extender's filter may still fail
 the pod there, for up to the updater's interval.)
 
+Gangs: a candidate whose victims include a member of a gang headstart admitted (its
+record Admitted, Running or Recovering) is dropped (`gang_member`), whoever the
+preemptor is: DefaultPreemption chooses victims node by node and would leave the rest
+of that gang holding its GPUs. Gangs are preempted whole by the admitter
+(`locality.admission.preempt`), before their room is counted for the job that needs it.
+
 Must not: read the clock, log, mutate its inputs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from locality.admission.record import GangRecord, is_member
+from locality.config import LocalityConfig
 from locality.context import DecisionContext
 from locality.filter import ReasonCode, node_verdict
-from locality.model import NodeState, Pod
+from locality.jobs import job_key_of
+from locality.model import JobKey, NodeState, Pod
 from locality.numa import NodeTopology
 
 
@@ -57,6 +66,20 @@ def preemption_verdict(
     if reason is None or (resolvable and unknown_victims):
         return None, None
     return reason, code
+
+
+def gang_member(victims: Sequence[Pod], gangs: Mapping[JobKey, GangRecord],
+                locality: LocalityConfig) -> JobKey | None:
+    """The gang (an admitted record's job) one of `victims` is a member of, None when
+    no victim is in one."""
+    for victim in victims:
+        if not is_member(victim) or victim.terminal:
+            continue
+        key = job_key_of(victim, locality)
+        record = gangs.get(key) if key is not None else None
+        if record is not None and record.state.holds_domain:
+            return key
+    return None
 
 
 def emptied(topology: NodeTopology) -> NodeTopology:

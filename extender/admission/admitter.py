@@ -52,7 +52,8 @@ from extender.cache import ClusterCache
 from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
 from locality.admission.gather import gather
-from locality.admission.model import Admission, GatedJob, Plan, WaitCode, Waiting
+from locality.admission.model import Admission, GatedJob, Plan, Preemption, WaitCode, Waiting
+from locality.admission.preempt import candidates, leaving
 from locality.admission.record import GangRecord, GangState, gang_body, orphaned, timestamp
 from locality.admission.recovery import Eviction, Transition, recovery
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room
@@ -106,6 +107,7 @@ class Admitter:
         self.admitted_jobs_total = 0
         self.patch_failures_total = 0
         self.evicted_jobs_total = 0
+        self.preempted_gangs_total = 0
         self._announced: dict[JobKey, WaitCode] = {}
         self._seen_version = -1
         self.autoscaler = AutoscalerStatus()
@@ -126,8 +128,10 @@ class Admitter:
                                    self.autoscaler.groups)
                  for level in levels}
         self.last_rooms = rooms
+        records = list(cache.gangs.values())
         return plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
-                    gathered.releases)
+                    gathered.releases, candidates(records, cache.pods_of_job),
+                    leaving(records, cache.pods_of_job))
 
     def explain(self, pod: Pod) -> dict[str, Any] | None:
         """The admission state of `pod`'s job in the last round, None when not gated."""
@@ -158,6 +162,9 @@ class Admitter:
                            "note": a.note} for a in last.admissions],
             "releasing": [{"pod": r.pod.full_name, "reason": r.reason}
                           for r in last.releases],
+            "preempting": [{"job": str(p.job), "domain": str(p.domain),
+                            "victims": [str(v.job) for v in p.victims]}
+                           for p in last.preemptions],
             "autoscaler_status": self.autoscaler.detail,
             "headroom": [{"domain": f"{level}={value}", "node_group": new.group,
                           "nodes": new.count, "source": new.source}
@@ -275,14 +282,17 @@ class Admitter:
                 failed += 1
         for waiting in planned.waiting:
             self._announce(waiting, now)
+        self._preempt(planned.preemptions, now)
         self._keep_records(now, after, orphans)
         return Outcome(patched, failed)
 
     def _record(self, job: JobKey, state: GangState, now: float,
                 admission: Admission | None = None, waiting: Waiting | None = None,
-                message: str = "", requeue_at: float | None = None) -> bool:
+                message: str = "", requeue_at: float | None = None,
+                counted: bool = True) -> bool:
         """Apply the job's gang record; False when it could not be written. The domain
-        and evictions of its last record carry over unless an admission sets a domain."""
+        and evictions of its last record carry over unless an admission sets a domain;
+        an eviction adds one unless not `counted` (a preemption)."""
         assert self._records is not None
         gathered = self._jobs.get(job)
         record = self._seen_records.get(job)
@@ -306,7 +316,7 @@ class Admitter:
             body = gang_body(job, state, domain=record.domain if keeps_domain else None,
                              label_key=record.label_key if keeps_domain else None,
                              reason=state.value, message=message,
-                             evictions=evictions + (state is GangState.EVICTED),
+                             evictions=evictions + (state is GangState.EVICTED and counted),
                              requeue_at=requeue_at, **common)
         return self._records.apply(body)
 
@@ -328,6 +338,21 @@ class Admitter:
         for record in orphans:
             self._records.delete(record)
 
+    def _preempt(self, preemptions: tuple[Preemption, ...], now: float) -> None:
+        """Evict each victim gang whole (`locality.admission.preempt`) and record it
+        `Evicted`, to be admitted again at once behind the job that preempted it (no
+        backoff: it did nothing wrong), its eviction count unchanged."""
+        for preemption in preemptions:
+            for victim in preemption.victims:
+                message = (f"preempted whole by {preemption.job} (priority "
+                           f"{preemption.priority}) in {preemption.domain}; admitted again, "
+                           "whole, when there is room")
+                if sum(self._evict(pod, message, now) for pod in victim.pods) < len(victim.pods):
+                    continue  # the next round plans it again
+                self.preempted_gangs_total += 1
+                self._record(victim.job, GangState.EVICTED, now, message=message,
+                             requeue_at=now, counted=False)
+
     def _evict(self, pod: Pod, message: str, now: float) -> bool:
         """Evict one member through the Eviction API (its uid a precondition; PDBs
         honoured), with an Event saying why. A 404 is done already."""
@@ -342,14 +367,14 @@ class Admitter:
         except ApiException as error:
             if error.status == 404:
                 return True
-            log.warning("could not evict a pod of a gang that is not whole; next round "
-                        "retries", extra={"pod": pod.full_name, "status": error.status,
-                                          "error": str(error.reason)})
+            log.warning("could not evict a gang's pod; next round retries",
+                        extra={"pod": pod.full_name, "status": error.status,
+                               "error": str(error.reason)})
             return False
         except Exception as error:  # noqa: BLE001 - transport faults: next round retries
-            log.warning("could not evict a pod of a gang that is not whole; next round "
-                        "retries", extra={"pod": pod.full_name,
-                                          "error": f"{type(error).__name__}: {error}"})
+            log.warning("could not evict a gang's pod; next round retries",
+                        extra={"pod": pod.full_name,
+                               "error": f"{type(error).__name__}: {error}"})
             return False
         self._event(pod, "HeadstartEvicted", message, now, "Warning")
         return True

@@ -29,7 +29,12 @@ The rule, in order:
    domain when the whole cluster (the level `cluster`) holds all its pods now, which it
    then takes from the cluster's room; otherwise it waits, whole (inadmissible when the
    cluster could never hold it). No policy ever releases part of a job.
-5. Anti-starvation (as EASY backfill and Kueue's head-of-queue do): the first
+5. Priority: a job that would wait for room (4) and whose pods may preempt, and that
+   the cluster does not take now as `preferred`, evicts whole lower-priority gangs
+   inside the one domain `preempt.choose` picks (fewest and lowest first), waits
+   `preempting` until their pods are gone, and takes what room it can use there now,
+   so no job after it does. A gang is a victim of one job per round.
+6. Anti-starvation (as EASY backfill and Kueue's head-of-queue do): the first
    `required` job in this order that waits for room it could have, once it has waited
    `head_reserve_after_seconds` since its last pod was created, takes all the room it
    can use in the domain that holds most of it. Jobs after it get only what is left, so
@@ -49,21 +54,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from bucketing.resources import Resources
 from locality.admission.config import AdmissionConfig
 from locality.admission.model import (
     Admission,
     Demand,
     Domain,
+    Gang,
     GatedJob,
     Plan,
+    Preemption,
     Release,
     Reservation,
     WaitCode,
     Waiting,
 )
 from locality.admission.pack import Bins, open_bins, pack
+from locality.admission.preempt import choose
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
-from locality.model import Locality
+from locality.model import JobKey, Locality
 
 
 def admission_order(job: GatedJob) -> tuple:
@@ -78,11 +87,16 @@ def plan(
     now: float,
     config: AdmissionConfig,
     releases: Sequence[Release] = (),
+    gangs: Sequence[Gang] = (),
+    leaving: Mapping[str, Resources] | None = None,
 ) -> Plan:
     """rooms: per level name, its domains' room (`snapshot.level_room`); the level
     `cluster` (`CLUSTER_LEVEL`) is what a `preferred` job may use without a domain (absent:
     such a job waits). now: seconds since the epoch, the clock of the pods' creation
-    timestamps."""
+    timestamps. gangs: the admitted gangs a higher-priority job may evict
+    (`preempt.candidates`); leaving: per node, what Terminating pods of gangs free
+    (`preempt.leaving`)."""
+    leaving = leaving or {}
     waiting: list[Waiting] = []
     ready: list[GatedJob] = []
     for job in jobs:
@@ -105,6 +119,8 @@ def plan(
     ever = _Capacity(rooms, kinds)
 
     admissions: list[Admission] = []
+    preemptions: list[Preemption] = []
+    taken: set[JobKey] = set()  # gangs a job of this round evicts already
     head: tuple[GatedJob, Domain, Bins] | None = None  # the held domain, before the hold
     for job in sorted(ready, key=admission_order):
         size = len(job.gated)
@@ -166,6 +182,18 @@ def plan(
                 continue
         assert most is not None
         _, domain, partial, placed = most
+        if job.preempts and (gangs or leaving) and not _cluster_holds(job, demand, bins):
+            preemption = choose(job, demand, {Domain(job.level, v): bins[Domain(job.level, v)]
+                                              for v in room.domains},
+                                gangs, leaving, frozenset(taken))
+            if preemption is not None:
+                preemptions.append(preemption)
+                taken.update(victim.job for victim in preemption.victims)
+                waiting.append(Waiting(job.key, job.gated, WaitCode.PREEMPTING,
+                                       preemption.note))
+                # What it can use there now is its: no job after it takes that room.
+                pack(bins[preemption.domain], demand, job.pods_per_node)
+                continue
         reason = (f"no {job.level} domain holds its {size} pods now, even with the nodes "
                   f"the autoscaler can add; the most is {placed} in {domain}{notes}")
         _unplaced(job, demand, WaitCode.NO_FIT, reason, bins, ever, admissions, waiting)
@@ -174,7 +202,7 @@ def plan(
                 and held <= waited < held + config.head_hold_seconds):
             head = (job, domain, bins[domain])
             bins[domain] = partial
-    return Plan(tuple(admissions), tuple(waiting), tuple(releases))
+    return Plan(tuple(admissions), tuple(waiting), tuple(releases), tuple(preemptions))
 
 
 class _Capacity:
@@ -226,6 +254,15 @@ def _join_recorded(job: GatedJob, demand: Demand, bins: dict[Domain, Bins],
     admissions.append(Admission(
         job.key, job.gated, recorded, domain_room.label_key, job.policy.placement_group,
         new_nodes, f"joins {recorded}, where its other pods were admitted"))
+
+
+def _cluster_holds(job: GatedJob, demand: Demand, bins: Mapping[Domain, Bins]) -> bool:
+    """A `preferred` job the whole cluster holds now: released there, no preemption."""
+    if job.policy.placement_group is not Locality.PREFERRED:
+        return False
+    whole = bins.get(Domain(CLUSTER_LEVEL, CLUSTER_LEVEL))
+    return whole is not None and \
+        pack(whole.copy(), demand, job.pods_per_node) == len(job.gated)
 
 
 def _unplaced(job: GatedJob, demand: Demand, code: WaitCode, reason: str,

@@ -114,5 +114,5 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
         awaiting_group=awaiting, owner_wait=owner_wait, level=level,
         priority=max(pod.priority for pod in gated),
         created_at=min(created), last_created_at=max(created), recorded=recorded,
-        requeue_at=requeue_at,
+        requeue_at=requeue_at, preempts=all(pod.preempts for pod in gated),
     )

@@ -3,7 +3,8 @@
 `TRANSITIONS` lists them (the states are `record.GangState`); `mermaid()` renders the
 diagram docs/extender.md shows (`python -m locality.admission.lifecycle` prints it; a
 test checks the page holds this rendering). The rules themselves live in `assign`
-(admission and waiting) and `recovery` (after admission).
+(admission and waiting), `preempt` (which gangs a higher-priority job evicts) and
+`recovery` (after admission).
 
 Must not: decide anything.
 """
@@ -25,10 +26,11 @@ TRANSITIONS: tuple[tuple[str, str, str], ...] = (
     (W.value, NEVER.value, "no domain could ever hold it"),
     (NEVER.value, W.value, "nodes or node groups added"),
     (A.value, R.value, "every member bound"),
-    (A.value, E.value, "not whole within bind_timeout_seconds"),
+    (A.value, E.value, "not whole within bind_timeout_seconds, or preempted"),
     (R.value, C.value, "a member lost (node, failure, eviction)"),
     (C.value, R.value, "its replacement bound in the domain"),
-    (C.value, E.value, "still short after bind_timeout_seconds"),
+    (C.value, E.value, "still short after bind_timeout_seconds, or preempted"),
+    (R.value, E.value, "preempted whole by a higher-priority job"),
     (E.value, W.value, "owner recreated the pods; backoff over"),
     (E.value, A.value, "backoff over, and one domain holds it"),
     (R.value, A.value, "restarted: every pod new, admitted afresh"),

@@ -42,6 +42,7 @@ class WaitCode(enum.Enum):
     HELD = "held"  # it would take room an older job that waits longer needs
     INADMISSIBLE = "inadmissible"  # no domain could ever hold it: holds nothing
     BACKOFF = "backoff"  # evicted (not whole in time): not admitted again before requeueAt
+    PREEMPTING = "preempting"  # lower-priority gangs are evicted for it; admitted once gone
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,8 @@ class GatedJob:
     owner_wait: str | None = None
     requeue_at: float | None = None
     """Evicted earlier: not admitted again before this time (`recovery`)."""
+    preempts: bool = True
+    """Every gated pod may preempt (none has `preemptionPolicy: Never`)."""
 
     @property
     def demand(self) -> Demand:
@@ -149,9 +152,41 @@ class Release:
 
 
 @dataclass(frozen=True, slots=True)
+class Gang:
+    """A gang headstart admitted, as a job that fits nowhere may preempt it: its live
+    members (not finished, not Terminating) and its priority (their highest)."""
+
+    job: JobKey
+    priority: int
+    pods: tuple[Pod, ...]
+
+    @property
+    def gpu_milli(self) -> int:
+        return sum(pod.request.gpu_milli for pod in self.pods)
+
+    @property
+    def nodes(self) -> frozenset[str]:
+        return frozenset(pod.node_name for pod in self.pods if pod.node_name is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """Evict `victims`, whole, so that `job` fits `domain` (it waits, `preempting`,
+    until their pods are gone). No victims: the pods of gangs evicted earlier are still
+    leaving; nothing more is evicted."""
+
+    job: JobKey
+    priority: int
+    domain: Domain
+    victims: tuple[Gang, ...]
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """One admission round's decisions, jobs in admission order."""
 
     admissions: tuple[Admission, ...] = ()
     waiting: tuple[Waiting, ...] = ()
     releases: tuple[Release, ...] = ()
+    preemptions: tuple[Preemption, ...] = ()

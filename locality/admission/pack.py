@@ -21,12 +21,12 @@ not modelled: kube-scheduler checks them when it places the pods.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from bucketing.resources import Resources
+from bucketing.resources import ZERO, Resources
 from locality.admission.model import Demand
 from locality.admission.snapshot import DomainRoom
 from locality.constraints import PodConstraints
@@ -55,6 +55,18 @@ class Bins:
         # Room is a value: sharing it is safe, pack replaces it.
         return Bins(self.room, [list(entry) for entry in self.pool], self.kinds, self.opened,
                     self.nodes, list(self.opened_nodes), self.masks)
+
+    def freed(self, by_node: Mapping[str, Resources]) -> Bins:
+        """A copy with each named existing node's room grown by what it frees (pods
+        leaving it); names not among `nodes` free nothing here."""
+        rows = {node.name: index for index, node in enumerate(self.nodes)}
+        given = [ZERO] * len(self.room)
+        for name, resources in by_node.items():
+            if name in rows:
+                given[rows[name]] = given[rows[name]] + resources
+        copy = self.copy()
+        copy.room = self.room.plus(Room.of(given, self.kinds, 0))
+        return copy
 
     def free_gpu_milli(self) -> int:
         return int(np.maximum(self.room.gpu, 0).sum())

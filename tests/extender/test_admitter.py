@@ -430,3 +430,54 @@ async def test_a_replacement_waiting_for_room_keeps_its_gangs_record(fake_kube, 
     record = gang_of(fake_kube, "a")["status"]
     assert record["state"] == "Recovering" and record["domain"] == "placement-group=pg-a"
     assert pod_of(fake_kube, "a-2")["spec"]["schedulingGates"] == [{"name": GATE}]
+
+
+def owned(pod, job):
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
+                                           "name": job, "uid": f"{job}-uid",
+                                           "controller": True}]
+    return pod
+
+
+async def test_a_higher_priority_job_preempts_one_whole_gang(fake_kube, replicas):
+    # low-a fills pg-a, low-b fills pg-b (1 node each, 8 GPUs, priority 0, running). high
+    # (1 pod, 8 GPUs, priority 100) fits nowhere: the admitter evicts exactly one whole
+    # gang through the Eviction API, records it Evicted (to be admitted again at once,
+    # its eviction count unchanged), and high waits `preempting`; once the victim's pod
+    # is gone, high is admitted into that domain.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("b1", group="pg-b"))
+    for job in ("low-a", "low-b"):
+        fake_kube.create(owned(gated_pod(f"{job}-0", job, 1), job))
+    admitter = replicas("solo", leading=True)
+    binder = ApiBinder(fake_kube.api_client())
+
+    def state(job):
+        return (gang_of(fake_kube, job) or {}).get("status", {}).get("state")
+
+    await settle(admitter, lambda: state("low-a") == "Admitted" and state("low-b") == "Admitted")
+    for job in ("low-a", "low-b"):
+        pod = pod_of(fake_kube, f"{job}-0")
+        node = "a1" if "pg-a" in str(pod["spec"]["affinity"]) else "b1"
+        assert await binder.bind(BindingArgs(f"{job}-0", "team", pod["metadata"]["uid"],
+                                             node)) == ""
+    await settle(admitter, lambda: state("low-a") == "Running" and state("low-b") == "Running")
+    fake_kube.create(owned(gated_pod("high-0", "high", 1, extra_spec={"priority": 100}),
+                           "high"))
+    await settle(admitter, lambda: "Evicted" in (state("low-a"), state("low-b")))
+    victim = "low-a" if state("low-a") == "Evicted" else "low-b"
+    survivor = "low-b" if victim == "low-a" else "low-a"
+    assert pod_of(fake_kube, f"{victim}-0") is None
+    assert pod_of(fake_kube, f"{survivor}-0")["spec"].get("nodeName")
+    assert state(survivor) == "Running"
+    status = gang_of(fake_kube, victim)["status"]
+    assert status.get("evictions", 0) == 0
+    assert status["message"].startswith("preempted whole by team/high (priority 100)")
+    assert admitter.preempted_gangs_total == 1
+    await settle(admitter, lambda: state("high") == "Admitted")
+    assert gang_of(fake_kube, "high")["status"]["domain"] == \
+        f"placement-group={'pg-a' if victim == 'low-a' else 'pg-b'}"
+    # The victim's owner recreates its pod behind the gate: no backoff, it waits for room.
+    fake_kube.create(owned(gated_pod(f"{victim}-1", victim, 1), victim))
+    await settle(admitter, lambda: admitter.waiting_by_code()["no_fit"] == 1)
+    assert admitter.preempted_gangs_total == 1

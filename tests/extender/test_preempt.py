@@ -18,8 +18,12 @@ import pytest
 from bucketing.errors import InputError
 from extender.config import ExtenderConfig
 from extender.wire import Victims, encode_preemption_result, parse_preemption_args
+from locality.admission.model import Domain
+from locality.admission.record import GangRecord, GangState
+from locality.model import JobKey
+from locality.parse import parse_pod
 from tests.extender.builders import make_node, make_nrt, make_pod
-from tests.extender.test_app import build_cache, ops_of, post, serve  # noqa: F401
+from tests.extender.test_app import LOCALITY, build_cache, ops_of, post, serve  # noqa: F401
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -122,3 +126,28 @@ def test_a_node_left_with_no_victim_is_never_answered():
     body = encode_preemption_result({"a": Victims(("u",), None, 0), "b": Victims((), None, 0)})
     assert json.loads(body) == {"NodeNameToMetaVictims": {
         "a": {"Pods": [{"UID": "u"}], "NumPDBViolations": 0}}}
+
+
+@pytest.mark.parametrize("preemptor", ["bert-worker-7", "web"], ids=["job-pod", "pod-of-no-job"])
+async def test_a_node_whose_victim_is_in_an_admitted_gang_is_dropped(serve, ops_of, preemptor):
+    """a-1's victim is a member of gang `low` (Running): kube-scheduler would take one
+    member of it; the admitter preempts gangs whole. The other candidates are judged as
+    before (a-2 kept: its victim is a placeholder), whoever the preemptor is."""
+    cache = cluster()
+    member = make_pod("low-0", namespace="train", gpus=8, job="low", node="a-1",
+                      phase="Running")
+    cache.apply_pod(parse_pod(member, LOCALITY))
+    cache.replace_gangs([GangRecord(JobKey("train", "low"), GangState.RUNNING,
+                                    Domain("placement-group", "pg-a"), name="low")])
+    request = golden("preempt-nodecachecapable-true.request.json")
+    request["NodeNameToMetaVictims"] = {
+        "a-1": {"Pods": [{"UID": member["metadata"]["uid"]}], "NumPDBViolations": 0},
+        "a-2": request["NodeNameToMetaVictims"]["a-2"]}
+    if preemptor == "web":
+        request["Pod"] = make_pod("web", namespace="apps", gpus=8)
+    client = await serve(cache)
+    _, text = await post(client, "preempt", json.dumps(request).encode())
+    assert set(json.loads(text)["NodeNameToMetaVictims"]) == {"a-2"}
+    metrics = await (await (await ops_of(client)).get("/metrics")).text()
+    assert ('headstart_extender_preemption_nodes_total{outcome="dropped",'
+            'reason="gang_member"} 1.0') in metrics

@@ -276,6 +276,9 @@ POD = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}}
                      "pod.spec.initContainers[0]: expected an object", id="pod-container-str"),
         pytest.param(parse_pod, {**POD, "spec": {"containers": [], "priority": "high"}},
                      "pod.spec.priority: expected an integer", id="pod-priority-string"),
+        pytest.param(parse_pod, {**POD, "spec": {"containers": [], "preemptionPolicy": "Maybe"}},
+                     "pod.spec.preemptionPolicy: expected PreemptLowerPriority or Never",
+                     id="pod-preemption-policy"),
         pytest.param(parse_node, {"metadata": {"name": "n"}, "status": {"allocatable": []}},
                      "node.status.allocatable: expected a map", id="node-allocatable-list"),
         pytest.param(parse_node, {"metadata": {"name": "n"},
@@ -425,3 +428,10 @@ def test_node_devices_and_domains():
     # placement group (the required policy's) still falls back to it.
     assert node.domains == (("block", "b-1"), ("subblock", "sb-2"))
     assert node.placement_group == "b-1"
+
+
+@pytest.mark.parametrize(("policy", "preempts"), [
+    (None, True), ("PreemptLowerPriority", True), ("Never", False)])
+def test_preemption_policy(policy, preempts):
+    spec = {"containers": []} | ({"preemptionPolicy": policy} if policy else {})
+    assert parse_pod({**POD, "spec": spec}, CONFIG).preempts is preempts

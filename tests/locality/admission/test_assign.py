@@ -16,6 +16,7 @@ from locality.admission.assign import plan
 from locality.admission.config import GATE, AdmissionConfig, NodeGroup
 from locality.admission.gather import gather
 from locality.admission.model import Domain, WaitCode
+from locality.admission.preempt import candidates, leaving
 from locality.admission.record import GangRecord, GangState
 from locality.admission.snapshot import CLUSTER_LEVEL, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
@@ -92,7 +93,8 @@ def decide(pods, states, groups=(), extra=(), now=NOW, config=CONFIG, sizes=None
     gathered = gather(pods, records, of_job, LOCALITY, config)
     levels = {j.level for j in gathered.jobs} | {PG, CLUSTER_LEVEL}
     rooms = {level: level_room(states, level, LOCALITY, groups, sizes) for level in levels}
-    return plan(gathered.jobs, rooms, gathered.reservations, now, config, gathered.releases)
+    return plan(gathered.jobs, rooms, gathered.reservations, now, config, gathered.releases,
+                candidates(records.values(), of_job), leaving(records.values(), of_job))
 
 
 def summary(result):

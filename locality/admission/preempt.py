@@ -1,0 +1,141 @@
+"""Gang-aware preemption: which whole lower-priority gangs a job that fits nowhere evicts,
+inside the one domain chosen.
+
+Why: kube-scheduler's DefaultPreemption picks victims node by node, so a job of eight
+pods could take one member from each of eight gangs and leave every one of them holding
+its GPUs, broken. Here the unit is the gang, as Kueue's preemption takes whole
+Workloads, and the extender's preempt verb refuses candidates that would take a member
+of a gang (`locality.preemption`), so the two agree.
+
+Rule:
+- Only a job that no domain at its level holds now, even with the nodes the autoscaler
+  can add, and that some domain could hold (not inadmissible), preempts (`assign`).
+  Placeholders' room already counts as free, so placeholders always go first (kube-
+  scheduler preempts them when the pods bind).
+- Candidates (`candidates`): gangs headstart admitted (a record in Admitted, Running or
+  Recovering) whose priority, the highest of their live members, is below the job's,
+  and whose every live member has a controlling owner (a Job, a JobSet's Job) that
+  recreates it: headstart never removes what nothing gives back.
+- Room already leaving (`leaving`): bound pods of gangs, Terminating, count as free, so
+  a preemption under way is waited for and never widened.
+- Per domain: candidates with a bound member on the domain's nodes, lowest priority
+  first, then fewest GPUs, then name, are added until the job's pods all pack with
+  their bound members' room given back; then each chosen victim, last first, is kept
+  when the job still fits without it (Kueue's minimal set). Domains compare by the
+  highest victim priority, then the victims' GPUs, then their number, then name.
+- Members not bound free nothing here (their room is a reservation `assign` packed
+  already): a conservative count, never an optimistic one.
+
+Must not: read the clock, log, mutate its inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from bucketing.resources import ZERO, Resources
+from locality.admission.model import Demand, Domain, Gang, GatedJob, Preemption
+from locality.admission.pack import Bins, pack
+from locality.admission.record import GangRecord, is_member
+from locality.model import JobKey, Pod
+
+
+def candidates(records: Iterable[GangRecord],
+               pods_of_job: Callable[[JobKey], Sequence[Pod]]) -> tuple[Gang, ...]:
+    """The gangs a higher-priority job may evict (any priority: `choose` compares)."""
+    gangs = []
+    for record in records:
+        if not record.state.holds_domain:
+            continue
+        live = tuple(pod for pod in pods_of_job(record.job)
+                     if is_member(pod) and not pod.terminal)
+        if not live or any(pod.controller is None for pod in live):
+            continue
+        gangs.append(Gang(record.job, max(pod.priority for pod in live), live))
+    return tuple(sorted(gangs, key=_victim_order))
+
+
+def leaving(records: Iterable[GangRecord],
+            pods_of_job: Callable[[JobKey], Sequence[Pod]]) -> dict[str, Resources]:
+    """Per node, the requests of gangs' bound pods that are Terminating."""
+    by_node: dict[str, Resources] = {}
+    for record in records:
+        for pod in pods_of_job(record.job):
+            if pod.deleting and pod.node_name is not None and not pod.terminal:
+                by_node[pod.node_name] = by_node.get(pod.node_name, ZERO) + pod.request
+    return by_node
+
+
+def choose(job: GatedJob, demand: Demand, domains: Mapping[Domain, Bins],
+           gangs: Sequence[Gang], gone: Mapping[str, Resources],
+           taken: frozenset[JobKey] = frozenset()) -> Preemption | None:
+    """The preemption that lets `job` fit one of `domains` (its level's domains, as
+    `assign` left them this round), None when none does. gangs: `candidates`; gone:
+    `leaving`; taken: gangs another job of this round preempts already."""
+    size = len(job.gated)
+    lower = [gang for gang in gangs if gang.priority < job.priority and gang.job not in taken]
+    best: tuple[tuple, Preemption] | None = None
+    for domain, bins in domains.items():
+        names = {node.name for node in bins.nodes}
+        base = bins.freed(_on(gone, names))
+        if _fits(base, demand, size, job):
+            victims: list[Gang] = []
+        else:
+            chosen = _enough(base, demand, size, job,
+                             [gang for gang in lower if gang.nodes & names], names)
+            if chosen is None:
+                continue
+            victims = chosen
+        rank = (max((v.priority for v in victims), default=-2**31),
+                sum(v.gpu_milli for v in victims), len(victims), domain.value)
+        if best is None or rank < best[0]:
+            best = (rank, Preemption(job.key, job.priority, domain, tuple(victims),
+                                     _note(job, domain, victims)))
+    return best[1] if best is not None else None
+
+
+def _enough(base: Bins, demand: Demand, size: int, job: GatedJob, lower: Sequence[Gang],
+            names: set[str]) -> list[Gang] | None:
+    """The fewest of `lower` (in order) whose bound members' room lets the job fit."""
+    chosen: list[Gang] = []
+    for gang in lower:
+        chosen.append(gang)
+        if _fits(base.freed(_freed(chosen, names)), demand, size, job):
+            break
+    else:
+        return None
+    for gang in reversed(chosen[:-1]):  # the last one was needed: it tipped the fit
+        rest = [g for g in chosen if g is not gang]
+        if _fits(base.freed(_freed(rest, names)), demand, size, job):
+            chosen = rest
+    return chosen
+
+
+def _fits(bins: Bins, demand: Demand, size: int, job: GatedJob) -> bool:
+    return pack(bins.copy(), demand, job.pods_per_node) == size
+
+
+def _freed(gangs: Iterable[Gang], names: set[str]) -> dict[str, Resources]:
+    by_node: dict[str, Resources] = {}
+    for gang in gangs:
+        for pod in gang.pods:
+            if pod.node_name in names:
+                by_node[pod.node_name] = by_node.get(pod.node_name, ZERO) + pod.request
+    return by_node
+
+
+def _on(by_node: Mapping[str, Resources], names: set[str]) -> dict[str, Resources]:
+    return {name: resources for name, resources in by_node.items() if name in names}
+
+
+def _victim_order(gang: Gang) -> tuple:
+    return (gang.priority, gang.gpu_milli, gang.job.namespace, gang.job.name)
+
+
+def _note(job: GatedJob, domain: Domain, victims: Sequence[Gang]) -> str:
+    if not victims:
+        return (f"fits {domain} once the pods of the gangs evicted for it are gone; "
+                "waiting for them to end")
+    names = ", ".join(f"{v.job} (priority {v.priority}, {len(v.pods)} pods)" for v in victims)
+    return (f"no domain holds it now; evicting lower-priority gang(s) whole in {domain} "
+            f"for it (priority {job.priority}): {names}; admitted once their pods are gone")
