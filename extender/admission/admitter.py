@@ -47,10 +47,13 @@ from kubernetes.client.exceptions import ApiException
 
 from bucketing.autoscaler_status import AutoscalerStatus, parse_autoscaler_status
 from extender.admission.patch import ungate_patch
+from extender.admission.podgroups import Outcome as PodGroupOutcome
+from extender.admission.podgroups import PodGroupWriter
 from extender.admission.records import RecordWriter
 from extender.cache import ClusterCache
 from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
+from locality.admission.coscheduling import POD_GROUP_LABEL, pod_group_body
 from locality.admission.gather import gather
 from locality.admission.model import Admission, GatedJob, Plan, Preemption, WaitCode, Waiting
 from locality.admission.preempt import candidates, leaving
@@ -100,6 +103,7 @@ class Admitter:
         self.sizes_listed = sizes_listed
         self._core = k8s.CoreV1Api(api_client) if api_client is not None else None
         self._records = RecordWriter(api_client) if api_client is not None else None
+        self._pod_groups = PodGroupWriter(api_client) if api_client is not None else None
         self._jobs: dict[JobKey, GatedJob] = {}  # the last round's jobs, for their records
         self._seen_records: dict[JobKey, GangRecord] = {}  # the round's records (a copy)
         self.last_plan = Plan()
@@ -265,10 +269,12 @@ class Admitter:
         self._seen_records = records
         patched = failed = 0
         for admission in planned.admissions:
-            if not self._record(admission.job, GangState.ADMITTED, now, admission=admission):
+            gang_uid = self._record(admission.job, GangState.ADMITTED, now, admission=admission)
+            labels = self._pod_group(admission, gang_uid) if gang_uid else None
+            if labels is None:
                 failed += len(admission.pods)
                 continue
-            done, missed = self._admit(admission, now)
+            done, missed = self._admit(admission, now, labels)
             patched += done
             failed += missed
             if not missed:
@@ -289,8 +295,8 @@ class Admitter:
     def _record(self, job: JobKey, state: GangState, now: float,
                 admission: Admission | None = None, waiting: Waiting | None = None,
                 message: str = "", requeue_at: float | None = None,
-                counted: bool = True) -> bool:
-        """Apply the job's gang record; False when it could not be written. The domain
+                counted: bool = True) -> str | None:
+        """Apply the job's gang record: its uid, None when it could not be written. The domain
         and evictions of its last record carry over unless an admission sets a domain;
         an eviction adds one unless not `counted` (a preemption)."""
         assert self._records is not None
@@ -379,7 +385,26 @@ class Admitter:
         self._event(pod, "HeadstartEvicted", message, now, "Warning")
         return True
 
-    def _admit(self, admission: Admission, now: float) -> tuple[int, int]:
+    def _pod_group(self, admission: Admission, gang_uid: str) -> dict[str, str] | None:
+        """The labels that put the gang's pods in its PodGroup (created first, owned by
+        its Gang: `locality.admission.coscheduling`); {} for none (off, not served, pods
+        naming their own, the name taken), None to retry next round."""
+        if not self.config.pod_groups or self._pod_groups is None or any(
+                POD_GROUP_LABEL in pod.labels for pod in admission.pods):
+            return {}
+        gathered = self._jobs.get(admission.job)
+        size = (gathered.size if gathered is not None else None) or len(admission.pods)
+        body = pod_group_body(admission.job, size, self.config.pod_group_timeout_seconds,
+                              gang_uid)
+        outcome = self._pod_groups.ensure(admission.job, body)
+        if outcome is PodGroupOutcome.RETRY:
+            return None
+        if outcome is PodGroupOutcome.NONE:
+            return {}
+        return {POD_GROUP_LABEL: body["metadata"]["name"]}
+
+    def _admit(self, admission: Admission, now: float,
+               labels: dict[str, str] | None = None) -> tuple[int, int]:
         domain = None
         if admission.domain is not None and admission.label_key is not None:
             domain = (admission.label_key, admission.domain.value, str(admission.domain))
@@ -387,7 +412,7 @@ class Admitter:
                    f"{admission.note}")
         done = missed = 0
         for pod in admission.pods:
-            if self._ungate(pod, domain, admission.locality):
+            if self._ungate(pod, domain, admission.locality, labels):
                 done += 1
                 self._event(pod, "HeadstartAdmitted", message, now)
             else:
@@ -395,7 +420,7 @@ class Admitter:
         return done, missed
 
     def _ungate(self, pod: Pod, domain: tuple[str, str, str] | None,
-                locality: Locality) -> bool:
+                locality: Locality, labels: dict[str, str] | None = None) -> bool:
         core = self._core
         assert core is not None
         try:
@@ -408,7 +433,7 @@ class Admitter:
             if (current.get("metadata") or {}).get("uid") != pod.uid:
                 return False  # replaced by a pod of the same name: plan it afresh
             ops = ungate_patch(current, self.config.gate, domain, locality,
-                               self.config.domain_annotation)
+                               self.config.domain_annotation, labels)
             if ops is None:
                 return True  # someone lifted it already
             core.patch_namespaced_pod(pod.name, pod.namespace, ops,

@@ -12,6 +12,9 @@ neither expressions nor fields matches no node already and cannot gain any: it i
 as it is. The domain annotation (`LEVEL=DOMAIN`) goes in the same patch, so the record
 and the affinity never disagree.
 
+Labels asked for (the gang's PodGroup, `locality.admission.coscheduling`) are added
+where the pod has no value for that key; a value it has is never changed.
+
 `test` operations on the uid, the resourceVersion and the gate's position make the
 patch apply only to the pod it was computed from: anything changed in between fails it
 with 422 and the next round recomputes it.
@@ -41,11 +44,13 @@ def ungate_patch(
     domain: tuple[str, str, str] | None = None,
     locality: Locality = Locality.REQUIRED,
     domain_annotation: str = "headstart.io/domain",
+    labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]] | None:
     """The operations, None when the pod no longer carries `gate`.
 
     domain: (label key, label value, annotation value `LEVEL=VALUE`), None to lift the
     gate only. locality: `required` writes a required term, `preferred` a preferred one.
+    labels: set on the pod where it has none of that key (the gang's PodGroup).
     """
     metadata = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -60,6 +65,7 @@ def ungate_patch(
         {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": gate},
         {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
     ]
+    ops += _labels(metadata.get("labels"), labels or {})
     if domain is None:
         return ops
     key, value, record = domain
@@ -75,6 +81,17 @@ def ungate_patch(
     else:
         ops += _preferred(spec, expression)
     return ops
+
+
+def _labels(current: Mapping[str, str] | None, wanted: Mapping[str, str]
+            ) -> list[dict[str, Any]]:
+    missing = {key: value for key, value in wanted.items() if key not in (current or {})}
+    if not missing:
+        return []
+    if current is None:
+        return [{"op": "add", "path": "/metadata/labels", "value": missing}]
+    return [{"op": "add", "path": f"/metadata/labels/{_escape(key)}", "value": value}
+            for key, value in sorted(missing.items())]
 
 
 def _parents(spec: Mapping[str, Any], field: str, value: Any) -> list[dict[str, Any]] | None:

@@ -13,6 +13,7 @@ Must not: decide what a record says (`locality.admission.record` does).
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -32,14 +33,19 @@ class RecordWriter:
         self._custom = k8s.CustomObjectsApi(api_client)
         self._missing_logged = False
 
-    def apply(self, body: dict[str, Any]) -> bool:
+    def apply(self, body: dict[str, Any]) -> str | None:
+        """The record's uid once applied, None when it could not be."""
         metadata = body["metadata"]
         try:
-            self._custom.patch_namespaced_custom_object(
+            raw = self._custom.patch_namespaced_custom_object(
                 GROUP, VERSION, metadata["namespace"], PLURAL, metadata["name"], body,
                 field_manager=FIELD_MANAGER, force=True, _content_type=APPLY_CONTENT_TYPE,
-                _request_timeout=10)
-            return True
+                _request_timeout=10, _preload_content=False)
+            try:
+                applied = json.loads(raw.data)
+            finally:
+                raw.release_conn()
+            return str((applied.get("metadata") or {}).get("uid") or "") or None
         except ApiException as error:
             if error.status == 404 and not self._missing_logged:
                 self._missing_logged = True
@@ -49,10 +55,10 @@ class RecordWriter:
                 log.warning("could not write the gang record; next round retries",
                             extra={"gang": f"{metadata['namespace']}/{metadata['name']}",
                                    "status": error.status, "error": str(error.reason)})
-            return False
+            return None
         except Exception as error:  # noqa: BLE001 - transport faults: next round retries
             _transport_fault("write", f"{metadata['namespace']}/{metadata['name']}", error)
-            return False
+            return None
 
     def delete(self, record: GangRecord) -> bool:
         options = k8s.V1DeleteOptions(preconditions=k8s.V1Preconditions(

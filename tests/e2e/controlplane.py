@@ -45,7 +45,12 @@ from tests.e2e.processes import Process, exit_on_sigterm, free_ports, stop_all
 
 ENV_VAR = "HEADSTART_E2E_BIN"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
-            "cluster-autoscaler")
+            "cluster-autoscaler", "kube-scheduler-plugins")
+# kube-scheduler-plugins: kubernetes-sigs/scheduler-plugins' kube-scheduler (cmd/scheduler),
+# the image the shipped headstart-scheduler runs; a scheduler whose configuration names
+# Coscheduling runs it. Its PodGroup CRD (manifests/crds in that repository) is read
+# from beside the binaries.
+POD_GROUP_CRD = Path("crds") / "scheduling.x-k8s.io_podgroups.yaml"
 KARPENTER_BINARY = "karpenter-kwok"  # only for scenarios with ClusterSpec(karpenter=True)
 DATA = Path(__file__).resolve().parent / "data"
 KARPENTER_CRDS = tuple(DATA / f"{name}.yaml" for name in (
@@ -99,7 +104,22 @@ def binaries_problem(environ: Mapping[str, str] = os.environ) -> str | None:
                if not os.access(os.path.join(directory, name), os.X_OK)]
     if missing:
         return f"{ENV_VAR}={directory} lacks the executable(s) {', '.join(missing)}"
+    if not os.path.isfile(os.path.join(directory, POD_GROUP_CRD)):
+        return (f"{ENV_VAR}={directory} lacks {POD_GROUP_CRD} (scheduler-plugins' PodGroup "
+                "CRD, from its manifests/crds)")
     return None
+
+
+def pod_group_crd(environ: Mapping[str, str] = os.environ) -> Path:
+    """scheduler-plugins' PodGroup CRD beside the binaries (checked by binaries_problem)."""
+    return Path(environ.get(ENV_VAR, "")) / POD_GROUP_CRD
+
+
+def scheduler_binary(config: Mapping[str, Any]) -> str:
+    """kube-scheduler-plugins for a configuration that names Coscheduling, else the
+    upstream kube-scheduler (which refuses to start with a plugin it does not know)."""
+    return "kube-scheduler-plugins" if "Coscheduling" in yaml.safe_dump(dict(config)) \
+        else "kube-scheduler"
 
 
 def default_scheduler_config() -> dict[str, Any]:
@@ -410,8 +430,8 @@ class ControlPlane:
                 **(config.get("clientConnection") or {}), "kubeconfig": str(identity)}}
             path.write_text(yaml.safe_dump(body, sort_keys=False))
             # kube-scheduler ignores --kubeconfig once --config is given: the file says it.
-            self.run(name, [self.bin / "kube-scheduler", f"--config={path}", *scheduler_auth,
-                            f"--secure-port={port}"])
+            self.run(name, [self.bin / scheduler_binary(config), f"--config={path}",
+                            *scheduler_auth, f"--secure-port={port}"])
             checks.append((name, f"https://127.0.0.1:{port}/readyz", "ok"))
         if self.spec.kwok:
             port = self.ports["kwok"]

@@ -32,6 +32,7 @@ from tests.e2e.controlplane import (
     ClusterSpec,
     ControlPlane,
     default_scheduler_config,
+    pod_group_crd,
 )
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import HEADSTART_SCHEDULER
@@ -39,14 +40,18 @@ from tests.e2e.processes import Process, free_ports
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED_SCHEDULER_CONFIG = REPO / "manifests" / "base" / "scheduler" / "scheduler-config.yaml"
+WITHOUT_COSCHEDULING_CONFIG = (REPO / "manifests" / "components" / "without-coscheduling"
+                               / "scheduler-config.yaml")
 
 
-def headstart_scheduler_config(extender_url: str, lease_in_headstart_namespace: bool = True
-                               ) -> dict[str, Any]:
+def headstart_scheduler_config(extender_url: str, lease_in_headstart_namespace: bool = True,
+                               coscheduling: bool = True) -> dict[str, Any]:
     """The shipped headstart-scheduler configuration, pointed at `extender_url`. Not
     `lease_in_headstart_namespace` (a variant that is not headstart's own scheduler):
-    its Lease goes to kube-system."""
-    config = yaml.safe_load(SHIPPED_SCHEDULER_CONFIG.read_text())
+    its Lease goes to kube-system. Not `coscheduling`: the without-coscheduling
+    component's (run by the upstream kube-scheduler)."""
+    config = yaml.safe_load((SHIPPED_SCHEDULER_CONFIG if coscheduling
+                             else WITHOUT_COSCHEDULING_CONFIG).read_text())
     if not lease_in_headstart_namespace:
         config["leaderElection"]["resourceNamespace"] = "kube-system"
     [extender] = config["extenders"]
@@ -67,7 +72,7 @@ def scheduler_variant(name: str, extender_url: str | None) -> dict[str, Any]:
     return config
 
 
-def headstart_cluster(**spec: Any) -> tuple[ClusterSpec, int]:
+def headstart_cluster(coscheduling: bool = True, **spec: Any) -> tuple[ClusterSpec, int]:
     """A cluster spec with headstart installed from its manifests, the default scheduler
     and the shipped headstart-scheduler running as its ServiceAccount (placeholders and
     training pods go through it), and the port its extender must serve kube-scheduler's
@@ -75,11 +80,15 @@ def headstart_cluster(**spec: Any) -> tuple[ClusterSpec, int]:
     port = free_ports(1)[0]
     schedulers = {
         "kube-scheduler": default_scheduler_config(),
-        HEADSTART_SCHEDULER: headstart_scheduler_config(f"http://127.0.0.1:{port}"),
+        HEADSTART_SCHEDULER: headstart_scheduler_config(f"http://127.0.0.1:{port}",
+                                                        coscheduling=coscheduling),
     }
     accounts = {HEADSTART_SCHEDULER: (installed.NAMESPACE, installed.service_account("scheduler"))}
+    # The PodGroup CRD, as the install docs apply it before headstart: Coscheduling in
+    # the shipped scheduler reads PodGroups, the admitter creates them.
+    crds = (pod_group_crd(), *spec.pop("crds", ()))
     return ClusterSpec(schedulers=schedulers, setup=(ensure_installed,),
-                       scheduler_accounts=accounts, **spec), port
+                       scheduler_accounts=accounts, crds=crds, **spec), port
 
 
 def ensure_installed(cluster: ControlPlane) -> None:
@@ -202,12 +211,13 @@ def extender_on_nodes(e2e_clusters: Any, name: str, nodes: Mapping[str, str | No
 
 
 def extender_on(e2e_clusters: Any, name: str, nodes: Sequence[dict[str, Any]],
-                logs: Sequence[str], settings: dict[str, Any] | None = None
-                ) -> tuple[ControlPlane, Extender, int]:
+                logs: Sequence[str], settings: dict[str, Any] | None = None,
+                coscheduling: bool = True) -> tuple[ControlPlane, Extender, int]:
     """A headstart cluster (no autoscaler) with these Node objects and a ready extender
     (config sections `settings` replaced) whose cache holds them all and the anchor node;
-    returns (cluster, extender, its port)."""
-    spec, port = headstart_cluster()
+    returns (cluster, extender, its port). Not `coscheduling`: its scheduler runs as the
+    without-coscheduling component installs it."""
+    spec, port = headstart_cluster(coscheduling=coscheduling)
     cluster = e2e_clusters.start(spec, name)
     for node in nodes:
         cluster.kube.create("/api/v1/nodes", node)

@@ -63,3 +63,23 @@ def test_only_our_gate_is_removed_and_none_when_it_is_gone():
     assert ops[-2:] == [{"op": "test", "path": "/spec/schedulingGates/1/name", "value": GATE},
                         {"op": "remove", "path": "/spec/schedulingGates/1"}]
     assert ungate_patch(pod(gates=("other",)), GATE) is None
+
+
+PG_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+@pytest.mark.parametrize(("labels", "expected"), [
+    # No labels at all: the map is created.
+    (None, [{"op": "add", "path": "/metadata/labels", "value": {PG_LABEL: "a"}}]),
+    # Other labels: the key is added (its "/" escaped).
+    ({"app": "x"}, [{"op": "add", "path": "/metadata/labels/scheduling.x-k8s.io~1pod-group",
+                     "value": "a"}]),
+    # The pod names a PodGroup already: its value is never changed.
+    ({PG_LABEL: "theirs"}, []),
+])
+def test_the_gangs_pod_group_label_is_added_never_changed(labels, expected):
+    raw = pod()
+    if labels is not None:
+        raw["metadata"]["labels"] = labels
+    ops = ungate_patch(raw, GATE, labels={PG_LABEL: "a"})
+    assert ops[4:] == expected

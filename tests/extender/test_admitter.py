@@ -481,3 +481,65 @@ async def test_a_higher_priority_job_preempts_one_whole_gang(fake_kube, replicas
     fake_kube.create(owned(gated_pod(f"{victim}-1", victim, 1), victim))
     await settle(admitter, lambda: admitter.waiting_by_code()["no_fit"] == 1)
     assert admitter.preempted_gangs_total == 1
+
+
+def pod_group_of(kube, name):
+    return kube.get("scheduling.x-k8s.io/v1alpha1", "PodGroup", name, "team")
+
+
+async def test_an_admitted_gang_gets_a_pod_group_owned_by_its_record(fake_kube, replicas):
+    # a (2 pods) is admitted: its PodGroup (minMember 2, the configured timeout) is
+    # created before any pod is patched, owned by the Gang, and every pod is labelled
+    # with it, so Coscheduling binds the gang all or nothing.
+    fake_kube.serve("scheduling.x-k8s.io/v1alpha1")
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    for index in range(2):
+        fake_kube.create(gated_pod(f"a-{index}", "a", 2))
+    admitter = replicas("solo", leading=True)
+    await settle(admitter, lambda: all(
+        not pod_of(fake_kube, f"a-{i}")["spec"].get("schedulingGates") for i in range(2)))
+    group = pod_group_of(fake_kube, "a")
+    gang = gang_of(fake_kube, "a")
+    assert group["spec"] == {"minMember": 2,
+                             "scheduleTimeoutSeconds": ADMISSION.pod_group_timeout_seconds}
+    assert [(o["kind"], o["uid"]) for o in group["metadata"]["ownerReferences"]] == [
+        ("Gang", gang["metadata"]["uid"])]
+    for index in range(2):
+        labels = pod_of(fake_kube, f"a-{index}")["metadata"]["labels"]
+        assert labels["scheduling.x-k8s.io/pod-group"] == "a"
+
+
+@pytest.mark.parametrize("case", ["name-taken", "pods-name-their-own", "turned-off"])
+async def test_no_pod_group_of_anyone_else_is_used_or_changed(fake_kube, replicas, case):
+    fake_kube.serve("scheduling.x-k8s.io/v1alpha1")
+    fake_kube.create(make_node("a1", group="pg-a"))
+    theirs = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+              "metadata": {"name": "a" if case == "name-taken" else "mine",
+                           "namespace": "team"},
+              "spec": {"minMember": 5}}
+    fake_kube.create(theirs)
+    pod = gated_pod("a-0", "a", 1)
+    if case == "pods-name-their-own":
+        pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "mine"
+    fake_kube.create(pod)
+    admitter = replicas("solo", leading=True)
+    if case == "turned-off":
+        admitter.config = replace(ADMISSION, pod_groups=False)
+    await settle(admitter, lambda: not pod_of(fake_kube, "a-0")["spec"].get("schedulingGates"))
+    labels = pod_of(fake_kube, "a-0")["metadata"]["labels"]
+    expected = "mine" if case == "pods-name-their-own" else None
+    assert labels.get("scheduling.x-k8s.io/pod-group") == expected
+    assert pod_group_of(fake_kube, theirs["metadata"]["name"])["spec"] == {"minMember": 5}
+    if case != "name-taken":
+        assert pod_group_of(fake_kube, "a") is None
+
+
+async def test_without_the_pod_group_api_a_gang_is_admitted_without_one(fake_kube, replicas,
+                                                                        caplog):
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(gated_pod("a-0", "a", 1))
+    admitter = replicas("solo", leading=True)
+    await settle(admitter, lambda: not pod_of(fake_kube, "a-0")["spec"].get("schedulingGates"))
+    assert "scheduling.x-k8s.io/pod-group" not in pod_of(fake_kube, "a-0")["metadata"]["labels"]
+    assert "PodGroups (scheduling.x-k8s.io/v1alpha1) are not served" in caplog.text

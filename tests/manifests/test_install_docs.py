@@ -61,7 +61,7 @@ def test_the_documented_kustomization_sets_both_images(tmp_path, doc):
     writes = block[block.index("mkdir -p my-cluster"):block.index("\nEOF\n") + len("\nEOF\n")]
     shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
     subprocess.run(["bash", "-euc", writes], cwd=tmp_path, check=True,
-                   env={"PATH": "/usr/bin:/bin", "IMAGE": IMAGE, "TAG": "v1.33.5"})
+                   env={"PATH": "/usr/bin:/bin", "IMAGE": IMAGE, "TAG": "v0.33.5"})
     result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -71,7 +71,7 @@ def test_the_documented_kustomization_sets_both_images(tmp_path, doc):
         for container in obj["spec"]["template"]["spec"]["containers"]
     }
     assert images[("headstart-scheduler", "kube-scheduler")] == (
-        "registry.k8s.io/kube-scheduler:v1.33.5")
+        "registry.k8s.io/scheduler-plugins/kube-scheduler:v0.33.5")
     assert images[("headstart-extender", "extender")] == IMAGE
     assert images[("headstart-overprovisioner", "overprovisioner")] == IMAGE
 
@@ -117,3 +117,56 @@ def test_the_tuned_buckets_reach_the_overprovisioner_through_the_users_kustomiza
     assert config.catalog == shipped["catalog"] == tuned.catalog
     # Everything else is the overlay's own config.
     assert config.horizon_s > 0 and config.placeholders.scheduler_name == "headstart-scheduler"
+
+
+@pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
+                         ids=["eks", "gke"])
+@pytest.mark.parametrize(("minor", "tag"), [
+    ("30", "v0.30.12"), ("33", "v0.33.5"), ("34", "v0.34.7"),
+    ("35", "v0.34.7"),  # one minor older than the control plane: within the skew policy
+    ("36", "none"),  # no release yet: the block says so and points to the component
+])
+def test_the_documented_release_for_each_minor(doc, minor, tag):
+    block = install_block(doc)
+    case = block[block.index("case "):block.index("esac") + len("esac")]
+    found = subprocess.run(["bash", "-euc", case + '\necho "TAG=$TAG"'], env={
+        "PATH": "/usr/bin:/bin", "MINOR": minor}, capture_output=True, text=True, check=True)
+    assert found.stdout.strip().splitlines()[-1] == f"TAG={tag}"
+    if tag == "none":
+        assert "Without Coscheduling" in found.stdout
+
+
+def test_without_coscheduling_renders_the_upstream_scheduler(tmp_path):
+    """The docs' component, with the upstream image at the control plane's minor: the
+    scheduler runs registry.k8s.io/kube-scheduler with the config less Coscheduling."""
+    shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
+    (tmp_path / "my-cluster").mkdir()
+    (tmp_path / "my-cluster" / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": ["../manifests/overlays/eks"],
+        "components": ["../manifests/components/without-coscheduling"],
+        "images": [{"name": "registry.k8s.io/kube-scheduler", "newTag": "v1.36.2"}]}))
+    result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    objects = [o for o in yaml.safe_load_all(result.stdout) if o]
+    (scheduler,) = [o for o in objects if o["kind"] == "Deployment"
+                    and o["metadata"]["name"] == "headstart-scheduler"]
+    assert scheduler["spec"]["template"]["spec"]["containers"][0]["image"] == \
+        "registry.k8s.io/kube-scheduler:v1.36.2"
+    (config_map,) = [o for o in objects if o["kind"] == "ConfigMap"
+                     and o["metadata"]["name"].startswith("headstart-scheduler-config")]
+    assert "Coscheduling" not in yaml.safe_dump(yaml.safe_load(config_map["data"]["config.yaml"]))
+
+
+def test_the_component_config_is_the_shipped_one_less_coscheduling():
+    shipped = yaml.safe_load((checks.MANIFESTS / "base" / "scheduler" /
+                              "scheduler-config.yaml").read_text())
+    component = yaml.safe_load((checks.MANIFESTS / "components" / "without-coscheduling" /
+                                "scheduler-config.yaml").read_text())
+    profile = shipped["profiles"][0]
+    assert profile.pop("plugins") == {
+        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+        "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}}
+    profile["pluginConfig"] = [c for c in profile["pluginConfig"] if c["name"] != "Coscheduling"]
+    assert component == shipped

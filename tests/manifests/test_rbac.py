@@ -224,6 +224,11 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
                           "kubeflow.org/v1", "jobset.x-k8s.io/v1alpha2",
                           "trainer.kubeflow.org/v1alpha1"):
         fake_kube.serve(group_version)
+    # `gated`'s PodGroup name is taken by a tenant's: the admitter's create gets 409 and
+    # it reads that one back (not its own: left alone); `gone` gets its own.
+    fake_kube.create({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                      "metadata": {"name": "gated", "namespace": "default"},
+                      "spec": {"minMember": 1}})
     port, ops_port = free_port(), free_port()
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     config = tmp_path / "extender.yaml"

@@ -1,0 +1,95 @@
+"""Creates the PodGroup of an admitted gang (`locality.admission.coscheduling`).
+
+Create, never update: a PodGroup of that name that exists already is used only when it
+is headstart's own for the same job (`is_ours`); anyone else's is left alone and the
+gang's pods get no label. Runs in the admitter's worker thread; every call has a 10 s
+timeout.
+
+Outcomes: `OURS` (label the pods), `NONE` (no PodGroup to use: the API is not served,
+creating is forbidden, or the name is taken; the pods are admitted without one, as
+before Coscheduling, and the reason is logged once), `RETRY` (a transient fault: the
+admission waits for the next round, so a gang never binds half because of a 500).
+
+Must not: decide what a PodGroup says.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from locality.admission.coscheduling import GROUP, PLURAL, VERSION, is_ours
+from locality.model import JobKey
+
+log = logging.getLogger("headstart.extender.admitter")
+
+
+class Outcome(enum.Enum):
+    OURS = "ours"
+    NONE = "none"
+    RETRY = "retry"
+
+
+class PodGroupWriter:
+    def __init__(self, api_client: Any) -> None:
+        self._custom = k8s.CustomObjectsApi(api_client)
+        self._logged: set[int] = set()
+
+    def ensure(self, job: JobKey, body: dict[str, Any]) -> Outcome:
+        metadata = body["metadata"]
+        name, namespace = metadata["name"], metadata["namespace"]
+        try:
+            self._custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
+                                                         body, _request_timeout=10)
+            return Outcome.OURS
+        except ApiException as error:
+            if error.status == 409:
+                return self._existing(job, namespace, name)
+            if error.status in (403, 404):
+                self._once(error.status, (
+                    "PodGroups (scheduling.x-k8s.io/v1alpha1) are not served: gangs are "
+                    "admitted without one, so Coscheduling does not bind them all or "
+                    "nothing (install scheduler-plugins' PodGroup CRD, or set "
+                    "admission.pod_groups: false)") if error.status == 404 else (
+                    "the extender may not create PodGroups (its ClusterRole lacks "
+                    "scheduling.x-k8s.io podgroups create): gangs are admitted without one"))
+                return Outcome.NONE
+            log.warning("could not create the gang's PodGroup; next round retries",
+                        extra={"podgroup": f"{namespace}/{name}", "status": error.status,
+                               "error": str(error.reason)})
+            return Outcome.RETRY
+        except Exception as error:  # noqa: BLE001 - transport faults: next round retries
+            log.warning("could not create the gang's PodGroup; next round retries",
+                        extra={"podgroup": f"{namespace}/{name}",
+                               "error": f"{type(error).__name__}: {error}"})
+            return Outcome.RETRY
+
+    def _existing(self, job: JobKey, namespace: str, name: str) -> Outcome:
+        try:
+            raw = self._custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, _preload_content=False,
+                _request_timeout=10)
+            try:
+                found = json.loads(raw.data)
+            finally:
+                raw.release_conn()
+        except Exception as error:  # noqa: BLE001 - API or transport fault: next round
+            log.warning("could not read the gang's PodGroup; next round retries",
+                        extra={"podgroup": f"{namespace}/{name}", "error": str(error)})
+            return Outcome.RETRY
+        if is_ours(found, job):
+            return Outcome.OURS
+        log.warning("a PodGroup of the gang's name exists and is not headstart's: its pods "
+                    "are admitted without one (rename it, or label the pods with it)",
+                    extra={"podgroup": f"{namespace}/{name}", "job": str(job)})
+        return Outcome.NONE
+
+    def _once(self, status: int, message: str) -> None:
+        if status not in self._logged:
+            self._logged.add(status)
+            log.error(message)
