@@ -42,6 +42,7 @@ from collections.abc import Mapping
 
 from locality.config import JobLabelKeys, LocalityConfig
 from locality.model import JobIdentity, JobKey, JobPolicy, Locality, Packing, Pod, Role
+from locality.owners import indexed_job
 
 _ROLE_ALIASES: dict[str, Role] = {
     "ps": Role.PS,
@@ -74,7 +75,9 @@ def job_key_of(pod: Pod, config: LocalityConfig) -> JobKey | None:
 
 
 def identify(pod: Pod, config: LocalityConfig) -> JobIdentity | None:
-    """The pod's job and role, None for pods that belong to no job."""
+    """The pod's job and role, None for pods that belong to no job: the first of
+    `config.job_labels` the pod carries, else the Indexed Job that controls it
+    (`owners.indexed_job`; its pods are workers)."""
     if pod.is_placeholder:
         return None
     labels = pod.labels
@@ -82,6 +85,9 @@ def identify(pod: Pod, config: LocalityConfig) -> JobIdentity | None:
         name = labels.get(keys.job)
         if name:
             return JobIdentity(JobKey(pod.namespace, name), _role(labels, keys))
+    name = indexed_job(pod)
+    if name:
+        return JobIdentity(JobKey(pod.namespace, name), Role.WORKER)
     return None
 
 
@@ -92,7 +98,7 @@ def role_of(pod: Pod, config: LocalityConfig) -> Role:
     for keys in config.job_labels:
         if labels.get(keys.job):
             return _role(labels, keys)
-    return Role.OTHER
+    return Role.WORKER if indexed_job(pod) else Role.OTHER
 
 
 def _role(labels: Mapping[str, str], keys: JobLabelKeys) -> Role:

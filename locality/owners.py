@@ -22,6 +22,10 @@ use); this module adds which pods an owner sizes and how a staged JobSet is coun
   pods of the replicated jobs in its stage and the stages before it (stage 0: no
   dependsOn; else one more than the latest stage it depends on). The earlier stages'
   pods still exist (succeeded or running) and count as known pods;
+- Indexed Jobs (`batch/v1`, `completionMode: Indexed`): the Job controller marks each
+  pod with its index (`batch.kubernetes.io/job-completion-index`) and a controller
+  owner reference to the Job; with `completions` = `parallelism` every pod runs at once:
+  a gang of `parallelism` pods. Any other Job declares no size;
 - TrainJobs (`trainer.kubeflow.org/v1alpha1`): the trainer builds a JobSet of the same
   name (kubeflow/trainer pkg/runtime/framework/plugins/jobset), so the pods carry the
   JobSet's label and the JobSet's replicated jobs (initializers, launcher, nodes) give
@@ -45,6 +49,7 @@ from bucketing.replicas import (
     kubeflow_replica_specs,
     mapping,
     trainjob_num_nodes,
+    whole,
 )
 from locality.model import Pod
 from locality.parse import json_object, json_string
@@ -55,6 +60,9 @@ REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
 KUBEFLOW = "kubeflow"
 JOBSET = "jobset"
+BATCH = "batch"
+INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+"""Set by the Job controller on every pod of an Indexed Job (and only there)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +92,7 @@ OWNER_APIS: tuple[OwnerApi, ...] = (
     OwnerApi("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", KUBEFLOW, versioned=True),
     OwnerApi("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", JOBSET),
     OwnerApi("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", JOBSET),
+    OwnerApi("batch", "v1", "jobs", "Job", BATCH),
 )
 _FAMILY = {api.kind: api.family for api in OWNER_APIS}
 KUBEFLOW_PART_LABELS = ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role")
@@ -162,6 +171,13 @@ def _parts(spec: Mapping[str, Any], kind: str, where: str, version: str = ""
     if kind == "TrainJob":
         nodes = trainjob_num_nodes(spec, where)
         return () if nodes is None else (SizePart("node", nodes),)
+    if kind == "Job":
+        parallelism = whole(spec.get("parallelism"), f"{where}.parallelism", 1)
+        completions = spec.get("completions")
+        if spec.get("completionMode") == "Indexed" and completions is not None and \
+                whole(completions, f"{where}.completions", 1) == parallelism:
+            return (SizePart("", parallelism),)
+        return ()  # not a gang: its pods declare no size (they settle)
     replicated = jobset_replicated_jobs(spec, where)
     depends = {job.name: job.depends_on for job in replicated}
     stages: dict[str, int] = {}
@@ -179,13 +195,24 @@ def _parts(spec: Mapping[str, Any], kind: str, where: str, version: str = ""
 
 
 def owner_of(pod: Pod) -> OwnerKey | None:
-    """The owner a pod's labels name, None when none."""
+    """The owner a pod's labels name (an Indexed Job: its controller), None when none."""
     name = pod.labels.get(JOBSET_NAME_LABEL)
     if name:
         return (JOBSET, pod.namespace, name)
     name = pod.labels.get(KUBEFLOW_JOB_LABEL)
     if name:
         return (KUBEFLOW, pod.namespace, name)
+    name = indexed_job(pod)
+    if name:
+        return (BATCH, pod.namespace, name)
+    return None
+
+
+def indexed_job(pod: Pod) -> str | None:
+    """The Indexed batch/v1 Job that controls the pod, None when none."""
+    if pod.controller is not None and pod.controller[0] == "Job" and \
+            INDEX_ANNOTATION in pod.annotations:
+        return pod.controller[1]
     return None
 
 

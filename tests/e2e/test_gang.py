@@ -148,6 +148,41 @@ def test_a_job_without_a_groups_toleration_avoids_it(gang_cluster, namespace, e2
     finish(cluster, namespace, "tolerant")
 
 
+def test_an_indexed_job_is_a_gang_without_any_headstart_label(gang_cluster, namespace,
+                                                              e2e_timings):
+    """A plain Indexed Job (completions = parallelism = 3) whose pods say nothing but
+    schedulerName: its Job sizes the gang (3), which binds whole in one group."""
+    cluster, _ = gang_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    job = indexed_job("bare", 3, policy=None)
+    template = job["spec"]["template"]
+    template["metadata"] = {}
+    template["spec"]["containers"][0]["name"] = "main"
+    created = time.monotonic()
+    run_job(cluster, namespace, job)
+
+    def bound_groups():
+        pods = kube.list(f"/api/v1/namespaces/{namespace}/pods",
+                         label_selector="batch.kubernetes.io/job-name=bare")
+        nodes = [bound_node(pod) for pod in pods]
+        if len(pods) < 3 or not all(nodes):
+            return NotYet(f"{sum(map(bool, nodes))} of 3 bound ({len(pods)} pods)")
+        assert not any(key.startswith("headstart.io/") for pod in pods
+                       for key in (pod["metadata"].get("labels") or {}))
+        return sorted({NODES[node][0] for node in nodes})
+
+    groups = cluster.wait("the bare Indexed Job bound whole", bound_groups, 90, LOGS)
+    bound_s = time.monotonic() - created
+    assert len(groups) == 1, groups
+    record = cluster.wait("its Gang Running", lambda: gang_state(
+        cluster, namespace, "bare", "Running"), 30, LOGS)
+    assert record["spec"]["size"] == 3 and record["spec"]["policy"] == "preferred"
+    e2e_timings.record("gang: Indexed Job without headstart labels", groups=groups,
+                       bound_since_created=bound_s)
+    kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/bare?propagationPolicy=Background")
+
+
 def test_an_unsatisfiable_job_does_not_starve_the_jobs_behind_it(gang_cluster, namespace,
                                                                    e2e_timings):
     cluster, extender = gang_cluster

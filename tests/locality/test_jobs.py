@@ -159,3 +159,22 @@ def test_policy_defaults_come_from_config():
     config = LocalityConfig(default_packing=Packing.SPREAD, default_numa=Locality.REQUIRED)
     policy = job_policy(BASE, config)
     assert (policy.packing, policy.numa) == (Packing.SPREAD, Locality.REQUIRED)
+
+
+INDEX = {"batch.kubernetes.io/job-completion-index": "2"}
+
+
+@pytest.mark.parametrize(("labels", "annotations", "controller", "expected"), [
+    # An Indexed Job's pod, no headstart label: its Job is its job, it is a worker.
+    ({"batch.kubernetes.io/job-name": "train"}, INDEX, ("Job", "train"),
+     JobIdentity(JobKey("ns", "train"), Role.WORKER)),
+    # A job label wins (a JobSet's child Job, or headstart.io/job set by hand).
+    ({"headstart.io/job": "bert", "headstart.io/role": "ps"}, INDEX, ("Job", "train"),
+     JobIdentity(JobKey("ns", "bert"), Role.PS)),
+    # A NonIndexed Job's pod (no index), or an index under another controller: no job.
+    ({"batch.kubernetes.io/job-name": "train"}, {}, ("Job", "train"), None),
+    ({}, INDEX, ("ReplicaSet", "web-1"), None),
+], ids=["indexed-job", "label-wins", "non-indexed", "not-a-job-controller"])
+def test_an_indexed_job_is_a_job_without_labels(labels, annotations, controller, expected):
+    pod = replace(make_pod("p"), labels=labels, annotations=annotations, controller=controller)
+    assert identify(pod, LocalityConfig()) == expected

@@ -138,3 +138,42 @@ def test_owner_without_a_size_says_why(objects, labels, reason) -> None:
     resolved = with_owner_size(pod(labels), owners(*objects))
     assert resolved.owner_size is None
     assert reason in resolved.owner_wait
+
+
+def batch_job(name="train", mode="Indexed", parallelism=4, completions=4):
+    spec = {"parallelism": parallelism}
+    if mode is not None:
+        spec["completionMode"] = mode
+    if completions is not None:
+        spec["completions"] = completions
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "ns"}, "spec": spec}
+
+
+def indexed_pod(job="train", index=True):
+    made = replace(make_pod("p", namespace="ns"), controller=("Job", job))
+    if index:
+        made = replace(made, annotations={"batch.kubernetes.io/job-completion-index": "0"})
+    return made
+
+
+@pytest.mark.parametrize(("job", "size"), [
+    (batch_job(), 4),  # Indexed, completions = parallelism: a gang of 4
+    (batch_job(completions=8), None),  # later indexes start as earlier ones end: no gang
+    (batch_job(completions=None), None),
+    (batch_job(mode=None), None),  # NonIndexed (the default)
+], ids=["indexed-gang", "more-completions", "no-completions", "non-indexed"])
+def test_an_indexed_job_sizes_its_pods_without_labels(job, size) -> None:
+    resolved = with_owner_size(indexed_pod(), owners(job))
+    assert (resolved.owner_size, resolved.owner_wait) == (size, None)
+
+
+def test_a_job_pod_without_its_index_names_no_owner() -> None:
+    """A NonIndexed Job's pods carry no completion index: not sized, not a job here."""
+    resolved = with_owner_size(indexed_pod(index=False), owners(batch_job()))
+    assert resolved.owner_size is None
+
+
+def test_an_indexed_jobs_bad_parallelism_is_a_reason() -> None:
+    resolved = with_owner_size(indexed_pod(), owners(batch_job(parallelism="4")))
+    assert "spec.parallelism" in resolved.owner_wait
