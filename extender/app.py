@@ -247,22 +247,40 @@ async def bind_handler(request: web.Request) -> web.Response:
 
 
 def _bind_refusal(app: web.Application, args: BindingArgs) -> tuple[str, str] | None:
-    """(metric reason, Error text) when the pod must not be bound: it is not a pod of
-    the schedulers the extender serves (`bind_scheduler_names`), as the API shows it
-    (the pod watch), not as the caller says; None to bind."""
+    """(metric reason, Error text) when the pod must not be bound, None to bind:
+    - `empty_uid`: kube-scheduler always sends the pod's UID; without it a pod replaced
+      under the same name could be bound;
+    - `unknown_pod`, `scheduler_name`: it is not a pod of the schedulers the extender
+      serves (`bind_scheduler_names`), as the API shows it (the pod watch), not as the
+      caller says (both off when the list is empty);
+    - `unknown_node`: a node the extender's cache does not hold;
+    - `node_refused`: a node the pod's own nodeSelector, required node affinity (the
+      admitted domain among it) or tolerations rule out (`PodConstraints.refusal`, the
+      rule the filter and kube-scheduler apply), e.g. a tainted control-plane node."""
+    where = f"refusing to bind {args.pod_namespace}/{args.pod_name}"
+    if not args.pod_uid:
+        return "empty_uid", f"{where}: no PodUID (kube-scheduler always sends one)"
+    cache = app[CACHE]
     names = app[CONFIG].bind_scheduler_names
-    if not names:
-        return None
-    pod = app[CACHE].pod(args.pod_namespace, args.pod_name)
-    if pod is None or (args.pod_uid and pod.uid != args.pod_uid):
-        return "unknown_pod", (
-            f"refusing to bind {args.pod_namespace}/{args.pod_name}: the pod is not in the "
-            "extender's cache (yet); kube-scheduler retries it")
-    if pod.scheduler_name not in names:
-        return "scheduler_name", (
-            f"refusing to bind {args.pod_namespace}/{args.pod_name}: its schedulerName "
-            f"{pod.scheduler_name!r} is not one the extender binds for "
-            f"(bind_scheduler_names: {', '.join(names)})")
+    pod = cache.pod(args.pod_namespace, args.pod_name)
+    if names:
+        if pod is None or pod.uid != args.pod_uid:
+            return "unknown_pod", (
+                f"{where}: the pod is not in the extender's cache (yet); kube-scheduler "
+                "retries it")
+        if pod.scheduler_name not in names:
+            return "scheduler_name", (
+                f"{where}: its schedulerName {pod.scheduler_name!r} is not one the extender "
+                f"binds for (bind_scheduler_names: {', '.join(names)})")
+    state = cache.nodes.get(args.node)
+    if state is None:
+        return "unknown_node", (f"{where} to {args.node}: no such node in the extender's "
+                                "cache (yet); kube-scheduler retries it")
+    if pod is not None and pod.uid == args.pod_uid:
+        node = state.node
+        refusal = pod.constraints.refusal(node.name, node.labels, node.taints)
+        if refusal is not None:
+            return "node_refused", f"{where} to {args.node}: {refusal}"
     return None
 
 

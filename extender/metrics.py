@@ -18,8 +18,9 @@ Metrics:
 - headstart_extender_preemption_nodes_total{outcome, reason}: candidate nodes of
   kube-scheduler's preemption (the preempt verb), kept (reason "") or dropped (reason =
   the `ReasonCode` of the filter rule the pod would fail there)
-- headstart_extender_bind_refused_total{reason}: /bind calls refused: `scheduler_name`
-  (the pod is another scheduler's) or `unknown_pod` (not in the cache)
+- headstart_extender_bind_refused_total{reason}: /bind calls refused: `empty_uid`,
+  `scheduler_name` (the pod is another scheduler's), `unknown_pod` (not in the cache),
+  `unknown_node`, `node_refused` (the pod's own constraints rule the node out)
 - headstart_extender_cache_objects{kind}: nodes, pods, noderesourcetopologies,
   assumed_placements
 - headstart_extender_cache_synced{kind}, headstart_extender_watch_streaming{kind}

@@ -553,3 +553,33 @@ async def test_a_job_is_pulled_to_the_node_its_pod_is_nominated_for(serve):
     _, text = await post(client, "prioritize", args_body(worker, names=["a", "b"]))
     scores = {entry["Host"]: entry["Score"] for entry in json.loads(text)}
     assert scores["b"] > scores["a"]  # b holds the job's centre: the counterpart term
+
+
+CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(("uid", "node", "refused"), [
+    ("uid-team-w-0", "a", None),
+    ("", "a", "empty_uid"),
+    ("uid-team-w-0", "no-such-node", "unknown_node"),
+    ("uid-team-w-0", "control-plane-1", "node_refused"),  # tainted: no toleration
+    ("uid-team-w-0", "b", "node_refused"),  # outside its nodeSelector
+], ids=["ok", "empty-uid", "no-such-node", "tainted-control-plane", "outside-its-selector"])
+async def test_bind_refuses_what_the_pod_can_never_run_on(serve, ops_of, uid, node, refused):
+    """A caller that reaches /bind cannot bind a pod without its UID, to a node that does
+    not exist, or to one the pod's own constraints rule out (as the filter would)."""
+    pod = make_pod("w-0", gpus=1, job="j", role="worker")
+    pod["spec"]["nodeSelector"] = {"pool": "gpu"}
+    control_plane = make_node("control-plane-1", labels={"pool": "gpu"})
+    control_plane["spec"] = {"taints": [CONTROL_PLANE_TAINT]}
+    nodes = [make_node("a", labels={"pool": "gpu"}), make_node("b"), control_plane]
+    binder = RecordingBinder()
+    client = await serve(build_cache(nodes, [pod]), binder=binder)
+    body = {"PodName": "w-0", "PodNamespace": "team", "PodUID": uid, "Node": node}
+    error = (await (await client.post("/bind", json=body)).json())["Error"]
+    metrics = await (await (await ops_of(client)).get("/metrics")).text()
+    if refused is None:
+        assert error == "" and len(binder.calls) == 1
+    else:
+        assert error.startswith("refusing to bind team/w-0") and binder.calls == []
+        assert f'headstart_extender_bind_refused_total{{reason="{refused}"}} 1.0' in metrics
