@@ -182,7 +182,14 @@ class LocalityConfig:
     """Node label with the instance type."""
 
     placeholder_label: str = "headstart.io/placeholder"
-    """Pod label marking a headstart placeholder (value "true")."""
+    """Pod label marking a headstart placeholder (value "true"), honoured only in
+    `placeholder_namespaces`."""
+
+    placeholder_namespaces: tuple[str, ...] = ("headstart",)
+    """Namespaces where a pod with `placeholder_label` is a placeholder (the
+    overprovisioner's `placeholders.namespace`; tenants cannot create pods there).
+    Anywhere else the label is an ordinary pod's: its room is not counted free for
+    others, and the placement gate is not skipped for it."""
 
     placeholder_group_label: str = "headstart.io/placement-group"
     """Placeholder pod label naming the placement group it holds capacity in."""
@@ -252,7 +259,8 @@ class LocalityConfig:
             where = f"{source}: {name}"
             if name == "job_labels":
                 values[name] = _job_labels(raw, where)
-            elif name in ("placement_group_labels", "unavailable_node_taints", "gpu_resources"):
+            elif name in ("placement_group_labels", "unavailable_node_taints", "gpu_resources",
+                          "placeholder_namespaces"):
                 values[name] = _string_tuple(raw, where)
             elif name == "device_resource_prefixes":
                 values[name] = _string_tuple(raw, where, allow_empty=True)

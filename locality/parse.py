@@ -78,7 +78,10 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
     phase = status.get("phase")
     if phase is not None and not isinstance(phase, str):
         raise InputError(f"{where}.status.phase: expected a string, got {phase!r}")
-    is_placeholder = labels.get(config.placeholder_label) == "true"
+    namespace = json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace")
+    # The label alone is anyone's to write: only the placeholders' namespace makes one.
+    is_placeholder = labels.get(config.placeholder_label) == "true" and \
+        namespace in config.placeholder_namespaces
     group = labels.get(config.placeholder_group_label) if is_placeholder else None
     numa = _numa_demand(spec, config.gpu_resources)
     scheduler_name = spec.get("schedulerName") or "default-scheduler"  # the API's default
@@ -89,7 +92,7 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         raise InputError(
             f"{where}.status.nominatedNodeName: expected a string, got {nominated!r}")
     return Pod(
-        namespace=json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace"),
+        namespace=namespace,
         name=json_string(metadata.get("name"), f"{where}.metadata.name"),
         uid=json_string(metadata.get("uid", ""), f"{where}.metadata.uid", allow_empty=True),
         labels=labels,

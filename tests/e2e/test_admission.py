@@ -133,16 +133,26 @@ def test_two_required_jobs_with_room_for_one_one_binds_whole_the_other_waits_who
     delete_all(cluster, namespace)
 
 
-def placeholder_pod(name: str, namespace: str, node: str) -> dict:
+PLACEHOLDERS = "headstart"  # the placeholders' namespace: only there is the label one
+
+
+def placeholder_pod(name: str, node: str) -> dict:
     """A placeholder as the overprovisioner's Deployment makes it (its label and
-    PriorityClass; preemptionPolicy Never), bound to `node` through the scheduler (in
-    the test's namespace: `headstart` enforces the restricted Pod Security level)."""
-    pod = training_pod(name, namespace, gpus=8, cpu="8", memory="32Gi")
+    PriorityClass; preemptionPolicy Never), in its namespace (which enforces the
+    restricted Pod Security level, as the Deployment's pods satisfy it), bound to
+    `node` through the scheduler."""
+    pod = training_pod(name, PLACEHOLDERS, gpus=8, cpu="8", memory="32Gi")
     pod["metadata"]["labels"] = {"headstart.io/placeholder": "true",
                                  "headstart.io/instance-type": "p4d.24xlarge"}
-    pod["spec"]["priorityClassName"] = "headstart-placeholder"
-    pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
-    pod["spec"]["terminationGracePeriodSeconds"] = 0
+    spec = pod["spec"]
+    spec["priorityClassName"] = "headstart-placeholder"
+    spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    spec["terminationGracePeriodSeconds"] = 0
+    spec["securityContext"] = {"runAsNonRoot": True, "runAsUser": 65532,
+                               "seccompProfile": {"type": "RuntimeDefault"}}
+    for container in spec["containers"]:
+        container["securityContext"] = {"allowPrivilegeEscalation": False,
+                                        "capabilities": {"drop": ["ALL"]}}
     return pod
 
 
@@ -163,19 +173,20 @@ def test_preemption_only_in_the_group_the_job_was_given(groups_cluster, namespac
     cluster.wait("pg-a full of real pods",
                  lambda: all_bound(cluster, namespace, [p["metadata"]["name"] for p in filler]),
                  90, LOGS)
-    holders = [placeholder_pod(f"holder-{node}", namespace, node)
+    holders = [placeholder_pod(f"holder-{node}", node)
                for node, group in GROUPS.items() if group == "pg-b"]
     for pod in holders:
-        kube.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+        kube.create(f"/api/v1/namespaces/{PLACEHOLDERS}/pods", pod)
     cluster.wait("pg-b held by placeholders", lambda: all_bound(
-        cluster, namespace, [p["metadata"]["name"] for p in holders]), 90, LOGS)
+        cluster, PLACEHOLDERS, [p["metadata"]["name"] for p in holders]), 90, LOGS)
 
     created = time.monotonic()
     names = create(cluster, namespace, job(namespace, "job-c", 12))
     placed = cluster.wait("the job bound whole", lambda: all_bound(cluster, namespace, names),
                           120, LOGS)
     assert {GROUPS[node] for node in placed.values()} == {"pg-b"}, placed
-    survivors = {p["metadata"]["name"] for p in kube.list(f"/api/v1/namespaces/{namespace}/pods")
+    survivors = {p["metadata"]["name"]
+                 for p in kube.list(f"/api/v1/namespaces/{PLACEHOLDERS}/pods")
                  if p["metadata"]["name"].startswith("holder-")
                  and not p["metadata"].get("deletionTimestamp")}
     assert not survivors & {p["metadata"]["name"] for p in holders}, survivors
@@ -184,6 +195,9 @@ def test_preemption_only_in_the_group_the_job_was_given(groups_cluster, namespac
     e2e_timings.record("admission: preemption only where the job goes",
                        bound_since_created=time.monotonic() - created)
     delete_all(cluster, namespace)
+    for pod in holders:
+        kube.delete(f"/api/v1/namespaces/{PLACEHOLDERS}/pods/{pod['metadata']['name']}",
+                    grace_period_s=0)
 
 
 def lease_holder(cluster) -> str | None:

@@ -272,3 +272,23 @@ def test_a_tenant_can_neither_write_a_gang_nor_reserve_room_by_annotation(
     finish(cluster, namespace, "honest")
     for index in range(3):
         kube.delete(f"/api/v1/namespaces/{namespace}/pods/squat-{index}", grace_period_s=0)
+    # A pod labelled as a placeholder in the tenant's namespace is no placeholder: the
+    # placement gate is not skipped for it (the shipped MutatingAdmissionPolicy), so
+    # it waits for the admitter like any pod of a job.
+    fake = training_pod("fake-placeholder", namespace, "fake", "worker", gpus=8, cpu="8",
+                        memory="64Gi", annotations={"headstart.io/job-size": "1"})
+    fake["metadata"]["labels"]["headstart.io/placeholder"] = "true"
+    result = kubectl_as(tenant, "create", "-f", "-", stdin=json.dumps(fake))
+    assert result.returncode == 0, result.stderr
+    gates = kube.get(f"/api/v1/namespaces/{namespace}/pods/fake-placeholder")["spec"].get(
+        "schedulingGates") or []
+    assert {"name": GATE} in gates, gates
+
+    def admitted():
+        record = gang(cluster, namespace, "fake")
+        state = ((record or {}).get("status") or {}).get("state")
+        return record if state in ("Admitted", "Running") else NotYet(state)
+
+    record = cluster.wait("the forged placeholder admitted as a job", admitted, 60, LOGS)
+    assert record["spec"]["size"] == 1
+    kube.delete(f"/api/v1/namespaces/{namespace}/pods/fake-placeholder", grace_period_s=0)

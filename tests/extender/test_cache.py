@@ -230,8 +230,12 @@ def w(name, gpus=4, phase="Running", on="a", **kwargs):
         # Guaranteed with 8 whole CPUs: pinned in node-0, so charged though it has no GPU.
         pytest.param([], [("pod", w("ps", gpus=0, guaranteed=True))], [4, 4], ["team/ps"],
                      id="pinned-cpu-only-charged"),
-        pytest.param([], [("pod", w("ph", labels={"headstart.io/placeholder": "true"}))],
+        pytest.param([], [("pod", w("ph", labels={"headstart.io/placeholder": "true"},
+                                    namespace="headstart"))],
                      [4, 4], [], id="placeholder-not-charged"),
+        # The label outside the placeholders' namespace (a tenant's pod): charged.
+        pytest.param([], [("pod", w("ph", labels={"headstart.io/placeholder": "true"}))],
+                     [0, 4], ["team/ph"], id="forged-placeholder-label-charged"),
     ],
 )
 def test_bound_gpu_pods_hold_their_zone_until_the_nrt_changes(listed, events, zone_gpus,

@@ -435,3 +435,17 @@ def test_node_devices_and_domains():
 def test_preemption_policy(policy, preempts):
     spec = {"containers": []} | ({"preemptionPolicy": policy} if policy else {})
     assert parse_pod({**POD, "spec": spec}, CONFIG).preempts is preempts
+
+
+@pytest.mark.parametrize(("namespace", "placeholder"), [
+    ("headstart", True),  # the overprovisioner's namespace: no tenant creates pods there
+    ("team", False),  # anyone may write the label: elsewhere it makes no placeholder
+])
+def test_a_placeholder_is_one_only_in_the_placeholders_namespace(namespace, placeholder):
+    raw = {"metadata": {"name": "p", "namespace": namespace,
+                        "labels": {"headstart.io/placeholder": "true",
+                                   "headstart.io/placement-group": "pg-a"}},
+           "spec": {"containers": []}}
+    pod = parse_pod(raw, CONFIG)
+    assert pod.is_placeholder is placeholder
+    assert pod.placement_group == ("pg-a" if placeholder else None)

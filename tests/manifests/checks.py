@@ -384,6 +384,14 @@ def consistency_problems(rendered: Rendered) -> list[str]:
     placeholder_label = LocalityConfig().placeholder_label
     if placeholder_label != "headstart.io/placeholder":
         add(f"locality.config: placeholder label {placeholder_label!r} differs from the docs")
+    # The extender honours the placeholder label only in its placeholder namespaces.
+    namespace = placeholders.get("namespace", OverprovisionerConfig().placeholders.namespace)
+    honoured = (ext.get("locality") or {}).get("placeholder_namespaces",
+                                               LocalityConfig().placeholder_namespaces)
+    if namespace not in honoured:
+        add(rendered.where(op_cm, "config.yaml placeholders.namespace")
+            + f": {namespace!r} is not among the extender's locality.placeholder_namespaces "
+              f"{list(honoured)}: its placeholders' room would not count as free")
 
     # The SQLite history sits on the PVC.
     history = op.get("forecast", {}).get("history_path", "")

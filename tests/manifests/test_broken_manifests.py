@@ -75,6 +75,10 @@ CASES = [
     ("overlays/eks/overprovisioner-config.yaml", "scheduler_name: headstart-scheduler",
      "scheduler_name: default-scheduler", checks.consistency_problems,
      ["headstart-overprovisioner-config", "placeholders.scheduler_name", "default-scheduler"]),
+    # Placeholders elsewhere than the extender honours the label: their room not free.
+    ("overlays/eks/overprovisioner-config.yaml", "  namespace: headstart",
+     "  namespace: placeholders", checks.consistency_problems,
+     ["placeholders.namespace", "'placeholders'", "placeholder_namespaces"]),
     ("overlays/eks/overprovisioner-config.yaml", "quantile: 0.9", "quantile: 1.5",
      checks.headstart_config_problems, ["headstart-overprovisioner-config", "forecast.quantile"]),
     # The scheduler binds through the extender: bindVerb and bind_enabled go together.
