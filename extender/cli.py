@@ -117,6 +117,11 @@ def serve(config, api_client) -> None:
         admitter = Admitter(cache, config.locality, admission, api_client, elector.is_leader,
                             identity=elector.identity, sizes_listed=sync.sizes_listed)
         elector.start()
+        import sys
+
+        from extender.admission.admitter import GIL_SWITCH_SECONDS
+
+        sys.setswitchinterval(GIL_SWITCH_SECONDS)  # rounds plan in a thread
     app = create_app(config, cache, sync, binder, admitter)
     # First: a taken ops port must fail before the watch threads start.
     app.cleanup_ctx.insert(

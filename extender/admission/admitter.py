@@ -27,8 +27,14 @@ Observe -> plan -> apply, every `interval_seconds` after the cache changed:
 
 A follower plans too (for /explain and the metric) but writes nothing.
 
-Must not: decide admissions (the core does); touch the cache from a worker thread
-(API calls run in a thread, the plan and the cache stay on the event loop).
+Threads: the round's inputs are copied from the cache on the event loop (`snapshot`:
+references to immutable pods and node states, tens of milliseconds at 5,000 nodes and
+8,000 gated pods), the plan is made from them in a worker thread, and the API calls run
+in a worker thread too, so kube-scheduler's filter and bind keep being answered during
+a round (bench/bench_admission_rounds.py; the thread holds the GIL while it packs,
+hence `GIL_SWITCH_SECONDS`).
+
+Must not: decide admissions (the core does); touch the cache from a worker thread.
 """
 
 from __future__ import annotations
@@ -38,14 +44,14 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from bucketing.autoscaler_status import AutoscalerStatus, parse_autoscaler_status
+from bucketing.autoscaler_status import AutoscalerStatus, GroupSize, parse_autoscaler_status
 from extender.admission.patch import ungate_patch
 from extender.admission.podgroups import Outcome as PodGroupOutcome
 from extender.admission.podgroups import PodGroupWriter
@@ -62,7 +68,7 @@ from locality.admission.recovery import Eviction, Transition, recovery
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
-from locality.model import JobKey, Locality, Pod
+from locality.model import JobKey, Locality, NodeState, Pod
 
 log = logging.getLogger("headstart.extender.admitter")
 
@@ -70,6 +76,26 @@ COMPONENT = "headstart-admitter"
 # cluster-autoscaler rewrites its status every scan (10 s by default); a group's max
 # size changes only when someone edits the group, its current size as nodes come.
 AUTOSCALER_STATUS_SECONDS = 30.0
+
+
+GIL_SWITCH_SECONDS = 0.001
+"""The extender's thread switch interval (`sys.setswitchinterval`; Python's default is
+5 ms). A round plans in a worker thread that holds the GIL while it packs in Python;
+the event loop answering kube-scheduler gets it back after at most this long. Measured
+by bench/bench_admission_rounds.py: filter p99 during rounds 54 ms at 5 ms, 19 ms at
+1 ms (6.8 ms without rounds), 2 shared cores."""
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """A round's view of the cluster, taken on the event loop (`Admitter.snapshot`)."""
+
+    gated: list[Pod]
+    records: dict[JobKey, GangRecord]
+    pods_by_job: dict[JobKey, tuple[Pod, ...]]
+    """Every pod, in any phase, of each job with a gated pod or a record."""
+    nodes: list[NodeState]
+    group_sizes: Mapping[str, GroupSize] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,20 +148,42 @@ class Admitter:
     # ---- plan (event loop) --------------------------------------------------------
 
     def plan_now(self, now: float) -> Plan:
+        """One round's plan, here and now (tests, benchmarks): `snapshot` then `plan`."""
+        planned, jobs, rooms = self.plan(self.snapshot(), now)
+        self._jobs, self.last_rooms = jobs, rooms
+        return planned
+
+    def snapshot(self) -> Inputs:
+        """What a round plans from, read from the cache (event loop only): references
+        to immutable pods and node states, copied containers, so the worker thread
+        never reads the cache while watches change it. Cost: O(pods of the jobs with
+        gated pods or records + nodes)."""
         cache = self.cache
         gated = [pod for pod in cache.gated_pods() if self.config.gate in pod.scheduling_gates]
-        gathered = gather(gated, cache.gangs, cache.pods_of_job, self.locality, self.config)
-        self._jobs = {job.key: job for job in gathered.jobs}
+        records = dict(cache.gangs)
+        jobs = {key for pod in gated if (key := job_key_of(pod, self.locality)) is not None}
+        jobs.update(records)
+        return Inputs(gated, records, {job: tuple(cache.pods_of_job(job)) for job in jobs},
+                      list(cache.nodes.values()), self.autoscaler.groups)
+
+    def plan(self, inputs: Inputs, now: float
+             ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
+        """The round's decisions from `inputs` alone (`locality.admission`): safe in a
+        worker thread."""
+        def pods_of_job(job: JobKey) -> tuple[Pod, ...]:
+            return inputs.pods_by_job.get(job, ())
+
+        gathered = gather(inputs.gated, inputs.records, pods_of_job, self.locality,
+                          self.config)
         levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL, CLUSTER_LEVEL}
-        states = list(cache.nodes.values())
-        rooms = {level: level_room(states, level, self.locality, self.config.node_groups,
-                                   self.autoscaler.groups)
+        rooms = {level: level_room(inputs.nodes, level, self.locality, self.config.node_groups,
+                                   inputs.group_sizes)
                  for level in levels}
-        self.last_rooms = rooms
-        records = list(cache.gangs.values())
-        return plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
-                    gathered.releases, candidates(records, cache.pods_of_job),
-                    leaving(records, cache.pods_of_job))
+        records = list(inputs.records.values())
+        planned = plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
+                       gathered.releases, candidates(records, pods_of_job),
+                       leaving(records, pods_of_job))
+        return planned, {job.key: job for job in gathered.jobs}, rooms
 
     def explain(self, pod: Pod) -> dict[str, Any] | None:
         """The admission state of `pod`'s job in the last round, None when not gated."""
@@ -245,19 +293,26 @@ class Admitter:
                                            "the configured max_size used")
 
     async def round(self, now: float) -> Outcome:
-        """Plan, and apply when leading."""
-        planned = self.plan_now(now)
+        """Plan in a worker thread from a snapshot taken here (the event loop keeps
+        answering kube-scheduler meanwhile), and apply when leading."""
+        inputs = self.snapshot()
+        planned, jobs, rooms = await asyncio.to_thread(self.plan, inputs, now)
+        self._jobs, self.last_rooms = jobs, rooms
         self.last_plan = planned
         self.last_round_wall = now
         if not self.is_leader() or self._core is None:
             return Outcome()
-        # Read on the event loop, acted on in the worker thread.
-        cache, config = self.cache, self.config
-        records = dict(cache.gangs)
-        after = recovery(list(records.values()), cache.pods_of_job, now,
+        # The same snapshot the plan was made from; acted on in the worker thread.
+        config = self.config
+        records = inputs.records
+
+        def pods_of_job(job: JobKey) -> tuple[Pod, ...]:
+            return inputs.pods_by_job.get(job, ())
+
+        after = recovery(list(records.values()), pods_of_job, now,
                          config.bind_timeout_seconds, config.backoff_base_seconds,
                          config.backoff_max_seconds)
-        orphans = orphaned(list(records.values()), cache.pods_of_job, now)
+        orphans = orphaned(list(records.values()), pods_of_job, now)
         outcome = await asyncio.to_thread(self._apply, planned, now, records, after, orphans)
         self.patch_failures_total += outcome.failed
         return outcome
