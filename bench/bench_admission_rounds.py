@@ -185,7 +185,7 @@ def main() -> int:
         print(f"  {mode:6s} filter p50 {entry['p50_ms']:.1f} ms, p99 {entry['p99_ms']:.1f} ms "
               f"({entry['p99_vs_none']:.2f}x no rounds){rounds}")
     if args.record:
-        record("admission_rounds", {"jobs": args.jobs, "nodes": NODES, "runs": args.runs,
+        record("admission-rounds", {"jobs": args.jobs, "nodes": NODES, "runs": args.runs,
                                     "seconds": args.seconds, "modes": summary}, load_before)
     return 0
 

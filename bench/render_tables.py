@@ -600,7 +600,29 @@ def admission(results: dict) -> str:
             f"({provenance(e)}).\n")
 
 
+def admission_rounds(results: dict) -> str:
+    e = results["admission-rounds"]
+    f = e["figures"]
+    m = f["modes"]
+
+    def mode(key: str) -> str:
+        entry = m[key]
+        text = f"p50 {entry['p50_ms']:.1f} ms, p99 {entry['p99_ms']:.1f} ms"
+        if key != "none":
+            text += f" ({entry['p99_vs_none']:.1f}x)"
+        return text
+
+    return (f"With {f['jobs']:,} gated 8-pod jobs at {f['nodes']:,} nodes (a round of about "
+            f"{m['loop']['round_s']:.1f} s when nothing else runs), kube-scheduler's filter "
+            f"is answered in {mode('none')} without rounds; with rounds on the event loop, as "
+            f"before, {mode('loop')}; with rounds planned in the worker thread, "
+            f"{mode('thread')}, the round itself taking {m['thread']['round_s']:.1f} s as it "
+            f"shares the interpreter (medians of {f['runs']} runs of {f['seconds']:g} s per mode, "
+            f"in alternation; {provenance(e)}).\n")
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
+    "admission-rounds": admission_rounds,
     "scheduler-real": scheduler_real,
     "extender-details": extender_details,
     "extender-job-size": extender_job_size,
