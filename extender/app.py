@@ -140,7 +140,7 @@ def create_app(
     state = {CONFIG: config, CACHE: cache, DECIDER: Decider(cache, config.locality, pending),
              BIND_SIGNAL: BindSignal(), METRICS: metrics, SYNC: sync, BINDER: binder,
              ADMITTER: admitter}
-    app = web.Application(client_max_size=config.max_body_bytes, middlewares=[fault_middleware])
+    app = web.Application(client_max_size=config.body_limit, middlewares=[fault_middleware])
     ops = web.Application(middlewares=[fault_middleware])
     for key, value in state.items():
         app[key] = value  # type: ignore[index]
@@ -375,14 +375,19 @@ async def _read_json(request: web.Request) -> object:
         raise RequestRejected(
             400, f"Content-Type must be application/json, got {content_type or 'none'}"
         )
+    config = request.app[CONFIG]
     try:
-        body = await request.read()
+        body = await asyncio.wait_for(request.read(), config.body_read_timeout_seconds)
     except web.HTTPRequestEntityTooLarge:
         raise RequestRejected(
             413,
-            f"request body is larger than max_body_bytes ({request.app[CONFIG].max_body_bytes} "
-            "bytes); raise max_body_bytes or register the extender with nodeCacheCapable: true",
+            f"request body is larger than max_body_bytes ({config.body_limit} bytes); raise "
+            "max_body_bytes or register the extender with nodeCacheCapable: true",
         ) from None
+    except TimeoutError:
+        raise RequestRejected(
+            408, f"request body not received within body_read_timeout_seconds "
+                 f"({config.body_read_timeout_seconds:g} s)") from None
     try:
         return decode_json(body)
     except InputError as error:

@@ -511,6 +511,39 @@ async def test_a_pytorchjob_lands_in_the_one_nvlink_clique_that_holds_it(serve):
 # ---- /bind binds only the pods of the schedulers it serves ---------------------------
 
 
+@pytest.mark.parametrize(("node_cache_capable", "limit"), [(True, 8 * 1024**2),
+                                                            (False, 64 * 1024**2)])
+def test_the_default_body_limit_follows_what_kube_scheduler_sends(node_cache_capable, limit):
+    """Names only (2.3 MB for 50,000 EKS-style names) or every Node object."""
+    assert ExtenderConfig(node_cache_capable=node_cache_capable).body_limit == limit
+    assert ExtenderConfig(node_cache_capable=node_cache_capable,
+                          max_body_bytes=4096).body_limit == 4096
+
+
+async def test_a_body_that_never_arrives_is_408_and_other_requests_are_answered(
+        serve, ops_of):
+    """A client that sends headers and then a byte at a time holds its handler for
+    body_read_timeout_seconds at most; the port keeps answering meanwhile."""
+    client = await serve(build_cache([make_node("n1")]),
+                         ExtenderConfig(body_read_timeout_seconds=0.5))
+    ops = await ops_of(client)
+
+    async def trickle():
+        yield b"{"
+        for _ in range(40):
+            await asyncio.sleep(0.1)
+            yield b" "
+
+    slow = asyncio.ensure_future(client.post(
+        "/filter", data=trickle(), headers={"Content-Type": "application/json"}))
+    await asyncio.sleep(0.1)
+    assert (await post(client, "filter", GOOD))[0] == 200  # answered while it trickles
+    assert (await ops.get("/healthz")).status == 200
+    response = await slow
+    assert response.status == 408
+    assert "body_read_timeout_seconds (0.5 s)" in (await response.json())["Error"]
+
+
 @pytest.mark.parametrize(
     ("scheduler", "in_cache", "names", "refused"),
     [
