@@ -32,7 +32,7 @@ Metrics:
   no_fit, held, inadmissible, backoff, preempting); headstart_admitter_leader: 1 on the
   replica that admits; headstart_admitter_jobs_admitted_total,
   headstart_admitter_patch_failures_total, headstart_admitter_jobs_evicted_total,
-  headstart_admitter_gangs_preempted_total
+  headstart_admitter_gangs_preempted_total, headstart_admitter_longest_gated_seconds
 
 Must not: decide anything; hold a global registry (two apps in one process must not clash).
 """
@@ -227,6 +227,10 @@ class _AdmitterCollector(Collector):
         for code, count in admitter.waiting_by_code().items():
             waiting.add_metric([code], count)
         yield waiting
+        yield GaugeMetricFamily(
+            "headstart_admitter_longest_gated_seconds",
+            "Seconds the oldest pod still behind the placement gate has waited (0: none).",
+            value=admitter.longest_gated_seconds(time.time()))
         yield GaugeMetricFamily("headstart_admitter_leader",
                                 "1 on the replica that admits jobs.",
                                 value=1.0 if admitter.is_leader() else 0.0)

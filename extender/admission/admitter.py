@@ -226,6 +226,13 @@ class Admitter:
                          for new in domain.new_nodes if new.count],
         }
 
+    def longest_gated_seconds(self, now: float) -> float:
+        """How long the oldest pod still behind the placement gate has waited (0: none):
+        what an alert on a stuck or absent admitter reads."""
+        created = [pod.created_at for pod in self.cache.gated_pods()
+                   if self.config.gate in pod.scheduling_gates and pod.created_at]
+        return max(0.0, now - min(created)) if created else 0.0
+
     def waiting_by_code(self) -> dict[str, int]:
         counts = {code.value: 0 for code in WaitCode}
         for waiting in self.last_plan.waiting:

@@ -543,3 +543,20 @@ async def test_without_the_pod_group_api_a_gang_is_admitted_without_one(fake_kub
     await settle(admitter, lambda: not pod_of(fake_kube, "a-0")["spec"].get("schedulingGates"))
     assert "scheduling.x-k8s.io/pod-group" not in pod_of(fake_kube, "a-0")["metadata"]["labels"]
     assert "PodGroups (scheduling.x-k8s.io/v1alpha1) are not served" in caplog.text
+
+
+async def test_the_longest_gated_wait_is_a_metric_and_drops_once_admitted(fake_kube, replicas):
+    from extender.metrics import ExtenderMetrics
+
+    fake_kube.create(gated_pod("a-0", "a", 1))
+    admitter = replicas("solo", leading=True)
+    await eventually(admitter.cache.ready)
+    metrics = ExtenderMetrics()
+    metrics.watch_admitter(admitter)
+    created = admitter.cache.pod("team", "a-0").created_at
+    assert admitter.longest_gated_seconds(created + 100) == pytest.approx(100)
+    assert "headstart_admitter_longest_gated_seconds" in metrics.render().decode()
+    fake_kube.create(make_node("a1", group="pg-a"))  # room: it is admitted
+    await settle(admitter, lambda: not pod_of(fake_kube, "a-0")["spec"].get("schedulingGates"))
+    await eventually(lambda: not admitter.cache.gated_pods())
+    assert admitter.longest_gated_seconds(created + 100) == 0.0
