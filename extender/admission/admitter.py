@@ -332,11 +332,17 @@ class Admitter:
         patched = failed = 0
         for admission in planned.admissions:
             gang_uid = self._record(admission.job, GangState.ADMITTED, now, admission=admission)
-            labels = self._pod_group(admission, gang_uid) if gang_uid else None
-            if labels is None:
+            group = self._pod_group(admission, gang_uid) if gang_uid else None
+            if group is None:
                 failed += len(admission.pods)
                 continue
+            labels, group_uid = group
             done, missed = self._admit(admission, now, labels)
+            if done and group_uid and self._pod_groups is not None:
+                # Coscheduling turned away the pods ungated before their siblings: the
+                # PodGroup's update makes kube-scheduler try them all again now.
+                self._pod_groups.touch(admission.job.namespace, labels[POD_GROUP_LABEL],
+                                       group_uid, timestamp(now))
             patched += done
             failed += missed
             if not missed:
@@ -447,23 +453,25 @@ class Admitter:
         self._event(pod, "HeadstartEvicted", message, now, "Warning")
         return True
 
-    def _pod_group(self, admission: Admission, gang_uid: str) -> dict[str, str] | None:
-        """The labels that put the gang's pods in its PodGroup (created first, owned by
-        its Gang: `locality.admission.coscheduling`); {} for none (off, not served, pods
-        naming their own, the name taken), None to retry next round."""
+    def _pod_group(self, admission: Admission, gang_uid: str
+                   ) -> tuple[dict[str, str], str] | None:
+        """(the labels that put the gang's pods in its PodGroup, created first and owned
+        by its Gang: `locality.admission.coscheduling`; the PodGroup's uid); no labels
+        for none (off, not served, pods naming their own, the name taken); None to
+        retry next round."""
         if not self.config.pod_groups or self._pod_groups is None or any(
                 POD_GROUP_LABEL in pod.labels for pod in admission.pods):
-            return {}
+            return {}, ""
         gathered = self._jobs.get(admission.job)
         size = (gathered.size if gathered is not None else None) or len(admission.pods)
         body = pod_group_body(admission.job, size, self.config.pod_group_timeout_seconds,
                               gang_uid)
-        outcome = self._pod_groups.ensure(admission.job, body)
+        outcome, uid = self._pod_groups.ensure(admission.job, body)
         if outcome is PodGroupOutcome.RETRY:
             return None
         if outcome is PodGroupOutcome.NONE:
-            return {}
-        return {POD_GROUP_LABEL: body["metadata"]["name"]}
+            return {}, ""
+        return {POD_GROUP_LABEL: body["metadata"]["name"]}, uid
 
     def _admit(self, admission: Admission, now: float,
                labels: dict[str, str] | None = None) -> tuple[int, int]:

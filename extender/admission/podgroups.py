@@ -1,14 +1,16 @@
 """Creates the PodGroup of an admitted gang (`locality.admission.coscheduling`).
 
-Create, never update: a PodGroup of that name that exists already is used only when it
-is headstart's own for the same job (`is_ours`); anyone else's is left alone and the
-gang's pods get no label. Runs in the admitter's worker thread; every call has a 10 s
+Create, and once the gang's pods are patched mark it admitted (`touch`, guarded by its
+uid); never any other change. A PodGroup of that name that exists already is used only
+when it is headstart's own for the same job (`is_ours`); anyone else's is left alone and
+the gang's pods get no label. Runs in the admitter's worker thread; every call has a 10 s
 timeout.
 
-Outcomes: `OURS` (label the pods), `NONE` (no PodGroup to use: the API is not served,
-creating is forbidden, or the name is taken; the pods are admitted without one, as
-before Coscheduling, and the reason is logged once), `RETRY` (a transient fault: the
-admission waits for the next round, so a gang never binds half because of a 500).
+Outcomes, with the PodGroup's uid: `OURS` (label the pods, then `touch` it), `NONE`
+(no PodGroup to use: the API is not served, creating is forbidden, or the name is
+taken; the pods are admitted without one, as before Coscheduling, and the reason is
+logged once), `RETRY` (a transient fault: the admission waits for the next round, so a
+gang never binds half because of a 500).
 
 Must not: decide what a PodGroup says.
 """
@@ -40,13 +42,19 @@ class PodGroupWriter:
         self._custom = k8s.CustomObjectsApi(api_client)
         self._logged: set[int] = set()
 
-    def ensure(self, job: JobKey, body: dict[str, Any]) -> Outcome:
+    def ensure(self, job: JobKey, body: dict[str, Any]) -> tuple[Outcome, str]:
+        """(the outcome, the PodGroup's uid when it is ours)."""
         metadata = body["metadata"]
         name, namespace = metadata["name"], metadata["namespace"]
         try:
-            self._custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
-                                                         body, _request_timeout=10)
-            return Outcome.OURS
+            created = self._custom.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, body, _request_timeout=10,
+                _preload_content=False)
+            try:
+                uid = str((json.loads(created.data).get("metadata") or {}).get("uid") or "")
+            finally:
+                created.release_conn()
+            return Outcome.OURS, uid
         except ApiException as error:
             if error.status == 409:
                 return self._existing(job, namespace, name)
@@ -58,18 +66,37 @@ class PodGroupWriter:
                     "admission.pod_groups: false)") if error.status == 404 else (
                     "the extender may not create PodGroups (its ClusterRole lacks "
                     "scheduling.x-k8s.io podgroups create): gangs are admitted without one"))
-                return Outcome.NONE
+                return Outcome.NONE, ""
             log.warning("could not create the gang's PodGroup; next round retries",
                         extra={"podgroup": f"{namespace}/{name}", "status": error.status,
                                "error": str(error.reason)})
-            return Outcome.RETRY
+            return Outcome.RETRY, ""
         except Exception as error:  # noqa: BLE001 - transport faults: next round retries
             log.warning("could not create the gang's PodGroup; next round retries",
                         extra={"podgroup": f"{namespace}/{name}",
                                "error": f"{type(error).__name__}: {error}"})
-            return Outcome.RETRY
+            return Outcome.RETRY, ""
 
-    def _existing(self, job: JobKey, namespace: str, name: str) -> Outcome:
+    def touch(self, namespace: str, name: str, uid: str, stamp: str) -> None:
+        """Mark the gang's PodGroup admitted at `stamp` (an annotation; the uid a `test`
+        precondition, so only the object headstart created is changed). The update is
+        an event Coscheduling requeues on: pods it turned away while their siblings
+        were still gated or unlabelled are tried again at once, not after
+        kube-scheduler's 5-minute flush. Best effort: a failure is logged."""
+        ops = [{"op": "test", "path": "/metadata/uid", "value": uid},
+               {"op": "add", "path": "/metadata/annotations/headstart.io~1admitted-at",
+                "value": stamp}]
+        try:
+            self._custom.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, ops,
+                _content_type="application/json-patch+json", _preload_content=False,
+                _request_timeout=10).release_conn()
+        except Exception as error:  # noqa: BLE001 - best effort: the gang still binds
+            log.warning("could not mark the gang's PodGroup admitted; its pods that "
+                        "Coscheduling turned away wait for kube-scheduler's next retry",
+                        extra={"podgroup": f"{namespace}/{name}", "error": str(error)})
+
+    def _existing(self, job: JobKey, namespace: str, name: str) -> tuple[Outcome, str]:
         try:
             raw = self._custom.get_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, name, _preload_content=False,
@@ -81,13 +108,13 @@ class PodGroupWriter:
         except Exception as error:  # noqa: BLE001 - API or transport fault: next round
             log.warning("could not read the gang's PodGroup; next round retries",
                         extra={"podgroup": f"{namespace}/{name}", "error": str(error)})
-            return Outcome.RETRY
+            return Outcome.RETRY, ""
         if is_ours(found, job):
-            return Outcome.OURS
+            return Outcome.OURS, str((found.get("metadata") or {}).get("uid") or "")
         log.warning("a PodGroup of the gang's name exists and is not headstart's: its pods "
                     "are admitted without one (rename it, or label the pods with it)",
                     extra={"podgroup": f"{namespace}/{name}", "job": str(job)})
-        return Outcome.NONE
+        return Outcome.NONE, ""
 
     def _once(self, status: int, message: str) -> None:
         if status not in self._logged:

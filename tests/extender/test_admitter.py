@@ -508,6 +508,8 @@ async def test_an_admitted_gang_gets_a_pod_group_owned_by_its_record(fake_kube, 
     for index in range(2):
         labels = pod_of(fake_kube, f"a-{index}")["metadata"]["labels"]
         assert labels["scheduling.x-k8s.io/pod-group"] == "a"
+    # Marked admitted once its pods were patched: the update Coscheduling requeues on.
+    assert "headstart.io/admitted-at" in group["metadata"]["annotations"]
 
 
 @pytest.mark.parametrize("case", ["name-taken", "pods-name-their-own", "turned-off"])
