@@ -69,6 +69,7 @@ def serve(config, api_client) -> None:
     """Run until SIGTERM/SIGINT (blocking)."""
     import logging
     import ssl
+    import sys
 
     from aiohttp import web
 
@@ -109,7 +110,7 @@ def serve(config, api_client) -> None:
         import os
 
         from bucketing.leader import LeaderElector
-        from extender.admission.admitter import Admitter
+        from extender.admission.admitter import GIL_SWITCH_SECONDS, Admitter
 
         admission = config.admission
         elector = LeaderElector(
@@ -117,10 +118,6 @@ def serve(config, api_client) -> None:
         admitter = Admitter(cache, config.locality, admission, api_client, elector.is_leader,
                             identity=elector.identity, sizes_listed=sync.sizes_listed)
         elector.start()
-        import sys
-
-        from extender.admission.admitter import GIL_SWITCH_SECONDS
-
         sys.setswitchinterval(GIL_SWITCH_SECONDS)  # rounds plan in a thread
     app = create_app(config, cache, sync, binder, admitter)
     # First: a taken ops port must fail before the watch threads start.

@@ -97,6 +97,10 @@ class Inputs:
     nodes: list[NodeState]
     group_sizes: Mapping[str, GroupSize] | None
 
+    def pods_of_job(self, job: JobKey) -> tuple[Pod, ...]:
+        """The job's pods as the snapshot saw them (the cache's `pods_of_job`)."""
+        return self.pods_by_job.get(job, ())
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
@@ -170,9 +174,7 @@ class Admitter:
              ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
         """The round's decisions from `inputs` alone (`locality.admission`): safe in a
         worker thread."""
-        def pods_of_job(job: JobKey) -> tuple[Pod, ...]:
-            return inputs.pods_by_job.get(job, ())
-
+        pods_of_job = inputs.pods_of_job
         gathered = gather(inputs.gated, inputs.records, pods_of_job, self.locality,
                           self.config)
         levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL, CLUSTER_LEVEL}
@@ -312,14 +314,10 @@ class Admitter:
         # The same snapshot the plan was made from; acted on in the worker thread.
         config = self.config
         records = inputs.records
-
-        def pods_of_job(job: JobKey) -> tuple[Pod, ...]:
-            return inputs.pods_by_job.get(job, ())
-
-        after = recovery(list(records.values()), pods_of_job, now,
+        after = recovery(list(records.values()), inputs.pods_of_job, now,
                          config.bind_timeout_seconds, config.backoff_base_seconds,
                          config.backoff_max_seconds)
-        orphans = orphaned(list(records.values()), pods_of_job, now)
+        orphans = orphaned(list(records.values()), inputs.pods_of_job, now)
         outcome = await asyncio.to_thread(self._apply, planned, now, records, after, orphans)
         self.patch_failures_total += outcome.failed
         return outcome
