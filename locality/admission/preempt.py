@@ -58,12 +58,8 @@ def candidates(records: Iterable[GangRecord],
 def leaving(records: Iterable[GangRecord],
             pods_of_job: Callable[[JobKey], Sequence[Pod]]) -> dict[str, Resources]:
     """Per node, the requests of gangs' bound pods that are Terminating."""
-    by_node: dict[str, Resources] = {}
-    for record in records:
-        for pod in pods_of_job(record.job):
-            if pod.deleting and pod.node_name is not None and not pod.terminal:
-                by_node[pod.node_name] = by_node.get(pod.node_name, ZERO) + pod.request
-    return by_node
+    return _by_node(pod for record in records for pod in pods_of_job(record.job)
+                    if pod.deleting and not pod.terminal)
 
 
 def choose(job: GatedJob, demand: Demand, domains: Mapping[Domain, Bins],
@@ -77,12 +73,12 @@ def choose(job: GatedJob, demand: Demand, domains: Mapping[Domain, Bins],
     best: tuple[tuple, Preemption] | None = None
     for domain, bins in domains.items():
         names = {node.name for node in bins.nodes}
-        base = bins.freed(_on(gone, names))
+        base = bins.freed(gone)  # only this domain's nodes count: `freed` skips others
         if _fits(base, demand, size, job):
             victims: list[Gang] = []
         else:
             chosen = _enough(base, demand, size, job,
-                             [gang for gang in lower if gang.nodes & names], names)
+                             [gang for gang in lower if gang.nodes & names])
             if chosen is None:
                 continue
             victims = chosen
@@ -94,19 +90,19 @@ def choose(job: GatedJob, demand: Demand, domains: Mapping[Domain, Bins],
     return best[1] if best is not None else None
 
 
-def _enough(base: Bins, demand: Demand, size: int, job: GatedJob, lower: Sequence[Gang],
-            names: set[str]) -> list[Gang] | None:
+def _enough(base: Bins, demand: Demand, size: int, job: GatedJob, lower: Sequence[Gang]
+            ) -> list[Gang] | None:
     """The fewest of `lower` (in order) whose bound members' room lets the job fit."""
     chosen: list[Gang] = []
     for gang in lower:
         chosen.append(gang)
-        if _fits(base.freed(_freed(chosen, names)), demand, size, job):
+        if _fits(base.freed(_freed(chosen)), demand, size, job):
             break
     else:
         return None
     for gang in reversed(chosen[:-1]):  # the last one was needed: it tipped the fit
         rest = [g for g in chosen if g is not gang]
-        if _fits(base.freed(_freed(rest, names)), demand, size, job):
+        if _fits(base.freed(_freed(rest)), demand, size, job):
             chosen = rest
     return chosen
 
@@ -115,17 +111,17 @@ def _fits(bins: Bins, demand: Demand, size: int, job: GatedJob) -> bool:
     return pack(bins.copy(), demand, job.pods_per_node) == size
 
 
-def _freed(gangs: Iterable[Gang], names: set[str]) -> dict[str, Resources]:
+def _freed(gangs: Iterable[Gang]) -> dict[str, Resources]:
+    return _by_node(pod for gang in gangs for pod in gang.pods)
+
+
+def _by_node(pods: Iterable[Pod]) -> dict[str, Resources]:
+    """Per node, the requests of the bound ones of `pods`."""
     by_node: dict[str, Resources] = {}
-    for gang in gangs:
-        for pod in gang.pods:
-            if pod.node_name in names:
-                by_node[pod.node_name] = by_node.get(pod.node_name, ZERO) + pod.request
+    for pod in pods:
+        if pod.node_name is not None:
+            by_node[pod.node_name] = by_node.get(pod.node_name, ZERO) + pod.request
     return by_node
-
-
-def _on(by_node: Mapping[str, Resources], names: set[str]) -> dict[str, Resources]:
-    return {name: resources for name, resources in by_node.items() if name in names}
 
 
 def _victim_order(gang: Gang) -> tuple:
