@@ -278,10 +278,10 @@ def test_a_tenant_can_neither_write_a_gang_nor_reserve_room_by_annotation(
     fake = training_pod("fake-placeholder", namespace, "fake", "worker", gpus=8, cpu="8",
                         memory="64Gi", annotations={"headstart.io/job-size": "1"})
     fake["metadata"]["labels"]["headstart.io/placeholder"] = "true"
-    result = kubectl_as(tenant, "create", "-f", "-", stdin=json.dumps(fake))
+    result = kubectl_as(tenant, "create", "-f", "-", "-o", "json", stdin=json.dumps(fake))
     assert result.returncode == 0, result.stderr
-    gates = kube.get(f"/api/v1/namespaces/{namespace}/pods/fake-placeholder")["spec"].get(
-        "schedulingGates") or []
+    # The pod as created (the admitter may lift the gate a moment later).
+    gates = json.loads(result.stdout)["spec"].get("schedulingGates") or []
     assert {"name": GATE} in gates, gates
 
     def admitted():
