@@ -6,6 +6,7 @@ and with rounds as the admitter runs them now (snapshot on the loop, plan in a t
     python bench/bench_admission_rounds.py             # 3 runs of 20 s per mode
     python bench/bench_admission_rounds.py --quick     # 1 run of 8 s per mode
     python bench/bench_admission_rounds.py --record    # and write bench/results.json
+    python bench/bench_admission_rounds.py --quick --switch-seconds 0.005  # Python's default
 
 Cluster and request: bench_extender's 5,000 nodes (100 placement groups of 50, background
 pods using 0-6 GPUs per node) and its filter request for a pending worker of a running
@@ -16,10 +17,11 @@ which is the part that can block. The server runs in its own process; one client
 one filter at a time with keep-alive, as kube-scheduler does, for `--seconds` per run.
 
 Reported per mode: filter p50 and p99 (median of `--runs` runs), the admission rounds
-completed and their median duration, and p99 against no rounds in the same run
-(target from issue 26: within 1.2x). On a 2-core machine the client, the server's
-event loop and the planning thread share the cores, and the thread holds the GIL
-while it packs in Python: say which machine gave each figure.
+completed, their median duration and that of the snapshot the loop takes for each,
+and p99 against no rounds in the same run (target from issue 26: within 1.2x). On a
+2-core machine the client, the server's event loop and the planning thread share the
+cores, and the thread holds the GIL while it packs in Python: say which machine gave
+each figure.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def gated_jobs(count: int) -> list[dict]:
     return pods
 
 
-def serve(mode: str, jobs: int, ports: multiprocessing.Queue) -> None:
+def serve(mode: str, jobs: int, switch_seconds: float, ports: multiprocessing.Queue) -> None:
     from aiohttp import web
 
     from extender.admission.admitter import GIL_SWITCH_SECONDS, Admitter
@@ -67,16 +69,20 @@ def serve(mode: str, jobs: int, ports: multiprocessing.Queue) -> None:
     from locality.admission.config import AdmissionConfig
     from locality.parse import parse_pod
 
-    sys.setswitchinterval(GIL_SWITCH_SECONDS)  # as the extender sets it (extender/cli.py)
+    # As the extender sets it (extender/cli.py), unless --switch-seconds says otherwise.
+    sys.setswitchinterval(switch_seconds or GIL_SWITCH_SECONDS)
     app = bench_extender.headstart_app(NODES, 0.0)
     cache = app[CACHE]
     for raw in gated_jobs(jobs):
         cache.apply_pod(parse_pod(raw, cache.config))
     admitter = Admitter(cache, cache.config, AdmissionConfig(), None, lambda: False)
-    stats = {"rounds": 0, "seconds": []}
+    stats = {"rounds": 0, "seconds": [], "snapshot_seconds": []}
 
     async def rounds() -> None:
         while True:
+            started = time.perf_counter()
+            admitter.snapshot()  # timed alone: the part a round keeps on the event loop
+            stats["snapshot_seconds"].append(time.perf_counter() - started)
             started = time.perf_counter()
             if mode == "loop":
                 admitter.plan_now(time.time())  # the whole round on the event loop
@@ -132,8 +138,8 @@ async def round_stats(url: str) -> dict:
         return await reply.json()
 
 
-def one_run(mode: str, jobs: int, seconds: float, body: bytes) -> dict:
-    server = bench_extender.Server(serve, (mode, jobs), start_timeout_s=600)
+def one_run(mode: str, jobs: int, seconds: float, body: bytes, switch_seconds: float) -> dict:
+    server = bench_extender.Server(serve, (mode, jobs, switch_seconds), start_timeout_s=600)
     try:
         samples = asyncio.run(filter_latencies(server.url, body, seconds))
         stats = asyncio.run(round_stats(server.url))
@@ -142,7 +148,9 @@ def one_run(mode: str, jobs: int, seconds: float, body: bytes) -> dict:
     return {"p50_ms": 1000 * bench_extender.percentile(samples, 0.5),
             "p99_ms": 1000 * bench_extender.percentile(samples, 0.99),
             "requests": len(samples), "rounds": stats["rounds"],
-            "round_s": statistics.median(stats["seconds"]) if stats["seconds"] else None}
+            "round_s": statistics.median(stats["seconds"]) if stats["seconds"] else None,
+            "snapshot_ms": (1000 * statistics.median(stats["snapshot_seconds"])
+                            if stats["snapshot_seconds"] else None)}
 
 
 def main() -> int:
@@ -151,6 +159,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--quick", action="store_true", help="1 run of 8 s per mode")
+    parser.add_argument("--switch-seconds", type=float, default=0.0,
+                        help="the server's sys.setswitchinterval (default: the extender's, "
+                             "GIL_SWITCH_SECONDS; Python's own is 0.005)")
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
     if args.quick:
@@ -160,7 +171,7 @@ def main() -> int:
     runs: dict[str, list[dict]] = {mode: [] for mode in MODES}
     for run in range(args.runs):
         for mode in MODES:  # in alternation: drift hits every mode alike
-            result = one_run(mode, args.jobs, args.seconds, body)
+            result = one_run(mode, args.jobs, args.seconds, body, args.switch_seconds)
             runs[mode].append(result)
             print(f"run {run + 1}/{args.runs} {mode:6s}: filter p50 {result['p50_ms']:.1f} ms, "
                   f"p99 {result['p99_ms']:.1f} ms over {result['requests']} requests; "
@@ -171,8 +182,9 @@ def main() -> int:
     for mode in MODES:
         summary[mode] = {key: statistics.median(r[key] for r in runs[mode])
                          for key in ("p50_ms", "p99_ms")}
-        rounds = [r["round_s"] for r in runs[mode] if r["round_s"] is not None]
-        summary[mode]["round_s"] = statistics.median(rounds) if rounds else None
+        for key in ("round_s", "snapshot_ms"):
+            values = [r[key] for r in runs[mode] if r[key] is not None]
+            summary[mode][key] = statistics.median(values) if values else None
         summary[mode]["rounds"] = statistics.median(r["rounds"] for r in runs[mode])
     base = summary["none"]["p99_ms"]
     for mode in MODES:
@@ -181,10 +193,13 @@ def main() -> int:
           f"of {args.seconds:g} s, load average {load_before:.1f}-{load_average():.1f}:")
     for mode in MODES:
         entry = summary[mode]
-        rounds = (f", rounds of {entry['round_s']:.2f} s" if entry["round_s"] else "")
+        rounds = (f", rounds of {entry['round_s']:.2f} s, snapshot {entry['snapshot_ms']:.0f} ms"
+                  if entry["round_s"] else "")
         print(f"  {mode:6s} filter p50 {entry['p50_ms']:.1f} ms, p99 {entry['p99_ms']:.1f} ms "
               f"({entry['p99_vs_none']:.2f}x no rounds){rounds}")
     if args.record:
+        if args.switch_seconds:
+            parser.error("--record keeps the shipped switch interval: drop --switch-seconds")
         record("admission-rounds", {"jobs": args.jobs, "nodes": NODES, "runs": args.runs,
                                     "seconds": args.seconds, "modes": summary}, load_before)
     return 0

@@ -613,7 +613,8 @@ def admission_rounds(results: dict) -> str:
         return text
 
     return (f"With {f['jobs']:,} gated 8-pod jobs at {f['nodes']:,} nodes (a round of about "
-            f"{m['loop']['round_s']:.1f} s when nothing else runs), kube-scheduler's filter "
+            f"{m['loop']['round_s']:.1f} s when nothing else runs, of which the snapshot on "
+            f"the event loop is {m['thread']['snapshot_ms']:.0f} ms), kube-scheduler's filter "
             f"is answered in {mode('none')} without rounds; with rounds on the event loop, as "
             f"before, {mode('loop')}; with rounds planned in the worker thread, "
             f"{mode('thread')}, the round itself taking {m['thread']['round_s']:.1f} s as it "

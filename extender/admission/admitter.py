@@ -81,9 +81,10 @@ AUTOSCALER_STATUS_SECONDS = 30.0
 GIL_SWITCH_SECONDS = 0.001
 """The extender's thread switch interval (`sys.setswitchinterval`; Python's default is
 5 ms). A round plans in a worker thread that holds the GIL while it packs in Python;
-the event loop answering kube-scheduler gets it back after at most this long. Measured
-by bench/bench_admission_rounds.py: filter p99 during rounds 54 ms at 5 ms, 19 ms at
-1 ms (6.8 ms without rounds), 2 shared cores."""
+the event loop answering kube-scheduler gets it back after at most this long.
+bench/bench_admission_rounds.py on 2 shared cores: filter p99 during rounds 20.3 ms at
+1 ms (the recorded run, 6.9 ms without rounds; docs/extender.md) and 57.1 ms at
+Python's 5 ms (`--quick --switch-seconds 0.005`, 8.2 ms without rounds)."""
 
 
 @dataclass(frozen=True, slots=True)

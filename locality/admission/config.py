@@ -128,8 +128,9 @@ class AdmissionConfig:
     pod_group_timeout_seconds: int = 300
     """The PodGroup's `scheduleTimeoutSeconds`: how long pods assumed on their nodes wait
     in Coscheduling's Permit for the rest of the gang before all are rejected and
-    retried, none bound. 5 minutes: a 4,096-pod gang at about 50 ms per scheduling
-    cycle takes about 200 s to reach Permit whole."""
+    retried, none bound. 5 minutes: the Permit timeout of Kubernetes' own
+    GangScheduling plugin (1.35, fixed there). How long a very large gang takes to
+    reach Permit whole is not measured here: raise it if yours time out."""
 
     backoff_base_seconds: float = 60.0
     """The wait before an evicted job is admitted again, doubling with each eviction

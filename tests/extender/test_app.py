@@ -520,6 +520,15 @@ def test_the_default_body_limit_follows_what_kube_scheduler_sends(node_cache_cap
                           max_body_bytes=4096).body_limit == 4096
 
 
+def test_the_default_limit_holds_a_50000_node_request_three_times_over():
+    """kube-scheduler's filter request with nodeCacheCapable: the pod and every node
+    name, here 50,000 EKS-style ones."""
+    names = [f"ip-10-{i // 65536}-{i // 256 % 256}-{i % 256}.us-west-2.compute.internal"
+             for i in range(50_000)]
+    body = args_body(make_pod("w-0", gpus=8, job="j", role="worker"), names=names)
+    assert 3 * len(body) < ExtenderConfig().body_limit
+
+
 async def test_a_body_that_never_arrives_is_408_and_other_requests_are_answered(
         serve, ops_of):
     """A client that sends headers and then a byte at a time holds its handler for
