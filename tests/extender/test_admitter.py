@@ -378,17 +378,20 @@ async def test_a_gang_not_whole_in_time_is_evicted_whole_and_backs_off(fake_kube
                                                "controller": True}]
         fake_kube.create(pod)
     admitter = replicas("solo", leading=True)
-    admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=30)
+    # 3 s: time for the admitter's watch to see the bind below before the timeout (with
+    # 1 s, a loaded machine evicted on a snapshot that had not seen it yet: 0 of 2).
+    admitter.config = replace(ADMISSION, bind_timeout_seconds=3, backoff_base_seconds=30)
     await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
         "status", {}).get("state") == "Admitted")
     uid = pod_of(fake_kube, "a-0")["metadata"]["uid"]
     assert await ApiBinder(fake_kube.api_client()).bind(
         BindingArgs("a-0", "team", uid, "a1")) == ""
+    await eventually(lambda: admitter.cache.pod("team", "a-0").node_name == "a1")
     await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
         "status", {}).get("state") == "Evicted")
     status = gang_of(fake_kube, "a")["status"]
     assert status["evictions"] == 1
-    assert "not whole 1 s after it was admitted (1 of 2 bound)" in status["message"]
+    assert "not whole 3 s after it was admitted (1 of 2 bound)" in status["message"]
     assert pod_of(fake_kube, "a-0") is None and pod_of(fake_kube, "a-1") is None
     evicted = [e for e in fake_kube.list("v1", "Event", "team")
                if e["reason"] == "HeadstartEvicted"]
