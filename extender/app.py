@@ -169,10 +169,10 @@ def serve_ops(
     the probes answer until they have stopped)."""
 
     async def serve(app: web.Application) -> AsyncIterator[None]:
-        runner = web.AppRunner(app[OPS_APP], access_log=None)
+        runner = web.AppRunner(app[OPS_APP], access_log=None,
+                               shutdown_timeout=shutdown_timeout)
         await runner.setup()
-        site = web.TCPSite(runner, host, port, ssl_context=ssl_context,
-                           shutdown_timeout=shutdown_timeout)
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
         try:
             await site.start()
         except OSError as error:

@@ -68,28 +68,27 @@ def run(args: argparse.Namespace) -> int:
 def serve(config, api_client) -> None:
     """Run until SIGTERM/SIGINT (blocking)."""
     import logging
-    import ssl
     import sys
 
     from aiohttp import web
 
     from bucketing.errors import ConfigError
-    from extender.app import create_app, serve_ops
+    from extender.app import METRICS, create_app, serve_ops
     from extender.binder import ApiBinder
     from extender.cache import ClusterCache
+    from extender.gate_webhook import GATE_APP, create_gate_app, serve_gate, server_context
     from extender.sync import ClusterSync
     from extender.watch import WatchSettings
 
     ssl_context = None
-    if config.tls_cert_file:
-        ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        try:
-            ssl_context.load_cert_chain(config.tls_cert_file, config.tls_key_file)
-        except (OSError, ssl.SSLError) as error:
-            raise ConfigError(
-                f"tls_cert_file/tls_key_file: cannot load {config.tls_cert_file} "
-                f"and {config.tls_key_file} ({error})"
-            ) from None
+    if config.tls_cert_file and config.tls_key_file:
+        ssl_context = server_context(config.tls_cert_file, config.tls_key_file,
+                                     "tls_cert_file/tls_key_file")
+    gate_context = None
+    if config.gate_webhook_cert_file and config.gate_webhook_key_file:
+        gate_context = server_context(config.gate_webhook_cert_file,
+                                      config.gate_webhook_key_file,
+                                      "gate_webhook_cert_file/gate_webhook_key_file")
 
     cache = ClusterCache(config.locality)
     settings = WatchSettings(
@@ -123,9 +122,13 @@ def serve(config, api_client) -> None:
     # First: a taken ops port must fail before the watch threads start.
     app.cleanup_ctx.insert(
         0, serve_ops(config.host, config.ops_port, ssl_context, config.shutdown_timeout_seconds))
+    if gate_context is not None:
+        app[GATE_APP] = create_gate_app(config, app[METRICS])
+        app.cleanup_ctx.insert(1, serve_gate(config, gate_context))
     logging.getLogger("headstart.extender").info(
         "starting", extra={"host": config.host, "port": config.port, "ops_port": config.ops_port,
                            "tls": ssl_context is not None,
+                           "gate_webhook_port": config.gate_webhook_port,
                            "node_cache_capable": config.node_cache_capable,
                            "bind_enabled": config.bind_enabled},
     )

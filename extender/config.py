@@ -104,6 +104,21 @@ class ExtenderConfig:
     tls_key_file: str | None = None
     """PEM private key for `tls_cert_file`."""
 
+    gate_webhook_port: int | None = None
+    """TCP port of the placement gate's mutating admission webhook (POST /gate, HTTPS
+    only), for clusters before Kubernetes 1.36, where the MutatingAdmissionPolicy of
+    manifests/base/admission is not served; manifests/components/gate-webhook sets 9443.
+    Unset: not served. Pods of `bind_scheduler_names` are gated by the rule of
+    `locality.admission.gate`."""
+
+    gate_webhook_cert_file: str | None = None
+    """PEM certificate of the gate webhook (required with `gate_webhook_port`), for the
+    name kube-apiserver calls (`headstart-extender-gate.headstart.svc`); reloaded when
+    the file changes."""
+
+    gate_webhook_key_file: str | None = None
+    """PEM private key for `gate_webhook_cert_file`."""
+
     log_format: str = "json"
     """`json` (one object per line, for log pipelines) or `text`."""
 
@@ -172,6 +187,9 @@ class ExtenderConfig:
                 f"--port/--ops-port: both are {config.port}; kube-scheduler's port and the "
                 "ops port must differ"
             )
+        if config.gate_webhook_port in (config.port, config.ops_port):
+            raise ConfigError(
+                f"--port/--ops-port: {config.gate_webhook_port} is gate_webhook_port too")
         return config
 
 
@@ -209,6 +227,8 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
             values[name] = _bool(raw, where)
         elif name in ("port", "ops_port"):
             values[name] = _int(raw, where, 1, 65535)
+        elif name == "gate_webhook_port":
+            values[name] = None if raw is None else _int(raw, where, 1, 65535)
         elif name == "max_body_bytes":
             values[name] = _int(raw, where, 1024, 2**40)
         elif name == "watch_timeout_seconds":
@@ -232,7 +252,8 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
             values[name] = _choice(raw, where, LOG_FORMATS)
         elif name == "log_level":
             values[name] = _choice(raw, where, _LOG_LEVELS)
-        elif name in ("tls_cert_file", "tls_key_file"):
+        elif name in ("tls_cert_file", "tls_key_file", "gate_webhook_cert_file",
+                      "gate_webhook_key_file"):
             values[name] = None if raw is None else _string(raw, where)
         else:  # host
             values[name] = _string(raw, where)
@@ -242,6 +263,19 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
     config = ExtenderConfig(**values)
     if (config.tls_cert_file is None) != (config.tls_key_file is None):
         raise ConfigError(f"{source}: tls_cert_file and tls_key_file must be set together")
+    webhook_files = (config.gate_webhook_cert_file, config.gate_webhook_key_file)
+    if config.gate_webhook_port is not None and None in webhook_files:
+        raise ConfigError(
+            f"{source}: gate_webhook_port needs gate_webhook_cert_file and "
+            "gate_webhook_key_file: kube-apiserver calls admission webhooks over HTTPS only")
+    if config.gate_webhook_port is None and webhook_files != (None, None):
+        raise ConfigError(
+            f"{source}: gate_webhook_cert_file/gate_webhook_key_file are set but "
+            "gate_webhook_port is not: set the port to serve the gate webhook")
+    if config.gate_webhook_port in (config.port, config.ops_port):
+        raise ConfigError(
+            f"{source}: gate_webhook_port ({config.gate_webhook_port}) must differ from port "
+            f"({config.port}) and ops_port ({config.ops_port})")
     if config.port == config.ops_port:
         raise ConfigError(
             f"{source}: port and ops_port are both {config.port}; kube-scheduler's port "

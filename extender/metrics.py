@@ -21,6 +21,8 @@ Metrics:
 - headstart_extender_bind_refused_total{reason}: /bind calls refused: `empty_uid`,
   `scheduler_name` (the pod is another scheduler's), `unknown_pod` (not in the cache),
   `unknown_node`, `node_refused` (the pod's own constraints rule the node out)
+- headstart_extender_gate_reviews_total{outcome}: the gate webhook's admission reviews:
+  gated, passed, rejected (not an AdmissionReview)
 - headstart_extender_cache_objects{kind}: nodes, pods, noderesourcetopologies,
   assumed_placements
 - headstart_extender_cache_synced{kind}, headstart_extender_watch_streaming{kind}
@@ -104,10 +106,20 @@ class ExtenderMetrics:
             ("reason",),
             registry=self.registry,
         )
+        self.gate_reviews = Counter(
+            "headstart_extender_gate_reviews",
+            "Admission reviews of the placement gate webhook: gated (the gate added), "
+            "passed (no gate for this pod), rejected (not an AdmissionReview: HTTP 400).",
+            ("outcome",),
+            registry=self.registry,
+        )
         # Label children are cached: .labels() per request costs a dict lookup and a lock.
         self._latency_children: dict[str, object] = {}
         self._request_children: dict[tuple[str, str], object] = {}
         self._filtered_children: dict[tuple[ReasonCode, str], object] = {}
+
+    def count_gate_review(self, outcome: str) -> None:
+        self.gate_reviews.labels(outcome).inc()
 
     def observe(self, verb: str, outcome: str, seconds: float) -> None:
         child = self._request_children.get((verb, outcome))

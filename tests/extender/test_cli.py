@@ -46,11 +46,19 @@ from tests.extender.builders import args_body, make_node, make_pod
          "bind_timeout_seconds (3 s) must be below scheduler_http_timeout_seconds (0.2 s"),
         ("bind_scheduler_names: headstart-scheduler\n",
          "bind_scheduler_names: expected a list of scheduler names"),
+        ("gate_webhook_port: 9443\n",
+         "gate_webhook_port needs gate_webhook_cert_file and gate_webhook_key_file"),
+        ("gate_webhook_cert_file: /t.crt\ngate_webhook_key_file: /t.key\n",
+         "gate_webhook_port is not: set the port"),
+        ("gate_webhook_port: 8889\ngate_webhook_cert_file: /t.crt\n"
+         "gate_webhook_key_file: /t.key\n", "gate_webhook_port (8889) must differ"),
     ],
     ids=["port-range", "typo", "locality-field", "tls-half", "yaml", "watch-dra-not-bool",
          "levels-without-placement-group", "dra-without-resource", "numa-policy-unknown",
          "bind-wait", "same-ports", "bind-timeout-not-below-http-timeout",
-         "http-timeout-below-bind-timeout", "scheduler-names-not-a-list"],
+         "http-timeout-below-bind-timeout", "scheduler-names-not-a-list",
+         "webhook-without-certificate", "webhook-certificate-without-port",
+         "webhook-port-taken-by-ops"],
 )
 def test_config_errors_are_one_line_naming_file_and_field(tmp_path, capsys, text, message):
     path = tmp_path / "extender.yaml"

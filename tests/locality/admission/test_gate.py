@@ -1,0 +1,67 @@
+"""Which created pods the gate webhook puts behind `headstart.io/placement`, and the patch.
+
+The same table runs against the real kube-apiserver under the MutatingAdmissionPolicy
+and under the webhook in tests/e2e/test_gate_webhook.py.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from locality.admission.gate import gate_patch, gates
+
+SCHEDULERS = ("headstart-scheduler",)
+PLACEHOLDER_NAMESPACES = ("headstart",)
+
+
+def make_pod(scheduler="headstart-scheduler", node=None, gate_names=(), labels=None,
+             annotations=None):
+    spec = {"schedulerName": scheduler, "containers": [{"name": "c", "image": "x"}]}
+    if node:
+        spec["nodeName"] = node
+    if gate_names:
+        spec["schedulingGates"] = [{"name": name} for name in gate_names]
+    return {"metadata": {"labels": labels or {}, "annotations": annotations or {}},
+            "spec": spec}
+
+
+@pytest.mark.parametrize(("pod", "namespace", "expected"), [
+    (make_pod(), "team", True),
+    (make_pod(scheduler="default-scheduler"), "team", False),
+    (make_pod(node="node-1"), "team", False),  # created bound: a gate makes it invalid
+    (make_pod(gate_names=["headstart.io/placement"]), "team", False),
+    (make_pod(gate_names=["example.com/other"]), "team", True),  # another gate: add ours
+    (make_pod(gate_names=["kueue.x-k8s.io/admission"]), "team", False),
+    (make_pod(labels={"kueue.x-k8s.io/queue-name": "q"}), "team", False),
+    (make_pod(annotations={"kueue.x-k8s.io/workload": "w"}), "team", False),
+    (make_pod(labels={"headstart.io/placeholder": "true"}), "headstart", False),
+    # Anyone may write the label; only the placeholders' namespace is trusted with it.
+    (make_pod(labels={"headstart.io/placeholder": "true"}), "team", True),
+], ids=["training-pod", "other-scheduler", "created-bound", "gated-already",
+        "other-gate", "kueue-gate", "kueue-queue-label", "kueue-annotation",
+        "placeholder", "forged-placeholder"])
+def test_gates_as_the_admission_policy_does(pod, namespace, expected):
+    before = copy.deepcopy(pod)
+    assert gates(pod, namespace, SCHEDULERS, PLACEHOLDER_NAMESPACES) is expected
+    assert pod == before
+
+
+def test_no_scheduler_names_leaves_the_scope_to_the_webhook_configuration():
+    assert gates(make_pod(scheduler="anything"), "team", (), PLACEHOLDER_NAMESPACES)
+
+
+def test_a_pod_without_metadata_or_spec_is_judged_not_crashed_on():
+    assert not gates({}, "team", SCHEDULERS, PLACEHOLDER_NAMESPACES)
+    assert gates({"spec": {"schedulerName": "headstart-scheduler"}}, "team", SCHEDULERS, ())
+
+
+def test_the_patch_creates_the_list_or_appends_to_it():
+    assert gate_patch(make_pod()) == [
+        {"op": "add", "path": "/spec/schedulingGates",
+         "value": [{"name": "headstart.io/placement"}]}]
+    # Appending keeps the other gate: replacing the list would lift someone else's.
+    assert gate_patch(make_pod(gate_names=["example.com/other"])) == [
+        {"op": "add", "path": "/spec/schedulingGates/-",
+         "value": {"name": "headstart.io/placement"}}]
