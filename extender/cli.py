@@ -43,6 +43,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="TCP port for /healthz, /readyz, /metrics, /explain (overrides the config; "
         "default 8889)",
     )
+    parser.add_argument(
+        "--gate-webhook-port", type=int,
+        help="serve the placement gate's admission webhook (HTTPS, POST /gate) on this "
+        "port, for clusters before Kubernetes 1.36 (overrides the config's "
+        "gate_webhook_port; manifests/components/gate-webhook sets 9443)",
+    )
+    parser.add_argument(
+        "--gate-webhook-tls-dir",
+        help="folder holding the webhook's tls.crt and tls.key (a mounted kubernetes.io/tls "
+        "Secret; overrides gate_webhook_cert_file and gate_webhook_key_file)",
+    )
     parser.add_argument("--log-format", choices=LOG_FORMATS,
                         help="json: one object per line (default, from the config's "
                              "log_format); text: for a human at a terminal")
@@ -55,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
     from bucketing.logs import configure_logging
     from extender.config import load_config
 
-    config = load_config(args.config).with_overrides(port=args.port, ops_port=args.ops_port)
+    config = load_config(args.config).with_overrides(
+        port=args.port, ops_port=args.ops_port, gate_webhook_port=args.gate_webhook_port,
+        gate_webhook_tls_dir=args.gate_webhook_tls_dir)
     configure_logging(args.log_format or config.log_format, config.log_level)
     # One streaming connection per watch (nodes, pods, NRT, 3 DRA kinds, 2 PodGroup
     # APIs, 5 owner kinds: 13) plus the admitter's and binder's calls.

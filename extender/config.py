@@ -171,12 +171,19 @@ class ExtenderConfig:
     with its domain written into every pod (docs/extender.md, "Job admission")."""
 
     def with_overrides(
-        self, port: int | None = None, ops_port: int | None = None
+        self, port: int | None = None, ops_port: int | None = None,
+        gate_webhook_port: int | None = None, gate_webhook_tls_dir: str | None = None,
     ) -> ExtenderConfig:
-        """This config with command-line overrides applied (validated like the file's)."""
+        """This config with command-line overrides applied (validated like the file's).
+        `gate_webhook_tls_dir`: a mounted `kubernetes.io/tls` Secret (tls.crt, tls.key)."""
         config = self
+        if gate_webhook_tls_dir is not None:
+            config = replace(config, gate_webhook_cert_file=f"{gate_webhook_tls_dir}/tls.crt",
+                             gate_webhook_key_file=f"{gate_webhook_tls_dir}/tls.key")
         for flag, field_name, value in (("--port", "port", port),
-                                        ("--ops-port", "ops_port", ops_port)):
+                                        ("--ops-port", "ops_port", ops_port),
+                                        ("--gate-webhook-port", "gate_webhook_port",
+                                         gate_webhook_port)):
             if value is None:
                 continue
             if not 1 <= value <= 65535:
@@ -187,9 +194,7 @@ class ExtenderConfig:
                 f"--port/--ops-port: both are {config.port}; kube-scheduler's port and the "
                 "ops port must differ"
             )
-        if config.gate_webhook_port in (config.port, config.ops_port):
-            raise ConfigError(
-                f"--port/--ops-port: {config.gate_webhook_port} is gate_webhook_port too")
+        _check_gate_webhook(config, "command line")
         return config
 
 
@@ -263,19 +268,7 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
     config = ExtenderConfig(**values)
     if (config.tls_cert_file is None) != (config.tls_key_file is None):
         raise ConfigError(f"{source}: tls_cert_file and tls_key_file must be set together")
-    webhook_files = (config.gate_webhook_cert_file, config.gate_webhook_key_file)
-    if config.gate_webhook_port is not None and None in webhook_files:
-        raise ConfigError(
-            f"{source}: gate_webhook_port needs gate_webhook_cert_file and "
-            "gate_webhook_key_file: kube-apiserver calls admission webhooks over HTTPS only")
-    if config.gate_webhook_port is None and webhook_files != (None, None):
-        raise ConfigError(
-            f"{source}: gate_webhook_cert_file/gate_webhook_key_file are set but "
-            "gate_webhook_port is not: set the port to serve the gate webhook")
-    if config.gate_webhook_port in (config.port, config.ops_port):
-        raise ConfigError(
-            f"{source}: gate_webhook_port ({config.gate_webhook_port}) must differ from port "
-            f"({config.port}) and ops_port ({config.ops_port})")
+    _check_gate_webhook(config, source)
     if config.port == config.ops_port:
         raise ConfigError(
             f"{source}: port and ops_port are both {config.port}; kube-scheduler's port "
@@ -296,6 +289,22 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
             f"{source}: backoff_max_seconds must be at least backoff_initial_seconds"
         )
     return config
+
+
+def _check_gate_webhook(config: ExtenderConfig, source: str) -> None:
+    webhook_files = (config.gate_webhook_cert_file, config.gate_webhook_key_file)
+    if config.gate_webhook_port is not None and None in webhook_files:
+        raise ConfigError(
+            f"{source}: gate_webhook_port needs gate_webhook_cert_file and "
+            "gate_webhook_key_file: kube-apiserver calls admission webhooks over HTTPS only")
+    if config.gate_webhook_port is None and webhook_files != (None, None):
+        raise ConfigError(
+            f"{source}: gate_webhook_cert_file/gate_webhook_key_file are set but "
+            "gate_webhook_port is not: set the port to serve the gate webhook")
+    if config.gate_webhook_port in (config.port, config.ops_port):
+        raise ConfigError(
+            f"{source}: gate_webhook_port ({config.gate_webhook_port}) must differ from port "
+            f"({config.port}) and ops_port ({config.ops_port})")
 
 
 def _admission(raw: Any, where: str, locality: LocalityConfig) -> AdmissionConfig:

@@ -148,14 +148,17 @@ class HeadstartProcess:
 
 class Extender(HeadstartProcess):
     """`headstart extender` on 127.0.0.1 with the default config otherwise: kube-scheduler's
-    calls (filter, prioritize, bind) on `port`, probes and /explain on `ops_port`."""
+    calls (filter, prioritize, bind) on `port`, probes and /explain on `ops_port`; with
+    `gate_webhook` (port, folder of tls.crt and tls.key), the gate webhook too."""
 
     component = "extender"
 
     def __init__(self, cluster: ControlPlane, name: str = "headstart-extender",
-                 port: int | None = None, settings: dict[str, Any] | None = None) -> None:
+                 port: int | None = None, settings: dict[str, Any] | None = None,
+                 gate_webhook: tuple[int, Path] | None = None) -> None:
         super().__init__(cluster, name)
         self.port = port or free_ports(1)[0]
+        self.gate_webhook = gate_webhook
         self.config = cluster.config_dir / f"{name}.yaml"
         document = installed.scenario_config(
             self.component, settings or {},
@@ -163,8 +166,12 @@ class Extender(HeadstartProcess):
         self.config.write_text(yaml.safe_dump(document, sort_keys=False))
 
     def start(self) -> Extender:
+        webhook = []
+        if self.gate_webhook is not None:  # the gate-webhook component's two flags
+            webhook = ["--gate-webhook-port", self.gate_webhook[0],
+                       "--gate-webhook-tls-dir", self.gate_webhook[1]]
         self._run(["extender", "--kubeconfig", self.kubeconfig, "--config", self.config,
-                   "--port", self.port, "--ops-port", self.ops_port])
+                   "--port", self.port, "--ops-port", self.ops_port, *webhook])
         return self
 
     def readyz(self) -> dict[str, Any]:

@@ -47,9 +47,11 @@ ACCOUNTS = {
 
 
 @functools.cache
-def rendered() -> checks.Rendered:
-    """The EKS overlay as kustomize renders it (once per test session)."""
-    return checks.render(OVERLAY, checks.MANIFESTS, Path(tempfile.mkdtemp(prefix="e2e-render-")))
+def rendered(components: tuple[str, ...] = ()) -> checks.Rendered:
+    """The EKS overlay, with these of manifests/components, as kustomize renders it (once
+    per test session)."""
+    return checks.render(OVERLAY, checks.MANIFESTS, Path(tempfile.mkdtemp(prefix="e2e-render-")),
+                         components)
 
 
 def installable_objects() -> list[dict[str, Any]]:

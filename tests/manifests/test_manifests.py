@@ -11,9 +11,19 @@ import pytest
 from tests.manifests import checks
 
 
-@pytest.fixture(scope="module", params=checks.OVERLAYS)
+# Each overlay as it is (Kubernetes 1.36 and later) and with the gate webhook in place of
+# the MutatingAdmissionPolicy (1.30 to 1.35), cert-manager making its certificate.
+GATE_WEBHOOK = ("gate-webhook", "gate-webhook-cert-manager")
+VARIANTS = [(overlay, components) for overlay in checks.OVERLAYS
+            for components in ((), GATE_WEBHOOK)]
+
+
+@pytest.fixture(scope="module", params=VARIANTS,
+                ids=[overlay + "+webhook" * bool(c) for overlay, c in VARIANTS])
 def rendered(request, tmp_path_factory) -> checks.Rendered:
-    return checks.render(request.param, checks.MANIFESTS, tmp_path_factory.mktemp("render"))
+    overlay, components = request.param
+    return checks.render(overlay, checks.MANIFESTS, tmp_path_factory.mktemp("render"),
+                         components)
 
 
 def test_overlay_renders_the_whole_install(rendered):
@@ -62,12 +72,47 @@ def test_extender_is_reached_only_by_the_scheduler_and_monitoring(rendered):
     admitted = {}
     for rule in policy["spec"]["ingress"]:
         for entry in rule["ports"]:
-            admitted.setdefault(entry["port"], []).extend(rule["from"])
+            admitted.setdefault(entry["port"], []).extend(rule.get("from", ["anyone"]))
     scheduler = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "headstart-scheduler"}}}
     monitoring = {"namespaceSelector": {"matchLabels": {
         "kubernetes.io/metadata.name": "monitoring"}}}
     # /bind creates Bindings: nothing but the scheduler may reach kube-scheduler's port.
-    assert admitted == {port: [scheduler], ops_port: [monitoring]}
+    expected = {port: [scheduler], ops_port: [monitoring]}
+    if rendered.components:  # kube-apiserver, from addresses no selector names
+        expected[9443] = ["anyone"]
+    assert admitted == expected
+
+
+def test_the_gate_comes_from_exactly_one_admission_object(rendered):
+    policies = rendered.of_kind("MutatingAdmissionPolicy")
+    webhooks = rendered.of_kind("MutatingWebhookConfiguration")
+    if not rendered.components:
+        assert ([p["metadata"]["name"] for p in policies], webhooks) == (
+            ["headstart-placement-gate"], [])
+        return
+    assert policies == [] and rendered.of_kind("MutatingAdmissionPolicyBinding") == []
+    (webhook,) = webhooks
+    (hook,) = webhook["webhooks"]
+    # The Service it calls exists, routes to the extender's gate port, and the extender
+    # is started serving it with the Secret cert-manager writes.
+    service_ref = hook["clientConfig"]["service"]
+    service = rendered.find("Service", service_ref["name"])
+    assert service is not None and service["metadata"]["namespace"] == service_ref["namespace"]
+    (port,) = [p for p in service["spec"]["ports"] if p["port"] == service_ref["port"]]
+    deployment = rendered.find("Deployment", "headstart-extender")
+    (container,) = checks.pod_spec(deployment)["containers"]
+    (container_port,) = [p for p in container["ports"] if p["name"] == port["targetPort"]]
+    args = container["args"]
+    assert args[args.index("--gate-webhook-port") + 1] == str(container_port["containerPort"])
+    tls_dir = args[args.index("--gate-webhook-tls-dir") + 1]
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == tls_dir]
+    (volume,) = [v for v in checks.pod_spec(deployment)["volumes"] if v["name"] == mount["name"]]
+    (certificate,) = [c for c in rendered.of_kind("Certificate")
+                      if c["spec"]["secretName"] == volume["secret"]["secretName"]]
+    assert certificate["spec"]["dnsNames"] == [
+        f"{service_ref['name']}.{service_ref['namespace']}.svc"]
+    assert webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == \
+        f"{certificate['metadata']['namespace']}/{certificate['metadata']['name']}"
 
 
 def test_cloud_overlays_differ_only_where_the_cloud_does(tmp_path_factory):

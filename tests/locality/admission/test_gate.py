@@ -27,21 +27,28 @@ def make_pod(scheduler="headstart-scheduler", node=None, gate_names=(), labels=N
             "spec": spec}
 
 
-@pytest.mark.parametrize(("pod", "namespace", "expected"), [
-    (make_pod(), "team", True),
-    (make_pod(scheduler="default-scheduler"), "team", False),
-    (make_pod(node="node-1"), "team", False),  # created bound: a gate makes it invalid
-    (make_pod(gate_names=["headstart.io/placement"]), "team", False),
-    (make_pod(gate_names=["example.com/other"]), "team", True),  # another gate: add ours
-    (make_pod(gate_names=["kueue.x-k8s.io/admission"]), "team", False),
-    (make_pod(labels={"kueue.x-k8s.io/queue-name": "q"}), "team", False),
-    (make_pod(annotations={"kueue.x-k8s.io/workload": "w"}), "team", False),
-    (make_pod(labels={"headstart.io/placeholder": "true"}), "headstart", False),
+# (id, pod, namespace it is created in, gated); tests/e2e/test_gate_webhook.py creates
+# each of these on a real kube-apiserver under the policy and under the webhook.
+CASES = [
+    ("training-pod", make_pod(), "team", True),
+    ("other-scheduler", make_pod(scheduler="default-scheduler"), "team", False),
+    # Created bound: a gate would make the create invalid.
+    ("created-bound", make_pod(node="node-1"), "team", False),
+    ("gated-already", make_pod(gate_names=["headstart.io/placement"]), "team", False),
+    ("other-gate", make_pod(gate_names=["example.com/other"]), "team", True),
+    ("kueue-gate", make_pod(gate_names=["kueue.x-k8s.io/admission"]), "team", False),
+    ("kueue-queue-label", make_pod(labels={"kueue.x-k8s.io/queue-name": "q"}), "team", False),
+    ("kueue-annotation", make_pod(annotations={"kueue.x-k8s.io/workload": "w"}), "team",
+     False),
+    ("placeholder", make_pod(labels={"headstart.io/placeholder": "true"}), "headstart", False),
     # Anyone may write the label; only the placeholders' namespace is trusted with it.
-    (make_pod(labels={"headstart.io/placeholder": "true"}), "team", True),
-], ids=["training-pod", "other-scheduler", "created-bound", "gated-already",
-        "other-gate", "kueue-gate", "kueue-queue-label", "kueue-annotation",
-        "placeholder", "forged-placeholder"])
+    ("forged-placeholder", make_pod(labels={"headstart.io/placeholder": "true"}), "team",
+     True),
+]
+
+
+@pytest.mark.parametrize(("pod", "namespace", "expected"), [case[1:] for case in CASES],
+                         ids=[case[0] for case in CASES])
 def test_gates_as_the_admission_policy_does(pod, namespace, expected):
     before = copy.deepcopy(pod)
     assert gates(pod, namespace, SCHEDULERS, PLACEHOLDER_NAMESPACES) is expected
