@@ -42,7 +42,7 @@ RESTRICTED = {  # the headstart namespace enforces the restricted Pod Security l
 
 
 def gated_on_create(kube, namespace: str, case_id: str, pod: dict) -> bool:
-    """Whether kube-apiserver's admission gives `pod` the gate (a dry-run create)."""
+    """Whether kube-apiserver's admission adds the gate to `pod` (a dry-run create)."""
     body = copy.deepcopy(pod)
     body["metadata"]["name"] = f"gate-{case_id}"
     body["spec"]["securityContext"] = RESTRICTED["pod"]
@@ -50,7 +50,10 @@ def gated_on_create(kube, namespace: str, case_id: str, pod: dict) -> bool:
         container["securityContext"] = RESTRICTED["container"]
     created = kube.request("POST", f"/api/v1/namespaces/{namespace}/pods", body,
                            params={"dryRun": "All"})
-    return {"name": GATE} in (created["spec"].get("schedulingGates") or [])
+    before = [gate["name"] for gate in pod["spec"].get("schedulingGates") or []]
+    after = [gate["name"] for gate in created["spec"].get("schedulingGates") or []]
+    assert after[:len(before)] == before, (case_id, after)  # nobody else's gate lifted
+    return after.count(GATE) > before.count(GATE)
 
 
 def outcomes(kube, team: str) -> dict[str, bool]:
@@ -98,31 +101,39 @@ def test_the_webhook_gates_what_the_policy_gates_and_jobs_run_behind_it(
     extender = Extender(cluster, port=port, gate_webhook=(gate_port, tls_dir)).start()
     extender.wait_ready()
 
-    def policy_gone():  # kube-apiserver drops a deleted policy from its cache shortly
+    def gated_by_webhook() -> float:
+        metrics = extender.get("/metrics").text
+        return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                   if line.startswith('headstart_extender_gate_reviews_total{outcome="gated"}'))
+
+    def policy_gone():
+        """True once the webhook, not the policy, gates a training pod: kube-apiserver
+        runs policies before webhooks and drops a deleted one from its cache shortly, and
+        the webhook counts a pod the policy gated first as passed."""
+        before = gated_by_webhook()
         pod = training_pod("probe", namespace)
         pod["spec"]["containers"][0]["securityContext"] = RESTRICTED["container"]
         try:
             kube.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod,
                          params={"dryRun": "All"})
         except KubeError as error:
-            return NotYet(error.message)
-        return True
+            return NotYet(str(error))
+        return gated_by_webhook() == before + 1 or NotYet("gated by the policy")
 
-    cluster.wait("the webhook to answer kube-apiserver", policy_gone, 30, LOGS)
+    cluster.wait("the webhook, not the policy, to gate pods", policy_gone, 30, LOGS)
+    before_table = gated_by_webhook()
     under_webhook = outcomes(kube, namespace)
     expected = {case_id: gated for case_id, _, _, gated in CASES}
     assert under_policy == expected
     assert under_webhook == expected
+    assert gated_by_webhook() - before_table == sum(expected.values())
 
     created = time.monotonic()
     run_job(cluster, namespace, indexed_job("behind-webhook", 2))
     groups = cluster.wait("the job gated by the webhook bound whole", lambda: bound_groups(
         cluster, namespace, "behind-webhook", 2), 90, LOGS)
     assert groups == ["pg-a"]
-    metrics = extender.get("/metrics").text
-    gated = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-                if line.startswith('headstart_extender_gate_reviews_total{outcome="gated"}'))
-    assert gated >= 3  # the table's training pod dry-run, and the job's two pods
+    assert gated_by_webhook() - before_table == sum(expected.values()) + 2  # its two pods
     e2e_timings.record("gate webhook: job gated, admitted, bound",
                        bound_since_created=time.monotonic() - created)
     finish(cluster, namespace, "behind-webhook")
@@ -130,12 +141,12 @@ def test_the_webhook_gates_what_the_policy_gates_and_jobs_run_behind_it(
     extender.stop()
     with pytest.raises(KubeError) as refused:
         kube.create(f"/api/v1/namespaces/{namespace}/pods", training_pod("refused", namespace))
-    assert "placement-gate.headstart.io" in refused.value.message, refused.value.message
+    assert "placement-gate.headstart.io" in str(refused.value), refused.value
     other = training_pod("other", namespace, scheduler="default-scheduler")
     assert kube.create(f"/api/v1/namespaces/{namespace}/pods", other)["metadata"]["name"] == \
         "other"
     e2e_timings.record("gate webhook down: headstart pod refused",
-                       message=refused.value.message[:160])
+                       message=str(refused.value)[:200])
 
 
 def bound_groups(cluster, namespace: str, job: str, size: int):
