@@ -37,13 +37,17 @@ def resolve_catalog(config: OverprovisionerConfig) -> Catalog:
                 f"{config.source}: instance_types[{index}]: unknown instance type {name!r} "
                 f"in catalog {catalog.name!r} (known: {', '.join(catalog.names)})"
             )
-    for section in ("per_bucket", "placement_groups"):
-        for name in getattr(config.limits, section):
-            if name not in config.instance_types:
-                raise ConfigError(
-                    f"{config.source}: limits.{section}.{name}: not one of the bucket "
-                    f"instance types ({', '.join(config.instance_types)})"
-                )
+    for section, name in _limits_outside_the_list(config):
+        if not config.buckets_file:
+            raise ConfigError(
+                f"{config.source}: limits.{section}.{name}: not one of the bucket "
+                f"instance types ({', '.join(config.instance_types)})"
+            )
+        if name not in catalog.names:  # a typo, not a type the tuning left out
+            raise ConfigError(
+                f"{config.source}: limits.{section}.{name}: unknown instance type in "
+                f"catalog {catalog.name!r}"
+            )
     if config.headroom:
         unknown = [name for name in named_types(parse_headroom(config.headroom))
                    if name not in config.instance_types]
@@ -56,6 +60,15 @@ def resolve_catalog(config: OverprovisionerConfig) -> Catalog:
     for name in config.instance_types:  # an overhead too large: refuse now, not every tick
         placeholder_request(config, subset, name)
     return subset
+
+
+def _limits_outside_the_list(config: OverprovisionerConfig) -> list[tuple[str, str]]:
+    """(section, type) of every per-type limit naming a type outside the bucket list. With
+    a `buckets_file` these are set aside, not refused: the list is re-tuned from demand,
+    and a limit kept for a type the last tuning left out must not stop the service (it
+    applies again when a tuning brings the type back); `config_warnings` names each."""
+    return [(section, name) for section in ("per_bucket", "placement_groups")
+            for name in getattr(config.limits, section) if name not in config.instance_types]
 
 
 def capacity_type_label(config: OverprovisionerConfig) -> str:
@@ -82,7 +95,8 @@ def make_plan_config(config: OverprovisionerConfig) -> plan_config_module.PlanCo
             )
             for name in config.instance_types
         },
-        placement_groups=dict(limits.placement_groups),
+        placement_groups={name: groups for name, groups in limits.placement_groups.items()
+                          if name in config.instance_types},
         virtual_instance_nodes=limits.virtual_instance_nodes,
     )
 
@@ -138,14 +152,20 @@ def config_warnings(config: OverprovisionerConfig, catalog: Catalog) -> tuple[st
     """What the config allows but can never do, one line each (the service logs them at
     start-up and serves them in /plan): a type whose one placeholder above its min costs
     more than the cost cap leaves after every type's min placeholders is never planned,
-    whatever the forecast says (the planner's cost cap cuts it every tick, silently)."""
+    whatever the forecast says (the planner's cost cap cuts it every tick, silently); a
+    per-type limit set aside because its type is not in the `buckets_file`."""
+    warnings = [
+        f"{config.source}: limits.{section}.{name}: {name} is not in buckets_file "
+        f"{config.buckets_file} ({', '.join(config.instance_types)}); this limit applies to "
+        "nothing until the list has it again"
+        for section, name in _limits_outside_the_list(config)
+    ]
     cap = config.limits.cost_cap_per_hour
     if cap is None:
-        return ()
+        return tuple(warnings)
     plan_config = make_plan_config(config)
     floor = sum(plan_config.limits(name).min * catalog.get(name).price_per_hour
                 for name in config.instance_types)
-    warnings = []
     for name in config.instance_types:
         limits = plan_config.limits(name)
         price = catalog.get(name).price_per_hour

@@ -219,6 +219,45 @@ def test_buckets_file_from_tune(tmp_path: Path) -> None:
     assert config.catalog == "aws"
 
 
+def test_a_limit_for_a_type_the_tuning_left_out_is_set_aside_and_named(tmp_path: Path) -> None:
+    """The install docs copy the overlay's config, whose limits name its example types,
+    and point it at a tuned list without them: the service must start, not crash-loop."""
+    from overprovisioner.config.catalog import config_warnings
+
+    write(tmp_path, {"buckets": {"catalog": "aws", "instance_types": ["g5.xlarge"]}},
+          "buckets.yaml")
+    config = load_config(write(tmp_path, {
+        "buckets_file": "buckets.yaml",
+        "limits": {"per_bucket": {"p4d.24xlarge": {"max": 1}, "g5.xlarge": {"max": 3}},
+                   "placement_groups": {"p4d.24xlarge": ["pg-a"]}, "cost_cap_per_hour": 60}}))
+    catalog = resolve_catalog(config)
+    plan = make_plan_config(config)
+    assert plan.limits("g5.xlarge").max == 3  # the listed type keeps its own limit
+    assert dict(plan.placement_groups) == {}
+    warnings = config_warnings(config, catalog)
+    assert [w.split(": ")[1] for w in warnings] == [
+        "limits.per_bucket.p4d.24xlarge", "limits.placement_groups.p4d.24xlarge"]
+    assert all("not in buckets_file buckets.yaml (g5.xlarge)" in w for w in warnings)
+
+
+def test_a_limit_for_a_type_no_catalog_has_is_still_refused(tmp_path: Path) -> None:
+    write(tmp_path, {"buckets": {"catalog": "aws", "instance_types": ["g5.xlarge"]}},
+          "buckets.yaml")
+    config = load_config(write(tmp_path, {
+        "buckets_file": "buckets.yaml", "limits": {"per_bucket": {"p4d.24xlage": {"max": 1}}}}))
+    with pytest.raises(ConfigError, match=r"limits.per_bucket.p4d.24xlage: unknown instance "
+                                          r"type in catalog 'aws'"):
+        resolve_catalog(config)
+
+
+def test_without_a_buckets_file_a_limit_outside_the_list_is_refused() -> None:
+    config = parse_config({"instance_types": ["g5.xlarge"],
+                           "limits": {"per_bucket": {"p4d.24xlarge": {"max": 1}}}}, "x.yaml")
+    with pytest.raises(ConfigError, match="limits.per_bucket.p4d.24xlarge: not one of the "
+                                          "bucket instance types"):
+        resolve_catalog(config)
+
+
 def test_buckets_file_with_unknown_field_names_that_file(tmp_path: Path) -> None:
     bucket_path = write(tmp_path, {"buckets": {"types": ["g5.xlarge"]}}, "buckets.yaml")
     with pytest.raises(ConfigError, match=f"{bucket_path}: buckets.types: unknown field"):
