@@ -113,8 +113,9 @@ def render(overlay: str, manifests: Path, workdir: Path,
     )
     if result.returncode != 0:
         raise AssertionError(
-            f"manifests/overlays/{overlay} with {components or 'no components'} does not "
-            f"render: {result.stderr.strip()}"
+            f"manifests/overlays/{overlay}"
+            + (f" with components {', '.join(components)}" if components else "")
+            + f" does not render: {result.stderr.strip()}"
         )
     objects = tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
     return Rendered(overlay, objects, components)

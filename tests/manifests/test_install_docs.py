@@ -54,14 +54,16 @@ IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/headstart@sha256:" + "3f1c
 
 @pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
                          ids=["eks", "gke"])
-def test_the_documented_kustomization_sets_both_images(tmp_path, doc):
+@pytest.mark.parametrize("minor", ["33", "36"])
+def test_the_documented_kustomization_sets_both_images_and_the_gate(tmp_path, doc, minor):
     # The block's own shell writes the file (the ${IMAGE%@*} expansions included), with
-    # IMAGE as docs/image.md step 3 leaves it and TAG as the curl would.
+    # IMAGE as docs/image.md step 3 leaves it and MINOR and TAG as the block finds them.
     block = install_block(doc)
     writes = block[block.index("mkdir -p my-cluster"):block.index("\nEOF\n") + len("\nEOF\n")]
     shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
     subprocess.run(["bash", "-euc", writes], cwd=tmp_path, check=True,
-                   env={"PATH": "/usr/bin:/bin", "IMAGE": IMAGE, "TAG": "v0.33.5"})
+                   env={"PATH": "/usr/bin:/bin", "IMAGE": IMAGE, "TAG": "v0.33.5",
+                        "MINOR": minor})
     result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -74,6 +76,13 @@ def test_the_documented_kustomization_sets_both_images(tmp_path, doc):
         "registry.k8s.io/scheduler-plugins/kube-scheduler:v0.33.5")
     assert images[("headstart-extender", "extender")] == IMAGE
     assert images[("headstart-overprovisioner", "overprovisioner")] == IMAGE
+    # The gate: the policy from 1.36, the extender's webhook (cert-manager's certificate)
+    # before.
+    kinds = {obj["kind"] for obj in yaml.safe_load_all(result.stdout) if obj}
+    webhook = minor == "33"
+    assert ("MutatingAdmissionPolicy" in kinds) is not webhook
+    assert ("MutatingWebhookConfiguration" in kinds) is webhook
+    assert ("Certificate" in kinds) is webhook
 
 
 @pytest.mark.parametrize("doc, overlay", [("docs/install-eks.md", "eks"),
@@ -97,7 +106,8 @@ def test_the_tuned_buckets_reach_the_overprovisioner_through_the_users_kustomiza
     tune = buckets_block(doc).replace("your-trace.csv", str(tmp_path / "trace.csv"))
     tune = "\n".join(line for line in tune.splitlines() if not line.startswith("kubectl apply"))
     shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
-    env = {"PATH": f"{Path(headstart).parent}:/usr/bin:/bin", "IMAGE": IMAGE, "TAG": "v1.33.5"}
+    env = {"PATH": f"{Path(headstart).parent}:/usr/bin:/bin", "IMAGE": IMAGE, "TAG": "v1.33.5",
+           "MINOR": "33"}
     subprocess.run(["bash", "-euc", writes + tune], cwd=tmp_path, check=True, env=env,
                    capture_output=True)
     result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
@@ -174,3 +184,50 @@ def test_the_component_config_is_the_shipped_one_less_coscheduling():
         "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}}
     profile["pluginConfig"] = [c for c in profile["pluginConfig"] if c["name"] != "Coscheduling"]
     assert component == shipped
+
+
+def self_signed_block(doc: str) -> str:
+    text = (checks.REPO / doc).read_text()
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S)
+              if "openssl req -x509" in b]
+    assert len(blocks) == 1, f"{doc}: expected one block making the gate's certificate"
+    return blocks[0]
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
+@pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
+                         ids=["eks", "gke"])
+def test_the_self_signed_gate_certificate_block_as_pasted(tmp_path, doc):
+    """Before 1.36 without cert-manager: the install block at 1.33, then the docs'
+    openssl block (its final `kubectl apply -k` swapped for `kubectl kustomize`): the
+    Secret holds a certificate for the webhook's Service name, signed by the CA that the
+    webhook's caBundle carries, and nothing of cert-manager is left."""
+    import base64
+
+    block = install_block(doc)
+    writes = block[block.index("mkdir -p my-cluster"):block.index("\nEOF\n") + len("\nEOF\n")]
+    pasted = self_signed_block(doc).replace("cd .. && kubectl apply -k my-cluster", "cd ..")
+    shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
+    subprocess.run(["bash", "-euc", writes + pasted], cwd=tmp_path, check=True,
+                   capture_output=True, env={"PATH": "/usr/bin:/bin", "IMAGE": IMAGE,
+                                             "TAG": "v0.33.5", "MINOR": "33"})
+    result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    objects = [obj for obj in yaml.safe_load_all(result.stdout) if obj]
+    assert not [obj for obj in objects if obj["apiVersion"].startswith("cert-manager.io/")]
+    (secret,) = [obj for obj in objects if obj["kind"] == "Secret"
+                 and obj["metadata"]["name"] == "headstart-extender-gate-tls"]
+    assert secret["type"] == "kubernetes.io/tls" and secret["metadata"]["namespace"] == \
+        "headstart"
+    (webhook,) = [obj for obj in objects if obj["kind"] == "MutatingWebhookConfiguration"]
+    ca = tmp_path / "bundle.crt"
+    ca.write_bytes(base64.b64decode(webhook["webhooks"][0]["clientConfig"]["caBundle"]))
+    served = tmp_path / "served.crt"
+    served.write_bytes(base64.b64decode(secret["data"]["tls.crt"]))
+    service = webhook["webhooks"][0]["clientConfig"]["service"]
+    verified = subprocess.run(
+        ["openssl", "verify", "-CAfile", str(ca), "-verify_hostname",
+         f"{service['name']}.{service['namespace']}.svc", str(served)],
+        capture_output=True, text=True)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
