@@ -1,7 +1,10 @@
-"""The install steps users paste from docs/install-eks.md and docs/install-gke.md work:
-the kube-scheduler version is read from the cluster, and the kustomization the block
-writes renders with that tag on the second scheduler and the user's headstart image
-(docs/image.md) on the extender and the overprovisioner."""
+"""The install steps users paste from docs/install-eks.md and docs/install-gke.md work,
+run whole by bash with a kubectl that reports the control plane's version: the
+kustomization the block writes renders with the scheduler for that minor, the user's
+headstart image (docs/image.md), and the placement gate that minor serves (the policy
+from 1.36, the extender's webhook before, its certificate from cert-manager or from the
+docs' openssl block); the tuned buckets reach the overprovisioner, which starts on them.
+tests/e2e/test_install_walkthrough.py applies the same blocks to a real kube-apiserver."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -52,37 +56,72 @@ def test_the_documented_command_reads_the_control_planes_minor(raw, minor):
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/headstart@sha256:" + "3f1c" * 16
 
 
-@pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
-                         ids=["eks", "gke"])
-@pytest.mark.parametrize("minor", ["33", "36"])
-def test_the_documented_kustomization_sets_both_images_and_the_gate(tmp_path, doc, minor):
-    # The block's own shell writes the file (the ${IMAGE%@*} expansions included), with
-    # IMAGE as docs/image.md step 3 leaves it and MINOR and TAG as the block finds them.
-    block = install_block(doc)
-    writes = block[block.index("mkdir -p my-cluster"):block.index("\nEOF\n") + len("\nEOF\n")]
+FAKE_KUBECTL = """#!/bin/sh
+# kubectl for blocks run without a cluster: answers the version and whether cert-manager
+# is installed as FAKE_MINOR and CERT_MANAGER say; records and skips everything else.
+echo "$*" >> "$KUBECTL_CALLS"
+case "$*" in
+  "get --raw /version") printf '{"major": "1", "minor": "%s+"}\\n' "$FAKE_MINOR" ;;
+  "get crd certificates.cert-manager.io") [ "$CERT_MANAGER" = yes ] ;;
+esac
+"""
+
+
+def run_blocks(tmp_path: Path, blocks: str, minor: str, cert_manager: bool,
+               extra_path: str = "") -> list[dict[str, Any]]:
+    """Run pasted `blocks` from a folder holding a copy of manifests/ (the repository's
+    root, as the docs say), with IMAGE as docs/image.md step 3 leaves it and a kubectl that
+    reports Kubernetes 1.`minor`; return what `my-cluster` renders to (the real
+    kustomize) and the kubectl calls the blocks made."""
     shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
-    subprocess.run(["bash", "-euc", writes], cwd=tmp_path, check=True,
-                   env={"PATH": "/usr/bin:/bin", "IMAGE": IMAGE, "TAG": "v0.33.5",
-                        "MINOR": minor})
+    (tmp_path / "bin").mkdir()
+    fake = tmp_path / "bin" / "kubectl"
+    fake.write_text(FAKE_KUBECTL)
+    fake.chmod(0o755)
+    calls = tmp_path / "kubectl-calls"
+    calls.touch()
+    ran = subprocess.run(["bash", "-euc", blocks], cwd=tmp_path, capture_output=True,
+                         text=True, env={
+                             "PATH": f"{tmp_path / 'bin'}:{extra_path}/usr/bin:/bin",
+                             "IMAGE": IMAGE, "FAKE_MINOR": minor, "KUBECTL_CALLS": str(calls),
+                             "CERT_MANAGER": "yes" if cert_manager else "no"})
+    assert ran.returncode == 0, ran.stderr
     result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    images = {
-        (obj["metadata"]["name"], container["name"]): container["image"]
-        for obj in yaml.safe_load_all(result.stdout) if obj and obj["kind"] == "Deployment"
-        for container in obj["spec"]["template"]["spec"]["containers"]
-    }
-    assert images[("headstart-scheduler", "kube-scheduler")] == (
-        "registry.k8s.io/scheduler-plugins/kube-scheduler:v0.33.5")
+    return [obj for obj in yaml.safe_load_all(result.stdout) if obj]
+
+
+@pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
+                         ids=["eks", "gke"])
+@pytest.mark.parametrize(("minor", "scheduler_image", "gate"), [
+    ("33", "registry.k8s.io/scheduler-plugins/kube-scheduler:v0.33.5", "webhook"),
+    ("35", "registry.k8s.io/scheduler-plugins/kube-scheduler:v0.34.7", "webhook"),
+    ("36", "registry.k8s.io/kube-scheduler:v1.36.2", "policy"),
+])
+def test_the_install_block_as_pasted_sets_images_scheduler_and_gate(
+        tmp_path, doc, minor, scheduler_image, gate):
+    """The whole block: the kustomization it writes carries the user's image, the
+    scheduler for the control plane's minor (upstream kube-scheduler without Coscheduling
+    where no scheduler-plugins release exists) and the gate that minor serves."""
+    objects = run_blocks(tmp_path, install_block(doc), minor, cert_manager=True)
+    images = {(obj["metadata"]["name"], container["name"]): container["image"]
+              for obj in objects if obj["kind"] == "Deployment"
+              for container in obj["spec"]["template"]["spec"]["containers"]}
+    assert images[("headstart-scheduler", "kube-scheduler")] == scheduler_image
     assert images[("headstart-extender", "extender")] == IMAGE
     assert images[("headstart-overprovisioner", "overprovisioner")] == IMAGE
-    # The gate: the policy from 1.36, the extender's webhook (cert-manager's certificate)
-    # before.
-    kinds = {obj["kind"] for obj in yaml.safe_load_all(result.stdout) if obj}
-    webhook = minor == "33"
-    assert ("MutatingAdmissionPolicy" in kinds) is not webhook
-    assert ("MutatingWebhookConfiguration" in kinds) is webhook
-    assert ("Certificate" in kinds) is webhook
+    (scheduler_config,) = [o for o in objects if o["kind"] == "ConfigMap"
+                           and o["metadata"]["name"].startswith("headstart-scheduler-config")]
+    plugins = yaml.safe_dump(yaml.safe_load(scheduler_config["data"]["config.yaml"]))
+    assert ("Coscheduling" in plugins) is (minor != "36")
+    kinds = {obj["kind"] for obj in objects}
+    assert ("MutatingAdmissionPolicy" in kinds) is (gate == "policy")
+    assert ("MutatingWebhookConfiguration" in kinds) is (gate == "webhook")
+    assert ("Certificate" in kinds) is (gate == "webhook")
+    calls = (tmp_path / "kubectl-calls").read_text()
+    # The PodGroup CRD of the release in use, and none where no release is used.
+    assert ("scheduler-plugins/v0." in calls) is (minor != "36")
 
 
 @pytest.mark.parametrize("doc, overlay", [("docs/install-eks.md", "eks"),
@@ -99,22 +138,14 @@ def test_the_tuned_buckets_reach_the_overprovisioner_through_the_users_kustomiza
 
     headstart = shutil.which("headstart")
     assert headstart, "pip install -e . puts the headstart command on PATH"
-    subprocess.run([headstart, "trace", "synth", "--days", "1", "--out",
-                    str(tmp_path / "trace.csv")], check=True, capture_output=True)
-    block = install_block(doc)
-    writes = block[block.index("mkdir -p my-cluster"):block.index("\nEOF\n") + len("\nEOF\n")]
-    tune = buckets_block(doc).replace("your-trace.csv", str(tmp_path / "trace.csv"))
-    tune = "\n".join(line for line in tune.splitlines() if not line.startswith("kubectl apply"))
-    shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
-    env = {"PATH": f"{Path(headstart).parent}:/usr/bin:/bin", "IMAGE": IMAGE, "TAG": "v1.33.5",
-           "MINOR": "33"}
-    subprocess.run(["bash", "-euc", writes + tune], cwd=tmp_path, check=True, env=env,
-                   capture_output=True)
-    result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    [configmap] = [obj for obj in yaml.safe_load_all(result.stdout) if obj
-                   and obj["kind"] == "ConfigMap"
+    trace = tmp_path / "trace" / "trace.csv"
+    trace.parent.mkdir()
+    subprocess.run([headstart, "trace", "synth", "--days", "1", "--out", str(trace)],
+                   check=True, capture_output=True)
+    tune = buckets_block(doc).replace("your-trace.csv", str(trace))
+    objects = run_blocks(tmp_path / "root", install_block(doc) + tune, "33", cert_manager=True,
+                         extra_path=f"{Path(headstart).parent}:")
+    [configmap] = [obj for obj in objects if obj["kind"] == "ConfigMap"
                    and obj["metadata"]["name"].startswith("headstart-overprovisioner-config")]
     mounted = tmp_path / "etc-headstart"
     mounted.mkdir()
@@ -124,7 +155,7 @@ def test_the_tuned_buckets_reach_the_overprovisioner_through_the_users_kustomiza
     # As the service checks it at start-up: the overlay's limits name its example types
     # (p4d.24xlarge), which this tuning leaves out; they are set aside, named, not fatal.
     resolve_catalog(config)
-    tuned = read_bucket_file(tmp_path / "my-cluster" / "buckets.yaml")
+    tuned = read_bucket_file(tmp_path / "root" / "my-cluster" / "buckets.yaml")
     assert config.instance_types == tuned.names and len(tuned.names) > 0
     shipped = yaml.safe_load((checks.MANIFESTS / "overlays" / overlay /
                               "overprovisioner-config.yaml").read_text())
@@ -138,7 +169,7 @@ def test_the_tuned_buckets_reach_the_overprovisioner_through_the_users_kustomiza
 @pytest.mark.parametrize(("minor", "tag"), [
     ("30", "v0.30.12"), ("33", "v0.33.5"), ("34", "v0.34.7"),
     ("35", "v0.34.7"),  # one minor older than the control plane: within the skew policy
-    ("36", "none"),  # no release yet: the block says so and points to the component
+    ("36", "none"),  # no release yet: the upstream kube-scheduler, without Coscheduling
 ])
 def test_the_documented_release_for_each_minor(doc, minor, tag):
     block = install_block(doc)
@@ -146,31 +177,6 @@ def test_the_documented_release_for_each_minor(doc, minor, tag):
     found = subprocess.run(["bash", "-euc", case + '\necho "TAG=$TAG"'], env={
         "PATH": "/usr/bin:/bin", "MINOR": minor}, capture_output=True, text=True, check=True)
     assert found.stdout.strip().splitlines()[-1] == f"TAG={tag}"
-    if tag == "none":
-        assert "Without Coscheduling" in found.stdout
-
-
-def test_without_coscheduling_renders_the_upstream_scheduler(tmp_path):
-    """The docs' component, with the upstream image at the control plane's minor: the
-    scheduler runs registry.k8s.io/kube-scheduler with the config less Coscheduling."""
-    shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
-    (tmp_path / "my-cluster").mkdir()
-    (tmp_path / "my-cluster" / "kustomization.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-        "resources": ["../manifests/overlays/eks"],
-        "components": ["../manifests/components/without-coscheduling"],
-        "images": [{"name": "registry.k8s.io/kube-scheduler", "newTag": "v1.36.2"}]}))
-    result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    objects = [o for o in yaml.safe_load_all(result.stdout) if o]
-    (scheduler,) = [o for o in objects if o["kind"] == "Deployment"
-                    and o["metadata"]["name"] == "headstart-scheduler"]
-    assert scheduler["spec"]["template"]["spec"]["containers"][0]["image"] == \
-        "registry.k8s.io/kube-scheduler:v1.36.2"
-    (config_map,) = [o for o in objects if o["kind"] == "ConfigMap"
-                     and o["metadata"]["name"].startswith("headstart-scheduler-config")]
-    assert "Coscheduling" not in yaml.safe_dump(yaml.safe_load(config_map["data"]["config.yaml"]))
 
 
 def test_the_component_config_is_the_shipped_one_less_coscheduling():
@@ -198,23 +204,14 @@ def self_signed_block(doc: str) -> str:
 @pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
                          ids=["eks", "gke"])
 def test_the_self_signed_gate_certificate_block_as_pasted(tmp_path, doc):
-    """Before 1.36 without cert-manager: the install block at 1.33, then the docs'
-    openssl block (its final `kubectl apply -k` swapped for `kubectl kustomize`): the
-    Secret holds a certificate for the webhook's Service name, signed by the CA that the
-    webhook's caBundle carries, and nothing of cert-manager is left."""
+    """Before 1.36 without cert-manager: the install block at 1.33 (which finds no
+    cert-manager CRD), then the docs' openssl block: the Secret holds a certificate for
+    the webhook's Service name, signed by the CA that the webhook's caBundle carries,
+    and nothing of cert-manager is left."""
     import base64
 
-    block = install_block(doc)
-    writes = block[block.index("mkdir -p my-cluster"):block.index("\nEOF\n") + len("\nEOF\n")]
-    pasted = self_signed_block(doc).replace("cd .. && kubectl apply -k my-cluster", "cd ..")
-    shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
-    subprocess.run(["bash", "-euc", writes + pasted], cwd=tmp_path, check=True,
-                   capture_output=True, env={"PATH": "/usr/bin:/bin", "IMAGE": IMAGE,
-                                             "TAG": "v0.33.5", "MINOR": "33"})
-    result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    objects = [obj for obj in yaml.safe_load_all(result.stdout) if obj]
+    objects = run_blocks(tmp_path, install_block(doc) + self_signed_block(doc), "33",
+                         cert_manager=False)
     assert not [obj for obj in objects if obj["apiVersion"].startswith("cert-manager.io/")]
     (secret,) = [obj for obj in objects if obj["kind"] == "Secret"
                  and obj["metadata"]["name"] == "headstart-extender-gate-tls"]

@@ -10,7 +10,6 @@ import pytest
 
 from tests.manifests import checks
 
-
 # Each overlay as it is (Kubernetes 1.36 and later) and with the gate webhook in place of
 # the MutatingAdmissionPolicy (1.30 to 1.35), cert-manager making its certificate.
 GATE_WEBHOOK = ("gate-webhook", "gate-webhook-cert-manager")
