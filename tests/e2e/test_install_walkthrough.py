@@ -33,7 +33,8 @@ from tests.e2e.controlplane import DATA, ClusterSpec, pod_group_crd
 from tests.manifests import checks
 from tests.manifests.test_install_docs import IMAGE, buckets_block, install_block
 
-CERT_MANAGER_CRDS = DATA / "cert-manager-standin-crds.yaml"
+CERT_MANAGER_CRDS = (DATA / "cert-manager-certificates-crd.yaml",
+                     DATA / "cert-manager-issuers-crd.yaml")
 WRAPPER = """#!/bin/sh
 echo "$*" >> "$KUBECTL_CALLS"
 case "$*" in
@@ -113,8 +114,15 @@ def test_on_1_36_the_policy_gates_and_the_tuned_config_starts(e2e_clusters, tmp_
                                  "headstart-scheduler")
     assert scheduler["spec"]["template"]["spec"]["containers"][0]["image"] == \
         "registry.k8s.io/kube-scheduler:v1.36.2"
-    [configmap] = [cm for cm in cluster.kube.list("/api/v1/namespaces/headstart/configmaps")
-                   if cm["metadata"]["name"].startswith("headstart-overprovisioner-config")]
+    # The ConfigMap the Deployment mounts (the first apply's, with the overlay's own
+    # list, stays beside it under its old hash suffix: `kubectl apply -k` does not prune).
+    deployment = cluster.kube.get("/apis/apps/v1/namespaces/headstart/deployments/"
+                                  "headstart-overprovisioner")
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    [mounted_name] = [volume["configMap"]["name"] for volume in volumes
+                      if (volume.get("configMap") or {}).get("name", "").startswith(
+                          "headstart-overprovisioner-config")]
+    configmap = cluster.kube.get(f"/api/v1/namespaces/headstart/configmaps/{mounted_name}")
     mounted = tmp_path / "etc-headstart"
     mounted.mkdir()
     for key, value in configmap["data"].items():
@@ -128,7 +136,7 @@ def test_on_1_36_the_policy_gates_and_the_tuned_config_starts(e2e_clusters, tmp_
 
 
 def test_before_1_36_with_cert_manager_the_webhook_gates(e2e_clusters, tmp_path):
-    cluster = bare_cluster(e2e_clusters, "walkthrough-133-cm", crds=(CERT_MANAGER_CRDS,))
+    cluster = bare_cluster(e2e_clusters, "walkthrough-133-cm", crds=CERT_MANAGER_CRDS)
     calls = paste(cluster, tmp_path, install_block("docs/install-eks.md"), "33")
     assert "scheduler-plugins/v0.33.5" in calls
     assert cluster.kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
