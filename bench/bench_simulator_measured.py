@@ -85,7 +85,7 @@ class Spec:
 
 OPENB_TUNED = ("m5.12xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g5.48xlarge")
 SPECS = (
-    Spec("openb", "openb as published", OPENB),
+    Spec("openb", "openb", OPENB),
     Spec("openb-active", "openb, active weeks", OPENB, from_day=108.0),
     Spec("dlrm", "DLRM", DLRM),
     Spec("synthetic", "synthetic", None),
@@ -93,7 +93,7 @@ SPECS = (
     # for its active weeks too, the list a user tuning on the trace gets; the synthetic
     # workload's from `buckets tune --synthetic`): the verdict should not change
     # direction with the bucket list.
-    Spec("openb-tuned", "openb as published, tuned list", OPENB, OPENB_TUNED),
+    Spec("openb-tuned", "openb, tuned list", OPENB, OPENB_TUNED),
     Spec("openb-active-tuned", "openb, active weeks, tuned list", OPENB, OPENB_TUNED,
          from_day=108.0),
     Spec("dlrm-tuned", "DLRM, tuned list", DLRM,

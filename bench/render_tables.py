@@ -113,12 +113,33 @@ def _pct(value: float) -> str:
     return f"{value:.1f}" if value > 99 else f"{value:.0f}"
 
 
+# The cut of each real trace the figures come from: ../shared/traces holds the first 60%
+# of each public trace (the developers' cut; the rest is held out), so a reader with the
+# public file gets other numbers unless they cut it the same way (docs/traces.md).
+CUTS = {"openb": "openb (first 60%)", "dlrm": "DLRM (first 60%)", "synthetic": "synthetic"}
+_RECORDED_TRACE_WORDS = ("openb as published", "openb", "DLRM", "synthetic")
+
+
+def workload_name(w: dict) -> str:
+    """A workload's label naming its trace cut: its recorded name ("openb as published,
+    130.8 days", "DLRM, tuned list, 18.6 days") with the trace word replaced by the cut."""
+    trace = w["key"].split("-", 1)[0]
+    rest = w["name"]
+    for word in _RECORDED_TRACE_WORDS:
+        if rest.startswith(word):
+            rest = rest[len(word):]
+            break
+    return CUTS[trace] + rest
+
+
 def _simulated(results: dict) -> list[dict]:
-    """bench_simulator_measured's workloads, each with its runs by policy name."""
+    """bench_simulator_measured's workloads, each with its runs by policy name and its
+    label naming the trace cut."""
     workloads = results["simulator-measured"]["figures"]["workloads"]
     for w in workloads:
         w["by_policy"] = {run["policy"]: run for run in w["runs"]}
         w["judged"] = {a["policy"]: a for a in w["assessments"]}
+        w["label"] = workload_name(w)
     return workloads
 
 
@@ -143,7 +164,7 @@ def simulator_headline(results: dict) -> str:
         peers = (" / ".join(_pct(r["reduction_pct"]) for r in static) + "% for "
                  + " / ".join(f"{r['extra_gpu_hours']:+,}" for r in static))
         oracle = w["by_policy"]["oracle"]
-        lines.append(f"| {w['name']} | {' | '.join(cells)} | {peers} | "
+        lines.append(f"| {w['label']} | {' | '.join(cells)} | {peers} | "
                      f"{_pct(oracle['reduction_pct'])}% for {oracle['extra_gpu_hours']:+,} |")
     return "\n".join(lines) + "\n\n" + f"({provenance(results['simulator-measured'])})\n"
 
@@ -191,7 +212,7 @@ def simulator_measured(results: dict) -> str:
             cells.append(f"{a['reduction_pct']:.1f}% for {a['extra_gpu_hours']:+,} GPU-h: "
                          f"{_ratio(a)} ({peer})")
         oracle = w["by_policy"]["oracle"]
-        lines.append(f"| {w['name']} | {' | '.join(cells)} | "
+        lines.append(f"| {w['label']} | {' | '.join(cells)} | "
                      f"{oracle['reduction_pct']:.1f}% for {oracle['extra_gpu_hours']:+,} | "
                      f"{_verdict_words(w)} |")
     return "\n".join(lines) + "\n\n(GPU-hours over reactive; in brackets the cheapest peer " \
@@ -208,7 +229,7 @@ def simulator_runs(results: dict) -> str:
         reactive = w["by_policy"]["reactive"]
         rounded = (f"; {w['gpus_rounded']:,} pods asking for part of a GPU take a whole one"
                    if w["gpus_rounded"] else "")
-        out.append(f"#### {w['name']}: reactive {reactive['pending_gpu_minutes']:,.0f} pending "
+        out.append(f"#### {w['label']}: reactive {reactive['pending_gpu_minutes']:,.0f} pending "
                    f"GPU-min, {reactive['gpu_hours']:,.0f} GPU-h, "
                    f"{reactive['node_launches']:,} launches\n")
         out.append(f"{w['pods']:,} pods on {', '.join(w['types'])}{rounded}; "
@@ -258,7 +279,7 @@ def known_demand_summary(results: dict) -> str:
         half, every = _half_and_every(w)
         at_half = _at(half, 600.0)
         lines.append(
-            f"| {w['name']} | {w['reactive_pending_gpu_minutes']:,} | "
+            f"| {workload_name(w)} | {w['reactive_pending_gpu_minutes']:,} | "
             f"{_lead_cell(_at(half, 0.0))} | {_lead_cell(at_half)}, "
             f"{at_half['known_share']:.0%} of pods known | {_lead_cell(_at(every, 600.0))} | "
             f"{w['oracle']['reduction_pct']:.1f}% for {w['oracle']['extra_gpu_hours']:+,} |")
@@ -271,7 +292,7 @@ def known_demand_curves(results: dict) -> str:
     out = []
     for w in e["figures"]["workloads"]:
         half, every = _half_and_every(w)
-        out += [f"**{w['name']}**", "",
+        out += [f"**{workload_name(w)}**", "",
                 "| lead | half the jobs known: cut, extra GPU-h (x best peer) | every job known |",
                 "|---|---|---|"]
         for lead in e["figures"]["leads_s"]:

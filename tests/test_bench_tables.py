@@ -55,3 +55,21 @@ def test_a_changed_figure_is_caught_and_named(tmp_path):
 def test_an_unknown_region_names_the_page():
     with pytest.raises(ValueError, match="README.md: unknown bench region 'nope'"):
         renderer().render_page("<!-- bench:nope -->\n<!-- /bench:nope -->", {}, "README.md")
+
+
+@pytest.mark.parametrize(("key", "recorded", "shown"), [
+    ("openb", "openb as published, 130.8 days", "openb (first 60%), 130.8 days"),
+    ("openb-active-tuned", "openb, active weeks, tuned list, 22.8 days",
+     "openb (first 60%), active weeks, tuned list, 22.8 days"),
+    ("dlrm", "DLRM, 18.6 days", "DLRM (first 60%), 18.6 days"),
+    ("synthetic-tuned", "synthetic, tuned list, 14.0 days", "synthetic, tuned list, 14.0 days"),
+])
+def test_a_real_traces_figures_name_the_cut_they_come_from(key, recorded, shown):
+    """../shared/traces holds the first 60% of each public trace: a row labelled as the
+    published trace misleads a reader who downloads the whole file."""
+    assert renderer().workload_name({"key": key, "name": recorded}) == shown
+
+
+def test_no_page_calls_a_cut_trace_the_published_one():
+    pages = [REPO / "README.md", *(REPO / "docs").glob("*.md")]
+    assert [page.name for page in pages if "as published" in page.read_text()] == []
