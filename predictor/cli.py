@@ -97,8 +97,31 @@ def run_backtest(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([row.as_dict() for row in result.rows], indent=1))
     else:
-        sys.stdout.write(format_table(result.rows, series.source, series.tick_s))
+        sys.stdout.write(format_table(result.rows, series.source, series.tick_s,
+                                      simulate_command(args, result.rows)))
     return 0
+
+
+def simulate_command(args: argparse.Namespace, rows: Any) -> str | None:
+    """The `headstart simulate` run that decides between the scored models on the same
+    trace, bucket list and catalog, with the horizon as the node start-up; None when the
+    backtest read a series or a history (simulate replays job traces only)."""
+    import shlex
+
+    if not args.trace:
+        return None
+    scored = ",".join(dict.fromkeys(r.model for r in rows if r.model != "last+margin"))
+    parts = ["headstart simulate", "--trace", shlex.quote(args.trace)]
+    if args.format:
+        parts += ["--format", args.format]
+    if args.gpu_sharing:
+        parts.append("--gpu-sharing")
+    if args.buckets:
+        parts += ["--buckets", shlex.quote(args.buckets)]
+    elif args.catalog:
+        parts += ["--catalog", shlex.quote(args.catalog)]
+    parts += ["--node-startup", args.horizon, "--models", scored]
+    return " ".join(parts)
 
 
 def compute_backtest(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -222,8 +245,10 @@ def read_bucket_names(path: Path) -> tuple[list[str], str | None]:
     return list(buckets.names), buckets.catalog
 
 
-def format_table(rows: Any, source: str, tick_s: float) -> str:
-    """The human report: one line per (series, model), skipped models with their reason."""
+def format_table(rows: Any, source: str, tick_s: float, simulate: str | None = None) -> str:
+    """The human report: one line per (series, model), skipped models with their reason,
+    the model forecast error ranks first and `simulate`, the command whose verdict
+    names the one to configure."""
     header = (f"{'series':<16} {'model':<12} {'MAE':>9} {'RMSE':>9} {'PMSE':>10} {'short%':>7} "
               f"{'meanShort':>9} {'p95Short':>9} {'overProv':>9} {'fairOver':>9} "
               f"{'fit s':>7} {'pred ms':>8}")
@@ -267,14 +292,17 @@ def format_table(rows: Any, source: str, tick_s: float) -> str:
         over = ("-" if math.isnan(pick.over_vs_fair)
                 else f"{pick.over_vs_fair:.2f}x the fair baseline's over-provision")
         lines.append(
-            f"ranks first by forecast error (one model for all {pick.series} bucket "
-            f"series): {pick.model} (falls short on {100 * pick.shortfall_rate:.1f}% of "
-            f"horizons on average, too often on {pick.short_on} of {pick.series}; {over})")
-        scored = ",".join(dict.fromkeys(r.model for r in rows if r.model != "last+margin"))
+            f"ranks first by forecast error, one model for all {pick.series} bucket series "
+            f"(the lowest over-provision, as the mean of each series' ratio to its fair "
+            f"baseline, among models short too often on the fewest series; a series' best "
+            f"alone may differ): {pick.model} (falls short on "
+            f"{100 * pick.shortfall_rate:.1f}% of horizons on average, too often on "
+            f"{pick.short_on} of {pick.series}; {over})")
         lines.append(
-            "  which to configure is what it costs against headroom: `headstart simulate "
-            f"--trace TRACE --models {scored}` runs predictive with each, and its verdict "
-            "names the model and quantile (one recommendation, there)")
+            "  forecast error is not cost: which model and quantile to configure is the "
+            "verdict of " + (f"`{simulate}`" if simulate else
+                             "`headstart simulate` on the job trace this series came from")
+            + ", which runs predictive with each and names one")
     return "\n".join(lines) + "\n"
 
 

@@ -25,7 +25,8 @@ POLICY_HELP = (
     "as cluster-proportional-autoscaler's linear mode), scheduled:HH-HH=N[,...][,else=N] "
     "(N per type during those UTC hours); predictive (the overprovisioner service as "
     "configured), predictive:Q (at forecast quantile Q); oracle, rate-oracle[:Q] (limits "
-    "that know the future) (default: reactive, static:1/2/4/8, proportional:8/4/2, two "
+    "that know the future) (default: reactive, static:1/2/4/8, proportional:R at three "
+    "ratios sized to the trace (R = the busiest type's mean node count / 1, 2 and 4), two "
     "schedules following the trace's busy hours, predictive, oracle)"
 )
 

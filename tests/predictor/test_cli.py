@@ -246,11 +246,39 @@ def test_default_model_is_the_services_and_one_model_is_recommended(run, tmp_pat
     assert code == 0, err
     models = [line.split()[1] for line in out.splitlines() if line.startswith("gpus ")]
     assert models == [ForecastConfig().model, "last+margin"]
-    assert "ranks first by forecast error (one model for all 1 bucket series): " \
-           f"{ForecastConfig().model}" in out
-    # The config to run is the simulator's to recommend (cost against headroom), not this.
+    ranked = next(line for line in out.splitlines() if line.startswith("ranks first"))
+    assert ranked.startswith("ranks first by forecast error, one model for all 1 bucket "
+                             "series (the lowest over-provision, as the mean of each series'")
+    assert f"): {ForecastConfig().model} (falls short on" in ranked
+    # The config to run is the simulator's to recommend (cost against headroom), not this;
+    # a series holds no jobs to replay, so no command is made up for it.
     assert out.splitlines()[-1] == (
-        "  which to configure is what it costs against headroom: `headstart simulate --trace "
-        f"TRACE --models {ForecastConfig().model}` runs predictive with each, and its verdict "
-        "names the model and quantile (one recommendation, there)")
+        "  forecast error is not cost: which model and quantile to configure is the verdict "
+        "of `headstart simulate` on the job trace this series came from, which runs "
+        "predictive with each and names one")
     assert "config: forecast:" not in out
+
+
+def test_the_simulate_command_it_prints_runs_the_same_trace_and_buckets(run, tmp_path):
+    """The command is the one to paste: the trace, the bucket list and the horizon as the
+    node start-up, and the simulator's own parser accepts it."""
+    import shlex
+
+    from overprovisioner.sim.cli import register as register_simulate
+
+    buckets = tmp_path / "my buckets.yaml"
+    buckets.write_text("- m5.large\n- g4dn.xlarge\n")
+    trace = write_job_table(generate(SyntheticWorkload(days=2.0, seed=2)), tmp_path / "t.csv")
+    code, out, err = run("backtest", "--trace", trace, "--buckets", buckets, "--horizon",
+                         "10m", "--tick", "10m", "--models", "last,last_adaptive")
+    assert code == 0, err
+    command = out.splitlines()[-1].split("`")[1]
+    argv = shlex.split(command)
+    assert argv[:2] == ["headstart", "simulate"]
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    register_simulate(parser.add_subparsers())
+    parsed = parser.parse_args(argv[1:])
+    assert (parsed.trace, parsed.buckets, parsed.node_startup, parsed.models) == (
+        str(trace), str(buckets), "10m", "last,last_adaptive")
