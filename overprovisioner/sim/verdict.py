@@ -11,8 +11,10 @@ Decides:
 - the words: waiting cut, GPU-hours and dollars over cluster-autoscaler alone, the
   same cut with each peer family, and the ratio to the cheapest in GPU-hours and in
   dollars (the cheapest family may differ: GPU-less placeholder nodes cost dollars but
-  no GPU-hours); the headline recommends predictive only when it is cheaper on both,
-  and says plainly when it is not;
+  no GPU-hours); the headline recommends predictive only when it is cheaper on both by
+  more than `TIE_MARGIN` (5%), calls it a tie within that margin (and then recommends
+  the simpler option, the headroom), and says plainly when it is dearer; a peer's cost
+  between two of its runs says it is interpolated;
 - the YAML snippet: the `forecast:` lines of the overprovisioner config, or, when a
   headroom beats predictive, the `headroom:` line that makes the overprovisioner run
   that headroom (`overprovisioner.planner.headroom`): of each family's cheapest run
@@ -31,6 +33,11 @@ from overprovisioner.sim.compare import Assessment, PeerCost
 from overprovisioner.sim.metrics import Metrics
 
 YARDSTICKS = ("oracle", "rate-oracle")
+# Within this much of the cheapest headroom (either way), a run's cost is a tie: one
+# simulated replay differs from another by the start-up draws and the tick grid, and a
+# user should not take on a forecaster to save 3%. A tie recommends the simpler option,
+# the headroom (no history, no model).
+TIE_MARGIN = 0.05
 
 
 def is_yardstick(policy: str) -> bool:
@@ -85,10 +92,28 @@ def _money(value: float | None) -> str:
     return "?" if value is None else f"{'+' if value >= 0 else '-'}${abs(value):,.0f}"
 
 
-def _peer_text(peer: PeerCost) -> str:
+def _peer_text(peer: PeerCost, metrics: Sequence[Metrics], reactive: Metrics,
+               reduction: float) -> str:
     if peer.extra is None:
         return f"{peer.family}: none of its runs cuts that much"
-    return f"{peer.family} {peer.extra:+,.0f} GPU-h ({_money(peer.extra_usd)})"
+    text = f"{peer.family} {peer.extra:+,.0f} GPU-h ({_money(peer.extra_usd)}"
+    member = next((m for m in metrics if m.policy == peer.member), None)
+    if member is not None and reactive.pending_gpu_minutes > 0:
+        cut = 1 - member.pending_gpu_minutes / reactive.pending_gpu_minutes
+        if abs(cut - reduction) > 0.005:  # no run of the family cuts exactly that much
+            text += (f", interpolated between its runs: the cheapest that reaches the cut, "
+                     f"{member.policy}, cuts {cut:.0%} for "
+                     f"{member.gpu_hours - reactive.gpu_hours:+,.0f}")
+    return text + ")"
+
+
+def _compared(ratio: float) -> str:
+    """How a cost ratio to the cheapest headroom reads: a tie within TIE_MARGIN."""
+    return f"{ratio:.2f}x" + (f" (within {TIE_MARGIN:.0%}: a tie)" if _tie(ratio) else "")
+
+
+def _tie(ratio: float | None) -> bool:
+    return ratio is not None and abs(ratio - 1) <= TIE_MARGIN
 
 
 def _cheapest_in_dollars(run: Assessment) -> PeerCost | None:
@@ -101,17 +126,33 @@ def _locality_text(reactive: Metrics, judged: Metrics) -> str:
     that find a placeholder's node at once may land apart from their job's others)."""
     nodes = judged.mean_nodes_per_job - reactive.mean_nodes_per_job
     groups = judged.mean_groups_per_job - reactive.mean_groups_per_job
-    verdict = ("its jobs are more spread than under cluster-autoscaler alone"
-               if max(nodes, groups) > 0.005 else "its jobs are no more spread")
+    more = [name for name, change in (("nodes", nodes), ("placement groups", groups))
+            if change > 0.005]
+    fewer = [name for name, change in (("nodes", nodes), ("placement groups", groups))
+             if change < -0.005]
+    if more and not fewer:
+        verdict = ("its jobs are more spread than under cluster-autoscaler alone (more "
+                   + " and more ".join(more) + " per job)")
+    elif more:
+        verdict = (f"its jobs run on fewer {fewer[0]} but across more {more[0]} per job "
+                   "than under cluster-autoscaler alone")
+    elif fewer:
+        verdict = ("its jobs are less spread than under cluster-autoscaler alone (fewer "
+                   + " and fewer ".join(fewer) + " per job)")
+    else:
+        verdict = "its jobs are no more spread"
     return (f"Locality ({judged.multi_pod_jobs:,} multi-pod jobs): nodes per job "
             f"{reactive.mean_nodes_per_job:.2f} -> {judged.mean_nodes_per_job:.2f}, placement "
             f"groups per job {reactive.mean_groups_per_job:.2f} -> "
             f"{judged.mean_groups_per_job:.2f}: {verdict}.")
 
 
-def _limits_text(judged: Metrics, chosen: Assessment, lifted: Assessment | None) -> str:
+def _limits_text(judged: Metrics, chosen: Assessment, lifted: Assessment | None
+                 ) -> str | None:
     """Which of headstart's limits held the plan back, at how many ticks, and what the
-    same run without them (`unlimited_name`) cut and cost."""
+    same run without them (`unlimited_name`) cut and cost; None when lifting them
+    changes neither the cut nor the GPU-hours as the verdict rounds them (nothing to
+    act on)."""
     held = []
     if judged.ticks_capped_by_max:
         held.append(f"the per-type max (limits.*.max) at {judged.ticks_capped_by_max:,}")
@@ -123,6 +164,9 @@ def _limits_text(judged: Metrics, chosen: Assessment, lifted: Assessment | None)
     if lifted is None or lifted.reduction is None:
         return text + (" Raising them lets it cut more for more GPU-hours; run again with "
                        "a --config that raises them to see how much.")
+    if (f"{lifted.reduction:.0%}", f"{lifted.extra_gpu_hours:+,.0f}") == (
+            f"{chosen.reduction:.0%}", f"{chosen.extra_gpu_hours:+,.0f}"):
+        return None
     ratio = lifted.ratio_to_best_peer
     against = "" if ratio is None else f", {ratio:.2f}x the cheapest headroom at that cut"
     return (text + f" Without them ({lifted.policy} in the table) it cuts "
@@ -163,10 +207,20 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
     cheapest_usd = _cheapest_in_dollars(chosen)
     usd_ratio = (None if cheapest_usd is None or chosen.extra_usd is None
                  or cheapest_usd.extra_usd <= 0 else chosen.extra_usd / cheapest_usd.extra_usd)
-    beats = ratio is None or (ratio < 1 and (usd_ratio is None or usd_ratio < 1))
-    head = (f"Verdict: configure predictive at quantile {quantile:g}." if beats else
-            "Verdict: on this trace predictive does not beat the headroom users run today "
-            f"for the same cut (below); its best run is quantile {quantile:g}.")
+    beats = ratio is None or (ratio < 1 - TIE_MARGIN and (
+        usd_ratio is None or usd_ratio < 1 - TIE_MARGIN))
+    tie = not beats and ratio is not None and ratio <= 1 + TIE_MARGIN and (
+        usd_ratio is None or usd_ratio <= 1 + TIE_MARGIN)
+    if beats:
+        head = f"Verdict: configure predictive at quantile {quantile:g}."
+    elif tie:
+        head = ("Verdict: on this trace predictive and the headroom users run today are a "
+                f"tie for the same cut (within {TIE_MARGIN:.0%} of the cheapest, below): "
+                "configure the simpler, the headroom to run instead (below); predictive's "
+                f"best run is quantile {quantile:g}.")
+    else:
+        head = ("Verdict: on this trace predictive does not beat the headroom users run "
+                f"today for the same cut (below); its best run is quantile {quantile:g}.")
     lines = [
         f"{head} On this trace it cuts the time pods wait for capacity by {chosen.reduction:.0%} "
         f"({reactive.pending_gpu_minutes:,.0f} -> {pending:,.0f} pending GPU-minutes) for "
@@ -184,20 +238,22 @@ def build_verdict(metrics: Sequence[Metrics], assessments: Sequence[Assessment],
         if judged.ticks_capped_by_max or judged.ticks_capped_by_cost_cap:
             lifted = next((a for a in assessments
                            if a.policy == unlimited_name(chosen.policy)), None)
-            lines.append(_limits_text(judged, chosen, lifted))
+            limits = _limits_text(judged, chosen, lifted)
+            if limits is not None:
+                lines.append(limits)
     if chosen.peers:
-        lines.append("Headroom users run today, for the same cut: "
-                     + "; ".join(_peer_text(p) for p in chosen.peers) + ".")
+        lines.append("Headroom users run today, for the same cut: " + "; ".join(
+            _peer_text(p, metrics, reactive, chosen.reduction) for p in chosen.peers) + ".")
     if best is not None and ratio is not None:
         fewer = best.extra - chosen.extra_gpu_hours
-        lines.append(f"In GPU-hours predictive spends {ratio:.2f}x the cheapest ({best.family} "
-                     f"headroom): " + (f"{fewer:,.0f} fewer." if ratio < 1 else
-                                       "no fewer for the same cut."))
+        lines.append(f"In GPU-hours predictive spends {_compared(ratio)} the cheapest "
+                     f"({best.family} headroom): " + (f"{fewer:,.0f} fewer." if ratio < 1 else
+                                                      "no fewer for the same cut."))
     elif chosen.peers:
         lines.append("None of the headroom runs cuts waiting that much.")
     if usd_ratio is not None:
         diff = cheapest_usd.extra_usd - chosen.extra_usd
-        lines.append(f"In dollars predictive spends {usd_ratio:.2f}x the cheapest "
+        lines.append(f"In dollars predictive spends {_compared(usd_ratio)} the cheapest "
                      f"({cheapest_usd.family} headroom, {_money(cheapest_usd.extra_usd)}): "
                      + (f"${diff:,.0f} less." if diff > 0 else f"${-diff:,.0f} more."))
     instead = None if beats else _instead(chosen, metrics, reactive)

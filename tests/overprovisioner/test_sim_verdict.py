@@ -65,8 +65,10 @@ def test_verdict_says_cut_hours_dollars_peers_and_the_config_lines():
         "wait for capacity by 70% (1,000 -> 300 pending GPU-minutes) for +12 GPU-hours, +$24 "
         "at test prices, over cluster-autoscaler alone.")
     assert verdict.lines[1].startswith("Pods that waited for capacity: ")
+    # No static run cuts exactly 70%: the peer's figures are interpolated, and say so.
     assert verdict.lines[2] == ("Headroom users run today, for the same cut: static +20 GPU-h "
-                                "(+$40).")
+                                "(+$40, interpolated between its runs: the cheapest that "
+                                "reaches the cut, static:2, cuts 90% for +30).")
     assert verdict.lines[3] == ("In GPU-hours predictive spends 0.60x the cheapest (static "
                                 "headroom): 8 fewer.")
     assert verdict.lines[4] == ("In dollars predictive spends 0.60x the cheapest (static "
@@ -169,7 +171,13 @@ def test_the_verdict_says_whether_jobs_end_up_more_spread():
     lines = build_verdict(runs, assess_all(runs), 0.9, "last", "", "x").lines
     assert lines[2] == ("Locality (30 multi-pod jobs): nodes per job 2.00 -> 2.10, placement "
                         "groups per job 1.02 -> 1.11: its jobs are more spread than under "
-                        "cluster-autoscaler alone.")
+                        "cluster-autoscaler alone (more nodes and more placement groups per "
+                        "job).")
+    # Fewer nodes but more groups is not "more spread": the words follow each number.
+    mixed = [reactive, *BASE[1:], replace(judged, mean_nodes_per_job=1.9)]
+    assert build_verdict(mixed, assess_all(mixed), 0.9, "last", "", "x").lines[2].endswith(
+        "its jobs run on fewer nodes but across more placement groups per job than under "
+        "cluster-autoscaler alone.")
     same = [reactive, *BASE[1:], replace(judged, mean_nodes_per_job=2.0,
                                          mean_groups_per_job=1.02)]
     assert build_verdict(same, assess_all(same), 0.9, "last", "", "x").lines[2].endswith(
@@ -276,3 +284,39 @@ def test_dollars_name_their_price_list_and_its_date():
     undated = replace(dated, price_date="", price_source="my-prices.yaml")
     assert price_text((undated,)) == ("at on-demand list prices (my-prices.yaml, undated: "
                                       "the catalog gives no price_date)")
+
+
+@pytest.mark.parametrize("predictive, expected", [
+    # 50% for +9.7 GPU-h, +$19.4 against static:1's +10, +$20: 0.97x both, a tie
+    (run("predictive", 500.0, 109.7, 219.4), "tie"),
+    # +9.4, +$18.8: 0.94x both, beyond the margin: predictive
+    (run("predictive", 500.0, 109.4, 218.8), "predictive"),
+    # 0.97x in GPU-hours but 1.04x in dollars: a tie
+    (run("predictive", 500.0, 109.7, 220.8), "tie"),
+    # 1.06x both: dearer, not a tie
+    (run("predictive", 500.0, 110.6, 221.2), "dearer"),
+], ids=["0.97x", "0.94x", "0.97x-1.04x", "1.06x"])
+def test_within_five_percent_of_the_cheapest_headroom_is_a_tie(predictive, expected):
+    runs = BASE + [predictive]
+    verdict = build_verdict(runs, assess_all(runs), 0.9, "last", "at test prices", "x")
+    head = verdict.lines[0]
+    assert head.startswith({
+        "tie": "Verdict: on this trace predictive and the headroom users run today are a "
+               "tie for the same cut (within 5% of the cheapest, below): configure the "
+               "simpler, the headroom to run instead (below)",
+        "predictive": "Verdict: configure predictive at quantile 0.9.",
+        "dearer": "Verdict: on this trace predictive does not beat"}[expected])
+    # A tie recommends the simpler option: the headroom's config line, not a forecast.
+    assert (verdict.snippet.splitlines()[1] == 'headroom: "static:1"') is (
+        expected != "predictive")
+    gpu_line = next(line for line in verdict.lines if line.startswith("In GPU-hours"))
+    assert ("a tie" in gpu_line) is (expected == "tie")
+
+
+def test_the_limits_paragraph_only_when_lifting_them_changes_the_result():
+    judged = replace(run("predictive", 300.0, 112.0, 224.0), planned_ticks=864,
+                     ticks_capped_by_max=3, ticks_capped_by_cost_cap=0)
+    same = run("predictive:unlimited", 300.0, 112.0, 224.0)  # lifting buys nothing
+    runs = [*BASE, judged, same]
+    lines = build_verdict(runs, assess_all(runs), 0.9, "last", "", "x").lines
+    assert not any(line.startswith("Limits") for line in lines)
