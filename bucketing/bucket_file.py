@@ -23,6 +23,11 @@ SHAPE_HELP = (
     "`instance_types: [...]`, or a list of instance type names"
 )
 
+# Top-level fields of the overprovisioner's config file (docs/overprovisioner.md) that no
+# bucket list has: a file with one of them was meant for --config.
+CONFIG_FIELDS = frozenset({"catalog", "tick", "horizon", "forecast", "limits", "placeholders",
+                           "buckets_file", "headroom", "port"})
+
 
 @dataclass(frozen=True)
 class BucketFile:
@@ -43,6 +48,13 @@ def parse_bucket_document(document: Any, source: str) -> BucketFile:
     field_path = "(top level)"
     if isinstance(document, dict):
         unknown = sorted(str(k) for k in set(document) - {"buckets", "instance_types"})
+        config_fields = sorted(set(unknown) & CONFIG_FIELDS)
+        if config_fields:
+            raise ConfigError(
+                f"{source}: an overprovisioner config (it has {', '.join(config_fields)}), not "
+                "a bucket list: `headstart simulate --config FILE` reads a config whole; "
+                "--buckets takes the file `headstart buckets tune --out` writes, or "
+                "`instance_types: [...]`")
         if unknown:
             raise ConfigError(f"{source}: {unknown[0]}: unknown field; expected " + SHAPE_HELP)
         if "buckets" in document:

@@ -30,6 +30,11 @@ FORMATS = {
 }
 
 
+# The columns of Alibaba GPU 2023's node list (openb_node_list_gpu_node.csv), which sits
+# beside its pod lists and is easily given as the trace.
+OPENB_NODE_LIST = frozenset({"sn", "cpu_milli", "memory_mib", "gpu", "model"})
+
+
 def format_names() -> list[str]:
     return list(FORMATS)
 
@@ -58,6 +63,10 @@ def detect_format(path: Path) -> str:
             f"forecast it with `headstart backtest --series {path}"
             + (f" --column {values[0]}`" if values else "`")
         )
+    if not matches and OPENB_NODE_LIST <= columns:
+        raise InputError(
+            f"{path}:1: the openb node list (one row per node: {', '.join(sorted(columns))}), "
+            "not a trace of pods; give its pod list (openb_pod_list_*.csv) as the trace")
     shown = ", ".join(sorted(columns))
     if len(shown) > 120:
         shown = shown[:117] + "..."

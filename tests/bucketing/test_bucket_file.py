@@ -42,3 +42,19 @@ def test_accepted_shapes(document, expected):
 def test_bad_documents_name_the_field(document, message):
     with pytest.raises(ConfigError, match=message):
         parse_bucket_document(document, "b.yaml")
+
+
+def test_an_overprovisioner_config_given_as_a_bucket_list_points_to_config():
+    """The overlay's config names instance_types too, so --buckets on it used to say
+    'catalog: unknown field'; it is a config, and --config is where it goes."""
+    import yaml
+
+    from tests.manifests import checks
+
+    document = yaml.safe_load((checks.MANIFESTS / "overlays" / "eks" /
+                               "overprovisioner-config.yaml").read_text())
+    with pytest.raises(ConfigError, match=r"b.yaml: an overprovisioner config \(it has catalog, "
+                                          r"forecast, horizon, limits, placeholders, port, "
+                                          r"tick\), not a bucket list: `headstart simulate "
+                                          r"--config FILE`"):
+        parse_bucket_document(document, "b.yaml")

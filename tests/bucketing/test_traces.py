@@ -349,3 +349,13 @@ def test_known_at_after_creation_is_refused_at_its_line(tmp_path):
     bad = write(tmp_path, "\n".join(lines), "bad.csv")
     with pytest.raises(InputError, match=r"bad.csv:3: column known_at_s: .* is after submit_s"):
         load_trace(bad)
+
+
+def test_the_openb_node_list_given_as_the_trace_says_what_it_is(tmp_path):
+    """It lies beside the pod lists; '--format' would not help, the pod list would."""
+    path = tmp_path / "openb_node_list_gpu_node.csv"
+    path.write_text("sn,cpu_milli,memory_mib,gpu,model\nopenb-node-0001,64000,262144,2,G2\n")
+    with pytest.raises(InputError, match=r"openb_node_list_gpu_node.csv:1: the openb node list "
+                                         r"\(one row per node: .*\), not a trace of pods; give "
+                                         r"its pod list \(openb_pod_list_\*.csv\)"):
+        load_trace(path)
