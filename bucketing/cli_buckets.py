@@ -107,7 +107,9 @@ def headline(report) -> list[str]:
         f"recommended: {len(report.recommended)} types ({bound}{cut}): "
         + ", ".join(report.recommended),
         f"cannot bucket: {report.unbucketable_pods:,} of {report.pods:,} pods "
-        f"({report.unbucketable_gpu_hours:,.1f} GPU-hours){never}; `headstart simulate` "
+        f"({report.unbucketable_pods / max(report.pods, 1):.0%}; "
+        f"{report.unbucketable_gpu_hours:,.1f} GPU-hours, "
+        f"{report.unbucketable_cpu_hours:,.1f} CPU-hours){never}; `headstart simulate` "
         "on this list drops the same pods (\"fit no simulated instance type\")",
     ]
 

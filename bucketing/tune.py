@@ -328,16 +328,18 @@ def tune(
         max_types=max_types,
         trimmed=tuple(types[drop.dropped].name for drop in drops),
         unbucketable_gpu_hours=gpu_hours(table, unplaced_rows),
+        unbucketable_cpu_hours=gpu_hours(table, unplaced_rows, "cpu_milli"),
         unbucketable_never_scheduled=int((unplaced & ~ran).sum()),
     )
 
 
-def gpu_hours(table: JobTable, rows: np.ndarray) -> float:
-    """GPU-hours the pods at `rows` ran within the trace (a NaN end runs to its end)."""
+def gpu_hours(table: JobTable, rows: np.ndarray, column: str = "gpu_milli") -> float:
+    """GPU-hours the pods at `rows` ran within the trace (a NaN end runs to its end);
+    `column="cpu_milli"`: their CPU-hours."""
     frame = table.frame
     start = frame["start_s"].to_numpy(dtype=np.float64)[rows]
     end = frame["end_s"].to_numpy(dtype=np.float64)[rows]
     end = np.where(np.isnan(end), table.trace_end_s, np.minimum(end, table.trace_end_s))
     start = np.maximum(start, table.trace_start_s)
-    gpus = frame["gpu_milli"].to_numpy(dtype=np.float64)[rows] / 1000.0
-    return float((gpus * np.clip(end - start, 0.0, None)).sum() / 3600.0)
+    amount = frame[column].to_numpy(dtype=np.float64)[rows] / 1000.0
+    return float((amount * np.clip(end - start, 0.0, None)).sum() / 3600.0)

@@ -97,7 +97,8 @@ class TuneReport:
     unbucketable_pods: the pods the trace ran (a start time) that the recommended list
         cannot hold: exactly the pods `headstart simulate` on that list does not replay
         as "fit no simulated instance type". unbucketable_gpu_hours: their GPU-hours
-        within the trace. unbucketable_never_scheduled: pods that never ran in the trace
+        within the trace (unbucketable_cpu_hours: their CPU-hours; GPU-less pods have
+        none of the first). unbucketable_never_scheduled: pods that never ran in the trace
         and fit no type either (simulate counts them as never scheduled).
     unbucketable_examples: up to five pods the recommended list cannot hold, as
         (pod name, (GPUs, CPUs, GiB)).
@@ -119,6 +120,7 @@ class TuneReport:
     trimmed: tuple[str, ...] = ()
     unbucketable_gpu_hours: float = 0.0
     unbucketable_never_scheduled: int = 0
+    unbucketable_cpu_hours: float = 0.0
 
     def to_json(self) -> dict:
         return {
@@ -137,6 +139,7 @@ class TuneReport:
             "unbucketable_pods": {
                 "count": self.unbucketable_pods,
                 "gpu_hours": round(self.unbucketable_gpu_hours, 2),
+                "cpu_hours": round(self.unbucketable_cpu_hours, 2),
                 "never_scheduled": self.unbucketable_never_scheduled,
                 "examples": [
                     {"pod": pod, "gpus": v[0], "cpus": v[1], "memory_gib": round(v[2], 3)}

@@ -40,7 +40,7 @@ def test_json_report(files, capsys):
     assert base0["node_hours"] == 3.0
     assert base0["gpu_waste_fraction"] == round(2 / 7, 4)
     assert report["unbucketable_pods"] == {
-        "count": 0, "gpu_hours": 0.0, "never_scheduled": 0, "examples": []}
+        "count": 0, "gpu_hours": 0.0, "cpu_hours": 0.0, "never_scheduled": 0, "examples": []}
     assert report["tick_s"] == 1800.0 and report["ticks"] == 2
 
 
@@ -54,7 +54,8 @@ def test_table_out_snippet_series_and_plot(files, tmp_path, capsys):
     text = capsys.readouterr().out
     # the answer comes first, before the table
     assert text.splitlines()[2] == "recommended: 2 types (--max-types 4): g.one, g.four"
-    assert text.splitlines()[3].startswith("cannot bucket: 0 of 4 pods (0.0 GPU-hours)")
+    assert text.splitlines()[3].startswith(
+        "cannot bucket: 0 of 4 pods (0%; 0.0 GPU-hours, 0.0 CPU-hours)")
     assert "base 2" in text
     snippet = out.read_text()
     assert snippet.startswith("# Written by `headstart buckets tune` from")

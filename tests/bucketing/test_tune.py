@@ -139,9 +139,11 @@ def test_unbucketable_pods_are_counted_with_examples():
     assert report.unbucketable_pods == 1
     assert report.unbucketable_examples == (("pod-4", (8.0, 4.0, 16.0)),)
     as_json = report.to_json()["unbucketable_pods"]
-    # 8 GPUs from 0 to the trace's end (NaN end) at 3600 s: 8 GPU-hours
-    assert as_json == {"count": 1, "gpu_hours": 8.0, "never_scheduled": 0, "examples": [
-        {"pod": "pod-4", "gpus": 8.0, "cpus": 4.0, "memory_gib": 16.0}]}
+    # 8 GPUs and 4 CPUs from 0 to the trace's end (NaN end) at 3600 s: 8 GPU-hours and
+    # 4 CPU-hours (a GPU-less pod the list cannot hold has CPU-hours and no GPU-hours)
+    assert as_json == {"count": 1, "gpu_hours": 8.0, "cpu_hours": 4.0, "never_scheduled": 0,
+                       "examples": [{"pod": "pod-4", "gpus": 8.0, "cpus": 4.0,
+                                     "memory_gib": 16.0}]}
 
 
 def test_a_pod_asking_for_a_gpu_model_goes_only_to_that_model():
