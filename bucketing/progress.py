@@ -67,5 +67,10 @@ class Progress:
 
     def __call__(self, name: str) -> None:
         self.done += 1
-        of = f"/{self.total}" if self.total >= self.done else ""
-        self.say(f"run {self.done}{of}: {name}")
+        if not self.total:
+            self.say(f"run {self.done}: {name}")
+        elif self.total >= self.done:
+            self.say(f"run {self.done}/{self.total}: {name}")
+        else:  # the per-type counts in hindsight, a run without limits: known only now
+            self.say(f"run {self.done} ({self.done - self.total} beyond the {self.total} "
+                     f"listed, chosen from their results): {name}")

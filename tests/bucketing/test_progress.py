@@ -27,3 +27,16 @@ def test_long_block_repeats_the_latest_line(capsys):
     assert lines[-1] == "still: run 1: run one"
     time.sleep(0.3)  # the block is over: nothing more
     assert capsys.readouterr().err == ""
+
+
+def test_runs_beyond_the_listed_ones_say_why_the_count_grew(capsys):
+    """simulate lists its policies, then adds runs chosen from their results (per-type
+    counts in hindsight, a run without limits): 'run 2/2' then 'run 3' read as a miscount."""
+    progress = Progress()
+    progress.total = 2
+    for name in ("reactive", "predictive", "static:g5.xlarge=2"):
+        progress(name)
+    lines = [line.split("] ", 1)[1] for line in capsys.readouterr().err.splitlines()]
+    assert lines == ["run 1/2: reactive", "run 2/2: predictive",
+                     "run 3 (1 beyond the 2 listed, chosen from their results): "
+                     "static:g5.xlarge=2"]
