@@ -44,7 +44,9 @@ def write_report(results: Sequence, folder: Path, title: str, workload_text: str
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1400px}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 7px;text-align:right}}
+table{{border-collapse:collapse;font-size:90%}}
+td,th{{border:1px solid #ccc;padding:3px 7px;text-align:right}}th{{vertical-align:bottom}}
+.wide{{max-width:100%;overflow-x:auto}}
 td:first-child,th:first-child{{text-align:left;white-space:nowrap}}
 .verdict{{background:#eef6ee;padding:0.5em 1em;border-left:4px solid #2a2}}
 pre{{background:#f4f4f4;padding:0.5em}}img{{max-width:100%}}</style></head><body>
@@ -54,7 +56,7 @@ pre{{background:#f4f4f4;padding:0.5em}}img{{max-width:100%}}</style></head><body
 <h2>Waiting against cost</h2>
 <figure><img src="{tradeoff.name}" alt="trade-off"></figure>
 <h2>Every run</h2>
-<table><tr>{header}</tr>{body}</table>
+<div class="wide"><table><tr>{header}</tr>{body}</table></div>
 <p>{html.escape(LEGEND)}. See docs/simulator.md for what the simulator models and what
 it does not.</p>
 <h2>Each predictive run against the headroom users run today</h2>

@@ -96,6 +96,9 @@ def test_demo_writes_report(tmp_path, capsys):
     assert printed.startswith("Verdict: ")
     assert "oracle (yardstick)" in printed and "oracle (yardstick)" in page
     assert '<div class="verdict"><p>Verdict: ' in page
+    # The runs table has a dozen columns: it scrolls inside the page's 1,400 px rather
+    # than widening the page past it.
+    assert '<div class="wide"><table>' in page and ".wide{max-width:100%;overflow-x:auto}" in page
     for text in (printed, page):
         assert "issue" not in text.lower() and "target" not in text.lower()
 
