@@ -35,6 +35,21 @@ def plot_report(report: TuneReport, path: str | Path) -> None:
     differ by a few percent at most, which lines over time cannot show); below, the
     scale needed over time for the recommended list and the full catalog, the other
     candidates as one band."""
+    import matplotlib.pyplot as plt
+
+    figure = tune_figure(report)
+    try:
+        figure.savefig(path, dpi=110, bbox_inches="tight")
+    except (OSError, ValueError) as error:
+        raise InputError(f"--plot {path}: cannot write the figure ({error})") from None
+    finally:
+        plt.close(figure)
+
+
+def tune_figure(report: TuneReport):
+    """The figure `plot_report` writes (the caller closes it)."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -64,9 +79,12 @@ def plot_report(report: TuneReport, path: str | Path) -> None:
     bars_axes.set_xlim(min(0.0, min(above)) * 1.1, max(max(above), 1.0) * 1.9)
     bars_axes.set_xlabel("cost over the trace above the recommended list (%, packed nodes at "
                          "catalog prices)")
-    bars_axes.set_title(
+    # A trace's file name can be long: the title spans the figure, not the bars' axes
+    # (which start right of the long list names), and wraps instead of running off it.
+    figure.suptitle("\n".join(textwrap.wrap(
         f"{report.source}: candidate bucket lists (catalog {report.catalog}, GPU model "
-        f"{report.gpu_model}); red = recommended, blue = kept, light = rejected", fontsize=10)
+        f"{report.gpu_model}); red = recommended, blue = kept, light = rejected", 120)),
+        fontsize=10)
     bars_axes.grid(axis="x", alpha=0.3)
 
     others = [c.scale_series for c in report.candidates
@@ -87,9 +105,4 @@ def plot_report(report: TuneReport, path: str | Path) -> None:
     scale_axes.legend(fontsize=8, loc="upper left")
     scale_axes.grid(alpha=0.3)
     figure.tight_layout()
-    try:
-        figure.savefig(path, dpi=110)
-    except (OSError, ValueError) as error:
-        raise InputError(f"--plot {path}: cannot write the figure ({error})") from None
-    finally:
-        plt.close(figure)
+    return figure
