@@ -8,7 +8,7 @@
 - timeline-<policy>.png for the runs that tell the story (reactive, the recommended
   predictive run, the headroom closest to its cut, the oracle): demand, nodes
   (including starting), forecast and placeholders over time, one panel per instance
-  type, the busiest MAX_TYPES only, integer node ticks.
+  type, the MAX_TYPES costing most only (`shown_types`), integer node ticks.
 """
 
 from __future__ import annotations
@@ -203,13 +203,25 @@ def draw_tradeoff(axis, main: Sequence, base: float, recommended: str | None = N
     return texts
 
 
+def shown_types(types, demand: np.ndarray, capacity: np.ndarray) -> tuple[list[int], int]:
+    """(the types a timeline draws, busiest first, how many busy ones it leaves out).
+    Busy by what the nodes cost (node-ticks x the type's price; node-ticks alone where
+    the catalog has no price): an 8-GPU type runs few nodes, and ranking by node count
+    hid DLRM's as "quieter" than its GPU-less type."""
+    price = np.array([t.price_per_hour if t.price_per_hour == t.price_per_hour
+                      and t.price_per_hour > 0 else 1.0 for t in types])
+    busy = (demand.sum(axis=0) + 1e-9 * capacity.sum(axis=0)) * price
+    ranked = [int(b) for b in np.argsort(-busy, kind="stable") if busy[b] > 0]
+    shown = ranked[:MAX_TYPES] or [0]
+    return shown, max(0, len(ranked) - len(shown))
+
+
 def plot_timeline(result, folder: Path) -> Path:
     from matplotlib.ticker import MaxNLocator
 
     plt = _pyplot()
     types = result.workload.types
-    busy = result.demand.sum(axis=0) + 1e-9 * result.capacity.sum(axis=0)
-    shown = [b for b in np.argsort(-busy, kind="stable") if busy[b] > 0][:MAX_TYPES] or [0]
+    shown, others = shown_types(types, result.demand, result.capacity)
     fig, axes = plt.subplots(len(shown), 1, figsize=(11, 2.4 * len(shown) + 0.8),
                              sharex=True, squeeze=False)
     days = (result.times - result.workload.start_s) / 86_400
@@ -221,15 +233,27 @@ def plot_timeline(result, folder: Path) -> Path:
         if np.isfinite(result.forecast[:, b]).any():
             axis.plot(days, result.forecast[:, b], label="forecast", color="tab:orange",
                       linewidth=0.7, alpha=0.8)
-        axis.step(days, result.placeholders[:, b], where="post", label="placeholders",
-                  color="tab:green", linewidth=0.7)
+        # A few placeholders beside hundreds of nodes are a flat line at zero: past 10x,
+        # they get a right-hand axis of their own.
+        placeholders = result.placeholders[:, b]
+        peak = max(float(result.demand[:, b].max(initial=0)),
+                   float(result.capacity[:, b].max(initial=0)))
+        if 0 < placeholders.max(initial=0) < peak / 10:
+            right = axis.twinx()
+            right.step(days, placeholders, where="post", color="tab:green", linewidth=0.7)
+            right.set_ylabel("placeholders", fontsize=8, color="tab:green")
+            right.set_ylim(bottom=0)
+            right.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+            axis.plot([], [], color="tab:green", linewidth=0.7, label="placeholders (right)")
+        else:
+            axis.step(days, placeholders, where="post", label="placeholders",
+                      color="tab:green", linewidth=0.7)
         axis.set_ylabel(f"{types[b].name}\nnodes", fontsize=9)
         axis.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
         axis.set_ylim(bottom=0)
         axis.grid(alpha=0.3)
     axes[0, 0].legend(loc="upper left", fontsize=8, ncol=4)
-    others = len([b for b in range(len(types)) if busy[b] > 0]) - len(shown)
-    more = (f"; {others} quieter type{'s' if others > 1 else ''} not shown"
+    more = (f"; {others} type{'s' if others > 1 else ''} costing less not shown"
             if others > 0 else "")
     axes[0, 0].set_title(f"{display_name(result.policy)}: nodes of each instance type over "
                          f"time{more}", fontsize=10)

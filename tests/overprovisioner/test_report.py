@@ -79,3 +79,23 @@ def test_story_runs_are_reactive_the_recommended_run_the_closest_peer_and_the_or
 def test_the_tradeoff_png_is_written(tmp_path):
     path = plot_tradeoff(RUNS, tmp_path / "t.png", "predictive")
     assert path.stat().st_size > 10_000
+
+
+def test_the_timeline_shows_the_types_that_cost_most_not_the_most_nodes():
+    """DLRM: dozens of GPU-less nodes, a handful of 8-GPU ones; ranked by node count the
+    8-GPU type was 'a quieter type not shown'."""
+    import numpy as np
+
+    from overprovisioner.sim.report_plots import MAX_TYPES, shown_types
+    from tests.overprovisioner.simbuild import CATALOG
+
+    names = ["m5.24xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g5.48xlarge"]
+    types = [CATALOG.get(name) for name in names]
+    # node-ticks: 40 of the CPU type, 30 and 20 of the small GPU types, 15 of g5.48xlarge
+    # (by node count, the fewest: the one a 3-type timeline left out)
+    demand = np.array([[40.0, 30.0, 20.0, 15.0]])
+    shown, left_out = shown_types(types, demand, demand)
+    # $/h x node-ticks: g5.48xlarge 16.288 x 15 = 244 > m5.24xlarge 4.608 x 40 = 184 >
+    # g4dn.8xlarge 2.176 x 20 = 44 > g4dn.4xlarge 1.204 x 30 = 36
+    assert [names[b] for b in shown] == ["g5.48xlarge", "m5.24xlarge", "g4dn.8xlarge"]
+    assert MAX_TYPES == 3 and left_out == 1
