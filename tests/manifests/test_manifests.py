@@ -134,3 +134,17 @@ def test_gke_node_pools_with_compact_placement_set_the_placement_group_label():
         # A compact pool names its group in the label headstart reads; others have none.
         assert ("--placement-type COMPACT" in command) == (
             "--node-labels headstart.io/placement-group=" in command), command
+
+
+def test_the_extenders_edit_policy_names_the_extenders_own_account(rendered):
+    """The policy bounds the extender's pod patches by its username: a renamed account
+    or namespace would leave the extender unbounded (the match never hits)."""
+    deployment = rendered.find("Deployment", "headstart-extender")
+    account = checks.pod_spec(deployment)["serviceAccountName"]
+    username = f"system:serviceaccount:{deployment['metadata']['namespace']}:{account}"
+    policy = rendered.find("ValidatingAdmissionPolicy", "headstart-extender-pod-edits")
+    [condition] = policy["spec"]["matchConditions"]
+    assert f"'{username}'" in condition["expression"]
+    binding = rendered.find("ValidatingAdmissionPolicyBinding", "headstart-extender-pod-edits")
+    assert binding["spec"] == {"policyName": "headstart-extender-pod-edits",
+                               "validationActions": ["Deny"]}

@@ -1,0 +1,89 @@
+"""The extender's ServiceAccount may make only its three edits of a pod, against the real
+kube-apiserver with the shipped ValidatingAdmissionPolicy (manifests/base/admission/
+extender-edits.yaml): RBAC gives it `patch` on every pod, which could change an image.
+
+A gated training pod (the shipped gate policy adds the gate; no extender runs, so it
+stays gated) is patched with the extender's token, as `kubectl` with its kubeconfig:
+- the admitter's own patch (extender/admission/patch.py: gate lifted, the domain as
+  required node affinity and annotation, the PodGroup label) is accepted;
+- on a second gated pod, each other edit is refused with the policy's message: an
+  image, a label, another annotation, another gate, a toleration; the pod is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from extender.admission.patch import ungate_patch
+from tests.e2e.headstart import headstart_cluster
+from tests.e2e.objects import training_pod
+from tests.e2e.test_gang import kubectl_as
+
+GATE = "headstart.io/placement"
+LOGS = ["kube-apiserver"]
+
+
+@pytest.fixture(scope="module")
+def edits_cluster(e2e_clusters):
+    spec, _ = headstart_cluster()
+    cluster = e2e_clusters.start(spec, "extender-edits")
+    yield cluster
+    cluster.stop()
+
+
+def gated_pod(cluster, namespace: str, name: str, gates: tuple[str, ...] = ()) -> dict:
+    pod = training_pod(name, namespace, "edits", "worker", gpus=8, cpu="8", memory="64Gi")
+    if gates:
+        pod["spec"]["schedulingGates"] = [{"name": gate} for gate in gates]
+    created = cluster.kube.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert {"name": GATE} in created["spec"]["schedulingGates"]
+    return created
+
+
+def patch_as_extender(cluster, namespace: str, name: str, ops: list) -> tuple[int, str]:
+    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-extender", "edits-probe")
+    result = kubectl_as(kubeconfig, "patch", "pod", name, "-n", namespace, "--type=json",
+                        "-p", json.dumps(ops))
+    return result.returncode, result.stderr.strip()
+
+
+def test_the_admitters_patch_is_accepted(edits_cluster, namespace):
+    cluster = edits_cluster
+    cluster.kube.ensure_namespace(namespace)
+    pod = gated_pod(cluster, namespace, "admitted")
+    ops = ungate_patch(pod, GATE, ("headstart.io/placement-group", "pg-a",
+                                   "placement-group=pg-a"),
+                       labels={"scheduling.x-k8s.io/pod-group": "edits"})
+    code, err = patch_as_extender(cluster, namespace, "admitted", ops)
+    assert code == 0, err
+    after = cluster.kube.pod(namespace, "admitted")
+    assert not after["spec"].get("schedulingGates")
+    assert after["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "edits"
+    assert after["metadata"]["annotations"]["headstart.io/domain"] == "placement-group=pg-a"
+
+
+@pytest.mark.parametrize(("ops", "message"), [
+    ([{"op": "replace", "path": "/spec/containers/0/image", "value": "evil:latest"}],
+     "may not change a pod's images"),
+    ([{"op": "add", "path": "/metadata/labels/app", "value": "other"}],
+     "may only add the scheduling.x-k8s.io/pod-group label"),
+    ([{"op": "add", "path": "/metadata/annotations", "value": {"example.com/x": "y"}}],
+     "may only set the headstart.io/domain annotation"),
+    ([{"op": "remove", "path": "/spec/schedulingGates/0"}],  # example.com/hold, not ours
+     "may only lift its own gate"),
+    ([{"op": "add", "path": "/spec/tolerations/-",
+       "value": {"key": "dedicated", "operator": "Exists"}}],
+     "may not change a pod's tolerations"),
+], ids=["image", "label", "annotation", "other-gate", "toleration"])
+def test_any_other_edit_is_refused(edits_cluster, namespace, ops, message):
+    cluster = edits_cluster
+    cluster.kube.ensure_namespace(namespace)
+    before = gated_pod(cluster, namespace, "victim", gates=("example.com/hold",))
+    assert before["spec"]["schedulingGates"][0] == {"name": "example.com/hold"}
+    code, err = patch_as_extender(cluster, namespace, "victim", ops)
+    assert code != 0 and "headstart-extender-pod-edits" in err and message in err, err
+    after = cluster.kube.pod(namespace, "victim")
+    assert after["spec"] == before["spec"]
+    assert after["metadata"].get("labels") == before["metadata"].get("labels")
