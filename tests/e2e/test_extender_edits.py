@@ -1,4 +1,5 @@
-"""The extender's ServiceAccount may make only its three edits of a pod, against the real
+"""What headstart's accounts may do, against the real kube-apiserver as installed. The
+extender's ServiceAccount may make only its three edits of a pod, against the real
 kube-apiserver with the shipped ValidatingAdmissionPolicy (manifests/base/admission/
 extender-edits.yaml): RBAC gives it `patch` on every pod, which could change an image.
 
@@ -87,3 +88,26 @@ def test_any_other_edit_is_refused(edits_cluster, namespace, ops, message):
     after = cluster.kube.pod(namespace, "victim")
     assert after["spec"] == before["spec"]
     assert after["metadata"].get("labels") == before["metadata"].get("labels")
+
+
+@pytest.mark.parametrize(("account", "own", "others"), [
+    ("headstart-extender", "headstart-extender-admitter",
+     ["headstart-scheduler", "headstart-overprovisioner"]),
+    ("headstart-overprovisioner", "headstart-overprovisioner",
+     ["headstart-extender-admitter", "headstart-scheduler"]),
+])
+def test_each_account_may_update_only_its_own_lease(edits_cluster, account, own, others):
+    """kube-apiserver's own answer (SelfSubjectAccessReview, `kubectl auth can-i`) for
+    each component's token: taking another's Lease stops admission or scheduling."""
+    kubeconfig = edits_cluster.token_kubeconfig("headstart", account, f"{account}-can-i")
+
+    def can(verb: str, lease: str) -> str:
+        result = kubectl_as(kubeconfig, "auth", "can-i", verb, f"leases/{lease}",
+                            "-n", "headstart")
+        return result.stdout.strip()
+
+    assert [can("update", own), can("get", own)] == ["yes", "yes"]
+    for lease in others:
+        assert [can("update", lease), can("get", lease)] == ["no", "no"], lease
+    listed = kubectl_as(kubeconfig, "auth", "can-i", "--list", "-n", "headstart")
+    print(f"\n{account} in headstart:\n{listed.stdout}")

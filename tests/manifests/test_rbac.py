@@ -351,3 +351,46 @@ def test_granted_reads_the_rules_bound_to_an_account(rendered):
     assert ("apps", "deployments", "patch") in granted(rendered, "headstart-overprovisioner")
 
 
+
+
+def lease_rules(rendered: checks.Rendered, account: str) -> list[dict]:
+    """The rules on Leases bound to ServiceAccount `account`."""
+    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
+             for o in rendered.of_kind("Role") + rendered.of_kind("ClusterRole")}
+    found = []
+    for binding in rendered.of_kind("RoleBinding") + rendered.of_kind("ClusterRoleBinding"):
+        if not any(s.get("kind") == "ServiceAccount" and s["name"] == account
+                   for s in binding.get("subjects", [])):
+            continue
+        ref = binding["roleRef"]
+        namespace = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
+        role = roles.get((ref["kind"], namespace, ref["name"]))
+        found += [rule for rule in (role or {}).get("rules", [])
+                  if "leases" in rule.get("resources", [])]
+    return found
+
+
+def test_each_component_may_take_only_its_own_lease(rendered):
+    """An account that may update any Lease in `headstart` can take the admitter's or the
+    scheduler's and stop admission or scheduling; create cannot be narrowed by name."""
+    from overprovisioner.config.parse import parse_config
+
+    _, extender = checks.config_file(rendered, "headstart-extender-config")
+    _, overprovisioner = checks.config_file(rendered, "headstart-overprovisioner-config")
+    _, scheduler = checks.config_file(rendered, "headstart-scheduler-config")
+    own = {
+        "headstart-extender": (extender.get("admission") or {}).get(
+            "lease_name", "headstart-extender-admitter"),
+        "headstart-overprovisioner": parse_config(
+            overprovisioner, "shipped").leader_election.lease_name,
+        "headstart-scheduler": scheduler["leaderElection"]["resourceName"],
+    }
+    for account, lease in own.items():
+        rules = lease_rules(rendered, account)
+        assert rules, account
+        for rule in rules:
+            named = rule.get("resourceNames")
+            if set(rule["verbs"]) - {"create"}:
+                assert named == [lease], (account, rule)
+            else:
+                assert named is None, (account, rule)  # a named create never matches
