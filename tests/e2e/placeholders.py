@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.e2e.kube import Kube
 
-NAMESPACE = "headstart"
+NAMESPACE = "headstart-placeholders"  # the shipped placeholders.namespace
 INSTANCE_TYPES = ("m5.4xlarge", "g5.12xlarge", "p4d.24xlarge")
 LADDER_CONFIG: dict[str, Any] = {
     "catalog": "aws",

@@ -133,7 +133,7 @@ def test_two_required_jobs_with_room_for_one_one_binds_whole_the_other_waits_who
     delete_all(cluster, namespace)
 
 
-PLACEHOLDERS = "headstart"  # the placeholders' namespace: only there is the label one
+PLACEHOLDERS = "headstart-placeholders"  # only there is the label one
 
 
 def placeholder_pod(name: str, node: str) -> dict:

@@ -76,7 +76,7 @@ CASES = [
      "scheduler_name: default-scheduler", checks.consistency_problems,
      ["headstart-overprovisioner-config", "placeholders.scheduler_name", "default-scheduler"]),
     # Placeholders elsewhere than the extender honours the label: their room not free.
-    ("overlays/eks/overprovisioner-config.yaml", "  namespace: headstart",
+    ("overlays/eks/overprovisioner-config.yaml", "  namespace: headstart-placeholders",
      "  namespace: placeholders", checks.consistency_problems,
      ["placeholders.namespace", "'placeholders'", "placeholder_namespaces"]),
     ("overlays/eks/overprovisioner-config.yaml", "quantile: 0.9", "quantile: 1.5",

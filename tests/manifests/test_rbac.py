@@ -207,6 +207,11 @@ def records_kept_and_deleted(fake_kube) -> None:
     """`gone`'s record is deleted once its pod is; `gated`'s pod, never bound within
     the bind timeout (5 s in this run's config), is evicted and its record says so."""
     wait_until(lambda: gang(fake_kube, "gone"), 30, "the admitter to write gone's record")
+    # Its PodGroup is marked admitted (a patch) once its pods are patched: wait for it, or
+    # a loaded machine deletes the pod first and the patch rule looks unused.
+    wait_until(lambda: "headstart.io/admitted-at" in ((fake_kube.get(
+        "scheduling.x-k8s.io/v1alpha1", "PodGroup", "gone", "default") or {}).get(
+        "metadata", {}).get("annotations") or {}), 30, "the admitter to mark gone's PodGroup")
     fake_kube.delete("v1", "Pod", "gone-0", "default")
     wait_until(lambda: not gang(fake_kube, "gone"), 30, "the admitter to delete gone's record")
     wait_until(lambda: not fake_kube.get("v1", "Pod", "gated-0", "default"),

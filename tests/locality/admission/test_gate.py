@@ -13,7 +13,7 @@ import pytest
 from locality.admission.gate import gate_patch, gates
 
 SCHEDULERS = ("headstart-scheduler",)
-PLACEHOLDER_NAMESPACES = ("headstart",)
+PLACEHOLDER_NAMESPACES = ("headstart-placeholders",)  # as shipped
 
 
 def make_pod(scheduler="headstart-scheduler", node=None, gate_names=(), labels=None,
@@ -40,7 +40,8 @@ CASES = [
     ("kueue-queue-label", make_pod(labels={"kueue.x-k8s.io/queue-name": "q"}), "team", False),
     ("kueue-annotation", make_pod(annotations={"kueue.x-k8s.io/workload": "w"}), "team",
      False),
-    ("placeholder", make_pod(labels={"headstart.io/placeholder": "true"}), "headstart", False),
+    ("placeholder", make_pod(labels={"headstart.io/placeholder": "true"}),
+     "headstart-placeholders", False),
     # Anyone may write the label; only the placeholders' namespace is trusted with it.
     ("forged-placeholder", make_pod(labels={"headstart.io/placeholder": "true"}), "team",
      True),
