@@ -111,3 +111,24 @@ def test_each_account_may_update_only_its_own_lease(edits_cluster, account, own,
         assert [can("update", lease), can("get", lease)] == ["no", "no"], lease
     listed = kubectl_as(kubeconfig, "auth", "can-i", "--list", "-n", "headstart")
     print(f"\n{account} in headstart:\n{listed.stdout}")
+
+
+def test_the_overprovisioner_writes_workloads_only_where_no_other_account_lives(
+        edits_cluster):
+    """A Deployment the overprovisioner could write in `headstart` could run a pod as the
+    extender's or the scheduler's ServiceAccount; it writes only in the placeholders'
+    namespace, whose only account is its `default`."""
+    kubeconfig = edits_cluster.token_kubeconfig("headstart", "headstart-overprovisioner",
+                                                "overprovisioner-can-i")
+
+    def can(verb: str, resource: str, namespace: str) -> str:
+        return kubectl_as(kubeconfig, "auth", "can-i", verb, resource,
+                          "-n", namespace).stdout.strip()
+
+    for resource in ("deployments.apps", "pods", "capacitybuffers.autoscaling.x-k8s.io"):
+        assert can("create", resource, "headstart") == "no", resource
+    assert can("create", "deployments.apps", "headstart-placeholders") == "yes"
+    assert can("create", "pods", "headstart-placeholders") == "no"
+    accounts = edits_cluster.kube.list("/api/v1/namespaces/headstart-placeholders/"
+                                       "serviceaccounts")
+    assert {a["metadata"]["name"] for a in accounts} <= {"default"}
