@@ -90,27 +90,31 @@ def test_any_other_edit_is_refused(edits_cluster, namespace, ops, message):
     assert after["metadata"].get("labels") == before["metadata"].get("labels")
 
 
-@pytest.mark.parametrize(("account", "own", "others"), [
-    ("headstart-extender", "headstart-extender-admitter",
-     ["headstart-scheduler", "headstart-overprovisioner"]),
-    ("headstart-overprovisioner", "headstart-overprovisioner",
-     ["headstart-extender-admitter", "headstart-scheduler"]),
-])
-def test_each_account_may_update_only_its_own_lease(edits_cluster, account, own, others):
+# (namespace, Lease) of each component: the admitter's and the scheduler's in headstart,
+# the overprovisioner's beside its placeholders.
+LEASES = {"headstart-extender": ("headstart", "headstart-extender-admitter"),
+          "headstart-scheduler": ("headstart", "headstart-scheduler"),
+          "headstart-overprovisioner": ("headstart-placeholders", "headstart-overprovisioner")}
+
+
+@pytest.mark.parametrize("account", ["headstart-extender", "headstart-overprovisioner"])
+def test_each_account_may_update_only_its_own_lease(edits_cluster, account):
     """kube-apiserver's own answer (SelfSubjectAccessReview, `kubectl auth can-i`) for
     each component's token: taking another's Lease stops admission or scheduling."""
     kubeconfig = edits_cluster.token_kubeconfig("headstart", account, f"{account}-can-i")
 
-    def can(verb: str, lease: str) -> str:
+    def can(verb: str, namespace: str, lease: str) -> str:
         result = kubectl_as(kubeconfig, "auth", "can-i", verb, f"leases/{lease}",
-                            "-n", "headstart")
+                            "-n", namespace)
         return result.stdout.strip()
 
-    assert [can("update", own), can("get", own)] == ["yes", "yes"]
-    for lease in others:
-        assert [can("update", lease), can("get", lease)] == ["no", "no"], lease
-    listed = kubectl_as(kubeconfig, "auth", "can-i", "--list", "-n", "headstart")
-    print(f"\n{account} in headstart:\n{listed.stdout}")
+    for holder, (namespace, lease) in LEASES.items():
+        expected = ["yes", "yes"] if holder == account else ["no", "no"]
+        assert [can("update", namespace, lease), can("get", namespace, lease)] == expected, \
+            lease
+    for namespace in ("headstart", "headstart-placeholders"):
+        listed = kubectl_as(kubeconfig, "auth", "can-i", "--list", "-n", namespace)
+        print(f"\n{account} in {namespace}:\n{listed.stdout}")
 
 
 def test_the_overprovisioner_writes_workloads_only_where_no_other_account_lives(
