@@ -31,7 +31,12 @@ import yaml
 
 from tests.e2e.controlplane import DATA, ClusterSpec, pod_group_crd
 from tests.manifests import checks
-from tests.manifests.test_install_docs import IMAGE, buckets_block, install_block
+from tests.manifests.test_install_docs import (
+    IMAGE,
+    buckets_block,
+    headstart_command,
+    install_block,
+)
 
 CERT_MANAGER_CRDS = (DATA / "cert-manager-certificates-crd.yaml",
                      DATA / "cert-manager-issuers-crd.yaml")
@@ -74,7 +79,7 @@ def paste(cluster, root: Path, blocks: str, minor: str | None) -> str:
     wrapper.chmod(0o755)
     calls = root / "kubectl-calls"
     calls.touch()
-    headstart = Path(shutil.which("headstart") or "headstart").parent
+    headstart = headstart_command(root / "headstart-bin").parent
     ran = subprocess.run(["bash", "-euc", blocks], cwd=root, capture_output=True, text=True,
                          timeout=300, env={
         "PATH": f"{wrapper.parent}:{headstart}:/usr/bin:/bin", "HOME": str(root),
@@ -99,8 +104,7 @@ def test_on_1_36_the_policy_gates_and_the_tuned_config_starts(e2e_clusters, tmp_
     from overprovisioner.config.load import load_config
 
     cluster = bare_cluster(e2e_clusters, "walkthrough-136")
-    headstart = shutil.which("headstart")
-    assert headstart
+    headstart = headstart_command(tmp_path / "headstart-bin")
     trace = tmp_path / "trace.csv"
     subprocess.run([headstart, "trace", "synth", "--days", "1", "--out", str(trace)],
                    check=True, capture_output=True)

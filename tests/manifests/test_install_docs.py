@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,16 @@ case "$*" in
   "get crd certificates.cert-manager.io") [ "$CERT_MANAGER" = yes ] ;;
 esac
 """
+
+
+def headstart_command(folder: Path) -> Path:
+    """A `headstart` for pasted blocks: this interpreter's, whatever PATH holds (a pyenv
+    shim or another install may shadow the virtualenv's command)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    command = folder / "headstart"
+    command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m headstart "$@"\n')
+    command.chmod(0o755)
+    return command
 
 
 def run_blocks(tmp_path: Path, blocks: str, minor: str, cert_manager: bool,
@@ -136,15 +147,14 @@ def test_the_tuned_buckets_reach_the_overprovisioner_through_the_users_kustomiza
     from overprovisioner.config.catalog import resolve_catalog
     from overprovisioner.config.load import load_config
 
-    headstart = shutil.which("headstart")
-    assert headstart, "pip install -e . puts the headstart command on PATH"
+    headstart = headstart_command(tmp_path / "headstart-bin")
     trace = tmp_path / "trace" / "trace.csv"
     trace.parent.mkdir()
     subprocess.run([headstart, "trace", "synth", "--days", "1", "--out", str(trace)],
                    check=True, capture_output=True)
     tune = buckets_block(doc).replace("your-trace.csv", str(trace))
     objects = run_blocks(tmp_path / "root", install_block(doc) + tune, "33", cert_manager=True,
-                         extra_path=f"{Path(headstart).parent}:")
+                         extra_path=f"{headstart.parent}:")
     [configmap] = [obj for obj in objects if obj["kind"] == "ConfigMap"
                    and obj["metadata"]["name"].startswith("headstart-overprovisioner-config")]
     mounted = tmp_path / "etc-headstart"
