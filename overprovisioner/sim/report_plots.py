@@ -28,6 +28,7 @@ MAX_TYPES = 3
 DECADES = 30.0
 FAMILY_STYLE = {"static": ("-o", "tab:gray"), "proportional": ("-s", "tab:brown"),
                 "scheduled": ("-^", "tab:olive"), "per-type": ("-v", "tab:cyan")}
+SEGMENT_POINTS = 48  # samples per segment of a line drawn straight in data coordinates
 JUDGED_STYLE = {"predictive": "tab:orange", "oracle": "tab:green", "rate-oracle": "tab:purple"}
 
 
@@ -151,6 +152,22 @@ def _place_labels(axis, texts: list) -> None:
                     arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5})
 
 
+def straight_in_data(xs: Sequence[float], ys: Sequence[float],
+                     per_segment: int = SEGMENT_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """The polyline through (xs, ys) sampled densely along each segment, so that it stays
+    straight in data coordinates whatever the axis scale."""
+    if len(xs) < 2:
+        return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    steps = np.linspace(0.0, 1.0, per_segment, endpoint=False)
+    x = np.asarray(xs, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    dense_x = np.concatenate([x[i] + (x[i + 1] - x[i]) * steps for i in range(len(x) - 1)]
+                             + [x[-1:]])
+    dense_y = np.concatenate([y[i] + (y[i + 1] - y[i]) * steps for i in range(len(y) - 1)]
+                             + [y[-1:]])
+    return dense_x, dense_y
+
+
 def draw_tradeoff(axis, main: Sequence, base: float, recommended: str | None = None,
                   ring: str = "recommended") -> list:
     """Pending GPU-minutes against extra GPU-hours over reactive (`base`) on one axis:
@@ -166,18 +183,25 @@ def draw_tradeoff(axis, main: Sequence, base: float, recommended: str | None = N
             continue
         style, color = FAMILY_STYLE[family]
         line = reactive + members
-        axis.plot([m.gpu_hours - base for m in line], [m.pending_gpu_minutes for m in line],
-                  style, color=color, label=f"{family} headroom (from reactive)",
-                  markersize=5)
+        xs = [m.gpu_hours - base for m in line]
+        ys = [m.pending_gpu_minutes for m in line]
+        # The verdict prices a cut between two runs linearly in GPU-hours and waiting
+        # (`compare.interpolate_extra`); on a log or symlog axis a plain line between
+        # them is another curve, so the line is drawn through that interpolation, with
+        # markers on the runs only.
+        dense_x, dense_y = straight_in_data(xs, ys, SEGMENT_POINTS)
+        axis.plot(dense_x, dense_y, style, color=color, markersize=5,
+                  markevery=list(range(0, len(dense_x), SEGMENT_POINTS)),
+                  label=f"{family} headroom (from reactive)")
     for m in reactive:
         axis.plot(0.0, m.pending_gpu_minutes, "D", color="black", markersize=7,
                   label="reactive (cluster-autoscaler alone)")
     predictive = sorted((m for m in main if kinds[m.policy] == "predictive"),
                         key=lambda m: m.gpu_hours)
     if len(predictive) > 1:
-        axis.plot([m.gpu_hours - base for m in predictive],
-                  [m.pending_gpu_minutes for m in predictive], "--", color="tab:orange",
-                  linewidth=0.8)
+        axis.plot(*straight_in_data([m.gpu_hours - base for m in predictive],
+                                    [m.pending_gpu_minutes for m in predictive]),
+                  "--", color="tab:orange", linewidth=0.8)
     for name, color in JUDGED_STYLE.items():
         family = [m for m in main if kinds[m.policy] == name]
         hollow = name != "predictive"

@@ -99,3 +99,21 @@ def test_the_timeline_shows_the_types_that_cost_most_not_the_most_nodes():
     # g4dn.8xlarge 2.176 x 20 = 44 > g4dn.4xlarge 1.204 x 30 = 36
     assert [names[b] for b in shown] == ["g5.48xlarge", "m5.24xlarge", "g4dn.8xlarge"]
     assert MAX_TYPES == 3 and left_out == 1
+
+
+def test_peer_lines_are_drawn_as_the_verdict_interpolates_them():
+    """The verdict prices a cut between two runs linearly in data space; on the symlog
+    axis a two-point line is another curve, and predictive sat on it while the text said
+    0.16x. The drawn line passes through the verdict's interpolated point."""
+    import numpy as np
+
+    from overprovisioner.sim.compare import interpolate_extra
+    from overprovisioner.sim.report_plots import straight_in_data
+
+    # reactive (0 GPU-h, 1000 pending) then static:1 (+100 GPU-h, 10 pending); a cut of
+    # 50% (500 pending) costs, interpolated, 100 x (0.5 / 0.99) = 50.5 GPU-h
+    xs, ys = straight_in_data([0.0, 100.0], [1000.0, 10.0])
+    extra = interpolate_extra([(0.0, 0.0), (0.99, 100.0)], 0.5)
+    assert extra is not None
+    assert np.interp(500.0, ys[::-1], xs[::-1]) == pytest.approx(extra, rel=0.01)
+    assert (xs[0], ys[0], xs[-1], ys[-1]) == (0.0, 1000.0, 100.0, 10.0)
