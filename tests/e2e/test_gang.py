@@ -18,8 +18,9 @@ Without constraints a 2-node job's best fit is pg-c (no GPU left over), then pg-
 - A 9-node job under the default policy (`preferred`) on 8 nodes: nothing of it binds,
   its Gang says Inadmissible (it used to bind pod by pod and hold GPUs).
 - A tenant (a ServiceAccount with the `edit` ClusterRole in its namespace) can read
-  Gangs but not write one, and unbound pods it annotates with `headstart.io/domain` for
-  pg-a reserve nothing: a 3-node job is still admitted into pg-a.
+  Gangs but not write one, may neither create nor annotate a pod with
+  `headstart.io/domain` (the headstart-decisions policy), and its unbound pods reserve
+  nothing: a 3-node job is still admitted into pg-a.
 """
 
 from __future__ import annotations
@@ -254,21 +255,32 @@ def test_a_tenant_can_neither_write_a_gang_nor_reserve_room_by_annotation(
     assert created.returncode != 0 and "forbidden" in created.stderr, created.stderr
     listed = kubectl_as(tenant, "get", "gangs", "-n", namespace)
     assert listed.returncode == 0, listed.stderr  # the aggregated view role
-    # Three unbound, ungated pods for a scheduler that does not exist, annotated as if
-    # admitted into pg-a (3 nodes x 8 GPUs): the old rule counted them as its room.
+    # A pod annotated as if admitted into pg-a is refused at the door (the shipped
+    # headstart-decisions policy); three unbound pods of a scheduler that does not exist,
+    # without it, hold pg-a's 3 nodes x 8 GPUs in their requests only.
+    annotated = training_pod("squat-forged", namespace, "squat", "worker", gpus=8, cpu="8",
+                             memory="64Gi", scheduler="nobody",
+                             annotations={"headstart.io/domain": "placement-group=pg-a"})
+    refused = kubectl_as(tenant, "create", "-f", "-", stdin=json.dumps(annotated))
+    assert refused.returncode != 0 and "headstart-decisions" in refused.stderr, \
+        refused.stderr
     for index in range(3):
         pod = training_pod(f"squat-{index}", namespace, "squat", "worker", gpus=8, cpu="8",
-                           memory="64Gi", scheduler="nobody",
-                           annotations={"headstart.io/domain": "placement-group=pg-a"})
+                           memory="64Gi", scheduler="nobody")
         result = kubectl_as(tenant, "create", "-f", "-", stdin=json.dumps(pod))
         assert result.returncode == 0, result.stderr
+        forged = kubectl_as(tenant, "annotate", "pod", f"squat-{index}", "-n", namespace,
+                            "headstart.io/domain=placement-group=pg-a")
+        assert forged.returncode != 0 and "headstart-decisions" in forged.stderr, \
+            forged.stderr
     created_at = time.monotonic()
     run_job(cluster, namespace, indexed_job("honest", 3, node_selector={GROUP_KEY: "pg-a"}))
     assert cluster.wait("the honest job bound whole in pg-a", lambda: groups_of(
         cluster, namespace, "honest", 3), 90, LOGS) == ["pg-a"]
     e2e_timings.record("gang: forged domain annotations reserve nothing",
                        bound_since_created=time.monotonic() - created_at,
-                       tenant_create_gang=created.stderr.strip()[:160])
+                       tenant_create_gang=created.stderr.strip()[:160],
+                       tenant_annotate_domain=refused.stderr.strip()[:200])
     finish(cluster, namespace, "honest")
     for index in range(3):
         kube.delete(f"/api/v1/namespaces/{namespace}/pods/squat-{index}", grace_period_s=0)

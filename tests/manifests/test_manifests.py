@@ -142,9 +142,9 @@ def test_the_extenders_edit_policy_names_the_extenders_own_account(rendered):
     deployment = rendered.find("Deployment", "headstart-extender")
     account = checks.pod_spec(deployment)["serviceAccountName"]
     username = f"system:serviceaccount:{deployment['metadata']['namespace']}:{account}"
-    policy = rendered.find("ValidatingAdmissionPolicy", "headstart-extender-pod-edits")
-    [condition] = policy["spec"]["matchConditions"]
-    assert f"'{username}'" in condition["expression"]
-    binding = rendered.find("ValidatingAdmissionPolicyBinding", "headstart-extender-pod-edits")
-    assert binding["spec"] == {"policyName": "headstart-extender-pod-edits",
-                               "validationActions": ["Deny"]}
+    for name in ("headstart-extender-pod-edits", "headstart-decisions"):
+        policy = rendered.find("ValidatingAdmissionPolicy", name)
+        [condition] = policy["spec"]["matchConditions"]
+        assert f"'{username}'" in condition["expression"], name
+        binding = rendered.find("ValidatingAdmissionPolicyBinding", name)
+        assert binding["spec"] == {"policyName": name, "validationActions": ["Deny"]}
