@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,6 +35,7 @@ from tests.manifests.test_install_docs import (
     buckets_block,
     headstart_command,
     install_block,
+    self_signed_block,
 )
 
 CERT_MANAGER_CRDS = (DATA / "cert-manager-certificates-crd.yaml",
@@ -53,13 +53,6 @@ case "$*" in
 esac
 exec "$REAL_KUBECTL" "$@"
 """
-
-
-def self_signed_block(doc: str) -> str:
-    text = (checks.REPO / doc).read_text()
-    [block] = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S)
-               if "openssl req -x509" in b]
-    return block
 
 
 def bare_cluster(e2e_clusters, name: str, crds: tuple[Path, ...] = ()):

@@ -121,27 +121,28 @@ def render(overlay: str, manifests: Path, workdir: Path,
     return Rendered(overlay, objects, components)
 
 
-def granted(rendered: Rendered, account: str) -> set[tuple[str, str, str]]:
-    """Every (group, resource, verb) the rules bound to ServiceAccount `account` allow
-    (wildcards unused; resourceNames ignored: they narrow a rule, never widen it)."""
+def bound_rules(rendered: Rendered, account: str) -> list[dict[str, Any]]:
+    """The rules of the rendered Roles and ClusterRoles bound to ServiceAccount `account`
+    (built-in roles, system:..., are not ours to check and are left out)."""
     roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
              for o in rendered.of_kind("Role") + rendered.of_kind("ClusterRole")}
-    calls: set[tuple[str, str, str]] = set()
+    rules: list[dict[str, Any]] = []
     for binding in rendered.of_kind("RoleBinding") + rendered.of_kind("ClusterRoleBinding"):
         if not any(s.get("kind") == "ServiceAccount" and s["name"] == account
                    for s in binding.get("subjects", [])):
             continue
         ref = binding["roleRef"]
         namespace = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
-        role = roles.get((ref["kind"], namespace, ref["name"]))
-        if role is None:
-            continue  # a built-in role (system:...), not ours to check
-        for rule in role.get("rules", []):
-            for group in rule.get("apiGroups", []):
-                for resource in rule.get("resources", []):
-                    for verb in rule.get("verbs", []):
-                        calls.add((group, resource, verb))
-    return calls
+        rules += (roles.get((ref["kind"], namespace, ref["name"])) or {}).get("rules", [])
+    return rules
+
+
+def granted(rendered: Rendered, account: str) -> set[tuple[str, str, str]]:
+    """Every (group, resource, verb) the rules bound to ServiceAccount `account` allow
+    (wildcards unused; resourceNames ignored: they narrow a rule, never widen it)."""
+    return {(group, resource, verb) for rule in bound_rules(rendered, account)
+            for group in rule.get("apiGroups", []) for resource in rule.get("resources", [])
+            for verb in rule.get("verbs", [])}
 
 
 def headstart_image() -> str:

@@ -27,20 +27,26 @@ VERSIONS = [
 ]
 
 
-def install_block(doc: str) -> str:
+def sh_block(doc: str, *marks: str, what: str) -> str:
+    """The one ```sh block of `doc` holding every one of `marks`."""
     text = (checks.REPO / doc).read_text()
     blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S)
-              if "cat > my-cluster/kustomization.yaml" in b]
-    assert len(blocks) == 1, f"{doc}: expected one install block writing my-cluster"
+              if all(mark in b for mark in marks)]
+    assert len(blocks) == 1, f"{doc}: expected one block {what}, found {len(blocks)}"
     return blocks[0]
+
+
+def install_block(doc: str) -> str:
+    return sh_block(doc, "cat > my-cluster/kustomization.yaml", what="writing my-cluster")
 
 
 def buckets_block(doc: str) -> str:
-    text = (checks.REPO / doc).read_text()
-    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S)
-              if "headstart buckets tune" in b and "my-cluster" in b]
-    assert len(blocks) == 1, f"{doc}: expected one block putting the tuned buckets in my-cluster"
-    return blocks[0]
+    return sh_block(doc, "headstart buckets tune", "my-cluster",
+                    what="putting the tuned buckets in my-cluster")
+
+
+def self_signed_block(doc: str) -> str:
+    return sh_block(doc, "openssl req -x509", what="making the gate's certificate")
 
 
 @pytest.mark.parametrize("raw, minor", list(zip(VERSIONS, ["33", "35"], strict=True)),
@@ -200,14 +206,6 @@ def test_the_component_config_is_the_shipped_one_less_coscheduling():
         "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}}
     profile["pluginConfig"] = [c for c in profile["pluginConfig"] if c["name"] != "Coscheduling"]
     assert component == shipped
-
-
-def self_signed_block(doc: str) -> str:
-    text = (checks.REPO / doc).read_text()
-    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S)
-              if "openssl req -x509" in b]
-    assert len(blocks) == 1, f"{doc}: expected one block making the gate's certificate"
-    return blocks[0]
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")

@@ -360,19 +360,8 @@ def test_granted_reads_the_rules_bound_to_an_account(rendered):
 
 def lease_rules(rendered: checks.Rendered, account: str) -> list[dict]:
     """The rules on Leases bound to ServiceAccount `account`."""
-    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
-             for o in rendered.of_kind("Role") + rendered.of_kind("ClusterRole")}
-    found = []
-    for binding in rendered.of_kind("RoleBinding") + rendered.of_kind("ClusterRoleBinding"):
-        if not any(s.get("kind") == "ServiceAccount" and s["name"] == account
-                   for s in binding.get("subjects", [])):
-            continue
-        ref = binding["roleRef"]
-        namespace = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
-        role = roles.get((ref["kind"], namespace, ref["name"]))
-        found += [rule for rule in (role or {}).get("rules", [])
-                  if "leases" in rule.get("resources", [])]
-    return found
+    return [rule for rule in checks.bound_rules(rendered, account)
+            if "leases" in rule.get("resources", [])]
 
 
 def test_each_component_may_take_only_its_own_lease(rendered):
