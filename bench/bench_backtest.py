@@ -43,7 +43,7 @@ KEPT = ("mae", "pmse", "shortfall_rate", "mean_shortfall", "mean_overprovision")
 
 def run_series(source: tuple, path: Path) -> dict:
     from headstart.cli import build_parser
-    from predictor.cli import compute_backtest, format_table
+    from predictor.cli import compute_backtest, format_table, simulate_command
 
     name, measure, file, options, row_series = source
     argv = ["backtest", *(o.format(path=path) for o in options), "--horizon", "10m",
@@ -62,8 +62,10 @@ def run_series(source: tuple, path: Path) -> dict:
                      "fit_s": found["fit_seconds"],
                      "predict_ms": (None if found["predict_seconds"] is None
                                     else 1000 * found["predict_seconds"])})
-    table = format_table(result.rows, series.source, series.tick_s).splitlines()
-    ranking = [line for line in table if line.startswith(("best for", "ranks first", "  "))]
+    table = format_table(result.rows, series.source, series.tick_s,
+                         simulate_command(args, result.rows)).splitlines()
+    ranking = [line.replace(str(path), f"../shared/traces/{file}") for line in table
+               if line.startswith(("best for", "ranks first", "  "))]
     command = " ".join(["headstart", *argv]).replace(str(path), f"../shared/traces/{file}")
     return {"name": name, "measure": measure, "series": row_series, "command": command,
             "bucket_series": len({r.series for r in result.rows} - {"total_gpus"})

@@ -195,7 +195,13 @@ def _verdict_words(w: dict) -> str:
     if v is None:
         return "nothing"
     ratio = "" if v["ratio"] is None else f"{v['ratio']:.2f}x, "
-    return f"{v['policy']} ({ratio}{'cheaper than every peer' if v['beats'] else 'not cheaper'})"
+    if v["beats"]:
+        words = "cheaper than every peer"
+    elif " are a tie " in v["line"]:  # within the verdict's margin: the headroom, simpler
+        words = "a tie within 5%: the headroom recommended"
+    else:
+        words = "not cheaper"
+    return f"{v['policy']} ({ratio}{words})"
 
 
 def simulator_measured(results: dict) -> str:
