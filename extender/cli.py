@@ -89,8 +89,9 @@ def serve(config, api_client) -> None:
     from extender.app import METRICS, create_app, serve_ops
     from extender.binder import ApiBinder
     from extender.cache import ClusterCache
-    from extender.gate_webhook import GATE_APP, create_gate_app, serve_gate, server_context
+    from extender.gate_webhook import GATE_APP, create_gate_app, serve_gate
     from extender.sync import ClusterSync
+    from extender.tls import server_context
     from extender.watch import WatchSettings
 
     ssl_context = None

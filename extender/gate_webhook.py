@@ -107,16 +107,6 @@ def create_gate_app(config: ExtenderConfig, metrics: ExtenderMetrics) -> web.App
     return app
 
 
-def server_context(cert_file: str, key_file: str, field: str) -> ssl.SSLContext:
-    """A server TLS context; a file that cannot be loaded is a ConfigError naming `field`."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    try:
-        context.load_cert_chain(cert_file, key_file)
-    except (OSError, ssl.SSLError) as error:
-        raise ConfigError(f"{field}: cannot load {cert_file} and {key_file} ({error})") from None
-    return context
-
-
 def _stamp(*paths: str) -> tuple[float, ...]:
     stamps = []
     for path in paths:

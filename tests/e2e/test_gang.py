@@ -90,12 +90,14 @@ def pods_of(cluster, namespace: str, job: str) -> list[dict[str, Any]]:
 
 
 def groups_of(cluster, namespace: str, job: str, size: int):
-    """The placement groups of the job's pods once all `size` are bound."""
+    """The placement groups of the job's pods once all `size` are bound, read from their
+    nodes' labels (so any scenario's cluster can ask)."""
     pods = pods_of(cluster, namespace, job)
     nodes = [bound_node(pod) for pod in pods]
     if len(pods) < size or not all(nodes):
         return NotYet(f"{sum(map(bool, nodes))} of {size} bound ({len(pods)} pods)")
-    return sorted({NODES[node][0] for node in nodes})
+    return sorted({cluster.kube.get(f"/api/v1/nodes/{node}")["metadata"]["labels"][GROUP_KEY]
+                   for node in set(nodes)})
 
 
 def gang(cluster, namespace: str, job: str) -> dict[str, Any] | None:

@@ -29,7 +29,7 @@ from tests.e2e.headstart import Extender, headstart_cluster
 from tests.e2e.kube import KubeError, NotYet
 from tests.e2e.objects import kwok_node, training_pod
 from tests.e2e.processes import free_ports
-from tests.e2e.test_gang import GATE, finish, indexed_job, run_job
+from tests.e2e.test_gang import GATE, finish, groups_of, indexed_job, run_job
 from tests.locality.admission.test_gate import CASES
 
 LOGS = ["headstart-extender", "headstart-scheduler", "kube-controller-manager"]
@@ -130,7 +130,7 @@ def test_the_webhook_gates_what_the_policy_gates_and_jobs_run_behind_it(
 
     created = time.monotonic()
     run_job(cluster, namespace, indexed_job("behind-webhook", 2))
-    groups = cluster.wait("the job gated by the webhook bound whole", lambda: bound_groups(
+    groups = cluster.wait("the job gated by the webhook bound whole", lambda: groups_of(
         cluster, namespace, "behind-webhook", 2), 90, LOGS)
     assert groups == ["pg-a"]
     assert gated_by_webhook() - before_table == sum(expected.values()) + 2  # its two pods
@@ -147,15 +147,3 @@ def test_the_webhook_gates_what_the_policy_gates_and_jobs_run_behind_it(
         "other"
     e2e_timings.record("gate webhook down: headstart pod refused",
                        message=str(refused.value)[:200])
-
-
-def bound_groups(cluster, namespace: str, job: str, size: int):
-    """The placement groups of the job's pods once all `size` are bound (read from the
-    nodes' labels: test_gang's `groups_of` knows only its own cluster's nodes)."""
-    pods = cluster.kube.list(f"/api/v1/namespaces/{namespace}/pods",
-                             label_selector=f"headstart.io/job={job}")
-    nodes = [(pod.get("spec") or {}).get("nodeName") for pod in pods]
-    if len(pods) < size or not all(nodes):
-        return NotYet(f"{sum(map(bool, nodes))} of {size} bound ({len(pods)} pods)")
-    return sorted({cluster.kube.get(f"/api/v1/nodes/{node}")["metadata"]["labels"][
-        "headstart.io/placement-group"] for node in nodes})

@@ -15,8 +15,9 @@ import trustme
 from aiohttp import web
 
 from extender.config import ExtenderConfig, config_from_mapping
-from extender.gate_webhook import GATE_APP, create_gate_app, serve_gate, server_context
+from extender.gate_webhook import GATE_APP, create_gate_app, serve_gate
 from extender.metrics import ExtenderMetrics
+from extender.tls import server_context
 
 
 def review(pod, namespace="team", operation="CREATE", kind="Pod", uid="u-1"):

@@ -1,0 +1,23 @@
+"""The extender's server TLS contexts (kube-scheduler's port and the gate webhook's).
+
+Decides: how a PEM pair becomes an `ssl.SSLContext`, and the error when it cannot.
+
+Must not: choose which ports speak TLS (extender/cli.py) or reload files
+(extender/gate_webhook.py).
+"""
+
+from __future__ import annotations
+
+import ssl
+
+from bucketing.errors import ConfigError
+
+
+def server_context(cert_file: str, key_file: str, field: str) -> ssl.SSLContext:
+    """A server TLS context; a file that cannot be loaded is a ConfigError naming `field`."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(cert_file, key_file)
+    except (OSError, ssl.SSLError) as error:
+        raise ConfigError(f"{field}: cannot load {cert_file} and {key_file} ({error})") from None
+    return context
