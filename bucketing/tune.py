@@ -327,15 +327,15 @@ def tune(
         family_scales=family_scales,
         max_types=max_types,
         trimmed=tuple(types[drop.dropped].name for drop in drops),
-        unbucketable_gpu_hours=gpu_hours(table, unplaced_rows),
-        unbucketable_cpu_hours=gpu_hours(table, unplaced_rows, "cpu_milli"),
+        unbucketable_gpu_hours=resource_hours(table, unplaced_rows, "gpu_milli"),
+        unbucketable_cpu_hours=resource_hours(table, unplaced_rows, "cpu_milli"),
         unbucketable_never_scheduled=int((unplaced & ~ran).sum()),
     )
 
 
-def gpu_hours(table: JobTable, rows: np.ndarray, column: str = "gpu_milli") -> float:
-    """GPU-hours the pods at `rows` ran within the trace (a NaN end runs to its end);
-    `column="cpu_milli"`: their CPU-hours."""
+def resource_hours(table: JobTable, rows: np.ndarray, column: str) -> float:
+    """Hours of `column` (a milli-unit request: `gpu_milli`, `cpu_milli`) the pods at
+    `rows` held within the trace (a NaN end runs to its end): GPU- or CPU-hours."""
     frame = table.frame
     start = frame["start_s"].to_numpy(dtype=np.float64)[rows]
     end = frame["end_s"].to_numpy(dtype=np.float64)[rows]
