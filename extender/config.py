@@ -308,7 +308,8 @@ def _check_gate_webhook(config: ExtenderConfig, source: str) -> None:
 
 
 def _admission(raw: Any, where: str, locality: LocalityConfig) -> AdmissionConfig:
-    admission = AdmissionConfig.from_mapping(raw, where, locality.gpu_resources)
+    admission = AdmissionConfig.from_mapping(raw, where, locality.gpu_resources,
+                                             locality.device_names)
     levels = [level.name for level in locality.topology_levels]
     for index, group in enumerate(admission.node_groups):
         if group.level not in levels:

@@ -98,6 +98,7 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("scheduling.x-k8s.io/v1alpha1", "podgroups"): ("PodGroup", True),
     ("scheduling.volcano.sh/v1beta1", "podgroups"): ("PodGroup", True),
     ("autoscaling.x-k8s.io/v1beta1", "capacitybuffers"): ("CapacityBuffer", True),
+    ("karpenter.sh/v1", "nodepools"): ("NodePool", False),
     # headstart's own CRD (manifests/base/crds): installed with headstart, served here.
     ("headstart.io/v1alpha1", "gangs"): ("Gang", True),
 }
@@ -106,7 +107,7 @@ KIND_TO_PLURAL = {(gv, kind): plural for (gv, plural), (kind, _) in RESOURCES.it
 CRD_GROUP_VERSIONS = frozenset({
     "kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1", "jobset.x-k8s.io/v1alpha2",
     "kubeflow.org/v1", "trainer.kubeflow.org/v1alpha1", "scheduling.x-k8s.io/v1alpha1",
-    "scheduling.volcano.sh/v1beta1",
+    "scheduling.volcano.sh/v1beta1", "karpenter.sh/v1",
 })
 # A CRD is not installed until a test serves it. The two CapacityBuffer versions are
 # separate stores here; a real API server keeps one and converts between them.

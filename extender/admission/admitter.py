@@ -8,7 +8,9 @@ Observe -> plan -> apply, every `interval_seconds` after the cache changed:
   node groups' sizes from cluster-autoscaler's status ConfigMap
   (`admission.autoscaler_status`, one GET every `AUTOSCALER_STATUS_SECONDS`; unreadable
   or absent: the configured `max_size`s, and /admission says which source each
-  domain's headroom came from);
+  domain's headroom came from), and Karpenter's NodePools (`admission.nodepools`, one
+  LIST as often, where `karpenter.sh/v1` is served: `locality.admission.nodepools`);
+  groups whose room is unknown are passed on, so jobs are released rather than held;
 - plan: `locality.admission` (pure);
 - apply, only while this replica leads (`bucketing.leader`, Lease
   `admission.lease_name`): for each admitted job, first its gang record (state
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -52,6 +55,8 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from bucketing.autoscaler_status import AutoscalerStatus, GroupSize, parse_autoscaler_status
+from bucketing.catalog import BUILTIN_CATALOGS, load_catalog
+from bucketing.resources import Resources, resources_from_list
 from extender.admission.patch import ungate_patch
 from extender.admission.podgroups import Outcome as PodGroupOutcome
 from extender.admission.podgroups import PodGroupWriter
@@ -62,6 +67,8 @@ from locality.admission.config import AdmissionConfig
 from locality.admission.coscheduling import POD_GROUP_LABEL, pod_group_body
 from locality.admission.gather import gather
 from locality.admission.model import Admission, GatedJob, Plan, Preemption, WaitCode, Waiting
+from locality.admission.node_groups import resolve
+from locality.admission.nodepools import nodepool_groups
 from locality.admission.preempt import candidates, leaving
 from locality.admission.record import GangRecord, GangState, gang_body, orphaned, timestamp
 from locality.admission.recovery import Eviction, Transition, recovery
@@ -97,6 +104,10 @@ class Inputs:
     """Every pod, in any phase, of each job with a gated pod or a record."""
     nodes: list[NodeState]
     group_sizes: Mapping[str, GroupSize] | None
+    nodepools: tuple[Mapping[str, Any], ...] = ()
+    status_unread: str | None = None
+    """Why CA's status ConfigMap, which exists, gave no node group sizes (None: it did,
+    or there is none)."""
 
     def pods_of_job(self, job: JobKey) -> tuple[Pod, ...]:
         """The job's pods as the snapshot saw them (the cache's `pods_of_job`)."""
@@ -148,7 +159,13 @@ class Admitter:
         self.autoscaler = AutoscalerStatus()
         """The last read of cluster-autoscaler's status ConfigMap."""
         self.last_rooms: dict[str, LevelRoom] = {}
+        self.last_unknown: tuple[str, ...] = ()
         self._status_read_at: float | None = None
+        self._custom = k8s.CustomObjectsApi(api_client) if api_client is not None else None
+        self.nodepools: tuple[Mapping[str, Any], ...] = ()
+        """The NodePools of the last read (empty: none, not served or not read)."""
+        self.nodepools_detail = "not read"
+        self._shapes = catalog_shapes(locality)
 
     # ---- plan (event loop) --------------------------------------------------------
 
@@ -169,7 +186,9 @@ class Admitter:
         jobs = {key for pod in gated if (key := job_key_of(pod, self.locality)) is not None}
         jobs.update(records)
         return Inputs(gated, records, {job: tuple(cache.pods_of_job(job)) for job in jobs},
-                      list(cache.nodes.values()), self.autoscaler.groups)
+                      list(cache.nodes.values()), self.autoscaler.groups, self.nodepools,
+                      self.autoscaler.detail if self.autoscaler.found
+                      and self.autoscaler.groups is None else None)
 
     def plan(self, inputs: Inputs, now: float
              ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
@@ -178,14 +197,22 @@ class Admitter:
         pods_of_job = inputs.pods_of_job
         gathered = gather(inputs.gated, inputs.records, pods_of_job, self.locality,
                           self.config)
+        discovered = nodepool_groups(inputs.nodepools, (state.node for state in inputs.nodes),
+                                     self.locality, self._shapes)
+        groups = resolve(self.config.node_groups, inputs.group_sizes, discovered.groups)
+        unknown = tuple(f"cluster-autoscaler node group {name}" for name in groups.unaccounted)
+        unknown += discovered.unknown
+        if inputs.status_unread is not None and not self.config.node_groups:
+            unknown += (f"cluster-autoscaler's node groups ({inputs.status_unread})",)
         levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL, CLUSTER_LEVEL}
-        rooms = {level: level_room(inputs.nodes, level, self.locality, self.config.node_groups,
-                                   inputs.group_sizes)
+        rooms = {level: level_room(inputs.nodes, level, self.locality, groups.groups,
+                                   inputs.group_sizes, self._shapes)
                  for level in levels}
         records = list(inputs.records.values())
         planned = plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
                        gathered.releases, candidates(records, pods_of_job),
-                       leaving(records, pods_of_job))
+                       leaving(records, pods_of_job), unknown)
+        self.last_unknown = unknown
         return planned, {job.key: job for job in gathered.jobs}, rooms
 
     def explain(self, pod: Pod) -> dict[str, Any] | None:
@@ -221,6 +248,8 @@ class Admitter:
                             "victims": [str(v.job) for v in p.victims]}
                            for p in last.preemptions],
             "autoscaler_status": self.autoscaler.detail,
+            "nodepools": self.nodepools_detail,
+            "unknown_room": list(self.last_unknown),
             "headroom": [{"domain": f"{level}={value}", "node_group": new.group,
                           "nodes": new.count, "source": new.source}
                          for level, room in sorted(self.last_rooms.items())
@@ -255,7 +284,7 @@ class Admitter:
             if not cache.ready() or not self.sizes_listed():
                 continue
             idle += 1
-            await self.refresh_autoscaler_status(time.monotonic())
+            await self.refresh_autoscaler(time.monotonic())
             if cache.version == self._seen_version and idle < 10:
                 continue
             idle = 0
@@ -267,20 +296,43 @@ class Admitter:
             except Exception:  # a bug must not end admissions: log, retry next round
                 log.exception("admission round failed")
 
-    async def refresh_autoscaler_status(self, now: float) -> None:
-        """Read CA's status ConfigMap when `AUTOSCALER_STATUS_SECONDS` have passed since
-        the last read (now: time.monotonic()); a change of the sizes replans."""
-        reference = self.config.autoscaler_status
-        if not reference or self._core is None:
+    async def refresh_autoscaler(self, now: float) -> None:
+        """Read CA's status ConfigMap and Karpenter's NodePools when
+        `AUTOSCALER_STATUS_SECONDS` have passed since the last read (now:
+        time.monotonic()); a change of either replans."""
+        if self._core is None:
             return
         if self._status_read_at is not None and \
                 now - self._status_read_at < AUTOSCALER_STATUS_SECONDS:
             return
         self._status_read_at = now
-        status = await asyncio.to_thread(self._read_status, reference)
-        if status.groups != self.autoscaler.groups:
-            self._seen_version = -1  # the headroom changed: plan again now
-        self.autoscaler = status
+        reference = self.config.autoscaler_status
+        if reference:
+            status = await asyncio.to_thread(self._read_status, reference)
+            if status.groups != self.autoscaler.groups:
+                self._seen_version = -1  # the headroom changed: plan again now
+            self.autoscaler = status
+        if self.config.nodepools:
+            pools, self.nodepools_detail = await asyncio.to_thread(self._read_nodepools)
+            if pools is not None and pools != self.nodepools:
+                self.nodepools = pools
+                self._seen_version = -1
+
+    def _read_nodepools(self) -> tuple[tuple[Mapping[str, Any], ...] | None, str]:
+        """(the NodePools, what the read found); None: keep the last ones (a fault)."""
+        custom = self._custom
+        assert custom is not None
+        try:
+            listed = custom.list_cluster_custom_object("karpenter.sh", "v1", "nodepools",
+                                                       _request_timeout=10)
+        except ApiException as error:
+            if error.status == 404:
+                return (), "karpenter.sh/v1 NodePools not served (Karpenter not installed)"
+            return None, f"NodePools unreadable (API status {error.status}): last read kept"
+        except Exception as error:  # noqa: BLE001 - transport faults: last read kept
+            return None, f"NodePools unreadable ({type(error).__name__}): last read kept"
+        pools = tuple(item for item in listed.get("items") or () if isinstance(item, Mapping))
+        return pools, f"{len(pools)} NodePool(s) read"
 
     def _read_status(self, reference: str) -> AutoscalerStatus:
         core = self._core
@@ -378,7 +430,8 @@ class Admitter:
         common = {"size": size, "level": level, "policy": policy, "now": now}
         if admission is not None:
             body = gang_body(job, state, domain=admission.domain, label_key=admission.label_key,
-                             new_nodes=admission.new_nodes, reason="Admitted",
+                             new_nodes=admission.new_nodes,
+                             reason="RoomUnknown" if admission.room_unknown else "Admitted",
                              message=admission.note, evictions=evictions, **common)
         elif waiting is not None:
             body = gang_body(job, state, reason=waiting.code.value, message=waiting.reason,
@@ -480,10 +533,13 @@ class Admitter:
         message = (f"admitted with its job {admission.job} ({len(admission.pods)} pods): "
                    f"{admission.note}")
         done = missed = 0
+        # Released without known room: said where people look (kubectl describe pod).
+        reason, kind = ("HeadstartRoomUnknown", "Warning") if admission.room_unknown \
+            else ("HeadstartAdmitted", "Normal")
         for pod in admission.pods:
             if self._ungate(pod, domain, admission.locality, labels):
                 done += 1
-                self._event(pod, "HeadstartAdmitted", message, now)
+                self._event(pod, reason, message, now, kind)
             else:
                 missed += 1
         return done, missed
@@ -559,6 +615,24 @@ class Admitter:
         }
         with contextlib.suppress(Exception):  # an Event is best effort, never a failure
             core.create_namespaced_event(pod.namespace, body, _request_timeout=10)
+
+
+@functools.cache
+def catalog_shapes(locality: LocalityConfig) -> Mapping[str, Resources]:
+    """One node's allocatable per instance type of the built-in catalogs (aws, gcp), read
+    as a Node's allocatable is (`locality`'s GPU and device names): the room of a node
+    group's node while none of its type exists (scale from zero)."""
+    shapes = {}
+    for name in BUILTIN_CATALOGS:
+        catalog = load_catalog(name)
+        for instance_type in catalog.instance_types:
+            room = instance_type.allocatable
+            listed = {"cpu": f"{room.cpu_milli}m", "memory": str(room.memory_bytes),
+                      catalog.gpu_resource: f"{room.gpu_milli}m"}
+            shapes[instance_type.name] = resources_from_list(
+                listed, locality.gpu_resources, f"catalog {name}: {instance_type.name}",
+                locality.device_names)
+    return shapes
 
 
 def _json(response: Any) -> dict[str, Any]:

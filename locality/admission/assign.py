@@ -29,6 +29,14 @@ The rule, in order:
    domain when the whole cluster (the level `cluster`) holds all its pods now, which it
    then takes from the cluster's room; otherwise it waits, whole (inadmissible when the
    cluster could never hold it). No policy ever releases part of a job.
+   When some of the autoscaler's room is unknown (`unknown`: a node group CA's status
+   lists that no configured entry names, a NodePool whose types or sizes are not
+   known: `node_groups`, `nodepools`), a job that would wait here (no fit, or
+   inadmissible on what is known) and that the cluster does not take now as
+   `preferred` is not held: it is admitted into the domain that holds the most of its
+   pods (fewest new nodes, then name), with `Admission.room_unknown` set, for the
+   autoscaler to grow; Coscheduling still binds it whole or not at all, and the bind
+   timeout evicts it whole if no node comes (`recovery`).
 5. Priority: a job that would wait for room (4) and whose pods may preempt, and that
    the cluster does not take now as `preferred`, evicts whole lower-priority gangs
    inside the one domain `preempt.choose` picks (fewest and lowest first), waits
@@ -89,13 +97,15 @@ def plan(
     releases: Sequence[Release] = (),
     gangs: Sequence[Gang] = (),
     leaving: Mapping[str, Resources] | None = None,
+    unknown: Sequence[str] = (),
 ) -> Plan:
     """rooms: per level name, its domains' room (`snapshot.level_room`); the level
     `cluster` (`CLUSTER_LEVEL`) is what a `preferred` job may use without a domain (absent:
     such a job waits). now: seconds since the epoch, the clock of the pods' creation
     timestamps. gangs: the admitted gangs a higher-priority job may evict
     (`preempt.candidates`); leaving: per node, what Terminating pods of gangs free
-    (`preempt.leaving`)."""
+    (`preempt.leaving`). unknown: the autoscaler's groups whose room is not known, each
+    described (rule 4)."""
     leaving = leaving or {}
     waiting: list[Waiting] = []
     ready: list[GatedJob] = []
@@ -136,6 +146,8 @@ def plan(
         if room is None or not room.domains:
             reason = (f"no node carries a {job.level} label and no node group names a "
                       f"{job.level} domain")
+            if unknown:
+                reason += f"; unknown room: {_described(unknown)}"
             _unplaced(job, demand, WaitCode.NO_LEVEL, reason, bins, ever, admissions, waiting)
             continue
         best: tuple[tuple, Domain, Bins] | None = None
@@ -165,7 +177,8 @@ def plan(
             notes += f" ({room.unlabeled} node(s) carry no {job.level} label: not counted)"
         if room.notes:
             notes += "; " + "; ".join(room.notes)
-        if not ever.holds(job, demand, job.level):
+        assert most is not None
+        if not unknown and not ever.holds(job, demand, job.level):
             _unplaced(job, demand, WaitCode.INADMISSIBLE, (
                 f"no {job.level} domain could hold its {size} pods even empty, with every "
                 f"node the autoscaler can add, counting only the nodes its pods may use "
@@ -180,7 +193,6 @@ def plan(
                     f"{held_domain} would hold it, but that room is held for {held_job.key} "
                     f"(higher in admission order and waiting longer than {held:g} s)")))
                 continue
-        assert most is not None
         _, domain, partial, placed = most
         if job.preempts and (gangs or leaving) and not _cluster_holds(job, demand, bins):
             preemption = choose(job, demand, {Domain(job.level, v): bins[Domain(job.level, v)]
@@ -194,6 +206,9 @@ def plan(
                 # What it can use there now is its: no job after it takes that room.
                 pack(bins[preemption.domain], demand, job.pods_per_node)
                 continue
+        if unknown and not _cluster_holds(job, demand, bins):
+            admissions.append(_unknown_room(job, room, most, bins, unknown))
+            continue
         reason = (f"no {job.level} domain holds its {size} pods now, even with the nodes "
                   f"the autoscaler can add; the most is {placed} in {domain}{notes}")
         _unplaced(job, demand, WaitCode.NO_FIT, reason, bins, ever, admissions, waiting)
@@ -203,6 +218,27 @@ def plan(
             head = (job, domain, bins[domain])
             bins[domain] = partial
     return Plan(tuple(admissions), tuple(waiting), tuple(releases), tuple(preemptions))
+
+
+def _unknown_room(job: GatedJob, room: LevelRoom, most: tuple[tuple, Domain, Bins, int],
+                  bins: dict[Domain, Bins], unknown: Sequence[str]) -> Admission:
+    """Rule 4's release when room is unknown: into the domain holding most of it."""
+    _, domain, partial, placed = most
+    new_nodes = partial.opened - bins[domain].opened
+    bins[domain] = partial
+    return Admission(
+        job.key, job.gated, domain, room.domains[domain.value].label_key,
+        job.policy.placement_group, new_nodes,
+        f"released into {domain} for the autoscaler to grow: what is known holds "
+        f"{placed} of its {len(job.gated)} pods there, and the room of "
+        f"{_described(unknown)} is unknown (docs/extender.md, \"Room the autoscaler can "
+        "add\": make it known, and jobs wait for known room instead)",
+        tuple(unknown))
+
+
+def _described(unknown: Sequence[str]) -> str:
+    shown = "; ".join(unknown[:3])
+    return shown + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
 
 
 class _Capacity:

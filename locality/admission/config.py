@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from bucketing.errors import ConfigError, InputError
-from bucketing.resources import Resources, resources_from_list
+from bucketing.resources import DeviceNames, Resources, resources_from_list
 from locality.constraints import Taint
 from locality.parse_constraints import node_taints
 
@@ -45,7 +45,10 @@ class NodeGroup:
     """
 
     name: str
-    """The node group's name (shown in /admission and reasons)."""
+    """The node group's name as cluster-autoscaler's status lists it (shown in
+    /admission and reasons). It may hold `*` and `?` (shell-style, `fnmatch`): one group
+    per name CA's status lists that matches, so an EKS managed node group's Auto
+    Scaling group, `eks-NAME-UUID`, is named `eks-NAME-*` (`node_groups.resolve`)."""
 
     instance_type: str
     """Its nodes' `node.kubernetes.io/instance-type` (`locality.instance_type_label`)."""
@@ -77,6 +80,11 @@ class NodeGroup:
     """The NoSchedule/NoExecute taints of a node it adds (`key`, `value`, `effect`, as in
     a Node's spec.taints), which pods' tolerations must tolerate. Setting `labels` or
     `taints` describes the whole template: the one left unset is empty."""
+
+    can_add: int | None = None
+    """Nodes it can add beyond those that exist, whatever its size: a Karpenter NodePool's
+    remaining limits (`locality.admission.nodepools`; not a config field). Set: neither
+    CA's status nor `max_size` is read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,22 +174,30 @@ class AdmissionConfig:
 
     node_groups: tuple[NodeGroup, ...] = ()
     """The autoscaler's node groups (`autoscaler: {node_groups: [...]}` in the file):
-    nodes cluster-autoscaler can still add to each domain. Empty: only nodes that exist
-    count, and a job larger than a domain's free room waits."""
+    nodes cluster-autoscaler can still add to each domain. A group CA's status lists
+    that no entry names leaves the room unknown: a job that does not fit what is known
+    is released to the autoscaler with a warning rather than held (`assign`)."""
+
+    nodepools: bool = True
+    """Read Karpenter's NodePools (`karpenter.sh/v1`, where served) every
+    `AUTOSCALER_STATUS_SECONDS` and count the nodes each can add
+    (`locality.admission.nodepools`; `autoscaler: {nodepools: false}` in the file)."""
 
     @classmethod
     def from_mapping(
-        cls, data: Any, source: str, gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",)
+        cls, data: Any, source: str, gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",),
+        devices: DeviceNames | None = None,
     ) -> AdmissionConfig:
         """Validate the `admission:` mapping; errors name `source` and the field.
         gpu_resources: the resource names that count as GPUs (`locality.gpu_resources`),
-        for node groups' `allocatable`."""
+        and devices the names kept per kind (`locality.device_names`), for node groups'
+        `allocatable`, read as a node's is."""
         if data is None:
             return cls()
         if not isinstance(data, Mapping):
             raise ConfigError(f"{source}: expected a mapping")
-        known = {f.name for f in fields(cls)} - {"node_groups", "autoscaler_status"} \
-            | {"autoscaler"}
+        known = {f.name for f in fields(cls)} - {"node_groups", "autoscaler_status",
+                                                  "nodepools"} | {"autoscaler"}
         unknown = sorted(str(key) for key in set(data) - known)
         if unknown:
             raise ConfigError(f"{source}: unknown field(s) {', '.join(unknown)}; "
@@ -206,7 +222,12 @@ class AdmissionConfig:
                     raise ConfigError(f"{where}: expected a positive integer, got {raw!r}")
                 values[name] = raw
             elif name == "autoscaler":
-                values["node_groups"] = _autoscaler(raw, where, gpu_resources)
+                values["node_groups"] = _autoscaler(raw, where, gpu_resources, devices)
+                if "nodepools" in raw:
+                    if not isinstance(raw["nodepools"], bool):
+                        raise ConfigError(f"{where}: nodepools: expected true or false, got "
+                                          f"{raw['nodepools']!r}")
+                    values["nodepools"] = raw["nodepools"]
                 if "status" in raw:
                     values["autoscaler_status"] = _status_reference(raw["status"],
                                                                     f"{where}: status")
@@ -220,13 +241,14 @@ class AdmissionConfig:
         return config
 
 
-def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...]) -> tuple[NodeGroup, ...]:
+def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...],
+                devices: DeviceNames | None) -> tuple[NodeGroup, ...]:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected a mapping with node_groups")
-    unknown = sorted(str(key) for key in set(raw) - {"node_groups", "status"})
+    unknown = sorted(str(key) for key in set(raw) - {"node_groups", "status", "nodepools"})
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; "
-                          "known: node_groups, status")
+                          "known: node_groups, nodepools, status")
     entries = raw.get("node_groups") or []
     if not isinstance(entries, list):
         raise ConfigError(f"{where}: node_groups: expected a list")
@@ -253,7 +275,7 @@ def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...]) -> tuple[N
         if entry.get("allocatable") is not None:
             try:
                 allocatable = resources_from_list(
-                    entry["allocatable"], gpu_resources, f"{at}: allocatable")
+                    entry["allocatable"], gpu_resources, f"{at}: allocatable", devices)
             except InputError as error:
                 raise ConfigError(str(error)) from None
         labels = entry.get("labels")

@@ -122,6 +122,8 @@ class Admission:
     domain None: released without a domain (policy `none`, or `preferred` with no
     domain that holds it). label_key: the node label the affinity selects on.
     new_nodes: nodes the autoscaler has to add for it (0: fits the free room).
+    room_unknown: the autoscaler's groups whose room is unknown when the job was
+    released to it without known room (`assign`, rule 4); empty for a job that fits.
     """
 
     job: JobKey
@@ -131,6 +133,7 @@ class Admission:
     locality: Locality
     new_nodes: int
     note: str
+    room_unknown: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,11 @@ still add to the domain: per node group, its maxSize less its current size as
 cluster-autoscaler's status reports them (`bucketing.autoscaler_status`; the source
 `autoscaler-status`), else the config's `max_size` less the nodes of its instance type
 the domain has now (the source `config`), each with the group's `allocatable` or,
-unset, that of a node of the same instance type in the cluster. A group with neither
-counts for nothing and is named in `LevelRoom.notes`, as is a group with neither a
-size in CA's status nor a configured `max_size`.
+unset, that of a node of the same instance type in the cluster, else the catalog's
+(`shapes`). A group with none of these counts for nothing and is named in
+`LevelRoom.notes`, as is a group with neither a size in CA's status nor a configured
+`max_size`. A Karpenter NodePool's group (`nodepools`) adds what its limits leave
+(`NodeGroup.can_add`, the source `nodepool`), whatever nodes exist.
 
 The label key a domain is selected by is the first of the level's keys its nodes carry
 with the domain's value (the level's first key for a domain only node groups name).
@@ -49,7 +51,7 @@ CLUSTER_LEVEL = "cluster"
 @dataclass(frozen=True, slots=True)
 class NewNodes:
     """Up to `count` nodes of `allocatable` that node group `group` can still add.
-    source: where its size came from: `autoscaler-status` or `config`."""
+    source: where its size came from: `autoscaler-status`, `config` or `nodepool`."""
 
     group: str
     allocatable: Resources
@@ -94,9 +96,12 @@ def level_room(
     locality: LocalityConfig,
     groups: Sequence[NodeGroup] = (),
     sizes: Mapping[str, GroupSize] | None = None,
+    shapes: Mapping[str, Resources] | None = None,
 ) -> LevelRoom:
     """The room of every domain at `level`. sizes: node groups' sizes from CA's status,
-    by name (None: not read). Cost: O(nodes + groups)."""
+    by name (None: not read). shapes: one node's allocatable by instance type, for a
+    group with none configured and no node of its type (the built-in catalogs).
+    Cost: O(nodes + groups)."""
     index = next((i for i, entry in enumerate(locality.topology_levels) if entry.name == level),
                  None)
     keys = locality.level_labels(index) if index is not None else ()
@@ -133,14 +138,24 @@ def level_room(
             continue
         sample = sample_of.get((group.instance_type, group.domain)) or \
             sample_of.get((group.instance_type, None))
-        shape = group.allocatable or (sample.allocatable if sample else None)
+        shape = group.allocatable or (sample.allocatable if sample else None) or \
+            (shapes or {}).get(group.instance_type)
         if shape is None:
-            notes.append(f"node group {group.name}: no allocatable configured and no "
-                         f"{group.instance_type} node to copy it from; not counted")
+            notes.append(f"node group {group.name}: no allocatable configured, no "
+                         f"{group.instance_type} node to copy it from and no catalog entry; "
+                         "not counted")
             continue
         domain = CLUSTER_LEVEL if cluster else group.domain
         have = count_of.get((group.instance_type, domain), 0)
         reported = (sizes or {}).get(group.name)
+        if group.can_add is not None:  # a NodePool's limits: whatever exists already
+            if group.can_add > 0:
+                new.setdefault(domain, []).append(NewNodes(
+                    group.name, shape, group.can_add, "nodepool",
+                    new_node_template(group, shape, sample, locality, keys), group.can_add))
+                free.setdefault(domain, [])
+                key_of.setdefault(domain, keys[0] if keys else level)
+            continue
         if reported is not None:
             maximum, current, source = reported.max_size, reported.current, "autoscaler-status"
         elif group.max_size is not None:

@@ -3,6 +3,8 @@ that name the file and the field."""
 
 from __future__ import annotations
 
+from dataclasses import astuple
+
 import pytest
 
 from bucketing.errors import ConfigError
@@ -17,7 +19,11 @@ def test_defaults_and_a_node_group():
     assert config.admission.enabled and config.admission.gate == "headstart.io/placement"
     (group,) = config.admission.node_groups
     assert (group.domain, group.max_size, group.level) == ("pg-a", 8, "placement-group")
-    assert group.allocatable == Resources.of(8, 95, 1100)
+    # Read as a Node's allocatable is: with the GPUs per device kind too, which the
+    # packer compares a pod's GPUs against (without them no GPU pod fitted a new node).
+    assert (group.allocatable.gpu_milli, group.allocatable.cpu_milli,
+            group.allocatable.memory_bytes) == astuple(Resources.of(8, 95, 1100))[:3]
+    assert group.allocatable.device("nvidia.com/gpu") == 8000
     assert config_from_mapping({}, "x.yaml").admission.node_groups == ()
 
 

@@ -250,17 +250,17 @@ async def test_autoscaler_status_sizes_the_headroom_config_is_the_fallback(fake_
     admitter.config = replace(ADMISSION, node_groups=(
         NodeGroup("p4d-a", "p4d.24xlarge", "pg-a", max_size=1),))
     await eventually(admitter.cache.ready)
-    await admitter.refresh_autoscaler_status(0.0)
+    await admitter.refresh_autoscaler(0.0)
     await admitter.round(time.time())
     assert admitter.summary()["headroom"] == [
         {"domain": "placement-group=pg-a", "node_group": "p4d-a", "nodes": 2,
          "source": "autoscaler-status"}]
     # CA's map goes away: after the next read the config's max_size is used (no room).
     fake_kube.delete("v1", "ConfigMap", "cluster-autoscaler-status", "kube-system")
-    await admitter.refresh_autoscaler_status(1.0)  # within the interval: not read again
+    await admitter.refresh_autoscaler(1.0)  # within the interval: not read again
     await admitter.round(time.time())
     assert admitter.summary()["headroom"][0]["source"] == "autoscaler-status"
-    await admitter.refresh_autoscaler_status(AUTOSCALER_STATUS_SECONDS + 1)
+    await admitter.refresh_autoscaler(AUTOSCALER_STATUS_SECONDS + 1)
     await admitter.round(time.time())
     summary = admitter.summary()
     assert summary["headroom"] == []  # max_size 1, 1 seen
@@ -565,3 +565,100 @@ async def test_the_longest_gated_wait_is_a_metric_and_drops_once_admitted(fake_k
     await settle(admitter, lambda: not pod_of(fake_kube, "a-0")["spec"].get("schedulingGates"))
     await eventually(lambda: not admitter.cache.gated_pods())
     assert admitter.longest_gated_seconds(created + 100) == 0.0
+
+
+CA_TWO_GROUPS = """\
+autoscalerStatus: Running
+nodeGroups:
+""" + "".join(f"""\
+- name: {name}
+  health:
+    status: Healthy
+    nodeCounts:
+      registered: {{total: 0, ready: 0, notStarted: 0}}
+    cloudProviderTarget: 0
+    minSize: 0
+    maxSize: 4
+""" for name in ("p4d-pg-a", "p4d-pg-b"))
+
+
+async def test_as_shipped_a_job_beyond_known_room_is_released_to_the_autoscaler(
+        fake_kube, replicas):
+    # The issue's case: the shipped config names no node group, CA's status lists one
+    # per placement group, one free node. A 3-pod required job of 8 GPUs used to wait
+    # no_fit for ever; it is released into pg-a with a Warning and a RoomUnknown record.
+    fake_kube.create(make_node("a1", group="pg-a",
+                               labels={"node.kubernetes.io/instance-type": "p4d.24xlarge"}))
+    fake_kube.create({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "cluster-autoscaler-status",
+                                   "namespace": "kube-system"},
+                      "data": {"status": CA_TWO_GROUPS}})
+    for index in range(3):
+        fake_kube.create(gated_pod(f"big-{index}", "big", 3))
+    admitter = replicas("solo", leading=True)
+    await eventually(admitter.cache.ready)
+    await admitter.refresh_autoscaler(0.0)
+    await settle(admitter, lambda: not pod_of(fake_kube, "big-2")["spec"].get("schedulingGates"))
+    summary = admitter.summary()
+    assert summary["unknown_room"] == ["cluster-autoscaler node group p4d-pg-a",
+                                       "cluster-autoscaler node group p4d-pg-b"]
+    assert summary["nodepools"].startswith("karpenter.sh/v1 NodePools not served")
+    pod = pod_of(fake_kube, "big-0")
+    assert pod["metadata"]["annotations"]["headstart.io/domain"] == "placement-group=pg-a"
+    [(reason, message)] = events_for(fake_kube, "big-0")
+    assert reason == "HeadstartRoomUnknown"
+    assert "p4d-pg-b" in message and "holds 1 of its 3 pods" in message
+    [gang] = fake_kube.list("headstart.io/v1alpha1", "Gang", "team")
+    assert (gang["status"]["state"], gang["status"]["reason"]) == ("Admitted", "RoomUnknown")
+
+
+async def test_karpenter_nodepools_are_read_and_their_room_counted(fake_kube, replicas):
+    # No node at all; a NodePool launching p4d.24xlarge into pg-b, limited to 16 GPUs
+    # (2 nodes). A 2-pod job is admitted there with 2 new nodes; a 3-pod job waits,
+    # inadmissible (known room, not released on a guess).
+    fake_kube.serve("karpenter.sh/v1")
+    fake_kube.create({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "p4d-b"},
+        "spec": {"template": {
+            "metadata": {"labels": {PG_KEY: "pg-b"}},
+            "spec": {"requirements": [{"key": "node.kubernetes.io/instance-type",
+                                       "operator": "In", "values": ["p4d.24xlarge"]}]}},
+            "limits": {"nvidia.com/gpu": "16"}}})
+    for index in range(2):
+        fake_kube.create(gated_pod(f"two-{index}", "two", 2))
+    for index in range(3):
+        fake_kube.create(gated_pod(f"three-{index}", "three", 3))
+    admitter = replicas("solo", leading=True)
+    await eventually(admitter.cache.ready)
+    await admitter.refresh_autoscaler(0.0)
+    await settle(admitter, lambda: not pod_of(fake_kube, "two-1")["spec"].get("schedulingGates"))
+    summary = admitter.summary()
+    assert summary["nodepools"] == "1 NodePool(s) read"
+    assert summary["unknown_room"] == []
+    assert pod_of(fake_kube, "two-0")["metadata"]["annotations"]["headstart.io/domain"] == \
+        "placement-group=pg-b"
+    await settle(admitter, lambda: admitter.waiting_by_code()["inadmissible"] == 1)
+    assert pod_of(fake_kube, "three-0")["spec"]["schedulingGates"] == [{"name": GATE}]
+
+
+async def test_a_status_in_a_format_not_read_leaves_the_room_unknown(fake_kube, replicas):
+    # cluster-autoscaler before 1.30 wrote its status as text: its groups are not read,
+    # and with no group named in the config the room they could add is unknown.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "cluster-autoscaler-status",
+                                   "namespace": "kube-system"},
+                      "data": {"status": "Cluster-autoscaler status at 2024-01-01...\n"}})
+    for index in range(2):
+        fake_kube.create(gated_pod(f"big-{index}", "big", 2))
+    admitter = replicas("solo", leading=True)
+    await eventually(admitter.cache.ready)
+    await admitter.refresh_autoscaler(0.0)
+    await settle(admitter, lambda: not pod_of(fake_kube, "big-1")["spec"].get("schedulingGates"))
+    [unknown] = admitter.summary()["unknown_room"]
+    assert unknown.startswith("cluster-autoscaler's node groups (status in the text format")
+    # Named groups (here one with a max_size) make the room known: nothing is unknown.
+    admitter.config = replace(ADMISSION, node_groups=(
+        NodeGroup("p4d-a", "p4d.24xlarge", "pg-a", max_size=1),))
+    await admitter.round(time.time())
+    assert admitter.summary()["unknown_room"] == []

@@ -5,6 +5,7 @@ training jobs of docs/install-eks.md as the training operator would turn them in
 from __future__ import annotations
 
 import copy
+import fnmatch
 import json
 import re
 import shlex
@@ -252,3 +253,51 @@ def test_the_karpenter_node_pools_match_the_buckets_and_label_their_nodes() -> N
     assert sorted(types) == sorted(config["instance_types"])
     assert "kubectl apply -f manifests/overlays/eks/examples/karpenter-nodepools.yaml" in (
         INSTALL_EKS.read_text())
+
+
+def test_the_eks_extender_config_names_the_example_node_groups_and_is_the_base_otherwise(
+        tmp_path):
+    """The EKS overlay's extender config is the base's plus cluster-autoscaler's node
+    groups (so room the autoscaler can add is known as installed): one entry per example
+    node group, whose name matches the Auto Scaling group EKS makes for it
+    (eks-NAME-UUID) and no other, with its instance type and placement group."""
+    base = load(checks.MANIFESTS / "base" / "extender" / "extender-config.yaml")
+    eks = load(EKS / "extender-config.yaml")
+    entries = eks["admission"].pop("autoscaler")["node_groups"]
+    assert eks == base
+    uuid = "5ac6a1b2-0c3d-4e5f-8a9b-0c1d2e3f4a5b"
+    for group in node_groups():
+        asg = f"eks-{group['name']}-{uuid}"
+        matching = [e for e in entries if fnmatch.fnmatchcase(asg, e["name"])]
+        assert len(matching) == 1, (asg, entries)
+        [entry] = matching
+        assert (entry["instance_type"], entry["domain"]) == (
+            group["instanceType"], group["labels"]["headstart.io/placement-group"])
+    assert len(entries) == len(node_groups())
+    rendered = checks.render("eks", checks.MANIFESTS, tmp_path)
+    _, shipped = checks.config_file(rendered, "headstart-extender-config")
+    assert shipped["admission"]["autoscaler"]["node_groups"] == entries
+
+
+def test_the_gke_extender_config_names_the_example_pools_at_their_max_nodes(tmp_path):
+    """The GKE overlay's extender config: the base's plus one entry per example node pool
+    (instance type, placement group, --max-nodes), whose pattern matches the instance
+    group GKE's autoscaler names the pool by and no other pool's."""
+    base = load(checks.MANIFESTS / "base" / "extender" / "extender-config.yaml")
+    gke = load(GKE / "extender-config.yaml")
+    entries = gke["admission"].pop("autoscaler")["node_groups"]
+    assert gke == base
+    words = shlex.split((GKE / "examples" / "node-pools.sh").read_text(), comments=True)
+    pools = [(words[i + 1], int(words[words.index("--max-nodes", i) + 1]))
+             for i, word in enumerate(words) if word == "create" and words[i - 1] == "node-pools"]
+    assert len(entries) == len(pools) == len(example_node_groups("gke"))
+    for (pool, max_nodes), (machine, labels) in zip(pools, example_node_groups("gke"),
+                                                     strict=True):
+        group = ("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
+                 f"instanceGroups/gke-training-{pool}-1a2b3c4d-grp")
+        [entry] = [e for e in entries if fnmatch.fnmatchcase(group, e["name"])]
+        assert (entry["instance_type"], entry["domain"], entry["max_size"]) == (
+            machine, labels["headstart.io/placement-group"], max_nodes)
+    rendered = checks.render("gke", checks.MANIFESTS, tmp_path)
+    _, shipped = checks.config_file(rendered, "headstart-extender-config")
+    assert shipped["admission"]["autoscaler"]["node_groups"] == entries
