@@ -34,7 +34,9 @@ Metrics:
   no_fit, held, inadmissible, backoff, preempting); headstart_admitter_leader: 1 on the
   replica that admits; headstart_admitter_jobs_admitted_total,
   headstart_admitter_patch_failures_total, headstart_admitter_jobs_evicted_total,
-  headstart_admitter_gangs_preempted_total, headstart_admitter_longest_gated_seconds
+  headstart_admitter_gangs_preempted_total, headstart_admitter_longest_gated_seconds,
+  headstart_admitter_api_retries_total, headstart_admitter_api_throttled_seconds_total,
+  headstart_admitter_unknown_room_groups
 
 Must not: decide anything; hold a global registry (two apps in one process must not clash).
 """
@@ -260,3 +262,16 @@ class _AdmitterCollector(Collector):
         yield CounterMetricFamily("headstart_admitter_gangs_preempted",
                                   "Gangs evicted whole for a higher-priority job.",
                                   value=admitter.preempted_gangs_total)
+        yield CounterMetricFamily("headstart_admitter_api_retries",
+                                  "API calls retried after a 429 or 5xx answer or a "
+                                  "transport fault (admission.api_qps).",
+                                  value=admitter.throttle.retries_total)
+        yield CounterMetricFamily("headstart_admitter_api_throttled_seconds",
+                                  "Seconds API calls waited for the admitter's own rate "
+                                  "limit (admission.api_qps, api_burst).",
+                                  value=admitter.throttle.waited_seconds_total)
+        yield GaugeMetricFamily("headstart_admitter_unknown_room_groups",
+                                "Autoscaler groups whose room the admitter cannot know "
+                                "(GET /admission: unknown_room); jobs beyond known room "
+                                "are released to the autoscaler while it is not 0.",
+                                value=len(admitter.last_unknown))

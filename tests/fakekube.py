@@ -875,7 +875,9 @@ class FakeKube:
                 raise ApiError(404, "the server could not find the requested resource")
             return await self._dispatch(request, gv, plural, ns, name, sub)
         except ApiError as error:
-            return web.json_response(error.body, status=error.code)
+            # API Priority and Fairness answers a rejected request 429 with Retry-After.
+            headers = {"Retry-After": "1"} if error.code == 429 else None
+            return web.json_response(error.body, status=error.code, headers=headers)
 
     def _take_injection(self, request: web.Request) -> _Injected | None:
         with self._lock:

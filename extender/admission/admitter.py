@@ -15,7 +15,9 @@ Observe -> plan -> apply, every `interval_seconds` after the cache changed:
 - apply, only while this replica leads (`bucketing.leader`, Lease
   `admission.lease_name`): for each admitted job, first its gang record (state
   Admitted, the domain: `extender.admission.records`; a job whose record cannot be
-  written is not admitted this round), then each pod is read fresh and patched
+  written is not admitted this round), then each pod is read fresh and patched,
+  `write_workers` pods at once, every API call paced by one rate limit and retried on
+  429/5xx after `Retry-After` (`extender.admission.throttle`)
   (`extender.admission.patch`: domain affinity, domain annotation and gate removal in
   one JSON patch guarded by `test`s); Events on the pods (`HeadstartAdmitted`,
   `HeadstartWaiting` when a job's wait reason changes, `HeadstartReleased` for pods
@@ -48,6 +50,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +64,7 @@ from extender.admission.patch import ungate_patch
 from extender.admission.podgroups import Outcome as PodGroupOutcome
 from extender.admission.podgroups import PodGroupWriter
 from extender.admission.records import RecordWriter
+from extender.admission.throttle import Throttle, Throttled
 from extender.cache import ClusterCache
 from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
@@ -143,9 +147,16 @@ class Admitter:
         self.is_leader = is_leader
         self.identity = identity
         self.sizes_listed = sizes_listed
-        self._core = k8s.CoreV1Api(api_client) if api_client is not None else None
-        self._records = RecordWriter(api_client) if api_client is not None else None
-        self._pod_groups = PodGroupWriter(api_client) if api_client is not None else None
+        # Every API call of the admitter goes through one rate limit, retried on 429/5xx.
+        self.throttle = Throttle(config.api_qps, config.api_burst)
+        self._core = Throttled(k8s.CoreV1Api(api_client), self.throttle) \
+            if api_client is not None else None
+        self._records = RecordWriter(api_client, self.throttle) \
+            if api_client is not None else None
+        self._pod_groups = PodGroupWriter(api_client, self.throttle) \
+            if api_client is not None else None
+        self._workers = ThreadPoolExecutor(config.write_workers,
+                                           thread_name_prefix="headstart-admitter-write")
         self._jobs: dict[JobKey, GatedJob] = {}  # the last round's jobs, for their records
         self._seen_records: dict[JobKey, GangRecord] = {}  # the round's records (a copy)
         self.last_plan = Plan()
@@ -161,7 +172,8 @@ class Admitter:
         self.last_rooms: dict[str, LevelRoom] = {}
         self.last_unknown: tuple[str, ...] = ()
         self._status_read_at: float | None = None
-        self._custom = k8s.CustomObjectsApi(api_client) if api_client is not None else None
+        self._custom = Throttled(k8s.CustomObjectsApi(api_client), self.throttle) \
+            if api_client is not None else None
         self.nodepools: tuple[Mapping[str, Any], ...] = ()
         """The NodePools of the last read (empty: none, not served or not read)."""
         self.nodepools_detail = "not read"
@@ -532,17 +544,19 @@ class Admitter:
             domain = (admission.label_key, admission.domain.value, str(admission.domain))
         message = (f"admitted with its job {admission.job} ({len(admission.pods)} pods): "
                    f"{admission.note}")
-        done = missed = 0
         # Released without known room: said where people look (kubectl describe pod).
         reason, kind = ("HeadstartRoomUnknown", "Warning") if admission.room_unknown \
             else ("HeadstartAdmitted", "Normal")
-        for pod in admission.pods:
-            if self._ungate(pod, domain, admission.locality, labels):
-                done += 1
-                self._event(pod, reason, message, now, kind)
-            else:
-                missed += 1
-        return done, missed
+
+        def one(pod: Pod) -> bool:
+            if not self._ungate(pod, domain, admission.locality, labels):
+                return False
+            self._event(pod, reason, message, now, kind)
+            return True
+
+        # The pods at once (`write_workers`), paced by the throttle.
+        done = sum(self._workers.map(one, admission.pods))
+        return done, len(admission.pods) - done
 
     def _ungate(self, pod: Pod, domain: tuple[str, str, str] | None,
                 locality: Locality, labels: dict[str, str] | None = None) -> bool:

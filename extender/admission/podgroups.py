@@ -25,6 +25,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from extender.admission.throttle import Throttle, Throttled
 from locality.admission.coscheduling import GROUP, PLURAL, VERSION, is_ours
 from locality.model import JobKey
 
@@ -38,8 +39,9 @@ class Outcome(enum.Enum):
 
 
 class PodGroupWriter:
-    def __init__(self, api_client: Any) -> None:
-        self._custom = k8s.CustomObjectsApi(api_client)
+    def __init__(self, api_client: Any, throttle: Throttle | None = None) -> None:
+        custom = k8s.CustomObjectsApi(api_client)
+        self._custom = Throttled(custom, throttle) if throttle is not None else custom
         self._logged: set[int] = set()
 
     def ensure(self, job: JobKey, body: dict[str, Any]) -> tuple[Outcome, str]:

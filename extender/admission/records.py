@@ -20,6 +20,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from extender.admission.throttle import Throttle, Throttled
 from locality.admission.record import GROUP, PLURAL, VERSION, GangRecord
 
 log = logging.getLogger("headstart.extender.admitter")
@@ -29,8 +30,9 @@ APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 
 
 class RecordWriter:
-    def __init__(self, api_client: Any) -> None:
-        self._custom = k8s.CustomObjectsApi(api_client)
+    def __init__(self, api_client: Any, throttle: Throttle | None = None) -> None:
+        custom = k8s.CustomObjectsApi(api_client)
+        self._custom = Throttled(custom, throttle) if throttle is not None else custom
         self._missing_logged = False
 
     def apply(self, body: dict[str, Any]) -> str | None:

@@ -150,6 +150,18 @@ class AdmissionConfig:
     interval_seconds: float = 1.0
     """Least time between two admission rounds (a round runs after any change)."""
 
+    api_qps: float = 200.0
+    """The admitter's requests per second to the API server at most, bursts of
+    `api_burst` (Karpenter's client defaults, 200 and 300; `extender.admission.throttle`);
+    a request answered 429 or 5xx is retried after its `Retry-After`."""
+
+    api_burst: int = 300
+    """Requests the admitter may send at once before `api_qps` paces them."""
+
+    write_workers: int = 16
+    """Pods of an admitted job patched at once (each read, patched and given its Event
+    in one worker); 1: one after another."""
+
     lease_name: str = "headstart-extender-admitter"
     """Lease (coordination.k8s.io/v1) of the admitter's leader election."""
 
@@ -214,10 +226,12 @@ class AdmissionConfig:
                 values[name] = _number(raw, where, 0)
             elif name == "interval_seconds":
                 values[name] = _number(raw, where, 0.05)
+            elif name == "api_qps":
+                values[name] = _positive(raw, where)
             elif name == "bind_timeout_seconds":
                 values[name] = _number(raw, where, 1)
             elif name in ("lease_duration_s", "renew_deadline_s", "retry_period_s",
-                          "pod_group_timeout_seconds"):
+                          "pod_group_timeout_seconds", "api_burst", "write_workers"):
                 if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
                     raise ConfigError(f"{where}: expected a positive integer, got {raw!r}")
                 values[name] = raw
@@ -309,6 +323,12 @@ def _status_reference(raw: Any, where: str) -> str:
     if not namespace or not name or "/" in name:
         raise ConfigError(f"{where}: expected NAMESPACE/NAME or \"\", got {raw!r}")
     return raw
+
+
+def _positive(raw: Any, where: str) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw <= 0:
+        raise ConfigError(f"{where}: expected a positive number, got {raw!r}")
+    return float(raw)
 
 
 def _number(raw: Any, where: str, low: float) -> float:

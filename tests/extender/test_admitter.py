@@ -662,3 +662,25 @@ async def test_a_status_in_a_format_not_read_leaves_the_room_unknown(fake_kube, 
         NodeGroup("p4d-a", "p4d.24xlarge", "pg-a", max_size=1),))
     await admitter.round(time.time())
     assert admitter.summary()["unknown_room"] == []
+
+
+async def test_a_429_from_the_api_server_is_retried_after_its_retry_after_in_the_round(
+        fake_kube, replicas):
+    # API Priority and Fairness turns away two of the pod patches (429, Retry-After 1):
+    # the same round retries them after the wait and admits the whole job, each pod
+    # patched once.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    for index in range(4):
+        fake_kube.create(gated_pod(f"four-{index}", "four", 4, gpus=2))
+    admitter = replicas("solo", leading=True)
+    await eventually(admitter.cache.ready)
+    await eventually(lambda: len(admitter.cache.gated_pods()) == 4)
+    fake_kube.fail_next("PATCH", "/pods/four-", 429, count=2)
+    started = time.monotonic()
+    outcome = await admitter.round(time.time())
+    assert (outcome.patched, outcome.failed) == (4, 0)
+    assert time.monotonic() - started >= 1.0  # the Retry-After was waited
+    assert admitter.throttle.retries_total == 2
+    patches = [path for method, path, _ in fake_kube.requests
+               if method == "PATCH" and "/pods/four-" in path]
+    assert len(patches) == 6 and len(set(patches)) == 4
