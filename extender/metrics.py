@@ -31,8 +31,8 @@ Metrics:
   headstart_extender_watch_parse_errors_total{kind}
 - headstart_admitter_jobs_waiting{reason}: gated jobs the last admission round left
   waiting, by `locality.admission.model.WaitCode` (incomplete, size_unknown, no_level,
-  no_fit, held, inadmissible, backoff, preempting); headstart_admitter_leader: 1 on the
-  replica that admits; headstart_admitter_jobs_admitted_total,
+  no_fit, held, inadmissible, backoff, preempting, size_mismatch);
+  headstart_admitter_leader: 1 on the replica that admits; headstart_admitter_jobs_admitted_total,
   headstart_admitter_patch_failures_total, headstart_admitter_jobs_evicted_total,
   headstart_admitter_gangs_preempted_total, headstart_admitter_longest_gated_seconds,
   headstart_admitter_api_retries_total, headstart_admitter_api_throttled_seconds_total,

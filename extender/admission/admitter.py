@@ -609,7 +609,8 @@ class Admitter:
         for pod in waiting.pods:
             self._event(pod, "HeadstartWaiting", waiting.reason, now,
                         "Warning" if waiting.code in (WaitCode.NO_FIT, WaitCode.NO_LEVEL,
-                                                      WaitCode.INADMISSIBLE)
+                                                      WaitCode.INADMISSIBLE,
+                                                      WaitCode.SIZE_MISMATCH)
                         else "Normal")
 
     def _event(self, pod: Pod, reason: str, message: str, now: float,

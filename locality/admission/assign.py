@@ -3,7 +3,9 @@
 The rule, in order:
 
 1. A job evicted for not being whole in time waits until its record's `requeueAt`
-   (`backoff`). A job is considered once all its pods exist: as many as its declared size
+   (`backoff`). A job declaring more pods than its owner creates waits with that
+   reason (`size_mismatch`): it could never be whole. A job is considered once all
+   its pods exist: as many as its declared size
    (`headstart.io/job-size`, else its PodGroup's minMember, else the replica counts of
    the Kubeflow job or JobSet its pods name); a job naming a PodGroup not seen yet
    waits for it, as does one whose owner is seen but gives no size (`owner_wait`); a
@@ -342,6 +344,11 @@ def _incomplete(job: GatedJob, now: float, config: AdmissionConfig
             f"evicted for not being whole in time; admitted again, whole, from "
             f"{job.requeue_at - now:.0f} s on (backoff)")
     if job.size is not None:
+        if job.owner_size is not None and job.size > job.owner_size:
+            return WaitCode.SIZE_MISMATCH, (
+                f"declares {job.size} pods (annotation headstart.io/job-size or its "
+                f"PodGroup's minMember) but its owner creates {job.owner_size}: it can "
+                "never be whole; make the two agree")
         if job.known_pods < job.size:
             return WaitCode.INCOMPLETE, (
                 f"{job.known_pods} of its {job.size} pods exist (declared size); waiting "

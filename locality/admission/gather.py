@@ -115,4 +115,5 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
         priority=max(pod.priority for pod in gated),
         created_at=min(created), last_created_at=max(created), recorded=recorded,
         requeue_at=requeue_at, preempts=all(pod.preempts for pod in gated),
+        owner_size=max((p.owner_size for p in gated if p.owner_size is not None), default=None),
     )

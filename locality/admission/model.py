@@ -43,6 +43,7 @@ class WaitCode(enum.Enum):
     INADMISSIBLE = "inadmissible"  # no domain could ever hold it: holds nothing
     BACKOFF = "backoff"  # evicted (not whole in time): not admitted again before requeueAt
     PREEMPTING = "preempting"  # lower-priority gangs are evicted for it; admitted once gone
+    SIZE_MISMATCH = "size_mismatch"  # declares more pods than its owner creates: never whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,9 @@ class GatedJob:
     """Evicted earlier: not admitted again before this time (`recovery`)."""
     preempts: bool = True
     """Every gated pod may preempt (none has `preemptionPolicy: Never`)."""
+    owner_size: int | None = None
+    """The pods its owner creates (`Pod.owner_size`: a Kubeflow job's or JobSet's
+    replicas, an Indexed Job's parallelism), when its pods name one that is seen."""
 
     @property
     def demand(self) -> Demand:
