@@ -178,6 +178,9 @@ class Admitter:
         """The NodePools of the last read (empty: none, not served or not read)."""
         self.nodepools_detail = "not read"
         self._shapes = catalog_shapes(locality)
+        names = [level.name for level in locality.topology_levels]  # widest first
+        self._wider = {name: tuple(reversed(names[:index])) for index, name in enumerate(names)}
+        """Per topology level, the wider ones, nearest first (a `preferred` job's widening)."""
 
     # ---- plan (event loop) --------------------------------------------------------
 
@@ -216,14 +219,18 @@ class Admitter:
         unknown += discovered.unknown
         if inputs.status_unread is not None and not self.config.node_groups:
             unknown += (f"cluster-autoscaler's node groups ({inputs.status_unread})",)
+        wider = self._wider
         levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL, CLUSTER_LEVEL}
+        levels |= {level for job in gathered.jobs
+                   if job.policy.placement_group is Locality.PREFERRED
+                   for level in wider.get(job.level, ())}
         rooms = {level: level_room(inputs.nodes, level, self.locality, groups.groups,
                                    inputs.group_sizes, self._shapes)
                  for level in levels}
         records = list(inputs.records.values())
         planned = plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
                        gathered.releases, candidates(records, pods_of_job),
-                       leaving(records, pods_of_job), unknown)
+                       leaving(records, pods_of_job), unknown, wider)
         self.last_unknown = unknown
         return planned, {job.key: job for job in gathered.jobs}, rooms
 

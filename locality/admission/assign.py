@@ -25,12 +25,15 @@ The rule, in order:
    of the domain's node groups (judged by their node templates). Among the domains that
    hold it: fewest new nodes, then least free GPU left (best fit keeps big holes for big
    jobs), then name. The job takes that room.
-4. No domain holds it now. If no domain could hold it even empty, with every node its
-   groups can add, it is `inadmissible`: it waits with that reason and holds nothing.
-   Else `required` waits, whole, with the reason; `preferred` is released without a
-   domain when the whole cluster (the level `cluster`) holds all its pods now, which it
-   then takes from the cluster's room; otherwise it waits, whole (inadmissible when the
-   cluster could never hold it). No policy ever releases part of a job.
+4. No domain holds it now. A `preferred` job is widened first: the nearest wider
+   topology level (`wider`: subblock, then block, for a placement group) with a domain
+   that holds it now takes it, chosen as in 3. Else, if no domain could hold it even
+   empty, with every node its groups can add, it is `inadmissible`: it waits with that
+   reason and holds nothing. Else `required` waits, whole, with the reason;
+   `preferred` is released without a domain when the whole cluster (the level
+   `cluster`) holds all its pods now, which it then takes from the cluster's room;
+   otherwise it waits, whole (inadmissible when the cluster could never hold it). No
+   policy ever releases part of a job.
    When some of the autoscaler's room is unknown (`unknown`: a node group CA's status
    lists that no configured entry names, a NodePool whose types or sizes are not
    known: `node_groups`, `nodepools`), a job that would wait here (no fit, or
@@ -100,6 +103,7 @@ def plan(
     gangs: Sequence[Gang] = (),
     leaving: Mapping[str, Resources] | None = None,
     unknown: Sequence[str] = (),
+    wider: Mapping[str, Sequence[str]] | None = None,
 ) -> Plan:
     """rooms: per level name, its domains' room (`snapshot.level_room`); the level
     `cluster` (`CLUSTER_LEVEL`) is what a `preferred` job may use without a domain (absent:
@@ -107,7 +111,8 @@ def plan(
     timestamps. gangs: the admitted gangs a higher-priority job may evict
     (`preempt.candidates`); leaving: per node, what Terminating pods of gangs free
     (`preempt.leaving`). unknown: the autoscaler's groups whose room is not known, each
-    described (rule 4)."""
+    described (rule 4). wider: per level, the wider topology levels, nearest first, a
+    `preferred` job is widened to (rule 4; their rooms must be in `rooms`)."""
     leaving = leaving or {}
     waiting: list[Waiting] = []
     ready: list[GatedJob] = []
@@ -174,6 +179,11 @@ def plan(
                 job.policy.placement_group, new_nodes,
                 f"fits {domain}" + (f" with {new_nodes} new node(s)" if new_nodes else "")))
             continue
+        if job.policy.placement_group is Locality.PREFERRED:
+            wide = _widened(job, demand, rooms, bins, (wider or {}).get(job.level, ()))
+            if wide is not None:
+                admissions.append(wide)
+                continue
         notes = ""
         if room.unlabeled:
             notes += f" ({room.unlabeled} node(s) carry no {job.level} label: not counted)"
@@ -220,6 +230,35 @@ def plan(
             head = (job, domain, bins[domain])
             bins[domain] = partial
     return Plan(tuple(admissions), tuple(waiting), tuple(releases), tuple(preemptions))
+
+
+def _widened(job: GatedJob, demand: Demand, rooms: Mapping[str, LevelRoom],
+             bins: dict[Domain, Bins], levels: Sequence[str]) -> Admission | None:
+    """Rule 4's widening of a `preferred` job: the nearest wider level with a domain that
+    holds it now (fewest new nodes, then best fit, then name), None when none does."""
+    size = len(job.gated)
+    for level in levels:
+        room = rooms.get(level)
+        if room is None:
+            continue
+        best: tuple[tuple, Domain, Bins] | None = None
+        for value in room.domains:
+            domain = Domain(level, value)
+            trial = bins[domain].copy()
+            if pack(trial, demand, job.pods_per_node) == size:
+                rank = (trial.opened - bins[domain].opened, trial.free_gpu_milli(), value)
+                if best is None or rank < best[0]:
+                    best = (rank, domain, trial)
+        if best is not None:
+            _, domain, trial = best
+            new_nodes = trial.opened - bins[domain].opened
+            bins[domain] = trial
+            return Admission(
+                job.key, job.gated, domain, room.domains[domain.value].label_key,
+                Locality.PREFERRED, new_nodes,
+                f"no {job.level} domain holds it; widened (policy preferred) to {domain}"
+                + (f" with {new_nodes} new node(s)" if new_nodes else ""))
+    return None
 
 
 def _unknown_room(job: GatedJob, room: LevelRoom, most: tuple[tuple, Domain, Bins, int],

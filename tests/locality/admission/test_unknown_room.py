@@ -3,8 +3,6 @@ lists that nothing names, and jobs released rather than held when room is unknow
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from bucketing.autoscaler_status import GroupSize
 from locality.admission.assign import plan
 from locality.admission.config import NodeGroup
@@ -122,16 +120,4 @@ def test_no_labelled_node_and_unknown_room_a_required_job_waits_saying_which():
     [waiting] = result.waiting
     assert waiting.code is WaitCode.NO_LEVEL
     assert "unknown room: cluster-autoscaler node group gpu-pool" in waiting.reason
-
-
-def test_a_job_declaring_more_pods_than_its_owner_creates_says_so():
-    # The annotation says 4, the owner (a PyTorchJob, an Indexed Job) creates 3: it would
-    # wait "incomplete" for a pod that never comes; it waits with the mismatch instead.
-    pods = [replace(p, owner_size=3) for p in job("odd", 3, size=4)]
-    [waiting] = decide(pods, nodes("pg-a", 4)).waiting
-    assert waiting.code is WaitCode.SIZE_MISMATCH
-    assert "declares 4 pods" in waiting.reason and "its owner creates 3" in waiting.reason
-    # Fewer than the owner's (a PodGroup's minMember below the replicas) is allowed.
-    pods = [replace(p, owner_size=5) for p in job("elastic", 3, size=3)]
-    assert [str(a.job) for a in decide(pods, nodes("pg-a", 4)).admissions] == ["ns/elastic"]
 
