@@ -320,7 +320,7 @@ class Applier:
                     continue
                 label = _describe(*key)
                 try:
-                    self._delete(key, label)
+                    self._delete(key, label, current.get("metadata") or {})
                     pruned.append(label)
                 except ApiCallError as error:
                     errors.append(error)
@@ -382,12 +382,19 @@ class Applier:
             body=dict(obj.body), content_type=APPLY_CONTENT_TYPE,
         )
 
-    def _delete(self, key: tuple[str, str, str | None, str], label: str) -> None:
+    def _delete(self, key: tuple[str, str, str | None, str], label: str,
+                metadata: Mapping[str, Any]) -> None:
+        """Delete the object as observed: its uid and resourceVersion are preconditions,
+        so one re-created or changed since (by anyone) is left for the next tick's look
+        (409, not retried). Already gone (404) is what we wanted."""
         api_version, kind, namespace, name = key
-        # Already gone (404) is what we wanted.
+        preconditions = {field: metadata[field] for field in ("uid", "resourceVersion")
+                         if metadata.get(field)}
         self._call(
             f"delete {label}", "DELETE", resource_path(api_version, kind, namespace, name),
             missing_ok=True, query=[("propagationPolicy", "Background")],
+            body={"apiVersion": "v1", "kind": "DeleteOptions",
+                  "preconditions": preconditions},
         )
 
 

@@ -101,7 +101,11 @@ def classify(error: BaseException) -> ErrorClass:
         if status == 409:
             # A field-manager conflict of server-side apply stays until someone changes
             # the object; a stale resourceVersion or a create race clears on re-read.
-            return "permanent" if "Apply failed" in status_message(error) else "temporary"
+            # A failed delete precondition means the object changed since it was
+            # observed: the same request can only fail again.
+            message = status_message(error)
+            return "permanent" if "Apply failed" in message or "Precondition failed" in \
+                message else "temporary"
         if status in TEMPORARY_STATUSES or status >= 500 or status == 0:
             return "temporary"
         return "permanent"

@@ -471,3 +471,24 @@ def test_a_cluster_scoped_capacitybuffer_crd_is_detected(fake_kube, served) -> N
     with pytest.raises(ApiCallError, match="cluster-scoped") as caught:
         Harness(fake_kube, make_config("capacitybuffer")).run([bucket(wanted=1)])
     assert "placeholders.backend" in str(caught.value)
+
+
+def test_prune_deletes_only_the_object_it_observed(harness) -> None:
+    # Between the tick's look and its delete, the bucket's Deployment is replaced by
+    # another with the same name (a re-install, a user's): the delete carries the
+    # observed uid and resourceVersion, the server refuses it (409, not retried), and
+    # the new object stays.
+    harness.run([bucket("g5.xlarge", "pg-a", 1), bucket("g5.xlarge", "pg-b", 1)])
+    observed = harness.applier.observe()
+    name = "headstart-placeholder-g5-xlarge-pg-b"
+    old = harness.fake.get(*DEPLOY, name, NS)
+    harness.fake.delete(*DEPLOY, name, NS)
+    harness.fake.create({**old, "metadata": {
+        key: value for key, value in old["metadata"].items()
+        if key not in ("uid", "resourceVersion", "creationTimestamp", "managedFields")}})
+    pruned, errors = harness.applier.prune([], observed)
+    assert harness.fake.get(*DEPLOY, name, NS) is not None
+    assert name not in " ".join(pruned)
+    assert any("Precondition failed" in str(error) for error in errors), errors
+    deletes = [p for m, p, _ in harness.fake.requests if m == "DELETE" and name in p]
+    assert len(deletes) == 1  # permanent: not retried
