@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "predictor.cli_trace_export",  # adds `trace export`: after bucketing.cli_trace
     "extender.cli",
     "overprovisioner.service.cli",
+    "overprovisioner.service.expire_cli",
     "overprovisioner.sim.cli",
 )
 

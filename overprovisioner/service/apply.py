@@ -332,9 +332,13 @@ class Applier:
         the next server-side apply takes the field back. Returns the object's label."""
         label = _describe(*key)
         api_version, kind, namespace, name = key
+        path = resource_path(api_version, kind, namespace, name)
+        if (api_version, kind) == DEPLOYMENT:
+            # The scale subresource: the expiry job's account may change replica counts
+            # and nothing else of a Deployment (a pod template is code to run).
+            path += "/scale"
         self._call(
-            f"scale {label} to {replicas}", "PATCH",
-            resource_path(api_version, kind, namespace, name),
+            f"scale {label} to {replicas}", "PATCH", path,
             query=[("fieldManager", FIELD_MANAGER)], body={"spec": {"replicas": replicas}},
             content_type=MERGE_PATCH_CONTENT_TYPE,
         )

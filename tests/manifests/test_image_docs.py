@@ -55,5 +55,6 @@ def test_the_docs_kustomization_replaces_every_headstart_image(tmp_path, overlay
     base = yaml.safe_load((checks.MANIFESTS / "base" / "kustomization.yaml").read_text())
     (scheduler,) = [i for i in base["images"] if i["name"] == "kube-scheduler"]
     upstream = f"{scheduler['newName']}:{scheduler['newTag']}"
-    # The extender and the overprovisioner, by digest; the scheduler keeps upstream's.
-    assert sorted(images) == sorted([pinned, pinned, upstream])
+    # The extender, the overprovisioner and the placeholder expiry job, by digest; the
+    # scheduler keeps upstream's.
+    assert sorted(images) == sorted([pinned, pinned, pinned, upstream])

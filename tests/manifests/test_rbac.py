@@ -326,7 +326,70 @@ def test_overprovisioner_rbac_matches_its_api_calls(rendered, tmp_path):
         calls |= exercise_overprovisioner(tmp_path / backend, backend, api_version, kind)
     rules = granted(rendered, "headstart-overprovisioner")
     assert calls - rules == set(), f"calls without an RBAC rule (403 in a cluster): {calls - rules}"
-    assert rules - calls == set(), f"RBAC rules the overprovisioner never uses: {rules - calls}"
+    # Its dead-man's switch scales an expired Deployment through the scale subresource,
+    # the call the expiry job's test below makes (Applier.scale): not reached here.
+    unused = rules - calls - {("apps", "deployments/scale", "patch")}
+    assert unused == set(), f"RBAC rules the overprovisioner never uses: {unused}"
+
+
+def exercise_expiry(tmp_path: Path, backend: str, api_version: str, kind: str
+                    ) -> set[Call]:
+    """The overprovisioner writes one placeholder object, then stops; its valid-until is
+    set in the past; `headstart expire-placeholders` runs once (the CronJob's command)
+    and scales it to the floor (0). Returns the RBAC attributes of the expiry's calls."""
+    from tests.fakekube import FakeKube
+
+    kube = FakeKube().start()
+    try:
+        if backend == "capacitybuffer":
+            kube.serve(api_version)
+        seed_cluster(kube)
+        kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+        port = free_port()
+        config = overprovisioner_config(tmp_path / "config.yaml", ["g5.xlarge"], backend, port)
+        # One placeholder wanted even with no demand: the floor, min 1, then min 0 below.
+        with open(config, "a") as handle:
+            handle.write("limits: {default: {min: 1, max: 4}}\n")
+        result = run_component(
+            ["overprovisioner", "--config", config, "--kubeconfig", kubeconfig],
+            f"http://127.0.0.1:{port}/readyz",
+            then=[lambda: wait_until(lambda: len(owned(kube, api_version, kind)) == 1, 30,
+                                     f"a {kind} placeholder")])
+        assert result.returncode == 0, result.stderr[-2000:]
+        [name] = owned(kube, api_version, kind)
+        obj = kube.get(api_version, kind, name, "headstart")
+        obj["metadata"]["annotations"]["headstart.io/valid-until"] = "2020-01-01T00:00:00Z"
+        kube.replace(obj)
+        text = open(config).read().replace("min: 1", "min: 0")
+        open(config, "w").write(text)
+        kube.requests.clear()
+        kube.applied_creations.clear()
+        done = subprocess.run(
+            [sys.executable, "-m", "headstart", "expire-placeholders", "--config", config,
+             "--kubeconfig", kubeconfig], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "scaled to the floor by the expiry job" in done.stderr
+        assert kube.get(api_version, kind, name, "headstart")["spec"]["replicas"] == 0
+        return rbac_calls(kube)
+    finally:
+        kube.stop()
+
+
+def test_placeholder_expiry_rbac_matches_its_api_calls(rendered, tmp_path):
+    """The CronJob's account may do exactly what `headstart expire-placeholders` does:
+    list placeholder objects, change replica counts (a Deployment's only through its
+    scale subresource), nothing else."""
+    calls = set()
+    for backend, api_version, kind in [
+        ("deployment", "apps/v1", "Deployment"),
+        ("capacitybuffer", "autoscaling.x-k8s.io/v1beta1", "CapacityBuffer"),
+    ]:
+        (tmp_path / backend).mkdir()
+        calls |= exercise_expiry(tmp_path / backend, backend, api_version, kind)
+    rules = granted(rendered, "headstart-placeholder-expiry")
+    assert calls - rules == set(), f"calls without an RBAC rule (403 in a cluster): {calls - rules}"
+    assert rules - calls == set(), f"RBAC rules the expiry job never uses: {rules - calls}"
+    assert ("apps", "deployments", "patch") not in rules
 
 
 @pytest.mark.parametrize(
