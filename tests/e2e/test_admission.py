@@ -263,6 +263,13 @@ AUTOSCALED = {"enabled": True, "autoscaler": {"node_groups": [
 ]}}
 
 
+def static_p4d_node() -> dict:
+    """A p4d.24xlarge node in pg-a that no node group made (8 free GPUs)."""
+    return kwok_node("a-static", gpus=8, cpu="96", memory="1152Gi", group="pg-a",
+                     labels={"node.kubernetes.io/instance-type": "p4d.24xlarge",
+                             "k8s.amazonaws.com/accelerator": "nvidia-a100"})
+
+
 def test_cluster_autoscaler_grows_the_group_the_job_was_given(
         e2e_clusters, namespace, e2e_timings):
     """One pg-a p4d node with 8 free GPUs; CA node groups of p4d in pg-a and pg-b (at
@@ -276,10 +283,7 @@ def test_cluster_autoscaler_grows_the_group_the_job_was_given(
     try:
         kube = cluster.kube
         Extender(cluster, port=port, settings={"admission": AUTOSCALED}).start().wait_ready()
-        kube.create("/api/v1/nodes", kwok_node(
-            "a-static", gpus=8, cpu="96", memory="1152Gi", group="pg-a",
-            labels={"node.kubernetes.io/instance-type": "p4d.24xlarge",
-                    "k8s.amazonaws.com/accelerator": "nvidia-a100"}))
+        kube.create("/api/v1/nodes", static_p4d_node())
         kube.ensure_namespace(namespace)
         created = time.monotonic()
         names = create(cluster, namespace, job(namespace, "grow", 24))

@@ -22,8 +22,7 @@ import time
 
 from tests.e2e.headstart import Extender, headstart_cluster
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import kwok_node
-from tests.e2e.test_admission import TWO_GROUPS
+from tests.e2e.test_admission import TWO_GROUPS, static_p4d_node
 from tests.e2e.test_gang import gang_state, groups_of, indexed_job, run_job
 
 LOGS = ["headstart-scheduler", "headstart-extender", "kube-controller-manager"]
@@ -42,10 +41,7 @@ def test_as_shipped_cluster_autoscaler_groups_nobody_named_do_not_hold_a_job(
         kube = cluster.kube
         extender = Extender(cluster, port=port).start()
         extender.wait_ready()
-        kube.create("/api/v1/nodes", kwok_node(
-            "a-static", gpus=8, cpu="96", memory="1152Gi", group="pg-a",
-            labels={"node.kubernetes.io/instance-type": "p4d.24xlarge",
-                    "k8s.amazonaws.com/accelerator": "nvidia-a100"}))
+        kube.create("/api/v1/nodes", static_p4d_node())
         kube.ensure_namespace(namespace)
         created = time.monotonic()
         run_job(cluster, namespace, indexed_job("grow", 3))

@@ -97,7 +97,8 @@ LEASES = {"headstart-extender": ("headstart", "headstart-extender-admitter"),
           "headstart-overprovisioner": ("headstart-placeholders", "headstart-overprovisioner")}
 
 
-@pytest.mark.parametrize("account", ["headstart-extender", "headstart-overprovisioner"])
+@pytest.mark.parametrize("account", ["headstart-extender", "headstart-overprovisioner",
+                                     "headstart-placeholder-expiry"])
 def test_each_account_may_update_only_its_own_lease(edits_cluster, account):
     """kube-apiserver's own answer (SelfSubjectAccessReview, `kubectl auth can-i`) for
     each component's token: taking another's Lease stops admission or scheduling."""
@@ -136,3 +137,24 @@ def test_the_overprovisioner_writes_workloads_only_where_no_other_account_lives(
     accounts = edits_cluster.kube.list("/api/v1/namespaces/headstart-placeholders/"
                                        "serviceaccounts")
     assert {a["metadata"]["name"] for a in accounts} <= {"default"}
+
+
+def test_the_expiry_job_may_change_replica_counts_and_nothing_else(edits_cluster):
+    """The placeholder expiry CronJob's account: a Deployment's scale subresource and
+    CapacityBuffers in the placeholders' namespace; never a pod template (code to run),
+    never a pod, nothing in headstart's own namespace."""
+    kubeconfig = edits_cluster.token_kubeconfig("headstart", "headstart-placeholder-expiry",
+                                                "expiry-can-i")
+
+    def can(*args: str) -> str:
+        return kubectl_as(kubeconfig, "auth", "can-i", *args).stdout.strip()
+
+    here = ("-n", "headstart-placeholders")
+    assert can("patch", "deployments.apps", "--subresource=scale", *here) == "yes"
+    assert can("list", "deployments.apps", *here) == "yes"
+    assert can("patch", "capacitybuffers.autoscaling.x-k8s.io", *here) == "yes"
+    assert can("patch", "deployments.apps", *here) == "no"
+    assert can("create", "pods", *here) == "no"
+    assert can("delete", "deployments.apps", *here) == "no"
+    assert can("list", "deployments.apps", "-n", "headstart") == "no"
+    assert can("list", "pods", "--all-namespaces") == "no"
