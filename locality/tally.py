@@ -12,7 +12,7 @@ pods summed by role, node, group and domain), so the context a request builds fr
 placement does not walk the job's nodes either.
 
 The totals, over the pods the cache sees (Failed and Succeeded ones set apart as
-`job_placement` treats them):
+`job_placement` treats them; Terminating ones are no members at all, `add`):
 - on_node: (node, role) -> unfinished pods bound there;
 - waiting: request -> unfinished pods not bound;
 - roles: role -> unfinished pods; workers: request -> unfinished workers;
@@ -72,9 +72,14 @@ class JobTally:
         return len(self.members)
 
     def add(self, pod: Pod) -> None:
-        """Count `pod` (a new pod, or a new version of a member: it replaces the old)."""
+        """Count `pod` (a new pod, or a new version of a member: it replaces the old). A
+        Terminating pod is no member: it is leaving, so it neither places the job nor
+        counts toward its size (or a restarted job would be pinned to the domain its
+        old pods are leaving)."""
         if pod.uid in self.members:
             self.remove(pod.uid)
+        if pod.deleting:
+            return
         role = role_of(pod, self.config)
         self.members[pod.uid] = pod
         self.role_of[pod.uid] = role

@@ -2,7 +2,7 @@
 as installed, with a real owner: a batch/v1 Indexed Job (no podFailurePolicy, so the
 Job controller replaces a pod as soon as it is Terminating, its default
 podReplacementPolicy) whose pods keep running while Terminating (kwok stage: the
-annotation e2e/held-terminating, a container slow to stop within its grace period).
+annotation e2e/held-terminating, and a 300 s grace period: a container slow to stop).
 
 The cluster: pg-a and pg-b, 2 8-GPU nodes each. A 2-pod job runs whole in one group;
 both its pods are deleted and held Terminating there, still on their nodes. The Job
@@ -41,6 +41,11 @@ def terminating_cluster(e2e_clusters):
 
 def slow_job(name: str, size: int) -> dict[str, Any]:
     job = indexed_job(name, size)
+    # Without a podFailurePolicy a deleted pod counts as a failure: room for two.
+    job["spec"]["backoffLimit"] = 4
+    # A real grace period (the e2e pods have 0, so a deleted one goes as soon as the Job
+    # controller drops its tracking finalizer): the pod stays, Terminating, on its node.
+    job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 300
     annotations = job["spec"]["template"]["metadata"]["annotations"]
     annotations["e2e/runs-until-deleted"] = "true"
     annotations[HELD] = "true"

@@ -166,6 +166,19 @@ def test_finished_pods_are_neither_placed_nor_remaining():
     assert (placement.placed, placement.remaining_pods) == ((), 1)
 
 
+def test_terminating_pods_neither_place_the_job_nor_count():
+    # A restarted job: its old pods still run, Terminating, in their group. They are no
+    # member of the new attempt, so they must not make its home there (under
+    # `required` the filter would pass only that group's nodes, where the admitter sent
+    # the new attempt elsewhere: found by tests/e2e/test_gang_terminating.py).
+    leaving = [replace(W[0], node_name="n1", deleting=True),
+               replace(W[2], node_name="n2", deleting=True)]
+    placement = job_placement(W[1], JOB, JobPolicy(job_size=2), leaving,
+                              AssumedPlacements(), 0.0, CONFIG)
+    assert placement.placed == ()
+    assert placement.remaining_pods == 2  # the pod and the one still to come
+
+
 @pytest.mark.parametrize(
     ("phase_flags", "remaining"),
     [
