@@ -25,7 +25,7 @@ import logging
 import time
 from typing import Any
 
-from bucketing.errors import ConfigError, HeadstartError
+from bucketing.errors import HeadstartError
 from bucketing.logs import LOG_FORMATS
 
 log = logging.getLogger("headstart.expire-placeholders")
@@ -58,11 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from overprovisioner.config.load import load_config
 
     configure_logging(args.log_format, "info")
-    try:
-        config = load_config(args.config)
-    except ConfigError as error:
-        log.error("config: %s", error)
-        return 2
+    # A bad config or kubeconfig is a ConfigError: `headstart` prints it in one line, 2.
+    config = load_config(args.config)
     api_client = load_api_client(args.kubeconfig)
     try:
         shrunk = expire_once(config, api_client, time.time())

@@ -111,7 +111,7 @@ def test_a_good_kubeconfig_makes_one_attempt_per_request(tmp_path) -> None:
     assert client.configuration.retries == 0
 
 
-@pytest.mark.parametrize("command", ["extender", "overprovisioner"])
+@pytest.mark.parametrize("command", ["extender", "overprovisioner", "expire-placeholders"])
 @pytest.mark.parametrize("kind, content, message", [CASES[0], CASES[1], CASES[5]],
                          ids=["yaml-syntax", "binary", "unknown-context"])
 def test_every_command_with_kubeconfig_exits_2_with_one_line(
@@ -125,7 +125,9 @@ def test_every_command_with_kubeconfig_exits_2_with_one_line(
                       f"{tmp_path / 'h.sqlite'}}}\n")
     argv = {"extender": ["extender", "--kubeconfig", str(path)],
             "overprovisioner": ["overprovisioner", "--config", str(config),
-                                "--kubeconfig", str(path), "--dry-run"]}[command]
+                                "--kubeconfig", str(path), "--dry-run"],
+            "expire-placeholders": ["expire-placeholders", "--config", str(config),
+                                    "--kubeconfig", str(path)]}[command]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -149,5 +151,5 @@ def test_the_kubeconfig_test_above_covers_every_command_that_takes_one() -> None
     # A new command with --kubeconfig must join the parametrized test above.
     from headstart.cli import build_parser
 
-    assert sorted(_commands_with_kubeconfig(build_parser())) == [("extender",),
-                                                                 ("overprovisioner",)]
+    assert sorted(_commands_with_kubeconfig(build_parser())) == [
+        ("expire-placeholders",), ("extender",), ("overprovisioner",)]
