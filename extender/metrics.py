@@ -274,4 +274,4 @@ class _AdmitterCollector(Collector):
                                 "Autoscaler groups whose room the admitter cannot know "
                                 "(GET /admission: unknown_room); jobs beyond known room "
                                 "are released to the autoscaler while it is not 0.",
-                                value=len(admitter.last_unknown))
+                                value=len(admitter.last_plan.unknown_room))

@@ -170,7 +170,6 @@ class Admitter:
         self.autoscaler = AutoscalerStatus()
         """The last read of cluster-autoscaler's status ConfigMap."""
         self.last_rooms: dict[str, LevelRoom] = {}
-        self.last_unknown: tuple[str, ...] = ()
         self._status_read_at: float | None = None
         self._custom = Throttled(k8s.CustomObjectsApi(api_client), self.throttle) \
             if api_client is not None else None
@@ -231,7 +230,6 @@ class Admitter:
         planned = plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
                        gathered.releases, candidates(records, pods_of_job),
                        leaving(records, pods_of_job), unknown, wider)
-        self.last_unknown = unknown
         return planned, {job.key: job for job in gathered.jobs}, rooms
 
     def explain(self, pod: Pod) -> dict[str, Any] | None:
@@ -268,7 +266,7 @@ class Admitter:
                            for p in last.preemptions],
             "autoscaler_status": self.autoscaler.detail,
             "nodepools": self.nodepools_detail,
-            "unknown_room": list(self.last_unknown),
+            "unknown_room": list(last.unknown_room),
             "headroom": [{"domain": f"{level}={value}", "node_group": new.group,
                           "nodes": new.count, "source": new.source}
                          for level, room in sorted(self.last_rooms.items())

@@ -229,7 +229,8 @@ def plan(
                 and held <= waited < held + config.head_hold_seconds):
             head = (job, domain, bins[domain])
             bins[domain] = partial
-    return Plan(tuple(admissions), tuple(waiting), tuple(releases), tuple(preemptions))
+    return Plan(tuple(admissions), tuple(waiting), tuple(releases), tuple(preemptions),
+                tuple(unknown))
 
 
 def _widened(job: GatedJob, demand: Demand, rooms: Mapping[str, LevelRoom],

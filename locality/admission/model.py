@@ -197,3 +197,5 @@ class Plan:
     waiting: tuple[Waiting, ...] = ()
     releases: tuple[Release, ...] = ()
     preemptions: tuple[Preemption, ...] = ()
+    unknown_room: tuple[str, ...] = ()
+    """The autoscaler's groups whose room the round could not know (`assign`, rule 4)."""

@@ -602,6 +602,10 @@ async def test_as_shipped_a_job_beyond_known_room_is_released_to_the_autoscaler(
     summary = admitter.summary()
     assert summary["unknown_room"] == ["cluster-autoscaler node group p4d-pg-a",
                                        "cluster-autoscaler node group p4d-pg-b"]
+    from extender.metrics import ExtenderMetrics
+    metrics = ExtenderMetrics()
+    metrics.watch_admitter(admitter)
+    assert "headstart_admitter_unknown_room_groups 2.0" in metrics.render().decode()
     assert summary["nodepools"].startswith("karpenter.sh/v1 NodePools not served")
     pod = pod_of(fake_kube, "big-0")
     assert pod["metadata"]["annotations"]["headstart.io/domain"] == "placement-group=pg-a"
@@ -681,6 +685,10 @@ async def test_a_429_from_the_api_server_is_retried_after_its_retry_after_in_the
     assert (outcome.patched, outcome.failed) == (4, 0)
     assert time.monotonic() - started >= 1.0  # the Retry-After was waited
     assert admitter.throttle.retries_total == 2
+    from extender.metrics import ExtenderMetrics
+    metrics = ExtenderMetrics()
+    metrics.watch_admitter(admitter)
+    assert "headstart_admitter_api_retries_total 2.0" in metrics.render().decode()
     patches = [path for method, path, _ in fake_kube.requests
                if method == "PATCH" and "/pods/four-" in path]
     assert len(patches) == 6 and len(set(patches)) == 4
