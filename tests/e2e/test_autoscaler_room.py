@@ -52,8 +52,13 @@ def test_as_shipped_cluster_autoscaler_groups_nobody_named_do_not_hold_a_job(
         assert status["reason"] == "RoomUnknown", status
         assert status["domain"] == "placement-group=pg-a", status
         assert "p4d-pg-a" in status["message"] and "p4d-pg-b" in status["message"], status
-        warned = events(cluster, namespace, "HeadstartRoomUnknown")
-        assert len(warned) == 3 and {e["type"] for e in warned} == {"Warning"}, warned
+        # The record is written before the pods are patched, their Events after.
+        def warned_pods():
+            found = events(cluster, namespace, "HeadstartRoomUnknown")
+            return found if len(found) == 3 else NotYet(f"{len(found)} Events")
+
+        warned = cluster.wait("a HeadstartRoomUnknown Event per pod", warned_pods, 30, LOGS)
+        assert {e["type"] for e in warned} == {"Warning"}, warned
         unknown = extender.get("/admission").json()["unknown_room"]
         assert unknown == ["cluster-autoscaler node group p4d-pg-a",
                            "cluster-autoscaler node group p4d-pg-b"], unknown
