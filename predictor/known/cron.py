@@ -6,6 +6,8 @@ kube-controller-manager's zone on managed clusters), parsed with croniter (stand
 five fields and the @hourly/@daily/@weekly/@monthly/@yearly descriptors, day-of-month
 and day-of-week OR-ed as Vixie cron and Kubernetes' robfig/cron do; `@every` is not
 supported and the CronJob is left out). Then whether that run adds demand:
+- headstart's own CronJob (`model.headstart_own`: the placeholder-expiry job, a small
+  CPU pod every 5 minutes): not demand, never counted;
 - `spec.suspend: true`: no run;
 - `spec.concurrencyPolicy: Forbid` with a run active (`status.active`): the run is
   skipped if the active one is still going, which is the likelier case: not counted;
@@ -36,7 +38,14 @@ from croniter import CroniterBadDateError, croniter
 from bucketing.errors import InputError
 from bucketing.replicas import job_spec_pods
 from bucketing.resources import Resources
-from predictor.known.model import KnownItem, Meta, mapping, open_object, template_request
+from predictor.known.model import (
+    KnownItem,
+    Meta,
+    headstart_own,
+    mapping,
+    open_object,
+    template_request,
+)
 
 
 @dataclass(frozen=True)
@@ -101,7 +110,7 @@ def cron_items(crons: Iterable[CronJob], now_s: float, lead_s: float) -> list[Kn
     """One item per CronJob whose next run is due within lead_s and adds demand."""
     items = []
     for cron in crons:
-        if cron.suspended or cron.pods == 0:
+        if cron.suspended or cron.pods == 0 or headstart_own(cron.meta):
             continue
         if cron.active and cron.concurrency_policy in ("Forbid", "Replace"):
             continue

@@ -57,6 +57,8 @@ KUBEFLOW_REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 # v1 also sets it, to `master` on a master, after the replica type read first.
 KUBEFLOW_JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 COSCHEDULING_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+# Stamped on every object headstart's manifests install (manifests/base/kustomization.yaml).
+PART_OF_LABEL = "app.kubernetes.io/part-of"
 VOLCANO_GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 COSCHEDULING_POD_GROUP = "scheduling.x-k8s.io/PodGroup"
 VOLCANO_POD_GROUP = "scheduling.volcano.sh/PodGroup"
@@ -173,6 +175,14 @@ def parse_meta(obj: Mapping[str, Any], where: str) -> Meta:
         annotations=dict(mapping(metadata.get("annotations"), f"{where}.metadata.annotations")),
         owners=tuple(owners),
     )
+
+
+def headstart_own(meta: Meta) -> bool:
+    """True for an object headstart's manifests installed (`app.kubernetes.io/part-of:
+    headstart`): its own maintenance work (the placeholder-expiry CronJob) runs on the
+    nodes headstart itself runs on and is never training demand. A tenant who forges the
+    label on their own work only withholds its known demand from their own placeholders."""
+    return meta.labels.get(PART_OF_LABEL) == "headstart"
 
 
 def open_object(obj: Mapping[str, Any], kind: str

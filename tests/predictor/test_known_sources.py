@@ -247,6 +247,18 @@ def test_cronjob_next_run(obj, lead, expected):
     assert summary(cron.cron_items([cron.parse_cronjob(obj, GPU)], NOW, lead)) == expected
 
 
+def test_headstarts_own_cronjob_is_never_known_demand():
+    """The placeholder-expiry CronJob the manifests install (part-of: headstart) would
+    otherwise hold a whole node of the cheapest bucket before each 5-minute run; the same
+    CronJob with another part-of value still counts."""
+    own = cronjob()
+    own["metadata"]["labels"] = {"app.kubernetes.io/part-of": "headstart"}
+    other = cronjob()
+    other["metadata"]["labels"] = {"app.kubernetes.io/part-of": "nightly-retrain"}
+    items = cron.cron_items([cron.parse_cronjob(o, GPU) for o in (own, other)], NOW, 2 * HOUR)
+    assert summary(items) == [("cronjobs", "retrain", 2, 3600)]
+
+
 def test_cronjob_key_is_the_job_the_controller_will_create():
     item, = cron.cron_items([cron.parse_cronjob(cronjob(), GPU)], NOW, 2 * HOUR)
     # 09:00Z = NOW + 3600 = 1_800_003_600 s = 30_000_060 minutes
