@@ -14,6 +14,8 @@ ENV PATH=/opt/headstart/bin:$PATH
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY common ./common
+COPY kube ./kube
 COPY bucketing ./bucketing
 COPY locality ./locality
 COPY predictor ./predictor

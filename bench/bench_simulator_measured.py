@@ -109,8 +109,9 @@ def measure_workload(spec: Spec, traces: Path) -> dict:
     """Every run of `spec` and the assessment of each judged one."""
     from bucketing.catalog import load_catalog
     from overprovisioner.config import OverprovisionerConfig
-    from overprovisioner.planner.policy_names import parse_policy_name
-    from overprovisioner.sim.compare import assess, default_policies, run_policies
+    from overprovisioner.policy_names import parse_policy_name
+    from overprovisioner.sim.assess import assess
+    from overprovisioner.sim.compare import default_policies, run_policies
     from overprovisioner.sim.config import SimConfig
     from overprovisioner.sim.summary import build_verdict_for
     from overprovisioner.sim.workload import build_workload

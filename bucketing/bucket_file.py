@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bucketing.errors import ConfigError
-from bucketing.yamlfile import load_yaml_file
+from common.errors import ConfigError
+from common.yamlfile import load_yaml_file
 
 SHAPE_HELP = (
     "`buckets: {catalog, instance_types: [...]}` as `headstart buckets tune --out` writes, "

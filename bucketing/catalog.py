@@ -16,9 +16,9 @@ from importlib import resources as package_files
 from pathlib import Path
 from typing import Any
 
-from bucketing.errors import ConfigError, InputError
 from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, parse_resource_quantity
-from bucketing.yamlfile import load_yaml_file, parse_yaml_text
+from common.errors import ConfigError, InputError
+from common.yamlfile import load_yaml_file, parse_yaml_text
 
 BUILTIN_CATALOGS = ("aws", "gcp")
 

@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from bucketing.errors import InputError
 from bucketing.gpu_sharing import GPU_SHARING_HELP, rounded_note
+from common.errors import InputError
 
 DEFAULT_MAX_TYPES = 4  # bucketing.tune.DEFAULT_MAX_TYPES; not imported: --help stays fast
 
@@ -159,10 +159,10 @@ def table_text(report) -> str:
 def run_tune(args: argparse.Namespace) -> int:
     from bucketing.catalog import load_catalog
     from bucketing.demand import snapshots
-    from bucketing.durations import parse_duration
-    from bucketing.outpath import check_output_file
-    from bucketing.progress import Progress
     from bucketing.tune import tune
+    from common.durations import parse_duration
+    from common.outpath import check_output_file
+    from common.progress import Progress
 
     tick_s = parse_duration(args.tick, "--tick")
     if args.max_types < 1:

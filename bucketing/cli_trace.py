@@ -12,21 +12,13 @@ import json
 import sys
 from typing import Any
 
-from bucketing.durations import parse_duration
+from common.durations import parse_duration
 
 FORMATS_HELP = "alibaba-openb, alibaba-dlrm or headstart"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    trace = subparsers.add_parser(
-        "trace",
-        help="write the synthetic workload or inspect a demand trace",
-        description="Demand traces: headstart's seeded synthetic workload, and the public "
-        f"trace formats it reads ({FORMATS_HELP}, plain or gzip).",
-    )
-    commands = trace.add_subparsers(dest="trace_command", metavar="SUBCOMMAND")
-    commands.required = True
-
+def add_trace_commands(commands: argparse._SubParsersAction) -> None:
+    """`trace synth` and `trace inspect` (the `trace` family is built by headstart.cli)."""
     synth = commands.add_parser(
         "synth",
         help="write the seeded synthetic workload as a job-table CSV",
@@ -63,9 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_synth(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from bucketing.outpath import check_output_file
     from bucketing.synthetic import SyntheticWorkload, generate
     from bucketing.traces import write_job_table
+    from common.outpath import check_output_file
 
     check_output_file(args.out, "--out")
     config = SyntheticWorkload(seed=args.seed, days=args.days)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bucketing.errors import InputError
 from bucketing.jobtable import JobTable
+from common.errors import InputError
 
 GIB = 1024**3
 
@@ -106,7 +106,7 @@ def tick_times(start_s: float, end_s: float, tick_s: float, source: str = "") ->
     return start_s + tick_s * np.arange(count, dtype=np.float64)
 
 
-def _interval_ticks(times: np.ndarray, begin: np.ndarray, stop: np.ndarray) -> tuple:
+def interval_ticks(times: np.ndarray, begin: np.ndarray, stop: np.ndarray) -> tuple:
     """First tick index inside [begin, stop) and the first after it, per pod.
 
     NaN begin = never (empty interval); NaN stop = never ends.
@@ -120,7 +120,7 @@ def _interval_ticks(times: np.ndarray, begin: np.ndarray, stop: np.ndarray) -> t
     return first, after
 
 
-def _csr(first: np.ndarray, after: np.ndarray, tick_count: int) -> tuple:
+def intervals_csr(first: np.ndarray, after: np.ndarray, tick_count: int) -> tuple:
     """CSR (offsets, rows) of the pods whose tick range [first, after) holds each tick."""
     counts = np.zeros(tick_count + 1, dtype=np.int64)
     np.add.at(counts, first, 1)
@@ -160,11 +160,11 @@ def snapshots(
     begin = frame["start_s"].to_numpy(dtype=np.float64)
     finish = frame["end_s"].to_numpy(dtype=np.float64)
 
-    run_first, run_after = _interval_ticks(times, begin, finish)
+    run_first, run_after = interval_ticks(times, begin, finish)
     # A pod deleted while still pending (NaN start, an end time) stops waiting then.
-    wait_first, wait_after = _interval_ticks(times, submit, np.fmin(begin, finish))
-    running_offsets, running_index = _csr(run_first, run_after, len(times))
-    pending_offsets, pending_index = _csr(wait_first, wait_after, len(times))
+    wait_first, wait_after = interval_ticks(times, submit, np.fmin(begin, finish))
+    running_offsets, running_index = intervals_csr(run_first, run_after, len(times))
+    pending_offsets, pending_index = intervals_csr(wait_first, wait_after, len(times))
     return DemandSnapshots(
         tick_s=float(tick_s),
         times=times,
@@ -204,8 +204,8 @@ def totals(table: JobTable, snaps: DemandSnapshots) -> pd.DataFrame:
         "pods": (np.ones(len(frame), dtype=np.int64), None),
     }
     intervals = {
-        "running": _interval_ticks(snaps.times, begin, finish),
-        "pending": _interval_ticks(snaps.times, submit, np.fmin(begin, finish)),
+        "running": interval_ticks(snaps.times, begin, finish),
+        "pending": interval_ticks(snaps.times, submit, np.fmin(begin, finish)),
     }
     columns: dict[str, np.ndarray] = {}
     for state, (first, after) in intervals.items():

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bucketing.errors import InputError
+from common.errors import InputError
 
 # A count of 2.0000000001 (float sums of GiB) is two buckets, not three.
 COUNT_EPSILON = 1e-9

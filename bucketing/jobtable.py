@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bucketing.errors import InputError
+from common.errors import InputError
 
 COLUMNS: dict[str, str] = {
     "pod": "object",
@@ -173,6 +173,3 @@ def gpu_model_requirements(table: JobTable) -> np.ndarray:
     return np.full(len(table.frame), "", dtype=object)
 
 
-def empty_frame() -> pd.DataFrame:
-    """A canonical frame with no rows (for builders that append)."""
-    return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in COLUMNS.items()})

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bucketing.demand import _csr, _interval_ticks, resource_matrix
+from bucketing.demand import interval_ticks, intervals_csr, resource_matrix
 from bucketing.embed import embed_series, round_up
-from bucketing.errors import InputError
 from bucketing.jobtable import KNOWN_AT, JobTable, known_at
+from common.errors import InputError
 
 
 def known_per_tick(table: JobTable, buckets: np.ndarray, times: np.ndarray,
@@ -48,8 +48,8 @@ def known_counts(vectors: np.ndarray, known: np.ndarray, submit: np.ndarray,
     if not horizon_s > 0:
         raise InputError(f"known demand: horizon must be positive, got {horizon_s}")
     times = np.asarray(times, dtype=np.float64)
-    first, after = _interval_ticks(times, _counted_from(known, submit, horizon_s), submit)
-    offsets, rows = _csr(first, after, len(times))
+    first, after = interval_ticks(times, _counted_from(known, submit, horizon_s), submit)
+    offsets, rows = intervals_csr(first, after, len(times))
     per_tick = [rows[offsets[i]:offsets[i + 1]] for i in range(len(times))]
     return round_up(embed_series(vectors, buckets, per_tick, bucket_of))
 

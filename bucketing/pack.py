@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bucketing.embed import assign, bucket_sums, counts_from_sums, round_up
-from bucketing.errors import InputError
+from common.errors import InputError
 
 # Float slack when asking "does one more item fit": 4 x 0.905 CPUs fill 3.62 CPUs.
 FIT_EPSILON = 1e-9

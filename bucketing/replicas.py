@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bucketing.errors import InputError
+from common.errors import InputError
 
 KUBEFLOW_REPLICA_SPECS: dict[str, str] = {
     "PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs",

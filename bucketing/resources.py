@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from kubernetes.utils.quantity import parse_quantity
 
-from bucketing.errors import InputError
+from common.errors import InputError
 
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 GIB = 1024**3

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bucketing.errors import InputError
 from bucketing.tune_report import Candidate, TuneReport
+from common.errors import InputError
 
 
 def candidate_name(candidate: Candidate) -> str:

@@ -52,7 +52,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from bucketing.errors import ConfigError, InputError
+from common.errors import ConfigError, InputError
 from extender.admission.admitter import Admitter
 from extender.binder import Binder
 from extender.cache import ClusterCache

@@ -26,7 +26,7 @@ charges the bindings it newly shows, except on nodes whose NRT zones changed dur
 the gap (that change most likely counts them). An identical republish changes nothing.
 
 Threading: every method runs on the event-loop thread. The watch threads
-(`extender.watch`) only parse JSON and hand the parsed objects over with
+(`kube.informer`, started by `extender.sync`) only parse JSON and hand the parsed objects over with
 `loop.call_soon_threadsafe`, so the handlers read a consistent view without locks.
 
 Must not: do I/O, or decide placements (that is `locality`).

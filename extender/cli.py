@@ -1,7 +1,7 @@
 """`headstart extender`: run the scheduler extender service.
 
 Decides: how the command line, the YAML config and the Kubernetes client configuration
-(bucketing.kube_client: `--kubeconfig`, else in-cluster in a pod, else the default
+(kube.client: `--kubeconfig`, else in-cluster in a pod, else the default
 kubeconfig) are put together, TLS, and graceful shutdown: on SIGTERM aiohttp stops accepting, lets
 in-flight requests finish for up to `shutdown_timeout_seconds`, then the cleanup
 context stops the watch threads.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bucketing.logs import LOG_FORMATS
+from common.logs import LOG_FORMATS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -61,10 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bucketing.api_reachability import monitor_reachability
-    from bucketing.kube_client import load_api_client
-    from bucketing.logs import configure_logging
+    from common.logs import configure_logging
     from extender.config import load_config
+    from kube.client import load_api_client
+    from kube.reachability import monitor_reachability
 
     config = load_config(args.config).with_overrides(
         port=args.port, ops_port=args.ops_port, gate_webhook_port=args.gate_webhook_port,
@@ -85,14 +85,14 @@ def serve(config, api_client) -> None:
 
     from aiohttp import web
 
-    from bucketing.errors import ConfigError
+    from common.errors import ConfigError
     from extender.app import METRICS, create_app, serve_ops
     from extender.binder import ApiBinder
     from extender.cache import ClusterCache
     from extender.gate_webhook import GATE_APP, create_gate_app, serve_gate
     from extender.sync import ClusterSync
     from extender.tls import server_context
-    from extender.watch import WatchSettings
+    from kube.informer import WatchSettings
 
     ssl_context = None
     if config.tls_cert_file and config.tls_key_file:
@@ -122,8 +122,8 @@ def serve(config, api_client) -> None:
     if config.admission.enabled:
         import os
 
-        from bucketing.leader import LeaderElector
         from extender.admission.admitter import GIL_SWITCH_SECONDS, Admitter
+        from kube.leader import LeaderElector
 
         admission = config.admission
         elector = LeaderElector(

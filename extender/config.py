@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from bucketing.errors import ConfigError
-from bucketing.logs import LOG_FORMATS
-from bucketing.yamlfile import load_yaml_file
+from common.errors import ConfigError
+from common.logs import LOG_FORMATS
+from common.yamlfile import load_yaml_file
 from locality.admission.config import AdmissionConfig
 from locality.config import LocalityConfig
 

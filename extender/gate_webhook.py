@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bucketing.errors import ConfigError
+from common.errors import ConfigError
 from extender.config import ExtenderConfig
 from extender.metrics import ExtenderMetrics
 from locality.admission.gate import gate_patch, gates

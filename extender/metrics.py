@@ -53,7 +53,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from extender.cache import NODES, PODS, TOPOLOGIES, ClusterCache
-from extender.watch import WatchStatus
+from kube.informer import WatchStatus
 from locality.filter import FilterResult, ReasonCode
 
 _LATENCY_BUCKETS = (
@@ -219,8 +219,8 @@ class _CacheCollector(Collector):
         )
         for status in self._statuses():
             streaming.add_metric([status.kind], 1.0 if status.streaming else 0.0)
-            if status.last_event_monotonic is not None:
-                age.add_metric([status.kind], now - status.last_event_monotonic)
+            if status.last_event is not None:
+                age.add_metric([status.kind], now - status.last_event)
             errors.add_metric([status.kind], status.errors_total)
             relists.add_metric([status.kind], status.relists_total)
             parse_errors.add_metric([status.kind], status.parse_errors_total)

@@ -31,7 +31,7 @@ from kubernetes import client as k8s
 
 from extender.cache import NODES, PODS, TOPOLOGIES, ClusterCache
 from extender.resolve import Resolver
-from extender.watch import ResourceWatch, WatchSettings, WatchStatus
+from kube.informer import ListWatch, Sink, WatchSettings, WatchStatus
 from locality.admission import record as gang
 from locality.config import LocalityConfig
 from locality.dra import parse_resource_claim, parse_resource_claim_template, parse_resource_slice
@@ -49,6 +49,12 @@ RESOURCE_CLAIMS = "resourceclaims"
 RESOURCE_CLAIM_TEMPLATES = "resourceclaimtemplates"
 POD_GROUPS = "podgroups"
 GANGS = "gangs.headstart.io"
+
+
+def on_loop(loop: asyncio.AbstractEventLoop, sink: Sink) -> Sink:
+    """A watch sink that hands each delivery to `sink` on the event loop, where all cache
+    mutation happens (a closed loop raises RuntimeError, which ends the watch)."""
+    return lambda op, payload: loop.call_soon_threadsafe(sink, op, payload)
 
 
 class ClusterSync:
@@ -80,7 +86,7 @@ class ClusterSync:
         self._stale_after = stale_after_seconds
         self.resolver = Resolver(config)
         cache.resolve_pod = self.resolver.pod  # the request path's pods, resolved alike
-        self.watches: list[ResourceWatch] = []
+        self.watches: list[ListWatch] = []
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the watch threads (a second call does nothing)."""
@@ -89,25 +95,25 @@ class ClusterSync:
         core = k8s.CoreV1Api(self._api_client)
         config = self._config
         self.watches = [
-            ResourceWatch(
+            ListWatch(
                 NODES, core.list_node, functools.partial(parse_node, config=config),
-                self._node_sink, loop, self._settings,
+                on_loop(loop, self._node_sink), self._settings,
             ),
-            ResourceWatch(
+            ListWatch(
                 PODS, core.list_pod_for_all_namespaces, functools.partial(parse_pod, config=config),
-                self._pod_sink, loop, self._settings,
+                on_loop(loop, self._pod_sink), self._settings,
             ),
         ]
         if self._watch_topology:
             custom = k8s.CustomObjectsApi(self._api_client)
             self.watches.append(
-                ResourceWatch(
+                ListWatch(
                     TOPOLOGIES,
                     functools.partial(
                         custom.list_cluster_custom_object, NRT_GROUP, NRT_VERSION, NRT_PLURAL
                     ),
                     functools.partial(parse_node_topology, config=config),
-                    self._topology_sink, loop, self._settings, optional=True,
+                    on_loop(loop, self._topology_sink), self._settings, optional=True,
                 )
             )
         else:
@@ -132,16 +138,16 @@ class ClusterSync:
             watch.start()
 
     def _optional_watch(self, loop: asyncio.AbstractEventLoop, group: str, version: str,
-                        plural: str, kind: str, parse: Any, sink: Any) -> ResourceWatch:
+                        plural: str, kind: str, parse: Any, sink: Any) -> ListWatch:
         """A watch of a kind some clusters do not serve (404: absent, re-checked)."""
         custom = k8s.CustomObjectsApi(self._api_client)
-        return ResourceWatch(
+        return ListWatch(
             kind,
             functools.partial(custom.list_cluster_custom_object, group, version, plural),
-            parse, sink, loop, self._settings, optional=True,
+            parse, on_loop(loop, sink), self._settings, optional=True,
         )
 
-    def _dra_watches(self, loop: asyncio.AbstractEventLoop) -> list[ResourceWatch]:
+    def _dra_watches(self, loop: asyncio.AbstractEventLoop) -> list[ListWatch]:
         config = self._config
         return [
             self._optional_watch(
@@ -158,7 +164,7 @@ class ClusterSync:
                 functools.partial(self._claim_sink, "template")),
         ]
 
-    def _pod_group_watches(self, loop: asyncio.AbstractEventLoop) -> list[ResourceWatch]:
+    def _pod_group_watches(self, loop: asyncio.AbstractEventLoop) -> list[ListWatch]:
         return [
             self._optional_watch(
                 loop, group, version, POD_GROUPS, f"{POD_GROUPS}.{group}",
@@ -199,7 +205,7 @@ class ClusterSync:
         if not cache.ready():
             return False, {"reason": "waiting for the first full list", "watches": detail}
         for status in self.statuses():
-            since = status.failing_since_monotonic
+            since = status.failing_since
             if since is not None and now - since > self._stale_after and not status.absent:
                 return False, {
                     "reason": f"{status.kind} watch failing for {now - since:.0f} s "

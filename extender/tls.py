@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ssl
 
-from bucketing.errors import ConfigError
+from common.errors import ConfigError
 
 
 def server_context(cert_file: str, key_file: str, field: str) -> ssl.SSLContext:

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bucketing.errors import InputError
+from common.errors import InputError
 
 _KNOWN_KEYS = ("Pod", "Nodes", "NodeNames")
 _LOWER_TO_KEY = {key.lower(): key for key in _KNOWN_KEYS}

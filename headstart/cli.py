@@ -1,7 +1,9 @@
 """`headstart` command-line entry point: builds the subcommand tree and turns faults into messages.
 
 Each package owns its subcommands in its own `cli.py`, which exposes
-`register(subparsers)`; this module only collects them. Every subcommand sets
+`register(subparsers)`; this module only collects them. The one family two packages
+contribute to, `headstart trace` (files: bucketing; the Prometheus export: predictor),
+is built here, each module adding its subcommands with `add_trace_commands`. Every subcommand sets
 `func` (taking the parsed args, returning an exit code). A `HeadstartError`
 becomes one line on stderr and exit code 2, never a traceback.
 """
@@ -13,14 +15,13 @@ import importlib
 import importlib.metadata
 import sys
 
-from bucketing.errors import HeadstartError
+from bucketing.cli_trace import FORMATS_HELP
+from common.errors import HeadstartError
 
 # The order here is the order `headstart --help` lists them in.
 COMMAND_MODULES = (
-    "bucketing.cli_trace",
     "bucketing.cli_buckets",
     "predictor.cli",
-    "predictor.cli_trace_export",  # adds `trace export`: after bucketing.cli_trace
     "extender.cli",
     "overprovisioner.service.cli",
     "overprovisioner.service.expire_cli",
@@ -37,9 +38,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"headstart {version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
+    _register_trace(subparsers)
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
     return parser
+
+
+# `headstart trace` SUBCOMMAND, in the order its --help lists them.
+TRACE_MODULES = ("bucketing.cli_trace", "predictor.cli_trace_export")
+
+
+def _register_trace(subparsers: argparse._SubParsersAction) -> None:
+    trace = subparsers.add_parser(
+        "trace",
+        help="write the synthetic workload, inspect a demand trace, or export your "
+        "cluster's",
+        description="Demand traces: headstart's seeded synthetic workload, the public "
+        f"trace formats it reads ({FORMATS_HELP}, plain or gzip), and your cluster's pods "
+        "exported from Prometheus.",
+    )
+    commands = trace.add_subparsers(dest="trace_command", metavar="SUBCOMMAND")
+    commands.required = True
+    for module_name in TRACE_MODULES:
+        importlib.import_module(module_name).add_trace_commands(commands)
 
 
 def version() -> str:

@@ -30,16 +30,31 @@ Must not: read the clock, log, or change after construction (apart from that mem
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 
 import numpy as np
 
 from bucketing.resources import Resources
-from locality.context import GroupFit
 from locality.firstfit import Room, fill, group_rows
 from locality.model import NodeState, NodeTopology
 from locality.numa import NumaDemand, NumaFit
 from locality.topology import domains_of
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFit:
+    """How many of the job's remaining pods a placement group (or a topology domain)
+    can hold (first-fit)."""
+
+    group: str
+    pods_that_fit: int
+    pods_needed: int
+
+    @property
+    def holds_job(self) -> bool:
+        return self.pods_that_fit >= self.pods_needed
+
 
 _NUMA_MEMO_CARRIED = 16  # demands whose NUMA verdicts `with_states` carries over
 # Plain ints: comparing an int8 column with an IntEnum member goes through __index__.

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
+from locality.columns import GroupFit, NodeTable
 from locality.config import LocalityConfig
 from locality.jobs import identify, job_policy
 from locality.layout import JobLayout, where_in
@@ -60,20 +61,6 @@ _NO_TOPOLOGIES: Mapping[str, NodeTopology] = {}
 _DEFAULT_CONFIG = LocalityConfig()
 
 Targets = tuple[tuple[str, frozenset[str]], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class GroupFit:
-    """How many of the job's remaining pods a placement group (or a topology domain)
-    can hold (first-fit)."""
-
-    group: str
-    pods_that_fit: int
-    pods_needed: int
-
-    @property
-    def holds_job(self) -> bool:
-        return self.pods_that_fit >= self.pods_needed
 
 
 @dataclass(frozen=True, eq=False)
@@ -331,7 +318,5 @@ def _sizer(
     return fit
 
 
-def _as_table(cluster: Mapping[str, NodeState]):
-    from locality.columns import NodeTable  # columns imports this module
-
+def _as_table(cluster: Mapping[str, NodeState]) -> NodeTable:
     return cluster if isinstance(cluster, NodeTable) else NodeTable(cluster.values())

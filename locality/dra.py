@@ -39,8 +39,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bucketing.errors import InputError
 from bucketing.resources import Devices, Resources, device_tuple
+from common.errors import InputError
 from locality.config import DraGpuSource, LocalityConfig
 from locality.model import Node, Pod
 from locality.parse import json_object, json_string

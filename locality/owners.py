@@ -42,7 +42,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bucketing.errors import InputError
 from bucketing.replicas import (
     KUBEFLOW_REPLICA_SPECS,
     jobset_replicated_jobs,
@@ -51,6 +50,7 @@ from bucketing.replicas import (
     trainjob_num_nodes,
     whole,
 )
+from common.errors import InputError
 from locality.model import Pod
 from locality.parse import json_object, json_string
 

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from bucketing.errors import InputError
 from bucketing.resources import (
     DeviceNames,
     Resources,
@@ -27,6 +26,7 @@ from bucketing.resources import (
     pod_effective_request,
     resources_from_list,
 )
+from common.errors import InputError
 from locality.config import LocalityConfig
 from locality.model import Node, Pod
 from locality.numa import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from locality.constraints import (
     HARD_TAINT_EFFECTS,
     LABEL_OPERATORS,

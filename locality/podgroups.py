@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from locality.model import Pod
 from locality.parse import (
     COSCHEDULING_PODGROUP_GROUP,

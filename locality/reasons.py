@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from locality.context import DecisionContext, GroupFit
+from locality.columns import GroupFit
+from locality.context import DecisionContext
 from locality.numa import NodeTopology, TopologyManagerPolicy
 
 UNKNOWN_NODE_REASON = "node not (yet) in the extender's node cache"

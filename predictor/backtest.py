@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.forecast import Forecaster, NotEnoughHistory, as_history, forward_fill
 from predictor.metrics import ErrorMetrics, error_metrics, tune_margin
 

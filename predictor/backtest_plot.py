@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.backtest import LAST_MARGIN, BacktestResult
 
 MAX_PANELS = 6

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from bucketing.bucket_file import read_bucket_file
-from bucketing.durations import parse_duration
-from bucketing.errors import InputError
 from bucketing.gpu_sharing import GPU_SHARING_HELP, rounded_note
-from bucketing.outpath import check_output_file
+from common.durations import parse_duration
+from common.errors import InputError
+from common.outpath import check_output_file
 from predictor.registry import DEFAULT_MODEL
 
 DEFAULT_MODELS = DEFAULT_MODEL
@@ -88,7 +88,7 @@ def run_backtest(args: argparse.Namespace) -> int:
 
     series, result = compute_backtest(args)
     if args.plot:
-        from bucketing.progress import Progress
+        from common.progress import Progress
         from predictor.backtest_plot import plot_backtest
 
         with Progress().meanwhile("drawing the plot"):
@@ -155,7 +155,7 @@ def compute_backtest(args: argparse.Namespace) -> tuple[Any, Any]:
 
         check_plot_path(Path(args.plot))
         check_output_file(args.plot, "--plot")
-    from bucketing.progress import Progress
+    from common.progress import Progress
 
     progress = Progress()
     with progress.meanwhile("loading the series"):

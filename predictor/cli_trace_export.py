@@ -18,25 +18,15 @@ import argparse
 import re
 from typing import Any
 
-from bucketing.durations import parse_duration
-from bucketing.errors import InputError
+from common.durations import parse_duration
+from common.errors import InputError
 
 DEFAULT_EXCLUDED = ("headstart",)
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
-    # argparse has no public accessor for a parser's sub-command action.
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    raise RuntimeError(f"{parser.prog} has no sub-commands")
-
-
-def register(subparsers: Any) -> None:
-    trace = subparsers.choices.get("trace")
-    if trace is None:
-        raise RuntimeError("predictor.cli_trace_export must come after bucketing.cli_trace")
-    export = _subcommands(trace).add_parser(
+def add_trace_commands(commands: Any) -> None:
+    """`trace export` (the `trace` family is built by headstart.cli)."""
+    export = commands.add_parser(
         "export",
         help="write your cluster's pods, read from Prometheus (kube-state-metrics v2), "
         "as a job-table CSV",
@@ -105,8 +95,8 @@ def run_export(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from bucketing.progress import Progress
     from bucketing.traces import write_job_table
+    from common.progress import Progress
     from predictor.prometheus import PrometheusConfig
     from predictor.trace_export_fetch import fetch_job_table
 

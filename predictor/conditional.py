@@ -87,7 +87,7 @@ class ConditionalIncrease:
         return needs + self.max_horizon if for_fit else needs
 
     def _check_params(self) -> None:
-        from bucketing.errors import InputError
+        from common.errors import InputError
 
         for field in ("max_horizon", "period_ticks", "day_bins", "activity_ticks",
                       "activity_bins", "min_samples"):

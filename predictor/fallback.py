@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bucketing.errors import ConfigError, InputError
+from common.errors import ConfigError, InputError
 
 
 @dataclass(frozen=True)

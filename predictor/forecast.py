@@ -26,7 +26,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 
-from bucketing.errors import InputError
+from common.errors import InputError
 
 DEFAULT_QUANTILES: tuple[float, ...] = (0.9,)
 

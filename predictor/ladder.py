@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bucketing.errors import ConfigError, InputError
+from common.errors import ConfigError, InputError
 from predictor.forecast import as_history, forward_fill
 
 

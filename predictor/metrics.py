@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from bucketing.errors import InputError
+from common.errors import InputError
 
 
 @dataclass(frozen=True)

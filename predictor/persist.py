@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bucketing.errors import ConfigError, HeadstartError
+from common.errors import ConfigError, HeadstartError
 from predictor.forecast import Forecaster
 
 # 2: forecasters keep `peak_grid_` (the quantiles of the most demand over the horizon).

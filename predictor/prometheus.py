@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from bucketing.catalog import InstanceType
-from bucketing.errors import HeadstartError, InputError
 from bucketing.resources import Resources
+from common.errors import HeadstartError, InputError
 from predictor.series import DemandSeries, make_series
 from predictor.snapshot import PodDemand, snapshot_values
 from predictor.store import TOTAL_PREFIX

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bucketing.errors import InputError
+from common.errors import InputError
 
 # 0.005, 0.010, ..., 0.995: levels beyond the ends are read at the nearest end
 # (a few thousand residuals cannot say more about the tails anyway).
@@ -73,18 +73,6 @@ def offsets_at(grid: np.ndarray, q: float, horizon_ticks: int) -> np.ndarray:
     high = min(low + 1, QUANTILE_GRID.size - 1)
     weight = position - low
     return (1.0 - weight) * grid[low, :horizon_ticks] + weight * grid[high, :horizon_ticks]
-
-
-def pinball_loss(actual: np.ndarray, forecast: np.ndarray, q: float) -> float:
-    """Mean quantile (pinball) loss at level q over non-missing actuals.
-
-    Under-forecasts cost q per unit, over-forecasts 1 - q, so the loss is lowest
-    at the true q-quantile. Example: actual 10, forecast 8, q 0.9 -> 0.9 * 2 = 1.8.
-    """
-    actual = np.asarray(actual, dtype=np.float64)
-    error = actual - np.asarray(forecast, dtype=np.float64)
-    loss = np.maximum(q * error, (q - 1.0) * error)
-    return float(np.nanmean(loss))
 
 
 def spread_factors(delta: np.ndarray, target: np.ndarray, levels: tuple[float, ...],

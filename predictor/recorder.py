@@ -1,10 +1,9 @@
 """Live demand recorder: pods (watched from the API) -> per-tick bucket counts -> the history store.
 
 The adapter around the pure core in `predictor.snapshot` (what a tick's demand is, and
-which tick to write when): `Informer` keeps a list+watch cache of one resource with the
-official kubernetes client (list, then watch from the list's resourceVersion; relist on
-410 Gone; exponential backoff on any other error), and `Recorder` writes one snapshot
-per tick into a `HistoryStore`, with an injectable clock and sleep for tests.
+which tick to write when): pods and nodes are cached by `kube.informer.Informer`s (the
+one list+watch implementation), and `Recorder` writes one snapshot per tick into a
+`HistoryStore`, with an injectable clock and sleep for tests.
 
 Restarts: the tick grid is absolute (multiples of tick_s since the Unix epoch), the
 store keeps one row per tick, and ticks between the last one on disk and the first
@@ -15,7 +14,6 @@ no snapshot is better than a made-up one.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -24,21 +22,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bucketing.catalog import InstanceType
-from bucketing.errors import ConfigError, InputError
 from bucketing.labels import PLACEMENT_GROUP_LABELS
+from common.errors import ConfigError
+from kube.informer import Informer, WatchSettings
+from predictor.known.pods import LivePod, live_pod
 from predictor.snapshot import (
-    LivePod,
     TickPlan,
-    live_pod,
     node_group,
     plan_tick,
     snapshot_values,
 )
 from predictor.store import HistoryStore, StoreConfig
-
-LIST_TIMEOUT_S = 60.0
-CONNECT_TIMEOUT_S = 10.0
-WATCH_READ_SLACK_S = 30.0  # past the server's own watch timeout before giving up a read
 
 # ------------------------------------------------------------------------------- config
 
@@ -77,6 +71,17 @@ class RecorderConfig:
     placement_group_labels: tuple[str, ...] = PLACEMENT_GROUP_LABELS
     """Node label keys naming a node's placement group, first match wins (the
     overprovisioner puts its `placeholders.placement_group_label` first)."""
+
+    @property
+    def max_stale_s(self) -> float:
+        """How long a failing watch's cache still counts as fresh."""
+        return self.max_stale_ticks * self.tick_s
+
+    def watch_settings(self) -> WatchSettings:
+        """The settings of the recorder's informers (and the known-demand reader's)."""
+        return WatchSettings(watch_timeout_seconds=self.watch_timeout_s,
+                             backoff_initial_seconds=self.backoff_initial_s,
+                             backoff_max_seconds=self.backoff_max_s)
 
 
 def recorder_config_from_mapping(raw: Any, source: str) -> RecorderConfig:
@@ -135,158 +140,6 @@ def recorder_config_from_mapping(raw: Any, source: str) -> RecorderConfig:
 # ------------------------------------------------------------------------------ adapter
 
 
-class Informer:
-    """A list+watch cache of one resource's raw JSON objects, refreshed in its own thread.
-
-    list_call: a kubernetes client list method (e.g. CoreV1Api.list_pod_for_all_namespaces).
-    parse: raw object -> cached value, or None to leave it out (a placeholder pod).
-    on_event: told (type, raw object) of every watch event after it is applied (not of
-        relists), in the informer's thread; e.g. the overprovisioner's preemption wake-up.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        list_call: Callable[..., Any],
-        parse: Callable[[Mapping[str, Any]], Any],
-        config: RecorderConfig,
-        clock: Callable[[], float] = time.time,
-        list_kwargs: Mapping[str, Any] | None = None,
-        on_event: Callable[[str, Mapping[str, Any]], None] | None = None,
-    ) -> None:
-        self.name = name
-        self._on_event = on_event
-        self._list_call = list_call
-        self._parse = parse
-        self._config = config
-        self._clock = clock
-        self._list_kwargs = dict(list_kwargs or {})
-        self._lock = threading.Lock()
-        self._items: dict[str, Any] = {}
-        self._resource_version = ""
-        self.synced = threading.Event()
-        self.failing_since: float | None = None
-        self.relists = 0
-        self.errors = 0
-        self.unparseable = 0
-        self.last_error = ""
-
-    def items(self) -> dict[str, Any]:
-        with self._lock:
-            return dict(self._items)
-
-    def fresh(self, now_s: float, max_stale_s: float) -> bool:
-        """Listed at least once and not failing for longer than max_stale_s."""
-        failing = self.failing_since
-        return self.synced.is_set() and (failing is None or now_s - failing <= max_stale_s)
-
-    def _key(self, obj: Mapping[str, Any]) -> str:
-        metadata = obj.get("metadata") or {}
-        return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
-
-    def _parsed(self, obj: Mapping[str, Any]) -> Any:
-        """The cached value of `obj`; an object we cannot read is left out and counted."""
-        try:
-            return self._parse(obj)
-        except InputError:
-            self.unparseable += 1
-            return None
-
-    def _relist(self) -> None:
-        response = self._list_call(_preload_content=False, _request_timeout=LIST_TIMEOUT_S,
-                                   **self._list_kwargs)
-        body = json.loads(response.data)
-        items: dict[str, Any] = {}
-        for obj in body.get("items") or []:
-            value = self._parsed(obj)
-            if value is not None:
-                items[self._key(obj)] = value
-        with self._lock:
-            self._items = items
-            self._resource_version = (body.get("metadata") or {}).get("resourceVersion", "")
-        self.relists += 1
-        self.synced.set()
-
-    def _apply(self, event: Mapping[str, Any]) -> None:
-        obj = event.get("object") or {}
-        if event.get("type") == "BOOKMARK":
-            with self._lock:
-                self._resource_version = (obj.get("metadata") or {}).get(
-                    "resourceVersion", self._resource_version)
-            return
-        key = self._key(obj)
-        value = None if event.get("type") == "DELETED" else self._parsed(obj)
-        with self._lock:
-            if value is None:
-                self._items.pop(key, None)
-            else:
-                self._items[key] = value
-            version = (obj.get("metadata") or {}).get("resourceVersion")
-            if version:
-                self._resource_version = version
-        if self._on_event is not None:
-            self._on_event(str(event.get("type")), obj)
-
-    def run(self, stop: threading.Event) -> None:
-        """List, then watch until `stop`; relist on 410 Gone or a bad event; back off on errors."""
-        from kubernetes import watch
-        from kubernetes.client.exceptions import ApiException
-
-        backoff = self._config.backoff_initial_s
-        # Run again after a stop, an informer resumes its watch where it left off.
-        need_list = not self.synced.is_set()
-        while not stop.is_set():
-            try:
-                if need_list:
-                    self._relist()
-                    need_list = False
-                self.failing_since = None
-                backoff = self._config.backoff_initial_s
-                watcher = watch.Watch()
-                events = 0
-                for event in watcher.stream(
-                    self._list_call, resource_version=self._resource_version,
-                    timeout_seconds=self._config.watch_timeout_s,
-                    # A half-open connection never ends by itself: bound every read.
-                    _request_timeout=(CONNECT_TIMEOUT_S,
-                                      self._config.watch_timeout_s + WATCH_READ_SLACK_S),
-                    **self._list_kwargs,
-                ):
-                    if stop.is_set():
-                        watcher.stop()
-                        break
-                    # raw_object is the JSON as served (deserialize=False would drop it and
-                    # break the client's own handling of ERROR events).
-                    self._apply({"type": event["type"], "object": event["raw_object"]})
-                    events += 1
-                if not events and not stop.is_set():
-                    # A watch that ended without an event (a proxy cutting streams, or a
-                    # quiet server timeout) is re-opened after a pause, never in a hot loop.
-                    stop.wait(self._config.backoff_initial_s)
-            except ApiException as error:
-                if error.status == 410:  # our resourceVersion was compacted away
-                    need_list = True
-                    continue
-                self._note_error(f"{error.status} {error.reason}")
-                need_list = True
-                stop.wait(backoff)
-                backoff = min(backoff * 2, self._config.backoff_max_s)
-            except Exception as error:
-                # Transport errors (urllib3), a bad response body: anything else. The
-                # cache may have missed events, so relist after backing off; the
-                # recorder writes gaps meanwhile (see `fresh`).
-                self._note_error(f"{type(error).__name__}: {error}")
-                need_list = True
-                stop.wait(backoff)
-                backoff = min(backoff * 2, self._config.backoff_max_s)
-
-    def _note_error(self, message: str) -> None:
-        self.errors += 1
-        self.last_error = message
-        if self.failing_since is None:
-            self.failing_since = self._clock()
-
-
 class Recorder:
     """Writes one demand snapshot per tick from pod and node informers into a HistoryStore,
     and, when `known` is given, the tick's known and announced demand beside it."""
@@ -321,10 +174,11 @@ class Recorder:
         if plan.tick_time is None:
             return plan
         self.gaps_written += self.store.write_gaps(plan.gap_from, plan.gap_to)
-        max_stale = self.config.max_stale_ticks * self.config.tick_s
+        max_stale = self.config.max_stale_s
         if self.pods.fresh(now, max_stale) and self.nodes.fresh(now, max_stale):
             pods: list[LivePod] = list(self.pods.items().values())
-            node_groups = self.nodes.items()
+            # Nodes are cached as their group, "" for none (None would leave them out).
+            node_groups = {name: group or None for name, group in self.nodes.items().items()}
             values = snapshot_values([p.demand for p in pods if p.demand is not None],
                                      node_groups, self.bucket_types)
             self.store.write_tick(plan.tick_time, values)
@@ -360,14 +214,12 @@ class Recorder:
             thread.join(timeout=self.config.watch_timeout_s)
 
 
-def make_recorder(config: RecorderConfig, api_client: Any, clock: Callable[[], float] = time.time,
-                  known: Any = None, horizon_s: float = 0.0,
-                  startup_s: float = 0.0) -> Recorder:
+def make_recorder(config: RecorderConfig, api_client: Any,
+                  clock: Callable[[], float] = time.time) -> Recorder:
     """Wire a Recorder to a kubernetes ApiClient, the catalog and the SQLite store in config.
-
-    known: a `predictor.known.config.KnownDemandConfig` to record known-ahead demand due
-    within `horizon_s` too (discovers the sources' resources now), or None; pods created
-    less than `startup_s` after their work was first counted are not announced."""
+    Known-ahead demand is wired beside it by the service's start-up
+    (`predictor.known.recording.make_known_recorder`), not here: the known-demand reader
+    builds on this module."""
     from kubernetes import client
 
     from bucketing.catalog import load_catalog
@@ -388,24 +240,15 @@ def make_recorder(config: RecorderConfig, api_client: Any, clock: Callable[[], f
     def parse_node(obj: Mapping[str, Any]) -> str | None:
         return node_group(obj, config.placement_group_labels)[1] or ""
 
-    pods = Informer("pods", list_pods, parse_pod, config, clock, pod_kwargs)
-    nodes = _NodeGroups("nodes", core.list_node, parse_node, config, clock)
+    pods = Informer("pods", list_pods, parse_pod, config.watch_settings(), clock, pod_kwargs)
+    nodes = node_group_informer(core.list_node, parse_node, config.watch_settings(), clock)
     store = HistoryStore(config.store.path, config.tick_s)
-    known_recorder = None
-    if known is not None and known.enabled():
-        from predictor.known.reader import make_known_reader
-        from predictor.known.recording import KnownRecorder
-
-        reader = make_known_reader(known, config, api_client, gpu_resource, horizon_s, clock)
-        known_recorder = KnownRecorder(reader, store, types, startup_s)
-    return Recorder(config, store, types, pods, nodes, clock, known_recorder)
+    return Recorder(config, store, types, pods, nodes, clock)
 
 
-class _NodeGroups(Informer):
+def node_group_informer(list_call: Callable[..., Any],
+                        parse: Callable[[Mapping[str, Any]], Any], settings: WatchSettings,
+                        clock: Callable[[], float] = time.time) -> Informer:
     """Nodes keyed by name alone (they have no namespace), valued by group ("" = none)."""
-
-    def _key(self, obj: Mapping[str, Any]) -> str:
-        return (obj.get("metadata") or {}).get("name", "")
-
-    def items(self) -> dict[str, Any]:
-        return {name: (group or None) for name, group in super().items().items()}
+    return Informer("nodes", list_call, parse, settings, clock,
+                    key=lambda obj: (obj.get("metadata") or {}).get("name", ""))

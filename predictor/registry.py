@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.forecast import Forecaster
 
 DAY_SECONDS = 86_400

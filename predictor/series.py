@@ -24,8 +24,8 @@ import pandas as pd
 from bucketing.catalog import InstanceType
 from bucketing.demand import resource_matrix, snapshots, totals
 from bucketing.embed import assign, counts_from_sums, round_up
-from bucketing.errors import InputError
 from bucketing.jobtable import JobTable
+from common.errors import InputError
 
 TIME_INDEX = "time_s"
 TOTAL_COLUMNS = (
@@ -206,12 +206,3 @@ def series_from_jobtable(
     )
 
 
-def select_columns(series: DemandSeries, columns: Sequence[str]) -> DemandSeries:
-    """The same series limited to `columns` (in that order); unknown names are an InputError."""
-    unknown = [c for c in columns if c not in series.counts.columns]
-    if unknown:
-        raise InputError(
-            f"{series.source}: no column(s) {', '.join(unknown)} "
-            f"(have: {', '.join(series.columns)})"
-        )
-    return DemandSeries(series.tick_s, series.counts[list(columns)], series.totals, series.source)

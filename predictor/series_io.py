@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.series import DemandSeries, make_series
 
 TIME_COLUMN = "time"

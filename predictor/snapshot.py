@@ -40,10 +40,9 @@ import numpy as np
 
 from bucketing.catalog import InstanceType
 from bucketing.embed import embed
-from bucketing.errors import InputError
 from bucketing.labels import PLACEMENT_GROUP_LABELS
 from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, pod_effective_request
-from predictor.known.model import PodRef, pod_ref
+from common.errors import InputError
 from predictor.pinning import UNPINNED, Pin, pinned_column, pod_pin
 from predictor.series import bucket_vectors, series_column
 from predictor.store import TOTAL_PREFIX
@@ -91,25 +90,6 @@ def pod_demand(pod: Mapping[str, Any], gpu_resource: str = DEFAULT_GPU_RESOURCE
     gates = () if node else tuple(str((gate or {}).get("name", ""))
                                   for gate in spec.get("schedulingGates") or [])
     return PodDemand(key, request, node, gates, pod_pin(pod))
-
-
-@dataclass(frozen=True)
-class LivePod:
-    """A pod as the live recorder caches it: its demand (None once it no longer wants
-    capacity) and what the known-demand sources need of it (they count finished pods
-    too: a training job's finished worker is not a worker still to be created)."""
-
-    demand: PodDemand | None
-    ref: PodRef
-
-
-def live_pod(pod: Mapping[str, Any], gpu_resource: str = DEFAULT_GPU_RESOURCE
-             ) -> LivePod | None:
-    """The cached view of a Pod (JSON); None for headstart's placeholder pods."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    if labels.get(PLACEHOLDER_LABEL) == "true":
-        return None
-    return LivePod(pod_demand(pod, gpu_resource), pod_ref(pod))
 
 
 def node_group(node: Mapping[str, Any], keys: Sequence[str] = PLACEMENT_GROUP_LABELS

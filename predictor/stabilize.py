@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bucketing.errors import ConfigError
+from common.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bucketing.errors import ConfigError, InputError
+from common.errors import ConfigError, InputError
 from predictor.pinning import PINNED_PREFIX
 from predictor.series import DemandSeries, make_series
 

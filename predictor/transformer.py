@@ -42,7 +42,7 @@ from typing import Self
 import numpy as np
 import torch
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.forecast import (
     DEFAULT_QUANTILES,
     Forecast,

@@ -42,6 +42,19 @@ def test_the_image_installs_the_same_cpu_torch():
     assert words[words.index("--index-url") + 1] == "https://download.pytorch.org/whl/cpu"
 
 
+def test_the_image_copies_every_package_the_project_installs():
+    """A package missing from the Dockerfile's COPY lines imports fine here and fails at
+    the image's first `headstart` run."""
+    import tomllib
+
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())[
+        "tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {p.removesuffix("*") for p in patterns}
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", (REPO / "Dockerfile").read_text(), re.M))
+    assert copied == packages
+    assert all((REPO / package / "__init__.py").is_file() for package in packages)
+
+
 def test_ci_runs_the_readme_test_command_verbatim():
     ci = (REPO / ".ci" / "run").read_text()
     assert readme_commands()[1] in ci.splitlines()

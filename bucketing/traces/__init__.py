@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bucketing.errors import InputError
 from bucketing.gpu_sharing import whole_gpus
 from bucketing.jobtable import JobTable
 from bucketing.traces.csvfile import read_csv
 from bucketing.traces.detect import detect_format, format_names, parser_for
 from bucketing.traces.write import write_job_table
+from common.errors import InputError
 
 __all__ = ["load_trace", "write_job_table", "detect_format", "format_names"]
 

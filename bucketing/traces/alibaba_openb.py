@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bucketing.errors import InputError
 from bucketing.gpu_spec import requirements
 from bucketing.jobtable import GPU_MODEL, JobTable
 from bucketing.traces.assemble import assemble
@@ -45,6 +44,7 @@ from bucketing.traces.csvfile import (
     unique_names,
     whole_numbers,
 )
+from common.errors import InputError
 
 FORMAT = "alibaba-openb"
 REQUIRED = (

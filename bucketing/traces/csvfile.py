@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bucketing.errors import InputError
+from common.errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
 # Larger than any real request or trace time, small enough that a column scaled to

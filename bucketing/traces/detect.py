@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bucketing.errors import InputError
 from bucketing.jobtable import JobTable
 from bucketing.traces import alibaba_dlrm, alibaba_openb, headstart_csv
 from bucketing.traces.csvfile import CsvFile, header_columns
+from common.errors import InputError
 
 # An aggregate series (the Helios and Philly files, `backtest --series`) has this column
 # and counts per tick; no job-table format has it (predictor.series_io reads such files).

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bucketing.errors import InputError
 from bucketing.jobtable import COLUMNS, GPU_MODEL, KNOWN_AT, JobTable
 from bucketing.traces.assemble import assemble
 from bucketing.traces.csvfile import (
@@ -31,6 +30,7 @@ from bucketing.traces.csvfile import (
     unique_names,
     whole_numbers,
 )
+from common.errors import InputError
 
 FORMAT = "headstart"
 REQUIRED = tuple(COLUMNS)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from bucketing.errors import InputError
 from bucketing.jobtable import (
     COLUMNS,
     GPU_MODEL,
@@ -23,6 +22,7 @@ from bucketing.jobtable import (
     known_at,
 )
 from bucketing.traces.headstart_csv import format_preamble
+from common.errors import InputError
 
 
 def write_job_table(table: JobTable, path: str | Path) -> Path:

@@ -12,7 +12,7 @@ Observe -> plan -> apply, every `interval_seconds` after the cache changed:
   LIST as often, where `karpenter.sh/v1` is served: `locality.admission.nodepools`);
   groups whose room is unknown are passed on, so jobs are released rather than held;
 - plan: `locality.admission` (pure);
-- apply, only while this replica leads (`bucketing.leader`, Lease
+- apply, only while this replica leads (`kube.leader`, Lease
   `admission.lease_name`): for each admitted job, first its gang record (state
   Admitted, the domain: `extender.admission.records`; a job whose record cannot be
   written is not admitted this round), then each pod is read fresh and patched,
@@ -57,7 +57,6 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from bucketing.autoscaler_status import AutoscalerStatus, GroupSize, parse_autoscaler_status
 from bucketing.catalog import BUILTIN_CATALOGS, load_catalog
 from bucketing.resources import Resources, resources_from_list
 from extender.admission.patch import ungate_patch
@@ -66,6 +65,7 @@ from extender.admission.podgroups import PodGroupWriter
 from extender.admission.records import RecordWriter
 from extender.admission.throttle import Throttle, Throttled
 from extender.cache import ClusterCache
+from kube.autoscaler_status import AutoscalerStatus, GroupSize, parse_autoscaler_status
 from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
 from locality.admission.coscheduling import POD_GROUP_LABEL, pod_group_body

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from bucketing.errors import ConfigError, InputError
 from bucketing.resources import DeviceNames, Resources, resources_from_list
+from common.errors import ConfigError, InputError
 from locality.constraints import Taint
 from locality.parse_constraints import node_taints
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
-from bucketing.autoscaler_status import GroupSize
+from kube.autoscaler_status import GroupSize
 from locality.admission.config import NodeGroup
 
 

@@ -31,8 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bucketing.errors import InputError
 from bucketing.resources import Resources, parse_resource_quantity
+from common.errors import InputError
 from locality.admission.config import NodeGroup
 from locality.admission.snapshot import CLUSTER_LEVEL
 from locality.config import LocalityConfig

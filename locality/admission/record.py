@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from locality.admission.model import Domain, Reservation, demand_of
 from locality.model import JobKey, Pod
 from locality.parse import rfc3339_seconds

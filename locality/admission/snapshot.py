@@ -5,7 +5,7 @@ one belong to none and are counted as unlabeled), the free room of each node tha
 new pods (allocatable less its bound real pods: capacity held by placeholders counts
 as free, real pods preempt them), and how many nodes of which shape the autoscaler can
 still add to the domain: per node group, its maxSize less its current size as
-cluster-autoscaler's status reports them (`bucketing.autoscaler_status`; the source
+cluster-autoscaler's status reports them (`kube.autoscaler_status`; the source
 `autoscaler-status`), else the config's `max_size` less the nodes of its instance type
 the domain has now (the source `config`), each with the group's `allocatable` or,
 unset, that of a node of the same instance type in the cluster, else the catalog's
@@ -37,8 +37,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bucketing.autoscaler_status import GroupSize
 from bucketing.resources import Resources
+from kube.autoscaler_status import GroupSize
 from locality.admission.config import NodeGroup
 from locality.config import LocalityConfig
 from locality.model import Node, NodeState

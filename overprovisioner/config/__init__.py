@@ -4,8 +4,8 @@ Decides: every setting of `headstart overprovisioner`, its default and its meani
 one frozen dataclass per YAML section (the docstring under each field is its
 documentation), and the placeholder backends a config may name.
 
-Must not: parse or validate YAML (config_parse.py), read files (config_load.py), look
-at the catalog (config_catalog.py), talk to the cluster, read the clock, or log.
+Must not: parse or validate YAML (`config.parse`), read files (`config.load`), look
+at the catalog (`config.catalog`), talk to the cluster, read the clock, or log.
 """
 
 from __future__ import annotations

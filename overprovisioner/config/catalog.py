@@ -7,7 +7,7 @@ be measured (`placeholder_request`, the fraction rule), and what is valid but ca
 work as written (`config_warnings`: a type the cost cap can never pay for). Every
 error and warning names the config file and the field path.
 
-Must not: parse YAML fields (config_parse.py), talk to the cluster, read the clock, or
+Must not: parse YAML fields (`config.parse`), talk to the cluster, read the clock, or
 log. Its only I/O is `load_catalog` in `resolve_catalog`.
 """
 
@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 
 from bucketing.catalog import Catalog, load_catalog
-from bucketing.errors import ConfigError
 from bucketing.resources import Resources
+from common.errors import ConfigError
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.planner import plan_config as plan_config_module
-from overprovisioner.planner.headroom import named_types, parse_headroom
+from overprovisioner.config import plan_config as plan_config_module
+from overprovisioner.policy_names import named_types, parse_headroom
 
 MIB = 1024**2
 

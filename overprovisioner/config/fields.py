@@ -2,9 +2,9 @@
 
 Decides: how a YAML value becomes a string, number, duration, list or resource vector,
 and the wording of the errors (`op.yaml: limits.default.max: must be at least 0, got -1`).
-Unknown fields are errors too (`known`). Used by config_parse.py.
+Unknown fields are errors too (`known`). Used by `config.parse`.
 
-Must not: know which fields exist (config_parse.py does), read files or log.
+Must not: know which fields exist (`config.parse` does), read files or log.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bucketing.durations import duration_seconds
-from bucketing.errors import ConfigError, InputError
 from bucketing.resources import Resources, parse_resource_quantity
+from common.durations import duration_seconds
+from common.errors import ConfigError, InputError
 
 
 def parse_duration(value: Any) -> float:
     """Seconds from a number or a Go-style duration: `90s`, `5m`, `6m30s`, `24h`, `35d`
-    (`bucketing.durations`, the one syntax every headstart command reads)."""
+    (`common.durations`, the one syntax every headstart command reads)."""
     return duration_seconds(value)
 
 

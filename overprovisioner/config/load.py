@@ -4,8 +4,8 @@ Decides: where the config comes from: the YAML file, then the buckets file it na
 (relative to the config file), whose catalog and instance types replace the config's.
 Errors name the file and the field.
 
-Must not: validate fields itself (config_parse.py), look up the catalog
-(config_catalog.py), talk to the cluster, read the clock, or log.
+Must not: validate fields itself (`config.parse`), look up the catalog
+(`config.catalog`), talk to the cluster, read the clock, or log.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bucketing.bucket_file import read_bucket_file
-from bucketing.yamlfile import load_yaml_file
+from common.yamlfile import load_yaml_file
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.parse import parse_config
 

@@ -12,8 +12,8 @@ Rules checked here because a wrong value silently breaks the product:
   to avoid);
 - the pause image must be pinned by tag or digest (never `latest`).
 
-Must not: read files (`buckets_file` and the catalog are config_load.py's and
-config_catalog.py's), talk to the cluster, read the clock, or log.
+Must not: read files (`buckets_file` and the catalog are `config.load`'s and
+`config.catalog`'s), talk to the cluster, read the clock, or log.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bucketing.errors import ConfigError, InputError
+from common.errors import ConfigError, InputError
 from overprovisioner.config import (
     BACKENDS,
     CAPACITY_TYPE_LABELS,
@@ -37,7 +37,7 @@ from overprovisioner.config import (
     Toleration,
 )
 from overprovisioner.config.fields import FieldReader
-from overprovisioner.planner.headroom import parse_headroom
+from overprovisioner.policy_names import parse_headroom
 from predictor.known.model import SOURCES
 from predictor.registry import FORECASTER_NAMES
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from bucketing.catalog import Catalog
-from bucketing.errors import ConfigError, HeadstartError, InputError
+from common.errors import ConfigError, HeadstartError, InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.planner.service_forecast import build_adjuster, build_forecaster, peak_path
 from predictor.forecast import Forecast, Forecaster, NotEnoughHistory, lookback_ticks

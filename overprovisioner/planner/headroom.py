@@ -22,27 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from bucketing.catalog import Catalog
-from bucketing.errors import InputError
+from overprovisioner.config.plan_config import PlanConfig
 from overprovisioner.planner.plan import BucketObservation, Plan, make_plan
-from overprovisioner.planner.plan_config import PlanConfig
-from overprovisioner.planner.policy_names import PEERS, PolicySpec, parse_policy_name
-
-
-def parse_headroom(text: str, where: str = "headroom") -> PolicySpec:
-    """The spec of a headroom policy; InputError naming `where` when it is not one."""
-    try:
-        spec = parse_policy_name(text.strip())
-    except InputError as error:
-        raise InputError(f"{where}: {error}") from None
-    if spec.kind not in PEERS:
-        raise InputError(f"{where}: {text!r} is not a headroom policy (static:..., "
-                         "proportional:..., scheduled:... or per-type:...)")
-    return spec
-
-
-def named_types(spec: PolicySpec) -> tuple[str, ...]:
-    """The instance types a per-type headroom names (none for the others)."""
-    return tuple(kind for kind, _ in (spec.members or spec.per_type))
+from overprovisioner.policy_names import PolicySpec
 
 
 def peer_count(spec: PolicySpec, now: float, ready: int) -> int:

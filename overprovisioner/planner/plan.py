@@ -52,8 +52,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bucketing.catalog import Catalog
-from bucketing.errors import InputError
-from overprovisioner.planner.plan_config import PlanConfig
+from common.errors import InputError
+from overprovisioner.config.plan_config import PlanConfig
 
 Mode = Literal["forecast", "ladder", "fallback"]
 CappedBy = Literal["max", "min", "cost_cap", "ladder", "fallback"]

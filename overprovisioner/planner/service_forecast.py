@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.planner.adjust import ForecastAdjuster
 from predictor.fallback import FallbackConfig

@@ -28,10 +28,10 @@ import numpy as np
 
 from bucketing.catalog import Catalog
 from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.config.plan_config import PlanConfig
 from overprovisioner.planner.forecasting import BucketForecast, ServiceForecaster
 from overprovisioner.planner.known_plan import add_announced
 from overprovisioner.planner.plan import BucketObservation, Mode, Plan, make_plan
-from overprovisioner.planner.plan_config import PlanConfig
 
 Bucket = tuple[str, str]
 

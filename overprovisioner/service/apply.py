@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from kubernetes.client.exceptions import ApiException
 
-from bucketing.errors import HeadstartError
+from common.errors import HeadstartError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.service.diff import needs_write
 from overprovisioner.service.errors import (

@@ -21,8 +21,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bucketing.errors import HeadstartError
 from bucketing.resources import Resources
+from common.errors import HeadstartError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.service.diagnose import (
     AutoscalerStatus,

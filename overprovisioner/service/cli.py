@@ -1,7 +1,7 @@
 """`headstart overprovisioner --config FILE [--kubeconfig FILE] [--dry-run]`: run the service.
 
 Decides: how the command line, the config file and the cluster credentials become a
-running service: the Kubernetes client (bucketing.kube_client: `--kubeconfig`, else the
+running service: the Kubernetes client (kube.client: `--kubeconfig`, else the
 in-cluster service account in a pod, else the default kubeconfig), the demand recorder
 and its SQLite store (predictor.recorder), the leader elector (skipped in dry-run, which
 never writes), the placeholder applier, the placeholder-pod watch that wakes the loop
@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from bucketing.errors import ConfigError, HeadstartError
-from bucketing.logs import LOG_FORMATS
+from common.errors import ConfigError, HeadstartError
+from common.logs import LOG_FORMATS
 
 log = logging.getLogger("headstart.overprovisioner")
 
@@ -56,9 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from aiohttp import web
 
-    from bucketing.api_reachability import monitor_reachability
-    from bucketing.kube_client import load_api_client
-    from bucketing.logs import configure_logging
+    from common.logs import configure_logging
+    from kube.client import load_api_client
+    from kube.reachability import monitor_reachability
     from overprovisioner.config.catalog import config_warnings, resolve_catalog
     from overprovisioner.config.load import load_config
     from overprovisioner.service.server import HTTP_SHUTDOWN_S
@@ -251,40 +251,44 @@ def prometheus_backfill(config: Any, catalog: Any, recorder: Any) -> Callable[[f
 
 def cluster_pod_informer(api_client: Any, gpu_resource: str, recorder_config: Any,
                          clock: Any = time.time) -> Any:
-    """A predictor `Informer` of every unfinished pod as an observe.PodView (placeholder
+    """A `kube.informer.Informer` of every unfinished pod as an observe.PodView (placeholder
     pods included: the cluster view counts them on their nodes)."""
     from kubernetes import client
 
+    from kube.informer import Informer
     from overprovisioner.service.observe import live_pod_view
-    from predictor.recorder import Informer
 
     return Informer("cluster-pods", client.CoreV1Api(api_client).list_pod_for_all_namespaces,
-                    lambda obj: live_pod_view(obj, gpu_resource), recorder_config, clock)
+                    lambda obj: live_pod_view(obj, gpu_resource),
+                    recorder_config.watch_settings(), clock)
 
 
 def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any = None,
               reachability: Any = None) -> Any:
     """Wire config + ApiClient into the aiohttp app (the tests call this with the fake);
-    `reachability` (bucketing.api_reachability) makes /readyz say when the API is down."""
+    `reachability` (kube.reachability) makes /readyz say when the API is down."""
     import asyncio
 
     import numpy as np
 
+    from kube.leader import LeaderElector
     from overprovisioner.config.catalog import resolve_catalog
     from overprovisioner.service.apply import Applier, KubeApi
     from overprovisioner.service.errors import RetryPolicy
-    from overprovisioner.service.leader import LeaderElector
     from overprovisioner.service.loop import OverprovisionerLoop
     from overprovisioner.service.metrics import Metrics
     from overprovisioner.service.observe import ClusterReader, PodCache
     from overprovisioner.service.server import create_app
+    from predictor.known.recording import make_known_recorder
     from predictor.recorder import make_recorder
 
     catalog = resolve_catalog(config)
-    recorder = make_recorder(recorder_config(config), api_client, clock,
-                             known=config.known_demand,
-                             horizon_s=config.known_window_s,
-                             startup_s=config.horizon_s)
+    recorder = make_recorder(recorder_config(config), api_client, clock)
+    # Known-ahead demand is recorded beside observed demand, in the same store and buckets.
+    recorder.known = make_known_recorder(
+        config.known_demand, recorder.store, recorder.bucket_types,
+        recorder.config.watch_settings(), recorder.config.max_stale_s, api_client,
+        catalog.gpu_resource, config.known_window_s, config.horizon_s, clock)
     backfill = (prometheus_backfill(config, catalog, recorder)
                 if config.forecast.prometheus_url else None)
     demand = RecorderDemand(recorder, config.forecast.retention_s, backfill=backfill)
@@ -318,10 +322,10 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     )
     watches: tuple[Any, ...] = (pod_informer,)
     if config.placeholders.wake_debounce_s > 0:
-        from overprovisioner.service.wake import placeholder_pod_informer
+        from overprovisioner.service.wake import placeholder_pod_watch
 
-        watches += (placeholder_pod_informer(api_client, config, recorder.config,
-                                             loop.wake_debounced),)
+        watches += (placeholder_pod_watch(api_client, config, recorder.config,
+                                          loop.wake_debounced),)
     return create_app(loop, elector=elector, background=lambda: demand.start(watches),
                       clock=clock, sleep=sleep or asyncio.sleep,
                       api_status=reachability.status if reachability is not None else None)

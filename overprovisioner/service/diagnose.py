@@ -48,7 +48,7 @@ instance type has enough resources", requirements met: too_big, nodeclaim.go
 InstanceTypeFilterError), or that no pool matches (incompatible requirements, an
 untolerated taint, every type filtered out: no_node_group).
 The latest verdict per bucket, no older than `max_age_s`, is the verdict.
-The status ConfigMap is read by `bucketing.autoscaler_status` (shared with the
+The status ConfigMap is read by `kube.autoscaler_status` (shared with the
 extender's job admitter, which takes node groups' sizes from it).
 
 Must not: read the clock (`now_s` comes in), log, or call the API.
@@ -62,9 +62,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from bucketing.autoscaler_status import AutoscalerStatus as AutoscalerStatus  # re-exported
-from bucketing.autoscaler_status import parse_autoscaler_status as parse_autoscaler_status
 from bucketing.resources import Resources
+from kube.autoscaler_status import AutoscalerStatus as AutoscalerStatus  # re-exported
+from kube.autoscaler_status import parse_autoscaler_status as parse_autoscaler_status
 from overprovisioner.planner.sizing import GPU_NODE_LABELS, NodeRoom, fit_problem
 
 Bucket = tuple[str, str]

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bucketing.errors import InputError
 from bucketing.resources import parse_resource_quantity
+from common.errors import InputError
 from overprovisioner.service.expiry import valid_until
 from overprovisioner.service.objects import SPEC_HASH, VALID_UNTIL, DesiredObject
 

@@ -25,7 +25,7 @@ import numpy as np
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
-from bucketing.errors import HeadstartError
+from common.errors import HeadstartError
 
 ErrorClass = Literal["temporary", "permanent"]
 TEMPORARY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -86,14 +86,6 @@ def status_message(error: ApiException) -> str:
     return str(error.reason or "no detail")
 
 
-def status_reason(error: ApiException) -> str:
-    try:
-        body = json.loads(error.body or "")
-        return str(body.get("reason", "")) if isinstance(body, dict) else ""
-    except (ValueError, TypeError):
-        return ""
-
-
 def classify(error: BaseException) -> ErrorClass:
     """"temporary" when retrying may help, "permanent" otherwise."""
     if isinstance(error, ApiException):
@@ -122,14 +114,6 @@ def classify(error: BaseException) -> ErrorClass:
     ):
         return "temporary"
     return "permanent"
-
-
-def backoff_delays(policy: RetryPolicy, rng: np.random.Generator) -> list[float]:
-    """The waits before attempts 2..max_attempts (full jitter)."""
-    return [
-        float(rng.uniform(0.0, min(policy.max_s, policy.base_s * 2.0**attempt)))
-        for attempt in range(policy.max_attempts - 1)
-    ]
 
 
 def call_with_retry(

@@ -25,8 +25,8 @@ import logging
 import time
 from typing import Any
 
-from bucketing.errors import HeadstartError
-from bucketing.logs import LOG_FORMATS
+from common.errors import HeadstartError
+from common.logs import LOG_FORMATS
 
 log = logging.getLogger("headstart.expire-placeholders")
 
@@ -53,8 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bucketing.kube_client import load_api_client
-    from bucketing.logs import configure_logging
+    from common.logs import configure_logging
+    from kube.client import load_api_client
     from overprovisioner.config.load import load_config
 
     configure_logging(args.log_format, "info")

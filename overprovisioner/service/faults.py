@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bucketing.errors import HeadstartError
+from common.errors import HeadstartError
 from overprovisioner.service.errors import NotOwnedError
 
 FAULTS = ("capacitybuffer_unusable", "forbidden", "not_found", "not_owned",

@@ -45,7 +45,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from bucketing.catalog import Catalog
-from bucketing.errors import HeadstartError, InputError
+from common.errors import HeadstartError, InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.catalog import (
     capacity_type_label,
@@ -59,12 +59,13 @@ from overprovisioner.planner.forecasting import (
     ServiceForecaster,
     first_tick,
 )
-from overprovisioner.planner.headroom import headroom_plan, parse_headroom
+from overprovisioner.planner.headroom import headroom_plan
 from overprovisioner.planner.known_plan import known_nodes, known_source_nodes
 from overprovisioner.planner.pinned_plan import PlacedColumn, place_columns, split_from_history
 from overprovisioner.planner.plan import BucketObservation, Mode, Plan
 from overprovisioner.planner.sizing import size_placeholders
 from overprovisioner.planner.tick_core import forecast_demand, observations, plan_tick
+from overprovisioner.policy_names import parse_headroom
 from overprovisioner.service.apply import Applier, ApplyResult, apply_plan
 from overprovisioner.service.checks import PlaceholderChecks
 from overprovisioner.service.daemon_thread import in_daemon_thread

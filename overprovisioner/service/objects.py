@@ -49,8 +49,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from bucketing.catalog import Catalog
-from bucketing.errors import InputError
 from bucketing.resources import Resources
+from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.catalog import capacity_type_label, placeholder_request
 from overprovisioner.planner.pin_selectors import pin_constraints

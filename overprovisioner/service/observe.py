@@ -261,7 +261,7 @@ def live_pod_view(pod: Mapping[str, Any], gpu_resource: str = DEFAULT_GPU_RESOUR
 
 
 class PodCache:
-    """The pods of a list+watch informer (predictor.recorder.Informer, parse
+    """The pods of a list+watch informer (kube.informer.Informer, parse
     `live_pod_view`) as PodViews, while its cache is fresh."""
 
     def __init__(self, informer: Any, max_stale_s: float,

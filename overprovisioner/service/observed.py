@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bucketing.errors import HeadstartError
 from bucketing.resources import Resources, resources_from_list
+from common.errors import HeadstartError
 from overprovisioner.service.objects import (
     CAPACITY_BUFFERS,
     DEPLOYMENT,

@@ -30,9 +30,9 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from kube.leader import LeaderElector
 from overprovisioner.planner.known_plan import known_by_source
 from overprovisioner.service.daemon_thread import in_daemon_thread
-from overprovisioner.service.leader import LeaderElector
 from overprovisioner.service.loop import OverprovisionerLoop
 from overprovisioner.service.objects import placeholder_name
 from overprovisioner.service.ports import TickReport

@@ -7,7 +7,7 @@ Decides: what counts as a preemption, and how the watch is wired.
   preemption/preemption.go, `prepareCandidate`), so both the MODIFIED and the DELETED
   event carry it. Deletions by headstart itself (a smaller plan) or a node drain carry
   no such reason and wake nothing.
-- The watch is the predictor's list+watch `Informer` (resume, 410 relist, backoff), on
+- The watch is `kube.informer.ListWatch` (resume, 410 relist, backoff), on
   the placeholder namespace with the placeholder label selector; each pod's uid wakes
   the loop once, and the loop debounces (`OverprovisionerLoop.wake_debounced`).
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kube.informer import ListWatch
 from overprovisioner.service.objects import PLACEHOLDER
 
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -55,18 +56,23 @@ class PreemptionSignal:
         self.on_preempted()
 
 
-def placeholder_pod_informer(api_client: Any, config: Any, recorder_config: Any,
-                             on_preempted: Callable[[], None]) -> Any:
-    """A predictor `Informer` on the placeholder pods of `config.placeholders.namespace`
-    that calls `on_preempted` for each newly preempted one."""
+def placeholder_pod_watch(api_client: Any, config: Any, recorder_config: Any,
+                          on_preempted: Callable[[], None]) -> ListWatch:
+    """A list+watch of the placeholder pods of `config.placeholders.namespace` that calls
+    `on_preempted` for each newly preempted one (watch events only: a relist wakes
+    nothing)."""
     from kubernetes import client
 
-    from predictor.recorder import Informer
-
     core = client.CoreV1Api(api_client)
-    return Informer(
-        "placeholders", core.list_namespaced_pod, lambda obj: True, recorder_config,
+    signal = PreemptionSignal(on_preempted)
+
+    def sink(op: str, pod: Any) -> None:
+        if op != "replace":
+            signal(op, pod)
+
+    return ListWatch(
+        "placeholders", core.list_namespaced_pod, lambda obj: obj, sink,
+        recorder_config.watch_settings(),
         list_kwargs={"namespace": config.placeholders.namespace,
                      "label_selector": f"{PLACEHOLDER}=true"},
-        on_event=PreemptionSignal(on_preempted),
     )

@@ -25,11 +25,11 @@ from dataclasses import replace
 import numpy as np
 
 from bucketing.catalog import Catalog
-from bucketing.errors import ConfigError, InputError
+from common.errors import ConfigError, InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.catalog import make_plan_config
 from overprovisioner.planner.headroom import headroom_plan_config
-from overprovisioner.planner.policy_names import PolicySpec, parse_policy_name
+from overprovisioner.policy_names import PolicySpec, parse_policy_name
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.known import replay_known
 from overprovisioner.sim.oracles import Oracle, RateOracle

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bucketing.errors import ConfigError, InputError
 from bucketing.gpu_sharing import GPU_SHARING_HELP, rounded_note
-from bucketing.outpath import check_output_folder
-from bucketing.progress import HEARTBEAT_S
+from common.errors import ConfigError, InputError
+from common.outpath import check_output_folder
+from common.progress import HEARTBEAT_S
 from overprovisioner.sim.summary import QUICK_DAYS, Progress, print_summary, quick_policies
 
 POLICY_HELP = (
@@ -165,7 +165,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace, service: Any) -> Any:
-    from bucketing.durations import parse_duration
+    from common.durations import parse_duration
     from overprovisioner.sim.config import SimConfig
 
     return SimConfig(
@@ -186,7 +186,7 @@ def _config(args: argparse.Namespace, service: Any) -> Any:
 
 def _delay(text: str, option: str) -> float:
     """A duration that may be 0 (off), as CA's own flags allow."""
-    from bucketing.durations import parse_duration
+    from common.durations import parse_duration
 
     return 0.0 if str(text).strip() == "0" else parse_duration(text, option)
 
@@ -295,7 +295,7 @@ def with_models(policies: tuple[str, ...], models: str | None, configured: str
                 ) -> tuple[str, ...]:
     """`policies` plus `predictive:MODEL` for each model of `--models` other than the
     configured one (which plain `predictive` runs); InputError naming an unknown one."""
-    from overprovisioner.planner.policy_names import parse_policy_name
+    from overprovisioner.policy_names import parse_policy_name
 
     if not models:
         return policies
@@ -312,7 +312,7 @@ def with_models(policies: tuple[str, ...], models: str | None, configured: str
 
 
 def simulate_command(args: argparse.Namespace) -> int:
-    from overprovisioner.planner.policy_names import parse_policy_name
+    from overprovisioner.policy_names import parse_policy_name
     from overprovisioner.sim.compare import default_policies, run_policies
     from overprovisioner.sim.summary import build_verdict_for
     from overprovisioner.sim.what_if import parse_what_if
@@ -366,7 +366,7 @@ def json_row(metrics: Any, lead: Any) -> dict[str, Any]:
     """One run of `simulate --json`: its metrics, its role in the comparison (reactive,
     peer, predictive, yardstick: a script finds the best peer at a cut by it) and the
     lead its known demand had."""
-    from overprovisioner.planner.policy_names import parse_policy_name
+    from overprovisioner.policy_names import parse_policy_name
 
     return dict(metrics.as_dict(), role=parse_policy_name(metrics.policy).role,
                 lead_seconds=lead)

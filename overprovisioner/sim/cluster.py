@@ -73,9 +73,6 @@ class SimNode:
     def fits(self, gpu: int, cpu: int, mem: int) -> bool:
         return self.free_gpu >= gpu and self.free_cpu >= cpu and self.free_mem >= mem
 
-    def fits_without_preemption(self, gpu: int, cpu: int, mem: int) -> bool:
-        return not self.placeholder and self.fits(gpu, cpu, mem)
-
     def state(self) -> NodeState:
         """The locality core's view of this node (cached until the node changes)."""
         if self._state is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
 
 SCORERS = ("headstart", "default")

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from overprovisioner.planner.policy_names import parse_policy_name, per_type_name
+from overprovisioner.policy_names import parse_policy_name, per_type_name
 from overprovisioner.sim.metrics import Metrics, per_type
 from overprovisioner.sim.result import RunResult
 

@@ -5,7 +5,7 @@ known demand (reactive, the peers, the oracle, which knows the future already) r
 on the trace as it is; each judged policy (`predictive*`) runs once per lead, on the
 trace with the what-if's share of jobs known that long before creation (the same jobs
 at every lead: one seed). Each of those runs is judged like any predictive run
-(`compare.assess`): its reduction of pending GPU-minutes against reactive, its extra
+(`assess.assess`): its reduction of pending GPU-minutes against reactive, its extra
 GPU-hours, what the cheapest peer family needs for the same reduction, and the oracle.
 The peers include, for each lead's cut, the cheapest count per type that reaches it
 chosen in hindsight (`sim.hindsight`), run on the trace as it is like every peer.
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from bucketing.catalog import Catalog
 from bucketing.jobtable import JobTable
-from overprovisioner.planner.policy_names import parse_policy_name
-from overprovisioner.sim.compare import Assessment, assess
+from overprovisioner.policy_names import parse_policy_name
+from overprovisioner.sim.assess import Assessment, assess
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import run
 from overprovisioner.sim.hindsight import hindsight_policies

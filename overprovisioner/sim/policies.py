@@ -36,11 +36,11 @@ from typing import Protocol
 import numpy as np
 
 from bucketing.catalog import Catalog, InstanceType
-from bucketing.errors import InputError
-from overprovisioner.planner.headroom import counts_of, named_types, type_specs
+from common.errors import InputError
+from overprovisioner.config.plan_config import PlanConfig
+from overprovisioner.planner.headroom import counts_of, type_specs
 from overprovisioner.planner.plan import BucketObservation, Plan, make_plan
-from overprovisioner.planner.plan_config import PlanConfig
-from overprovisioner.planner.policy_names import PolicySpec
+from overprovisioner.policy_names import PolicySpec, named_types
 from overprovisioner.sim.recording import Recording
 
 

@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.planner.forecasting import BucketForecast, NoMetrics, ServiceForecaster
 from overprovisioner.planner.plan import BucketObservation, Plan

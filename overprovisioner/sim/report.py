@@ -20,7 +20,7 @@ __all__ = ["story_runs", "write_plots", "write_report"]
 def write_report(results: Sequence, folder: Path, title: str, workload_text: str,
                  verdict=None) -> Path:
     """Write plots and index.html into `folder`; return the page's path."""
-    from overprovisioner.sim.compare import assess_all
+    from overprovisioner.sim.assess import assess_all
     from overprovisioner.sim.table import LEGEND, table_header, table_rows
 
     metrics = [m for _, m in results]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bucketing.errors import InputError
-from overprovisioner.planner.policy_names import PEERS, parse_policy_name, peer_size
+from common.errors import InputError
+from overprovisioner.policy_names import PEERS, parse_policy_name, peer_size
 from overprovisioner.sim.verdict import display_name
 
 # Instance types shown per timeline: the busiest ones (demand node-hours).
@@ -186,7 +186,7 @@ def draw_tradeoff(axis, main: Sequence, base: float, recommended: str | None = N
         xs = [m.gpu_hours - base for m in line]
         ys = [m.pending_gpu_minutes for m in line]
         # The verdict prices a cut between two runs linearly in GPU-hours and waiting
-        # (`compare.interpolate_extra`); on a log or symlog axis a plain line between
+        # (`assess.interpolate_extra`); on a log or symlog axis a plain line between
         # them is another curve, so the line is drawn through that interpolation, with
         # markers on the runs only.
         dense_x, dense_y = straight_in_data(xs, ys, SEGMENT_POINTS)

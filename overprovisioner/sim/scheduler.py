@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from typing import Protocol
 
 import numpy as np
 
@@ -190,15 +189,6 @@ class _ClusterStates(Mapping[str, NodeState]):
 
     def values(self):  # type: ignore[override]
         return [node.state() for node in self._ready()]
-
-
-class Scorer(Protocol):
-    name: str
-
-    def choose(self, pod: int, candidates: list[SimNode], request: tuple[int, int, int]
-               ) -> SimNode:
-        """The best of `candidates` (non-empty) for `pod`."""
-        ...
 
 
 class DefaultScorer:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bucketing.progress import Progress
+from common.progress import Progress
 
 __all__ = ["Progress", "QUICK_DAYS", "build_verdict_for", "print_summary", "quick_policies"]
 
@@ -19,7 +19,7 @@ QUICK_POLICIES = ("reactive", "static:1", "static:2", "predictive", "predictive:
 def quick_policies(policies: tuple[str, ...]) -> tuple[str, ...]:
     """`--quick`: QUICK_POLICIES plus the middle proportional ratio and schedule of the
     full list (one member of each peer family besides static)."""
-    from overprovisioner.planner.policy_names import parse_policy_name
+    from overprovisioner.policy_names import parse_policy_name
 
     kept = list(QUICK_POLICIES)
     for family in ("proportional", "scheduled"):
@@ -30,7 +30,7 @@ def quick_policies(policies: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def build_verdict_for(metrics: list, config: Any, workload: Any) -> Any:
-    from overprovisioner.sim.compare import assess_all
+    from overprovisioner.sim.assess import assess_all
     from overprovisioner.sim.verdict import build_verdict
 
     forecast = config.service.forecast
@@ -50,7 +50,7 @@ def price_text(types: Any) -> str:
 
 def print_summary(verdict: Any, workload_text: str, service_text: str, metrics: list) -> None:
     """The verdict first, then what ran, the table and each judged run in detail."""
-    from overprovisioner.sim.compare import assess_all
+    from overprovisioner.sim.assess import assess_all
     from overprovisioner.sim.table import LEGEND, format_table
 
     for line in verdict.lines:

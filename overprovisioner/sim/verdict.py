@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from overprovisioner.planner.policy_names import parse_policy_name, unlimited_name
-from overprovisioner.sim.compare import Assessment, PeerCost
+from overprovisioner.policy_names import parse_policy_name, unlimited_name
+from overprovisioner.sim.assess import Assessment, PeerCost
 from overprovisioner.sim.metrics import Metrics
 
 YARDSTICKS = ("oracle", "rate-oracle")

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bucketing.durations import _NUMBER, duration_seconds, parse_duration
-from bucketing.errors import InputError
 from bucketing.jobtable import JobTable
 from bucketing.known_ahead import with_lead
+from common.durations import _NUMBER, duration_seconds, parse_duration
+from common.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def parse_share(text: str | None) -> float | None:
 
 
 def parse_lead(text: str, option: str = "--lead") -> float:
-    """One lead: a duration with a unit (`bucketing.durations`), or 0 (which needs none)."""
+    """One lead: a duration with a unit (`common.durations`), or 0 (which needs none)."""
     stripped = text.strip()
     try:
         if float(stripped) == 0.0:

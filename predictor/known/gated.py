@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from predictor.known.model import KnownItem, workload_key
-from predictor.snapshot import LivePod
+from predictor.known.pods import LivePod
 
 KUEUE_GATES = frozenset({"kueue.x-k8s.io/admission", "kueue.x-k8s.io/elastic-job"})
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.series import DemandSeries
 
 

@@ -7,7 +7,7 @@ reason, e.g. an API server not yet reachable, is retried at the next tick at mos
 `DISCOVERY_RETRY_S`, so a service started during an outage still reads every source once
 the server answers), and how the caches become
 `KnownItem`s at a tick (the pure source modules, then `combine.dedupe`). Every resource
-is one list + watch (`predictor.recorder.Informer`, the recorder's own informer) over
+is one list + watch (`kube.informer.Informer`, the recorder's informer too) over
 all namespaces, through `CustomObjectsApi.list_cluster_custom_object`, which serves
 built-in groups (batch/v1) as well as CRDs. Objects are typed at the edge (each
 source's `parse_*`); one that cannot be read is left out and counted, never a crash.
@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kube.informer import Informer, WatchSettings
 from predictor.known import batch, cron, gated, kubeflow, kueue, podgroups
 from predictor.known.combine import dedupe
 from predictor.known.config import KnownDemandConfig
@@ -35,8 +36,7 @@ from predictor.known.model import (
     KnownItem,
     count_pods,
 )
-from predictor.recorder import Informer, RecorderConfig
-from predictor.snapshot import LivePod
+from predictor.known.pods import LivePod
 
 log = logging.getLogger("headstart.known")
 
@@ -110,7 +110,7 @@ class KnownReport:
 class KnownDemandReader:
     """One informer per served resource of the enabled sources; `items(now)` per tick."""
 
-    def __init__(self, config: KnownDemandConfig, recorder: RecorderConfig,
+    def __init__(self, config: KnownDemandConfig, max_stale_s: float,
                  informers: Mapping[Watched, Informer], served: Mapping[str, str],
                  absent: Sequence[str], horizon_s: float,
                  clock: Callable[[], float] = time.time,
@@ -118,7 +118,7 @@ class KnownDemandReader:
                  checker: Callable[[Watched], tuple[str | None, Informer | None]] | None = None,
                  ) -> None:
         self.config = config
-        self.recorder = recorder
+        self.max_stale_s = max_stale_s
         self.informers = dict(informers)
         self.served = dict(served)
         self.absent = tuple(absent)
@@ -185,7 +185,7 @@ class KnownDemandReader:
         pods = list(pods)
         counts = count_pods(pod.ref for pod in pods)
         window = self.config.suspended_window_s
-        max_stale = self.recorder.max_stale_ticks * self.recorder.tick_s
+        max_stale = self.max_stale_s
         stale = []
         items: list[KnownItem] = []
         for source in self.config.enabled():
@@ -214,7 +214,7 @@ class KnownDemandReader:
                                          self.config.lead_s(self.horizon_s))
             elif source == "podgroups":
                 items += podgroups.pod_group_items(self._objects(source), counts, now_s)
-        unreadable = sum(i.unparseable for i in self.informers.values())
+        unreadable = sum(i.status.parse_errors_total for i in self.informers.values())
         return KnownReport(tuple(dedupe(items)), self.served, self.absent, tuple(stale),
                            unreadable)
 
@@ -236,10 +236,12 @@ def discover(custom_api: Any, watched: Watched) -> str | None:
     return None
 
 
-def make_known_reader(config: KnownDemandConfig, recorder: RecorderConfig, api_client: Any,
-                      gpu_resource: str, horizon_s: float,
+def make_known_reader(config: KnownDemandConfig, settings: WatchSettings, max_stale_s: float,
+                      api_client: Any, gpu_resource: str, horizon_s: float,
                       clock: Callable[[], float] = time.time) -> KnownDemandReader:
-    """Discover the enabled sources' resources and build one informer per served one."""
+    """Discover the enabled sources' resources and build one informer per served one
+    (with the recorder's watch settings; a source whose informer has failed for longer
+    than `max_stale_s` is reported stale, not read)."""
     import copy
 
     from kubernetes import client
@@ -267,7 +269,7 @@ def make_known_reader(config: KnownDemandConfig, recorder: RecorderConfig, api_c
                                       version, watched.plural)
         return version, Informer(
             f"{watched.plural}-{watched.group}", list_call,
-            functools.partial(_typed, watched.parse, gpu_resource), recorder, clock)
+            functools.partial(_typed, watched.parse, gpu_resource), settings, clock)
 
     for watched in WATCHED:
         if watched.source not in enabled:
@@ -291,7 +293,7 @@ def make_known_reader(config: KnownDemandConfig, recorder: RecorderConfig, api_c
     if unchecked:
         log.warning("known demand: cannot check %d resources yet (%s); retrying every %.0f s",
                     len(unchecked), ", ".join(sorted(reasons)), DISCOVERY_RETRY_S)
-    return KnownDemandReader(config, recorder, informers, served, absent, horizon_s, clock,
+    return KnownDemandReader(config, max_stale_s, informers, served, absent, horizon_s, clock,
                              unchecked, check)
 
 

@@ -12,11 +12,13 @@ Must not: decide what a source announces, or plan.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from bucketing.catalog import InstanceType
+from kube.informer import WatchSettings
 from predictor.known.combine import (
     KnownValues,
     announced_pods,
@@ -25,10 +27,12 @@ from predictor.known.combine import (
     known_values,
     newly_announced,
 )
+from predictor.known.config import KnownDemandConfig
 from predictor.known.model import KnownItem
-from predictor.known.reader import KnownDemandReader, KnownReport
+from predictor.known.pods import LivePod
+from predictor.known.reader import KnownDemandReader, KnownReport, make_known_reader
 from predictor.pinning import PINNED_PREFIX
-from predictor.snapshot import LivePod, snapshot_values
+from predictor.snapshot import snapshot_values
 from predictor.store import KNOWN_TOTAL, TOTAL_PREFIX, HistoryStore
 
 
@@ -90,3 +94,19 @@ class KnownRecorder:
 
     def start(self, stop: Any) -> list[Any]:
         return self.reader.start(stop)
+
+
+def make_known_recorder(config: KnownDemandConfig, store: HistoryStore,
+                        bucket_types: Sequence[InstanceType], settings: WatchSettings,
+                        max_stale_s: float, api_client: Any, gpu_resource: str,
+                        horizon_s: float, startup_s: float = 0.0,
+                        clock: Callable[[], float] = time.time) -> KnownRecorder | None:
+    """The known-demand step beside a recorder (its store, buckets and watch settings), or
+    None when no source is enabled: discovers the sources' resources now. Records known
+    demand due within `horizon_s`; pods created less than `startup_s` after their work
+    was first counted are not announced."""
+    if not config.enabled():
+        return None
+    reader = make_known_reader(config, settings, max_stale_s, api_client, gpu_resource,
+                               horizon_s, clock)
+    return KnownRecorder(reader, store, bucket_types, startup_s)

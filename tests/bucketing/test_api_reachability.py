@@ -9,8 +9,8 @@ import pytest
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from bucketing.api_reachability import ApiReachability, monitor_reachability, unreachable_reason
-from bucketing.kube_client import load_api_client
+from kube.client import load_api_client
+from kube.reachability import ApiReachability, monitor_reachability, unreachable_reason
 
 
 def closed_port() -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bucketing.autoscaler_status import GroupSize, parse_autoscaler_status
+from kube.autoscaler_status import GroupSize, parse_autoscaler_status
 
 
 def configmap(groups: str) -> dict:

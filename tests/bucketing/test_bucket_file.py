@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bucketing.bucket_file import BucketFile, parse_bucket_document
-from bucketing.errors import ConfigError
+from common.errors import ConfigError
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from bucketing.catalog import load_catalog, parse_catalog
-from bucketing.errors import ConfigError
 from bucketing.resources import Resources
+from common.errors import ConfigError
 
 AWS_FAMILIES = ("m5.", "g4dn.", "g5.", "p3.", "p4d.", "p5.")
 GCP_FAMILIES = ("n2-", "g2-", "a2-")

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from bucketing.demand import resource_matrix, snapshots, totals
-from bucketing.errors import InputError
 from bucketing.jobtable import COLUMNS, JobTable
+from common.errors import InputError
 
 NAN = float("nan")
 GIB = 2**30

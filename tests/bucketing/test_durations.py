@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bucketing.durations import duration_seconds, parse_duration
-from bucketing.errors import InputError
+from common.durations import duration_seconds, parse_duration
+from common.errors import InputError
 
 
 @pytest.mark.parametrize(

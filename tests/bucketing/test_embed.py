@@ -13,7 +13,7 @@ from bucketing.embed import (
     lexicographically_less,
     round_up,
 )
-from bucketing.errors import InputError
+from common.errors import InputError
 
 
 def vecs(*rows: tuple[float, float, float]) -> np.ndarray:

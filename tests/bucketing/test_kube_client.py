@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bucketing.errors import ConfigError
-from bucketing.kube_client import load_api_client
+from common.errors import ConfigError
+from kube.client import load_api_client
 
 GOOD = {
     "apiVersion": "v1", "kind": "Config", "current-context": "dev",

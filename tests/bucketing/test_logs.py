@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from bucketing.logs import RATE_BURST, RateLimit, configure_logging
+from common.logs import RATE_BURST, RateLimit, configure_logging
 from headstart.cli import build_parser
 
 

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from bucketing.errors import InputError
-from bucketing.outpath import check_output_file, check_output_folder
+from common.errors import InputError
+from common.outpath import check_output_file, check_output_folder
 
 
 def test_a_folder_to_make_is_accepted_and_nothing_is_left_behind(tmp_path):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from bucketing.embed import embed
-from bucketing.errors import InputError
 from bucketing.pack import dominant_share_order, pack, pack_histogram, pack_shapes
+from common.errors import InputError
 
 
 def vecs(*rows: tuple[float, float, float]) -> np.ndarray:

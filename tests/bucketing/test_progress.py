@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from bucketing.progress import Progress
+from common.progress import Progress
 
 
 def test_quick_block_prints_nothing(capsys):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from bucketing.errors import InputError
 from bucketing.replicas import (
     job_spec_pods,
     jobset_replicated_jobs,
     kubeflow_replica_specs,
     trainjob_num_nodes,
 )
+from common.errors import InputError
 
 
 @pytest.mark.parametrize(("spec", "expected"), [

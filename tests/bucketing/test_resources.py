@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bucketing.errors import InputError
 from bucketing.resources import GIB, DeviceNames, Resources, pod_effective_request
+from common.errors import InputError
 
 
 def container(cpu=None, memory=None, gpu=None, limits=None, restart_policy=None) -> dict:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from bucketing.demand import snapshots, totals
-from bucketing.errors import ConfigError
 from bucketing.synthetic import DAY_S, HOUR_S, SyntheticWorkload, generate
+from common.errors import ConfigError
 
 SHORT = SyntheticWorkload(days=7)
 

@@ -9,12 +9,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bucketing.errors import InputError
 from bucketing.gpu_sharing import rounded_note, whole_gpus
 from bucketing.jobtable import GPU_MODEL, gpu_model_requirements
 from bucketing.synthetic import SyntheticWorkload, generate
 from bucketing.traces import load_trace, write_job_table
 from bucketing.traces.detect import detect_format
+from common.errors import InputError
 
 GIB = 2**30
 MIB = 2**20

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from bucketing.durations import parse_duration
-from bucketing.errors import InputError
 from bucketing.traces import load_trace
+from common.durations import parse_duration
+from common.errors import InputError
 from headstart.cli import main
 
 OPENB = (

@@ -6,7 +6,7 @@ import pytest
 
 from bucketing.bucket_file import read_bucket_file
 from bucketing.catalog import load_catalog
-from bucketing.errors import ConfigError
+from common.errors import ConfigError
 from extender.config import load_config as load_extender_config
 from overprovisioner.config.load import load_config as load_overprovisioner_config
 

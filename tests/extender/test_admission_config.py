@@ -7,8 +7,8 @@ from dataclasses import astuple
 
 import pytest
 
-from bucketing.errors import ConfigError
 from bucketing.resources import Resources
+from common.errors import ConfigError
 from extender.config import config_from_mapping
 
 

@@ -9,12 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from bucketing.leader import LeaderElector
 from extender.admission.admitter import AUTOSCALER_STATUS_SECONDS, Admitter
 from extender.binder import ApiBinder
 from extender.cache import ClusterCache
 from extender.sync import ClusterSync
 from extender.wire import BindingArgs
+from kube.leader import LeaderElector
 from locality.admission.config import GATE, AdmissionConfig, NodeGroup
 from locality.config import LocalityConfig
 from tests.extender.builders import make_node, make_pod

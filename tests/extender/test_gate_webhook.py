@@ -141,7 +141,7 @@ async def test_served_over_tls_and_a_renewed_certificate_is_taken_up(tmp_path):
 
 
 def test_an_unreadable_certificate_is_a_config_error_naming_the_field(tmp_path):
-    from bucketing.errors import ConfigError
+    from common.errors import ConfigError
 
     with pytest.raises(ConfigError, match="gate_webhook_cert_file/gate_webhook_key_file: "
                                           "cannot load"):

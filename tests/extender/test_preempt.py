@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from extender.config import ExtenderConfig
 from extender.wire import Victims, encode_preemption_result, parse_preemption_args
 from locality.admission.model import Domain

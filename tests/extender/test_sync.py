@@ -15,8 +15,8 @@ from extender.binder import ApiBinder
 from extender.cache import NODES, PODS, TOPOLOGIES, ClusterCache
 from extender.config import ExtenderConfig
 from extender.sync import ClusterSync
-from extender.watch import WatchSettings
 from extender.wire import BindingArgs
+from kube.informer import WatchSettings
 from locality.config import LocalityConfig
 from locality.model import JobKey
 from locality.parse import parse_pod

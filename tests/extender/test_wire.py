@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from extender.wire import (
     decode_json,
     encode_binding_result,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bucketing.errors import ConfigError
+from common.errors import ConfigError
 from locality.config import JobLabelKeys, LocalityConfig
 from locality.model import Locality, Packing
 

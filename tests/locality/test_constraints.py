@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from locality.constraints import PodConstraints, Requirement, Taint, Term, Toleration
 from locality.parse import parse_node, parse_pod
 from locality.parse_constraints import node_taints, pod_constraints

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from locality.config import LocalityConfig
 from locality.dra import (
     SliceDevices,

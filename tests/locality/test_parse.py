@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bucketing.errors import InputError
 from bucketing.resources import GIB, Resources
+from common.errors import InputError
 from locality.config import LocalityConfig
 from locality.model import NodeTopology, NumaZone
 from locality.numa import NumaDemand, TopologyManagerPolicy, TopologyManagerScope

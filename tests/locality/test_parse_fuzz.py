@@ -7,7 +7,7 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from locality.config import LocalityConfig
 from locality.parse import parse_node, parse_node_topology, parse_pod
 from tests.locality.test_parse import NRT

@@ -201,7 +201,7 @@ def scheduler_config_problems(rendered: Rendered) -> list[str]:
 
 def headstart_config_problems(rendered: Rendered) -> list[str]:
     """The configs the components will load, loaded by the components' own loaders."""
-    from bucketing.errors import HeadstartError
+    from common.errors import HeadstartError
     from extender.config import config_from_mapping
     from overprovisioner.config.catalog import resolve_catalog
     from overprovisioner.config.parse import parse_config

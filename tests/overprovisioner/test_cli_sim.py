@@ -51,7 +51,7 @@ def test_simulate_json_has_every_policy(trace_file, capsys):
          "oracle", "rate-oracle"],
 )
 def test_every_policy_has_its_role(name, role):
-    from overprovisioner.planner.policy_names import parse_policy_name
+    from overprovisioner.policy_names import parse_policy_name
 
     assert parse_policy_name(name).role == role
 

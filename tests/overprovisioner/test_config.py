@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bucketing.errors import ConfigError
 from bucketing.resources import Resources
+from common.errors import ConfigError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.catalog import (
     capacity_type_label,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from overprovisioner.service.errors import ApiCallError, NotOwnedError
 from overprovisioner.service.faults import collect_faults, fault_of
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from kube.leader import LeaderElector
 from overprovisioner.config import LeaderElectionConfig
-from overprovisioner.service.leader import LeaderElector
 
 # The library's limits: lease > renew deadline > 1.2 x retry, all whole seconds >= 1.
 FAST = LeaderElectionConfig(lease_duration_s=3, renew_deadline_s=2, retry_period_s=1)

@@ -348,7 +348,7 @@ def test_a_loaded_model_for_other_buckets_is_refitted(fake_kube) -> None:
 
 
 def test_an_empty_history_is_a_cold_start_not_an_error(fake_kube) -> None:
-    from bucketing.errors import InputError
+    from common.errors import InputError
 
     class Empty(MemoryDemand):
         def series(self, now_s: float):

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from bucketing.errors import ConfigError
+from common.errors import ConfigError
 from overprovisioner.config.catalog import resolve_catalog
-from overprovisioner.planner.headroom import headroom_counts, parse_headroom
+from overprovisioner.planner.headroom import headroom_counts
+from overprovisioner.policy_names import parse_headroom
 from overprovisioner.sim.build import make_policy
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.workload import build_workload

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from bucketing.errors import InputError
 from bucketing.resources import Resources
+from common.errors import InputError
 from overprovisioner.config.catalog import resolve_catalog
 from overprovisioner.config.parse import parse_config
 from overprovisioner.planner.plan import PlannedBucket

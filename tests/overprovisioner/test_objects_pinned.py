@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from overprovisioner.config.catalog import resolve_catalog
 from overprovisioner.config.parse import parse_config
 from overprovisioner.planner.pinned_plan import PlacedColumn

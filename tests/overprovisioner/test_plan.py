@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from bucketing.catalog import load_catalog
-from bucketing.errors import ConfigError, InputError
+from common.errors import ConfigError, InputError
+from overprovisioner.config.plan_config import BucketLimits, PlanConfig
 from overprovisioner.planner.plan import BucketObservation, make_plan
-from overprovisioner.planner.plan_config import BucketLimits, PlanConfig
 
 CATALOG = load_catalog("aws")
 G4 = "g4dn.xlarge"  # 0.526 $/h

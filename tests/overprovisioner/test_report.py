@@ -10,7 +10,7 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from overprovisioner.sim.compare import assess  # noqa: E402
+from overprovisioner.sim.assess import assess  # noqa: E402
 from overprovisioner.sim.report_plots import (  # noqa: E402
     _axis_scale,
     draw_tradeoff,
@@ -107,7 +107,7 @@ def test_peer_lines_are_drawn_as_the_verdict_interpolates_them():
     0.16x. The drawn line passes through the verdict's interpolated point."""
     import numpy as np
 
-    from overprovisioner.sim.compare import interpolate_extra
+    from overprovisioner.sim.assess import interpolate_extra
     from overprovisioner.sim.report_plots import straight_in_data
 
     # reactive (0 GPU-h, 1000 pending) then static:1 (+100 GPU-h, 10 pending); a cut of

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from kube.leader import LeaderElector
 from overprovisioner.config import LeaderElectionConfig
-from overprovisioner.service.leader import LeaderElector
 from overprovisioner.service.server import create_app
 from predictor.known.reader import WATCHED
 from tests.overprovisioner.test_loop import RISING, MemoryDemand, at_tick, make_config, make_loop
@@ -211,21 +211,26 @@ def test_the_first_tick_waits_for_the_first_list_instead_of_recording_a_gap(tmp_
     import threading
 
     from bucketing.catalog import load_catalog
+    from kube.informer import Informer
     from overprovisioner.service.cli import RecorderDemand
-    from predictor.recorder import Informer, Recorder, RecorderConfig
+    from predictor.recorder import Recorder, RecorderConfig
     from predictor.store import HistoryStore
 
     class EmptyList:
         data = b'{"metadata": {"resourceVersion": "1"}, "items": []}'
 
+        def release_conn(self):
+            pass
+
     config = RecorderConfig(tick_s=300.0)
-    pods = Informer("pods", lambda **kw: EmptyList(), lambda obj: None, config)
-    nodes = Informer("nodes", lambda **kw: EmptyList(), lambda obj: None, config)
+    pods = Informer("pods", lambda **kw: EmptyList(), lambda obj: None, config.watch_settings())
+    nodes = Informer("nodes", lambda **kw: EmptyList(), lambda obj: None,
+                     config.watch_settings())
     store = HistoryStore(tmp_path / "h.sqlite", 300.0)
     types = load_catalog("aws").subset(["g5.xlarge"]).instance_types
     demand = RecorderDemand(Recorder(config, store, types, pods, nodes), 86400.0)
     # The informers' first lists land a moment after the service's first tick starts.
-    timers = [threading.Timer(0.2, informer._relist) for informer in (pods, nodes)]
+    timers = [threading.Timer(0.2, informer.watch._list) for informer in (pods, nodes)]
     for timer in timers:
         timer.start()
     demand.record(at_tick(29))
@@ -281,9 +286,10 @@ def test_a_taken_port_is_a_one_line_error(fake_kube, tmp_path) -> None:
 async def test_an_empty_history_is_backfilled_from_prometheus_once(aiohttp_server,
                                                                    tmp_path) -> None:
     from bucketing.catalog import load_catalog
+    from kube.informer import Informer
     from overprovisioner.config.catalog import resolve_catalog
     from overprovisioner.service.cli import RecorderDemand, prometheus_backfill
-    from predictor.recorder import Informer, Recorder, RecorderConfig
+    from predictor.recorder import Recorder, RecorderConfig
     from predictor.store import HistoryStore
     from tests.predictor.test_prometheus import matrix, prometheus_app
 
@@ -312,11 +318,15 @@ async def test_an_empty_history_is_backfilled_from_prometheus_once(aiohttp_serve
     class Listed:
         data = b'{"metadata": {"resourceVersion": "1"}, "items": []}'
 
+        def release_conn(self):
+            pass
+
     recorder_config = RecorderConfig(tick_s=tick)
-    pods = Informer("pods", lambda **kw: Listed(), lambda obj: None, recorder_config)
-    nodes = Informer("nodes", lambda **kw: Listed(), lambda obj: None, recorder_config)
+    settings = recorder_config.watch_settings()
+    pods = Informer("pods", lambda **kw: Listed(), lambda obj: None, settings)
+    nodes = Informer("nodes", lambda **kw: Listed(), lambda obj: None, settings)
     for informer in (pods, nodes):
-        informer._relist()
+        informer.watch._list()
     store = HistoryStore(tmp_path / "h.sqlite", tick)
     types = load_catalog("aws").subset(list(config.instance_types)).instance_types
     recorder = Recorder(recorder_config, store, types, pods, nodes)

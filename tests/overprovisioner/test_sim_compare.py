@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from overprovisioner.sim.compare import assess, assess_all, default_policies
+from overprovisioner.sim.assess import assess, assess_all
+from overprovisioner.sim.compare import default_policies
 from overprovisioner.sim.metrics import Metrics
 
 

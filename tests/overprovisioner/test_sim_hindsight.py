@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.planner.policy_names import parse_policy_name, per_type_name
-from overprovisioner.sim.compare import assess, run_policies
+from overprovisioner.policy_names import parse_policy_name, per_type_name
+from overprovisioner.sim.assess import assess
+from overprovisioner.sim.compare import run_policies
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import run
 from overprovisioner.sim.hindsight import cheapest_vector, hindsight_policies

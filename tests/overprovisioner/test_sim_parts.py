@@ -8,13 +8,13 @@ import warnings
 import numpy as np
 import pytest
 
-from bucketing.durations import parse_duration
-from bucketing.errors import InputError
+from common.durations import parse_duration
+from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.planner.policy_names import parse_policy_name, peer_size, schedule_name
+from overprovisioner.policy_names import parse_policy_name, peer_size, schedule_name
+from overprovisioner.sim.assess import assess, interpolate_extra
 from overprovisioner.sim.autoscaler import scale_up
 from overprovisioner.sim.cluster import Cluster, SimNode
-from overprovisioner.sim.compare import assess, interpolate_extra
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.metrics import Metrics
 from overprovisioner.sim.oracles import demand_and_most_ahead, future_most, rate_headroom

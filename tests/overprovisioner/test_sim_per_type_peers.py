@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.planner.policy_names import parse_policy_name, peer_size
+from overprovisioner.policy_names import parse_policy_name, peer_size
 from overprovisioner.sim.build import make_policy, placement_groups
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import run

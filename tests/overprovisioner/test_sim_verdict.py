@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from bucketing.errors import InputError
 from bucketing.synthetic import SyntheticWorkload, generate
+from common.errors import InputError
 from overprovisioner.config.parse import parse_config
-from overprovisioner.sim.compare import assess_all
+from overprovisioner.sim.assess import assess_all
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import run as simulate_run
 from overprovisioner.sim.metrics import measure
@@ -229,7 +229,7 @@ def test_the_verdict_says_what_lifting_the_limits_buys():
 
 
 def test_a_capped_run_gets_a_run_without_limits():
-    from overprovisioner.planner.policy_names import parse_policy_name
+    from overprovisioner.policy_names import parse_policy_name
     from overprovisioner.sim.compare import run_policies
 
     spec = parse_policy_name("predictive:0.97,unlimited")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from overprovisioner.sim.workload import build_workload, pin_buckets, true_demand
 from tests.overprovisioner.simbuild import pod, table, types
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.backtest import (
     LAST_MARGIN,
     BacktestConfig,

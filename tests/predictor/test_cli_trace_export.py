@@ -63,8 +63,7 @@ def ranged_prometheus_app(results: dict, calls: list) -> web.Application:
 def run(monkeypatch, capsys):
     """`headstart ARGS` in a worker thread (the command runs its own event loop while the
     test's loop serves the fake Prometheus), with only the commands used here."""
-    monkeypatch.setattr(headstart_cli, "COMMAND_MODULES", (
-        "bucketing.cli_trace", "predictor.cli_trace_export", "overprovisioner.sim.cli"))
+    monkeypatch.setattr(headstart_cli, "COMMAND_MODULES", ("overprovisioner.sim.cli",))
 
     async def invoke(*argv: str) -> tuple[int, str, str]:
         code = await asyncio.to_thread(headstart_cli.main, [str(a) for a in argv])

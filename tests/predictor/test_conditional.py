@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.conditional import ConditionalIncrease, recent_rise
 from predictor.forecast import NotEnoughHistory, NotFittedError
 from predictor.registry import make_forecaster

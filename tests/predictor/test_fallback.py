@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bucketing.errors import ConfigError, InputError
+from common.errors import ConfigError, InputError
 from predictor.fallback import FallbackConfig, FallbackState, initial_state, step
 
 CONFIG = FallbackConfig(window_ticks=3, enter_mean_shortfall=1.0, exit_mean_shortfall=0.25)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.baselines import AdaptiveLastValue, LastValue, SeasonalNaive
 from predictor.forecast import (
     Forecast,

@@ -17,8 +17,9 @@ from predictor.known.combine import (
 )
 from predictor.known.history import unannounced
 from predictor.known.model import KnownItem, PodRef
+from predictor.known.pods import LivePod
 from predictor.series import make_series
-from predictor.snapshot import LivePod, PodDemand
+from predictor.snapshot import PodDemand
 
 NOW = 1_800_000_000.0
 TYPES = load_catalog("aws").subset(["g5.xlarge", "g5.12xlarge"]).instance_types

@@ -13,9 +13,10 @@ import pytest
 from bucketing.catalog import load_catalog
 from predictor.known.combine import counted
 from predictor.known.config import KnownDemandConfig
+from predictor.known.pods import live_pod
 from predictor.known.reader import WATCHED, make_known_reader
+from predictor.known.recording import make_known_recorder
 from predictor.recorder import RecorderConfig, make_recorder
-from predictor.snapshot import live_pod
 from predictor.store import StoreConfig
 from tests.predictor.known_builders import NOW, condition, job, meta, pod, stamp, template
 from tests.predictor.test_recorder import wait_for
@@ -31,6 +32,12 @@ CRD_GROUPS = ("kueue.x-k8s.io/v1beta2", "jobset.x-k8s.io/v1alpha2", "kubeflow.or
 def recorder_config(tmp_path) -> RecorderConfig:
     return RecorderConfig(tick_s=TICK, store=StoreConfig(path=str(tmp_path / "h.sqlite")),
                           watch_timeout_s=1, backoff_initial_s=0.05, backoff_max_s=0.2)
+
+
+def watching(tmp_path):
+    """What the known-demand reader takes of the recorder: its watch settings and staleness."""
+    config = recorder_config(tmp_path)
+    return config.watch_settings(), config.max_stale_s
 
 
 @pytest.fixture
@@ -52,7 +59,7 @@ def running():
 
 def test_absent_crds_are_skipped_with_one_log_line(fake_kube, tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="headstart.known")
-    reader = make_known_reader(KnownDemandConfig(), recorder_config(tmp_path),
+    reader = make_known_reader(KnownDemandConfig(), *watching(tmp_path),
                                fake_kube.api_client(), "nvidia.com/gpu", HORIZON)
     # batch/v1 is always served; every CRD is absent from a bare cluster
     assert reader.served == {"jobs.batch": "v1", "cronjobs.batch": "v1"}
@@ -65,7 +72,7 @@ def test_absent_crds_are_skipped_with_one_log_line(fake_kube, tmp_path, caplog):
 def test_disabled_sources_are_not_even_discovered(fake_kube, tmp_path):
     config = KnownDemandConfig(kueue=False, jobs=False, jobsets=False, kubeflow=False,
                                podgroups=False)
-    reader = make_known_reader(config, recorder_config(tmp_path), fake_kube.api_client(),
+    reader = make_known_reader(config, *watching(tmp_path), fake_kube.api_client(),
                                "nvidia.com/gpu", HORIZON)
     assert reader.served == {"cronjobs.batch": "v1"}
     assert not any("kueue" in path for _, path, _ in fake_kube.requests)
@@ -73,7 +80,7 @@ def test_disabled_sources_are_not_even_discovered(fake_kube, tmp_path):
 
 def test_a_cluster_with_kueue_v1beta1_only_is_read_in_v1beta1(fake_kube, tmp_path):
     fake_kube.serve("kueue.x-k8s.io/v1beta1")
-    reader = make_known_reader(KnownDemandConfig(), recorder_config(tmp_path),
+    reader = make_known_reader(KnownDemandConfig(), *watching(tmp_path),
                                fake_kube.api_client(), "nvidia.com/gpu", HORIZON)
     assert reader.served["workloads.kueue.x-k8s.io"] == "v1beta1"
 
@@ -141,7 +148,7 @@ def cron_at(when: float) -> str:
 
 def test_items_from_every_source_counted_once(fake_kube, tmp_path, running):
     seed(fake_kube)
-    reader = running(make_known_reader(KnownDemandConfig(), recorder_config(tmp_path),
+    reader = running(make_known_reader(KnownDemandConfig(), *watching(tmp_path),
                                        fake_kube.api_client(), "nvidia.com/gpu", HORIZON))
     assert len(reader.served) == len(WATCHED)
     pods = [live_pod(p) for p in fake_kube.list("v1", "Pod")]
@@ -164,11 +171,11 @@ def test_a_job_kueue_suspended_is_not_counted_while_kueue_is_stale(fake_kube, tm
     """With the Kueue watch failing, the Job Kueue suspended is not taken for a suspended
     Job due now (for suspended_window): only its Workload can say when it runs."""
     seed(fake_kube)
-    reader = running(make_known_reader(KnownDemandConfig(), recorder_config(tmp_path),
+    reader = running(make_known_reader(KnownDemandConfig(), *watching(tmp_path),
                                        fake_kube.api_client(), "nvidia.com/gpu", HORIZON))
     for watched, informer in reader.informers.items():
         if watched.source == "kueue":
-            informer.failing_since = NOW - 3 * TICK  # past max_stale_ticks (2) x tick
+            informer.status.failing_since = NOW - 3 * TICK  # past max_stale_ticks (2) x tick
     report = reader.items(NOW, [live_pod(p) for p in fake_kube.list("v1", "Pod")])
     assert report.stale == ("kueue",)
     queued, = [i for i in report.items if i.name == "queued"]
@@ -187,8 +194,11 @@ def test_the_recorder_writes_known_and_announced_demand(fake_kube, tmp_path, run
     seed(fake_kube, now)
     fake_kube.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
     time.sleep(1.1)  # creationTimestamp has whole seconds: seed a second before counting
-    recorder = make_recorder(recorder_config(tmp_path), fake_kube.api_client(), time.time,
-                             known=KnownDemandConfig(), horizon_s=HORIZON)
+    recorder = make_recorder(recorder_config(tmp_path), fake_kube.api_client(), time.time)
+    recorder.known = make_known_recorder(
+        KnownDemandConfig(), recorder.store, recorder.bucket_types,
+        recorder.config.watch_settings(), recorder.config.max_stale_s, fake_kube.api_client(),
+        CATALOG.gpu_resource, HORIZON)
     stop = threading.Event()
     threads = [threading.Thread(target=i.run, args=(stop,), daemon=True)
                for i in (recorder.pods, recorder.nodes)]
@@ -256,7 +266,7 @@ def test_a_server_unreachable_at_start_is_checked_again_until_it_answers(tmp_pat
     configuration.host = f"http://127.0.0.1:{port}"
     configuration.retries = 0
     caplog.set_level(logging.INFO, logger="headstart.known")
-    reader = make_known_reader(KnownDemandConfig(), recorder_config(tmp_path),
+    reader = make_known_reader(KnownDemandConfig(), *watching(tmp_path),
                                client.ApiClient(configuration), "nvidia.com/gpu", HORIZON)
     enabled = WATCHED  # every source is on by default
     assert (reader.served, len(reader.unchecked)) == ({}, len(enabled))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bucketing.errors import InputError
 from bucketing.resources import Resources
+from common.errors import InputError
 from predictor.known import batch, cron, gated, kubeflow, kueue, podgroups
 from predictor.known.model import (
     COSCHEDULING_POD_GROUP,
@@ -13,7 +13,7 @@ from predictor.known.model import (
     count_pods,
     pod_ref,
 )
-from predictor.snapshot import live_pod
+from predictor.known.pods import live_pod
 from tests.predictor.known_builders import NOW, condition, job, meta, pod, stamp, template
 
 GPU = "nvidia.com/gpu"

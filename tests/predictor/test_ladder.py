@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bucketing.errors import ConfigError, InputError
+from common.errors import ConfigError, InputError
 from predictor.ladder import LadderConfig, cold_start, default_headroom
 
 BUCKETS = ("m5.large", "g4dn.xlarge", "p4d.24xlarge")

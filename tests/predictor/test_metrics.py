@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.metrics import error_metrics, tune_margin
 
 NAN = math.nan

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from bucketing.errors import ConfigError
+from common.errors import ConfigError
 from predictor.persist import ModelFileError, load, save
 from tests.predictor.test_forecasters import MODELS, make_history, make_model
 

@@ -9,10 +9,10 @@ import time
 import numpy as np
 import pytest
 
-from bucketing.errors import ConfigError
 from bucketing.resources import Resources
+from common.errors import ConfigError
+from kube.informer import Informer
 from predictor.recorder import (
-    Informer,
     Recorder,
     RecorderConfig,
     make_recorder,
@@ -275,43 +275,6 @@ def test_records_pods_per_group_skipping_placeholders(live):
     assert recorder.store.read_series().counts["gpu1@pg-a"].tolist() == [1.0, 2.0]
 
 
-def run_informer(informer):
-    stop = threading.Event()
-    thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
-    thread.start()
-    return stop, thread
-
-
-def test_relists_after_410_gone_and_recovers_from_errors(fake_kube):
-    from kubernetes import client
-
-    core = client.CoreV1Api(fake_kube.api_client())
-    config = RecorderConfig(watch_timeout_s=1, backoff_initial_s=0.05, backoff_max_s=0.2)
-    pods = Informer("pods", core.list_pod_for_all_namespaces, pod_demand, config, Clock(T0))
-    stop, thread = run_informer(pods)
-    assert pods.synced.wait(10)
-    stop.set()
-    thread.join(5)
-    # While it is stopped the cluster changes and the history is compacted; resumed, its
-    # watch from the old resourceVersion gets 410 Gone and it relists once.
-    fake_kube.create(make_pod("late", cpu="2", memory="2Gi", node="n9"))
-    fake_kube.expire_history()
-    relists = pods.relists
-    stop, thread = run_informer(pods)
-    try:
-        assert wait_for(lambda: "team/late" in pods.items())
-        assert pods.relists == relists + 1 and pods.errors == 0
-        # The next two API calls fail (the re-opened watch, then a relist): back off, recover.
-        fake_kube.fail_next("GET", "/api/v1/pods", 500, count=2)
-        fake_kube.create(make_pod("later", cpu="2", memory="2Gi", node="n9"))
-        assert wait_for(lambda: "team/later" in pods.items() and pods.errors == 2)
-        assert wait_for(lambda: pods.failing_since is None)
-        assert "500" in pods.last_error
-    finally:
-        stop.set()
-        thread.join(5)
-
-
 def test_restart_continues_the_series_with_gaps_for_downtime(live):
     kube, start, clock, config, _ = live
     kube.create(make_pod("a", cpu="2", memory="2Gi", node="n1"))
@@ -339,19 +302,19 @@ def test_a_tick_without_a_fresh_pod_cache_is_a_gap(tmp_path):
 
     config = RecorderConfig(tick_s=TICK, backoff_initial_s=0.01, backoff_max_s=0.02)
     clock = Clock(T0)
-    pods = Informer("pods", failing_list, lambda obj: None, config, clock)
-    nodes = Informer("nodes", failing_list, lambda obj: None, config, clock)
+    pods = Informer("pods", failing_list, lambda obj: None, config.watch_settings(), clock)
+    nodes = Informer("nodes", failing_list, lambda obj: None, config.watch_settings(), clock)
     stop = threading.Event()
     thread = threading.Thread(target=pods.run, args=(stop,), daemon=True)
     thread.start()
-    assert wait_for(lambda: pods.errors >= 2)
+    assert wait_for(lambda: pods.status.errors_total >= 2)
     stop.set()
     thread.join(5)
     with HistoryStore(tmp_path / "h.sqlite", TICK) as store:
         recorder = Recorder(config, store, TYPES, pods, nodes, clock)
         recorder.record()
         assert store.tick_count() == (0, 1)
-        assert "API unreachable" in pods.last_error
+        assert "API unreachable" in pods.status.last_error
 
 
 def test_store_with_another_tick_is_refused(tmp_path):
@@ -381,77 +344,3 @@ def test_run_loop_writes_one_tick_per_boundary(live):
     series = recorder.store.read_series()
     assert series.times.tolist() == [T0, T0 + TICK, T0 + 2 * TICK]
     assert series.counts["cpu4"].tolist() == [1.0, 1.0, 1.0]
-
-
-class _EmptyStream:
-    """A watch response that ends at once without an event (a proxy cutting streams)."""
-
-    status = 200
-
-    def stream(self, amt=None, decode_content=False):
-        return iter(())
-
-    def close(self):
-        pass
-
-    def release_conn(self):
-        pass
-
-
-class _ListResponse:
-    data = b'{"metadata": {"resourceVersion": "7"}, "items": []}'
-
-
-class _CountingStop(threading.Event):
-    """Stops the informer after `limit` waits; records what it was asked to wait."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.waits: list[float] = []
-        self.limit = limit
-
-    def wait(self, timeout=None):
-        self.waits.append(timeout)
-        if len(self.waits) >= self.limit:
-            self.set()
-        return self.is_set()
-
-
-def test_a_watch_that_ends_at_once_is_not_reopened_in_a_hot_loop():
-    calls = {"watch": 0}
-
-    def list_call(**kwargs):
-        if kwargs.get("watch"):
-            calls["watch"] += 1
-            if calls["watch"] >= 200:
-                stop.set()  # without a pause the loop only ends here
-            return _EmptyStream()
-        return _ListResponse()
-
-    config = RecorderConfig(backoff_initial_s=0.5, backoff_max_s=4.0)
-    informer = Informer("pods", list_call, lambda obj: None, config, Clock(T0))
-    stop = _CountingStop(limit=3)
-    informer.run(stop)
-    # Each empty watch is followed by a pause of the initial backoff: 3 watches, 3 waits.
-    assert calls["watch"] == 3
-    assert stop.waits == [0.5, 0.5, 0.5]
-    assert informer.errors == 0 and informer.relists == 1
-
-
-def test_list_and_watch_calls_carry_a_read_timeout():
-    # A half-open connection (a load balancer dropping an idle stream) never ends a
-    # watch by itself: without a client-side read timeout the cache would go stale while
-    # looking fresh, and stale snapshots would be recorded as observed ticks.
-    seen = []
-
-    def list_call(**kwargs):
-        seen.append(kwargs)
-        return _EmptyStream() if kwargs.get("watch") else _ListResponse()
-
-    config = RecorderConfig(watch_timeout_s=300)
-    informer = Informer("pods", list_call, lambda obj: None, config, Clock(T0))
-    informer.run(_CountingStop(limit=1))
-    listed, watched = seen[0], seen[1]
-    assert listed["_request_timeout"] == 60.0
-    # connect 10 s; read the server's 300 s watch timeout plus 30 s of slack.
-    assert watched["_request_timeout"] == (10.0, 330.0)

@@ -10,10 +10,10 @@ import pytest
 
 from bucketing.demand import resource_matrix, snapshots
 from bucketing.embed import embed
-from bucketing.errors import InputError
 from bucketing.jobtable import JobTable
 from bucketing.synthetic import SyntheticWorkload, generate
 from bucketing.traces import load_trace
+from common.errors import InputError
 from predictor.series import (
     DemandSeries,
     bucket_vectors,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bucketing.errors import ConfigError
+from common.errors import ConfigError
 from predictor.stabilize import StabilizeConfig, stabilize
 
 

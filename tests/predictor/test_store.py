@@ -7,7 +7,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-from bucketing.errors import ConfigError, InputError
+from common.errors import ConfigError, InputError
 from predictor.store import SCHEMA_VERSION, HistoryStore
 
 TICK = 300.0

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.baselines import LastValue
 from predictor.quantiles import spread_factors
 from predictor.transformer import TransformerForecaster, resolve_device

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from bucketing.autoscaler_status import GroupSize
 from bucketing.resources import Resources
+from kube.autoscaler_status import GroupSize
 from locality.admission.assign import plan
 from locality.admission.config import GATE, AdmissionConfig, NodeGroup
 from locality.admission.gather import gather

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from locality.admission.model import Domain
 from locality.admission.record import (
     GangRecord,

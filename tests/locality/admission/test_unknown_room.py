@@ -3,7 +3,7 @@ lists that nothing names, and jobs released rather than held when room is unknow
 
 from __future__ import annotations
 
-from bucketing.autoscaler_status import GroupSize
+from kube.autoscaler_status import GroupSize
 from locality.admission.assign import plan
 from locality.admission.config import NodeGroup
 from locality.admission.gather import gather

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bucketing.errors import InputError
+from common.errors import InputError
 
 
 def check_output_file(path: str | Path, option: str) -> None:

@@ -37,7 +37,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from bucketing.errors import InputError
+from common.errors import InputError
 from predictor.registry import FORECASTER_NAMES
 
 POLICY_HELP = (
@@ -318,3 +318,20 @@ def schedule_name(hours: tuple[int, ...], busy: int, otherwise: int) -> str | No
         runs[0][0] = runs.pop()[0]  # one range across midnight
     ranges = ",".join(f"{start:02d}-{end:02d}={busy}" for start, end in sorted(runs))
     return f"scheduled:{ranges},else={otherwise}"
+
+
+def parse_headroom(text: str, where: str = "headroom") -> PolicySpec:
+    """The spec of a headroom policy; InputError naming `where` when it is not one."""
+    try:
+        spec = parse_policy_name(text.strip())
+    except InputError as error:
+        raise InputError(f"{where}: {error}") from None
+    if spec.kind not in PEERS:
+        raise InputError(f"{where}: {text!r} is not a headroom policy (static:..., "
+                         "proportional:..., scheduled:... or per-type:...)")
+    return spec
+
+
+def named_types(spec: PolicySpec) -> tuple[str, ...]:
+    """The instance types a per-type headroom names (none for the others)."""
+    return tuple(kind for kind, _ in (spec.members or spec.per_type))

@@ -21,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from bucketing.errors import InputError
+from common.errors import InputError
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bucketing.catalog import Catalog
-from bucketing.errors import ConfigError
+from common.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from kubernetes.leaderelection import electionconfig
 from kubernetes.leaderelection.leaderelection import LeaderElection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
-from bucketing.api_reachability import unreachable_reason
+from kube.reachability import unreachable_reason
 
 log = logging.getLogger("headstart.leader")
 
@@ -203,7 +203,7 @@ class LeaderElector:
                 self._election.run()
             except Exception as error:  # timeouts, odd API answers: keep trying
                 # An unreachable server is logged once for every caller by
-                # bucketing.api_reachability; only other faults are worth a warning here.
+                # kube.reachability; only other faults are worth a warning here.
                 quiet = unreachable_reason(error) is not None
                 log.log(logging.DEBUG if quiet else logging.WARNING,
                         "leader election round failed: %s: %s", type(error).__name__, error)

@@ -15,7 +15,7 @@ Decides:
   RetryPolicy, leader election).
 
 Must not: contact the API server (an unreachable server is not a start-up error: the
-services retry, see bucketing.api_reachability).
+services retry, see kube.reachability).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bucketing.errors import ConfigError
-from bucketing.yamlfile import load_yaml_file
+from common.errors import ConfigError
+from common.yamlfile import load_yaml_file
 
 IN_CLUSTER = "in-cluster service account"
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from bucketing.errors import ConfigError
+from common.errors import ConfigError
 
 
 def load_yaml_file(path: str | Path, context: str = "") -> Any:

@@ -1,0 +1,5 @@
+"""Plumbing every headstart package shares and none of them decides with: the error types,
+durations, YAML files, logging, progress on stderr and output-path checks.
+
+This package imports nothing else of headstart's: every other package may build on it.
+"""

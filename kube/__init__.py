@@ -1,0 +1,6 @@
+"""Talking to the Kubernetes API the same way in every service: the client and its
+credentials, leader election on a Lease, whether the API server answers, and what
+cluster-autoscaler's status ConfigMap says.
+
+Imports `common` only; every package that talks to a cluster builds on it.
+"""
