@@ -72,7 +72,7 @@ from locality.admission.coscheduling import POD_GROUP_LABEL, pod_group_body
 from locality.admission.gather import gather
 from locality.admission.model import Admission, GatedJob, Plan, Preemption, WaitCode, Waiting
 from locality.admission.node_groups import resolve
-from locality.admission.nodepools import nodepool_groups
+from locality.admission.nodepools import nodepool_groups, what_counts
 from locality.admission.preempt import candidates, leaving
 from locality.admission.record import GangRecord, GangState, gang_body, orphaned, timestamp
 from locality.admission.recovery import Eviction, Transition, recovery
@@ -331,9 +331,10 @@ class Admitter:
             self.autoscaler = status
         if self.config.nodepools:
             pools, self.nodepools_detail = await asyncio.to_thread(self._read_nodepools)
-            if pools is not None and pools != self.nodepools:
+            if pools is not None and [what_counts(p) for p in pools] != [
+                    what_counts(p) for p in self.nodepools]:
                 self.nodepools = pools
-                self._seen_version = -1
+                self._seen_version = -1  # what the pools can add changed: plan again now
 
     def _read_nodepools(self) -> tuple[tuple[Mapping[str, Any], ...] | None, str]:
         """(the NodePools, what the read found); None: keep the last ones (a fault)."""

@@ -143,6 +143,20 @@ def _pool(pool: Any, name: str, locality: LocalityConfig, sample: Mapping[str, R
     return groups, why
 
 
+def what_counts(pool: Any) -> tuple[Any, Any, Any, bool]:
+    """The part of a NodePool its node groups are computed from: name, spec,
+    `status.resources` and readiness. Two reads equal here give the same groups, so the
+    admitter replans only when this changes, not on every status write (a condition's
+    heartbeat, a resourceVersion)."""
+    if not isinstance(pool, Mapping):
+        return (None, None, None, False)
+    metadata = pool.get("metadata")
+    status = pool.get("status")
+    status = status if isinstance(status, Mapping) else {}
+    return (metadata.get("name") if isinstance(metadata, Mapping) else None,
+            pool.get("spec"), status.get("resources"), _ready(status))
+
+
 def _ready(status: Mapping[str, Any]) -> bool:
     """False only when the pool reports a Ready condition that is not True (a pool that
     reports none yet, as before Karpenter's first reconcile, counts)."""

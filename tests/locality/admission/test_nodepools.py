@@ -12,7 +12,12 @@ from bucketing.resources import Resources
 from extender.admission.admitter import catalog_shapes
 from locality.admission.assign import plan
 from locality.admission.gather import gather
-from locality.admission.nodepools import NODEPOOL_LABEL, UNLIMITED_NODES, nodepool_groups
+from locality.admission.nodepools import (
+    NODEPOOL_LABEL,
+    UNLIMITED_NODES,
+    nodepool_groups,
+    what_counts,
+)
 from locality.admission.snapshot import CLUSTER_LEVEL, level_room
 from locality.config import LocalityConfig, TopologyLevel
 from locality.constraints import Taint, Toleration
@@ -133,3 +138,26 @@ def test_a_job_is_admitted_into_the_pool_that_can_launch_its_nodes():
     gathered = gather(job("big", 3), {}, lambda key: job("big", 3), LOCALITY, CONFIG)
     result = plan(gathered.jobs, rooms, gathered.reservations, NOW, CONFIG)
     assert [w.code.value for w in result.waiting] == ["inadmissible"]
+
+
+def test_only_what_the_groups_are_computed_from_replans():
+    ready = {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-28T10:00:00Z"}
+    first = pool(limits={"nvidia.com/gpu": "32"},
+                 status={"resources": {"nvidia.com/gpu": "8"}, "conditions": [ready]})
+    first["metadata"]["resourceVersion"] = "100"
+    # Karpenter rewrote the status (a heartbeat, a new resourceVersion): same groups.
+    rewritten = copy.deepcopy(first)
+    rewritten["metadata"]["resourceVersion"] = "101"
+    rewritten["status"]["conditions"][0]["lastTransitionTime"] = "2026-11-28T10:05:00Z"
+    assert what_counts(rewritten) == what_counts(first)
+    # A node launched (usage), a limit raised, the pool not Ready: the groups change.
+    launched = copy.deepcopy(first)
+    launched["status"]["resources"]["nvidia.com/gpu"] = "16"
+    raised = copy.deepcopy(first)
+    raised["spec"]["limits"]["nvidia.com/gpu"] = "64"
+    failing = copy.deepcopy(first)
+    failing["status"]["conditions"][0]["status"] = "False"
+    for changed in (launched, raised, failing):
+        assert what_counts(changed) != what_counts(first)
+        assert (nodepool_groups([changed], (), LOCALITY, SHAPES)
+                != nodepool_groups([first], (), LOCALITY, SHAPES))
