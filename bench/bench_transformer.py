@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from predictor.registry import make_forecaster  # noqa: E402
+from predictor.models.registry import make_forecaster  # noqa: E402
 
 TICKS = 30 * 288
 BUCKETS = 10

@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass
 
 from common.errors import InputError
-from predictor.registry import FORECASTER_NAMES
+from predictor.models.registry import FORECASTER_NAMES
 
 POLICY_HELP = (
     "reactive, static:N (N >= 0 placeholder nodes per type), static:TYPE=N[,TYPE=N...] (a "

@@ -2,7 +2,7 @@
 
 Decides: the picture only (one panel per series, at most MAX_PANELS, the test period
 on the x axis in hours since its start). Writes a PNG with matplotlib's Agg backend,
-so it runs without a display. Must not: compute metrics (that is predictor.backtest).
+so it runs without a display. Must not: compute metrics (that is predictor.backtest.rolling).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from common.errors import InputError
-from predictor.backtest import LAST_MARGIN, BacktestResult
+from predictor.backtest.rolling import LAST_MARGIN, BacktestResult
 
 MAX_PANELS = 6
 TOTAL_FIRST = "total_gpus"

@@ -19,7 +19,7 @@ from bucketing.gpu_sharing import GPU_SHARING_HELP, rounded_note
 from common.durations import parse_duration
 from common.errors import InputError
 from common.outpath import check_output_file
-from predictor.registry import DEFAULT_MODEL
+from predictor.models.registry import DEFAULT_MODEL
 
 DEFAULT_MODELS = DEFAULT_MODEL
 
@@ -129,8 +129,8 @@ def compute_backtest(args: argparse.Namespace) -> tuple[Any, Any]:
     option is checked before the series is read. bench/bench_backtest.py calls it too."""
     import time
 
-    from predictor.backtest import BacktestConfig, Target, backtest
-    from predictor.registry import FORECASTER_NAMES, make_forecaster
+    from predictor.backtest.rolling import BacktestConfig, Target, backtest
+    from predictor.models.registry import FORECASTER_NAMES, make_forecaster
 
     models = [name.strip() for name in args.models.split(",") if name.strip()]
     if not models:
@@ -194,7 +194,7 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
     import numpy as np
 
     if args.series:
-        from predictor.series_io import read_series_csv
+        from predictor.live.series_io import read_series_csv
 
         tick = parse_duration(args.tick, "--tick") if args.tick else None
         series = read_series_csv(args.series, args.column, tick)
@@ -202,7 +202,7 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
         return series, [target_type(column, (column,), series.history())]
 
     if args.history:
-        from predictor.store import read_history
+        from predictor.live.store import read_history
 
         series = read_history(args.history)
         total = series.total_gpus()
@@ -214,7 +214,7 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
     from bucketing.catalog import load_catalog
     from bucketing.jobtable import require_gpu_pods
     from bucketing.traces import load_trace
-    from predictor.series import series_from_jobtable
+    from predictor.history.series import series_from_jobtable
 
     tick = parse_duration(args.tick or "5m", "--tick")
     names, file_catalog = (read_bucket_names(Path(args.buckets)) if args.buckets
@@ -273,7 +273,7 @@ def format_table(rows: Any, source: str, tick_s: float, simulate: str | None = N
                  "within the horizon (what placeholders must cover); fairOver = mean "
                  "over-provision of last value + a margin tuned to the same shortfall rate "
                  "(lower overProv than fairOver beats it)")
-    from predictor.backtest import choose_model, recommend_model
+    from predictor.backtest.rolling import choose_model, recommend_model
 
     all_series = list(dict.fromkeys(row.series for row in rows))
     for series in all_series:

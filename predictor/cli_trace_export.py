@@ -1,7 +1,7 @@
 """`headstart trace export`: write a live cluster's pods (from Prometheus) as a job table.
 
 A thin adapter: parses the options, reads the clock for `--until now`, runs
-`predictor.trace_export_fetch`, writes the table with `bucketing.traces.write_job_table`
+`predictor.live.trace_export_fetch`, writes the table with `bucketing.traces.write_job_table`
 and prints one summary line. Faults are HeadstartErrors, which `headstart` prints as one
 line with exit code 2.
 
@@ -97,8 +97,8 @@ def run_export(args: argparse.Namespace) -> int:
 
     from bucketing.traces import write_job_table
     from common.progress import Progress
-    from predictor.prometheus import PrometheusConfig
-    from predictor.trace_export_fetch import fetch_job_table
+    from predictor.live.prometheus import PrometheusConfig
+    from predictor.live.trace_export_fetch import fetch_job_table
 
     since_s, until_s = window(args.since, args.until, time.time())
     if not Path(args.out).parent.is_dir():

@@ -79,7 +79,7 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("resource.k8s.io/v1", "resourceslices"): ("ResourceSlice", False),
     ("resource.k8s.io/v1", "resourceclaims"): ("ResourceClaim", True),
     ("resource.k8s.io/v1", "resourceclaimtemplates"): ("ResourceClaimTemplate", True),
-    # What the known-demand sources read (predictor.known.reader.WATCHED).
+    # What the known-demand sources read (predictor.live.known_reader.WATCHED).
     ("batch/v1", "jobs"): ("Job", True),
     ("batch/v1", "cronjobs"): ("CronJob", True),
     ("kueue.x-k8s.io/v1beta2", "workloads"): ("Workload", True),

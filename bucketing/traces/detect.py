@@ -21,7 +21,7 @@ from bucketing.traces.csvfile import CsvFile, header_columns
 from common.errors import InputError
 
 # An aggregate series (the Helios and Philly files, `backtest --series`) has this column
-# and counts per tick; no job-table format has it (predictor.series_io reads such files).
+# and counts per tick; no job-table format has it (predictor.live.series_io reads such files).
 SERIES_TIME_COLUMN = "time"
 
 # name -> module with SIGNATURE, REQUIRED and parse; the order is the order errors list.

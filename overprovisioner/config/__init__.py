@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
 from predictor.known.config import KnownDemandConfig
-from predictor.registry import DEFAULT_MODEL
+from predictor.models.registry import DEFAULT_MODEL
 
 BACKENDS = ("auto", "deployment", "capacitybuffer")
 # Node label keys a placeholder can select a capacity type with (objects.py writes the
-# values each expects; predictor.pinning reads the same keys from pods).
+# values each expects; predictor.history.pinning reads the same keys from pods).
 CAPACITY_TYPE_LABELS = ("eks.amazonaws.com/capacityType", "karpenter.sh/capacity-type",
                         "cloud.google.com/gke-spot")
 
@@ -70,7 +70,7 @@ class ForecastConfig:
     `headstart simulate` on your trace says which quantile costs least against the
     peers for the cut it buys."""
     model: str = DEFAULT_MODEL
-    """Forecaster name from `predictor.registry` (`last_adaptive`, `last`, `conditional`,
+    """Forecaster name from `predictor.models.registry` (`last_adaptive`, `last`, `conditional`,
     `seasonal`, `hw`, `transformer`). The default, last value with quantiles from the
     last day's errors, keeps the asked quantile's shortfall rate closest to target in
     `headstart backtest` on the public traces (docs/predictor.md), and in the simulator
@@ -113,7 +113,7 @@ class ForecastConfig:
     prometheus_url: str = ""
     """Prometheus with kube-state-metrics (e.g. `http://prometheus-server.monitoring.svc`):
     when set and the history file is empty at start-up, the last `backfill` of demand is
-    read from it (`predictor.prometheus`), so a new install forecasts from day one.
+    read from it (`predictor.live.prometheus`), so a new install forecasts from day one.
     "" = no backfill (the cold-start ladder runs until enough ticks are recorded)."""
     backfill_s: float = 7 * 86400.0
     """How much history to read from Prometheus at start-up (YAML: `backfill: 7d`)."""

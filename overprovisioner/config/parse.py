@@ -39,7 +39,7 @@ from overprovisioner.config import (
 from overprovisioner.config.fields import FieldReader
 from overprovisioner.policy_names import parse_headroom
 from predictor.known.model import SOURCES
-from predictor.registry import FORECASTER_NAMES
+from predictor.models.registry import FORECASTER_NAMES
 
 
 def parse_config(document: Any, source: str) -> OverprovisionerConfig:

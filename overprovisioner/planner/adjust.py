@@ -1,12 +1,12 @@
 """Turns each tick's quantile forecast into the value to plan for: fallback, then stabilization.
 
 Decides, per series (bucket column) and tick, with state carried between ticks:
-1. the reactive fallback (`predictor.fallback.step`; skipped when `fallback` is None):
+1. the reactive fallback (`predictor.models.fallback.step`; skipped when `fallback` is None):
    the forecast made `horizon` ticks ago for this tick is scored against what was
    recorded now; a series whose recent mean shortfall is too large plans for the
    demand seen now (what a reactive autoscaler provisions) until the forecaster
    recovers;
-2. stabilization (`predictor.stabilize`, rho and tau): the series of values planned for
+2. stabilization (`predictor.models.stabilize`, rho and tau): the series of values planned for
    consecutive target ticks (the ones already planned, then this tick's forecast for
    the horizon and `tau` steps beyond it) is stabilized, and the value for the horizon
    is taken from it. So a level the forecast expects to last less than tau (a blip up
@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from predictor.fallback import (
+from predictor.models.fallback import (
     FallbackConfig,
     FallbackDecision,
     FallbackState,
     initial_state,
     step,
 )
-from predictor.stabilize import stabilize
+from predictor.models.stabilize import stabilize
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from bucketing.catalog import Catalog
 from common.errors import ConfigError, HeadstartError, InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.planner.service_forecast import build_adjuster, build_forecaster, peak_path
-from predictor.forecast import Forecast, Forecaster, NotEnoughHistory, lookback_ticks
-from predictor.series import DemandSeries, split_column
+from predictor.history.series import DemandSeries, split_column
+from predictor.models.forecast import Forecast, Forecaster, NotEnoughHistory, lookback_ticks
 
 log = logging.getLogger("headstart.overprovisioner")
 Bucket = tuple[str, str]

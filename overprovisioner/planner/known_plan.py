@@ -22,8 +22,8 @@ from dataclasses import replace
 import numpy as np
 
 from overprovisioner.planner.forecasting import BucketForecast
-from predictor.known.recording import KnownState
-from predictor.series import split_column
+from predictor.history.series import split_column
+from predictor.live.known_recording import KnownState
 
 Bucket = tuple[str, str]
 

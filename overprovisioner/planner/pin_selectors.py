@@ -1,6 +1,6 @@
 """How a placeholder pinned to a zone and capacity type selects its nodes (pure).
 
-Decides, for a pin (predictor.pinning.Pin: the zone and the normalized capacity type
+Decides, for a pin (predictor.history.pinning.Pin: the zone and the normalized capacity type
 `on-demand`, `spot`, ... that pinned pods required) and the cluster's capacity-type label
 key (`placeholders.capacity_type_label`, config_catalog.capacity_type_label):
 - which part of the pin a placeholder can select (`selectable_pin`): a zone, as
@@ -27,13 +27,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from predictor.pinning import UNPINNED, Pin
+from predictor.history.pinning import UNPINNED, Pin
 
 NODE_ZONE = "topology.kubernetes.io/zone"
 EKS_CAPACITY = "eks.amazonaws.com/capacityType"
 KARPENTER_CAPACITY = "karpenter.sh/capacity-type"
 GKE_SPOT = "cloud.google.com/gke-spot"
-# Normalized capacity type (predictor.pinning.capacity_type) -> the label's value.
+# Normalized capacity type (predictor.history.pinning.capacity_type) -> the label's value.
 _VALUES = {
     EKS_CAPACITY: {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK"},
     KARPENTER_CAPACITY: {"on-demand": "on-demand", "spot": "spot", "reserved": "reserved"},

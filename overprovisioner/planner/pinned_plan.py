@@ -12,7 +12,7 @@ The rule:
 1. Only where the history shows pinned demand: a bucket with no pinned series in the
    window keeps all its placeholders unpinned (`UNPINNED`), as today.
 2. Each pinned column's share is its peak over the window (nodes, as recorded in the
-   `pinned:` series, predictor.pinning) over the bucket's peak demand (all pods, pinned
+   `pinned:` series, predictor.history.pinning) over the bucket's peak demand (all pods, pinned
    or not), the shares together capped at 1 (peaks of different columns need not
    coincide); the rest is the unpinned share.
 3. The bucket's placeholders are split by those shares with the largest-remainder
@@ -44,8 +44,8 @@ import numpy as np
 import pandas as pd
 
 from overprovisioner.planner.pin_selectors import selectable_pin
-from predictor.pinning import UNPINNED, Pin, split_pinned_column
-from predictor.series import split_column
+from predictor.history.pinning import UNPINNED, Pin, split_pinned_column
+from predictor.history.series import split_column
 
 Bucket = tuple[str, str]  # (instance type, placement group or "")
 

@@ -23,9 +23,9 @@ import numpy as np
 from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.planner.adjust import ForecastAdjuster
-from predictor.fallback import FallbackConfig
-from predictor.forecast import Forecast, Forecaster, NotEnoughHistory
-from predictor.registry import make_forecaster
+from predictor.models.fallback import FallbackConfig
+from predictor.models.forecast import Forecast, Forecaster, NotEnoughHistory
+from predictor.models.registry import make_forecaster
 
 # Residual-quantile models keep this many steps at least (an hour at 5-minute ticks),
 # so a horizon plus stabilization's look-ahead fits without a refit.

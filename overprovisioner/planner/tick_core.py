@@ -5,7 +5,7 @@ Decides, for `headstart overprovisioner`'s loop (loop.py) and the simulator's
 what the service applies:
 - `forecast_demand`: the forecast per bucket from the history the service reads (its
   store's columns: `type` for pending pods and pods on ungrouped nodes, `type@group`
-  for pods bound in a placement group, `predictor.snapshot`), with known demand's rule
+  for pods bound in a placement group, `predictor.history.snapshot`), with known demand's rule
   (docs/known-demand.md, rule 4): the model is fitted and asked on the unannounced
   history, and the announced demand of the last observed tick is added back
   (`known_plan.add_announced`);

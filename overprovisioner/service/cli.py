@@ -3,7 +3,7 @@
 Decides: how the command line, the config file and the cluster credentials become a
 running service: the Kubernetes client (kube.client: `--kubeconfig`, else the
 in-cluster service account in a pod, else the default kubeconfig), the demand recorder
-and its SQLite store (predictor.recorder), the leader elector (skipped in dry-run, which
+and its SQLite store (predictor.live.recorder), the leader elector (skipped in dry-run, which
 never writes), the placeholder applier, the placeholder-pod watch that wakes the loop
 after a preemption (wake.py) and the HTTP server on `host:port`.
 
@@ -101,7 +101,7 @@ def check_file_directories(config: Any) -> None:
 
 
 def model_files(tick_seconds: int) -> tuple[Any, Any]:
-    """The loop's model loader and saver over `predictor.persist` (torch is imported only
+    """The loop's model loader and saver over `predictor.live.persist` (torch is imported only
     when a model file is used). load: None when no file exists yet, ModelFileError for a
     corrupt file, ConfigError for a model of other buckets or another tick."""
 
@@ -110,16 +110,45 @@ def model_files(tick_seconds: int) -> tuple[Any, Any]:
 
         if not Path(path).exists():
             return None  # first start: nothing saved yet, fit from the history
-        from predictor import persist
+        from predictor.live import persist
 
         return persist.load(path, columns, tick_seconds).model
 
     def save_model(model: Any, path: str, columns: Any) -> None:
-        from predictor import persist
+        from predictor.live import persist
 
         persist.save(model, path, columns, tick_seconds)
 
     return load_model, save_model
+
+
+class StorePinned:
+    """ports.PinnedDemand over the history store the recorder writes."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def read(self, start_s: float, end_s: float) -> tuple[Any, Any]:
+        return (self.store.read_series(start_s=start_s, end_s=end_s).counts,
+                self.store.read_pinned(start_s, end_s))
+
+
+class RecordedKnown:
+    """ports.KnownDemand over the recorder's known-demand step and its store."""
+
+    def __init__(self, recorder: Any) -> None:
+        self.recorder = recorder
+
+    def state(self, now_s: float) -> Any:
+        """The known demand recorded at this tick; None when the tick was a gap (then the
+        plan has no known demand to add)."""
+        latest = self.recorder.known.latest
+        tick = self.recorder.config.tick_s
+        return latest if latest is not None and latest.time_s == (now_s // tick) * tick \
+            else None
+
+    def announced(self, series: Any) -> Any:
+        return self.recorder.store.read_announced(series.times, series.columns)
 
 
 class RecorderDemand:
@@ -132,6 +161,8 @@ class RecorderDemand:
         self.first_list_timeout_s = first_list_timeout_s
         self.backfill = backfill
         self._first_tick_done = False
+        self.pinned = StorePinned(recorder.store)
+        self.known = RecordedKnown(recorder) if recorder.known is not None else None
 
     def record(self, now_s: float) -> None:
         if not self._first_tick_done:
@@ -160,24 +191,6 @@ class RecorderDemand:
         tick = self.recorder.config.tick_s
         return self.recorder.store.read_series(start_s=now_s - self.window_s,
                                                end_s=now_s + tick)
-
-    def pinned(self, start_s: float, end_s: float) -> tuple[Any, Any]:
-        """(bucket counts, pinned series) of [start_s, end_s) (loop.PinnedDemandSource)."""
-        store = self.recorder.store
-        return (store.read_series(start_s=start_s, end_s=end_s).counts,
-                store.read_pinned(start_s, end_s))
-
-    def known(self, now_s: float) -> Any:
-        """The known demand recorded at this tick; None when the sources are off or the
-        tick was a gap (then the plan has no known demand to add)."""
-        known = self.recorder.known
-        if known is None or known.latest is None:
-            return None
-        tick = self.recorder.config.tick_s
-        return known.latest if known.latest.time_s == (now_s // tick) * tick else None
-
-    def announced(self, series: Any) -> Any:
-        return self.recorder.store.read_announced(series.times, series.columns)
 
     def start(self, extra: tuple[Any, ...] = ()) -> Any:
         """Start the pod and node informers (and `extra` ones); returns the function
@@ -210,8 +223,8 @@ def recorder_config(config: Any) -> Any:
     """The recorder's settings from the overprovisioner's config: its tick, buckets and
     history file, and its placement-group label (only that one, as observe reads nodes),
     so demand is recorded in the same groups the placeholders are planned in."""
-    from predictor.recorder import RecorderConfig
-    from predictor.store import StoreConfig
+    from predictor.live.recorder import RecorderConfig
+    from predictor.live.store import StoreConfig
 
     return RecorderConfig(
         tick_s=config.tick_s, catalog=config.catalog, buckets=config.instance_types,
@@ -223,13 +236,13 @@ def recorder_config(config: Any) -> Any:
 
 def prometheus_backfill(config: Any, catalog: Any, recorder: Any) -> Callable[[float], None]:
     """Fills an empty history with the `forecast.backfill` before the current tick, read
-    from kube-state-metrics in Prometheus (`predictor.prometheus`). Runs in the tick's
+    from kube-state-metrics in Prometheus (`predictor.live.prometheus`). Runs in the tick's
     worker thread (no event loop there), so it drives its own with `asyncio.run`."""
     import asyncio
     import math
     import re
 
-    from predictor.prometheus import PrometheusConfig, load_series
+    from predictor.live.prometheus import PrometheusConfig, load_series
 
     tick_s = config.tick_s
     prometheus = PrometheusConfig(
@@ -279,8 +292,8 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
     from overprovisioner.service.metrics import Metrics
     from overprovisioner.service.observe import ClusterReader, PodCache
     from overprovisioner.service.server import create_app
-    from predictor.known.recording import make_known_recorder
-    from predictor.recorder import make_recorder
+    from predictor.live.known_recording import make_known_recorder
+    from predictor.live.recorder import make_recorder
 
     catalog = resolve_catalog(config)
     recorder = make_recorder(recorder_config(config), api_client, clock)

@@ -76,8 +76,8 @@ from overprovisioner.service.objects import desired_objects, placeholder_name, p
 from overprovisioner.service.observe import ClusterReader, ClusterView
 from overprovisioner.service.observed import Observed
 from overprovisioner.service.ports import Bucket, DemandSource, TickReport
-from predictor.forecast import NotEnoughHistory
-from predictor.known.recording import KnownState
+from predictor.live.known_recording import KnownState
+from predictor.models.forecast import NotEnoughHistory
 
 log = logging.getLogger("headstart.overprovisioner")
 
@@ -226,11 +226,11 @@ class OverprovisionerLoop:
 
     def _known_step(self, now_s: float, errors: list[str]) -> KnownState | None:
         """The known demand the source recorded at this tick (None: not recorded)."""
-        known = getattr(self.demand, "known", None)
+        known = self.demand.known
         if known is None:
             return None
         try:
-            return known(now_s)
+            return known.state(now_s)
         except Exception as error:  # a broken source must not stop the placeholders
             errors.append(f"known demand: {type(error).__name__}: {error}")
             log.exception("reading the known demand failed: planning without it")
@@ -254,8 +254,8 @@ class OverprovisionerLoop:
             self.metrics.model_fallbacks.labels("forecast_error").inc()
             return "ladder", {}
         try:
-            announced = (None if known is None
-                         else self.demand.announced(series))  # type: ignore[attr-defined]
+            source = self.demand.known
+            announced = None if known is None or source is None else source.announced(series)
             return "forecast", forecast_demand(self.forecaster, series.history(),
                                                series.columns, first_tick(series), now_s,
                                                announced)
@@ -276,11 +276,11 @@ class OverprovisionerLoop:
         within the pin window (pinned_plan); all unpinned when the source records no
         pinned demand or it cannot be read."""
         planned = [(b.instance_type, b.placement_group, b.wanted) for b in self._placed(plan)]
-        source = getattr(self.demand, "pinned", None)
+        source = self.demand.pinned
         if source is not None:
             window_s = self.config.placeholders.pin_window_s
             try:
-                counts, history = source(now_s - window_s, now_s + self.config.tick_s)
+                counts, history = source.read(now_s - window_s, now_s + self.config.tick_s)
                 return split_from_history(planned, counts, history,
                                           capacity_type_label(self.config))
             except InputError as error:  # no bucket counts in the window: nothing to split

@@ -54,7 +54,7 @@ from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.catalog import capacity_type_label, placeholder_request
 from overprovisioner.planner.pin_selectors import pin_constraints
-from predictor.pinning import UNPINNED, Pin
+from predictor.history.pinning import UNPINNED, Pin
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 PART_OF = "app.kubernetes.io/part-of"

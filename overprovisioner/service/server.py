@@ -36,7 +36,7 @@ from overprovisioner.service.daemon_thread import in_daemon_thread
 from overprovisioner.service.loop import OverprovisionerLoop
 from overprovisioner.service.objects import placeholder_name
 from overprovisioner.service.ports import TickReport
-from predictor.known.recording import KnownState
+from predictor.live.known_recording import KnownState
 
 # /plan lists at most this many known items (the counted ones first), so a queue of
 # thousands of Workloads does not make the answer megabytes long.

@@ -10,7 +10,7 @@ the trace's announcements been visible (docs/known-demand.md), with the rules of
   the type's node, rounded up; each pod in the type it is pinned to);
 - `KnownReplay.at`: the same at a re-plan after a preemption, between ticks: the
   service's recorder then records its tick again from its caches as they are now
-  (`predictor.recorder`: the tick containing now is rewritten), so the pods created
+  (`predictor.live.recorder`: the tick containing now is rewritten), so the pods created
   since the tick are no longer known (every source subtracts the pods that exist) and
   work announced since then counts, while due still means within the horizon of the
   tick. Reusing the tick's row would count a pod that just took its placeholder twice

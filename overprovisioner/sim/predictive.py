@@ -39,7 +39,7 @@ from overprovisioner.planner.plan import BucketObservation, Plan
 from overprovisioner.planner.tick_core import forecast_demand, observations, plan_tick
 from overprovisioner.sim.known import KnownReplay
 from overprovisioner.sim.policies import PlanContext, TickView
-from predictor.forecast import NotEnoughHistory
+from predictor.models.forecast import NotEnoughHistory
 
 Bucket = tuple[str, str]
 

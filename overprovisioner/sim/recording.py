@@ -1,6 +1,6 @@
 """What the service's recorder would write at each tick of a simulated cluster, in its columns.
 
-Decides the simulated history's columns and values as `predictor.snapshot` records a live
+Decides the simulated history's columns and values as `predictor.history.snapshot` records a live
 cluster's, so the predictive policy reads what the service would read from its store:
 - columns: `type` for each instance type (pending pods, and pods bound on a node
   without a placement group) and `type@group` for every type and every placement group
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from bucketing.catalog import InstanceType
-from predictor.series import series_column
+from predictor.history.series import series_column
 
 Request = tuple[int, int, int]
 

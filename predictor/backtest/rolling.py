@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from common.errors import InputError
-from predictor.forecast import Forecaster, NotEnoughHistory, as_history, forward_fill
-from predictor.metrics import ErrorMetrics, error_metrics, tune_margin
+from predictor.backtest.metrics import ErrorMetrics, error_metrics, tune_margin
+from predictor.models.forecast import Forecaster, NotEnoughHistory, as_history, forward_fill
 
 LAST_MARGIN = "last+margin"
 
@@ -58,7 +58,7 @@ class BacktestConfig:
     test_fraction: share of the series, at its end, whose ticks are forecast and scored.
     refit_every_ticks: refit a model when at least this many ticks passed since its last
         fit; None fits once at the first origin.
-    first_tick: absolute tick of row 0 (phase for seasonal models; see predictor.forecast).
+    first_tick: absolute tick of row 0 (phase for seasonal models; see predictor.models.forecast).
     """
 
     horizon_ticks: int

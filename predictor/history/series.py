@@ -33,6 +33,8 @@ TOTAL_COLUMNS = (
     "gpus_pending", "cpus_pending", "memory_gib_pending", "pods_pending",
 )
 GROUP_SEPARATOR = "@"
+# A snapshot's totals (TOTAL_COLUMNS) are stored as `total:NAME` beside the bucket columns.
+TOTAL_PREFIX = "total:"
 _TICKS_PER_CHUNK = 512
 
 

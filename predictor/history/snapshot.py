@@ -19,13 +19,13 @@ ignores gated pods, so counting one as observed demand would make the plan subtr
 (`in_use`) as capacity on its way when no node is. It is known demand instead
 (`predictor.known.gated`).
 
-A pod pinned to a zone or a capacity type (`predictor.pinning.pod_pin`) is counted in its
+A pod pinned to a zone or a capacity type (`predictor.history.pinning.pod_pin`) is counted in its
 bucket as any other, and, in addition, in the `pinned:` series of its bucket, zone and
 capacity type (embedded apart from the unpinned pods), so the history shows where
 placeholders must be pinned too. Only non-zero pinned series are written: a tick without
-one reads back as 0 for it (predictor.store).
+one reads back as 0 for it (predictor.live.store).
 
-Must not: do I/O, read the clock, or log (predictor.recorder and predictor.prometheus
+Must not: do I/O, read the clock, or log (predictor.live.recorder and predictor.live.prometheus
 are the adapters).
 """
 
@@ -43,9 +43,8 @@ from bucketing.embed import embed
 from bucketing.labels import PLACEMENT_GROUP_LABELS
 from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, pod_effective_request
 from common.errors import InputError
-from predictor.pinning import UNPINNED, Pin, pinned_column, pod_pin
-from predictor.series import bucket_vectors, series_column
-from predictor.store import TOTAL_PREFIX
+from predictor.history.pinning import UNPINNED, Pin, pinned_column, pod_pin
+from predictor.history.series import TOTAL_PREFIX, bucket_vectors, series_column
 
 PLACEHOLDER_LABEL = "headstart.io/placeholder"
 DEMAND_PHASES = frozenset({"Pending", "Running"})

@@ -44,10 +44,10 @@ import numpy as np
 
 from bucketing.catalog import InstanceType
 from bucketing.embed import embed
+from predictor.history.series import bucket_vectors, series_column
+from predictor.history.snapshot import PodDemand
 from predictor.known.model import EXISTING_POD_SOURCES, SOURCES, KnownItem
 from predictor.known.pods import LivePod
-from predictor.series import bucket_vectors, series_column
-from predictor.snapshot import PodDemand
 
 
 def dedupe(items: Iterable[KnownItem]) -> list[KnownItem]:

@@ -5,7 +5,7 @@ lifted (kube-scheduler reports it `PodScheduled=False`, reason `SchedulingGated`
 cluster-autoscaler and Karpenter scale up only for pods marked `Unschedulable`
 (CA's `isUnschedulable` in utils/kubernetes/listers.go, Karpenter's provisionable-pod
 check), so no node is on its way for a gated pod: it is not observed demand
-(`predictor.snapshot` leaves it out of the bucket counts, and so out of `in_use`, which
+(`predictor.history.snapshot` leaves it out of the bucket counts, and so out of `in_use`, which
 the plan subtracts), but demand known ahead, due as soon as its gates are lifted. This
 source counts it, one item per pod, expected now.
 

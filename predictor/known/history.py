@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from common.errors import InputError
-from predictor.series import DemandSeries
+from predictor.history.series import DemandSeries
 
 
 def unannounced(series: DemandSeries, announced: np.ndarray) -> DemandSeries:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bucketing.resources import DEFAULT_GPU_RESOURCE
+from predictor.history.snapshot import PLACEHOLDER_LABEL, PodDemand, pod_demand
 from predictor.known.model import PodRef, pod_ref
-from predictor.snapshot import PLACEHOLDER_LABEL, PodDemand, pod_demand
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,9 @@ from typing import Any
 
 from bucketing.catalog import InstanceType
 from kube.informer import WatchSettings
+from predictor.history.pinning import PINNED_PREFIX
+from predictor.history.series import TOTAL_PREFIX
+from predictor.history.snapshot import snapshot_values
 from predictor.known.combine import (
     KnownValues,
     announced_pods,
@@ -30,10 +33,8 @@ from predictor.known.combine import (
 from predictor.known.config import KnownDemandConfig
 from predictor.known.model import KnownItem
 from predictor.known.pods import LivePod
-from predictor.known.reader import KnownDemandReader, KnownReport, make_known_reader
-from predictor.pinning import PINNED_PREFIX
-from predictor.snapshot import snapshot_values
-from predictor.store import KNOWN_TOTAL, TOTAL_PREFIX, HistoryStore
+from predictor.live.known_reader import KnownDemandReader, KnownReport, make_known_reader
+from predictor.live.store import KNOWN_TOTAL, HistoryStore
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from common.errors import ConfigError, HeadstartError
-from predictor.forecast import Forecaster
+from predictor.models.forecast import Forecaster
 
 # 2: forecasters keep `peak_grid_` (the quantiles of the most demand over the horizon).
 FORMAT_VERSION = 2
@@ -52,15 +52,15 @@ class LoadedModel:
 
 
 def _classes() -> dict[str, type]:
-    from predictor.baselines import (
+    from predictor.models.baselines import (
         AdaptiveLastValue,
         LastValue,
         SeasonalNaive,
         SeasonalWeekNaive,
     )
-    from predictor.conditional import ConditionalIncrease
-    from predictor.holt_winters import HoltWinters
-    from predictor.transformer import TransformerForecaster
+    from predictor.models.conditional import ConditionalIncrease
+    from predictor.models.holt_winters import HoltWinters
+    from predictor.models.transformer import TransformerForecaster
 
     return {cls.name: cls for cls in (LastValue, AdaptiveLastValue, SeasonalNaive,
                                       SeasonalWeekNaive, HoltWinters, TransformerForecaster,
@@ -182,7 +182,7 @@ def load(path: str | Path, bucket_names: Sequence[str] | None = None,
 
 
 def _restore_network(model: Any, state_dict: dict[str, torch.Tensor]) -> None:
-    from predictor.transformer import resolve_device
+    from predictor.models.transformer import resolve_device
 
     saved_device = str(getattr(model, "device_", "cpu"))
     device = saved_device if saved_device == "cpu" or torch.cuda.is_available() else "cpu"

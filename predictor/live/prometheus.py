@@ -22,7 +22,7 @@ kube-state-metrics itself, so "no pod at all" means "no data"). Placement groups
 not read here: every count is in the plain `bucket` column.
 
 The pure part (`demand_from_results`, `series_from_demand`, and the request rules
-`request_samples` / `request_resources` that `predictor.trace_export` shares) takes
+`request_samples` / `request_resources` that `predictor.live.trace_export` shares) takes
 decoded JSON; the adapter (`fetch_range`, `load_series`) talks HTTP with aiohttp.
 Errors from Prometheus (an `"status": "error"` body, a non-200 status, a body that is
 not the expected JSON) raise PrometheusError with Prometheus' own message.
@@ -41,9 +41,8 @@ import pandas as pd
 from bucketing.catalog import InstanceType
 from bucketing.resources import Resources
 from common.errors import HeadstartError, InputError
-from predictor.series import DemandSeries, make_series
-from predictor.snapshot import PodDemand, snapshot_values
-from predictor.store import TOTAL_PREFIX
+from predictor.history.series import TOTAL_PREFIX, DemandSeries, make_series
+from predictor.history.snapshot import PodDemand, snapshot_values
 
 # Prometheus refuses a range query over 11,000 points per series.
 MAX_POINTS = 11_000

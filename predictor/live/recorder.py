@@ -1,6 +1,6 @@
 """Live demand recorder: pods (watched from the API) -> per-tick bucket counts -> the history store.
 
-The adapter around the pure core in `predictor.snapshot` (what a tick's demand is, and
+The adapter around the pure core in `predictor.history.snapshot` (what a tick's demand is, and
 which tick to write when): pods and nodes are cached by `kube.informer.Informer`s (the
 one list+watch implementation), and `Recorder` writes one snapshot per tick into a
 `HistoryStore`, with an injectable clock and sleep for tests.
@@ -25,14 +25,14 @@ from bucketing.catalog import InstanceType
 from bucketing.labels import PLACEMENT_GROUP_LABELS
 from common.errors import ConfigError
 from kube.informer import Informer, WatchSettings
-from predictor.known.pods import LivePod, live_pod
-from predictor.snapshot import (
+from predictor.history.snapshot import (
     TickPlan,
     node_group,
     plan_tick,
     snapshot_values,
 )
-from predictor.store import HistoryStore, StoreConfig
+from predictor.known.pods import LivePod, live_pod
+from predictor.live.store import HistoryStore, StoreConfig
 
 # ------------------------------------------------------------------------------- config
 
@@ -163,7 +163,7 @@ class Recorder:
         self.pods = pods
         self.nodes = nodes
         self.clock = clock
-        self.known = known  # a predictor.known.recording.KnownRecorder, or None
+        self.known = known  # a predictor.live.known_recording.KnownRecorder, or None
         self.ticks_written = 0
         self.gaps_written = 0
 
@@ -218,7 +218,7 @@ def make_recorder(config: RecorderConfig, api_client: Any,
                   clock: Callable[[], float] = time.time) -> Recorder:
     """Wire a Recorder to a kubernetes ApiClient, the catalog and the SQLite store in config.
     Known-ahead demand is wired beside it by the service's start-up
-    (`predictor.known.recording.make_known_recorder`), not here: the known-demand reader
+    (`predictor.live.known_recording.make_known_recorder`), not here: the known-demand reader
     builds on this module."""
     from kubernetes import client
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from common.errors import InputError
-from predictor.series import DemandSeries, make_series
+from predictor.history.series import DemandSeries, make_series
 
 TIME_COLUMN = "time"
 

@@ -25,7 +25,7 @@ a tick absent from `ticks` or recorded as a gap is a NaN row; an observed tick w
 a sample for a series means 0 for it (the series had no demand then, e.g. a bucket in a
 placement group that did not exist yet). Series named `total:<name>` are the totals
 (gpus_running, ...); series named `pinned:...` the demand of pods pinned to a zone or
-capacity type (predictor.pinning), read with `read_pinned` and never part of the
+capacity type (predictor.history.pinning), read with `read_pinned` and never part of the
 forecaster's series (files written before they existed simply have none); the others
 are bucket counts (`bucket` or `bucket@group`). `write_tick` keeps the pinned series in
 a table of their own (`pinned`), not in `samples`: an older headstart reading the file
@@ -49,11 +49,10 @@ import numpy as np
 import pandas as pd
 
 from common.errors import ConfigError, InputError
-from predictor.pinning import PINNED_PREFIX
-from predictor.series import DemandSeries, make_series
+from predictor.history.pinning import PINNED_PREFIX
+from predictor.history.series import TOTAL_PREFIX, DemandSeries, make_series
 
 SCHEMA_VERSION = 2
-TOTAL_PREFIX = "total:"
 DAY_S = 86_400.0
 
 _SCHEMA = """

@@ -2,7 +2,7 @@
 
 Decides: which PromQL `headstart trace export` asks, and how the decoded `query_range`
 answers become the canonical job table (`bucketing.jobtable`) that `headstart simulate`
-and `headstart buckets tune` read. The HTTP side is `predictor.trace_export_fetch`.
+and `headstart buckets tune` read. The HTTP side is `predictor.live.trace_export_fetch`.
 
 Metrics read (kube-state-metrics v2, docs/metrics/workload/pod-metrics.md; every one
 carries the labels `namespace`, `pod`, `uid`):
@@ -20,7 +20,7 @@ carries the labels `namespace`, `pod`, `uid`):
   kube_pod_info                   (STABLE, label `priority_class`)          -> priority_class
   kube_pod_container_resource_requests, kube_pod_init_container_resource_requests
                                   (label `resource`)  -> requests, by the same rules as
-                                   `predictor.prometheus` (`request_samples`: containers
+                                   `predictor.live.prometheus` (`request_samples`: containers
                                    summed, the largest init container as a floor; pod
                                    overhead and sidecar init containers are not visible)
 
@@ -71,7 +71,7 @@ import numpy as np
 
 from bucketing.jobtable import JobTable
 from bucketing.traces.assemble import assemble
-from predictor.prometheus import (
+from predictor.live.prometheus import (
     PrometheusConfig,
     namespace_matcher,
     queries,

@@ -1,7 +1,7 @@
 """The HTTP side of `headstart trace export`: ask Prometheus, hand the answers to the core.
 
-Decides: nothing about pods (that is `predictor.trace_export`); only the grid of ticks,
-one `query_range` per role through `predictor.prometheus.fetch_range` (which splits the
+Decides: nothing about pods (that is `predictor.live.trace_export`); only the grid of ticks,
+one `query_range` per role through `predictor.live.prometheus.fetch_range` (which splits the
 range into chunks under Prometheus' 11,000-points-per-series limit and merges them), and
 the refusal of an empty answer where one makes the export meaningless.
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bucketing.jobtable import JobTable
-from predictor.prometheus import PrometheusConfig, PrometheusError, fetch_range, grid
-from predictor.trace_export import (
+from predictor.live.prometheus import PrometheusConfig, PrometheusError, fetch_range, grid
+from predictor.live.trace_export import (
     REQUIRED_ROLES,
     ExportStats,
     export_queries,

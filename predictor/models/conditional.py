@@ -38,7 +38,7 @@ from typing import Self
 
 import numpy as np
 
-from predictor.forecast import (
+from predictor.models.forecast import (
     DEFAULT_QUANTILES,
     Forecast,
     NotEnoughHistory,
@@ -47,7 +47,7 @@ from predictor.forecast import (
     forward_fill,
     make_forecast,
 )
-from predictor.quantiles import QUANTILE_GRID, offsets_at
+from predictor.models.quantiles import QUANTILE_GRID, offsets_at
 
 
 def recent_rise(filled: np.ndarray, window_ticks: int) -> np.ndarray:

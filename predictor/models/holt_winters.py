@@ -24,7 +24,7 @@ from typing import Self
 
 import numpy as np
 
-from predictor.forecast import (
+from predictor.models.forecast import (
     DEFAULT_QUANTILES,
     Forecast,
     NotEnoughHistory,
@@ -33,7 +33,7 @@ from predictor.forecast import (
     forward_fill,
     make_forecast,
 )
-from predictor.quantiles import offsets_at, peak_excess, residual_quantile_grid
+from predictor.models.quantiles import offsets_at, peak_excess, residual_quantile_grid
 
 MIN_FIT_TICKS = 10
 

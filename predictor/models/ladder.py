@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from common.errors import ConfigError, InputError
-from predictor.forecast import as_history, forward_fill
+from predictor.models.forecast import as_history, forward_fill
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from common.errors import InputError
-from predictor.forecast import Forecaster
+from predictor.models.forecast import Forecaster
 
 DAY_SECONDS = 86_400
 WEEK_SECONDS = 7 * DAY_SECONDS
@@ -26,34 +26,34 @@ def period_ticks(period_seconds: int, tick_seconds: int) -> int:
 
 
 def _last(tick_seconds: int, **params: Any) -> Forecaster:
-    from predictor.baselines import LastValue
+    from predictor.models.baselines import LastValue
 
     return LastValue(**params)
 
 
 def _last_adaptive(tick_seconds: int, **params: Any) -> Forecaster:
-    from predictor.baselines import AdaptiveLastValue
+    from predictor.models.baselines import AdaptiveLastValue
 
     params.setdefault("recent_residual_ticks", period_ticks(DAY_SECONDS, tick_seconds))
     return AdaptiveLastValue(**params)
 
 
 def _seasonal(tick_seconds: int, **params: Any) -> Forecaster:
-    from predictor.baselines import SeasonalNaive
+    from predictor.models.baselines import SeasonalNaive
 
     params.setdefault("period_ticks", period_ticks(DAY_SECONDS, tick_seconds))
     return SeasonalNaive(**params)
 
 
 def _seasonal_week(tick_seconds: int, **params: Any) -> Forecaster:
-    from predictor.baselines import SeasonalWeekNaive
+    from predictor.models.baselines import SeasonalWeekNaive
 
     params.setdefault("period_ticks", period_ticks(WEEK_SECONDS, tick_seconds))
     return SeasonalWeekNaive(**params)
 
 
 def _hw(tick_seconds: int, **params: Any) -> Forecaster:
-    from predictor.holt_winters import HoltWinters
+    from predictor.models.holt_winters import HoltWinters
 
     params.setdefault("period_ticks", period_ticks(DAY_SECONDS, tick_seconds))
     params.setdefault("window_ticks", 2 * params["period_ticks"])
@@ -61,12 +61,18 @@ def _hw(tick_seconds: int, **params: Any) -> Forecaster:
 
 
 def _transformer(tick_seconds: int, **params: Any) -> Forecaster:
-    from predictor.transformer import TransformerForecaster
+    from predictor.models.transformer import TransformerForecaster
 
     params.setdefault("periods_ticks", (period_ticks(DAY_SECONDS, tick_seconds),
                                         period_ticks(WEEK_SECONDS, tick_seconds)))
     params.setdefault("context_ticks", period_ticks(DAY_SECONDS, tick_seconds))
     return TransformerForecaster(**params)
+
+
+def _conditional(tick_seconds: int, **params: Any) -> Forecaster:
+    from predictor.models.conditional import build
+
+    return build(tick_seconds, **params)
 
 
 FACTORIES: dict[str, Callable[..., Forecaster]] = {
@@ -76,7 +82,7 @@ FACTORIES: dict[str, Callable[..., Forecaster]] = {
     "seasonal_week": _seasonal_week,
     "hw": _hw,
     "transformer": _transformer,
-    "conditional": lambda t, **p: __import__("predictor.conditional").conditional.build(t, **p),
+    "conditional": _conditional,
 }
 FORECASTER_NAMES: tuple[str, ...] = tuple(FACTORIES)
 # The overprovisioner's `forecast.model` default and `headstart backtest`'s default model:

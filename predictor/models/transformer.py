@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from common.errors import InputError
-from predictor.forecast import (
+from predictor.models.forecast import (
     DEFAULT_QUANTILES,
     Forecast,
     NotEnoughHistory,
@@ -52,13 +52,13 @@ from predictor.forecast import (
     forward_fill,
     make_forecast,
 )
-from predictor.quantiles import (
+from predictor.models.quantiles import (
     offsets_at,
     peak_excess,
     residual_quantile_grid,
     spread_factors,
 )
-from predictor.transformer_model import DemandTransformer, pinball
+from predictor.models.transformer_model import DemandTransformer, pinball
 
 MIN_CALIBRATION_ORIGINS = 50
 

@@ -4,7 +4,7 @@ p4d.24xlarge in placement group pg-a, it plans in `forecast` mode, its placehold
 Deployment asks for the forecast's nodes, CA launches that many kwok nodes of the type
 and group, and the placeholders run there.
 
-The history is written with headstart's own store (`predictor.store.HistoryStore`, the
+The history is written with headstart's own store (`predictor.live.store.HistoryStore`, the
 recorder's file) before the service starts; the service then records live ticks into
 the same file (no real demand runs, so they read 0).
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from predictor.series import make_series
-from predictor.store import HistoryStore
+from predictor.history.series import make_series
+from predictor.live.store import HistoryStore
 from tests.e2e.headstart import Overprovisioner
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node, phase

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from overprovisioner.planner.adjust import ForecastAdjuster
-from predictor.fallback import FallbackConfig
+from predictor.models.fallback import FallbackConfig
 
 H, TAU = 2, 2
 

@@ -14,7 +14,7 @@ from overprovisioner.service.errors import RetryPolicy
 from overprovisioner.service.loop import OverprovisionerLoop
 from overprovisioner.service.metrics import Metrics
 from overprovisioner.service.observe import ClusterReader
-from predictor.series import make_series
+from predictor.history.series import make_series
 
 NS = "headstart"
 DEPLOY = ("apps/v1", "Deployment")
@@ -23,7 +23,11 @@ START = 1_700_000_100.0  # on the 300 s grid: 1_700_000_100 / 300 = 5_666_667
 
 
 class MemoryDemand:
-    """A DemandSource over a fixed (T, K) array: tick i is at START + i * TICK."""
+    """A DemandSource over a fixed (T, K) array: tick i is at START + i * TICK; no known
+    or pinned demand recorded."""
+
+    known = None
+    pinned = None
 
     def __init__(self, columns, values):
         self.columns = list(columns)
@@ -224,8 +228,8 @@ def test_model_is_saved_after_a_fit_and_loaded_at_start(fake_kube, tmp_path) -> 
 
 def test_a_model_for_other_buckets_is_refitted_not_replaced(fake_kube, tmp_path) -> None:
     from overprovisioner.service.cli import model_files
-    from predictor import persist
-    from predictor.baselines import LastValue
+    from predictor.live import persist
+    from predictor.models.baselines import LastValue
 
     path = tmp_path / "model.pt"
     persist.save(LastValue().fit(np.ones((20, 1))), path, ["m5.large"], int(TICK))
@@ -334,7 +338,7 @@ def test_capacity_buffers_when_the_cluster_serves_them(fake_kube) -> None:
 
 
 def test_a_loaded_model_for_other_buckets_is_refitted(fake_kube) -> None:
-    from predictor.baselines import LastValue
+    from predictor.models.baselines import LastValue
 
     def load(path: str, columns):
         # A model fitted on 3 series; the history has 2.
@@ -419,13 +423,20 @@ class KnownMemoryDemand(MemoryDemand):
 
     def __init__(self, columns, values, announced, known_nodes):
         super().__init__(columns, values)
-        self.announced_values = np.asarray(announced, dtype=float)
+        self.known = FixedKnown(np.asarray(announced, dtype=float), known_nodes)
+
+
+class FixedKnown:
+    """ports.KnownDemand with the same known nodes at every tick."""
+
+    def __init__(self, announced, known_nodes):
+        self.announced_values = announced
         self.known_nodes = known_nodes
 
-    def known(self, now_s: float):
+    def state(self, now_s: float):
         from predictor.known.combine import KnownValues
-        from predictor.known.reader import KnownReport
-        from predictor.known.recording import KnownState
+        from predictor.live.known_reader import KnownReport
+        from predictor.live.known_recording import KnownState
 
         values = KnownValues(self.known_nodes, {"kueue": self.known_nodes}, {"kueue": 2}, 0)
         return KnownState(now_s, KnownReport((), {}, (), (), 0), (), values, {})
@@ -458,11 +469,12 @@ def test_the_model_forecasts_the_unannounced_demand_and_known_is_added(fake_kube
 
 
 def test_a_failing_known_demand_source_does_not_stop_the_tick(fake_kube) -> None:
-    class Broken(KnownMemoryDemand):
-        def known(self, now_s):
+    class Broken(FixedKnown):
+        def state(self, now_s):
             raise RuntimeError("cache gone")
 
-    demand = Broken(["g5.xlarge", "p4d.24xlarge"], FLAT, ANNOUNCED, {})
+    demand = KnownMemoryDemand(["g5.xlarge", "p4d.24xlarge"], FLAT, ANNOUNCED, {})
+    demand.known = Broken(demand.known.announced_values, {})
     loop = make_loop(fake_kube, make_config(forecast={"model": "last"}), demand)
     report = loop.tick(at_tick(29))
     # planned without known demand, on the whole observed history: 12 forecast, 12 in use

@@ -7,7 +7,7 @@ import pandas as pd
 
 from overprovisioner.service.objects import placeholder_name
 from overprovisioner.service.server import plan_document
-from predictor.pinning import Pin
+from predictor.history.pinning import Pin
 from tests.overprovisioner.test_loop import (
     DEPLOY,
     NS,
@@ -32,10 +32,18 @@ class PinnedMemoryDemand(MemoryDemand):
 
     def __init__(self, columns, values, pinned):
         super().__init__(columns, values)
-        self.pinned_values = pinned
+        self.pinned = FixedPinned(self, pinned)
 
-    def pinned(self, start_s: float, end_s: float):
-        series = self.series(end_s - TICK)
+
+class FixedPinned:
+    """ports.PinnedDemand over a MemoryDemand's counts and fixed pinned series."""
+
+    def __init__(self, demand, pinned_values):
+        self.demand = demand
+        self.pinned_values = pinned_values
+
+    def read(self, start_s: float, end_s: float):
+        series = self.demand.series(end_s - TICK)
         times = series.counts.index.to_numpy()
         keep = (times >= start_s) & (times < end_s)
         history = pd.DataFrame({c: np.asarray(v[: len(times)], dtype=float)
@@ -99,7 +107,7 @@ def test_a_zone_no_longer_asked_for_loses_its_object(fake_kube) -> None:
     loop = make_loop(fake_kube, config, demand)
     loop.tick(at_tick(29))
     assert deployment(fake_kube, G5_A)["spec"]["replicas"] == 1
-    demand.pinned_values = {ZONE_A: [0.0] * 30, ZONE_B: [i / 2 for i in range(30)]}
+    demand.pinned.pinned_values = {ZONE_A: [0.0] * 30, ZONE_B: [i / 2 for i in range(30)]}
     report = loop.tick(at_tick(29))
     assert deployment(fake_kube, G5_A) is None
     assert report.applied.pruned == (f"apps/v1 Deployment {NS}/{G5_A}",)
@@ -143,13 +151,13 @@ def test_the_recorders_demand_source_reads_the_pinned_window(tmp_path) -> None:
     from types import SimpleNamespace
 
     from overprovisioner.service.cli import RecorderDemand
-    from predictor.store import HistoryStore
+    from predictor.live.store import HistoryStore
 
     store = HistoryStore(tmp_path / "h.sqlite", TICK)
     store.write_tick(START, {"g5.xlarge": 4, ZONE_A: 3})
     store.write_tick(START + TICK, {"g5.xlarge": 2})
-    recorder = SimpleNamespace(store=store, config=SimpleNamespace(tick_s=TICK))
-    counts, pinned = RecorderDemand(recorder, 86400.0).pinned(START, START + 2 * TICK)
+    recorder = SimpleNamespace(store=store, config=SimpleNamespace(tick_s=TICK), known=None)
+    counts, pinned = RecorderDemand(recorder, 86400.0).pinned.read(START, START + 2 * TICK)
     assert counts["g5.xlarge"].tolist() == [4.0, 2.0]
     assert pinned[ZONE_A].tolist() == [3.0, 0.0]  # observed without a sample: 0
     store.close()

@@ -12,7 +12,7 @@ from overprovisioner.config.catalog import resolve_catalog
 from overprovisioner.config.parse import parse_config
 from overprovisioner.planner.pinned_plan import PlacedColumn
 from overprovisioner.service.objects import desired_objects, pin_of, placeholder_name
-from predictor.pinning import Pin
+from predictor.history.pinning import Pin
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 

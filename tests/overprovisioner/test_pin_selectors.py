@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from overprovisioner.planner.pin_selectors import PinConstraints, pin_constraints, selectable_pin
-from predictor.pinning import UNPINNED, Pin
+from predictor.history.pinning import UNPINNED, Pin
 
 EKS = "eks.amazonaws.com/capacityType"
 KARPENTER = "karpenter.sh/capacity-type"

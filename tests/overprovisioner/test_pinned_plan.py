@@ -16,7 +16,7 @@ from overprovisioner.planner.pinned_plan import (
     place_columns,
     restrict_pins,
 )
-from predictor.pinning import Pin
+from predictor.history.pinning import Pin
 
 G5 = ("g5.xlarge", "")
 P4 = ("p4d.24xlarge", "pg-a")

@@ -7,7 +7,7 @@ import asyncio
 from kube.leader import LeaderElector
 from overprovisioner.config import LeaderElectionConfig
 from overprovisioner.service.server import create_app
-from predictor.known.reader import WATCHED
+from predictor.live.known_reader import WATCHED
 from tests.overprovisioner.test_loop import RISING, MemoryDemand, at_tick, make_config, make_loop
 
 
@@ -213,8 +213,8 @@ def test_the_first_tick_waits_for_the_first_list_instead_of_recording_a_gap(tmp_
     from bucketing.catalog import load_catalog
     from kube.informer import Informer
     from overprovisioner.service.cli import RecorderDemand
-    from predictor.recorder import Recorder, RecorderConfig
-    from predictor.store import HistoryStore
+    from predictor.live.recorder import Recorder, RecorderConfig
+    from predictor.live.store import HistoryStore
 
     class EmptyList:
         data = b'{"metadata": {"resourceVersion": "1"}, "items": []}'
@@ -242,7 +242,7 @@ def test_the_recorder_reads_groups_with_the_configured_label_first(tmp_path) -> 
     # Placeholders select their group with example.com/rack; demand must be recorded in
     # the same groups, or every grouped bucket is forecast as 0.
     from overprovisioner.service.cli import recorder_config
-    from predictor.snapshot import node_group
+    from predictor.history.snapshot import node_group
 
     config = make_config(placeholders={"backend": "deployment",
                                        "placement_group_label": "example.com/rack"},
@@ -289,8 +289,8 @@ async def test_an_empty_history_is_backfilled_from_prometheus_once(aiohttp_serve
     from kube.informer import Informer
     from overprovisioner.config.catalog import resolve_catalog
     from overprovisioner.service.cli import RecorderDemand, prometheus_backfill
-    from predictor.recorder import Recorder, RecorderConfig
-    from predictor.store import HistoryStore
+    from predictor.live.recorder import Recorder, RecorderConfig
+    from predictor.live.store import HistoryStore
     from tests.predictor.test_prometheus import matrix, prometheus_app
 
     tick = 300.0

@@ -2,7 +2,7 @@
 
 The simulator runs a trace with placement groups and known demand under `predictive`.
 At each of its service ticks (re-plans after preemptions included), this test records
-the simulated cluster as the service's recorder would (`predictor.snapshot` on the
+the simulated cluster as the service's recorder would (`predictor.history.snapshot` on the
 pods where they are, into a real SQLite `HistoryStore`, announced demand included),
 then runs `OverprovisionerLoop.tick` at that tick's time on a fake clock and a fake
 cluster view holding the same free nodes and placeholders. The plans must be equal,
@@ -26,9 +26,10 @@ from overprovisioner.service.observe import ClusterView
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import _Run
 from overprovisioner.sim.workload import build_workload
+from predictor.history.series import TOTAL_PREFIX
+from predictor.history.snapshot import PodDemand, snapshot_values
 from predictor.known.combine import KnownValues
-from predictor.snapshot import PodDemand, snapshot_values
-from predictor.store import PINNED_PREFIX, TOTAL_PREFIX, HistoryStore
+from predictor.live.store import PINNED_PREFIX, HistoryStore
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 
 KINDS = types("g4dn.xlarge", "p3.8xlarge")
@@ -60,10 +61,13 @@ def trace(seed: int):
 class StoreDemand:
     """The loop's demand source over a store the test writes, as RecorderDemand reads it."""
 
+    pinned = None
+
     def __init__(self, store: HistoryStore, config: OverprovisionerConfig) -> None:
         self.store = store
         self.config = config
         self.known_now: KnownValues | None = None
+        self.known = self
 
     def record(self, now_s: float) -> None:
         pass  # the test wrote the tick already
@@ -75,7 +79,7 @@ class StoreDemand:
     def announced(self, series):
         return self.store.read_announced(series.times, series.columns)
 
-    def known(self, now_s: float):
+    def state(self, now_s: float):
         return None if self.known_now is None else SimpleNamespace(values=self.known_now)
 
 
@@ -95,7 +99,7 @@ class FixedReader:
 
 
 def record_like_the_service(run: _Run, store: HistoryStore, time_s: float) -> None:
-    """Write the tick as predictor.recorder would: every live pod where it is, and the
+    """Write the tick as predictor.live.recorder would: every live pod where it is, and the
     announced pods' demand apart (KnownRecorder)."""
     pods, groups = [], {}
     for queue in run.pending:

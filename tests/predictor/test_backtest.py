@@ -1,4 +1,4 @@
-"""Rolling-origin backtest (predictor.backtest): schedule, no look-ahead, refits, skips."""
+"""Rolling-origin backtest (predictor.backtest.rolling): schedule, no look-ahead, refits, skips."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from common.errors import InputError
-from predictor.backtest import (
+from predictor.backtest.rolling import (
     LAST_MARGIN,
     BacktestConfig,
     Target,
@@ -18,8 +18,8 @@ from predictor.backtest import (
     last_values,
     most_within,
 )
-from predictor.forecast import NotEnoughHistory, make_forecast
-from predictor.registry import make_forecaster
+from predictor.models.forecast import NotEnoughHistory, make_forecast
+from predictor.models.registry import make_forecaster
 
 
 def fake_clock():
@@ -234,8 +234,8 @@ def test_as_dict_turns_nan_into_null():
 
 
 def row(model, shortfall, over, series="s", quantile=0.9):
-    from predictor.backtest import BacktestRow
-    from predictor.metrics import ErrorMetrics
+    from predictor.backtest.metrics import ErrorMetrics
+    from predictor.backtest.rolling import BacktestRow
 
     metrics = ErrorMetrics(10, 0, 1.0, 1.0, 1.0, 0.0, shortfall, 0.0, 0.0, 0.0, over)
     return BacktestRow(series, model, 2, quantile, metrics)
@@ -257,7 +257,7 @@ def row(model, shortfall, over, series="s", quantile=0.9):
     ids=["both-meet", "one-meets", "none-meets", "not-the-yardstick", "only-yardstick"],
 )
 def test_choose_model(rows, chosen):
-    from predictor.backtest import choose_model
+    from predictor.backtest.rolling import choose_model
 
     picked = choose_model(rows, "s")
     assert (picked.model if picked else None) == chosen
@@ -289,7 +289,7 @@ def scored(model, series, shortfall, over, fair, quantile=0.9):
     ids=["both-meet", "one-too-short", "partly-scored", "only-yardstick"],
 )
 def test_recommend_one_model_for_every_series(rows, expected):
-    from predictor.backtest import recommend_model
+    from predictor.backtest.rolling import recommend_model
 
     pick = recommend_model(rows)
     if expected is None:

@@ -192,7 +192,7 @@ def test_buckets_file_with_an_unknown_type_exit_2(run, tmp_path):
 
 
 def write_history(path, ticks=400):
-    from predictor.store import HistoryStore
+    from predictor.live.store import HistoryStore
 
     t0 = 1_700_000_100.0
     counts = wave(ticks)

@@ -13,10 +13,10 @@ import pytest
 from aiohttp import web
 
 import headstart.cli as headstart_cli
-import predictor.prometheus as prometheus
+import predictor.live.prometheus as prometheus
 from bucketing.traces import load_trace
-from predictor.prometheus import grid
-from predictor.trace_export import job_table_from_results
+from predictor.live.prometheus import grid
+from predictor.live.trace_export import job_table_from_results
 from tests.predictor.test_prometheus import matrix, prometheus_app
 from tests.predictor.test_trace_export import CONFIG, RESULTS, SINCE, STEP, UNTIL
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from common.errors import InputError
-from predictor.conditional import ConditionalIncrease, recent_rise
-from predictor.forecast import NotEnoughHistory, NotFittedError
-from predictor.registry import make_forecaster
+from predictor.models.conditional import ConditionalIncrease, recent_rise
+from predictor.models.forecast import NotEnoughHistory, NotFittedError
+from predictor.models.registry import make_forecaster
 
 
 def busy_hours_history(days: int = 6, period: int = 24, busy: tuple[int, ...] = (10, 11)) -> (

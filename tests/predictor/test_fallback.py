@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from common.errors import ConfigError, InputError
-from predictor.fallback import FallbackConfig, FallbackState, initial_state, step
+from predictor.models.fallback import FallbackConfig, FallbackState, initial_state, step
 
 CONFIG = FallbackConfig(window_ticks=3, enter_mean_shortfall=1.0, exit_mean_shortfall=0.25)
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from common.errors import InputError
-from predictor.baselines import AdaptiveLastValue, LastValue, SeasonalNaive
-from predictor.forecast import (
+from predictor.models.baselines import AdaptiveLastValue, LastValue, SeasonalNaive
+from predictor.models.forecast import (
     Forecast,
     Forecaster,
     NotEnoughHistory,
@@ -20,8 +20,8 @@ from predictor.forecast import (
     as_history,
     forward_fill,
 )
-from predictor.holt_winters import HoltWinters
-from predictor.registry import FORECASTER_NAMES, make_forecaster
+from predictor.models.holt_winters import HoltWinters
+from predictor.models.registry import FORECASTER_NAMES, make_forecaster
 
 TINY_TRANSFORMER = dict(periods_ticks=(24, 48), context_ticks=24, patch_ticks=6, label_ticks=4,
                         d_model=8, n_heads=2, n_layers=1, dim_feedforward=16, train_steps=5,
@@ -302,7 +302,7 @@ def test_forward_fill_keeps_leading_gaps():
 def test_predict_reads_no_more_than_its_lookback(model_key):
     """A window of the last lookback_ticks(model) ticks forecasts exactly as the whole
     history does, so callers that pass windows (the simulator) lose nothing."""
-    from predictor.forecast import lookback_ticks
+    from predictor.models.forecast import lookback_ticks
 
     history = make_history(n_ticks=200, seed=7)
     history[150:, 0] += np.arange(50) % 5  # recent behaviour unlike the fit period
@@ -410,7 +410,7 @@ def test_adaptive_peaks_are_those_of_the_recent_largest_rises():
     ids=["flat-point", "rising-point", "gap-skipped", "leading-gap"],
 )
 def test_peak_excess_by_hand(actual, point, expected):
-    from predictor.quantiles import peak_excess
+    from predictor.models.quantiles import peak_excess
 
     got = peak_excess(np.array(actual)[:, None, None], np.array(point)[:, None, None])
     np.testing.assert_array_equal(got[:, 0, 0], expected)

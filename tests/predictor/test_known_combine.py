@@ -7,6 +7,8 @@ import pytest
 
 from bucketing.catalog import load_catalog
 from bucketing.resources import Resources
+from predictor.history.series import make_series
+from predictor.history.snapshot import PodDemand
 from predictor.known.combine import (
     announced_pods,
     counted,
@@ -18,8 +20,6 @@ from predictor.known.combine import (
 from predictor.known.history import unannounced
 from predictor.known.model import KnownItem, PodRef
 from predictor.known.pods import LivePod
-from predictor.series import make_series
-from predictor.snapshot import PodDemand
 
 NOW = 1_800_000_000.0
 TYPES = load_catalog("aws").subset(["g5.xlarge", "g5.12xlarge"]).instance_types

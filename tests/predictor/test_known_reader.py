@@ -14,10 +14,10 @@ from bucketing.catalog import load_catalog
 from predictor.known.combine import counted
 from predictor.known.config import KnownDemandConfig
 from predictor.known.pods import live_pod
-from predictor.known.reader import WATCHED, make_known_reader
-from predictor.known.recording import make_known_recorder
-from predictor.recorder import RecorderConfig, make_recorder
-from predictor.store import StoreConfig
+from predictor.live.known_reader import WATCHED, make_known_reader
+from predictor.live.known_recording import make_known_recorder
+from predictor.live.recorder import RecorderConfig, make_recorder
+from predictor.live.store import StoreConfig
 from tests.predictor.known_builders import NOW, condition, job, meta, pod, stamp, template
 from tests.predictor.test_recorder import wait_for
 
@@ -256,7 +256,7 @@ def test_a_server_unreachable_at_start_is_checked_again_until_it_answers(tmp_pat
 
     from kubernetes import client
 
-    from predictor.known.reader import DISCOVERY_RETRY_S
+    from predictor.live.known_reader import DISCOVERY_RETRY_S
     from tests.fakekube import FakeKube
 
     with socket.socket() as probe:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from common.errors import ConfigError, InputError
-from predictor.ladder import LadderConfig, cold_start, default_headroom
+from predictor.models.ladder import LadderConfig, cold_start, default_headroom
 
 BUCKETS = ("m5.large", "g4dn.xlarge", "p4d.24xlarge")
 

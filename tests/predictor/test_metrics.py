@@ -1,4 +1,4 @@
-"""Metric definitions (predictor.metrics): each expected number with its arithmetic."""
+"""Metric definitions (predictor.backtest.metrics): each expected number with its arithmetic."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from common.errors import InputError
-from predictor.metrics import error_metrics, tune_margin
+from predictor.backtest.metrics import error_metrics, tune_margin
 
 NAN = math.nan
 

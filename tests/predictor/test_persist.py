@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from common.errors import ConfigError
-from predictor.persist import ModelFileError, load, save
+from predictor.live.persist import ModelFileError, load, save
 from tests.predictor.test_forecasters import MODELS, make_history, make_model
 
 BUCKETS = ["g4dn.xlarge", "p4d.24xlarge"]

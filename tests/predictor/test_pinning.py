@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictor.pinning import UNPINNED, Pin, pinned_column, pod_pin, split_pinned_column
+from predictor.history.pinning import UNPINNED, Pin, pinned_column, pod_pin, split_pinned_column
 
 ZONE = "topology.kubernetes.io/zone"
 

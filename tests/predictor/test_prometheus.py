@@ -1,4 +1,4 @@
-"""Prometheus source (predictor.prometheus) against an aiohttp server speaking its JSON."""
+"""Prometheus source (predictor.live.prometheus) against an aiohttp server speaking its JSON."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from aiohttp import web
 
 from bucketing.resources import Resources
-from predictor.prometheus import (
+from predictor.live.prometheus import (
     PrometheusConfig,
     PrometheusError,
     demand_from_results,

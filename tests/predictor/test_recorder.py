@@ -1,4 +1,4 @@
-"""Live recorder: the pure pods -> counts core (predictor.snapshot), and the adapter
+"""Live recorder: the pure pods -> counts core (predictor.history.snapshot), and the adapter
 against the fake API server over real HTTP with a real SQLite file."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import pytest
 from bucketing.resources import Resources
 from common.errors import ConfigError
 from kube.informer import Informer
-from predictor.recorder import (
+from predictor.history.snapshot import PodDemand, node_group, plan_tick, pod_demand, snapshot_values
+from predictor.live.recorder import (
     Recorder,
     RecorderConfig,
     make_recorder,
     recorder_config_from_mapping,
 )
-from predictor.snapshot import PodDemand, node_group, plan_tick, pod_demand, snapshot_values
-from predictor.store import HistoryStore, StoreConfig
+from predictor.live.store import HistoryStore, StoreConfig
 from tests.predictor.builders import CATALOG
 
 TYPES = list(CATALOG.instance_types)
@@ -129,7 +129,7 @@ def test_gated_pods_are_not_observed_demand():
 def test_pinned_pods_are_counted_in_their_bucket_and_in_their_pinned_series():
     """The bucket columns still count every pod (the forecaster and the plan read them as
     before); pinned pods are counted again, apart, per zone and capacity type."""
-    from predictor.pinning import Pin
+    from predictor.history.pinning import Pin
 
     def pinned(key, zone=None, capacity=None, node=None):
         return PodDemand(key, Resources.of(1, 4, 8), node, (), Pin(zone, capacity))
@@ -152,7 +152,7 @@ def test_a_pods_pin_is_read_at_the_edge():
     pod = make_pod("z", gpus=1, phase="Pending")
     pod["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "us-east-1a",
                                    "karpenter.sh/capacity-type": "on-demand"}
-    from predictor.pinning import Pin
+    from predictor.history.pinning import Pin
 
     assert pod_demand(pod).pin == Pin("us-east-1a", "on-demand")
 

@@ -1,4 +1,4 @@
-"""Demand series (predictor.series) and the CSV series reader (predictor.series_io)."""
+"""Demand series (predictor.history.series) and the CSV series reader (predictor.live.series_io)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bucketing.jobtable import JobTable
 from bucketing.synthetic import SyntheticWorkload, generate
 from bucketing.traces import load_trace
 from common.errors import InputError
-from predictor.series import (
+from predictor.history.series import (
     DemandSeries,
     bucket_vectors,
     make_series,
@@ -22,7 +22,7 @@ from predictor.series import (
     series_from_jobtable,
     split_column,
 )
-from predictor.series_io import read_series_csv
+from predictor.live.series_io import read_series_csv
 from tests.predictor.builders import CATALOG
 
 GIB = 2**30

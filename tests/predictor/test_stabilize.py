@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from common.errors import ConfigError
-from predictor.stabilize import StabilizeConfig, stabilize
+from predictor.models.stabilize import StabilizeConfig, stabilize
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""SQLite history (predictor.store) on real files: idempotence, gaps, retention, schema."""
+"""SQLite history (predictor.live.store) on real files: idempotence, gaps, retention, schema."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from common.errors import ConfigError, InputError
-from predictor.store import SCHEMA_VERSION, HistoryStore
+from predictor.live.store import SCHEMA_VERSION, HistoryStore
 
 TICK = 300.0
 T0 = 1_700_000_100.0  # on the 300-s grid: 1_700_000_100 / 300 = 5_666_667
@@ -130,7 +130,7 @@ def test_empty_history_is_an_input_error(store):
 def test_a_backfilled_series_fills_only_ticks_not_recorded(store):
     import pandas as pd
 
-    from predictor.series import make_series
+    from predictor.history.series import make_series
 
     store.write_tick(T0 + 2 * TICK, {"g5.xlarge": 9})  # recorded live: never overwritten
     times = T0 + TICK * np.arange(4)
@@ -214,7 +214,7 @@ def test_negative_known_demand_is_refused(store):
 
 
 def test_pinned_series_are_kept_apart_from_the_forecasters_columns(store):
-    """Pinned demand (predictor.pinning) is read with read_pinned; read_series, which the
+    """Pinned demand (predictor.history.pinning) is read with read_pinned; read_series, which the
     forecaster reads, never sees it, so a file written with pinned series gives the same
     forecast columns as before them."""
     store.write_tick(T0, {"g5.xlarge": 3, "pinned:g5.xlarge/zone=us-east-1a": 1})

@@ -1,4 +1,4 @@
-"""Job table from kube-state-metrics answers (predictor.trace_export): the pure conversion."""
+"""Job table from kube-state-metrics answers (predictor.live.trace_export): the pure conversion."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from predictor.prometheus import PrometheusConfig, grid
-from predictor.trace_export import ENDED_BEFORE, export_queries, job_table_from_results
+from predictor.live.prometheus import PrometheusConfig, grid
+from predictor.live.trace_export import ENDED_BEFORE, export_queries, job_table_from_results
 
 STEP = 60.0
 T0 = 1_700_000_040.0  # a whole minute, so the grid starts exactly at the window start

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from common.errors import InputError
-from predictor.baselines import LastValue
-from predictor.quantiles import spread_factors
-from predictor.transformer import TransformerForecaster, resolve_device
-from predictor.transformer_model import (
+from predictor.models.baselines import LastValue
+from predictor.models.quantiles import spread_factors
+from predictor.models.transformer import TransformerForecaster, resolve_device
+from predictor.models.transformer_model import (
     DemandTransformer,
     periodic_encoding,
     pinball,
