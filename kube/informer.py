@@ -7,7 +7,8 @@ Decides the list/watch life cycle (`ListWatch`), in its own thread, with the off
 resourceVersion with bookmarks; a watch that ends normally (server timeout) or breaks
 resumes from the last resourceVersion seen; an ERROR event or HTTP status 410 Gone
 (history compacted) relists at once; any other failure retries with exponential backoff
-(doubling from `backoff_initial_seconds` up to `backoff_max_seconds`); a watch that ends
+(doubling from `backoff_initial_seconds` up to `backoff_max_seconds`), and the watch
+counts as failing until a list succeeds or a watch is streaming again; a watch that ends
 within a second without an event is re-opened only after the initial backoff (a proxy
 cutting streams must not get a hot reconnect loop). A kind marked optional whose list
 answers 404 (a CRD not installed) counts as synced and empty and is re-checked every
@@ -300,6 +301,9 @@ class ListWatch:
         )
         self._response = response
         self.status.streaming = True
+        # The server answered and streams: no longer failing. Waiting for the watch to end
+        # (up to its timeout) would keep a resumed watch looking stale for minutes.
+        self._succeeded()
         try:
             if self._stop.is_set():  # stop() ran before _response was set: it could not close it
                 return

@@ -198,6 +198,50 @@ def test_list_and_watch_calls_carry_a_read_timeout_and_the_callers_arguments():
         assert (call["namespace"], call["label_selector"]) == ("headstart", "a=b")
 
 
+class _OpenStream(_EmptyStream):
+    """A watch response that streams nothing until the test ends it (a quiet cluster)."""
+
+    def __init__(self, until: threading.Event) -> None:
+        self.until = until
+
+    def stream(self, amt=None, decode_content=False):
+        self.until.wait(10)
+        return iter(())
+
+
+def test_a_resumed_watch_is_fresh_while_it_streams_not_only_when_it_ends():
+    # Found by the e2e suite: a watch refused once (APF's 429 at start-up) and resumed
+    # stayed "failing" until that watch ended (300 s), so the known-demand source it fed
+    # was reported stale and left out of the plan for minutes.
+    from kubernetes.client.exceptions import ApiException
+
+    done = threading.Event()
+    calls = {"watch": 0}
+
+    def list_call(**kwargs):
+        if not kwargs.get("watch"):
+            return _ListResponse()
+        calls["watch"] += 1
+        if calls["watch"] == 1:
+            raise ApiException(status=429, reason="Too Many Requests")
+        return _OpenStream(done)
+
+    settings = WatchSettings(backoff_initial_seconds=0.01, watch_timeout_seconds=300)
+    informer = Informer("clusterqueues", list_call, lambda obj: None, settings)
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert wait_for(lambda: calls["watch"] == 2 and informer.status.streaming)
+        assert informer.status.errors_total == 1
+        assert informer.status.failing_since is None
+        assert informer.fresh(time.time(), max_stale_s=0.0)
+    finally:
+        stop.set()
+        done.set()
+        thread.join(5)
+
+
 def test_a_sink_whose_loop_is_closed_ends_the_watch():
     def closed(op, payload):
         raise RuntimeError("Event loop is closed")
