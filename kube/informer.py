@@ -186,8 +186,7 @@ class ListWatch:
                 # 410 Gone (history compacted) needs a relist.
                 self._resource_version = resource_version
                 started, events = time.monotonic(), self.status.events_total
-                self._watch()
-                self._succeeded()
+                self._watch()  # marks success once the watch streams
                 backoff = settings.backoff_initial_seconds
                 if events == self.status.events_total and time.monotonic() - started < 1.0:
                     # A server that ends watches at once must not get a hot reconnect loop.

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import nnls
 
 from common.errors import InputError
 from predictor.models.stabilize import stabilize
@@ -101,8 +102,6 @@ def fit(mode: str, workers: Sequence[float], rates: Sequence[float],
             f"throughput fit: the {mode} model needs samples at {needed} different worker "
             f"counts, got {distinct} ({', '.join(f'{v:g}' for v in np.unique(w))}): "
             "observe the job at more sizes")
-    from scipy.optimize import nnls
-
     target = (global_batch if mode == SYNCHRONOUS else w) / f
     # Throughput is measured with a relative error: weigh each pair by 1/target, so the
     # fit minimises relative, not absolute, error in the time per sample.

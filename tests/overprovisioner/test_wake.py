@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -127,3 +128,35 @@ async def test_the_service_wakes_after_a_placeholder_is_preempted(aiohttp_client
                                          {"reason": "preemption"}) == 1
     finally:
         await client.close()
+
+
+def test_the_placeholder_watch_wakes_on_a_preemption_event_not_on_its_list(fake_kube) -> None:
+    """As wired in the service (one ListWatch on the placeholder namespace and label): a
+    pod already preempted when the watch lists wakes nothing; one preempted afterwards,
+    told by a watch event, wakes the loop once; other namespaces' pods are not watched."""
+    from overprovisioner.service.wake import placeholder_pod_watch
+    from predictor.live.recorder import RecorderConfig
+
+    fake_kube.create(placeholder_pod("headstart-placeholder-old", [PREEMPTED]))
+    other = placeholder_pod("elsewhere", [PREEMPTED])
+    other["metadata"]["namespace"] = "team"
+    woken: list[int] = []
+    watch = placeholder_pod_watch(fake_kube.api_client(), make_config(),
+                                  RecorderConfig(watch_timeout_s=1), lambda: woken.append(1))
+    watch.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not watch.status.synced and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert watch.status.synced and woken == []
+        fake_kube.create(other)
+        victim = fake_kube.create(placeholder_pod("headstart-placeholder-new"))
+        victim["status"]["conditions"] = [PREEMPTED]
+        fake_kube.replace(victim)
+        while not woken and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)  # room for a wrong second wake-up
+        assert woken == [1]
+    finally:
+        watch.stop()
+        assert watch.join(5)
