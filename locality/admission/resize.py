@@ -1,0 +1,174 @@
+"""KOD2's scale-in and scale-out: resizing running elastic jobs inside one domain.
+
+Scale-in (`scale_in`), to admit a waiting job into a domain whose room it does not fit:
+- Who gives room: running elastic jobs in the domain whose weight is below the waiting
+  job's, or equal to it when they are younger (equal weights keep the older job whole).
+  Lowest weight first, then the youngest, then by name.
+- Which workers: as their owner removes them (`locality.elastic.Removal`): the highest
+  indices, or KOD2's order (workers on nodes without the job's PS or chief first, nodes
+  holding fewer of its workers first, then the highest index) where headstart names
+  them.
+- How far: one worker at a time until the waiting job packs (`pack`) with the room the
+  removed workers' nodes get back; never below a job's minimum. When even every
+  candidate at its minimum does not make room, nothing is resized (None): room is
+  never taken for a job that still would not fit.
+Scale-out (`scale_out`), when no job waits for the domain: each running elastic job,
+highest weight first (then the oldest), grows toward its maximum by as many workers of
+its own shape as the domain's idle room packs; a later job gets what the earlier left.
+A `spread` job (one pod per node) is not grown here: the packer does not know which
+nodes already hold one of its pods.
+
+Workers not bound free nothing (their room is a reservation admission packed already).
+
+Must not: read the clock, log, mutate its inputs (`Bins` are copied before packing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bucketing.resources import ZERO, Resources
+from locality.admission.model import Demand, demand_of
+from locality.admission.pack import Bins, pack
+from locality.elastic import Bounds, Removal, pod_index
+from locality.model import JobKey, Pod
+
+
+@dataclass(frozen=True, slots=True)
+class ElasticGang:
+    """A running elastic job in one domain.
+
+    workers: its live members that the resize adds or removes (an Indexed Job's pods,
+    a PyTorchJob's workers); anchors: the nodes of its members that are never removed
+    (its PS, chief or master). weight: `locality.admission.weight.weight`.
+    """
+
+    job: JobKey
+    bounds: Bounds
+    weight: float
+    created_at: float
+    workers: tuple[Pod, ...]
+    anchors: frozenset[str] = frozenset()
+    removal: Removal = Removal.HIGHEST_INDEX
+    pods_per_node: int | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.workers)
+
+
+@dataclass(frozen=True, slots=True)
+class Claimant:
+    """The waiting job room is made for: its pods at the size it must fit (an elastic
+    job's minimum), its weight and when it was created."""
+
+    job: JobKey
+    demand: Demand
+    weight: float
+    created_at: float
+    pods_per_node: int | None = None
+
+    @property
+    def size(self) -> int:
+        return sum(count for _, _, count in self.demand)
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """Set `job`'s size from `before` to `after`; `removed`: the workers its owner is
+    expected to remove (scale-in), in removal order."""
+
+    job: JobKey
+    before: int
+    after: int
+    reason: str
+    removed: tuple[Pod, ...] = field(default=())
+
+
+def removal_order(gang: ElasticGang) -> tuple[Pod, ...]:
+    """The gang's workers in the order a scale-in removes them."""
+    def index(pod: Pod) -> int:
+        found = pod_index(pod)
+        return -1 if found is None else found
+
+    if gang.removal is Removal.HIGHEST_INDEX:
+        return tuple(sorted(gang.workers, key=lambda pod: (-index(pod), pod.name)))
+    per_node: dict[str | None, int] = {}
+    for pod in gang.workers:
+        per_node[pod.node_name] = per_node.get(pod.node_name, 0) + 1
+    return tuple(sorted(gang.workers, key=lambda pod: (
+        pod.node_name in gang.anchors, per_node[pod.node_name], -index(pod), pod.name)))
+
+
+def gives_room_to(gang: ElasticGang, claimant: Claimant) -> bool:
+    """KOD2: a lower weight gives room; an equal weight gives it only when younger."""
+    if gang.weight != claimant.weight:
+        return gang.weight < claimant.weight
+    return gang.created_at > claimant.created_at
+
+
+def scale_in(claimant: Claimant, bins: Bins, gangs: Sequence[ElasticGang]
+             ) -> tuple[Resize, ...] | None:
+    """The resizes that let `claimant` fit `bins` (one domain's room); () when it fits
+    already, None when no resize within the jobs' minimums makes it fit."""
+    if _fits(bins, claimant, {}):
+        return ()
+    donors = sorted((gang for gang in gangs if gives_room_to(gang, claimant)),
+                    key=lambda gang: (gang.weight, -gang.created_at, gang.job.namespace,
+                                      gang.job.name))
+    freed: dict[str, Resources] = {}
+    removed: dict[JobKey, list[Pod]] = {}
+    for gang in donors:
+        spare = gang.size - gang.bounds.minimum
+        for pod in removal_order(gang)[:max(0, spare)]:
+            removed.setdefault(gang.job, []).append(pod)
+            if pod.node_name is not None:
+                freed[pod.node_name] = freed.get(pod.node_name, ZERO) + pod.request
+                if _fits(bins, claimant, freed):
+                    return _resizes(donors, removed, claimant)
+    return None
+
+
+def _resizes(donors: Sequence[ElasticGang], removed: dict[JobKey, list[Pod]],
+             claimant: Claimant) -> tuple[Resize, ...]:
+    out = []
+    for gang in donors:
+        pods = removed.get(gang.job)
+        if pods:
+            after = gang.size - len(pods)
+            out.append(Resize(gang.job, gang.size, after, (
+                f"scaled in from {gang.size} to {after} (minimum {gang.bounds.minimum}) so "
+                f"that {claimant.job} fits its domain (weight {claimant.weight:.3f}; this "
+                f"job's {gang.weight:.3f})"), tuple(pods)))
+    return tuple(out)
+
+
+def scale_out(bins: Bins, gangs: Sequence[ElasticGang], waiting: bool) -> tuple[Resize, ...]:
+    """Growth of `gangs` into `bins`' idle room; () while a job waits for the domain."""
+    if waiting:
+        return ()
+    room = bins.copy()
+    out = []
+    for gang in sorted(gangs, key=lambda gang: (-gang.weight, gang.created_at,
+                                                gang.job.namespace, gang.job.name)):
+        wanted = gang.bounds.maximum - gang.size
+        if wanted <= 0 or not gang.workers or gang.pods_per_node == 1:
+            continue
+        shape = gang.workers[0]
+        grown = pack(room, ((shape.request, shape.constraints, wanted),))
+        if grown > 0:
+            out.append(Resize(gang.job, gang.size, gang.size + grown, (
+                f"scaled out from {gang.size} to {gang.size + grown} (maximum "
+                f"{gang.bounds.maximum}) into idle room of its domain; no job waits for it")))
+    return tuple(out)
+
+
+def _fits(bins: Bins, claimant: Claimant, freed: dict[str, Resources]) -> bool:
+    return pack(bins.freed(freed), claimant.demand, claimant.pods_per_node) == claimant.size
+
+
+def claimant_of(job: JobKey, pods: Sequence[Pod], weight: float, created_at: float,
+                pods_per_node: int | None = None) -> Claimant:
+    """A claimant for `pods` (the pods that must fit: an elastic job's first `minimum`)."""
+    return Claimant(job, demand_of(pods), weight, created_at, pods_per_node)

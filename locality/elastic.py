@@ -1,0 +1,175 @@
+"""Elastic jobs: which owners may be resized by headstart, between which bounds, and how.
+
+A job is elastic only when its owner opts in, on the owner object (never on a pod, which
+any tenant who can create one can write, and never by default):
+- `headstart.io/min-size` and `headstart.io/max-size` annotations, both whole numbers,
+  1 <= min <= max, on
+- a batch/v1 Indexed Job whose `completions` equals `parallelism` (the elastic Indexed
+  Job rule, GA in Kubernetes 1.31: both may change, together; the Job controller then
+  removes the pods whose index is at or above the new count, or creates the missing
+  indices). Its size is `parallelism`; or
+- a Kubeflow PyTorchJob (`kubeflow.org/v1`): the size is its `Worker` replicas (its
+  `Master`, if any, is not resized). When it declares `spec.elasticPolicy`, the
+  annotations must lie within `minReplicas`..`maxReplicas`. The training operator
+  removes the workers whose replica index is at or above the new count.
+Both owners remove the highest indices, so headstart cannot choose which workers go
+(`Removal.HIGHEST_INDEX`); KOD2's order (workers on nodes without the job's PS first,
+`Removal.PS_NODES_LAST`) is the rule where an owner removes the pods it is told to.
+
+An owner that opts in but cannot be resized says why (`ElasticOwner.problem`): min >
+max, a size outside its bounds, a kind or a Job that cannot change size. Such a job is
+kept at its current size, never resized on a guess.
+
+Must not: log, read the clock, talk to the API (the admitter writes `scale_patch`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bucketing.replicas import mapping, whole
+from common.errors import InputError
+from locality.model import Pod
+from locality.owners import INDEX_ANNOTATION
+
+MIN_SIZE_ANNOTATION = "headstart.io/min-size"
+MAX_SIZE_ANNOTATION = "headstart.io/max-size"
+KUBEFLOW_INDEX_LABEL = "training.kubeflow.org/replica-index"
+PYTORCH_WORKER = "Worker"
+
+
+class Removal(enum.Enum):
+    """Which workers go first when an elastic job is scaled in."""
+
+    HIGHEST_INDEX = "highest-index"
+    """The owner's controller removes the highest indices (Indexed Jobs, PyTorchJobs)."""
+    PS_NODES_LAST = "ps-nodes-last"
+    """KOD2's order, where headstart names the pods: workers on nodes without the job's
+    PS (or chief) first, nodes holding fewer of the job's workers first, then the
+    highest index."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The sizes an elastic job may run at, both inclusive."""
+
+    minimum: int
+    maximum: int
+
+    def clamp(self, size: int) -> int:
+        return max(self.minimum, min(self.maximum, size))
+
+
+@dataclass(frozen=True, slots=True)
+class ElasticOwner:
+    """An owner that opted in: its bounds, its current size, and how it removes workers;
+    or why it cannot be resized (`problem`; then `bounds` is None)."""
+
+    kind: str
+    namespace: str
+    name: str
+    size: int
+    bounds: Bounds | None
+    removal: Removal = Removal.HIGHEST_INDEX
+    problem: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+def elastic_owner(obj: Any, kind: str) -> ElasticOwner | None:
+    """The owner object as an elastic job; None when it did not opt in (neither
+    annotation). Never raises on the object's content: a problem is returned."""
+    metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    annotations = metadata.get("annotations")
+    annotations = annotations if isinstance(annotations, Mapping) else {}
+    if MIN_SIZE_ANNOTATION not in annotations and MAX_SIZE_ANNOTATION not in annotations:
+        return None
+    namespace = str(metadata.get("namespace") or "default")
+    name = str(metadata.get("name") or "")
+    where = f"{kind} {namespace}/{name}"
+    try:
+        bounds = _bounds(annotations, where)
+        spec = mapping(obj.get("spec"), f"{where}: spec")
+        size = _size(spec, kind, bounds, where)
+    except InputError as error:
+        return ElasticOwner(kind, namespace, name, 0, None, problem=str(error))
+    if not bounds.minimum <= size <= bounds.maximum:
+        return ElasticOwner(kind, namespace, name, size, None, problem=(
+            f"{where}: its size {size} is outside {MIN_SIZE_ANNOTATION}={bounds.minimum} .. "
+            f"{MAX_SIZE_ANNOTATION}={bounds.maximum}; set the size within them"))
+    return ElasticOwner(kind, namespace, name, size, bounds)
+
+
+def _bounds(annotations: Mapping[str, Any], where: str) -> Bounds:
+    values = []
+    for key in (MIN_SIZE_ANNOTATION, MAX_SIZE_ANNOTATION):
+        raw = annotations.get(key)
+        if raw is None:
+            raise InputError(f"{where}: annotation {key} is missing (an elastic job sets "
+                             f"both {MIN_SIZE_ANNOTATION} and {MAX_SIZE_ANNOTATION})")
+        text = str(raw).strip()
+        if not text.isdigit() or int(text) < 1:
+            raise InputError(f"{where}: annotation {key}: expected a whole number >= 1, "
+                             f"got {raw!r}")
+        values.append(int(text))
+    minimum, maximum = values
+    if minimum > maximum:
+        raise InputError(f"{where}: {MIN_SIZE_ANNOTATION}={minimum} is above "
+                         f"{MAX_SIZE_ANNOTATION}={maximum}")
+    return Bounds(minimum, maximum)
+
+
+def _size(spec: Mapping[str, Any], kind: str, bounds: Bounds, where: str) -> int:
+    if kind == "Job":
+        parallelism = whole(spec.get("parallelism"), f"{where}: spec.parallelism", 1)
+        completions = spec.get("completions")
+        if spec.get("completionMode") != "Indexed" or completions is None or \
+                whole(completions, f"{where}: spec.completions", 1) != parallelism:
+            raise InputError(
+                f"{where}: only an Indexed Job with completions equal to parallelism can be "
+                "resized (Kubernetes changes both together); this Job cannot")
+        return parallelism
+    if kind == "PyTorchJob":
+        specs = mapping(spec.get("pytorchReplicaSpecs"), f"{where}: spec.pytorchReplicaSpecs")
+        worker = mapping(specs.get(PYTORCH_WORKER),
+                         f"{where}: spec.pytorchReplicaSpecs.{PYTORCH_WORKER}")
+        if not worker:
+            raise InputError(f"{where}: spec.pytorchReplicaSpecs has no {PYTORCH_WORKER} to "
+                             "resize")
+        size = whole(worker.get("replicas"),
+                     f"{where}: spec.pytorchReplicaSpecs.{PYTORCH_WORKER}.replicas", 1)
+        policy = mapping(spec.get("elasticPolicy"), f"{where}: spec.elasticPolicy")
+        low = whole(policy.get("minReplicas"), f"{where}: spec.elasticPolicy.minReplicas", 1)
+        high = policy.get("maxReplicas")
+        high = None if high is None else whole(high, f"{where}: spec.elasticPolicy.maxReplicas",
+                                               0)
+        if bounds.minimum < low or (high is not None and bounds.maximum > high):
+            raise InputError(
+                f"{where}: {MIN_SIZE_ANNOTATION}..{MAX_SIZE_ANNOTATION} "
+                f"({bounds.minimum}..{bounds.maximum}) must lie within its elasticPolicy "
+                f"minReplicas..maxReplicas ({low}..{high if high is not None else 'unset'})")
+        return size
+    raise InputError(f"{where}: a {kind} cannot be resized by headstart (elastic jobs are "
+                     "Indexed Jobs and PyTorchJobs)")
+
+
+def scale_patch(owner: ElasticOwner, size: int) -> dict[str, Any]:
+    """The merge patch that sets the owner's size (its controller adds or removes pods)."""
+    if owner.kind == "Job":
+        return {"spec": {"parallelism": size, "completions": size}}
+    if owner.kind == "PyTorchJob":
+        return {"spec": {"pytorchReplicaSpecs": {PYTORCH_WORKER: {"replicas": size}}}}
+    raise ValueError(f"{owner.where} is not resizable")
+
+
+def pod_index(pod: Pod) -> int | None:
+    """The pod's index in its owner (an Indexed Job's completion index, a training
+    operator's replica index), None when it has none."""
+    raw = pod.annotations.get(INDEX_ANNOTATION) or pod.labels.get(KUBEFLOW_INDEX_LABEL)
+    return int(raw) if raw is not None and raw.isdigit() else None

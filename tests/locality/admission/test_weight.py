@@ -1,0 +1,43 @@
+"""KOD2's weight (locality.admission.weight)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bucketing.resources import Resources
+from common.errors import ConfigError
+from locality.admission.weight import WeightConfig, units, weight
+
+CONFIG = WeightConfig()
+
+
+def test_the_weight_is_the_sigmoid_of_minimum_over_the_request_in_units():
+    request = Resources.of(0, 4, 16)  # 4 cores + 16 GiB / 4 = 8 units
+    assert units(request, CONFIG) == pytest.approx(8.0)
+    assert weight(2, request, 0, CONFIG) == pytest.approx(1 / (1 + math.exp(-2 / 8)))
+
+
+def test_small_requests_go_first_and_gpus_count_only_when_asked():
+    small, large = Resources.of(8, 2, 8), Resources.of(8, 32, 256)
+    assert weight(1, small, 0, CONFIG) > weight(1, large, 0, CONFIG)
+    assert units(Resources.of(8, 0, 0), CONFIG) == 0
+    with_gpus = WeightConfig(gpus_per_unit=1.0)
+    assert units(Resources.of(8, 0, 0), with_gpus) == 8
+
+
+def test_a_starved_job_outweighs_every_job_that_has_not_starved():
+    heavy = Resources.of(0, 512, 4096)
+    starved = weight(1, heavy, CONFIG.starvation_seconds, CONFIG)
+    assert starved > weight(1000, Resources.of(0, 0.1, 0.1), CONFIG.starvation_seconds - 1,
+                            CONFIG)
+    assert weight(1, Resources(), 0, CONFIG) == 1.0
+
+
+@pytest.mark.parametrize("field,value", [("cpu_cores_per_unit", 0), ("memory_gib_per_unit", -1),
+                                         ("gpus_per_unit", "x"), ("starvation_seconds", 0),
+                                         ("starvation_bonus", -0.5)])
+def test_bad_settings_name_the_field(field, value):
+    with pytest.raises(ConfigError, match=f"admission.elastic.weight.{field}"):
+        WeightConfig(**{field: value})
