@@ -20,7 +20,8 @@ An owner that opts in but cannot be resized says why (`ElasticOwner.problem`): m
 max, a size outside its bounds, a kind or a Job that cannot change size. Such a job is
 kept at its current size, never resized on a guess.
 
-Must not: log, read the clock, talk to the API (the admitter writes `scale_patch`).
+Must not: log, read the clock, talk to the API (the admitter writes `scale_patch`),
+import `locality.model` (the model's pods carry an `ElasticOwner`).
 """
 
 from __future__ import annotations
@@ -32,8 +33,6 @@ from typing import Any
 
 from bucketing.replicas import mapping, whole
 from common.errors import InputError
-from locality.model import Pod
-from locality.owners import INDEX_ANNOTATION
 
 MIN_SIZE_ANNOTATION = "headstart.io/min-size"
 MAX_SIZE_ANNOTATION = "headstart.io/max-size"
@@ -75,6 +74,8 @@ class ElasticOwner:
     bounds: Bounds | None
     removal: Removal = Removal.HIGHEST_INDEX
     problem: str | None = None
+    resource_version: str = ""
+    """The owner's resourceVersion when read: the resize patch's precondition."""
 
     @property
     def where(self) -> str:
@@ -92,18 +93,21 @@ def elastic_owner(obj: Any, kind: str) -> ElasticOwner | None:
         return None
     namespace = str(metadata.get("namespace") or "default")
     name = str(metadata.get("name") or "")
+    version = str(metadata.get("resourceVersion") or "")
     where = f"{kind} {namespace}/{name}"
     try:
         bounds = _bounds(annotations, where)
         spec = mapping(obj.get("spec"), f"{where}: spec")
         size = _size(spec, kind, bounds, where)
     except InputError as error:
-        return ElasticOwner(kind, namespace, name, 0, None, problem=str(error))
+        return ElasticOwner(kind, namespace, name, 0, None, problem=str(error),
+                            resource_version=version)
     if not bounds.minimum <= size <= bounds.maximum:
         return ElasticOwner(kind, namespace, name, size, None, problem=(
             f"{where}: its size {size} is outside {MIN_SIZE_ANNOTATION}={bounds.minimum} .. "
-            f"{MAX_SIZE_ANNOTATION}={bounds.maximum}; set the size within them"))
-    return ElasticOwner(kind, namespace, name, size, bounds)
+            f"{MAX_SIZE_ANNOTATION}={bounds.maximum}; set the size within them"),
+            resource_version=version)
+    return ElasticOwner(kind, namespace, name, size, bounds, resource_version=version)
 
 
 def _bounds(annotations: Mapping[str, Any], where: str) -> Bounds:
@@ -160,16 +164,13 @@ def _size(spec: Mapping[str, Any], kind: str, bounds: Bounds, where: str) -> int
 
 
 def scale_patch(owner: ElasticOwner, size: int) -> dict[str, Any]:
-    """The merge patch that sets the owner's size (its controller adds or removes pods)."""
+    """The merge patch that sets the owner's size (its controller adds or removes pods),
+    guarded by the resourceVersion it was decided on (a changed owner: 409, decided
+    again next round)."""
+    guard = {"metadata": {"resourceVersion": owner.resource_version}} \
+        if owner.resource_version else {}
     if owner.kind == "Job":
-        return {"spec": {"parallelism": size, "completions": size}}
+        return guard | {"spec": {"parallelism": size, "completions": size}}
     if owner.kind == "PyTorchJob":
-        return {"spec": {"pytorchReplicaSpecs": {PYTORCH_WORKER: {"replicas": size}}}}
+        return guard | {"spec": {"pytorchReplicaSpecs": {PYTORCH_WORKER: {"replicas": size}}}}
     raise ValueError(f"{owner.where} is not resizable")
-
-
-def pod_index(pod: Pod) -> int | None:
-    """The pod's index in its owner (an Indexed Job's completion index, a training
-    operator's replica index), None when it has none."""
-    raw = pod.annotations.get(INDEX_ANNOTATION) or pod.labels.get(KUBEFLOW_INDEX_LABEL)
-    return int(raw) if raw is not None and raw.isdigit() else None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from bucketing.resources import ZERO, Devices, Resources
 from locality.constraints import NO_CONSTRAINTS, PodConstraints, Taint
+from locality.elastic import ElasticOwner
 from locality.numa import NodeTopology, NumaDemand, NumaZone, pod_numa_demand
 
 __all__ = [  # NodeTopology and NumaZone live in locality.numa; kept importable from here
@@ -142,6 +143,8 @@ class Pod:
     deleting: `metadata.deletionTimestamp` is set (Terminating). Its node still holds its
     request, but it is no member of its job's next attempt: never counted toward a
     job's size, never fixing a job's domain.
+    elastic: its owner as an elastic job (`locality.elastic`) when the owner opted in to
+    resizing and is seen, else None.
     controller: (kind, name) of its controlling owner (`metadata.ownerReferences` with
     `controller: true`: a Job, a JobSet's Job, a training operator's job), None for a
     pod nothing recreates.
@@ -166,6 +169,7 @@ class Pod:
     group_min_member: int | None = None
     owner_size: int | None = None
     owner_wait: str | None = None
+    elastic: ElasticOwner | None = None
     scheduling_gates: tuple[str, ...] = ()
     created_at: float = 0.0
     scheduler_name: str = "default-scheduler"

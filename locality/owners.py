@@ -51,6 +51,7 @@ from bucketing.replicas import (
     whole,
 )
 from common.errors import InputError
+from locality.elastic import ElasticOwner, elastic_owner
 from locality.model import Pod
 from locality.parse import json_object, json_string
 
@@ -119,6 +120,8 @@ class OwnerSize:
     parts: tuple[SizePart, ...] = ()
     problem: str | None = None
     version: str = ""
+    elastic: ElasticOwner | None = None
+    """The owner as an elastic job, when it opted in (`locality.elastic`)."""
 
     @property
     def key(self) -> OwnerKey:
@@ -148,12 +151,14 @@ def parse_owner(obj: Any, kind: str, where: str | None = None, version: str = ""
     name = json_string(metadata.get("name"), f"{where}.metadata.name")
     namespace = json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace")
     where = f"{kind} {namespace}/{name}"
+    elastic = elastic_owner(obj, kind)
     try:
         spec = mapping(obj.get("spec"), f"{where}: spec")
         parts = _parts(spec, kind, f"{where}: spec", version)
     except InputError as error:
-        return OwnerSize(kind, namespace, name, problem=str(error), version=version)
-    return OwnerSize(kind, namespace, name, parts, version=version)
+        return OwnerSize(kind, namespace, name, problem=str(error), version=version,
+                         elastic=elastic)
+    return OwnerSize(kind, namespace, name, parts, version=version, elastic=elastic)
 
 
 def _parts(spec: Mapping[str, Any], kind: str, where: str, version: str = ""
@@ -221,10 +226,12 @@ def with_owner_size(pod: Pod, owners: Mapping[OwnerKey, Mapping[str, OwnerSize]]
     gives none yet (`Pod.owner_wait`). Both None when the pod names no owner or its
     owner is not seen (then the job declares no size here)."""
     key = owner_of(pod)
-    size, wait = _size(pod, owners.get(key) or {}) if key else (None, None)
-    if size == pod.owner_size and wait == pod.owner_wait:
+    listed = (owners.get(key) or {}) if key else {}
+    size, wait = _size(pod, listed) if key else (None, None)
+    elastic = next((owner.elastic for owner in listed.values() if owner.elastic), None)
+    if size == pod.owner_size and wait == pod.owner_wait and elastic == pod.elastic:
         return pod
-    return replace(pod, owner_size=size, owner_wait=wait)
+    return replace(pod, owner_size=size, owner_wait=wait, elastic=elastic)
 
 
 def _size(pod: Pod, listed: Mapping[str, OwnerSize]) -> tuple[int | None, str | None]:

@@ -56,6 +56,21 @@ The rule, in order:
    only for `head_hold_seconds`: after that it waits without a hold and the next one may
    hold instead.
 
+7. Elastic jobs (`locality.elastic`: the owner opted in with min/max sizes), with
+   `admission.elastic.enabled`: a job that no domain at its level holds now at its
+   current size is resized to the largest size down to its minimum that one holds
+   (its lowest-index pods, the ones its owner keeps), chosen as in 3: it waits
+   `resizing`, taking that room, and is admitted at that size once its owner has it.
+8. KOD2's scale-in (`resize.scale_in`), before preemption: a job that still waits for
+   room takes it from Running elastic gangs of lower weight (`weight`) in one domain
+   of its level, scaled in toward their minimums, the domain needing the fewest
+   removed workers (then name); it waits `scaling_in` and is admitted once their
+   workers are gone. An elastic job claims room at its minimum. A gang gives room to
+   one job per round.
+9. KOD2's scale-out (`resize.scale_out`): when no job waits for room (no_fit, held,
+   preempting, resizing, scaling_in), Running elastic gangs grow toward their maximum
+   into the room left in their domain, highest weight first.
+
 Bounds: the room of different levels is tracked apart within one round (a job admitted
 into a placement group does not shrink the `cluster` room a `preferred` job is released
 into in the same round); the next round sees both through the pods.
@@ -67,7 +82,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from bucketing.resources import Resources
+from bucketing.resources import ZERO, Resources
 from locality.admission.config import AdmissionConfig
 from locality.admission.model import (
     Admission,
@@ -79,13 +94,17 @@ from locality.admission.model import (
     Preemption,
     Release,
     Reservation,
+    Resize,
     WaitCode,
     Waiting,
+    demand_of,
 )
 from locality.admission.pack import Bins, open_bins, pack
 from locality.admission.preempt import choose
+from locality.admission.resize import ElasticGang, claimant_of, pod_index, scale_in, scale_out
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
-from locality.model import JobKey, Locality
+from locality.admission.weight import weight
+from locality.model import JobKey, Locality, Pod
 
 
 def admission_order(job: GatedJob) -> tuple:
@@ -104,6 +123,7 @@ def plan(
     leaving: Mapping[str, Resources] | None = None,
     unknown: Sequence[str] = (),
     wider: Mapping[str, Sequence[str]] | None = None,
+    elastic: Mapping[Domain, Sequence[ElasticGang]] | None = None,
 ) -> Plan:
     """rooms: per level name, its domains' room (`snapshot.level_room`); the level
     `cluster` (`CLUSTER_LEVEL`) is what a `preferred` job may use without a domain (absent:
@@ -112,7 +132,13 @@ def plan(
     (`preempt.candidates`); leaving: per node, what Terminating pods of gangs free
     (`preempt.leaving`). unknown: the autoscaler's groups whose room is not known, each
     described (rule 4). wider: per level, the wider topology levels, nearest first, a
-    `preferred` job is widened to (rule 4; their rooms must be in `rooms`)."""
+    `preferred` job is widened to (rule 4; their rooms must be in `rooms`). elastic: per
+    domain, the Running elastic gangs a resize may change (`resize.elastic_gangs`;
+    rules 8 and 9)."""
+    resizing = config.elastic.enabled
+    elastic = elastic if resizing and elastic else {}
+    resizes: list[Resize] = []
+    donors: set[JobKey] = set()  # gangs scaled in for a job of this round already
     leaving = leaving or {}
     waiting: list[Waiting] = []
     ready: list[GatedJob] = []
@@ -179,6 +205,12 @@ def plan(
                 job.policy.placement_group, new_nodes,
                 f"fits {domain}" + (f" with {new_nodes} new node(s)" if new_nodes else "")))
             continue
+        if resizing and job.elastic is not None:
+            smaller = _smaller(job, room, bins)
+            if smaller is not None:
+                resizes.append(smaller)
+                waiting.append(Waiting(job.key, job.gated, WaitCode.RESIZING, smaller.reason))
+                continue
         if job.policy.placement_group is Locality.PREFERRED:
             wide = _widened(job, demand, rooms, bins, (wider or {}).get(job.level, ()))
             if wide is not None:
@@ -206,6 +238,14 @@ def plan(
                     f"(higher in admission order and waiting longer than {held:g} s)")))
                 continue
         _, domain, partial, placed = most
+        if elastic and not _cluster_holds(job, demand, bins):
+            made = _scale_in(job, room, bins, elastic, donors, now, config)
+            if made is not None:
+                resizes.extend(made)
+                donors.update(resize.job for resize in made)
+                waiting.append(Waiting(job.key, job.gated, WaitCode.SCALING_IN, "; ".join(
+                    f"{resize.job} {resize.reason}" for resize in made)))
+                continue
         if job.preempts and (gangs or leaving) and not _cluster_holds(job, demand, bins):
             preemption = choose(job, demand, {Domain(job.level, v): bins[Domain(job.level, v)]
                                               for v in room.domains},
@@ -229,8 +269,79 @@ def plan(
                 and held <= waited < held + config.head_hold_seconds):
             head = (job, domain, bins[domain])
             bins[domain] = partial
+    if elastic and not any(w.code in _WANTS_ROOM for w in waiting):
+        for domain, domain_gangs in sorted(elastic.items(), key=lambda item: str(item[0])):
+            if domain in bins:
+                resizes.extend(scale_out(bins[domain], domain_gangs, False, now,
+                                         config.elastic.scale_out_after_seconds))
     return Plan(tuple(admissions), tuple(waiting), tuple(releases), tuple(preemptions),
-                tuple(unknown))
+                tuple(unknown), tuple(resizes))
+
+
+_WANTS_ROOM = frozenset({WaitCode.NO_FIT, WaitCode.HELD, WaitCode.PREEMPTING,
+                         WaitCode.RESIZING, WaitCode.SCALING_IN})
+
+
+def _smaller(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins]) -> Resize | None:
+    """Rule 7: the elastic job resized to the largest size a domain of its level holds
+    now (its lowest-index pods), taking that room; None when not even its minimum fits."""
+    owner = job.elastic
+    assert owner is not None and owner.bounds is not None
+    pods = sorted(job.gated, key=_index_order)
+    for size in range(min(len(pods), owner.size) - 1, owner.bounds.minimum - 1, -1):
+        demand = demand_of(pods[:size])
+        best: tuple[tuple, Domain, Bins] | None = None
+        for value in room.domains:
+            domain = Domain(job.level, value)
+            trial = bins[domain].copy()
+            if pack(trial, demand, job.pods_per_node) == size:
+                rank = (trial.opened - bins[domain].opened, trial.free_gpu_milli(), value)
+                if best is None or rank < best[0]:
+                    best = (rank, domain, trial)
+        if best is not None:
+            _, domain, trial = best
+            bins[domain] = trial
+            return Resize(job.key, owner, owner.size, size, (
+                f"no {job.level} domain holds all {owner.size} pods now; resized to {size} "
+                f"(its minimum is {owner.bounds.minimum}), which {domain} holds: admitted "
+                "once its owner has that size"))
+    return None
+
+
+def _index_order(pod: Pod) -> tuple:
+    index = pod_index(pod)
+    return (index is None, index or 0, pod.name)
+
+
+def _scale_in(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins],
+              elastic: Mapping[Domain, Sequence[ElasticGang]], donors: set[JobKey],
+              now: float, config: AdmissionConfig) -> tuple[Resize, ...] | None:
+    """Rule 8: the resizes of lighter elastic gangs in the one domain of the job's level
+    that makes room for it with the fewest workers removed; None when none does."""
+    pods = sorted(job.gated, key=_index_order)
+    if job.elastic is not None and job.elastic.bounds is not None:
+        pods = pods[:job.elastic.bounds.minimum]
+    request = sum((pod.request for pod in pods), ZERO)
+    claimant = claimant_of(job.key, pods, weight(len(pods), request, now - job.created_at,
+                                                 config.elastic.weight),
+                           job.created_at, job.pods_per_node)
+    best: tuple[tuple, Domain, tuple[Resize, ...]] | None = None
+    for value in room.domains:
+        domain = Domain(job.level, value)
+        gangs = [gang for gang in elastic.get(domain, ()) if gang.job not in donors]
+        if not gangs or domain not in bins:
+            continue
+        made = scale_in(claimant, bins[domain], gangs)
+        if not made:  # None: not enough; (): fits already (rule 3 would have taken it)
+            continue
+        rank = (sum(len(resize.removed) for resize in made), value)
+        if best is None or rank < best[0]:
+            best = (rank, domain, made)
+    if best is None:
+        return None
+    _, domain, made = best
+    pack(bins[domain], claimant.demand, job.pods_per_node)  # what it can use now is its
+    return made
 
 
 def _widened(job: GatedJob, demand: Demand, rooms: Mapping[str, LevelRoom],

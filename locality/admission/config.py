@@ -17,6 +17,7 @@ from typing import Any
 
 from bucketing.resources import DeviceNames, Resources, resources_from_list
 from common.errors import ConfigError, InputError
+from locality.admission.weight import ElasticConfig
 from locality.constraints import Taint
 from locality.parse_constraints import node_taints
 
@@ -195,6 +196,10 @@ class AdmissionConfig:
     `AUTOSCALER_STATUS_SECONDS` and count the nodes each can add
     (`locality.admission.nodepools`; `autoscaler: {nodepools: false}` in the file)."""
 
+    elastic: ElasticConfig = ElasticConfig()
+    """Resizing of jobs whose owners opted in (`locality.elastic`,
+    `locality.admission.resize`): KOD2's weights, scale-in, scale-out."""
+
     @classmethod
     def from_mapping(
         cls, data: Any, source: str, gpu_resources: tuple[str, ...] = ("nvidia.com/gpu",),
@@ -235,6 +240,8 @@ class AdmissionConfig:
                 if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
                     raise ConfigError(f"{where}: expected a positive integer, got {raw!r}")
                 values[name] = raw
+            elif name == "elastic":
+                values[name] = ElasticConfig.from_mapping(raw, where)
             elif name == "autoscaler":
                 values["node_groups"] = _autoscaler(raw, where, gpu_resources, devices)
                 if "nodepools" in raw:

@@ -10,6 +10,9 @@ in the domain their gang record names (`record.reservations`). Records are read 
 from the API, not kept in memory, so a restarted admitter or a new leader counts them
 the same; only headstart can write them, so no pod annotation decides a domain.
 
+Pods of an elastic owner whose index is at or above the owner's size are leaving (the
+owner removes them after a resize): neither gated members nor counted.
+
 A job whose record holds a domain joins it (`recorded`) while some pod of its current
 attempt is past the gate there (bound, or admitted and pending): a replacement pod
 fills its running gang. When none is (every earlier pod gone, failed or Terminating:
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from locality.admission.config import FOREIGN_ANNOTATIONS, FOREIGN_GATE_PREFIXES, AdmissionConfig
 from locality.admission.model import GatedJob, Release, Reservation
 from locality.admission.record import GangRecord, GangState, is_member, reservations
+from locality.admission.resize import beyond_size
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of, job_policy
 from locality.model import JobKey, Pod
@@ -63,7 +67,7 @@ def gather(
     releases: list[Release] = []
     for pod in gated:
         if (gate not in pod.scheduling_gates or pod.node_name is not None or pod.terminal
-                or pod.deleting):
+                or pod.deleting or beyond_size(pod)):
             continue
         other = foreign_admitter(pod, gate)
         if other is not None:
@@ -89,7 +93,7 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
          admission: AdmissionConfig, record: GangRecord | None) -> GatedJob:
     policy = job_policy(gated[0], locality)
     # A Failed pod is replaced, a Terminating one is leaving: neither is a member.
-    known = sum(1 for pod in all_pods if is_member(pod))
+    known = sum(1 for pod in all_pods if is_member(pod) and not beyond_size(pod))
     awaiting = owner_wait = None
     size = policy.job_size
     if size is None:
@@ -116,4 +120,6 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
         created_at=min(created), last_created_at=max(created), recorded=recorded,
         requeue_at=requeue_at, preempts=all(pod.preempts for pod in gated),
         owner_size=max((p.owner_size for p in gated if p.owner_size is not None), default=None),
+        elastic=next((p.elastic for p in gated
+                      if p.elastic is not None and p.elastic.bounds is not None), None),
     )

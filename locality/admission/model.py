@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from bucketing.resources import Resources
 from locality.constraints import PodConstraints
+from locality.elastic import ElasticOwner
 from locality.model import JobKey, JobPolicy, Locality, Pod
 
 Demand = tuple[tuple[Resources, PodConstraints, int], ...]
@@ -44,6 +45,8 @@ class WaitCode(enum.Enum):
     BACKOFF = "backoff"  # evicted (not whole in time): not admitted again before requeueAt
     PREEMPTING = "preempting"  # lower-priority gangs are evicted for it; admitted once gone
     SIZE_MISMATCH = "size_mismatch"  # declares more pods than its owner creates: never whole
+    RESIZING = "resizing"  # elastic: its owner is set to the size a domain holds now
+    SCALING_IN = "scaling_in"  # lighter elastic jobs are scaled in for it; admitted once done
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,8 @@ class GatedJob:
     owner_size: int | None = None
     """The pods its owner creates (`Pod.owner_size`: a Kubeflow job's or JobSet's
     replicas, an Indexed Job's parallelism), when its pods name one that is seen."""
+    elastic: ElasticOwner | None = None
+    """Its owner, when it opted in to resizing and can be resized (`locality.elastic`)."""
 
     @property
     def demand(self) -> Demand:
@@ -199,3 +204,18 @@ class Plan:
     preemptions: tuple[Preemption, ...] = ()
     unknown_room: tuple[str, ...] = ()
     """The autoscaler's groups whose room the round could not know (`assign`, rule 4)."""
+    resizes: tuple[Resize, ...] = ()
+    """Elastic jobs whose owners are set to a new size (`assign`, rules 7-9)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """Set `job`'s owner (`owner`) from `before` to `after` pods; `removed`: the
+    workers its owner is expected to remove (scale-in), in removal order."""
+
+    job: JobKey
+    owner: ElasticOwner
+    before: int
+    after: int
+    reason: str
+    removed: tuple[Pod, ...] = ()

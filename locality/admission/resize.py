@@ -12,7 +12,8 @@ Scale-in (`scale_in`), to admit a waiting job into a domain whose room it does n
   removed workers' nodes get back; never below a job's minimum. When even every
   candidate at its minimum does not make room, nothing is resized (None): room is
   never taken for a job that still would not fit.
-Scale-out (`scale_out`), when no job waits for the domain: each running elastic job,
+Scale-out (`scale_out`), when no job waits for room: each running elastic job that
+has run at its size for `scale_out_after_seconds`,
 highest weight first (then the oldest), grows toward its maximum by as many workers of
 its own shape as the domain's idle room packs; a later job gets what the earlier left.
 A `spread` job (one pod per node) is not grown here: the packer does not know which
@@ -25,14 +26,19 @@ Must not: read the clock, log, mutate its inputs (`Bins` are copied before packi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from bucketing.resources import ZERO, Resources
-from locality.admission.model import Demand, demand_of
+from locality.admission.model import Demand, Domain, Resize, demand_of
 from locality.admission.pack import Bins, pack
-from locality.elastic import Bounds, Removal, pod_index
-from locality.model import JobKey, Pod
+from locality.admission.record import GangRecord, GangState, is_member
+from locality.admission.weight import WeightConfig, weight
+from locality.config import LocalityConfig
+from locality.elastic import KUBEFLOW_INDEX_LABEL, Bounds, ElasticOwner, Removal
+from locality.jobs import job_policy, role_of
+from locality.model import JobKey, Packing, Pod, Role
+from locality.owners import INDEX_ANNOTATION
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,17 +51,27 @@ class ElasticGang:
     """
 
     job: JobKey
-    bounds: Bounds
+    owner: ElasticOwner
     weight: float
     created_at: float
     workers: tuple[Pod, ...]
     anchors: frozenset[str] = frozenset()
-    removal: Removal = Removal.HIGHEST_INDEX
     pods_per_node: int | None = None
+    since: float = 0.0
+    """When its record entered its state (Running at this size)."""
 
     @property
     def size(self) -> int:
         return len(self.workers)
+
+    @property
+    def bounds(self) -> Bounds:
+        assert self.owner.bounds is not None
+        return self.owner.bounds
+
+    @property
+    def removal(self) -> Removal:
+        return self.owner.removal
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,16 +90,11 @@ class Claimant:
         return sum(count for _, _, count in self.demand)
 
 
-@dataclass(frozen=True, slots=True)
-class Resize:
-    """Set `job`'s size from `before` to `after`; `removed`: the workers its owner is
-    expected to remove (scale-in), in removal order."""
-
-    job: JobKey
-    before: int
-    after: int
-    reason: str
-    removed: tuple[Pod, ...] = field(default=())
+def pod_index(pod: Pod) -> int | None:
+    """The pod's index in its owner (an Indexed Job's completion index, a training
+    operator's replica index), None when it has none."""
+    raw = pod.annotations.get(INDEX_ANNOTATION) or pod.labels.get(KUBEFLOW_INDEX_LABEL)
+    return int(raw) if raw is not None and raw.isdigit() else None
 
 
 def removal_order(gang: ElasticGang) -> tuple[Pod, ...]:
@@ -137,15 +148,17 @@ def _resizes(donors: Sequence[ElasticGang], removed: dict[JobKey, list[Pod]],
         pods = removed.get(gang.job)
         if pods:
             after = gang.size - len(pods)
-            out.append(Resize(gang.job, gang.size, after, (
+            out.append(Resize(gang.job, gang.owner, gang.size, after, (
                 f"scaled in from {gang.size} to {after} (minimum {gang.bounds.minimum}) so "
                 f"that {claimant.job} fits its domain (weight {claimant.weight:.3f}; this "
                 f"job's {gang.weight:.3f})"), tuple(pods)))
     return tuple(out)
 
 
-def scale_out(bins: Bins, gangs: Sequence[ElasticGang], waiting: bool) -> tuple[Resize, ...]:
-    """Growth of `gangs` into `bins`' idle room; () while a job waits for the domain."""
+def scale_out(bins: Bins, gangs: Sequence[ElasticGang], waiting: bool, now: float = 0.0,
+              after_seconds: float = 0.0) -> tuple[Resize, ...]:
+    """Growth of `gangs` into `bins`' idle room; () while a job waits for the domain. A
+    gang grows only once it has been in its state `after_seconds` (`since`)."""
     if waiting:
         return ()
     room = bins.copy()
@@ -153,12 +166,13 @@ def scale_out(bins: Bins, gangs: Sequence[ElasticGang], waiting: bool) -> tuple[
     for gang in sorted(gangs, key=lambda gang: (-gang.weight, gang.created_at,
                                                 gang.job.namespace, gang.job.name)):
         wanted = gang.bounds.maximum - gang.size
-        if wanted <= 0 or not gang.workers or gang.pods_per_node == 1:
+        if wanted <= 0 or not gang.workers or gang.pods_per_node == 1 or \
+                now - gang.since < after_seconds:
             continue
         shape = gang.workers[0]
         grown = pack(room, ((shape.request, shape.constraints, wanted),))
         if grown > 0:
-            out.append(Resize(gang.job, gang.size, gang.size + grown, (
+            out.append(Resize(gang.job, gang.owner, gang.size, gang.size + grown, (
                 f"scaled out from {gang.size} to {gang.size + grown} (maximum "
                 f"{gang.bounds.maximum}) into idle room of its domain; no job waits for it")))
     return tuple(out)
@@ -172,3 +186,43 @@ def claimant_of(job: JobKey, pods: Sequence[Pod], weight: float, created_at: flo
                 pods_per_node: int | None = None) -> Claimant:
     """A claimant for `pods` (the pods that must fit: an elastic job's first `minimum`)."""
     return Claimant(job, demand_of(pods), weight, created_at, pods_per_node)
+
+
+def beyond_size(pod: Pod) -> bool:
+    """A pod of an elastic owner whose index is at or above the owner's size: the owner
+    removes it (a scale-in under way), so it is no member of the job."""
+    owner = pod.elastic
+    if owner is None or owner.bounds is None:
+        return False
+    index = pod_index(pod)
+    return index is not None and index >= owner.size
+
+
+def elastic_gangs(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequence[Pod]],
+                  locality: LocalityConfig, weights: WeightConfig
+                  ) -> dict[Domain, list[ElasticGang]]:
+    """Per domain, the Running gangs whose owner is elastic and settled (every member
+    bound, as many workers as the owner's size): the gangs a resize may change."""
+    out: dict[Domain, list[ElasticGang]] = {}
+    for record in records:
+        if record.state is not GangState.RUNNING or record.domain is None:
+            continue
+        members = [pod for pod in pods_of_job(record.job)
+                   if is_member(pod) and not pod.terminal and not beyond_size(pod)]
+        owner = next((pod.elastic for pod in members if pod.elastic is not None), None)
+        if owner is None or owner.bounds is None or any(p.node_name is None for p in members):
+            continue
+        workers = tuple(pod for pod in members if role_of(pod, locality) is Role.WORKER)
+        if len(workers) != owner.size:
+            continue  # a change under way: resized again once it has settled
+        others = [pod for pod in members if role_of(pod, locality) is not Role.WORKER]
+        request = sum((pod.request for pod in others), ZERO)
+        for _ in range(owner.bounds.minimum):
+            request = request + workers[0].request
+        spread = job_policy(members[0], locality).packing is Packing.SPREAD
+        out.setdefault(record.domain, []).append(ElasticGang(
+            record.job, owner, weight(owner.bounds.minimum, request, 0.0, weights),
+            min(pod.created_at for pod in members), workers,
+            frozenset(pod.node_name for pod in others if pod.node_name is not None),
+            1 if spread else None, record.since))
+    return out

@@ -23,7 +23,9 @@ Must not: read the clock (`waited_seconds` is passed), log.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from bucketing.resources import GIB, Resources
 from common.errors import ConfigError
@@ -45,10 +47,10 @@ class WeightConfig:
                      "starvation_seconds"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int | float) and value > 0):
-                raise ConfigError(f"admission.elastic.weight.{name}: expected a number > 0, "
+                raise ConfigError(f"{name}: expected a number > 0, "
                                   f"got {value!r}")
         if not isinstance(self.starvation_bonus, int | float) or self.starvation_bonus < 0:
-            raise ConfigError("admission.elastic.weight.starvation_bonus: expected a number "
+            raise ConfigError("starvation_bonus: expected a number "
                               f">= 0, got {self.starvation_bonus!r}")
 
 
@@ -69,3 +71,56 @@ def weight(minimum: int, request: Resources, waited_seconds: float,
     base = 1.0 if size <= 0 else 1.0 / (1.0 + math.exp(-minimum / size))
     starved = waited_seconds >= config.starvation_seconds
     return base + (config.starvation_bonus if starved else 0.0)
+
+
+SCALE_OUT_AFTER_SECONDS = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class ElasticConfig:
+    """`admission.elastic` in the extender's config: resizing jobs that opted in
+    (`locality.elastic`)."""
+
+    enabled: bool = True
+    """Resize elastic jobs: admit at a smaller size, scale in for a heavier waiting
+    job, scale out into idle room. Off: elastic jobs are admitted at their current size
+    like any other."""
+
+    weight: WeightConfig = WeightConfig()
+    scale_out_after_seconds: float = SCALE_OUT_AFTER_SECONDS
+    """A gang grows only once it has been in its state (Running, at its size) this long
+    and no job waits for room: DRAGON scales up after 60 s without a scheduling action,
+    so a job scaled in is not grown back while the one it made room for is binding."""
+
+    @classmethod
+    def from_mapping(cls, raw: Any, where: str) -> ElasticConfig:
+        if raw is None:
+            return cls()
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{where}: expected a mapping")
+        known = {"enabled", "weight", "scale_out_after_seconds"}
+        unknown = sorted(str(key) for key in set(raw) - known)
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: "
+                              f"{', '.join(sorted(known))}")
+        enabled = raw.get("enabled", True)
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"{where}: enabled: expected true or false, got {enabled!r}")
+        after = raw.get("scale_out_after_seconds", SCALE_OUT_AFTER_SECONDS)
+        if isinstance(after, bool) or not isinstance(after, int | float) or after < 0:
+            raise ConfigError(f"{where}: scale_out_after_seconds: expected a number >= 0, "
+                              f"got {after!r}")
+        weights = raw.get("weight") or {}
+        if not isinstance(weights, Mapping):
+            raise ConfigError(f"{where}: weight: expected a mapping")
+        names = {"cpu_cores_per_unit", "memory_gib_per_unit", "gpus_per_unit",
+                 "starvation_seconds", "starvation_bonus"}
+        unknown = sorted(str(key) for key in set(weights) - names)
+        if unknown:
+            raise ConfigError(f"{where}: weight: unknown field(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(sorted(names))}")
+        try:
+            weight = WeightConfig(**weights)
+        except ConfigError as error:
+            raise ConfigError(f"{where}: weight: {error}") from None
+        return cls(enabled, weight, float(after))

@@ -6,12 +6,12 @@ from dataclasses import replace
 
 import pytest
 
+from locality.admission.resize import pod_index
 from locality.elastic import (
     MAX_SIZE_ANNOTATION,
     MIN_SIZE_ANNOTATION,
     Bounds,
     elastic_owner,
-    pod_index,
     scale_patch,
 )
 from locality.owners import INDEX_ANNOTATION
@@ -24,7 +24,8 @@ def indexed_job(parallelism=4, completions=4, low="2", high="8", mode="Indexed")
         annotations[MIN_SIZE_ANNOTATION] = low
     if high is not None:
         annotations[MAX_SIZE_ANNOTATION] = high
-    return {"metadata": {"name": "train", "namespace": "team", "annotations": annotations},
+    return {"metadata": {"name": "train", "namespace": "team", "annotations": annotations,
+                         "resourceVersion": "41"},
             "spec": {"parallelism": parallelism, "completions": completions,
                      "completionMode": mode}}
 
@@ -41,7 +42,8 @@ def pytorchjob(workers=3, low="2", high="6", policy=None):
 def test_an_indexed_job_with_both_annotations_is_elastic():
     owner = elastic_owner(indexed_job(), "Job")
     assert (owner.size, owner.bounds, owner.problem) == (4, Bounds(2, 8), None)
-    assert scale_patch(owner, 6) == {"spec": {"parallelism": 6, "completions": 6}}
+    assert scale_patch(owner, 6) == {"metadata": {"resourceVersion": "41"},
+                                     "spec": {"parallelism": 6, "completions": 6}}
 
 
 def test_an_owner_without_the_annotations_did_not_opt_in():

@@ -16,7 +16,7 @@ from locality.admission.resize import (
     scale_in,
     scale_out,
 )
-from locality.elastic import Bounds, Removal
+from locality.elastic import Bounds, ElasticOwner, Removal
 from locality.firstfit import Room
 from locality.model import JobKey
 from locality.owners import INDEX_ANNOTATION
@@ -39,9 +39,10 @@ def worker(job: str, index: int, node: str | None, gpus: float = 2):
 def gang(job: str, placed: dict[int, str], *, minimum: int = 1, maximum: int = 8,
          weight: float = 0.6, created_at: float = 0.0, anchors=(),
          removal: Removal = Removal.HIGHEST_INDEX, gpus: float = 2) -> ElasticGang:
-    return ElasticGang(JobKey("ns", job), Bounds(minimum, maximum), weight, created_at,
+    owner = ElasticOwner("Job", "ns", job, len(placed), Bounds(minimum, maximum), removal)
+    return ElasticGang(JobKey("ns", job), owner, weight, created_at,
                        tuple(worker(job, i, node, gpus) for i, node in placed.items()),
-                       frozenset(anchors), removal)
+                       frozenset(anchors))
 
 
 def claimant(pods: int = 1, gpus: float = 8, weight: float = 0.7, created_at: float = 100.0
@@ -123,6 +124,9 @@ def test_scale_out_grows_by_weight_into_idle_room_and_not_while_a_job_waits():
     assert scale_out(bins, [first, second], True) == ()
     at_max = gang("full", {0: "n1", 1: "n1"}, maximum=2)
     assert scale_out(bins, [at_max], False) == ()
+    # A gang grows only once it has run at its size for the quiet time.
+    assert scale_out(bins, [first], False, now=30.0, after_seconds=60.0) == ()
+    assert scale_out(bins, [first], False, now=60.0, after_seconds=60.0)[0].after == 4
 
 
 @pytest.mark.parametrize("gpus", [1, 2])

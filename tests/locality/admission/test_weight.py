@@ -8,7 +8,8 @@ import pytest
 
 from bucketing.resources import Resources
 from common.errors import ConfigError
-from locality.admission.weight import WeightConfig, units, weight
+from locality.admission.config import AdmissionConfig
+from locality.admission.weight import ElasticConfig, WeightConfig, units, weight
 
 CONFIG = WeightConfig()
 
@@ -38,6 +39,18 @@ def test_a_starved_job_outweighs_every_job_that_has_not_starved():
 @pytest.mark.parametrize("field,value", [("cpu_cores_per_unit", 0), ("memory_gib_per_unit", -1),
                                          ("gpus_per_unit", "x"), ("starvation_seconds", 0),
                                          ("starvation_bonus", -0.5)])
-def test_bad_settings_name_the_field(field, value):
-    with pytest.raises(ConfigError, match=f"admission.elastic.weight.{field}"):
-        WeightConfig(**{field: value})
+def test_bad_settings_name_the_file_and_the_field(field, value):
+    with pytest.raises(ConfigError, match=f"extender.yaml: elastic: weight: {field}: expected"):
+        AdmissionConfig.from_mapping({"elastic": {"weight": {field: value}}}, "extender.yaml")
+
+
+def test_the_elastic_section_reads_its_fields_and_refuses_unknown_ones():
+    config = AdmissionConfig.from_mapping(
+        {"elastic": {"enabled": False, "scale_out_after_seconds": 5,
+                     "weight": {"gpus_per_unit": 2}}}, "x.yaml").elastic
+    assert config == ElasticConfig(False, WeightConfig(gpus_per_unit=2), 5.0)
+    assert AdmissionConfig().elastic == ElasticConfig()
+    with pytest.raises(ConfigError, match="x.yaml: elastic: unknown field.*scale_in"):
+        AdmissionConfig.from_mapping({"elastic": {"scale_in": 1}}, "x.yaml")
+    with pytest.raises(ConfigError, match="x.yaml: elastic: weight: unknown field.*gpu"):
+        AdmissionConfig.from_mapping({"elastic": {"weight": {"gpu": 1}}}, "x.yaml")

@@ -1,0 +1,134 @@
+"""Elastic jobs in the admission round (locality.admission.assign, rules 7-9): admitted
+at a smaller size, KOD2's scale-in for a heavier waiting job, scale-out into idle room.
+
+Nodes are 8-GPU nodes of placement groups; elastic jobs are Indexed Jobs (one pod per
+index, the Job controller their owner) whose owners opted in with min/max sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from locality.admission.assign import plan
+from locality.admission.config import AdmissionConfig
+from locality.admission.gather import gather
+from locality.admission.model import Domain, WaitCode
+from locality.admission.preempt import candidates, leaving
+from locality.admission.record import GangRecord, GangState
+from locality.admission.resize import elastic_gangs
+from locality.admission.snapshot import CLUSTER_LEVEL, level_room
+from locality.admission.weight import ElasticConfig
+from locality.elastic import Bounds, ElasticOwner
+from locality.model import JobKey
+from locality.owners import INDEX_ANNOTATION
+from tests.locality.admission.test_assign import LOCALITY, NOW, PG, PG_KEY, job
+from tests.locality.admission.test_preempt import cluster
+
+CONFIG = AdmissionConfig(head_reserve_after_seconds=60, settle_seconds=10)
+
+
+def elastic(pods, size, minimum, maximum, cpu=None):
+    """`pods` as an elastic Indexed Job's: indices, owner, bounds; its owner at `size`
+    (the job's declared size: no headstart.io/job-size annotation)."""
+    pods = [replace(p, annotations={k: v for k, v in p.annotations.items()
+                                    if k != "headstart.io/job-size"}) for p in pods]
+    name = pods[0].labels["headstart.io/job"]
+    owner = ElasticOwner("Job", pods[0].namespace, name, size, Bounds(minimum, maximum))
+    out = []
+    for index, pod in enumerate(pods):
+        request = pod.request if cpu is None else replace(pod.request, cpu_milli=cpu * 1000)
+        out.append(replace(pod, annotations={**pod.annotations, INDEX_ANNOTATION: str(index)},
+                           labels={**pod.labels, "headstart.io/role": "worker"},
+                           controller=("Job", name), elastic=owner, owner_size=size,
+                           request=request))
+    return out
+
+
+def bound(pods, group, first=0):
+    """The pods bound one per node to `group`-`first`.. and past the gate."""
+    return [replace(pod, node_name=f"{group}-{first + i}", scheduling_gates=())
+            for i, pod in enumerate(pods)]
+
+
+def decide(gated, running=(), layout=None, config=CONFIG, now=NOW, since=NOW - 3600):
+    """One round. running: bound pods of Running gangs (records in their node's group)."""
+    everything = list(gated) + list(running)
+
+    def of_job(key):
+        return [p for p in everything if p.labels.get("headstart.io/job") == key.name]
+
+    records = {}
+    for pod in running:
+        key = JobKey(pod.namespace, pod.labels["headstart.io/job"])
+        group = pod.node_name.rsplit("-", 1)[0]
+        records.setdefault(key, GangRecord(key, GangState.RUNNING, Domain(PG, group), PG_KEY,
+                                           name=key.name, since=since))
+    states = cluster(layout or {"pg-a": 4}, list(running))
+    gathered = gather(gated, records, of_job, LOCALITY, config)
+    rooms = {level: level_room(states, level, LOCALITY) for level in (PG, CLUSTER_LEVEL)}
+    gangs = elastic_gangs(records.values(), of_job, LOCALITY, config.elastic.weight)
+    return plan(gathered.jobs, rooms, gathered.reservations, now, config, gathered.releases,
+                candidates(records.values(), of_job), leaving(records.values(), of_job),
+                elastic=gangs)
+
+
+def resizes(result):
+    return {str(r.job): (r.before, r.after, [p.name for p in r.removed])
+            for r in result.resizes}
+
+
+def codes(result):
+    return {str(w.job): w.code for w in result.waiting}
+
+
+def test_a_job_no_domain_holds_whole_is_resized_to_what_one_holds():
+    # 4 x 8 GPUs, min 2: pg-a has 3 nodes free, so 3 pods; the next job finds no room.
+    e = elastic(job("e", 4, created=NOW - 200), size=4, minimum=2, maximum=4)
+    result = decide(e + job("b", 1, created=NOW - 100), layout={"pg-a": 3})
+    assert resizes(result) == {"ns/e": (4, 3, [])}
+    assert codes(result) == {"ns/e": WaitCode.RESIZING, "ns/b": WaitCode.NO_FIT}
+    assert "resized to 3 (its minimum is 2), which placement-group=pg-a holds" in \
+        result.waiting[0].reason
+    # Its owner now has 3: the pod of index 3 is leaving and the job is admitted whole.
+    shrunk = elastic(job("e", 4, created=NOW - 200), size=3, minimum=2, maximum=4)
+    result = decide(shrunk, layout={"pg-a": 3})
+    (admission,) = result.admissions
+    assert sorted(p.name for p in admission.pods) == ["e-0", "e-1", "e-2"]
+
+
+def test_not_below_the_minimum_and_not_when_the_job_is_off():
+    e = elastic(job("e", 4), size=4, minimum=3, maximum=4)
+    result = decide(e, layout={"pg-a": 2})
+    assert (resizes(result), codes(result)) == ({}, {"ns/e": WaitCode.INADMISSIBLE})
+    off = AdmissionConfig(elastic=ElasticConfig(enabled=False))
+    e = elastic(job("e", 4), size=4, minimum=2, maximum=4)
+    assert resizes(decide(e, layout={"pg-a": 3}, config=off)) == {}
+
+
+def test_a_heavier_waiting_job_scales_a_running_elastic_job_in_instead_of_waiting():
+    # "run" fills pg-a with 4 workers asking 16 CPUs each (a light weight); "new" asks 2
+    # pods of 1 CPU (a heavier one): run gives its two highest indices.
+    run = bound(elastic(job("run", 4), size=4, minimum=1, maximum=4, cpu=16), "pg-a")
+    result = decide(job("new", 2), running=run)
+    assert resizes(result) == {"ns/run": (4, 2, ["run-3", "run-2"])}
+    assert codes(result) == {"ns/new": WaitCode.SCALING_IN}
+    assert not result.preemptions and not result.admissions
+
+
+def test_a_lighter_waiting_job_waits_and_a_minimum_holds():
+    run = bound(elastic(job("run", 4), size=4, minimum=1, maximum=4), "pg-a")
+    heavy = [replace(p, request=replace(p.request, cpu_milli=64_000)) for p in job("new", 2)]
+    assert codes(decide(heavy, running=run)) == {"ns/new": WaitCode.NO_FIT}
+    at_min = bound(elastic(job("run", 4), size=4, minimum=3, maximum=4, cpu=16), "pg-a")
+    result = decide(job("new", 2), running=at_min)
+    assert (resizes(result), codes(result)) == ({}, {"ns/new": WaitCode.NO_FIT})
+
+
+def test_idle_room_grows_a_running_elastic_job_once_nothing_waits():
+    run = bound(elastic(job("run", 2), size=2, minimum=1, maximum=8), "pg-a")
+    assert resizes(decide([], running=run)) == {"ns/run": (2, 4, [])}
+    # Not while a job waits for room, nor before the gang has run settled for a while.
+    waiting = job("big", 3, group="required")
+    assert codes(decide(waiting, running=run)) == {"ns/big": WaitCode.NO_FIT}
+    assert resizes(decide(waiting, running=run)) == {}
+    assert resizes(decide([], running=run, since=NOW - 10)) == {}
