@@ -262,6 +262,10 @@ class _AdmitterCollector(Collector):
         yield CounterMetricFamily("headstart_admitter_gangs_preempted",
                                   "Gangs evicted whole for a higher-priority job.",
                                   value=admitter.preempted_gangs_total)
+        yield CounterMetricFamily("headstart_admitter_jobs_resized",
+                                  "Elastic jobs whose owner was set to a new size "
+                                  "(admitted smaller, scaled in or out).",
+                                  value=admitter.resized_jobs_total)
         yield CounterMetricFamily("headstart_admitter_api_retries",
                                   "API calls retried after a 429 or 5xx answer or a "
                                   "transport fault (admission.api_qps).",

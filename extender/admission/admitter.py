@@ -63,19 +63,29 @@ from extender.admission.patch import ungate_patch
 from extender.admission.podgroups import Outcome as PodGroupOutcome
 from extender.admission.podgroups import PodGroupWriter
 from extender.admission.records import RecordWriter
+from extender.admission.resizer import OwnerResizer
 from extender.admission.throttle import Throttle, Throttled
 from extender.cache import ClusterCache
 from kube.autoscaler_status import AutoscalerStatus, GroupSize, parse_autoscaler_status
 from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
-from locality.admission.coscheduling import POD_GROUP_LABEL, pod_group_body
+from locality.admission.coscheduling import POD_GROUP_LABEL, pod_group_body, pod_group_name
 from locality.admission.gather import gather
-from locality.admission.model import Admission, GatedJob, Plan, Preemption, WaitCode, Waiting
+from locality.admission.model import (
+    Admission,
+    GatedJob,
+    Plan,
+    Preemption,
+    Resize,
+    WaitCode,
+    Waiting,
+)
 from locality.admission.node_groups import resolve
 from locality.admission.nodepools import nodepool_groups, what_counts
 from locality.admission.preempt import candidates, leaving
 from locality.admission.record import GangRecord, GangState, gang_body, orphaned, timestamp
 from locality.admission.recovery import Eviction, Transition, recovery
+from locality.admission.resize import elastic_gangs
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
@@ -155,6 +165,8 @@ class Admitter:
             if api_client is not None else None
         self._pod_groups = PodGroupWriter(api_client, self.throttle) \
             if api_client is not None else None
+        self._resizer = OwnerResizer(api_client, self.throttle) \
+            if api_client is not None else None
         self._workers = ThreadPoolExecutor(config.write_workers,
                                            thread_name_prefix="headstart-admitter-write")
         self._jobs: dict[JobKey, GatedJob] = {}  # the last round's jobs, for their records
@@ -165,6 +177,7 @@ class Admitter:
         self.patch_failures_total = 0
         self.evicted_jobs_total = 0
         self.preempted_gangs_total = 0
+        self.resized_jobs_total = 0
         self._announced: dict[JobKey, WaitCode] = {}
         self._seen_version = -1
         self.autoscaler = AutoscalerStatus()
@@ -219,17 +232,20 @@ class Admitter:
         if inputs.status_unread is not None and not self.config.node_groups:
             unknown += (f"cluster-autoscaler's node groups ({inputs.status_unread})",)
         wider = self._wider
+        records = list(inputs.records.values())
+        gangs = elastic_gangs(records, pods_of_job, self.locality, self.config.elastic.weight) \
+            if self.config.elastic.enabled else {}
         levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL, CLUSTER_LEVEL}
+        levels |= {domain.level for domain in gangs}
         levels |= {level for job in gathered.jobs
                    if job.policy.placement_group is Locality.PREFERRED
                    for level in wider.get(job.level, ())}
         rooms = {level: level_room(inputs.nodes, level, self.locality, groups.groups,
                                    inputs.group_sizes, self._shapes)
                  for level in levels}
-        records = list(inputs.records.values())
         planned = plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
                        gathered.releases, candidates(records, pods_of_job),
-                       leaving(records, pods_of_job), unknown, wider)
+                       leaving(records, pods_of_job), unknown, wider, gangs)
         return planned, {job.key: job for job in gathered.jobs}, rooms
 
     def explain(self, pod: Pod) -> dict[str, Any] | None:
@@ -426,20 +442,24 @@ class Admitter:
         for waiting in planned.waiting:
             self._announce(waiting, now)
         self._preempt(planned.preemptions, now)
+        for resize in planned.resizes:
+            self._resize(resize, now)
         self._keep_records(now, after, orphans)
         return Outcome(patched, failed)
 
     def _record(self, job: JobKey, state: GangState, now: float,
                 admission: Admission | None = None, waiting: Waiting | None = None,
                 message: str = "", requeue_at: float | None = None,
-                counted: bool = True) -> str | None:
+                counted: bool = True, size: int | None = None) -> str | None:
         """Apply the job's gang record: its uid, None when it could not be written. The domain
         and evictions of its last record carry over unless an admission sets a domain;
-        an eviction adds one unless not `counted` (a preemption)."""
+        an eviction adds one unless not `counted` (a preemption). size: a resize's new
+        size (else the job's declared size, or the record's)."""
         assert self._records is not None
         gathered = self._jobs.get(job)
         record = self._seen_records.get(job)
-        size = gathered.size if gathered is not None else (record.size if record else None)
+        if size is None:
+            size = gathered.size if gathered is not None else (record.size if record else None)
         level = gathered.level if gathered is not None else \
             (record.level if record else PLACEMENT_GROUP_LEVEL)
         policy = gathered.policy.placement_group.value if gathered is not None else \
@@ -496,6 +516,28 @@ class Admitter:
                 self.preempted_gangs_total += 1
                 self._record(victim.job, GangState.EVICTED, now, message=message,
                              requeue_at=now, counted=False)
+
+    def _resize(self, resize: Resize, now: float) -> None:
+        """Write an elastic job's new size to its owner (`extender.admission.resizer`);
+        once written, a gang holding a domain gets the size on its record (the recovery
+        clock counts members against it) and on its PodGroup's minMember, and the owner
+        an Event saying why. A refused write is decided again next round."""
+        assert self._resizer is not None
+        owner = resize.owner
+        if not self._resizer.resize(owner, resize.after):
+            return
+        self.resized_jobs_total += 1
+        record = self._seen_records.get(resize.job)
+        if record is not None and record.state.holds_domain:
+            self._record(resize.job, record.state, now, message=resize.reason,
+                         size=resize.after)
+            if self.config.pod_groups and self._pod_groups is not None:
+                self._pod_groups.resize(resize.job, pod_group_name(resize.job.name),
+                                        resize.after)
+        api_version = "batch/v1" if owner.kind == "Job" else "kubeflow.org/v1"
+        self._event_on({"apiVersion": api_version, "kind": owner.kind, "name": owner.name,
+                        "namespace": owner.namespace}, "HeadstartResized",
+                       f"{resize.before} -> {resize.after}: {resize.reason}", now)
 
     def _evict(self, pod: Pod, message: str, now: float) -> bool:
         """Evict one member through the Eviction API (its uid a precondition; PDBs
@@ -621,21 +663,26 @@ class Admitter:
 
     def _event(self, pod: Pod, reason: str, message: str, now: float,
                kind: str = "Normal") -> None:
+        self._event_on({"apiVersion": "v1", "kind": "Pod", "name": pod.name,
+                        "namespace": pod.namespace, "uid": pod.uid}, reason, message, now, kind)
+
+    def _event_on(self, involved: dict[str, str], reason: str, message: str, now: float,
+                  kind: str = "Normal") -> None:
         core = self._core
         assert core is not None
         stamp = timestamp(now)
+        namespace = involved["namespace"]
         body = {
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{pod.name}.", "namespace": pod.namespace},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": pod.name,
-                               "namespace": pod.namespace, "uid": pod.uid},
+            "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
+            "involvedObject": involved,
             "reason": reason, "message": message[:1024], "type": kind,
             "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
             "reportingInstance": self.identity, "firstTimestamp": stamp,
             "lastTimestamp": stamp, "count": 1,
         }
         with contextlib.suppress(Exception):  # an Event is best effort, never a failure
-            core.create_namespaced_event(pod.namespace, body, _request_timeout=10)
+            core.create_namespaced_event(namespace, body, _request_timeout=10)
 
 
 @functools.cache

@@ -34,7 +34,8 @@ PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 PREFERRED_WEIGHT = 100
 
 
-def _escape(key: str) -> str:
+def pointer_token(key: str) -> str:
+    """A map key as a JSON Pointer token (RFC 6901)."""
     return key.replace("~", "~0").replace("/", "~1")
 
 
@@ -73,7 +74,8 @@ def ungate_patch(
         ops.append({"op": "add", "path": "/metadata/annotations",
                     "value": {domain_annotation: record}})
     else:
-        ops.append({"op": "add", "path": f"/metadata/annotations/{_escape(domain_annotation)}",
+        ops.append({"op": "add",
+                    "path": f"/metadata/annotations/{pointer_token(domain_annotation)}",
                     "value": record})
     expression = {"key": key, "operator": "In", "values": [value]}
     if locality is Locality.REQUIRED:
@@ -90,7 +92,7 @@ def _labels(current: Mapping[str, str] | None, wanted: Mapping[str, str]
         return []
     if current is None:
         return [{"op": "add", "path": "/metadata/labels", "value": missing}]
-    return [{"op": "add", "path": f"/metadata/labels/{_escape(key)}", "value": value}
+    return [{"op": "add", "path": f"/metadata/labels/{pointer_token(key)}", "value": value}
             for key, value in sorted(missing.items())]
 
 

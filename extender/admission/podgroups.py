@@ -25,8 +25,10 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from extender.admission.patch import pointer_token
 from extender.admission.throttle import Throttle, Throttled
 from locality.admission.coscheduling import GROUP, PLURAL, VERSION, is_ours
+from locality.admission.record import JOB_ANNOTATION, MANAGED_BY
 from locality.model import JobKey
 
 log = logging.getLogger("headstart.extender.admitter")
@@ -98,6 +100,33 @@ class PodGroupWriter:
                         "Coscheduling turned away wait for kube-scheduler's next retry",
                         extra={"podgroup": f"{namespace}/{name}", "error": str(error)})
 
+    def resize(self, job: JobKey, name: str, size: int) -> None:
+        """Set the gang's PodGroup's minMember to its new size (an elastic job resized),
+        only if it is headstart's for `job` (`test`s on its managed-by label and job
+        annotation). Coscheduling otherwise holds a shrunk gang's replacement pods for
+        members that no longer exist. None there (404) or not ours (422): nothing to do;
+        other faults are logged and the next admission's `ensure` sees the old size."""
+        ops: list[dict[str, Any]] = [
+            {"op": "test", "path": f"/metadata/labels/{pointer_token(key)}", "value": value}
+            for key, value in MANAGED_BY.items()]
+        ops += [{"op": "test", "path": f"/metadata/annotations/{pointer_token(JOB_ANNOTATION)}",
+                 "value": job.name},
+                {"op": "replace", "path": "/spec/minMember", "value": size}]
+        try:
+            self._custom.patch_namespaced_custom_object(
+                GROUP, VERSION, job.namespace, PLURAL, name, ops,
+                _content_type="application/json-patch+json", _preload_content=False,
+                _request_timeout=10).release_conn()
+        except ApiException as error:
+            if error.status not in (404, 422):
+                log.warning("could not set the gang's PodGroup minMember to its new size",
+                            extra={"podgroup": f"{job.namespace}/{name}", "size": size,
+                                   "status": error.status})
+        except Exception as error:  # noqa: BLE001 - best effort, logged
+            log.warning("could not set the gang's PodGroup minMember to its new size",
+                        extra={"podgroup": f"{job.namespace}/{name}", "size": size,
+                               "error": str(error)})
+
     def _existing(self, job: JobKey, namespace: str, name: str) -> tuple[Outcome, str]:
         try:
             raw = self._custom.get_namespaced_custom_object(
@@ -122,3 +151,4 @@ class PodGroupWriter:
         if status not in self._logged:
             self._logged.add(status)
             log.error(message)
+

@@ -188,6 +188,51 @@ def seed_gated_job(fake_kube) -> None:
     fake_kube.create(gated_pod("gone"))
 
 
+def seed_elastic_jobs(fake_kube) -> None:
+    """Two elastic owners that opted in (headstart.io/min-size, max-size) whose pods do
+    not all fit gpu-1: an Indexed Job of 2 pods of 20 GiB, a PyTorchJob of 3 workers of
+    3 CPUs. The admitter resizes each to what the node holds (a patch of the owner)."""
+    bounds = {"headstart.io/min-size": "1", "headstart.io/max-size": "3"}
+    fake_kube.create({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "elastic", "namespace": "default", "annotations": bounds},
+        "spec": {"parallelism": 2, "completions": 2, "completionMode": "Indexed",
+                 "template": {"spec": {"containers": [{"name": "c"}]}}}})
+    fake_kube.create({
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "pt", "namespace": "default", "annotations": bounds},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 3}}}})
+    for index in range(2):
+        pod = gated_pod("elastic")
+        pod["metadata"].update(
+            name=f"elastic-{index}", labels={},
+            annotations={"batch.kubernetes.io/job-completion-index": str(index)})
+        pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "100m",
+                                                                 "memory": "20Gi"}
+        fake_kube.create(pod)
+    for index in range(3):
+        pod = gated_pod("pt")
+        pod["metadata"].update(
+            name=f"pt-worker-{index}", annotations={}, ownerReferences=[
+                {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "pt",
+                 "uid": "pt-uid", "controller": True}],
+            labels={"training.kubeflow.org/job-name": "pt",
+                    "training.kubeflow.org/replica-type": "worker",
+                    "training.kubeflow.org/replica-index": str(index)})
+        pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "3"}
+        fake_kube.create(pod)
+
+
+def elastic_owners_resized(fake_kube) -> None:
+    def resized() -> bool:
+        job = fake_kube.get("batch/v1", "Job", "elastic", "default")
+        pt = fake_kube.get("kubeflow.org/v1", "PyTorchJob", "pt", "default")
+        return job["spec"]["parallelism"] < 2 and job["spec"]["completions"] < 2 and \
+            pt["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] < 3
+
+    wait_until(resized, 30, "the admitter to resize the elastic owners")
+
+
 def gang(fake_kube, name: str) -> dict | None:
     return fake_kube.get("headstart.io/v1alpha1", "Gang", name, "default")
 
@@ -234,6 +279,7 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     fake_kube.create({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
                       "metadata": {"name": "gated", "namespace": "default"},
                       "spec": {"minMember": 1}})
+    seed_elastic_jobs(fake_kube)
     port, ops_port = free_port(), free_port()
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     config = tmp_path / "extender.yaml"
@@ -243,7 +289,8 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
          "--ops-port", str(ops_port)],
         f"http://127.0.0.1:{ops_port}/readyz",
         then=[lambda: post_filter(port), lambda: post_bind(port, fake_kube),
-              lambda: gate_lifted(fake_kube), lambda: records_kept_and_deleted(fake_kube)],
+              lambda: gate_lifted(fake_kube), lambda: elastic_owners_resized(fake_kube),
+              lambda: records_kept_and_deleted(fake_kube)],
     )
     assert result.returncode == 0, result.stderr[-2000:]
     calls = rbac_calls(fake_kube)
