@@ -412,7 +412,8 @@ class Admitter:
     # ---- apply (worker thread: API calls only) ------------------------------------
 
     def _apply(self, planned: Plan, now: float, records: dict[JobKey, GangRecord],
-               after: list[Transition | Eviction], orphans: list[GangRecord]) -> Outcome:
+               after: list[Transition | Eviction | Resize], orphans: list[GangRecord]
+               ) -> Outcome:
         self._seen_records = records
         patched = failed = 0
         for admission in planned.admissions:
@@ -484,13 +485,16 @@ class Admitter:
                              requeue_at=requeue_at, **common)
         return self._records.apply(body)
 
-    def _keep_records(self, now: float, after: list[Transition | Eviction],
+    def _keep_records(self, now: float, after: list[Transition | Eviction | Resize],
                       orphans: list[GangRecord]) -> None:
         """Gangs after admission (`locality.admission.recovery`): Running once whole,
         Recovering when short, evicted whole when not whole in time; records whose job
         has no pod left are deleted."""
         assert self._records is not None
         for action in after:
+            if isinstance(action, Resize):
+                self._resize(action, now)
+                continue
             if isinstance(action, Transition):
                 self._record(action.record.job, action.state, now, message=action.message)
                 continue

@@ -10,8 +10,10 @@ in the domain their gang record names (`record.reservations`). Records are read 
 from the API, not kept in memory, so a restarted admitter or a new leader counts them
 the same; only headstart can write them, so no pod annotation decides a domain.
 
-Pods of an elastic owner whose index is at or above the owner's size are leaving (the
-owner removes them after a resize): neither gated members nor counted.
+An elastic job's size is its owner's count (headstart resizes it; a
+`headstart.io/job-size` in its pod template cannot follow). Pods of an elastic owner
+whose index is at or above the owner's size are leaving (the owner removes them after a
+resize): neither gated members nor counted.
 
 A job whose record holds a domain joins it (`recorded`) while some pod of its current
 attempt is past the gate there (bound, or admitted and pending): a replacement pod
@@ -104,6 +106,10 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
     elif size == gated[0].owner_size:
         # A staged JobSet's later stage is larger: the largest any gated pod declares.
         size = max(p.owner_size or 0 for p in gated)
+    elastic = next((p.elastic for p in gated
+                    if p.elastic is not None and p.elastic.bounds is not None), None)
+    if elastic is not None:  # resized by headstart: the owner's count, whatever pods say
+        size, awaiting, owner_wait = elastic.size, None, None
     level = (locality.topology_levels[policy.topology_level].name
              if policy.topology_level is not None else PLACEMENT_GROUP_LEVEL)
     recorded = None
@@ -120,6 +126,5 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
         created_at=min(created), last_created_at=max(created), recorded=recorded,
         requeue_at=requeue_at, preempts=all(pod.preempts for pod in gated),
         owner_size=max((p.owner_size for p in gated if p.owner_size is not None), default=None),
-        elastic=next((p.elastic for p in gated
-                      if p.elastic is not None and p.elastic.bounds is not None), None),
+        elastic=elastic,
     )

@@ -29,6 +29,8 @@ TRANSITIONS: tuple[tuple[str, str, str], ...] = (
     (A.value, E.value, "not whole within bind_timeout_seconds, or preempted"),
     (R.value, C.value, "a member lost (node, failure, eviction)"),
     (C.value, R.value, "its replacement bound in the domain"),
+    (R.value, C.value, "elastic: scaled out, its new workers binding"),
+    (C.value, R.value, "elastic: new workers found no room; resized back to the bound"),
     (C.value, E.value, "still short after bind_timeout_seconds, or preempted"),
     (R.value, E.value, "preempted whole by a higher-priority job"),
     (E.value, W.value, "owner recreated the pods; backoff over"),

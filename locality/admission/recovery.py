@@ -20,6 +20,10 @@ that is not whole in time is evicted whole and admitted again, whole, after a ba
   nothing recreates are left alone (headstart never deletes what it cannot give
   back): a gang of only such pods stays as it is; in a mixed one the eviction message
   names how many were left.
+- An elastic gang (`locality.elastic`) still short after `bind_timeout_seconds` whose
+  unbound members all have higher indices than its bound ones (its owner grew it and
+  the new workers found no room) is resized back to its bound members, at least its
+  minimum, instead of evicted: its owner removes exactly the unbound ones.
 - A gang whose members have all finished is done: a member that disappears after (its
   node deleted, PodGC) is no loss.
 
@@ -31,7 +35,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from locality.admission.model import Resize
 from locality.admission.record import GangRecord, GangState, is_member, whole
+from locality.admission.resize import pod_index
 from locality.model import JobKey, Pod
 
 
@@ -63,9 +69,9 @@ def backoff_seconds(evictions: int, base: float, maximum: float) -> float:
 
 def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequence[Pod]],
              now: float, bind_timeout_seconds: float, backoff_base_seconds: float,
-             backoff_max_seconds: float) -> list[Transition | Eviction]:
+             backoff_max_seconds: float) -> list[Transition | Eviction | Resize]:
     """What each admitted gang's state calls for now."""
-    actions: list[Transition | Eviction] = []
+    actions: list[Transition | Eviction | Resize] = []
     for record in records:
         pods = pods_of_job(record.job)
         if record.state not in (GangState.ADMITTED, GangState.RUNNING, GangState.RECOVERING):
@@ -88,6 +94,10 @@ def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequ
         if now - record.since < bind_timeout_seconds:
             continue
         live = [pod for pod in members if not pod.terminal]
+        back = _shrink_back(record, live, bind_timeout_seconds)
+        if back is not None:
+            actions.append(back)
+            continue
         owned = tuple(pod for pod in live if pod.controller is not None)
         kept = tuple(pod for pod in live if pod.controller is None)
         if not owned:
@@ -105,6 +115,27 @@ def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequ
                         "(nothing would recreate them)")
         actions.append(Eviction(record, owned, kept, requeue_at, message))
     return actions
+
+
+def _shrink_back(record: GangRecord, live: Sequence[Pod], timeout: float) -> Resize | None:
+    """An elastic gang whose unbound workers are its highest indices, resized to its
+    bound ones (at least its minimum); None when that does not apply."""
+    owner = next((pod.elastic for pod in live if pod.elastic is not None), None)
+    if owner is None or owner.bounds is None:
+        return None
+    bound = [pod for pod in live if pod.node_name is not None]
+    unbound = [pod for pod in live if pod.node_name is None]
+    indices = [pod_index(pod) for pod in unbound]
+    bound_indices = [pod_index(pod) for pod in bound]
+    if not bound or not unbound or None in indices or None in bound_indices or \
+            len(bound) < owner.bounds.minimum or len(bound) >= owner.size or \
+            max(i for i in bound_indices if i is not None) >= \
+            min(i for i in indices if i is not None):
+        return None
+    return Resize(record.job, owner, owner.size, len(bound), (
+        f"its {len(unbound)} newest worker(s) found no room in {record.domain} within "
+        f"{timeout:g} s: resized back to the {len(bound)} bound (minimum "
+        f"{owner.bounds.minimum}) rather than evicted"))
 
 
 def _bound(record: GangRecord, pods: Sequence[Pod]) -> str:

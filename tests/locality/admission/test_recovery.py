@@ -104,3 +104,32 @@ def test_a_second_eviction_waits_twice_as_long():
     (eviction,) = act(GangState.ADMITTED, NOW - TIMEOUT, HALF, evictions=1)
     assert eviction.requeue_at == NOW + 120
     assert "eviction 2" in eviction.message
+
+
+def elastic_pods(placed, size, minimum=1):
+    """An elastic Indexed Job's pods: index -> node (None: unbound); its owner at `size`."""
+    from locality.elastic import Bounds, ElasticOwner
+    from locality.owners import INDEX_ANNOTATION
+
+    owner = ElasticOwner("Job", "ns", "a", size, Bounds(minimum, 8))
+    return [pod(f"a-{i}", node=node, elastic=owner,
+                annotations={INDEX_ANNOTATION: str(i)}) for i, node in placed.items()]
+
+
+def test_an_elastic_gang_whose_new_workers_found_no_room_is_resized_back_not_evicted():
+    grown = elastic_pods({0: "n1", 1: "n2", 2: None, 3: None}, size=4)
+    (action,) = act(GangState.RECOVERING, NOW - TIMEOUT - 1, grown, size=4)
+    assert (action.before, action.after, action.owner.name) == (4, 2, "a")
+    assert "resized back to the 2 bound" in action.reason
+    # Within the timeout: nothing yet.
+    assert act(GangState.RECOVERING, NOW - 10, grown, size=4) == []
+
+
+@pytest.mark.parametrize("placed,minimum", [
+    ({0: None, 1: "n2", 2: "n3", 3: None}, 1),  # a low index unbound: a replacement
+    ({0: "n1", 1: None, 2: None, 3: None}, 2),  # fewer bound than its minimum
+])
+def test_otherwise_an_elastic_gang_is_evicted_whole(placed, minimum):
+    (action,) = act(GangState.RECOVERING, NOW - TIMEOUT - 1,
+                    elastic_pods(placed, size=4, minimum=minimum), size=4)
+    assert isinstance(action, Eviction)

@@ -1,0 +1,167 @@
+"""Elastic Indexed Jobs against the real components, as installed (issue 28).
+
+The cluster: pg-a, 4 8-GPU kwok nodes; the shipped extender with
+`admission.elastic.scale_out_after_seconds: 5`. "grow" is an elastic Indexed Job
+(annotations headstart.io/min-size 1, max-size 4 on the Job) of 8-GPU pods asking 8
+CPUs and 64 GiB each: light in KOD2's weight. It runs 4 pods, filling pg-a. "claim" is
+a fixed 2-pod Indexed Job asking 1 CPU and 4 GiB per 8-GPU pod: heavier. The admitter
+scales "grow" in to 2 (a patch of parallelism and completions; the REAL Job controller
+removes indices 3 and 2), "claim" binds whole in pg-a, "grow" keeps its 2 pods running
+where they were. Once "claim" is deleted and no job waits, "grow" is scaled out to 4
+again after 5 s: the Job controller creates indices 2 and 3, which pass the gate into
+pg-a and bind.
+
+And the bound on the extender's new right (`patch` on Jobs): with its token, the
+shipped ValidatingAdmissionPolicy `headstart-extender-job-resize` refuses a change of
+"grow"'s suspension or pod template and any resize of a Job that did not opt in, and
+accepts a resize within the bounds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from tests.e2e import installed
+from tests.e2e.headstart import extender_on
+from tests.e2e.kube import NotYet
+from tests.e2e.objects import bound_node, kwok_node
+from tests.e2e.test_gang import gang, gang_state, kubectl_as, run_job
+from tests.e2e.test_gang_recovery import live, tolerant_job
+
+LOGS = ["headstart-scheduler", "headstart-extender", "kube-controller-manager"]
+NODES = {f"a-{i}": "pg-a" for i in range(4)}
+BOUNDS = {"headstart.io/min-size": "1", "headstart.io/max-size": "4"}
+
+
+@pytest.fixture(scope="module")
+def elastic_cluster(e2e_clusters):
+    admission = dict(installed.shipped_config("extender")["admission"])
+    admission["elastic"] = {"scale_out_after_seconds": 5}
+    cluster, extender, _ = extender_on(e2e_clusters, "elastic", [
+        kwok_node(name, memory="768Gi", group=group) for name, group in NODES.items()],
+        LOGS, settings={"admission": admission})
+    yield cluster, extender
+    cluster.stop()
+
+
+def elastic_job(name: str, size: int) -> dict[str, Any]:
+    """An Indexed Job that opted in to resizing; its pods declare no size (the owner's
+    count is the job's size)."""
+    job = tolerant_job(name, size, node_selector=None)
+    job["metadata"]["annotations"] = dict(BOUNDS)
+    job["spec"]["template"]["metadata"]["annotations"].pop("headstart.io/job-size")
+    return job
+
+
+def light_job(name: str, size: int) -> dict[str, Any]:
+    job = tolerant_job(name, size, node_selector=None)
+    for container in job["spec"]["template"]["spec"]["containers"]:
+        container["resources"]["requests"].update(cpu="1", memory="4Gi")
+    return job
+
+
+def bound_pods(cluster, namespace: str, job: str, size: int):
+    """{index: node} of the job's live pods once exactly `size` are bound."""
+    pods = live(cluster, namespace, job)
+    nodes = {p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]:
+             bound_node(p) for p in pods}
+    if len(pods) != size or not all(nodes.values()):
+        return NotYet(f"{sum(map(bool, nodes.values()))} of {size} bound ({len(pods)} live)")
+    return nodes
+
+
+def job_size(cluster, namespace: str, name: str) -> tuple[int, int]:
+    spec = cluster.kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")["spec"]
+    return spec["parallelism"], spec["completions"]
+
+
+def test_a_heavier_job_scales_an_elastic_job_in_and_it_grows_back(elastic_cluster, namespace,
+                                                                  e2e_timings):
+    cluster, _ = elastic_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    run_job(cluster, namespace, elastic_job("grow", 4))
+    before = cluster.wait("grow bound whole", lambda: bound_pods(
+        cluster, namespace, "grow", 4), 90, LOGS)
+    cluster.wait("grow's Gang Running", lambda: gang_state(
+        cluster, namespace, "grow", "Running"), 30, LOGS)
+
+    created = time.monotonic()
+    run_job(cluster, namespace, light_job("claim", 2))
+    claim = cluster.wait("claim bound whole", lambda: bound_pods(
+        cluster, namespace, "claim", 2), 120, LOGS)
+    claim_s = time.monotonic() - created
+    assert job_size(cluster, namespace, "grow") == (2, 2)
+    # grow kept indices 0 and 1, where they were; claim took the nodes 2 and 3 left.
+    kept = cluster.wait("grow at 2", lambda: bound_pods(cluster, namespace, "grow", 2), 60,
+                        LOGS)
+    assert kept == {"0": before["0"], "1": before["1"]}
+    assert set(claim.values()) == {before["2"], before["3"]}
+    record = gang(cluster, namespace, "grow")
+    assert record["spec"]["size"] == 2 and record["status"]["state"] in ("Running",
+                                                                         "Recovering")
+    events = [e for e in kube.list(f"/api/v1/namespaces/{namespace}/events")
+              if e["reason"] == "HeadstartResized"]
+    assert any(e["involvedObject"]["name"] == "grow" and e["message"].startswith("4 -> 2")
+               for e in events), events
+    job = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/grow")
+    assert not job["status"].get("failed"), job["status"]
+
+    kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/claim?propagationPolicy=Background")
+    freed = time.monotonic()
+    grown = cluster.wait("grow scaled out to 4 and bound", lambda: bound_pods(
+        cluster, namespace, "grow", 4), 120, LOGS)
+    grow_s = time.monotonic() - freed
+    assert job_size(cluster, namespace, "grow") == (4, 4)
+    assert {grown["0"], grown["1"]} == {before["0"], before["1"]}
+    assert set(grown.values()) <= set(NODES)
+    cluster.wait("grow's Gang Running at 4", lambda: gang_state(
+        cluster, namespace, "grow", "Running"), 60, LOGS)
+    assert gang(cluster, namespace, "grow")["spec"]["size"] == 4
+    e2e_timings.record("elastic: scale-in for a heavier job, then scale-out",
+                       claim_bound_since_created=claim_s, grown_bound_since_freed=grow_s)
+    kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/grow?propagationPolicy=Background")
+
+
+def patch_job_as_extender(cluster, namespace: str, name: str, patch: dict) -> tuple[int, str]:
+    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-extender", "resize-probe")
+    result = kubectl_as(kubeconfig, "patch", "job", name, "-n", namespace, "--type=merge",
+                        "-p", json.dumps(patch))
+    return result.returncode, result.stderr.strip()
+
+
+def test_the_extender_may_only_resize_jobs_that_opted_in(elastic_cluster, namespace):
+    cluster, _ = elastic_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    opted = elastic_job("opted", 1)
+    opted["spec"]["suspend"] = True  # nothing runs: only the API's answers matter here
+    run_job(cluster, namespace, opted)
+    plain = tolerant_job("plain", 1, node_selector=None)
+    plain["spec"]["suspend"] = True
+    run_job(cluster, namespace, plain)
+
+    refused = {
+        "suspension": ("opted", {"spec": {"suspend": False}}),
+        "the pod template": ("opted", {"spec": {"template": {"metadata": {
+            "labels": {"e2e": "forged"}}}}}),
+        "above its max-size": ("opted", {"spec": {"parallelism": 5, "completions": 5}}),
+        "a Job that did not opt in": ("plain", {"spec": {"parallelism": 2,
+                                                         "completions": 2}}),
+        "its annotations": ("opted", {"metadata": {"annotations": {
+            "headstart.io/max-size": "100"}}}),
+    }
+    for what, (name, patch) in refused.items():
+        code, err = patch_job_as_extender(cluster, namespace, name, patch)
+        assert code != 0 and "headstart-extender-job-resize" in err, (what, err)
+    code, err = patch_job_as_extender(cluster, namespace, "opted",
+                                      {"spec": {"parallelism": 3, "completions": 3}})
+    assert code == 0, err
+    assert job_size(cluster, namespace, "opted") == (3, 3)
+    for name in ("opted", "plain"):
+        kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}?"
+                    "propagationPolicy=Background")
