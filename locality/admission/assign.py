@@ -81,6 +81,7 @@ Must not: read the clock (`now` is passed), log, mutate its inputs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from bucketing.resources import ZERO, Resources
 from locality.admission.config import AdmissionConfig
@@ -274,6 +275,13 @@ def plan(
             if domain in bins:
                 resizes.extend(scale_out(bins[domain], domain_gangs, False, now,
                                          config.elastic.scale_out_after_seconds))
+    problems = {job.key: job.elastic_problem for job in ready if job.elastic_problem}
+    problems |= {job.key: job.elastic_problem for job in jobs if job.elastic_problem}
+    if problems:  # said wherever the job's state is read: kept at its size, and why
+        admissions = [replace(a, note=f"{a.note}; not resizable: {problems[a.job]}")
+                      if a.job in problems else a for a in admissions]
+        waiting = [replace(w, reason=f"{w.reason}; not resizable: {problems[w.job]}")
+                   if w.job in problems else w for w in waiting]
     return Plan(tuple(admissions), tuple(waiting), tuple(releases), tuple(preemptions),
                 tuple(unknown), tuple(resizes))
 

@@ -127,4 +127,6 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
         requeue_at=requeue_at, preempts=all(pod.preempts for pod in gated),
         owner_size=max((p.owner_size for p in gated if p.owner_size is not None), default=None),
         elastic=elastic,
+        elastic_problem=next((p.elastic.problem for p in gated
+                              if p.elastic is not None and p.elastic.problem), None),
     )

@@ -104,6 +104,8 @@ class GatedJob:
     replicas, an Indexed Job's parallelism), when its pods name one that is seen."""
     elastic: ElasticOwner | None = None
     """Its owner, when it opted in to resizing and can be resized (`locality.elastic`)."""
+    elastic_problem: str | None = None
+    """Why its owner, which opted in to resizing, cannot be resized (kept at its size)."""
 
     @property
     def demand(self) -> Demand:

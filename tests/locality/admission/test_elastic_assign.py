@@ -132,3 +132,15 @@ def test_idle_room_grows_a_running_elastic_job_once_nothing_waits():
     assert codes(decide(waiting, running=run)) == {"ns/big": WaitCode.NO_FIT}
     assert resizes(decide(waiting, running=run)) == {}
     assert resizes(decide([], running=run, since=NOW - 10)) == {}
+
+
+def test_an_owner_that_opted_in_but_cannot_be_resized_says_why_and_keeps_its_size():
+    problem = "Job ns/e: headstart.io/min-size=5 is above headstart.io/max-size=3"
+    owner = ElasticOwner("Job", "ns", "e", 0, None, problem=problem)
+    pods = [replace(p, elastic=owner) for p in job("e", 4)]
+    result = decide(pods, layout={"pg-a": 3})
+    assert resizes(result) == {}
+    assert codes(result) == {"ns/e": WaitCode.INADMISSIBLE}  # 4 pods never fit 3 nodes
+    assert result.waiting[0].reason.endswith(f"; not resizable: {problem}")
+    admitted = decide(pods, layout={"pg-a": 4}).admissions[0]
+    assert admitted.note.endswith(f"; not resizable: {problem}")
