@@ -37,6 +37,7 @@ from common.errors import InputError
 MIN_SIZE_ANNOTATION = "headstart.io/min-size"
 MAX_SIZE_ANNOTATION = "headstart.io/max-size"
 KUBEFLOW_INDEX_LABEL = "training.kubeflow.org/replica-index"
+KUBEFLOW_TYPE_LABEL = "training.kubeflow.org/replica-type"
 PYTORCH_WORKER = "Worker"
 
 

@@ -102,10 +102,10 @@ from locality.admission.model import (
 )
 from locality.admission.pack import Bins, open_bins, pack
 from locality.admission.preempt import choose
-from locality.admission.resize import ElasticGang, claimant_of, pod_index, scale_in, scale_out
+from locality.admission.resize import ElasticGang, at_size, claimant_of, scale_in, scale_out
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
 from locality.admission.weight import weight
-from locality.model import JobKey, Locality, Pod
+from locality.model import JobKey, Locality
 
 
 def admission_order(job: GatedJob) -> tuple:
@@ -295,14 +295,14 @@ def _smaller(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins]) -> Resize
     now (its lowest-index pods), taking that room; None when not even its minimum fits."""
     owner = job.elastic
     assert owner is not None and owner.bounds is not None
-    pods = sorted(job.gated, key=_index_order)
-    for size in range(min(len(pods), owner.size) - 1, owner.bounds.minimum - 1, -1):
-        demand = demand_of(pods[:size])
+    for size in range(owner.size - 1, owner.bounds.minimum - 1, -1):
+        pods = at_size(job.gated, size)
+        demand = demand_of(pods)
         best: tuple[tuple, Domain, Bins] | None = None
         for value in room.domains:
             domain = Domain(job.level, value)
             trial = bins[domain].copy()
-            if pack(trial, demand, job.pods_per_node) == size:
+            if pack(trial, demand, job.pods_per_node) == len(pods):
                 rank = (trial.opened - bins[domain].opened, trial.free_gpu_milli(), value)
                 if best is None or rank < best[0]:
                     best = (rank, domain, trial)
@@ -316,19 +316,14 @@ def _smaller(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins]) -> Resize
     return None
 
 
-def _index_order(pod: Pod) -> tuple:
-    index = pod_index(pod)
-    return (index is None, index or 0, pod.name)
-
-
 def _scale_in(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins],
               elastic: Mapping[Domain, Sequence[ElasticGang]], donors: set[JobKey],
               now: float, config: AdmissionConfig) -> tuple[Resize, ...] | None:
     """Rule 8: the resizes of lighter elastic gangs in the one domain of the job's level
     that makes room for it with the fewest workers removed; None when none does."""
-    pods = sorted(job.gated, key=_index_order)
+    pods = list(job.gated)
     if job.elastic is not None and job.elastic.bounds is not None:
-        pods = pods[:job.elastic.bounds.minimum]
+        pods = at_size(pods, job.elastic.bounds.minimum)
     request = sum((pod.request for pod in pods), ZERO)
     claimant = claimant_of(job.key, pods, weight(len(pods), request, now - job.created_at,
                                                  config.elastic.weight),

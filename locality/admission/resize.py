@@ -35,9 +35,16 @@ from locality.admission.pack import Bins, pack
 from locality.admission.record import GangRecord, GangState, is_member
 from locality.admission.weight import WeightConfig, weight
 from locality.config import LocalityConfig
-from locality.elastic import KUBEFLOW_INDEX_LABEL, Bounds, ElasticOwner, Removal
-from locality.jobs import job_policy, role_of
-from locality.model import JobKey, Packing, Pod, Role
+from locality.elastic import (
+    KUBEFLOW_INDEX_LABEL,
+    KUBEFLOW_TYPE_LABEL,
+    PYTORCH_WORKER,
+    Bounds,
+    ElasticOwner,
+    Removal,
+)
+from locality.jobs import job_policy
+from locality.model import JobKey, Packing, Pod
 from locality.owners import INDEX_ANNOTATION
 
 
@@ -45,8 +52,8 @@ from locality.owners import INDEX_ANNOTATION
 class ElasticGang:
     """A running elastic job in one domain.
 
-    workers: its live members that the resize adds or removes (an Indexed Job's pods,
-    a PyTorchJob's workers); anchors: the nodes of its members that are never removed
+    workers: its live members that the resize adds or removes (`resized`: an Indexed
+    Job's pods, a PyTorchJob's workers); anchors: the nodes of its members that are never removed
     (its PS, chief or master). weight: `locality.admission.weight.weight`.
     """
 
@@ -188,14 +195,37 @@ def claimant_of(job: JobKey, pods: Sequence[Pod], weight: float, created_at: flo
     return Claimant(job, demand_of(pods), weight, created_at, pods_per_node)
 
 
-def beyond_size(pod: Pod) -> bool:
-    """A pod of an elastic owner whose index is at or above the owner's size: the owner
-    removes it (a scale-in under way), so it is no member of the job."""
+def resized(pod: Pod) -> bool:
+    """Whether a resize of the pod's elastic owner adds or removes pods like it: every
+    pod of an Indexed Job, a PyTorchJob's workers (not its master)."""
     owner = pod.elastic
     if owner is None or owner.bounds is None:
         return False
+    if owner.kind == "PyTorchJob":
+        return pod.labels.get(KUBEFLOW_TYPE_LABEL, "").lower() == PYTORCH_WORKER.lower()
+    return True
+
+
+def at_size(pods: Sequence[Pod], size: int) -> list[Pod]:
+    """The pods an elastic job keeps at `size`: those a resize does not touch, and the
+    `size` lowest-index ones of those it does."""
+    kept = [pod for pod in pods if not resized(pod)]
+    part = sorted((pod for pod in pods if resized(pod)), key=_index_order)
+    return kept + part[:size]
+
+
+def _index_order(pod: Pod) -> tuple:
     index = pod_index(pod)
-    return index is not None and index >= owner.size
+    return (index is None, index or 0, pod.name)
+
+
+def beyond_size(pod: Pod) -> bool:
+    """A pod of an elastic owner whose index is at or above the owner's size: the owner
+    removes it (a scale-in under way), so it is no member of the job."""
+    if not resized(pod):
+        return False
+    index = pod_index(pod)
+    return index is not None and pod.elastic is not None and index >= pod.elastic.size
 
 
 def elastic_gangs(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequence[Pod]],
@@ -212,10 +242,10 @@ def elastic_gangs(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey],
         owner = next((pod.elastic for pod in members if pod.elastic is not None), None)
         if owner is None or owner.bounds is None or any(p.node_name is None for p in members):
             continue
-        workers = tuple(pod for pod in members if role_of(pod, locality) is Role.WORKER)
+        workers = tuple(pod for pod in members if resized(pod))
         if len(workers) != owner.size:
             continue  # a change under way: resized again once it has settled
-        others = [pod for pod in members if role_of(pod, locality) is not Role.WORKER]
+        others = [pod for pod in members if not resized(pod)]
         request = sum((pod.request for pod in others), ZERO)
         for _ in range(owner.bounds.minimum):
             request = request + workers[0].request

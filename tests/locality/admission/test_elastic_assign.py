@@ -144,3 +144,23 @@ def test_an_owner_that_opted_in_but_cannot_be_resized_says_why_and_keeps_its_siz
     assert result.waiting[0].reason.endswith(f"; not resizable: {problem}")
     admitted = decide(pods, layout={"pg-a": 4}).admissions[0]
     assert admitted.note.endswith(f"; not resizable: {problem}")
+
+
+def test_a_pytorchjob_is_resized_by_its_workers_and_keeps_its_master():
+    owner = ElasticOwner("PyTorchJob", "ns", "pt", 3, Bounds(1, 3))
+    pods = []
+    for name, kind, index in (("pt-master-0", "master", 0), ("pt-worker-0", "worker", 0),
+                              ("pt-worker-1", "worker", 1), ("pt-worker-2", "worker", 2)):
+        pod = job("pt", 1)[0]
+        pods.append(replace(pod, name=name, uid=name, elastic=owner, owner_size=4,
+                            annotations={k: v for k, v in pod.annotations.items()
+                                         if k != "headstart.io/job-size"},
+                            labels={**pod.labels, "training.kubeflow.org/replica-type": kind,
+                                    "training.kubeflow.org/replica-index": str(index)}))
+    result = decide(pods, layout={"pg-a": 3})
+    assert resizes(result) == {"ns/pt": (3, 2, [])}
+    # Once the operator has 2 workers, the master and workers 0 and 1 are admitted.
+    shrunk = [replace(p, elastic=replace(owner, size=2)) for p in pods]
+    (admission,) = decide(shrunk, layout={"pg-a": 3}).admissions
+    assert sorted(p.name for p in admission.pods) == ["pt-master-0", "pt-worker-0",
+                                                      "pt-worker-1"]
