@@ -85,7 +85,7 @@ from locality.admission.nodepools import nodepool_groups, what_counts
 from locality.admission.preempt import candidates, leaving
 from locality.admission.record import GangRecord, GangState, gang_body, orphaned, timestamp
 from locality.admission.recovery import Eviction, Transition, recovery
-from locality.admission.resize import elastic_gangs
+from locality.admission.resize import elastic_gangs, shrinking
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
@@ -245,7 +245,8 @@ class Admitter:
                  for level in levels}
         planned = plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
                        gathered.releases, candidates(records, pods_of_job),
-                       leaving(records, pods_of_job), unknown, wider, gangs)
+                       leaving(records, pods_of_job), unknown, wider, gangs,
+                       shrinking(records, pods_of_job))
         return planned, {job.key: job for job in gathered.jobs}, rooms
 
     def explain(self, pod: Pod) -> dict[str, Any] | None:

@@ -125,6 +125,7 @@ def plan(
     unknown: Sequence[str] = (),
     wider: Mapping[str, Sequence[str]] | None = None,
     elastic: Mapping[Domain, Sequence[ElasticGang]] | None = None,
+    shrinking: Mapping[str, Resources] | None = None,
 ) -> Plan:
     """rooms: per level name, its domains' room (`snapshot.level_room`); the level
     `cluster` (`CLUSTER_LEVEL`) is what a `preferred` job may use without a domain (absent:
@@ -135,9 +136,11 @@ def plan(
     described (rule 4). wider: per level, the wider topology levels, nearest first, a
     `preferred` job is widened to (rule 4; their rooms must be in `rooms`). elastic: per
     domain, the Running elastic gangs a resize may change (`resize.elastic_gangs`;
-    rules 8 and 9)."""
+    rules 8 and 9); shrinking: per node, what their workers on the way out free
+    (`resize.shrinking`: a scale-in already made, waited for, never repeated)."""
     resizing = config.elastic.enabled
     elastic = elastic if resizing and elastic else {}
+    shrinking = shrinking if resizing and shrinking else {}
     resizes: list[Resize] = []
     donors: set[JobKey] = set()  # gangs scaled in for a job of this round already
     leaving = leaving or {}
@@ -239,13 +242,15 @@ def plan(
                     f"(higher in admission order and waiting longer than {held:g} s)")))
                 continue
         _, domain, partial, placed = most
-        if elastic and not _cluster_holds(job, demand, bins):
-            made = _scale_in(job, room, bins, elastic, donors, now, config)
+        if (elastic or shrinking) and not _cluster_holds(job, demand, bins):
+            made = _scale_in(job, room, bins, elastic, donors, shrinking, now, config)
             if made is not None:
-                resizes.extend(made)
-                donors.update(resize.job for resize in made)
+                domain, resized = made
+                resizes.extend(resized)
+                donors.update(resize.job for resize in resized)
                 waiting.append(Waiting(job.key, job.gated, WaitCode.SCALING_IN, "; ".join(
-                    f"{resize.job} {resize.reason}" for resize in made)))
+                    f"{resize.job} {resize.reason}" for resize in resized) or (
+                    f"fits {domain} once the workers leaving it are gone")))
                 continue
         if job.preempts and (gangs or leaving) and not _cluster_holds(job, demand, bins):
             preemption = choose(job, demand, {Domain(job.level, v): bins[Domain(job.level, v)]
@@ -318,9 +323,11 @@ def _smaller(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins]) -> Resize
 
 def _scale_in(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins],
               elastic: Mapping[Domain, Sequence[ElasticGang]], donors: set[JobKey],
-              now: float, config: AdmissionConfig) -> tuple[Resize, ...] | None:
+              shrinking: Mapping[str, Resources], now: float, config: AdmissionConfig
+              ) -> tuple[Domain, tuple[Resize, ...]] | None:
     """Rule 8: the resizes of lighter elastic gangs in the one domain of the job's level
-    that makes room for it with the fewest workers removed; None when none does."""
+    that makes room for it with the fewest workers removed (none: the room of workers
+    a scale-in already sent away is enough); None when no domain does."""
     pods = list(job.gated)
     if job.elastic is not None and job.elastic.bounds is not None:
         pods = at_size(pods, job.elastic.bounds.minimum)
@@ -331,11 +338,11 @@ def _scale_in(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins],
     best: tuple[tuple, Domain, tuple[Resize, ...]] | None = None
     for value in room.domains:
         domain = Domain(job.level, value)
-        gangs = [gang for gang in elastic.get(domain, ()) if gang.job not in donors]
-        if not gangs or domain not in bins:
+        if domain not in bins:
             continue
-        made = scale_in(claimant, bins[domain], gangs)
-        if not made:  # None: not enough; (): fits already (rule 3 would have taken it)
+        gangs = [gang for gang in elastic.get(domain, ()) if gang.job not in donors]
+        made = scale_in(claimant, bins[domain].freed(shrinking), gangs)
+        if made is None:
             continue
         rank = (sum(len(resize.removed) for resize in made), value)
         if best is None or rank < best[0]:
@@ -344,7 +351,7 @@ def _scale_in(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins],
         return None
     _, domain, made = best
     pack(bins[domain], claimant.demand, job.pods_per_node)  # what it can use now is its
-    return made
+    return domain, made
 
 
 def _widened(job: GatedJob, demand: Demand, rooms: Mapping[str, LevelRoom],

@@ -232,13 +232,16 @@ def elastic_gangs(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey],
                   locality: LocalityConfig, weights: WeightConfig
                   ) -> dict[Domain, list[ElasticGang]]:
     """Per domain, the Running gangs whose owner is elastic and settled (every member
-    bound, as many workers as the owner's size): the gangs a resize may change."""
+    bound, as many workers as the owner's size, none leaving): the gangs a resize may
+    change."""
     out: dict[Domain, list[ElasticGang]] = {}
     for record in records:
         if record.state is not GangState.RUNNING or record.domain is None:
             continue
-        members = [pod for pod in pods_of_job(record.job)
-                   if is_member(pod) and not pod.terminal and not beyond_size(pod)]
+        pods = pods_of_job(record.job)
+        if any(not pod.terminal and (pod.deleting or beyond_size(pod)) for pod in pods):
+            continue  # a change under way (workers leaving): resized again once gone
+        members = [pod for pod in pods if is_member(pod) and not pod.terminal]
         owner = next((pod.elastic for pod in members if pod.elastic is not None), None)
         if owner is None or owner.bounds is None or any(p.node_name is None for p in members):
             continue
@@ -256,3 +259,16 @@ def elastic_gangs(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey],
             frozenset(pod.node_name for pod in others if pod.node_name is not None),
             1 if spread else None, record.since))
     return out
+
+
+def shrinking(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequence[Pod]]
+              ) -> dict[str, Resources]:
+    """Per node, the requests of elastic gangs' bound workers on their way out (Terminating,
+    or beyond their owner's new size): room a scale-in already made."""
+    by_node: dict[str, Resources] = {}
+    for record in records:
+        for pod in pods_of_job(record.job):
+            if pod.node_name is not None and not pod.terminal and resized(pod) and \
+                    (pod.deleting or beyond_size(pod)):
+                by_node[pod.node_name] = by_node.get(pod.node_name, ZERO) + pod.request
+    return by_node

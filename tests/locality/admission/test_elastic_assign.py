@@ -15,7 +15,7 @@ from locality.admission.gather import gather
 from locality.admission.model import Domain, WaitCode
 from locality.admission.preempt import candidates, leaving
 from locality.admission.record import GangRecord, GangState
-from locality.admission.resize import elastic_gangs
+from locality.admission.resize import elastic_gangs, shrinking
 from locality.admission.snapshot import CLUSTER_LEVEL, level_room
 from locality.admission.weight import ElasticConfig
 from locality.elastic import Bounds, ElasticOwner
@@ -69,7 +69,7 @@ def decide(gated, running=(), layout=None, config=CONFIG, now=NOW, since=NOW - 3
     gangs = elastic_gangs(records.values(), of_job, LOCALITY, config.elastic.weight)
     return plan(gathered.jobs, rooms, gathered.reservations, now, config, gathered.releases,
                 candidates(records.values(), of_job), leaving(records.values(), of_job),
-                elastic=gangs)
+                elastic=gangs, shrinking=shrinking(records.values(), of_job))
 
 
 def resizes(result):
@@ -164,3 +164,14 @@ def test_a_pytorchjob_is_resized_by_its_workers_and_keeps_its_master():
     (admission,) = decide(shrunk, layout={"pg-a": 3}).admissions
     assert sorted(p.name for p in admission.pods) == ["pt-master-0", "pt-worker-0",
                                                       "pt-worker-1"]
+
+
+def test_while_the_workers_given_up_are_leaving_nothing_more_is_scaled_in():
+    # The round after the scale-in: run's owner is at 2, its indices 2 and 3 Terminating
+    # (still on their nodes). Run is not scaled in again; new waits for that room.
+    run = bound(elastic(job("run", 4), size=2, minimum=1, maximum=4, cpu=16), "pg-a")
+    run = run[:2] + [replace(p, deleting=True) for p in run[2:]]
+    result = decide(job("new", 2), running=run)
+    assert resizes(result) == {}
+    assert codes(result) == {"ns/new": WaitCode.SCALING_IN}
+    assert "once the workers leaving it are gone" in result.waiting[0].reason
