@@ -3,8 +3,11 @@
 Decides:
 - which objects of the rendered overlay (`kubectl kustomize manifests/overlays/eks`, the
   real kustomize) a cluster gets: all of them but the workloads and what only routes to
-  them (Deployments, Services, PodDisruptionBudgets, NetworkPolicies), since headstart's
-  processes run here as subprocesses; so the Namespace, ServiceAccounts, Roles,
+  them (Deployments, the placeholder-expiry CronJob, Services, PodDisruptionBudgets,
+  NetworkPolicies), since headstart's processes run here as subprocesses (the CronJob's
+  command too: test_placeholder_expiry.py). The e2e clusters have no CPU node for a
+  CronJob's pod: installed, it made cluster-autoscaler and Karpenter launch an m5 node
+  every 5 minutes, which the autoscaler scenarios then saw as theirs; so the Namespace, ServiceAccounts, Roles,
   ClusterRoles and their bindings, the PriorityClass, the ConfigMaps and the
   ResourceQuota are exactly what users apply;
 - the identity of each process: a token of the ServiceAccount its Deployment names, from
@@ -35,7 +38,7 @@ from tests.manifests import checks
 
 OVERLAY = "eks"
 NAMESPACE = "headstart"
-RUN_AS_SUBPROCESSES = frozenset({"Deployment", "Service", "PodDisruptionBudget",
+RUN_AS_SUBPROCESSES = frozenset({"Deployment", "CronJob", "Service", "PodDisruptionBudget",
                                  "NetworkPolicy"})
 # The ServiceAccount of each process, as its Deployment names it (checked in
 # `service_account`, so a renamed account fails here, not with a puzzling 403).
