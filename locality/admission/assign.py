@@ -155,7 +155,9 @@ def plan(
     kinds = sorted({kind for job in ready for request, _, _ in job.demand
                     for kind, _ in request.devices}
                    | {kind for r in reservations for request, _, _ in r.demand
-                      for kind, _ in request.devices})
+                      for kind, _ in request.devices}
+                   | {kind for gangs_here in elastic.values() for gang in gangs_here
+                      for pod in gang.workers[:1] for kind, _ in pod.request.devices})
     bins: dict[Domain, Bins] = {}
     for level, room in rooms.items():
         for value, domain_room in room.domains.items():

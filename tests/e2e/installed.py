@@ -7,9 +7,9 @@ Decides:
   NetworkPolicies), since headstart's processes run here as subprocesses (the CronJob's
   command too: test_placeholder_expiry.py). The e2e clusters have no CPU node for a
   CronJob's pod: installed, it made cluster-autoscaler and Karpenter launch an m5 node
-  every 5 minutes, which the autoscaler scenarios then saw as theirs; so the Namespace, ServiceAccounts, Roles,
-  ClusterRoles and their bindings, the PriorityClass, the ConfigMaps and the
-  ResourceQuota are exactly what users apply;
+  every 5 minutes, which the autoscaler scenarios then saw as theirs; so the
+  Namespace, ServiceAccounts, Roles, ClusterRoles and their bindings, the
+  PriorityClass, the ConfigMaps and the ResourceQuota are exactly what users apply;
 - the identity of each process: a token of the ServiceAccount its Deployment names, from
   the TokenRequest API (as kubelet mounts one), never a client certificate and never
   system:masters, so RBAC refuses what the shipped Roles do not grant;

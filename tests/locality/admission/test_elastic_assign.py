@@ -23,6 +23,7 @@ from locality.model import JobKey
 from locality.owners import INDEX_ANNOTATION
 from tests.locality.admission.test_assign import LOCALITY, NOW, PG, PG_KEY, job
 from tests.locality.admission.test_preempt import cluster
+from tests.locality.builders import make_state
 
 CONFIG = AdmissionConfig(head_reserve_after_seconds=60, settle_seconds=10)
 
@@ -50,7 +51,8 @@ def bound(pods, group, first=0):
             for i, pod in enumerate(pods)]
 
 
-def decide(gated, running=(), layout=None, config=CONFIG, now=NOW, since=NOW - 3600):
+def decide(gated, running=(), layout=None, config=CONFIG, now=NOW, since=NOW - 3600,
+           devices=False):
     """One round. running: bound pods of Running gangs (records in their node's group)."""
     everything = list(gated) + list(running)
 
@@ -64,6 +66,11 @@ def decide(gated, running=(), layout=None, config=CONFIG, now=NOW, since=NOW - 3
         records.setdefault(key, GangRecord(key, GangState.RUNNING, Domain(PG, group), PG_KEY,
                                            name=key.name, since=since))
     states = cluster(layout or {"pg-a": 4}, list(running))
+    if devices:  # GPUs advertised per kind too, as a real node's nvidia.com/gpu is
+        states = [make_state(s.node.name, group=s.node.placement_group,
+                             devices=[("nvidia.com/gpu", 8)],
+                             pods=[p for p in running if p.node_name == s.node.name])
+                  for s in states]
     gathered = gather(gated, records, of_job, LOCALITY, config)
     rooms = {level: level_room(states, level, LOCALITY) for level in (PG, CLUSTER_LEVEL)}
     gangs = elastic_gangs(records.values(), of_job, LOCALITY, config.elastic.weight)
@@ -175,3 +182,12 @@ def test_while_the_workers_given_up_are_leaving_nothing_more_is_scaled_in():
     assert resizes(result) == {}
     assert codes(result) == {"ns/new": WaitCode.SCALING_IN}
     assert "once the workers leaving it are gone" in result.waiting[0].reason
+
+
+def test_scale_out_with_nothing_waiting_counts_the_workers_device_kinds():
+    # A round with no gated job: the device kinds the room is read in come from the
+    # gangs' workers (a round of the e2e scenario once failed here, KeyError).
+    gpus = (("nvidia.com/gpu", 8000),)
+    run = [replace(p, request=replace(p.request, devices=gpus))
+           for p in bound(elastic(job("run", 2), size=2, minimum=1, maximum=8), "pg-a")]
+    assert resizes(decide([], running=run, devices=True)) == {"ns/run": (2, 4, [])}
