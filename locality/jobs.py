@@ -23,6 +23,10 @@ The default label keys and role values, checked in the operators' sources:
   nodes), `launcher` (MPI), `dataset-initializer` and `model-initializer`
   (pkg/constants), so TrainJob pods need no label of their own.
 - Volcano Job: `volcano.sh/job-name`, `volcano.sh/task-spec`.
+- LeaderWorkerSet (no configured pair: built in, after the pairs): each group is a job
+  named `LWS-GROUP` from `leaderworkerset.sigs.k8s.io/name` and `group-index`; the pod
+  of `worker-index` 0 is its leader (the coordinating worker), the others workers
+  (kubernetes-sigs/lws site reference, labels and annotations).
 - PodGroups: Volcano's pod annotation `scheduling.k8s.io/group-name`
   (volcano.sh/apis pkg/apis/scheduling/v1beta1 `KubeGroupNameAnnotationKey`),
   scheduler-plugins' pod label `scheduling.x-k8s.io/pod-group`
@@ -42,7 +46,7 @@ from collections.abc import Mapping
 
 from locality.config import JobLabelKeys, LocalityConfig
 from locality.model import JobIdentity, JobKey, JobPolicy, Locality, Packing, Pod, Role
-from locality.owners import indexed_job
+from locality.owners import indexed_job, lws_group
 
 _ROLE_ALIASES: dict[str, Role] = {
     "ps": Role.PS,
@@ -85,6 +89,10 @@ def identify(pod: Pod, config: LocalityConfig) -> JobIdentity | None:
         name = labels.get(keys.job)
         if name:
             return JobIdentity(JobKey(pod.namespace, name), _role(labels, keys))
+    group = lws_group(pod)
+    if group is not None:
+        return JobIdentity(JobKey(pod.namespace, group[0]),
+                           Role.CHIEF if group[1] else Role.WORKER)
     name = indexed_job(pod)
     if name:
         return JobIdentity(JobKey(pod.namespace, name), Role.WORKER)
@@ -98,6 +106,9 @@ def role_of(pod: Pod, config: LocalityConfig) -> Role:
     for keys in config.job_labels:
         if labels.get(keys.job):
             return _role(labels, keys)
+    group = lws_group(pod)
+    if group is not None:
+        return Role.CHIEF if group[1] else Role.WORKER
     return Role.WORKER if indexed_job(pod) else Role.OTHER
 
 

@@ -30,6 +30,12 @@ use); this module adds which pods an owner sizes and how a staged JobSet is coun
   name (kubeflow/trainer pkg/runtime/framework/plugins/jobset), so the pods carry the
   JobSet's label and the JobSet's replicated jobs (initializers, launcher, nodes) give
   the size. A TrainJob seen without its JobSet makes its pods wait for the JobSet.
+- LeaderWorkerSets (`leaderworkerset.x-k8s.io/v1`): each group (pod label
+  `leaderworkerset.sigs.k8s.io/group-index`) is a gang of `leaderWorkerTemplate.size`
+  pods, its leader (`worker-index` 0) and the workers. With `startupPolicy: LeaderReady`
+  the controller creates the workers only once the leader is Ready, so the leader is a
+  stage of its own (it is admitted alone and the workers join its domain); with
+  `LeaderCreated` (the default) the group is one stage.
 An owner whose counts do not parse gives no size and says why (`OwnerSize.problem`):
 its pods wait with that reason rather than be sized by a guess.
 
@@ -62,6 +68,10 @@ REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 KUBEFLOW = "kubeflow"
 JOBSET = "jobset"
 BATCH = "batch"
+LWS = "lws"
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 """Set by the Job controller on every pod of an Indexed Job (and only there)."""
 
@@ -94,6 +104,7 @@ OWNER_APIS: tuple[OwnerApi, ...] = (
     OwnerApi("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", JOBSET),
     OwnerApi("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", JOBSET),
     OwnerApi("batch", "v1", "jobs", "Job", BATCH),
+    OwnerApi("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", LWS),
 )
 _FAMILY = {api.kind: api.family for api in OWNER_APIS}
 KUBEFLOW_PART_LABELS = ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role")
@@ -173,6 +184,18 @@ def _parts(spec: Mapping[str, Any], kind: str, where: str, version: str = ""
             later = "Launcher" if policy == "WaitForWorkersReady" else ""
         return tuple(SizePart(s.replica_type, s.replicas, int(s.replica_type == later))
                      for s in kubeflow_replica_specs(spec, kind, where))
+    if kind == "LeaderWorkerSet":
+        template = mapping(spec.get("leaderWorkerTemplate"), f"{where}.leaderWorkerTemplate")
+        size = whole(template.get("size"), f"{where}.leaderWorkerTemplate.size", 1)
+        policy = spec.get("startupPolicy", "LeaderCreated")
+        if policy not in ("LeaderCreated", "LeaderReady"):
+            raise InputError(f"{where}.startupPolicy: expected LeaderCreated or LeaderReady, "
+                             f"got {policy!r}")
+        if size < 1:
+            raise InputError(f"{where}.leaderWorkerTemplate.size: expected at least 1")
+        workers = (SizePart("worker", size - 1, int(policy == "LeaderReady")),) \
+            if size > 1 else ()
+        return (SizePart("leader", 1), *workers)
     if kind == "TrainJob":
         nodes = trainjob_num_nodes(spec, where)
         return () if nodes is None else (SizePart("node", nodes),)
@@ -207,10 +230,24 @@ def owner_of(pod: Pod) -> OwnerKey | None:
     name = pod.labels.get(KUBEFLOW_JOB_LABEL)
     if name:
         return (KUBEFLOW, pod.namespace, name)
+    name = pod.labels.get(LWS_NAME_LABEL)
+    if name:
+        return (LWS, pod.namespace, name)
     name = indexed_job(pod)
     if name:
         return (BATCH, pod.namespace, name)
     return None
+
+
+def lws_group(pod: Pod) -> tuple[str, bool] | None:
+    """(the job name of the pod's LeaderWorkerSet group, whether it is the group's
+    leader), None for a pod of no LeaderWorkerSet. Each group (`group-index`) of a
+    LeaderWorkerSet is its own gang: `NAME-GROUP`."""
+    name = pod.labels.get(LWS_NAME_LABEL)
+    group = pod.labels.get(LWS_GROUP_LABEL)
+    if not name or group is None:
+        return None
+    return f"{name}-{group}", pod.labels.get(LWS_WORKER_INDEX_LABEL, "0") == "0"
 
 
 def indexed_job(pod: Pod) -> str | None:
@@ -256,5 +293,8 @@ def _size(pod: Pod, listed: Mapping[str, OwnerSize]) -> tuple[int | None, str | 
         return None, f"its owner's replica counts do not parse: {owner.problem}"
     part = pod.labels.get(REPLICATED_JOB_LABEL) or next(
         (pod.labels[label] for label in KUBEFLOW_PART_LABELS if pod.labels.get(label)), None)
+    group = lws_group(pod)
+    if group is not None:
+        part = "leader" if group[1] else "worker"
     size = owner.size_for(part)
     return (size, None) if size > 0 else (None, None)

@@ -95,6 +95,7 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("kubeflow.org/v1", "tfjobs"): ("TFJob", True),
     ("kubeflow.org/v1", "mpijobs"): ("MPIJob", True),
     ("trainer.kubeflow.org/v1alpha1", "trainjobs"): ("TrainJob", True),
+    ("leaderworkerset.x-k8s.io/v1", "leaderworkersets"): ("LeaderWorkerSet", True),
     ("scheduling.x-k8s.io/v1alpha1", "podgroups"): ("PodGroup", True),
     ("scheduling.volcano.sh/v1beta1", "podgroups"): ("PodGroup", True),
     ("autoscaling.x-k8s.io/v1beta1", "capacitybuffers"): ("CapacityBuffer", True),
@@ -107,7 +108,7 @@ KIND_TO_PLURAL = {(gv, kind): plural for (gv, plural), (kind, _) in RESOURCES.it
 CRD_GROUP_VERSIONS = frozenset({
     "kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1", "jobset.x-k8s.io/v1alpha2",
     "kubeflow.org/v1", "trainer.kubeflow.org/v1alpha1", "scheduling.x-k8s.io/v1alpha1",
-    "scheduling.volcano.sh/v1beta1", "karpenter.sh/v1",
+    "scheduling.volcano.sh/v1beta1", "karpenter.sh/v1", "leaderworkerset.x-k8s.io/v1",
 })
 # A CRD is not installed until a test serves it. The two CapacityBuffer versions are
 # separate stores here; a real API server keeps one and converts between them.

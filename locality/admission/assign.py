@@ -14,7 +14,10 @@ The rule, in order:
 2. Jobs are taken by priority (highest first), then age (first pod created first),
    then namespace/name. Reservations of jobs admitted earlier and not yet bound are
    packed into their domains before any job is considered.
-3. A job whose pods already carry a domain (an admission cut short, or a replacement
+3. An earlier stage of a group whose later stage is created only once it runs (a
+   LeaderWorkerSet leader under `LeaderReady`) is placed only in domains that hold the
+   whole group at its shape now, when any does, so the later stage can join it.
+   A job whose pods already carry a domain (an admission cut short, or a replacement
    pod of a running gang) joins it when that domain holds these pods now (new nodes
    counted), else waits there, whole. Terminating pods carry no domain
    (`gather`). Policy `none`: released without a domain. Otherwise every domain at the
@@ -191,8 +194,11 @@ def plan(
             continue
         best: tuple[tuple, Domain, Bins] | None = None
         most: tuple[tuple, Domain, Bins, int] | None = None
+        whole = _whole_group(job, room, bins)
         for value in room.domains:
             domain = Domain(job.level, value)
+            if whole is not None and domain not in whole:
+                continue
             trial = bins[domain].copy()
             placed = pack(trial, demand, job.pods_per_node)
             if placed == size:
@@ -354,6 +360,21 @@ def _scale_in(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins],
     _, domain, made = best
     pack(bins[domain], claimant.demand, job.pods_per_node)  # what it can use now is its
     return domain, made
+
+
+def _whole_group(job: GatedJob, room: LevelRoom, bins: Mapping[Domain, Bins]
+                 ) -> set[Domain] | None:
+    """For an earlier stage of a group (`GatedJob.group_size`), the domains that hold the
+    whole group at this stage's shape now; None when it is no such stage or none does
+    (then it is placed as itself)."""
+    if job.group_size is None:
+        return None
+    group = list(job.gated) + [job.gated[0]] * (job.group_size - len(job.gated))
+    demand = demand_of(group)
+    holding = {Domain(job.level, value) for value in room.domains
+               if pack(bins[Domain(job.level, value)].copy(), demand, job.pods_per_node)
+               == len(group)}
+    return holding or None
 
 
 def _widened(job: GatedJob, demand: Demand, rooms: Mapping[str, LevelRoom],

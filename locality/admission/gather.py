@@ -20,6 +20,11 @@ attempt is past the gate there (bound, or admitted and pending): a replacement p
 fills its running gang. When none is (every earlier pod gone, failed or Terminating:
 a restart), the job is a new attempt and is admitted whole, anywhere.
 
+A JobSet with exclusive placement is left to JobSet (its followers are created only after
+its leaders are scheduled: gated, they could never be whole). A LeaderWorkerSet group
+with `startupPolicy: LeaderReady` is admitted by stage (`locality.owners`): its leader
+alone, then its workers into the leader's domain.
+
 Must not: read the clock, log, look at nodes.
 """
 
@@ -35,6 +40,11 @@ from locality.admission.resize import beyond_size
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of, job_policy
 from locality.model import JobKey, Pod
+
+JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+"""JobSet's exclusive placement (kubernetes-sigs/jobset api/jobset/v1alpha2
+`ExclusiveKey`): its pod webhook admits a job's follower pods only once the leader pod
+(completion index 0) is scheduled, and pins them to the leader's domain."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +85,12 @@ def gather(
         if other is not None:
             releases.append(Release(pod, f"carries {other}: left to that admitter"))
             continue
+        if JOBSET_EXCLUSIVE in pod.annotations:
+            releases.append(Release(pod, (
+                f"its JobSet places each job exclusively ({JOBSET_EXCLUSIVE}): JobSet "
+                "creates a job's other pods only once its leader pod is scheduled, so "
+                "the job could never be whole behind the gate; left to JobSet")))
+            continue
         job = job_key_of(pod, locality)
         if job is None:
             releases.append(Release(pod, "belongs to no job headstart knows (no job label): "
@@ -89,6 +105,17 @@ def gather(
     )
     return Gathered(jobs, tuple(releases),
                     reservations(records.values(), pods_of_job, admission.gate))
+
+
+LWS_SIZE_ANNOTATION = "leaderworkerset.sigs.k8s.io/size"
+"""The pods of each LeaderWorkerSet group, on every pod of it (kubernetes-sigs/lws)."""
+
+
+def _group_size(gated: Sequence[Pod], size: int | None) -> int | None:
+    """The whole group's size when `gated` is an earlier, smaller stage of it."""
+    raw = gated[0].annotations.get(LWS_SIZE_ANNOTATION, "")
+    total = int(raw) if raw.isdigit() else None
+    return total if total is not None and size is not None and total > size else None
 
 
 def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: LocalityConfig,
@@ -127,6 +154,7 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
         requeue_at=requeue_at, preempts=all(pod.preempts for pod in gated),
         owner_size=max((p.owner_size for p in gated if p.owner_size is not None), default=None),
         elastic=elastic,
+        group_size=_group_size(gated, size),
         elastic_problem=next((p.elastic.problem for p in gated
                               if p.elastic is not None and p.elastic.problem), None),
     )

@@ -106,6 +106,10 @@ class GatedJob:
     """Its owner, when it opted in to resizing and can be resized (`locality.elastic`)."""
     elastic_problem: str | None = None
     """Why its owner, which opted in to resizing, cannot be resized (kept at its size)."""
+    group_size: int | None = None
+    """The pods the whole group will have when this is an earlier stage of it (a
+    LeaderWorkerSet leader whose workers come once it is Ready): its domain is chosen to
+    hold that many pods of its shape, so the later stage can join it."""
 
     @property
     def demand(self) -> Demand:

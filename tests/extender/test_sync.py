@@ -184,7 +184,8 @@ async def test_stop_ends_every_watch_thread(fake_kube):
         "podgroups.scheduling.volcano.sh", "podgroups.scheduling.x-k8s.io",
         "pytorchjobs.kubeflow.org", "tfjobs.kubeflow.org", "mpijobs.kubeflow.org",
         "mpijobs.v2beta1.kubeflow.org", "jobsets.jobset.x-k8s.io",
-        "trainjobs.trainer.kubeflow.org", "jobs.batch", "gangs.headstart.io"}
+        "trainjobs.trainer.kubeflow.org", "jobs.batch", "gangs.headstart.io",
+        "leaderworkersets.leaderworkerset.x-k8s.io"}
 
 
 def gpu_slice(name: str, node: str, gpus: int, mig: int = 0, generation: int = 1) -> dict:

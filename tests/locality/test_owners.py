@@ -177,3 +177,46 @@ def test_a_job_pod_without_its_index_names_no_owner() -> None:
 def test_an_indexed_jobs_bad_parallelism_is_a_reason() -> None:
     resolved = with_owner_size(indexed_pod(), owners(batch_job(parallelism="4")))
     assert "spec.parallelism" in resolved.owner_wait
+
+
+def lws(size=4, policy=None, name="serve"):
+    spec = {"replicas": 2, "leaderWorkerTemplate": {"size": size}}
+    if policy is not None:
+        spec["startupPolicy"] = policy
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": name, "namespace": "ns"}, "spec": spec}
+
+
+def lws_pod(worker, group="1", name="serve"):
+    return pod({"leaderworkerset.sigs.k8s.io/name": name,
+                "leaderworkerset.sigs.k8s.io/group-index": group,
+                "leaderworkerset.sigs.k8s.io/worker-index": str(worker)})
+
+
+@pytest.mark.parametrize("policy,worker,size", [
+    (None, 0, 4), (None, 3, 4),  # LeaderCreated: leader and workers are one gang of 4
+    ("LeaderCreated", 0, 4),
+    ("LeaderReady", 0, 1),  # the leader alone first: its workers come once it is Ready
+    ("LeaderReady", 2, 4),  # the workers: the whole group
+])
+def test_a_leaderworkerset_group_is_a_gang_staged_by_its_startup_policy(policy, worker, size):
+    assert with_owner_size(lws_pod(worker), owners(lws(4, policy))).owner_size == size
+
+
+def test_each_leaderworkerset_group_is_its_own_job_led_by_worker_zero():
+    from locality.config import LocalityConfig
+    from locality.jobs import identify
+    from locality.model import JobKey, Role
+
+    config = LocalityConfig()
+    leader, worker = identify(lws_pod(0), config), identify(lws_pod(2), config)
+    assert leader.key == worker.key == JobKey("ns", "serve-1")
+    assert (leader.role, worker.role) == (Role.CHIEF, Role.WORKER)
+    assert identify(lws_pod(0, group="0"), config).key == JobKey("ns", "serve-0")
+
+
+def test_a_leaderworkerset_with_a_bad_startup_policy_says_why():
+    sized = with_owner_size(lws_pod(0), owners(lws(4, "Eventually")))
+    assert sized.owner_size is None
+    assert "startupPolicy: expected LeaderCreated or LeaderReady, got 'Eventually'" in \
+        sized.owner_wait

@@ -272,7 +272,7 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     # their watch rules too.
     for group_version in ("scheduling.volcano.sh/v1beta1", "scheduling.x-k8s.io/v1alpha1",
                           "kubeflow.org/v1", "jobset.x-k8s.io/v1alpha2",
-                          "trainer.kubeflow.org/v1alpha1"):
+                          "trainer.kubeflow.org/v1alpha1", "leaderworkerset.x-k8s.io/v1"):
         fake_kube.serve(group_version)
     # `gated`'s PodGroup name is taken by a tenant's: the admitter's create gets 409 and
     # it reads that one back (not its own: left alone); `gone` gets its own.
