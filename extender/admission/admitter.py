@@ -178,6 +178,8 @@ class Admitter:
         self.evicted_jobs_total = 0
         self.preempted_gangs_total = 0
         self.resized_jobs_total = 0
+        self._refused: set[tuple[str, str, str, int]] = set()
+        """Resizes the API refused, each said once (an Event on the owner)."""
         self._announced: dict[JobKey, WaitCode] = {}
         self._seen_version = -1
         self.autoscaler = AutoscalerStatus()
@@ -529,8 +531,19 @@ class Admitter:
         an Event saying why. A refused write is decided again next round."""
         assert self._resizer is not None
         owner = resize.owner
-        if not self._resizer.resize(owner, resize.after):
+        api_version = "batch/v1" if owner.kind == "Job" else "kubeflow.org/v1"
+        involved = {"apiVersion": api_version, "kind": owner.kind, "name": owner.name,
+                    "namespace": owner.namespace}
+        refused = self._resizer.resize(owner, resize.after)
+        attempt = (owner.kind, owner.namespace, owner.name, resize.after)
+        if refused is not None:
+            if attempt not in self._refused:  # said once per size, not every round
+                self._refused.add(attempt)
+                self._event_on(involved, "HeadstartResizeRefused", (
+                    f"{resize.before} -> {resize.after} refused ({refused}); kept at "
+                    f"{resize.before}, decided again when the cluster changes"), now, "Warning")
             return
+        self._refused.discard(attempt)
         self.resized_jobs_total += 1
         record = self._seen_records.get(resize.job)
         if record is not None and record.state.holds_domain:
@@ -539,9 +552,7 @@ class Admitter:
             if self.config.pod_groups and self._pod_groups is not None:
                 self._pod_groups.resize(resize.job, pod_group_name(resize.job.name),
                                         resize.after)
-        api_version = "batch/v1" if owner.kind == "Job" else "kubeflow.org/v1"
-        self._event_on({"apiVersion": api_version, "kind": owner.kind, "name": owner.name,
-                        "namespace": owner.namespace}, "HeadstartResized",
+        self._event_on(involved, "HeadstartResized",
                        f"{resize.before} -> {resize.after}: {resize.reason}", now)
 
     def _evict(self, pod: Pod, message: str, now: float) -> bool:

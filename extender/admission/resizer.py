@@ -13,6 +13,7 @@ Must not: decide sizes (`locality.admission.resize` does), retry (the next round
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -32,8 +33,9 @@ class OwnerResizer:
         self._batch = Throttled(k8s.BatchV1Api(api_client), throttle)
         self._custom = Throttled(k8s.CustomObjectsApi(api_client), throttle)
 
-    def resize(self, owner: ElasticOwner, size: int) -> bool:
-        """Set the owner's size; False (logged) when the API refused or failed."""
+    def resize(self, owner: ElasticOwner, size: int) -> str | None:
+        """Set the owner's size: None when done, else why not (the API's refusal, or the
+        fault; logged)."""
         body = scale_patch(owner, size)
         try:
             if owner.kind == "Job":
@@ -46,13 +48,21 @@ class OwnerResizer:
                     _content_type=MERGE_PATCH, _request_timeout=10,
                     _preload_content=False).release_conn()
         except ApiException as error:
+            why = f"{error.status} {error.reason}: {_message(error.body)}"
             log.warning("could not resize an elastic job's owner; next round decides again",
-                        extra={"owner": owner.where, "size": size, "status": error.status,
-                               "error": str(error.reason)})
-            return False
+                        extra={"owner": owner.where, "size": size, "error": why})
+            return why
         except Exception as error:  # noqa: BLE001 - transport faults: next round retries
+            why = f"{type(error).__name__}: {error}"
             log.warning("could not resize an elastic job's owner; next round decides again",
-                        extra={"owner": owner.where, "size": size,
-                               "error": f"{type(error).__name__}: {error}"})
-            return False
-        return True
+                        extra={"owner": owner.where, "size": size, "error": why})
+            return why
+        return None
+
+
+def _message(body: Any) -> str:
+    """The API's Status message from an error body (the body itself when not JSON)."""
+    try:
+        return str(json.loads(body).get("message") or body)
+    except (TypeError, ValueError, AttributeError):
+        return str(body)

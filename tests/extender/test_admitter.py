@@ -692,3 +692,55 @@ async def test_a_429_from_the_api_server_is_retried_after_its_retry_after_in_the
     patches = [path for method, path, _ in fake_kube.requests
                if method == "PATCH" and "/pods/four-" in path]
     assert len(patches) == 6 and len(set(patches)) == 4
+
+
+def elastic_job(name, size, low=1, high=4):
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "team",
+                         "annotations": {"headstart.io/min-size": str(low),
+                                         "headstart.io/max-size": str(high)}},
+            "spec": {"parallelism": size, "completions": size, "completionMode": "Indexed",
+                     "template": {"spec": {"containers": [{"name": "c"}]}}}}
+
+
+def elastic_pod(job, index):
+    pod = make_pod(f"{job}-{index}", gpus=8)
+    pod["metadata"]["namespace"] = "team"
+    pod["metadata"].setdefault("annotations", {})[
+        "batch.kubernetes.io/job-completion-index"] = str(index)
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
+                                           "name": job, "uid": f"{job}-uid",
+                                           "controller": True}]
+    pod["spec"]["schedulingGates"] = [{"name": GATE}]
+    return pod
+
+
+async def test_a_resize_is_written_to_the_owner_and_a_refused_one_is_said_once(
+        fake_kube, replicas):
+    # One 8-GPU node in pg-a; an elastic Indexed Job of 3 x 8 GPUs (min 1): resized to 1.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(elastic_job("grow", 3))
+    for index in range(3):
+        fake_kube.create(elastic_pod("grow", index))
+    # The API refuses the first two resize patches (a webhook, a policy): said once.
+    fake_kube.fail_next("PATCH", "/jobs/grow", 422, count=2)
+    admitter = replicas("solo", leading=True)
+
+    def refused():
+        return any(r == "HeadstartResizeRefused" for r, _ in events_for(fake_kube, "grow"))
+
+    await settle(admitter, refused)
+    job = fake_kube.get("batch/v1", "Job", "grow", "team")
+    assert job["spec"]["parallelism"] == 3  # kept at its size
+    # The next rounds retry; the third patch goes through, and the job is set to 1.
+    await settle(admitter, lambda: fake_kube.get("batch/v1", "Job", "grow", "team")[
+        "spec"]["parallelism"] == 1)
+    job = fake_kube.get("batch/v1", "Job", "grow", "team")
+    assert job["spec"]["completions"] == 1
+    reasons = [(r, m) for r, m in events_for(fake_kube, "grow") if r.startswith("HeadstartResiz")]
+    assert [r for r, _ in reasons].count("HeadstartResizeRefused") == 1, reasons
+    refusal = next(m for r, m in reasons if r == "HeadstartResizeRefused")
+    assert refusal.startswith("3 -> 1 refused (422") and "kept at 3" in refusal
+    assert any(r == "HeadstartResized" and m.startswith("3 -> 1: no placement-group domain")
+               for r, m in reasons), reasons
+    assert admitter.resized_jobs_total == 1
