@@ -305,28 +305,44 @@ _WANTS_ROOM = frozenset({WaitCode.NO_FIT, WaitCode.HELD, WaitCode.PREEMPTING,
 
 def _smaller(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins]) -> Resize | None:
     """Rule 7: the elastic job resized to the largest size a domain of its level holds
-    now (its lowest-index pods), taking that room; None when not even its minimum fits."""
+    now (its lowest-index pods), taking that room; None when not even its minimum fits.
+    Per domain the largest size is found by bisection (a domain that holds k pods of the
+    job holds k - 1), so a job of thousands of workers costs a few packs per domain."""
     owner = job.elastic
     assert owner is not None and owner.bounds is not None
-    for size in range(owner.size - 1, owner.bounds.minimum - 1, -1):
+
+    def trial(domain: Domain, size: int) -> Bins | None:
         pods = at_size(job.gated, size)
-        demand = demand_of(pods)
-        best: tuple[tuple, Domain, Bins] | None = None
-        for value in room.domains:
-            domain = Domain(job.level, value)
-            trial = bins[domain].copy()
-            if pack(trial, demand, job.pods_per_node) == len(pods):
-                rank = (trial.opened - bins[domain].opened, trial.free_gpu_milli(), value)
-                if best is None or rank < best[0]:
-                    best = (rank, domain, trial)
-        if best is not None:
-            _, domain, trial = best
-            bins[domain] = trial
-            return Resize(job.key, owner, owner.size, size, (
-                f"no {job.level} domain holds all {owner.size} pods now; resized to {size} "
-                f"(its minimum is {owner.bounds.minimum}), which {domain} holds: admitted "
-                "once its owner has that size"))
-    return None
+        packed = bins[domain].copy()
+        return packed if pack(packed, demand_of(pods), job.pods_per_node) == len(pods) \
+            else None
+
+    best: tuple[tuple, int, Domain, Bins] | None = None
+    for value in room.domains:
+        domain = Domain(job.level, value)
+        low, high = owner.bounds.minimum, owner.size - 1
+        found: tuple[int, Bins] | None = None
+        while low <= high:
+            middle = (low + high + 1) // 2
+            packed = trial(domain, middle)
+            if packed is not None:
+                found, low = (middle, packed), middle + 1
+            else:
+                high = middle - 1
+        if found is None:
+            continue
+        size, packed = found
+        rank = (-size, packed.opened - bins[domain].opened, packed.free_gpu_milli(), value)
+        if best is None or rank < best[0]:
+            best = (rank, size, domain, packed)
+    if best is None:
+        return None
+    _, size, domain, packed = best
+    bins[domain] = packed
+    return Resize(job.key, owner, owner.size, size, (
+        f"no {job.level} domain holds all {owner.size} pods now; resized to {size} "
+        f"(its minimum is {owner.bounds.minimum}), which {domain} holds: admitted "
+        "once its owner has that size"))
 
 
 def _scale_in(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins],

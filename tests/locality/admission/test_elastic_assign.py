@@ -191,3 +191,12 @@ def test_scale_out_with_nothing_waiting_counts_the_workers_device_kinds():
     run = [replace(p, request=replace(p.request, devices=gpus))
            for p in bound(elastic(job("run", 2), size=2, minimum=1, maximum=8), "pg-a")]
     assert resizes(decide([], running=run, devices=True)) == {"ns/run": (2, 4, [])}
+
+
+def test_a_large_elastic_job_is_resized_to_exactly_what_the_domain_holds():
+    # 1,024 one-GPU workers (min 100) against 40 8-GPU nodes: the largest size that
+    # fits is 320, found by bisection (a linear walk down from 1,023 would pack 700 times).
+    e = elastic(job("big", 1024, gpus=1), size=1024, minimum=100, maximum=1024)
+    result = decide(e, layout={"pg-a": 40})
+    assert resizes(result) == {"ns/big": (1024, 320, [])}
+    assert codes(result) == {"ns/big": WaitCode.RESIZING}
