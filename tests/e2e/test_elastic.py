@@ -11,6 +11,10 @@ where they were. Once "claim" is deleted and no job waits, "grow" is scaled out 
 again after 5 s: the Job controller creates indices 2 and 3, which pass the gate into
 pg-a and bind.
 
+An elastic Indexed Job of 6 pods (minimum 2) submitted to the 4 free nodes is resized
+to 4 before admission (the Job controller removes the gated indices 4 and 5) and then
+admitted whole and bound at 4.
+
 And the bound on the extender's new right (`patch` on Jobs): with its token, the
 shipped ValidatingAdmissionPolicy `headstart-extender-job-resize` refuses a change of
 "grow"'s suspension or pod template and any resize of a Job that did not opt in, and
@@ -128,6 +132,31 @@ def test_a_heavier_job_scales_an_elastic_job_in_and_it_grows_back(elastic_cluste
     e2e_timings.record("elastic: scale-in for a heavier job, then scale-out",
                        claim_bound_since_created=claim_s, grown_bound_since_freed=grow_s)
     kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/grow?propagationPolicy=Background")
+    cluster.wait("grow's pods gone", lambda: not live(cluster, namespace, "grow") or NotYet(
+        "pods left"), 60, LOGS)
+
+
+def test_a_job_no_domain_holds_whole_is_admitted_at_the_size_one_holds(elastic_cluster,
+                                                                        namespace, e2e_timings):
+    cluster, _ = elastic_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    job = elastic_job("wide", 6)
+    job["metadata"]["annotations"].update({"headstart.io/min-size": "2",
+                                           "headstart.io/max-size": "6"})
+    created = time.monotonic()
+    run_job(cluster, namespace, job)
+    bound = cluster.wait("wide bound whole at 4", lambda: bound_pods(
+        cluster, namespace, "wide", 4), 120, LOGS)
+    bound_s = time.monotonic() - created
+    assert sorted(bound) == ["0", "1", "2", "3"] and set(bound.values()) == set(NODES)
+    assert job_size(cluster, namespace, "wide") == (4, 4)
+    record = gang(cluster, namespace, "wide")
+    assert record["spec"]["size"] == 4, record
+    e2e_timings.record("elastic: admitted at the size a domain holds", bound_since_created=bound_s)
+    kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/wide?propagationPolicy=Background")
+    cluster.wait("wide's pods gone", lambda: not live(cluster, namespace, "wide") or NotYet(
+        "pods left"), 60, LOGS)
 
 
 def patch_job_as_extender(cluster, namespace: str, name: str, patch: dict) -> tuple[int, str]:
