@@ -12,7 +12,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bucketing.resources import Resources
+from bucketing.resources import ZERO, Resources
 from locality.constraints import PodConstraints
 from locality.elastic import ElasticOwner
 from locality.model import JobKey, JobPolicy, Locality, Pod
@@ -31,6 +31,16 @@ def demand_of(pods: Iterable[Pod]) -> Demand:
     return tuple((request, constraints, count) for (request, constraints), count in sorted(
         counts.items(), key=lambda item: (-item[0][0].gpu_milli, -item[0][0].cpu_milli,
                                           -item[0][0].memory_bytes, repr(item[0][1]))))
+
+
+def bound_requests(pods: Iterable[Pod]) -> dict[str, Resources]:
+    """Per node, the summed requests of the bound ones of `pods` (room they give back
+    when they go)."""
+    by_node: dict[str, Resources] = {}
+    for pod in pods:
+        if pod.node_name is not None:
+            by_node[pod.node_name] = by_node.get(pod.node_name, ZERO) + pod.request
+    return by_node
 
 
 class WaitCode(enum.Enum):

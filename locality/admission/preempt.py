@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from bucketing.resources import ZERO, Resources
-from locality.admission.model import Demand, Domain, Gang, GatedJob, Preemption
+from bucketing.resources import Resources
+from locality.admission.model import Demand, Domain, Gang, GatedJob, Preemption, bound_requests
 from locality.admission.pack import Bins, pack
 from locality.admission.record import GangRecord, is_member
 from locality.model import JobKey, Pod
@@ -58,7 +58,7 @@ def candidates(records: Iterable[GangRecord],
 def leaving(records: Iterable[GangRecord],
             pods_of_job: Callable[[JobKey], Sequence[Pod]]) -> dict[str, Resources]:
     """Per node, the requests of gangs' bound pods that are Terminating."""
-    return _by_node(pod for record in records for pod in pods_of_job(record.job)
+    return bound_requests(pod for record in records for pod in pods_of_job(record.job)
                     if pod.deleting and not pod.terminal)
 
 
@@ -112,16 +112,7 @@ def _fits(bins: Bins, demand: Demand, size: int, job: GatedJob) -> bool:
 
 
 def _freed(gangs: Iterable[Gang]) -> dict[str, Resources]:
-    return _by_node(pod for gang in gangs for pod in gang.pods)
-
-
-def _by_node(pods: Iterable[Pod]) -> dict[str, Resources]:
-    """Per node, the requests of the bound ones of `pods`."""
-    by_node: dict[str, Resources] = {}
-    for pod in pods:
-        if pod.node_name is not None:
-            by_node[pod.node_name] = by_node.get(pod.node_name, ZERO) + pod.request
-    return by_node
+    return bound_requests(pod for gang in gangs for pod in gang.pods)
 
 
 def _victim_order(gang: Gang) -> tuple:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from bucketing.resources import ZERO, Resources
-from locality.admission.model import Demand, Domain, Resize, demand_of
+from locality.admission.model import Demand, Domain, Resize, bound_requests, demand_of
 from locality.admission.pack import Bins, pack
 from locality.admission.record import GangRecord, GangState, is_member
 from locality.admission.weight import WeightConfig, weight
@@ -142,11 +142,7 @@ def scale_in(claimant: Claimant, bins: Bins, gangs: Sequence[ElasticGang]
              for pod in removal_order(gang)[:max(0, gang.size - gang.bounds.minimum)]]
 
     def freed(count: int) -> dict[str, Resources]:
-        by_node: dict[str, Resources] = {}
-        for _, pod in order[:count]:
-            if pod.node_name is not None:
-                by_node[pod.node_name] = by_node.get(pod.node_name, ZERO) + pod.request
-        return by_node
+        return bound_requests(pod for _, pod in order[:count])
 
     if not order or not _fits(bins, claimant, freed(len(order))):
         return None
@@ -280,10 +276,6 @@ def shrinking(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Seq
               ) -> dict[str, Resources]:
     """Per node, the requests of elastic gangs' bound workers on their way out (Terminating,
     or beyond their owner's new size): room a scale-in already made."""
-    by_node: dict[str, Resources] = {}
-    for record in records:
-        for pod in pods_of_job(record.job):
-            if pod.node_name is not None and not pod.terminal and resized(pod) and \
-                    (pod.deleting or beyond_size(pod)):
-                by_node[pod.node_name] = by_node.get(pod.node_name, ZERO) + pod.request
-    return by_node
+    return bound_requests(pod for record in records for pod in pods_of_job(record.job)
+                          if not pod.terminal and resized(pod)
+                          and (pod.deleting or beyond_size(pod)))
