@@ -77,6 +77,8 @@ class ElasticOwner:
     problem: str | None = None
     resource_version: str = ""
     """The owner's resourceVersion when read: the resize patch's precondition."""
+    uid: str = ""
+    """The owner's uid: a worker plan (`locality.worker_plans`) names the very object."""
 
     @property
     def where(self) -> str:
@@ -95,6 +97,7 @@ def elastic_owner(obj: Any, kind: str) -> ElasticOwner | None:
     namespace = str(metadata.get("namespace") or "default")
     name = str(metadata.get("name") or "")
     version = str(metadata.get("resourceVersion") or "")
+    uid = str(metadata.get("uid") or "")
     where = f"{kind} {namespace}/{name}"
     try:
         bounds = _bounds(annotations, where)
@@ -102,13 +105,13 @@ def elastic_owner(obj: Any, kind: str) -> ElasticOwner | None:
         size = _size(spec, kind, bounds, where)
     except InputError as error:
         return ElasticOwner(kind, namespace, name, 0, None, problem=str(error),
-                            resource_version=version)
+                            resource_version=version, uid=uid)
     if not bounds.minimum <= size <= bounds.maximum:
         return ElasticOwner(kind, namespace, name, size, None, problem=(
             f"{where}: its size {size} is outside {MIN_SIZE_ANNOTATION}={bounds.minimum} .. "
             f"{MAX_SIZE_ANNOTATION}={bounds.maximum}; set the size within them"),
-            resource_version=version)
-    return ElasticOwner(kind, namespace, name, size, bounds, resource_version=version)
+            resource_version=version, uid=uid)
+    return ElasticOwner(kind, namespace, name, size, bounds, resource_version=version, uid=uid)
 
 
 def _bounds(annotations: Mapping[str, Any], where: str) -> Bounds:
