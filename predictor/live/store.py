@@ -4,7 +4,7 @@ Decides: the on-disk schema and its version, what a gap looks like on disk, how 
 tick re-written after a restart replaces (never duplicates) the first write, and how
 old rows are dropped.
 
-Schema (version 2):
+Schema (version 3):
   schema_version(version)                 one row; a newer version is refused
   meta(key PRIMARY KEY, value)            `tick_s`: the tick the file was created with
   ticks(tick PRIMARY KEY, observed)       one row per recorded tick; observed 0 = a gap
@@ -16,9 +16,12 @@ Schema (version 2):
             PRIMARY KEY (tick, series))   ahead (predictor.known.combine)
   announced_work(key PRIMARY KEY,         workloads counted as known ahead, from when
                  source, first_counted_s)
-Version 1 files (no known-demand tables) are migrated in place when opened: the three
-tables are added, empty, and the version becomes 2; their ticks read back as having no
-known and no announced demand.
+  throughput(owner, uid, tick, workers,   an elastic job's samples/s at its size, one
+             rate, PRIMARY KEY (owner,    per tick while all its workers are ready
+             uid, tick))                  (KALE's fit, overprovisioner.planner.worker_plan)
+Older files are migrated in place when opened: the tables they lack (version 1: the
+three known-demand tables; 1 and 2: `throughput`) are added, empty, and the version
+becomes 3; their ticks read back as having no known and no announced demand.
 
 `tick` is the tick number since the Unix epoch (time_s / tick_s, exact). Reading back:
 a tick absent from `ticks` or recorded as a gap is a NaN row; an observed tick without
@@ -52,7 +55,7 @@ from common.errors import ConfigError, InputError
 from predictor.history.pinning import PINNED_PREFIX
 from predictor.history.series import TOTAL_PREFIX, DemandSeries, make_series
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DAY_S = 86_400.0
 
 _SCHEMA = """
@@ -91,6 +94,14 @@ CREATE TABLE IF NOT EXISTS announced_work (
     key TEXT PRIMARY KEY,
     source TEXT NOT NULL,
     first_counted_s REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS throughput (
+    owner TEXT NOT NULL,
+    uid TEXT NOT NULL,
+    tick INTEGER NOT NULL,
+    workers INTEGER NOT NULL CHECK (workers >= 1),
+    rate REAL NOT NULL CHECK (rate >= 0),
+    PRIMARY KEY (owner, uid, tick)
 );
 """
 KNOWN_TOTAL = "total"
@@ -252,6 +263,7 @@ class HistoryStore:
             self._db.execute("DELETE FROM pinned WHERE tick < ?", (cutoff,))
             self._db.execute("DELETE FROM known WHERE tick < ?", (cutoff,))
             self._db.execute("DELETE FROM announced WHERE tick < ?", (cutoff,))
+            self._db.execute("DELETE FROM throughput WHERE tick < ?", (cutoff,))
             self._db.execute("DELETE FROM announced_work WHERE first_counted_s < ?",
                              (cutoff * self.tick_s,))
             cursor = self._db.execute("DELETE FROM ticks WHERE tick < ?", (cutoff,))
@@ -315,6 +327,24 @@ class HistoryStore:
             columns=["tick", "source", "series", "value"])
         frame.insert(0, "time_s", frame.pop("tick") * self.tick_s)
         return frame
+
+    def write_throughput(self, owner: str, uid: str, time_s: float, workers: int,
+                         rate: float) -> None:
+        """Record an elastic job's samples/s at `workers` (re-writing a tick replaces it)."""
+        if not (workers >= 1 and math.isfinite(rate) and rate >= 0):
+            raise InputError(f"{self.path}: throughput of {owner} at {time_s}: {workers} "
+                             f"workers, {rate} samples/s is not a size >= 1 and a rate >= 0")
+        with self._transaction():
+            self._db.execute(
+                "INSERT INTO throughput VALUES (?, ?, ?, ?, ?) ON CONFLICT(owner, uid, tick) "
+                "DO UPDATE SET workers = excluded.workers, rate = excluded.rate",
+                (owner, uid, self.tick_of(time_s), int(workers), float(rate)))
+
+    def read_throughput(self, owner: str, uid: str) -> list[tuple[int, float]]:
+        """The (workers, samples/s) pairs recorded for this very owner (uid), oldest first."""
+        return [(int(w), float(r)) for w, r in self._db.execute(
+            "SELECT workers, rate FROM throughput WHERE owner = ? AND uid = ? ORDER BY tick",
+            (owner, uid))]
 
     def tick_count(self) -> tuple[int, int]:
         """(observed ticks, gap ticks) on disk."""

@@ -182,7 +182,7 @@ def test_a_version_1_file_is_migrated_in_place(tmp_path):
     db = sqlite3.connect(path)
     assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     db.close()
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
 
 
 def test_known_and_announced_demand_round_trip(store):
@@ -248,3 +248,17 @@ def test_pinned_series_are_not_in_the_table_an_older_headstart_reads(store):
         "pinned:g5.xlarge/zone=us-east-1b"]
     store.delete_older_than(T0 + 2 * TICK + 86400.0, 1.0)  # now it is older than a day
     assert store._db.execute("SELECT COUNT(*) FROM pinned").fetchone() == (0,)
+
+
+def test_throughput_samples_per_owner_and_uid(store):
+    store.write_throughput("Job.ml.a", "u1", T0, 4, 1000.0)
+    store.write_throughput("Job.ml.a", "u1", T0 + TICK, 6, 1400.0)
+    store.write_throughput("Job.ml.a", "u1", T0 + TICK, 5, 1300.0)  # the tick re-written
+    store.write_throughput("Job.ml.a", "u2", T0, 2, 500.0)  # a new job of the same name
+    assert store.read_throughput("Job.ml.a", "u1") == [(4, 1000.0), (5, 1300.0)]
+    assert store.read_throughput("Job.ml.a", "u2") == [(2, 500.0)]
+    with pytest.raises(InputError, match="Job.ml.a"):
+        store.write_throughput("Job.ml.a", "u1", T0, 0, 10.0)
+    # retention drops old samples with the ticks
+    store.delete_older_than(T0 + 10 * 86_400, 1)
+    assert store.read_throughput("Job.ml.a", "u1") == []
