@@ -72,7 +72,15 @@ The rule, in order:
    one job per round.
 9. KOD2's scale-out (`resize.scale_out`): when no job waits for room (no_fit, held,
    preempting, resizing, scaling_in), Running elastic gangs grow toward their maximum
-   into the room left in their domain, highest weight first.
+   (their worker plan's target, when they have one) into the room left in their
+   domain, highest weight first. A plan's growth waits for that too: the
+   overprovisioner announces it (placeholders for the plan's `planned`), so the room is
+   usually there, and a waiting job still comes first.
+10. Worker plans (`resize.scale_to_plan`), before any job is considered: a Running
+   elastic gang above its plan's target is scaled in to it, whether or not jobs wait.
+   Its workers on the way out count as leaving room for this round's jobs (a job that
+   fits once they are gone waits `scaling_in`), and it gives no more room in rule 8
+   this round.
 
 Bounds: the room of different levels is tracked apart within one round (a job admitted
 into a placement group does not shrink the `cluster` room a `preferred` job is released
@@ -101,11 +109,19 @@ from locality.admission.model import (
     Resize,
     WaitCode,
     Waiting,
+    bound_requests,
     demand_of,
 )
 from locality.admission.pack import Bins, open_bins, pack
 from locality.admission.preempt import choose
-from locality.admission.resize import ElasticGang, at_size, claimant_of, scale_in, scale_out
+from locality.admission.resize import (
+    ElasticGang,
+    at_size,
+    claimant_of,
+    scale_in,
+    scale_out,
+    scale_to_plan,
+)
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
 from locality.admission.weight import weight
 from locality.model import JobKey, Locality
@@ -139,13 +155,19 @@ def plan(
     described (rule 4). wider: per level, the wider topology levels, nearest first, a
     `preferred` job is widened to (rule 4; their rooms must be in `rooms`). elastic: per
     domain, the Running elastic gangs a resize may change (`resize.elastic_gangs`;
-    rules 8 and 9); shrinking: per node, what their workers on the way out free
+    rules 8 to 10); shrinking: per node, what their workers on the way out free
     (`resize.shrinking`: a scale-in already made, waited for, never repeated)."""
     resizing = config.elastic.enabled
     elastic = elastic if resizing and elastic else {}
     shrinking = shrinking if resizing and shrinking else {}
     resizes: list[Resize] = []
-    donors: set[JobKey] = set()  # gangs scaled in for a job of this round already
+    donors: set[JobKey] = set()  # gangs scaled in this round already
+    for _, domain_gangs in sorted(elastic.items(), key=lambda item: str(item[0])):
+        resizes.extend(scale_to_plan(domain_gangs))  # rule 10
+    if resizes:
+        donors.update(resize.job for resize in resizes)
+        shrinking = _plus(shrinking, bound_requests(
+            pod for resize in resizes for pod in resize.removed))
     leaving = leaving or {}
     waiting: list[Waiting] = []
     ready: list[GatedJob] = []
@@ -297,6 +319,11 @@ def plan(
                    if w.job in problems else w for w in waiting]
     return Plan(tuple(admissions), tuple(waiting), tuple(releases), tuple(preemptions),
                 tuple(unknown), tuple(resizes))
+
+
+def _plus(a: Mapping[str, Resources], b: Mapping[str, Resources]) -> dict[str, Resources]:
+    """Per node, the room of both."""
+    return {node: a.get(node, ZERO) + b.get(node, ZERO) for node in {*a, *b}}
 
 
 _WANTS_ROOM = frozenset({WaitCode.NO_FIT, WaitCode.HELD, WaitCode.PREEMPTING,

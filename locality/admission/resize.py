@@ -20,6 +20,14 @@ its own shape as the domain's idle room packs; a later job gets what the earlier
 A `spread` job (one pod per node) is not grown here: the packer does not know which
 nodes already hold one of its pods.
 
+Worker plans (`locality.worker_plans`, KALE's estimator run by the overprovisioner): a
+gang whose owner has a fresh plan of its own uid has a `target`, the plan's size within
+the owner's bounds. Scale-out grows it toward the target, never beyond, and not at all
+at or above it; `scale_to_plan` scales a gang above its target in to it, whether or not
+a job waits (never below its minimum: the target is within the bounds). Scale-in for a
+heavier waiting job ignores the target: such a job may still take a planned job toward
+its minimum, and scale-out brings it back toward its plan once nothing waits.
+
 Workers not bound free nothing (their room is a reservation admission packed already).
 
 Must not: read the clock, log, mutate its inputs (`Bins` are copied before packing).
@@ -27,7 +35,7 @@ Must not: read the clock, log, mutate its inputs (`Bins` are copied before packi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bucketing.resources import ZERO, Resources
@@ -47,6 +55,7 @@ from locality.elastic import (
 from locality.jobs import job_policy
 from locality.model import JobKey, Packing, Pod
 from locality.owners import INDEX_ANNOTATION
+from locality.worker_plans import WorkerPlan, target_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +76,11 @@ class ElasticGang:
     pods_per_node: int | None = None
     since: float = 0.0
     """When its record entered its state (Running at this size)."""
+    target: int | None = None
+    """The size its worker plan asks, within its bounds (None: no fresh plan of its own;
+    KOD2's rules alone)."""
+    plan_reason: str = ""
+    """Why the plan asks that size (the plan's reason), cited by the resizes it makes."""
 
     @property
     def size(self) -> int:
@@ -175,24 +189,41 @@ def _resizes(donors: Sequence[ElasticGang], removed: dict[JobKey, list[Pod]],
 
 def scale_out(bins: Bins, gangs: Sequence[ElasticGang], waiting: bool, now: float = 0.0,
               after_seconds: float = 0.0) -> tuple[Resize, ...]:
-    """Growth of `gangs` into `bins`' idle room; () while a job waits for the domain. A
-    gang grows only once it has been in its state `after_seconds` (`since`)."""
+    """Growth of `gangs` into `bins`' idle room, each toward its target when it has one,
+    else its maximum; () while a job waits for the domain. A gang grows only once it has
+    been in its state `after_seconds` (`since`)."""
     if waiting:
         return ()
     room = bins.copy()
     out = []
     for gang in sorted(gangs, key=lambda gang: (-gang.weight, gang.created_at,
                                                 gang.job.namespace, gang.job.name)):
-        wanted = gang.bounds.maximum - gang.size
+        limit = gang.bounds.maximum if gang.target is None else gang.target
+        wanted = limit - gang.size
         if wanted <= 0 or not gang.workers or gang.pods_per_node == 1 or \
                 now - gang.since < after_seconds:
             continue
         shape = gang.workers[0]
         grown = pack(room, ((shape.request, shape.constraints, wanted),))
         if grown > 0:
+            toward = f"maximum {gang.bounds.maximum}" if gang.target is None else \
+                f"toward its worker plan's {gang.target}: {gang.plan_reason}"
             out.append(Resize(gang.job, gang.owner, gang.size, gang.size + grown, (
-                f"scaled out from {gang.size} to {gang.size + grown} (maximum "
-                f"{gang.bounds.maximum}) into idle room of its domain; no job waits for it")))
+                f"scaled out from {gang.size} to {gang.size + grown} ({toward}) into idle "
+                "room of its domain; no job waits for it")))
+    return tuple(out)
+
+
+def scale_to_plan(gangs: Sequence[ElasticGang]) -> tuple[Resize, ...]:
+    """The gangs above their target scaled in to it, their workers in removal order."""
+    out = []
+    for gang in gangs:
+        if gang.target is None or gang.size <= gang.target:
+            continue
+        removed = removal_order(gang)[:gang.size - gang.target]
+        out.append(Resize(gang.job, gang.owner, gang.size, gang.target, (
+            f"scaled in from {gang.size} to {gang.target}: its worker plan needs "
+            f"{gang.target} ({gang.plan_reason})"), removed))
     return tuple(out)
 
 
@@ -240,11 +271,16 @@ def beyond_size(pod: Pod) -> bool:
 
 
 def elastic_gangs(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequence[Pod]],
-                  locality: LocalityConfig, weights: WeightConfig
+                  locality: LocalityConfig, weights: WeightConfig,
+                  plans: Mapping[str, WorkerPlan] | None = None, now: float | None = None
                   ) -> dict[Domain, list[ElasticGang]]:
     """Per domain, the Running gangs whose owner is elastic and settled (every member
     bound, as many workers as the owner's size, none leaving): the gangs a resize may
-    change."""
+    change. plans: the worker plans by key (`locality.worker_plans.decode`), read at
+    `now` (seconds since the epoch, required with plans): each gang's `target`."""
+    if plans and now is None:
+        raise ValueError("elastic_gangs: worker plans need the round's now (a plan's "
+                         "freshness is read against it)")
     out: dict[Domain, list[ElasticGang]] = {}
     for record in records:
         if record.state is not GangState.RUNNING or record.domain is None:
@@ -264,12 +300,28 @@ def elastic_gangs(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey],
         for _ in range(owner.bounds.minimum):
             request = request + workers[0].request
         spread = job_policy(members[0], locality).packing is Packing.SPREAD
+        target, why = _target(owner, plans or {}, now or 0.0)
         out.setdefault(record.domain, []).append(ElasticGang(
             record.job, owner, weight(owner.bounds.minimum, request, 0.0, weights),
             min(pod.created_at for pod in members), workers,
             frozenset(pod.node_name for pod in others if pod.node_name is not None),
-            1 if spread else None, record.since))
+            1 if spread else None, record.since, target, why))
     return out
+
+
+def _target(owner: ElasticOwner, plans: Mapping[str, WorkerPlan], now: float
+            ) -> tuple[int | None, str]:
+    """The owner's target and its reason: its fresh plan's size within its bounds."""
+    assert owner.bounds is not None
+    found = target_of(plans, owner.kind, owner.namespace, owner.name, owner.uid, now)
+    if found is None:
+        return None, ""
+    target = owner.bounds.clamp(found.size)
+    why = found.reason or "no reason given"
+    if target != found.size:
+        why += (f"; the plan's {found.size} kept within its bounds "
+                f"{owner.bounds.minimum}..{owner.bounds.maximum}")
+    return target, why
 
 
 def shrinking(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequence[Pod]]

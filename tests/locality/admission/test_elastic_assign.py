@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
 from locality.admission.gather import gather
@@ -21,6 +23,7 @@ from locality.admission.weight import ElasticConfig
 from locality.elastic import Bounds, ElasticOwner
 from locality.model import JobKey
 from locality.owners import INDEX_ANNOTATION
+from locality.worker_plans import WorkerPlan
 from tests.locality.admission.test_assign import LOCALITY, NOW, PG, PG_KEY, job
 from tests.locality.admission.test_preempt import cluster
 from tests.locality.builders import make_state
@@ -34,7 +37,8 @@ def elastic(pods, size, minimum, maximum, cpu=None):
     pods = [replace(p, annotations={k: v for k, v in p.annotations.items()
                                     if k != "headstart.io/job-size"}) for p in pods]
     name = pods[0].labels["headstart.io/job"]
-    owner = ElasticOwner("Job", pods[0].namespace, name, size, Bounds(minimum, maximum))
+    owner = ElasticOwner("Job", pods[0].namespace, name, size, Bounds(minimum, maximum),
+                         uid=f"{name}-uid")
     out = []
     for index, pod in enumerate(pods):
         request = pod.request if cpu is None else replace(pod.request, cpu_milli=cpu * 1000)
@@ -52,8 +56,9 @@ def bound(pods, group, first=0):
 
 
 def decide(gated, running=(), layout=None, config=CONFIG, now=NOW, since=NOW - 3600,
-           devices=False):
-    """One round. running: bound pods of Running gangs (records in their node's group)."""
+           devices=False, plans=()):
+    """One round. running: bound pods of Running gangs (records in their node's group);
+    plans: the worker plans the admitter read."""
     everything = list(gated) + list(running)
 
     def of_job(key):
@@ -73,7 +78,8 @@ def decide(gated, running=(), layout=None, config=CONFIG, now=NOW, since=NOW - 3
                   for s in states]
     gathered = gather(gated, records, of_job, LOCALITY, config)
     rooms = {level: level_room(states, level, LOCALITY) for level in (PG, CLUSTER_LEVEL)}
-    gangs = elastic_gangs(records.values(), of_job, LOCALITY, config.elastic.weight)
+    gangs = elastic_gangs(records.values(), of_job, LOCALITY, config.elastic.weight,
+                          {p.key: p for p in plans}, now)
     return plan(gathered.jobs, rooms, gathered.reservations, now, config, gathered.releases,
                 candidates(records.values(), of_job), leaving(records.values(), of_job),
                 elastic=gangs, shrinking=shrinking(records.values(), of_job))
@@ -200,3 +206,69 @@ def test_a_large_elastic_job_is_resized_to_exactly_what_the_domain_holds():
     result = decide(e, layout={"pg-a": 40})
     assert resizes(result) == {"ns/big": (1024, 320, [])}
     assert codes(result) == {"ns/big": WaitCode.RESIZING}
+
+
+# ---- worker plans (rules 9 and 10) ---------------------------------------------------
+# "run": an elastic Indexed Job, one 8-GPU worker per node of pg-a (4 nodes); "new", when
+# a row has it, a waiting job of that many 8-GPU pods, created with run and of run's
+# weight (KOD2: an equal weight and age never gives room), so only a plan resizes run.
+
+
+def worker_plan(size, uid="run-uid", valid_until=NOW + 600, name="run"):
+    return WorkerPlan("Job", "ns", name, uid, size, size, NOW - 60, valid_until,
+                      "forecast 40 samples/s")
+
+
+@pytest.mark.parametrize("size, minimum, maximum, plans, waiting, expected, waits", [
+    # Idle room for 2 more workers; the plan asks 3: grown by 1, not to 4.
+    (2, 1, 8, [worker_plan(3)], 0, (2, 3, []), None),
+    (2, 1, 8, [worker_plan(2)], 0, None, None),
+    # Above its plan: scaled in to it, the highest indices first.
+    (4, 1, 8, [worker_plan(2)], 0, (4, 2, ["run-3", "run-2"]), None),
+    # ... even while a job waits, which fits once those workers are gone.
+    (4, 1, 8, [worker_plan(2)], 2, (4, 2, ["run-3", "run-2"]), WaitCode.SCALING_IN),
+    # No growth toward a plan while a job waits (rule 9): new (3 pods, too recent to
+    # hold room) does not fit the 2 idle nodes, and run (at its minimum) gives none.
+    (2, 2, 8, [worker_plan(4)], 3, None, WaitCode.NO_FIT),
+    # A plan past its validUntil, of an earlier object of the same name (another uid),
+    # or of another job: KOD2 alone (idle room for 2: grown to 4).
+    (2, 1, 8, [worker_plan(3, valid_until=NOW - 1)], 0, (2, 4, []), None),
+    (2, 1, 8, [worker_plan(3, uid="old-uid")], 0, (2, 4, []), None),
+    (2, 1, 8, [worker_plan(3, name="other")], 0, (2, 4, []), None),
+    # Kept within the owner's bounds: a plan of 1 with minimum 3 scales in to 3; one of
+    # 10 with maximum 3 grows to 3 though 4 would fit.
+    (4, 3, 8, [worker_plan(1)], 0, (4, 3, ["run-3"]), None),
+    (2, 1, 3, [worker_plan(10)], 0, (2, 3, []), None),
+], ids=["grows-only-to-its-target", "at-its-target-no-growth", "above-its-target-shrinks",
+        "shrinks-while-a-job-waits", "no-growth-while-a-job-waits", "stale-plan-ignored",
+        "another-uid-ignored", "another-job-ignored", "clamped-to-minimum",
+        "clamped-to-maximum"])
+def test_a_running_gang_follows_its_worker_plan(size, minimum, maximum, plans, waiting,
+                                                expected, waits):
+    run = bound(elastic(job("run", size), size=size, minimum=minimum, maximum=maximum),
+                "pg-a")
+    gated = job("new", waiting, created=NOW - 100 if waiting < 3 else NOW - 10) \
+        if waiting else []
+    result = decide(gated, running=run, plans=plans)
+    assert resizes(result) == ({"ns/run": expected} if expected else {})
+    assert codes(result) == ({"ns/new": waits} if waits else {})
+
+
+def test_a_heavier_waiting_job_still_scales_a_planned_job_in_toward_its_minimum():
+    # run (light: 16 CPUs a worker) is at its plan's 4; new, heavier, takes 2 of them
+    # (rule 8 is unchanged by a plan).
+    run = bound(elastic(job("run", 4), size=4, minimum=1, maximum=4, cpu=16), "pg-a")
+    result = decide(job("new", 2), running=run, plans=[worker_plan(4)])
+    assert resizes(result) == {"ns/run": (4, 2, ["run-3", "run-2"])}
+    assert codes(result) == {"ns/new": WaitCode.SCALING_IN}
+
+
+def test_a_resize_to_the_plan_cites_the_plan_and_a_clamped_one_says_so():
+    run = bound(elastic(job("run", 4), size=4, minimum=3, maximum=8), "pg-a")
+    (resize,) = decide([], running=run, plans=[worker_plan(2)]).resizes
+    assert resize.reason == (
+        "scaled in from 4 to 3: its worker plan needs 3 (forecast 40 samples/s; the "
+        "plan's 2 kept within its bounds 3..8)")
+    grown = bound(elastic(job("run", 2), size=2, minimum=1, maximum=8), "pg-a")
+    (resize,) = decide([], running=grown, plans=[worker_plan(3)]).resizes
+    assert "toward its worker plan's 3: forecast 40 samples/s" in resize.reason

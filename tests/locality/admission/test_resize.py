@@ -12,14 +12,19 @@ from locality.admission.resize import (
     Claimant,
     ElasticGang,
     claimant_of,
+    elastic_gangs,
     removal_order,
     scale_in,
     scale_out,
+    scale_to_plan,
 )
+from locality.admission.weight import WeightConfig
+from locality.config import LocalityConfig
 from locality.elastic import Bounds, ElasticOwner, Removal
 from locality.firstfit import Room
 from locality.model import JobKey
 from locality.owners import INDEX_ANNOTATION
+from locality.worker_plans import WorkerPlan
 from tests.locality.builders import make_node, make_pod
 
 
@@ -38,11 +43,12 @@ def worker(job: str, index: int, node: str | None, gpus: float = 2):
 
 def gang(job: str, placed: dict[int, str], *, minimum: int = 1, maximum: int = 8,
          weight: float = 0.6, created_at: float = 0.0, anchors=(),
-         removal: Removal = Removal.HIGHEST_INDEX, gpus: float = 2) -> ElasticGang:
+         removal: Removal = Removal.HIGHEST_INDEX, gpus: float = 2,
+         target: int | None = None) -> ElasticGang:
     owner = ElasticOwner("Job", "ns", job, len(placed), Bounds(minimum, maximum), removal)
     return ElasticGang(JobKey("ns", job), owner, weight, created_at,
                        tuple(worker(job, i, node, gpus) for i, node in placed.items()),
-                       frozenset(anchors))
+                       frozenset(anchors), target=target, plan_reason="its forecast")
 
 
 def claimant(pods: int = 1, gpus: float = 8, weight: float = 0.7, created_at: float = 100.0
@@ -134,3 +140,27 @@ def test_scale_out_never_takes_more_than_the_room(gpus):
     g = gang("g", {0: "n1"}, maximum=100, gpus=gpus)
     (resize,) = scale_out(domain({"n1": 3, "n2": 5}), [g], False)
     assert resize.after - resize.before == 3 // gpus + 5 // gpus
+
+
+@pytest.mark.parametrize("placed, target, grown, shrunk", [
+    # 10 GPUs idle (5 workers of 2): grown to the target, not to the maximum of 8.
+    ({0: "n1"}, 3, (1, 3), None),
+    ({0: "n1"}, None, (1, 6), None),  # no plan: 1 + 5 workers of room
+    ({0: "n1", 1: "n1"}, 2, None, None),  # at its target: neither
+    # Above it: scaled in to it (the highest indices first), and never grown.
+    ({0: "n1", 1: "n1", 2: "n2", 3: "n2"}, 2, None, (4, 2, ["g-3", "g-2"])),
+], ids=["grows-to-its-target", "no-target-grows-to-what-fits", "at-its-target",
+        "above-its-target"])
+def test_a_gang_with_a_target_grows_and_shrinks_only_to_it(placed, target, grown, shrunk):
+    g = gang("g", placed, target=target)
+    bins = domain({"n1": 4, "n2": 6})
+    out = [(r.before, r.after) for r in scale_out(bins, [g], False)]
+    assert out == ([grown] if grown else [])
+    assert [(r.before, r.after, [p.name for p in r.removed]) for r in scale_to_plan([g])] \
+        == ([shrunk] if shrunk else [])
+
+
+def test_worker_plans_are_read_at_the_rounds_now():
+    with pytest.raises(ValueError, match="need the round's now"):
+        elastic_gangs([], lambda job: [], LocalityConfig(), WeightConfig(),
+                      {"Job.ns.a": WorkerPlan("Job", "ns", "a", "a-uid", 2, 2, 0, 60, "")})
