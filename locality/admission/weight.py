@@ -17,6 +17,9 @@ bonus 1.0), the weight of a job that has not starved lies in (0.5, 1), and a sta
 outweighs every job that has not. A job whose request is zero gets weight 1 (the
 sigmoid's limit).
 
+Also the `admission.elastic` settings (`ElasticConfig`): KOD2's weight, scale-out's quiet
+time, and where the worker plans are read.
+
 Must not: read the clock (`waited_seconds` is passed), log.
 """
 
@@ -29,6 +32,7 @@ from typing import Any
 
 from bucketing.resources import GIB, Resources
 from common.errors import ConfigError
+from locality.worker_plans import CONFIGMAP_NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,48 @@ SCALE_OUT_AFTER_SECONDS = 60.0
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerPlansConfig:
+    """`admission.elastic.worker_plans`: where the admitter reads the overprovisioner's
+    worker plans (`locality.worker_plans`)."""
+
+    namespace: str = "headstart-placeholders"
+    """The ConfigMap's namespace (the overprovisioner's placeholders' namespace). Another
+    one needs the extender's Role in `manifests/base/extender-placeholders` moved too."""
+    name: str = CONFIGMAP_NAME
+    """The ConfigMap's name (the Role names it in `resourceNames`)."""
+    refresh_seconds: float = 15.0
+    """How often the admitter GETs it. A plan's `validUntil` bounds how long one read is
+    used: a plan the overprovisioner stopped renewing is ignored once it expires."""
+
+    @classmethod
+    def from_mapping(cls, raw: Any, where: str) -> WorkerPlansConfig:
+        if raw is None:
+            return cls()
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{where}: expected a mapping")
+        known = {"namespace", "name", "refresh_seconds"}
+        unknown = sorted(str(key) for key in set(raw) - known)
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: "
+                              f"{', '.join(sorted(known))}")
+        values: dict[str, Any] = {}
+        for name in ("namespace", "name"):
+            if name in raw:
+                value = raw[name]
+                if not isinstance(value, str) or not value:
+                    raise ConfigError(f"{where}: {name}: expected a non-empty string, "
+                                      f"got {value!r}")
+                values[name] = value
+        if "refresh_seconds" in raw:
+            every = raw["refresh_seconds"]
+            if isinstance(every, bool) or not isinstance(every, int | float) or every < 1:
+                raise ConfigError(f"{where}: refresh_seconds: expected a number of seconds, "
+                                  f"at least 1, got {every!r}")
+            values["refresh_seconds"] = float(every)
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
 class ElasticConfig:
     """`admission.elastic` in the extender's config: resizing jobs that opted in
     (`locality.elastic`)."""
@@ -91,6 +137,9 @@ class ElasticConfig:
     """A gang grows only once it has been in its state (Running, at its size) this long
     and no job waits for room: DRAGON scales up after 60 s without a scheduling action,
     so a job scaled in is not grown back while the one it made room for is binding."""
+    worker_plans: WorkerPlansConfig = WorkerPlansConfig()
+    """Where the overprovisioner's worker plans are read (KALE's sizes: each planned
+    gang grows only to its plan's size and is scaled in to it)."""
 
     @classmethod
     def from_mapping(cls, raw: Any, where: str) -> ElasticConfig:
@@ -98,7 +147,7 @@ class ElasticConfig:
             return cls()
         if not isinstance(raw, Mapping):
             raise ConfigError(f"{where}: expected a mapping")
-        known = {"enabled", "weight", "scale_out_after_seconds"}
+        known = {"enabled", "weight", "scale_out_after_seconds", "worker_plans"}
         unknown = sorted(str(key) for key in set(raw) - known)
         if unknown:
             raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: "
@@ -123,4 +172,6 @@ class ElasticConfig:
             weight = WeightConfig(**weights)
         except ConfigError as error:
             raise ConfigError(f"{where}: weight: {error}") from None
-        return cls(enabled, weight, float(after))
+        plans = WorkerPlansConfig.from_mapping(raw.get("worker_plans"),
+                                               f"{where}: worker_plans")
+        return cls(enabled, weight, float(after), plans)

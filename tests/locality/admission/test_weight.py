@@ -9,7 +9,13 @@ import pytest
 from bucketing.resources import Resources
 from common.errors import ConfigError
 from locality.admission.config import AdmissionConfig
-from locality.admission.weight import ElasticConfig, WeightConfig, units, weight
+from locality.admission.weight import (
+    ElasticConfig,
+    WeightConfig,
+    WorkerPlansConfig,
+    units,
+    weight,
+)
 
 CONFIG = WeightConfig()
 
@@ -54,3 +60,29 @@ def test_the_elastic_section_reads_its_fields_and_refuses_unknown_ones():
         AdmissionConfig.from_mapping({"elastic": {"scale_in": 1}}, "x.yaml")
     with pytest.raises(ConfigError, match="x.yaml: elastic: weight: unknown field.*gpu"):
         AdmissionConfig.from_mapping({"elastic": {"weight": {"gpu": 1}}}, "x.yaml")
+
+
+def test_the_worker_plans_settings_default_to_the_overprovisioners_configmap():
+    assert ElasticConfig().worker_plans == WorkerPlansConfig(
+        "headstart-placeholders", "headstart-worker-plans", 15.0)
+    config = AdmissionConfig.from_mapping(
+        {"elastic": {"worker_plans": {"namespace": "plans", "refresh_seconds": 30}}},
+        "x.yaml").elastic.worker_plans
+    assert config == WorkerPlansConfig("plans", "headstart-worker-plans", 30.0)
+
+
+@pytest.mark.parametrize("worker_plans, error", [
+    ("on", "worker_plans: expected a mapping"),
+    ({"name": ""}, "worker_plans: name: expected a non-empty string"),
+    ({"namespace": 3}, "worker_plans: namespace: expected a non-empty string"),
+    ({"refresh_seconds": 0}, "worker_plans: refresh_seconds: expected a number of seconds, "
+                             "at least 1"),
+    ({"refresh_seconds": True}, "worker_plans: refresh_seconds: expected"),
+    ({"every": 5}, "worker_plans: unknown field.*every; known: name, namespace, "
+                   "refresh_seconds"),
+], ids=["not-a-mapping", "empty-name", "namespace-not-a-string", "refresh-zero",
+        "refresh-bool", "unknown-field"])
+def test_bad_worker_plans_settings_name_the_file_and_the_field(worker_plans, error):
+    with pytest.raises(ConfigError, match=f"extender.yaml: elastic: {error}"):
+        AdmissionConfig.from_mapping({"elastic": {"worker_plans": worker_plans}},
+                                     "extender.yaml")
