@@ -11,6 +11,9 @@ Observe -> plan -> apply, every `interval_seconds` after the cache changed:
   domain's headroom came from), and Karpenter's NodePools (`admission.nodepools`, one
   LIST as often, where `karpenter.sh/v1` is served: `locality.admission.nodepools`);
   groups whose room is unknown are passed on, so jobs are released rather than held;
+  and the overprovisioner's worker plans (`admission.elastic.worker_plans`, one GET
+  every `refresh_seconds`: `extender.admission.worker_plans`), which steer Running
+  elastic gangs' sizes; absent, forbidden or unreadable: no plans (KOD2's rules alone);
 - plan: `locality.admission` (pure);
 - apply, only while this replica leads (`kube.leader`, Lease
   `admission.lease_name`): for each admitted job, first its gang record (state
@@ -51,7 +54,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client as k8s
@@ -65,6 +68,7 @@ from extender.admission.podgroups import PodGroupWriter
 from extender.admission.records import RecordWriter
 from extender.admission.resizer import OwnerResizer
 from extender.admission.throttle import Throttle, Throttled
+from extender.admission.worker_plans import WorkerPlanReader
 from extender.cache import ClusterCache
 from kube.autoscaler_status import AutoscalerStatus, GroupSize, parse_autoscaler_status
 from locality.admission.assign import plan
@@ -90,6 +94,7 @@ from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Locality, NodeState, Pod
+from locality.worker_plans import WorkerPlan
 
 log = logging.getLogger("headstart.extender.admitter")
 
@@ -122,6 +127,9 @@ class Inputs:
     status_unread: str | None = None
     """Why CA's status ConfigMap, which exists, gave no node group sizes (None: it did,
     or there is none)."""
+    worker_plans: Mapping[str, WorkerPlan] = field(default_factory=dict)
+    """The overprovisioner's worker plans of the last read, by key (stale ones too: the
+    round reads them at its `now`)."""
 
     def pods_of_job(self, job: JobKey) -> tuple[Pod, ...]:
         """The job's pods as the snapshot saw them (the cache's `pods_of_job`)."""
@@ -191,6 +199,8 @@ class Admitter:
         self.nodepools: tuple[Mapping[str, Any], ...] = ()
         """The NodePools of the last read (empty: none, not served or not read)."""
         self.nodepools_detail = "not read"
+        self._plans = WorkerPlanReader(self._core, config.elastic.worker_plans) \
+            if self._core is not None else None
         self._shapes = catalog_shapes(locality)
         names = [level.name for level in locality.topology_levels]  # widest first
         self._wider = {name: tuple(reversed(names[:index])) for index, name in enumerate(names)}
@@ -217,7 +227,8 @@ class Admitter:
         return Inputs(gated, records, {job: tuple(cache.pods_of_job(job)) for job in jobs},
                       list(cache.nodes.values()), self.autoscaler.groups, self.nodepools,
                       self.autoscaler.detail if self.autoscaler.found
-                      and self.autoscaler.groups is None else None)
+                      and self.autoscaler.groups is None else None,
+                      self._plans.plans if self._plans is not None else {})
 
     def plan(self, inputs: Inputs, now: float
              ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
@@ -235,7 +246,8 @@ class Admitter:
             unknown += (f"cluster-autoscaler's node groups ({inputs.status_unread})",)
         wider = self._wider
         records = list(inputs.records.values())
-        gangs = elastic_gangs(records, pods_of_job, self.locality, self.config.elastic.weight) \
+        gangs = elastic_gangs(records, pods_of_job, self.locality, self.config.elastic.weight,
+                              inputs.worker_plans, now) \
             if self.config.elastic.enabled else {}
         levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL, CLUSTER_LEVEL}
         levels |= {domain.level for domain in gangs}
@@ -285,6 +297,8 @@ class Admitter:
                            for p in last.preemptions],
             "autoscaler_status": self.autoscaler.detail,
             "nodepools": self.nodepools_detail,
+            "worker_plans": self._plans.detail if self._plans is not None else "not read",
+            "worker_plan_problems": list(self._plans.problems) if self._plans else [],
             "unknown_room": list(last.unknown_room),
             "headroom": [{"domain": f"{level}={value}", "node_group": new.group,
                           "nodes": new.count, "source": new.source}
@@ -321,6 +335,7 @@ class Admitter:
                 continue
             idle += 1
             await self.refresh_autoscaler(time.monotonic())
+            await self.refresh_worker_plans(time.monotonic())
             if cache.version == self._seen_version and idle < 10:
                 continue
             idle = 0
@@ -354,6 +369,14 @@ class Admitter:
                     what_counts(p) for p in self.nodepools]:
                 self.nodepools = pools
                 self._seen_version = -1  # what the pools can add changed: plan again now
+
+    async def refresh_worker_plans(self, now: float) -> None:
+        """Read the worker plans when `refresh_seconds` have passed (now:
+        time.monotonic()); a change replans. Every replica reads them, so a new leader's
+        first round and a follower's /explain follow the same plans."""
+        if self._plans is not None and self.config.elastic.enabled and \
+                await self._plans.refresh(now, self.config.elastic.worker_plans):
+            self._seen_version = -1  # the sizes asked changed: plan again now
 
     def _read_nodepools(self) -> tuple[tuple[Mapping[str, Any], ...] | None, str]:
         """(the NodePools, what the read found); None: keep the last ones (a fault)."""

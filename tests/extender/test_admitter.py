@@ -4,6 +4,7 @@ API server's rules for gated pods, Events, and leader election between two repli
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import replace
 
@@ -744,3 +745,66 @@ async def test_a_resize_is_written_to_the_owner_and_a_refused_one_is_said_once(
     assert any(r == "HeadstartResized" and m.startswith("3 -> 1: no placement-group domain")
                for r, m in reasons), reasons
     assert admitter.resized_jobs_total == 1
+
+
+def worker_plans_map(entries):
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "headstart-worker-plans",
+                         "namespace": "headstart-placeholders"},
+            "data": entries}
+
+
+async def test_a_running_elastic_gang_is_scaled_in_to_its_worker_plan(fake_kube, replicas,
+                                                                       caplog):
+    # An elastic Indexed Job of 2 x 4 GPUs (min 1, max 4) runs on a1. The overprovisioner
+    # plans 1 worker for it: the admitter reads the plan, sets the Job to 1, and the
+    # Event and record say why, citing the plan. A forbidden read means no plans.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    owner = fake_kube.create(elastic_job("plan", 2))
+    for index in range(2):
+        pod = elastic_pod("plan", index)
+        pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "4"
+        fake_kube.create(pod)
+    admitter = replicas("solo", leading=True)
+    await settle(admitter, lambda: (gang_of(fake_kube, "plan") or {}).get(
+        "status", {}).get("state") == "Admitted")
+    binder = ApiBinder(fake_kube.api_client())
+    for index in range(2):
+        uid = pod_of(fake_kube, f"plan-{index}")["metadata"]["uid"]
+        assert await binder.bind(BindingArgs(f"plan-{index}", "team", uid, "a1")) == ""
+    await settle(admitter, lambda: gang_of(fake_kube, "plan")["status"]["state"] == "Running")
+    await admitter.refresh_worker_plans(0.0)
+    assert admitter.summary()["worker_plans"] == (
+        "no ConfigMap headstart-placeholders/headstart-worker-plans: no plans (KOD2's rules "
+        "alone)")
+    valid = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 600))
+    fake_kube.create(worker_plans_map({
+        "Job.team.plan": json.dumps({
+            "uid": owner["metadata"]["uid"], "size": 1, "planned": 1,
+            "decided": "2026-01-01T00:00:00Z", "validUntil": valid,
+            "reason": "forecast 12 samples/s"}),
+        "Job.team.broken": "not json"}))
+    await admitter.refresh_worker_plans(1.0)  # within refresh_seconds: not read again
+    assert admitter.summary()["worker_plans"].startswith("no ConfigMap")
+    await admitter.refresh_worker_plans(20.0)
+    summary = admitter.summary()
+    assert summary["worker_plans"] == ("1 plan(s) read from headstart-placeholders/"
+                                       "headstart-worker-plans; 1 value(s) not read")
+    [problem] = summary["worker_plan_problems"]
+    assert problem.startswith("headstart-placeholders/headstart-worker-plans: "
+                              "data.Job.team.broken: not JSON")
+    await settle(admitter, lambda: fake_kube.get("batch/v1", "Job", "plan", "team")[
+        "spec"]["parallelism"] == 1)
+    expected = "scaled in from 2 to 1: its worker plan needs 1 (forecast 12 samples/s)"
+    assert ("HeadstartResized", f"2 -> 1: {expected}") in events_for(fake_kube, "plan")
+    gang = gang_of(fake_kube, "plan")
+    assert (gang["spec"]["size"], gang["status"]["message"]) == (1, expected)
+    await admitter.refresh_worker_plans(40.0)  # read again: the same problem, not said again
+    # Forbidden (the Role not installed): no plans, said once in the log.
+    fake_kube.fail_next("GET", "/configmaps/headstart-worker-plans", 403, count=2)
+    await admitter.refresh_worker_plans(60.0)
+    await admitter.refresh_worker_plans(80.0)
+    assert admitter.summary()["worker_plans"] == (
+        "no plans: headstart-placeholders/headstart-worker-plans unreadable (API status 403)")
+    assert caplog.text.count("worker plans unreadable") == 1
+    assert caplog.text.count("a worker plan is not read") == 1
