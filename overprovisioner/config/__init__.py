@@ -120,6 +120,32 @@ class ForecastConfig:
 
 
 @dataclass(frozen=True)
+class WorkerPlansConfig:
+    """KALE's worker estimator for elastic jobs that name a sample-rate query
+    (`overprovisioner.planner.worker_plan`; docs/predictor.md "A job's worker count")."""
+
+    enabled: bool = True
+    """Plan jobs that ask for it (they also need `forecast.prometheus_url`). Off: no
+    query is run, no plan written, and the extender sizes elastic jobs by KOD2 alone."""
+    quantile: float = 0.9
+    """The forecast quantile of the sample rate a plan keeps up with."""
+    history_s: float = 86400.0
+    """How much of the sample rate's history (from Prometheus, at the tick) the
+    forecaster reads (YAML: `history: 1d`)."""
+    stabilize_rho: float = 1.0
+    """A change of fewer than this many workers is not made."""
+    stabilize_tau_s: float = 600.0
+    """A lower size is taken only after it held this long (YAML: `stabilize_tau: 10m`),
+    so a dip in the rate does not scale a job in and straight out again."""
+    valid_for_s: float = 900.0
+    """How long a written plan steers its job without being renewed (YAML:
+    `valid_for: 15m`): a stopped overprovisioner never keeps steering jobs."""
+    configmap: str = "headstart-worker-plans"
+    """The ConfigMap in `placeholders.namespace` the plans are written to (the
+    extender's `admission.elastic.worker_plans` reads the same one)."""
+
+
+@dataclass(frozen=True)
 class LimitsConfig:
     """What placeholders may cost."""
 
@@ -313,6 +339,8 @@ class OverprovisionerConfig:
     api: ApiConfig = field(default_factory=ApiConfig)
     known_demand: KnownDemandConfig = field(default_factory=KnownDemandConfig)
     """Known-ahead demand sources (docs/known-demand.md)."""
+    worker_plans: WorkerPlansConfig = field(default_factory=WorkerPlansConfig)
+    """Worker plans of elastic jobs (KALE) and their growth as known demand."""
     dry_run: bool = False
     """Forecast-only: compute and expose the plan, never write to the cluster."""
     host: str = "0.0.0.0"

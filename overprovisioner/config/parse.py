@@ -35,6 +35,7 @@ from overprovisioner.config import (
     OverprovisionerConfig,
     PlaceholderConfig,
     Toleration,
+    WorkerPlansConfig,
 )
 from overprovisioner.config.fields import FieldReader
 from overprovisioner.policy_names import parse_headroom
@@ -48,8 +49,8 @@ def parse_config(document: Any, source: str) -> OverprovisionerConfig:
     top = reader.mapping(document, "")
     reader.known(top, "", {
         "catalog", "instance_types", "buckets_file", "tick", "horizon", "forecast", "limits",
-        "placeholders", "leader_election", "api", "known_demand", "dry_run", "host", "port",
-        "headroom",
+        "placeholders", "leader_election", "api", "known_demand", "worker_plans", "dry_run",
+        "host", "port", "headroom",
     })
     defaults = OverprovisionerConfig()
     tick_s = reader.duration(top, "tick", "", defaults.tick_s, positive=True)
@@ -72,6 +73,9 @@ def parse_config(document: Any, source: str) -> OverprovisionerConfig:
         api=_api(reader, reader.mapping(top.get("api", {}), "api")),
         known_demand=_known_demand(
             reader, reader.mapping(top.get("known_demand", {}), "known_demand")
+        ),
+        worker_plans=_worker_plans(
+            reader, reader.mapping(top.get("worker_plans", {}), "worker_plans")
         ),
         dry_run=reader.boolean(top, "dry_run", "", defaults.dry_run),
         host=reader.string(top, "host", "", defaults.host),
@@ -150,6 +154,28 @@ def _forecast(reader: FieldReader, raw: Mapping) -> ForecastConfig:
         fallback_exit_mean_shortfall=leave,
         prometheus_url=prometheus_url,
         backfill_s=reader.duration(raw, "backfill", path, d.backfill_s, positive=True),
+    )
+
+
+def _worker_plans(reader: FieldReader, raw: Mapping) -> WorkerPlansConfig:
+    path = "worker_plans"
+    reader.known(raw, path, {"enabled", "quantile", "history", "stabilize_rho",
+                             "stabilize_tau", "valid_for", "configmap"})
+    d = WorkerPlansConfig()
+    quantile = reader.number(raw, "quantile", path, d.quantile)
+    if not 0.0 < quantile < 1.0:
+        raise reader.fail(f"{path}.quantile", f"must lie strictly between 0 and 1, got {quantile}")
+    rho = reader.number(raw, "stabilize_rho", path, d.stabilize_rho)
+    if rho <= 0:
+        raise reader.fail(f"{path}.stabilize_rho", "must be above 0")
+    return WorkerPlansConfig(
+        enabled=reader.boolean(raw, "enabled", path, d.enabled),
+        quantile=quantile,
+        history_s=reader.duration(raw, "history", path, d.history_s, positive=True),
+        stabilize_rho=rho,
+        stabilize_tau_s=reader.duration(raw, "stabilize_tau", path, d.stabilize_tau_s),
+        valid_for_s=reader.duration(raw, "valid_for", path, d.valid_for_s, positive=True),
+        configmap=reader.string(raw, "configmap", path, d.configmap),
     )
 
 

@@ -9,7 +9,11 @@ Decides how the recorder's known demand meets the forecaster (the rule is
   demand, so the plan's delta is the unannounced forecast's rise plus the known demand;
 - the known demand due within the horizon is a per-bucket number of nodes the plan adds
   in every mode (`known_nodes`); known pods are not bound, so they sit in the ungrouped
-  bucket, as pending pods do.
+  bucket, as pending pods do;
+- the planned growth of elastic jobs (KALE's worker plans, `worker_plan.growth`) is
+  known demand in the job's own placement group (its new workers join the domain it
+  runs in): embedded per group (`growth_nodes`) and added to the known nodes
+  (`with_growth`).
 
 Must not: read the clock, log, or call the API.
 """
@@ -21,8 +25,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from bucketing.catalog import InstanceType
+from bucketing.embed import embed
 from overprovisioner.planner.forecasting import BucketForecast
-from predictor.history.series import split_column
+from overprovisioner.planner.worker_plan import Growth
+from predictor.history.series import bucket_vectors, split_column
 from predictor.live.known_recording import KnownState
 
 Bucket = tuple[str, str]
@@ -80,3 +87,29 @@ def known_source_nodes(state: KnownState | None) -> dict[tuple[str, str, str], f
                 bucket, group = split_column(column)
                 nodes[(bucket, group or "", source)] = float(value)
     return nodes
+
+
+def growth_nodes(growths: Sequence[Growth], bucket_types: Sequence[InstanceType]
+                 ) -> dict[Bucket, float]:
+    """Per (bucket, placement group), the nodes elastic jobs' planned growth needs: each
+    group's new workers embedded together (a worker that fits no bucket adds nothing)."""
+    out: dict[Bucket, float] = {}
+    vectors = bucket_vectors(bucket_types)
+    for group in sorted({g.group for g in growths}):
+        chosen = [g for g in growths if g.group == group]
+        pods = np.repeat(np.stack([g.request.as_vector() for g in chosen]),
+                         [g.pods for g in chosen], axis=0)
+        counts = embed(pods, vectors).counts
+        for instance_type, count in zip(bucket_types, counts, strict=True):
+            if count > 0:
+                out[(instance_type.name, group)] = float(count)
+    return out
+
+
+def with_growth(known: Mapping[Bucket, float], growth: Mapping[Bucket, float]
+                ) -> dict[Bucket, float]:
+    """Known nodes plus the planned growth's, bucket by bucket."""
+    total = dict(known)
+    for bucket, nodes in growth.items():
+        total[bucket] = total.get(bucket, 0.0) + nodes
+    return total

@@ -13,8 +13,10 @@ Decides:
   least as many distinct worker counts as it has thetas (4, resp. 3): fewer cannot tell
   the terms apart (all samples at one w fit any split of the time between them), and
   the error says how many more sizes to observe;
-- the size: the least w in [minimum, maximum] with f(w) > rate; when even the maximum
-  falls short, the maximum, marked `short` (the job cannot keep up at any size it allows);
+- the size: the least w in [minimum, maximum] with f(w) > rate; when no size keeps up,
+  the least w of the highest f within the bounds, marked `short` (the job cannot keep up
+  at any size it allows, and past its peak more workers only slow it: the synchronous
+  model's theta3*w term);
 - the plan over a forecast horizon: that size per forecast step, stabilized with
   `predictor.models.stabilize` (rho in workers, tau in steps), so a blip in the rate does
   not scale the job out and back in.
@@ -112,7 +114,8 @@ def fit(mode: str, workers: Sequence[float], rates: Sequence[float],
 
 @dataclass(frozen=True)
 class Size:
-    """The workers a rate needs: `short` when even `workers` (the maximum) falls short."""
+    """The workers a rate needs: `short` when no allowed size keeps up (`workers` is then
+    the fastest size)."""
 
     workers: int
     short: bool
@@ -128,7 +131,7 @@ def least_sufficient(model: ThroughputModel, rate: float, minimum: int, maximum:
     enough = np.flatnonzero(model.rate(sizes) > rate)
     if enough.size:
         return Size(int(sizes[enough[0]]), False)
-    return Size(maximum, True)
+    return Size(int(sizes[int(np.argmax(model.rate(sizes)))]), True)
 
 
 def planned_workers(model: ThroughputModel, forecast: Sequence[float], minimum: int,

@@ -9,6 +9,7 @@ from common.errors import InputError
 from predictor.models.throughput import (
     ASYNCHRONOUS,
     SYNCHRONOUS,
+    Size,
     ThroughputModel,
     fit,
     least_sufficient,
@@ -26,11 +27,14 @@ def test_the_papers_worked_example_needs_10_workers_and_9_fall_short():
     assert (size.workers, size.short) == (10, False)
 
 
-def test_a_rate_no_allowed_size_reaches_is_the_maximum_marked_short():
-    # f peaks where theta3 * w stops paying for itself; 60,000 samples/s is beyond it.
+def test_a_rate_no_allowed_size_reaches_is_the_fastest_size_marked_short():
+    # f peaks at 10 workers (30,005 samples/s), where theta3 * w stops paying for itself;
+    # 60,000 samples/s is beyond it, and 16 workers would be slower (28,935 at 13).
     assert PAPER.rate(np.arange(1, 200)).max() < 60_000
     assert least_sufficient(PAPER, 60_000, 1, 16) == least_sufficient(PAPER, 1e9, 1, 16)
-    assert least_sufficient(PAPER, 60_000, 1, 16).short
+    assert least_sufficient(PAPER, 60_000, 1, 16) == Size(10, True)
+    # with the peak above the bounds, the maximum is the fastest
+    assert least_sufficient(PAPER, 60_000, 1, 6) == Size(6, True)
     # The minimum holds even when fewer workers would do.
     assert least_sufficient(PAPER, 10.0, 4, 16).workers == 4
 
