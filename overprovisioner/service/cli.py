@@ -327,11 +327,20 @@ def build_app(config: Any, api_client: Any, clock: Any = time.time, sleep: Any =
                                 config.leader_election,
                                 on_change=lambda leading: leading and loop.wake("leader"))
     load_model, save_model = model_files(int(config.tick_s))
+    worker_planner = None
+    if config.worker_plans.enabled:
+        from overprovisioner.service.worker_planner import PrometheusReader, WorkerPlanner
+
+        prometheus = (PrometheusReader(config.forecast.prometheus_url)
+                      if config.forecast.prometheus_url else None)
+        worker_planner = WorkerPlanner(config, api, recorder.store, prometheus, rng,
+                                       time.sleep, catalog.gpu_resource, count_error)
     loop = OverprovisionerLoop(
         config, catalog, demand, metrics, reader, applier,
         is_leader=elector.is_leader if elector is not None else (lambda: True),
         load_model=load_model, save_model=save_model,
         lease_vacant=elector.lease_vacant if elector is not None else (lambda: False),
+        worker_planner=worker_planner,
     )
     watches: tuple[Any, ...] = (pod_informer,)
     if config.placeholders.wake_debounce_s > 0:

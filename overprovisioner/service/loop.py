@@ -13,6 +13,10 @@ Decides: the order of a tick and what a failure of each step does:
   placeholders from the cluster view, and the known-ahead demand due within the horizon
   when the demand source records it (then the model forecasts only the unannounced
   demand: overprovisioner.planner.known_plan);
+- worker plans (when a `WorkerPlanner` is given): KALE's plans for the elastic jobs
+  that ask (overprovisioner.service.worker_planner; written by the leader), their
+  planned growth added to the known nodes in each job's placement group
+  (known_plan.growth_nodes); a failure plans without them;
 - pin: the plan's placeholders of each (type, group) split over the zones and capacity
   types pods were pinned to within `placeholders.pin_window` (pinned_plan, when the
   demand source records pinned demand): a refinement of the plan, whose arithmetic
@@ -60,7 +64,12 @@ from overprovisioner.planner.forecasting import (
     first_tick,
 )
 from overprovisioner.planner.headroom import headroom_plan
-from overprovisioner.planner.known_plan import known_nodes, known_source_nodes
+from overprovisioner.planner.known_plan import (
+    growth_nodes,
+    known_nodes,
+    known_source_nodes,
+    with_growth,
+)
 from overprovisioner.planner.pinned_plan import PlacedColumn, place_columns, split_from_history
 from overprovisioner.planner.plan import BucketObservation, Mode, Plan
 from overprovisioner.planner.sizing import size_placeholders
@@ -76,6 +85,7 @@ from overprovisioner.service.objects import desired_objects, placeholder_name, p
 from overprovisioner.service.observe import ClusterReader, ClusterView
 from overprovisioner.service.observed import Observed
 from overprovisioner.service.ports import Bucket, DemandSource, TickReport
+from overprovisioner.service.worker_planner import WorkerPlanner
 from predictor.live.known_recording import KnownState
 from predictor.models.forecast import NotEnoughHistory
 
@@ -96,8 +106,10 @@ class OverprovisionerLoop:
         load_model: ModelLoader | None = None,
         save_model: ModelSaver | None = None,
         lease_vacant: Callable[[], bool] = lambda: False,
+        worker_planner: WorkerPlanner | None = None,
     ) -> None:
         self.config = config
+        self.worker_planner = worker_planner
         self.catalog = catalog
         self.demand = demand
         self.metrics = metrics
@@ -172,6 +184,7 @@ class OverprovisionerLoop:
                 observed.applied_requests(self.catalog.gpu_resource) if observed else {},
             )
             existing = observed.replicas() if observed else {}
+            growth = self._worker_step(now_s, view, leader, errors)
             if self.headroom is not None:
                 plan = headroom_plan(
                     self.headroom, self.config.instance_types, self.plan_config,
@@ -180,7 +193,8 @@ class OverprovisionerLoop:
             else:
                 plan = plan_tick(
                     self.config, self.plan_config, self.catalog, mode, forecasts,
-                    self.observations(forecasts, view, existing, known_nodes(known)))
+                    self.observations(forecasts, view, existing,
+                                      with_growth(known_nodes(known), growth)))
         except HeadstartError as error:
             self._tick_errors.append(error)
             return self._failed(now_s, leader, model_name, mode, forecasts,
@@ -235,6 +249,24 @@ class OverprovisionerLoop:
             errors.append(f"known demand: {type(error).__name__}: {error}")
             log.exception("reading the known demand failed: planning without it")
             return None
+
+    def _worker_step(self, now_s: float, view: ClusterView | None, leader: bool,
+                     errors: list[str]) -> dict[Bucket, float]:
+        """Nodes of the elastic jobs' planned growth per (bucket, group); {} without a
+        worker planner or when it fails (the placeholders are planned without it)."""
+        if self.worker_planner is None:
+            return {}
+        try:
+            result = self.worker_planner.step(now_s, view.rooms if view is not None else (),
+                                              write=leader and not self.config.dry_run)
+        except Exception as error:  # a broken planner must not stop the placeholders
+            errors.append(f"worker plans: {type(error).__name__}: {error}")
+            log.exception("worker plans failed: planning placeholders without them")
+            return {}
+        self.metrics.set_worker_plans(len(result.plans), len(result.problems))
+        types = [self.catalog.get(name) for name in self.config.instance_types
+                 if name in self.catalog.names]
+        return growth_nodes(result.growths, types)
 
     def _forecast_step(
         self, now_s: float, errors: list[str], known: KnownState | None = None

@@ -30,6 +30,11 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        self.worker_plans = Gauge(
+            PREFIX + "worker_plans",
+            "Elastic jobs with a worker plan (KALE) this tick, and jobs that asked for one "
+            "but got none (result: planned | problem; the log says why).",
+            ("result",), registry=r)
         self.forecast = Gauge(
             PREFIX + "forecast_nodes",
             "Point forecast of nodes real demand occupies at the horizon, per bucket.",
@@ -166,3 +171,7 @@ class Metrics:
     def set_model(self, model: str, mode: str) -> None:
         self.model.clear()
         self.model.labels(model, mode).set(1)
+
+    def set_worker_plans(self, planned: int, problems: int) -> None:
+        self.worker_plans.labels("planned").set(planned)
+        self.worker_plans.labels("problem").set(problems)
