@@ -137,6 +137,29 @@ def bound_rules(rendered: Rendered, account: str) -> list[dict[str, Any]]:
     return rules
 
 
+def granted_by_name(rendered: Rendered, account: str
+                    ) -> set[tuple[str, str, str, str, str]]:
+    """Every (namespace, group, resource, verb, name) the Roles bound to ServiceAccount
+    `account` allow by `resourceNames`, in the namespace of the Role's binding."""
+    roles = {(o["metadata"].get("namespace"), o["metadata"]["name"]): o
+             for o in rendered.of_kind("Role")}
+    out = set()
+    for binding in rendered.of_kind("RoleBinding"):
+        ref = binding["roleRef"]
+        if ref["kind"] != "Role" or not any(
+                s.get("kind") == "ServiceAccount" and s["name"] == account
+                for s in binding.get("subjects", [])):
+            continue
+        namespace = binding["metadata"].get("namespace")
+        for rule in (roles.get((namespace, ref["name"])) or {}).get("rules", []):
+            out |= {(namespace, group, resource, verb, name)
+                    for group in rule.get("apiGroups", [])
+                    for resource in rule.get("resources", [])
+                    for verb in rule.get("verbs", [])
+                    for name in rule.get("resourceNames", [])}
+    return out
+
+
 def granted(rendered: Rendered, account: str) -> set[tuple[str, str, str]]:
     """Every (group, resource, verb) the rules bound to ServiceAccount `account` allow
     (wildcards unused; resourceNames ignored: they narrow a rule, never widen it)."""

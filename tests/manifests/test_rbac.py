@@ -297,6 +297,25 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     rules = granted(rendered, "headstart-extender")
     assert calls - rules == set(), f"calls without an RBAC rule (403 in a cluster): {calls - rules}"
     assert rules - calls == set(), f"RBAC rules the extender never uses: {rules - calls}"
+    # ConfigMaps are read by name in other namespaces (CA's status in kube-system, the
+    # worker plans in headstart-placeholders): each read has its named Role there.
+    reads = named_gets(fake_kube, "configmaps")
+    assert ("headstart-placeholders", "headstart-worker-plans") in reads
+    named = {(namespace, name) for namespace, group, resource, verb, name
+             in checks.granted_by_name(rendered, "headstart-extender")
+             if (group, resource, verb) == ("", "configmaps", "get")}
+    assert reads == named, f"reads {reads} but Roles name {named}"
+
+
+def named_gets(fake_kube, resource: str) -> set[tuple[str, str]]:
+    """(namespace, name) of every core-group GET of one object of `resource`."""
+    out = set()
+    for method, path, _ in fake_kube.requests:
+        parts = [p for p in path.split("/") if p]
+        if method == "GET" and parts[:3] == ["api", "v1", "namespaces"] and \
+                len(parts) == 6 and parts[4] == resource:
+            out.add((parts[3], parts[5]))
+    return out
 
 
 def overprovisioner_config(path: Path, instance_types: list[str], backend: str,
@@ -374,9 +393,50 @@ def test_overprovisioner_rbac_matches_its_api_calls(rendered, tmp_path):
     rules = granted(rendered, "headstart-overprovisioner")
     assert calls - rules == set(), f"calls without an RBAC rule (403 in a cluster): {calls - rules}"
     # Its dead-man's switch scales an expired Deployment through the scale subresource,
-    # the call the expiry job's test below makes (Applier.scale): not reached here.
-    unused = rules - calls - {("apps", "deployments/scale", "patch")}
+    # the call the expiry job's test below makes (Applier.scale): not reached here; nor
+    # the worker plans' ConfigMap, written only when an elastic job asks for a plan
+    # (test_worker_planner_rbac_matches_its_api_calls).
+    unused = rules - calls - {("apps", "deployments/scale", "patch"),
+                              ("", "configmaps", "create"), ("", "configmaps", "patch")}
     assert unused == set(), f"RBAC rules the overprovisioner never uses: {unused}"
+
+
+def test_worker_planner_rbac_matches_its_api_calls(rendered, fake_kube, tmp_path):
+    """The worker planner's calls (owners listed, a job's pods, the plans' ConfigMap
+    applied, created the first time) are all granted to the overprovisioner."""
+    import numpy as np
+
+    from overprovisioner.config.parse import parse_config
+    from overprovisioner.service.apply import KubeApi
+    from overprovisioner.service.worker_planner import PrometheusReader, WorkerPlanner
+    from tests.fakeprometheus import FakePrometheus
+
+    query = "sum(rate(samples_in[5m]))"
+    prometheus = FakePrometheus({query: 30_000.0})
+    fake_kube.serve("kubeflow.org/v1")
+    fake_kube.create({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "stream", "namespace": "ml", "annotations": {
+            "headstart.io/min-size": "1", "headstart.io/max-size": "16",
+            "headstart.io/sample-rate-query": query,
+            "headstart.io/throughput-model": "synchronous",
+            "headstart.io/global-batch": "16384",
+            "headstart.io/throughput-thetas": "0.00035,2.5726,0.9824,0.02786"}},
+        "spec": {"parallelism": 4, "completions": 4, "completionMode": "Indexed",
+                 "template": {"spec": {"containers": [{"name": "w", "image": "x"}]}}}})
+    config = parse_config({"instance_types": ["p4d.24xlarge"], "placeholders": {
+        "namespace": "headstart-placeholders"}}, "test.yaml")
+    try:
+        planner = WorkerPlanner(config, KubeApi(fake_kube.api_client(), 5.0), None,
+                                PrometheusReader(prometheus.url), np.random.default_rng(0),
+                                lambda s: None)
+        assert planner.step(1_800_000_000.0, (), write=True).written
+    finally:
+        prometheus.stop()
+    calls = rbac_calls(fake_kube)
+    assert ("", "configmaps", "create") in calls and ("", "configmaps", "patch") in calls
+    rules = granted(rendered, "headstart-overprovisioner")
+    assert calls - rules == set(), f"calls without an RBAC rule (403 in a cluster): {calls - rules}"
 
 
 def exercise_expiry(tmp_path: Path, backend: str, api_version: str, kind: str
