@@ -437,6 +437,14 @@ def test_worker_planner_rbac_matches_its_api_calls(rendered, fake_kube, tmp_path
     assert ("", "configmaps", "create") in calls and ("", "configmaps", "patch") in calls
     rules = granted(rendered, "headstart-overprovisioner")
     assert calls - rules == set(), f"calls without an RBAC rule (403 in a cluster): {calls - rules}"
+    # the patch is narrowed to the one ConfigMap, in the namespace it writes
+    patched = {tuple(path.split("/")[4:7:2]) for method, path, _ in fake_kube.requests
+               if method == "PATCH" and "/configmaps/" in path}
+    assert patched == {("headstart-placeholders", "headstart-worker-plans")}
+    named = {(namespace, name) for namespace, group, resource, verb, name
+             in checks.granted_by_name(rendered, "headstart-overprovisioner")
+             if (group, resource, verb) == ("", "configmaps", "patch")}
+    assert patched <= named, f"patches {patched} but Roles name {named}"
 
 
 def exercise_expiry(tmp_path: Path, backend: str, api_version: str, kind: str
