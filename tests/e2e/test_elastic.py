@@ -15,6 +15,14 @@ An elastic Indexed Job of 6 pods (minimum 2) submitted to the 4 free nodes is re
 to 4 before admission (the Job controller removes the gated indices 4 and 5) and then
 admitted whole and bound at 4.
 
+A worker plan (KALE) steers a running elastic job: the overprovisioner's worker planner,
+run with its own ServiceAccount's token against the real API server and a stand-in
+Prometheus (no Prometheus runs here), lists the Jobs, plans "stream" (the paper's
+model, M = 16,384) at 3 workers for 15,000 samples/s (f(3) = 15,595) and writes the
+ConfigMap; the extender's admitter reads it with its own token (the shipped Role in
+headstart-placeholders) and scales the Job in from 4 to 3; at 19,000 samples/s the plan
+says 4 (f(3) falls short, f(4) = 20,070) and the Job grows back.
+
 And the bound on the extender's new right (`patch` on Jobs): with its token, the
 shipped ValidatingAdmissionPolicy `headstart-extender-job-resize` refuses a change of
 "grow"'s suspension or pod template and any resize of a Job that did not opt in, and
@@ -47,7 +55,8 @@ BOUNDS = {"headstart.io/min-size": "1", "headstart.io/max-size": "4"}
 @pytest.fixture(scope="module")
 def elastic_cluster(e2e_clusters):
     admission = dict(installed.shipped_config("extender")["admission"])
-    admission["elastic"] = {"scale_out_after_seconds": 5}
+    admission["elastic"] = {"scale_out_after_seconds": 5,
+                            "worker_plans": {"refresh_seconds": 2}}
     cluster, extender, _ = extender_on(e2e_clusters, "elastic", [
         kwok_node(name, memory="768Gi", group=group) for name, group in NODES.items()],
         LOGS, settings={"admission": admission})
@@ -156,6 +165,73 @@ def test_a_job_no_domain_holds_whole_is_admitted_at_the_size_one_holds(elastic_c
     e2e_timings.record("elastic: admitted at the size a domain holds", bound_since_created=bound_s)
     kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/wide?propagationPolicy=Background")
     cluster.wait("wide's pods gone", lambda: not live(cluster, namespace, "wide") or NotYet(
+        "pods left"), 60, LOGS)
+
+
+def test_a_worker_plan_written_by_the_overprovisioner_resizes_the_job(elastic_cluster,
+                                                                      namespace, e2e_timings):
+    import numpy as np
+
+    from overprovisioner.config.parse import parse_config
+    from overprovisioner.service.apply import KubeApi
+    from overprovisioner.service.worker_planner import PrometheusReader, WorkerPlanner
+    from tests.fakeprometheus import FakePrometheus
+
+    cluster, _ = elastic_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    query = f'sum(rate(samples_in{{namespace="{namespace}"}}[5m]))'
+    job = elastic_job("stream", 4)
+    job["metadata"]["annotations"].update({
+        "headstart.io/sample-rate-query": query,
+        "headstart.io/throughput-model": "synchronous", "headstart.io/global-batch": "16384",
+        "headstart.io/throughput-thetas": "0.00035,2.5726,0.9824,0.02786"})
+    run_job(cluster, namespace, job)
+    before = cluster.wait("stream bound whole", lambda: bound_pods(
+        cluster, namespace, "stream", 4), 90, LOGS)
+    cluster.wait("stream's Gang Running", lambda: gang_state(
+        cluster, namespace, "stream", "Running"), 30, LOGS)
+
+    prometheus = FakePrometheus({query: 15_000.0})
+    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-overprovisioner",
+                                          "worker-planner")
+    config = parse_config(installed.shipped_config("overprovisioner"), "shipped")
+    planner = WorkerPlanner(config, KubeApi(k8s_config.new_client_from_config(
+        config_file=str(kubeconfig)), 10.0), None, PrometheusReader(prometheus.url),
+        np.random.default_rng(0), time.sleep)
+    try:
+        result = planner.step(time.time(), (), write=True)
+        written = time.monotonic()
+        assert result.written and result.problems == {}, result
+        assert [(p.name, p.size) for p in result.plans if p.namespace == namespace] == [
+            ("stream", 3)]
+        kept = cluster.wait("stream scaled in to 3 by its plan", lambda: bound_pods(
+            cluster, namespace, "stream", 3), 90, LOGS)
+        shrunk_s = time.monotonic() - written
+        assert job_size(cluster, namespace, "stream") == (3, 3)
+        assert kept == {i: before[i] for i in ("0", "1", "2")}
+        events = [e for e in kube.list(f"/api/v1/namespaces/{namespace}/events")
+                  if e["reason"] == "HeadstartResized"]
+        assert any(e["involvedObject"]["name"] == "stream" and "worker plan" in e["message"]
+                   for e in events), events
+
+        prometheus.rates[query] = 19_000.0
+        cluster.wait("stream's Gang Running at 3", lambda: gang_state(
+            cluster, namespace, "stream", "Running"), 60, LOGS)
+        result = planner.step(time.time(), (), write=True)
+        rewritten = time.monotonic()
+        assert [(p.name, p.size) for p in result.plans if p.namespace == namespace] == [
+            ("stream", 4)]
+        cluster.wait("stream grown to 4 by its plan", lambda: bound_pods(
+            cluster, namespace, "stream", 4), 120, LOGS)
+        grown_s = time.monotonic() - rewritten
+        assert job_size(cluster, namespace, "stream") == (4, 4)
+    finally:
+        prometheus.stop()
+    e2e_timings.record("elastic: a worker plan resizes the job",
+                       shrunk_bound_since_written=shrunk_s, grown_bound_since_written=grown_s)
+    kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/stream?propagationPolicy=Background")
+    cluster.wait("stream's pods gone", lambda: not live(cluster, namespace, "stream") or NotYet(
         "pods left"), 60, LOGS)
 
 
