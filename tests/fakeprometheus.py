@@ -1,5 +1,6 @@
-"""A stand-in Prometheus over real HTTP: `/api/v1/query_range` answers a constant per
-query (one series), and no series for any other query. For tests of code that reads
+"""A stand-in Prometheus over real HTTP: `/api/v1/query_range` answers one series per
+query it knows (`rates[query]`: a constant, or a function of the step times giving the
+values), and no series for any other query. For tests of code that reads
 Prometheus; it does not evaluate PromQL."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs
 
 import numpy as np
@@ -16,7 +18,7 @@ class FakePrometheus:
     """query_range answers: `rates[query]` at every step (one series); no series for
     any other query."""
 
-    def __init__(self, rates: dict[str, float]) -> None:
+    def __init__(self, rates: dict[str, Any]) -> None:
         self.rates = rates
         self.queries: list[str] = []
         owner = self
@@ -30,8 +32,11 @@ class FakePrometheus:
                 start, end = float(form["start"][0]), float(form["end"][0])
                 step = float(form["step"][0].rstrip("s"))
                 times = np.arange(start, end + step / 2, step)
-                result = [] if query not in owner.rates else [{
-                    "metric": {}, "values": [[t, str(owner.rates[query])] for t in times]}]
+                rate = owner.rates.get(query)
+                values = (rate(times) if callable(rate) else np.full(len(times), rate)
+                          if rate is not None else None)
+                result = [] if values is None else [{"metric": {}, "values": [
+                    [t, str(v)] for t, v in zip(times, values, strict=True)]}]
                 body = json.dumps({"status": "success",
                                    "data": {"resultType": "matrix", "result": result}}).encode()
                 self.send_response(200)

@@ -185,6 +185,12 @@ class OverprovisionerLoop:
             )
             existing = observed.replicas() if observed else {}
             growth = self._worker_step(now_s, view, leader, errors)
+            if growth:  # the known gauges with the planned growth, a source of its own
+                self.metrics.set_known(
+                    with_growth(known_nodes(known), growth),
+                    {**known_source_nodes(known),
+                     **{(b, g, "worker_plans"): v for (b, g), v in growth.items()}},
+                    known.values.pods if known else {})
             if self.headroom is not None:
                 plan = headroom_plan(
                     self.headroom, self.config.instance_types, self.plan_config,

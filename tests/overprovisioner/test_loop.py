@@ -661,3 +661,55 @@ def test_an_unreadable_autoscaler_status_is_a_fault(fake_kube) -> None:
     report = loop.tick(at_tick(29))
     assert "403" in report.faults["autoscaler_status_unreadable"]
     assert fault(loop, "autoscaler_status_unreadable") == 1
+
+
+class FixedWorkerPlanner:
+    """A worker planner whose step returns fixed growth (or raises)."""
+
+    def __init__(self, growths=(), fail=False):
+        self.growths = list(growths)
+        self.fail = fail
+        self.writes: list[bool] = []
+
+    def step(self, now_s, rooms, write):
+        from overprovisioner.service.worker_planner import StepResult
+
+        self.writes.append(write)
+        if self.fail:
+            raise RuntimeError("planner broke")
+        return StepResult(plans=[], growths=list(self.growths))
+
+
+def test_a_planned_growth_is_placeholders_in_the_jobs_group(fake_kube) -> None:
+    from bucketing.resources import Resources
+    from overprovisioner.planner.worker_plan import Growth
+
+    # flat zero demand: the forecast asks for nothing; 8 one-GPU workers of growth in
+    # pg-a need one p4d.24xlarge there (8 GPUs), which the plan keeps as a placeholder
+    worker = Resources.of(1, 4, 16)
+    planner = FixedWorkerPlanner([Growth("Job.ml.stream", 8, worker, "pg-a", False)])
+    config = make_config(forecast={"model": "last"},
+                         limits={"placement_groups": {"p4d.24xlarge": ["pg-a"]},
+                                 "cost_cap_per_hour": None})
+    loop = make_loop(fake_kube, config, MemoryDemand(["g5.xlarge", "p4d.24xlarge"], FLAT))
+    loop.worker_planner = planner
+    report = loop.tick(at_tick(29))
+    assert report.ok, report.errors
+    assert report.plan.wanted("p4d.24xlarge", "pg-a") == 1
+    assert report.plan.wanted("g5.xlarge") == 0
+    assert planner.writes == [True]
+    registry = loop.metrics.registry
+    labels = {"instance_type": "p4d.24xlarge", "placement_group": "pg-a"}
+    assert registry.get_sample_value("headstart_overprovisioner_known_nodes", labels) == 1
+    assert registry.get_sample_value("headstart_overprovisioner_known_source_nodes",
+                                     {**labels, "source": "worker_plans"}) == 1
+
+
+def test_a_failing_worker_planner_does_not_stop_the_tick(fake_kube) -> None:
+    loop = make_loop(fake_kube, make_config(forecast={"model": "last"}, dry_run=True),
+                     MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING))
+    loop.worker_planner = FixedWorkerPlanner(fail=True)
+    report = loop.tick(at_tick(29))
+    assert report.plan.wanted("g5.xlarge") == 2  # planned as without it
+    assert any("worker plans: RuntimeError: planner broke" in e for e in report.errors)
+    assert loop.worker_planner.writes == [False]  # dry-run never writes
