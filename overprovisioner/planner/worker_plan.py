@@ -9,13 +9,17 @@ Decides:
   `headstart.io/global-batch` (M, required when synchronous), and either
   `headstart.io/throughput-thetas` (the model measured offline, comma-separated) or
   `headstart.io/throughput-query` (PromQL: the samples per second the job processes,
-  from which the model is fitted at the sizes the job has run at). Anything missing or
-  malformed is a `problem` naming the annotation, and no plan;
+  from which the model is fitted at the sizes the job has run at); optionally KALE's
+  fallback: `headstart.io/lag-query` (PromQL: how far behind the stream the job is, in
+  seconds) with `headstart.io/max-lag-seconds`. Anything missing or malformed is a
+  `problem` naming the annotation, and no plan;
 - the plan (`decide`): the thetas given, else fitted from the recorded (workers,
   samples/s) pairs (`predictor.models.throughput.fit`: as many distinct sizes as the
   model has thetas); the least sufficient size for the rate observed last and for each
   forecast step, stabilized (rho, tau); `size` is the stabilized size now, `planned` the
-  most over the horizon (never below `size`), valid for `valid_for_s`;
+  most over the horizon (never below `size`), valid for `valid_for_s`; KALE's
+  fallback: while the job's lag is above its bound, the model under-sizes it whatever it
+  says, so `size` is at least one worker more than it runs now (within its maximum);
 - the growth to announce (`growth`): `planned - current` workers of the job's worker
   shape, in the placement group the job's workers run in.
 
@@ -43,6 +47,8 @@ THROUGHPUT_QUERY = "headstart.io/throughput-query"
 THROUGHPUT_MODEL = "headstart.io/throughput-model"
 GLOBAL_BATCH = "headstart.io/global-batch"
 THROUGHPUT_THETAS = "headstart.io/throughput-thetas"
+LAG_QUERY = "headstart.io/lag-query"
+MAX_LAG = "headstart.io/max-lag-seconds"
 MAX_QUERY_CHARS = 2_000
 
 
@@ -60,6 +66,8 @@ class KaleJob:
     ready_workers: int = 0
     """Workers ready now (the owner's status): a throughput sample counts only when all
     `owner.size` are."""
+    lag_query: str = ""
+    max_lag_s: float | None = None
     problem: str | None = None
 
     @property
@@ -118,8 +126,14 @@ def _parse(obj: Mapping[str, Any], kind: str, owner: ElasticOwner,
         request = pod_effective_request({"spec": template.get("spec")}, gpu_resource)
     except InputError as error:
         raise InputError(f"{where}: worker template: {error}") from None
+    lag_query, max_lag = "", None
+    if LAG_QUERY in annotations or MAX_LAG in annotations:
+        if LAG_QUERY not in annotations or MAX_LAG not in annotations:
+            raise InputError(f"{where}: KALE's fallback needs both {LAG_QUERY} and {MAX_LAG}")
+        lag_query = _query(annotations, LAG_QUERY, where)
+        max_lag = _positive(annotations.get(MAX_LAG), MAX_LAG, where)
     return KaleJob(owner, rate_query, throughput_query, mode, global_batch, thetas, request,
-                   _ready(obj.get("status"), kind))
+                   _ready(obj.get("status"), kind), lag_query, max_lag)
 
 
 def _query(annotations: Mapping[str, Any], key: str, where: str) -> str:
@@ -195,9 +209,10 @@ def model_of(job: KaleJob, samples: Sequence[tuple[int, float]]) -> ThroughputMo
 
 
 def decide(job: KaleJob, samples: Sequence[tuple[int, float]], rate_now: float,
-           rate_forecast: Sequence[float], now_s: float, settings: PlanSettings
-           ) -> WorkerPlan:
-    """The job's plan (module docstring). Raises InputError when none can be made."""
+           rate_forecast: Sequence[float], now_s: float, settings: PlanSettings,
+           lag_s: float | None = None) -> WorkerPlan:
+    """The job's plan (module docstring); `lag_s` the job's lag now when it set a lag
+    query. Raises InputError when none can be made."""
     owner = job.owner
     assert owner.bounds is not None and job.problem is None
     model = model_of(job, samples)
@@ -213,6 +228,12 @@ def decide(job: KaleJob, samples: Sequence[tuple[int, float]], rate_now: float,
     reason = (f"KALE: {rate_now:,.0f} samples/s now needs {size} workers, the forecast "
               f"peak {max(rates):,.0f} needs {planned}{short}; f({size}) = "
               f"{float(model.rate(np.array([size]))[0]):,.0f} samples/s")
+    if job.max_lag_s is not None and lag_s is not None and lag_s > job.max_lag_s:
+        floor = min(owner.bounds.maximum, owner.size + 1)
+        if floor > size:
+            size, planned = floor, max(planned, floor)
+            reason = (f"KALE fallback: lag {lag_s:,.0f} s is above {job.max_lag_s:,.0f} s, "
+                      f"one worker more than its {owner.size}; {reason}")
     return WorkerPlan(owner.kind, owner.namespace, owner.name, owner.uid, size, planned,
                       now_s, now_s + settings.valid_for_s, reason)
 

@@ -7,6 +7,7 @@ Per tick (`WorkerPlanner.step`):
    `overprovisioner.planner.worker_plan.kale_job`;
 2. per job, from Prometheus (`forecast.prometheus_url`): its throughput at this tick,
    recorded in the history store as (size, samples/s) while all its workers are ready;
+   its lag now, when it names a lag query (KALE's fallback);
    its sample rate over `worker_plans.history` at the tick, forecast to the horizon
    with the configured forecaster at `worker_plans.quantile` (too short a history:
    the rate now alone); then `worker_plan.decide`;
@@ -215,8 +216,13 @@ class WorkerPlanner:
                              "the history window")
         history = forward_fill(history[:, None])
         history = history[~np.isnan(history[:, 0])]
+        lag = None
+        if job.lag_query:
+            lag = float(self.prometheus.series(job.lag_query, now_s, now_s, tick)[-1])
+            if not math.isfinite(lag):
+                raise InputError(f"{owner.where}: {job.lag_query}: no lag value now")
         return decide(job, samples_seen, float(history[-1, 0]), self._forecast(history),
-                      now_s, self.settings)
+                      now_s, self.settings, lag)
 
     def _forecast(self, history: np.ndarray) -> list[float]:
         """The rate's forecast at the quantile for each step to the horizon; [] when the

@@ -11,6 +11,8 @@ from common.errors import InputError
 from overprovisioner.planner.known_plan import growth_nodes, with_growth
 from overprovisioner.planner.worker_plan import (
     GLOBAL_BATCH,
+    LAG_QUERY,
+    MAX_LAG,
     SAMPLE_RATE_QUERY,
     THROUGHPUT_MODEL,
     THROUGHPUT_QUERY,
@@ -131,3 +133,36 @@ def test_growth_becomes_known_nodes_in_its_group():
     assert nodes == {("p4d.24xlarge", "pg-a"): 1.0}  # 8 x (1 GPU, 4 cores, 16 GiB): one node
     total = with_growth({("p4d.24xlarge", ""): 2.0, ("p4d.24xlarge", "pg-a"): 1.0}, nodes)
     assert total == {("p4d.24xlarge", ""): 2.0, ("p4d.24xlarge", "pg-a"): 2.0}
+
+
+@pytest.mark.parametrize("lag, size, planned, fallback", [
+    (None, 4, 4, False),   # no lag read: the model alone (f(4) = 20,070 > 20,000)
+    (30.0, 4, 4, False),   # under the 60 s bound
+    (90.0, 9, 9, True),    # above it: one more than the 8 it runs, whatever the model says
+], ids=["no-lag", "under-bound", "above-bound"])
+def test_kales_fallback_adds_a_worker_while_the_lag_is_above_its_bound(lag, size, planned,
+                                                                      fallback):
+    job = kale_job(job_object(size=8, **{LAG_QUERY: "max(consumer_lag_seconds)",
+                                         MAX_LAG: "60"}), "Job")
+    assert job.problem is None and job.max_lag_s == 60.0
+    plan = decide(job, [], 20_000, [], NOW, SETTINGS, lag)
+    assert (plan.size, plan.planned) == (size, planned)
+    assert ("fallback" in plan.reason) == fallback
+
+
+def test_kales_fallback_never_passes_the_maximum_nor_shrinks_a_lagging_job():
+    job = kale_job(job_object(size=8, **{"headstart.io/max-size": "8",
+                                         LAG_QUERY: "max(lag)", MAX_LAG: "60"}), "Job")
+    # the model alone says 4; lagging at its maximum, the job keeps its 8
+    plan = decide(job, [], 20_000, [], NOW, SETTINGS, 600.0)
+    assert plan.size == 8 and "fallback" in plan.reason
+
+
+@pytest.mark.parametrize("annotations, message", [
+    ({LAG_QUERY: "max(lag)"}, "needs both"),
+    ({MAX_LAG: "60"}, "needs both"),
+    ({LAG_QUERY: "max(lag)", MAX_LAG: "soon"}, "max-lag-seconds: expected a number > 0"),
+], ids=["no-bound", "no-query", "bad-bound"])
+def test_a_half_declared_fallback_is_a_problem(annotations, message):
+    job = kale_job(job_object(**annotations), "Job")
+    assert job.problem is not None and message in job.problem

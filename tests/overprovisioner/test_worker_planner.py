@@ -29,7 +29,8 @@ RATE_QUERY = 'sum(rate(ingest_samples_total{job="stream"}[5m]))'
 
 @pytest.fixture
 def prometheus():
-    server = FakePrometheus({RATE_QUERY: 30_000.0, "sum(processed)": 29_000.0})
+    server = FakePrometheus({RATE_QUERY: 30_000.0, "sum(processed)": 29_000.0,
+                             "sum(low)": 9_000.0, "max(lag)": 120.0})
     yield server
     server.stop()
 
@@ -148,3 +149,15 @@ def test_switched_off_nothing_is_listed(fake_kube, tmp_path, prometheus):
     before = len(fake_kube.requests)
     assert worker_planner.step(NOW, ROOMS, write=True).plans == []
     assert len(fake_kube.requests) == before and prometheus.queries == []
+
+
+def test_a_lagging_job_gets_a_worker_more_than_its_model_says(fake_kube, tmp_path, prometheus):
+    # 9,000 samples/s needs 2 workers (f(2) = 10,318); 120 s of lag above a 60 s bound
+    # keeps the job at one more than the 4 it runs (KALE's fallback)
+    fake_kube.create(elastic_job("stream", 4, **{
+        SAMPLE_RATE_QUERY: "sum(low)", "headstart.io/lag-query": "max(lag)",
+        "headstart.io/max-lag-seconds": "60"}))
+    worker_planner, _ = planner(fake_kube, tmp_path, prometheus.url)
+    plan, = worker_planner.step(NOW, ROOMS, write=True).plans
+    assert (plan.size, plan.planned) == (5, 5) and "fallback" in plan.reason
+    assert "max(lag)" in prometheus.queries
