@@ -260,7 +260,8 @@ class Admitter:
         planned = plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
                        gathered.releases, candidates(records, pods_of_job),
                        leaving(records, pods_of_job), unknown, wider, gangs,
-                       shrinking(records, pods_of_job))
+                       shrinking(records, pods_of_job),
+                       inputs.worker_plans if self.config.elastic.enabled else None)
         return planned, {job.key: job for job in gathered.jobs}, rooms
 
     def explain(self, pod: Pod) -> dict[str, Any] | None:

@@ -76,6 +76,13 @@ The rule, in order:
    domain, highest weight first. A plan's growth waits for that too: the
    overprovisioner announces it (placeholders for the plan's `planned`), so the room is
    usually there, and a waiting job still comes first.
+7b. A waiting elastic job whose owner has a fresh worker plan of its own
+   (`locality.worker_plans`: KALE's size or DLRover-RM's warm start, written by the
+   overprovisioner) is first resized to the plan's size, within its bounds, when one
+   domain holds the job at that size now (its lowest-index pods, plus workers of its
+   shape for a larger size), taking that room; it waits `resizing` and is admitted at
+   that size once its owner has it. A plan no domain holds changes nothing (rule 7 may
+   still shrink the job): a plan never grows a job that could not then be admitted.
 10. Worker plans (`resize.scale_to_plan`), before any job is considered: a Running
    elastic gang above its plan's target is scaled in to it, whether or not jobs wait.
    Its workers on the way out count as leaving room for this round's jobs (a job that
@@ -118,6 +125,7 @@ from locality.admission.resize import (
     ElasticGang,
     at_size,
     claimant_of,
+    resized,
     scale_in,
     scale_out,
     scale_to_plan,
@@ -125,6 +133,7 @@ from locality.admission.resize import (
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
 from locality.admission.weight import weight
 from locality.model import JobKey, Locality
+from locality.worker_plans import WorkerPlan, target_of
 
 
 def admission_order(job: GatedJob) -> tuple:
@@ -145,6 +154,7 @@ def plan(
     wider: Mapping[str, Sequence[str]] | None = None,
     elastic: Mapping[Domain, Sequence[ElasticGang]] | None = None,
     shrinking: Mapping[str, Resources] | None = None,
+    plans: Mapping[str, WorkerPlan] | None = None,
 ) -> Plan:
     """rooms: per level name, its domains' room (`snapshot.level_room`); the level
     `cluster` (`CLUSTER_LEVEL`) is what a `preferred` job may use without a domain (absent:
@@ -156,7 +166,8 @@ def plan(
     `preferred` job is widened to (rule 4; their rooms must be in `rooms`). elastic: per
     domain, the Running elastic gangs a resize may change (`resize.elastic_gangs`;
     rules 8 to 10); shrinking: per node, what their workers on the way out free
-    (`resize.shrinking`: a scale-in already made, waited for, never repeated)."""
+    (`resize.shrinking`: a scale-in already made, waited for, never repeated). plans: the
+    worker plans by key (`locality.worker_plans.decode`), for rule 7b."""
     resizing = config.elastic.enabled
     elastic = elastic if resizing and elastic else {}
     shrinking = shrinking if resizing and shrinking else {}
@@ -214,6 +225,12 @@ def plan(
                 reason += f"; unknown room: {_described(unknown)}"
             _unplaced(job, demand, WaitCode.NO_LEVEL, reason, bins, ever, admissions, waiting)
             continue
+        if resizing and job.elastic is not None and plans:
+            toward = _planned(job, plans, now, room, bins)
+            if toward is not None:
+                resizes.append(toward)
+                waiting.append(Waiting(job.key, job.gated, WaitCode.RESIZING, toward.reason))
+                continue
         best: tuple[tuple, Domain, Bins] | None = None
         most: tuple[tuple, Domain, Bins, int] | None = None
         whole = _whole_group(job, room, bins)
@@ -328,6 +345,42 @@ def _plus(a: Mapping[str, Resources], b: Mapping[str, Resources]) -> dict[str, R
 
 _WANTS_ROOM = frozenset({WaitCode.NO_FIT, WaitCode.HELD, WaitCode.PREEMPTING,
                          WaitCode.RESIZING, WaitCode.SCALING_IN})
+
+
+def _planned(job: GatedJob, plans: Mapping[str, WorkerPlan], now: float, room: LevelRoom,
+             bins: dict[Domain, Bins]) -> Resize | None:
+    """Rule 7b: the waiting elastic job resized to its worker plan's size, taking the room
+    of the domain that holds it at that size (chosen as in 3); None without a fresh plan
+    of its own, at its size already, or when no domain holds that size now."""
+    owner = job.elastic
+    assert owner is not None
+    found = target_of(plans, owner.kind, owner.namespace, owner.name, owner.uid, now)
+    if found is None or owner.bounds is None:
+        return None
+    size = owner.bounds.clamp(found.size)
+    workers = [pod for pod in job.gated if resized(pod)]
+    if size == owner.size or not workers:
+        return None
+    demand = demand_of(at_size(job.gated, min(size, owner.size)))
+    if size > owner.size:
+        extra = workers[-1]
+        demand = (*demand, (extra.request, extra.constraints, size - owner.size))
+    best: tuple[tuple, Domain, Bins] | None = None
+    for value in room.domains:
+        domain = Domain(job.level, value)
+        packed = bins[domain].copy()
+        if pack(packed, demand, job.pods_per_node) != sum(n for _, _, n in demand):
+            continue
+        rank = (packed.opened - bins[domain].opened, packed.free_gpu_milli(), value)
+        if best is None or rank < best[0]:
+            best = (rank, domain, packed)
+    if best is None:
+        return None
+    _, domain, packed = best
+    bins[domain] = packed
+    return Resize(job.key, owner, owner.size, size, (
+        f"resized from {owner.size} to {size} by its worker plan ({found.reason}), which "
+        f"{domain} holds: admitted once its owner has that size"))
 
 
 def _smaller(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins]) -> Resize | None:

@@ -82,7 +82,8 @@ def decide(gated, running=(), layout=None, config=CONFIG, now=NOW, since=NOW - 3
                           {p.key: p for p in plans}, now)
     return plan(gathered.jobs, rooms, gathered.reservations, now, config, gathered.releases,
                 candidates(records.values(), of_job), leaving(records.values(), of_job),
-                elastic=gangs, shrinking=shrinking(records.values(), of_job))
+                elastic=gangs, shrinking=shrinking(records.values(), of_job),
+                plans={p.key: p for p in plans})
 
 
 def resizes(result):
@@ -272,3 +273,37 @@ def test_a_resize_to_the_plan_cites_the_plan_and_a_clamped_one_says_so():
     grown = bound(elastic(job("run", 2), size=2, minimum=1, maximum=8), "pg-a")
     (resize,) = decide([], running=grown, plans=[worker_plan(3)]).resizes
     assert "toward its worker plan's 3: forecast 40 samples/s" in resize.reason
+
+
+
+# ---- worker plans of waiting jobs (rule 7b) -------------------------------------------
+# "e": an elastic Indexed Job of 8-GPU pods waiting at the size its owner asks; its plan
+# (DLRover-RM's warm start or KALE's size) asks another.
+
+@pytest.mark.parametrize("size, plan, layout, expected", [
+    (4, 2, {"pg-a": 4}, (4, 2)),   # smaller: resized to the plan, though 4 would fit
+    (2, 4, {"pg-a": 4}, (2, 4)),   # larger: pg-a holds 4 (2 gated + 2 of their shape)
+    (2, 6, {"pg-a": 4}, (2, 4)),   # clamped to its maximum 4, which pg-a holds
+    (2, 3, {"pg-a": 2}, None),     # no domain holds 3 now: admitted at its 2
+    (2, 2, {"pg-a": 4}, None),     # at its plan already
+], ids=["plan-smaller", "plan-larger", "plan-clamped", "plan-no-domain-holds", "at-plan"])
+def test_a_waiting_job_is_resized_to_its_plan_when_a_domain_holds_it(size, plan, layout,
+                                                                     expected):
+    e = elastic(job("e", size, created=NOW - 100), size=size, minimum=1, maximum=4)
+    result = decide(e, layout=layout, plans=[worker_plan(plan, uid="e-uid", name="e")])
+    if expected is None:
+        assert resizes(result) == {}
+        assert [sorted(p.name for p in a.pods) for a in result.admissions] == [
+            [f"e-{i}" for i in range(size)]]
+    else:
+        assert resizes(result) == {"ns/e": (*expected, [])}
+        assert codes(result) == {"ns/e": WaitCode.RESIZING}
+        assert "by its worker plan (forecast 40 samples/s)" in result.waiting[0].reason
+
+
+def test_a_stale_or_foreign_plan_leaves_a_waiting_job_as_it_is():
+    e = elastic(job("e", 4, created=NOW - 100), size=4, minimum=1, maximum=4)
+    for stale in (worker_plan(2, uid="e-uid", name="e", valid_until=NOW - 1),
+                  worker_plan(2, uid="old", name="e")):
+        result = decide(e, plans=[stale])
+        assert resizes(result) == {} and len(result.admissions) == 1
