@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "extender.cli",
     "overprovisioner.service.cli",
     "overprovisioner.service.expire_cli",
+    "overprovisioner.service.warm_start_cli",
     "overprovisioner.sim.cli",
 )
 

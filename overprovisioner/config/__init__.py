@@ -143,6 +143,14 @@ class WorkerPlansConfig:
     configmap: str = "headstart-worker-plans"
     """The ConfigMap in `placeholders.namespace` the plans are written to (the
     extender's `admission.elastic.worker_plans` reads the same one)."""
+    warm_start_k: int = 5
+    """DLRover-RM's warm start: how many of the most similar finished jobs it reads
+    (YAML: `warm_start: {k, alpha, min_similarity}`)."""
+    warm_start_alpha: float = 0.5
+    """Exponential smoothing over them, least to most similar (the most similar weighs
+    most)."""
+    warm_start_min_similarity: float = 0.5
+    """A finished job less alike than this (in [0, 1]) is not read."""
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,7 @@ def _forecast(reader: FieldReader, raw: Mapping) -> ForecastConfig:
 def _worker_plans(reader: FieldReader, raw: Mapping) -> WorkerPlansConfig:
     path = "worker_plans"
     reader.known(raw, path, {"enabled", "quantile", "history", "stabilize_rho",
-                             "stabilize_tau", "valid_for", "configmap"})
+                             "stabilize_tau", "valid_for", "configmap", "warm_start"})
     d = WorkerPlansConfig()
     quantile = reader.number(raw, "quantile", path, d.quantile)
     if not 0.0 < quantile < 1.0:
@@ -176,7 +176,22 @@ def _worker_plans(reader: FieldReader, raw: Mapping) -> WorkerPlansConfig:
         stabilize_tau_s=reader.duration(raw, "stabilize_tau", path, d.stabilize_tau_s),
         valid_for_s=reader.duration(raw, "valid_for", path, d.valid_for_s, positive=True),
         configmap=reader.string(raw, "configmap", path, d.configmap),
+        **_warm_start(reader, reader.mapping(raw.get("warm_start", {}), f"{path}.warm_start"),
+                      d),
     )
+
+
+def _warm_start(reader: FieldReader, raw: Mapping, d: WorkerPlansConfig) -> dict[str, Any]:
+    path = "worker_plans.warm_start"
+    reader.known(raw, path, {"k", "alpha", "min_similarity"})
+    alpha = reader.number(raw, "alpha", path, d.warm_start_alpha)
+    if not 0 < alpha <= 1:
+        raise reader.fail(f"{path}.alpha", f"must lie in (0, 1], got {alpha}")
+    similar = reader.number(raw, "min_similarity", path, d.warm_start_min_similarity)
+    if not 0 <= similar <= 1:
+        raise reader.fail(f"{path}.min_similarity", f"must lie in [0, 1], got {similar}")
+    return {"warm_start_k": reader.integer(raw, "k", path, d.warm_start_k, low=1),
+            "warm_start_alpha": alpha, "warm_start_min_similarity": similar}
 
 
 def _bucket_limits(reader: FieldReader, raw: Any, path: str, default: BucketLimits) -> BucketLimits:

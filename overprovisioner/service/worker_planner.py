@@ -12,6 +12,11 @@ Per tick (`WorkerPlanner.step`):
    with the configured forecaster at `worker_plans.quantile` (too short a history:
    the rate now alone); then `worker_plan.decide`;
 3. its placement group: the group of the nodes most of its bound pods run on;
+3b. DLRover-RM's warm start: every finished Job or PyTorchJob is kept once in the
+   history store (`job_profile.profile_of`); an elastic job that asks
+   (`headstart.io/warm-start: "true"`) and has not started gets a plan of the worker
+   count its most similar finished jobs ended with (`job_profile.warm_start_plan`),
+   unless it has a KALE plan;
 4. leader and not dry-run: every plan of this tick written to the ConfigMap
    `worker_plans.configmap` in the placeholders' namespace by server-side apply (a job
    without a plan this tick has none there: the extender sizes it by KOD2 alone, and a
@@ -41,8 +46,19 @@ import numpy as np
 from kubernetes.client.exceptions import ApiException
 
 from common.errors import HeadstartError, InputError
-from locality.worker_plans import WorkerPlan, encode
+from locality.elastic import elastic_owner
+from locality.worker_plans import WorkerPlan, encode, plan_key
 from overprovisioner.config import OverprovisionerConfig
+from overprovisioner.planner.job_profile import (
+    WARM_START,
+    asks_for_warm_start,
+    finished_s,
+    not_started,
+    profile_from_json,
+    profile_json,
+    profile_of,
+    warm_start_plan,
+)
 from overprovisioner.planner.sizing import NodeRoom
 from overprovisioner.planner.worker_plan import (
     Growth,
@@ -59,6 +75,7 @@ from predictor.live.prometheus import PrometheusConfig, PrometheusError, fetch_r
 from predictor.live.store import HistoryStore
 from predictor.models.forecast import NotEnoughHistory, forward_fill
 from predictor.models.registry import make_forecaster
+from predictor.models.warm_start import WarmStartConfig
 
 log = logging.getLogger("headstart.overprovisioner.worker_plans")
 
@@ -133,6 +150,8 @@ class WorkerPlanner:
         self._said: set[str] = set()
         self._wrote_plans = False
         self.latest = StepResult()
+        self.warm_start = WarmStartConfig(settings.warm_start_k, settings.warm_start_alpha,
+                                          settings.warm_start_min_similarity)
 
     def _get(self, what: str, path: str, query: Sequence[tuple[str, str]] = ()
              ) -> dict[str, Any] | None:
@@ -145,19 +164,70 @@ class WorkerPlanner:
                 raise
         return call_with_retry(what, call, self.policy, self.rng, self.sleep, self.on_error)
 
-    def jobs(self) -> list[KaleJob]:
-        """The owners that ask for a plan (kinds not served are skipped)."""
+    def owners(self) -> list[tuple[str, dict[str, Any]]]:
+        """(kind, object) of every Job and PyTorchJob (kinds not served are skipped)."""
         out = []
         for kind, path, _ in OWNERS:
             if self._served.get(kind) is False:
                 continue
             body = self._get(f"list {kind}s", path)
             self._served[kind] = body is not None
-            for obj in (body or {}).get("items") or []:
-                job = kale_job(obj, kind, self.gpu_resource)
-                if job is not None:
-                    out.append(job)
+            out += [(kind, obj) for obj in (body or {}).get("items") or []]
         return out
+
+    def _remember_finished(self, owners: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        """Keep each finished job's profile once (the warm start's history)."""
+        if self.store is None:
+            return 0
+        known = self.store.job_uids()
+        added = 0
+        for kind, obj in owners:
+            uid = str((obj.get("metadata") or {}).get("uid") or "")
+            done = finished_s(obj, kind)
+            if not uid or uid in known or done is None:
+                continue
+            try:
+                profile = profile_of(obj, kind, self.gpu_resource)
+            except InputError as error:
+                log.debug("not kept for the warm start: %s", error)
+                continue
+            added += self.store.remember_job(uid, done, profile_json(profile))
+        return added
+
+    def _warm_starts(self, owners: Sequence[tuple[str, dict[str, Any]]], now_s: float,
+                     result: StepResult) -> None:
+        """Plans for the elastic jobs that ask for a warm start and have not started;
+        a job with a KALE plan keeps that one."""
+        planned = {plan.key for plan in result.plans} | set(result.problems)
+        history = None
+        for kind, obj in owners:
+            if not asks_for_warm_start(obj) or not not_started(obj, kind):
+                continue
+            owner = elastic_owner(obj, kind)
+            meta = obj.get("metadata") or {}
+            key = plan_key(kind, str(meta.get("namespace") or "default"), str(meta.get("name")))
+            if key in planned:
+                continue
+            if owner is None or owner.bounds is None:
+                result.problems[key] = (owner.problem if owner is not None else
+                                        f"{kind} {key}: {WARM_START} needs an elastic job "
+                                        "(the headstart.io/min-size and max-size annotations)")
+                continue
+            if history is None:
+                history = [profile_from_json(body) for body in self.store.job_profiles()] \
+                    if self.store is not None else []
+            try:
+                profile = profile_of(obj, kind, self.gpu_resource)
+            except InputError as error:
+                result.problems[key] = str(error)
+                continue
+            plan, found = warm_start_plan(owner, profile, history, self.warm_start, now_s,
+                                          self.config.worker_plans.valid_for_s)
+            if plan is None:
+                why = found.reason or "the similar jobs have no worker role"
+                result.problems[key] = f"{owner.where}: warm start: {why}"
+            else:
+                result.plans.append(plan)
 
     def step(self, now_s: float, rooms: Sequence[NodeRoom], write: bool) -> StepResult:
         """Plan every job that asks; write the plans when `write` (leader, not dry-run)."""
@@ -166,11 +236,14 @@ class WorkerPlanner:
             self.latest = result
             return result
         try:
-            jobs = self.jobs()
+            owners = self.owners()
         except HeadstartError as error:
             log.warning("worker plans: cannot list elastic jobs (%s): none this tick", error)
             self.latest = result
             return result
+        self._remember_finished(owners)
+        jobs = [job for kind, obj in owners
+                if (job := kale_job(obj, kind, self.gpu_resource)) is not None]
         groups = {room.name: room.placement_group for room in rooms}
         for job in jobs:
             try:
@@ -182,6 +255,7 @@ class WorkerPlanner:
             extra = growth(job, plan, self._group(job, groups))
             if extra is not None:
                 result.growths.append(extra)
+        self._warm_starts(owners, now_s, result)
         for key, problem in result.problems.items():
             if problem not in self._said:
                 log.warning("worker plan of %s: %s", key, problem)

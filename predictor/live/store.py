@@ -19,8 +19,11 @@ Schema (version 3):
   throughput(owner, uid, tick, workers,   an elastic job's samples/s at its size, one
              rate, PRIMARY KEY (owner,    per tick while all its workers are ready
              uid, tick))                  (KALE's fit, overprovisioner.planner.worker_plan)
+  job_profiles(uid PRIMARY KEY,           a finished training job's shape (JSON), the
+               finished_s, profile)       history DLRover-RM's warm start reads
+                                          (overprovisioner.planner.job_profile)
 Older files are migrated in place when opened: the tables they lack (version 1: the
-three known-demand tables; 1 and 2: `throughput`) are added, empty, and the version
+three known-demand tables; 1 and 2: `throughput`, `job_profiles`) are added, empty, and the version
 becomes 3; their ticks read back as having no known and no announced demand.
 
 `tick` is the tick number since the Unix epoch (time_s / tick_s, exact). Reading back:
@@ -42,6 +45,7 @@ tick's values are (the recorder does) or read the clock (callers pass times).
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 from collections.abc import Mapping
@@ -102,6 +106,11 @@ CREATE TABLE IF NOT EXISTS throughput (
     workers INTEGER NOT NULL CHECK (workers >= 1),
     rate REAL NOT NULL CHECK (rate >= 0),
     PRIMARY KEY (owner, uid, tick)
+);
+CREATE TABLE IF NOT EXISTS job_profiles (
+    uid TEXT PRIMARY KEY,
+    finished_s REAL NOT NULL,
+    profile TEXT NOT NULL
 );
 """
 KNOWN_TOTAL = "total"
@@ -264,6 +273,8 @@ class HistoryStore:
             self._db.execute("DELETE FROM known WHERE tick < ?", (cutoff,))
             self._db.execute("DELETE FROM announced WHERE tick < ?", (cutoff,))
             self._db.execute("DELETE FROM throughput WHERE tick < ?", (cutoff,))
+            self._db.execute("DELETE FROM job_profiles WHERE finished_s < ?",
+                             (cutoff * self.tick_s,))
             self._db.execute("DELETE FROM announced_work WHERE first_counted_s < ?",
                              (cutoff * self.tick_s,))
             cursor = self._db.execute("DELETE FROM ticks WHERE tick < ?", (cutoff,))
@@ -346,6 +357,23 @@ class HistoryStore:
             "SELECT workers, rate FROM throughput WHERE owner = ? AND uid = ? ORDER BY tick",
             (owner, uid))]
 
+    def remember_job(self, uid: str, finished_s: float, profile: Mapping[str, object]
+                     ) -> bool:
+        """Keep a finished job's profile once (by uid); True when it was new."""
+        with self._transaction():
+            cursor = self._db.execute(
+                "INSERT INTO job_profiles VALUES (?, ?, ?) ON CONFLICT(uid) DO NOTHING",
+                (uid, float(finished_s), json.dumps(profile, sort_keys=True)))
+        return cursor.rowcount == 1
+
+    def job_uids(self) -> set[str]:
+        return {uid for (uid,) in self._db.execute("SELECT uid FROM job_profiles")}
+
+    def job_profiles(self, limit: int = 10_000) -> list[dict]:
+        """The finished jobs' profiles, the most recent first."""
+        return [json.loads(text) for (text,) in self._db.execute(
+            "SELECT profile FROM job_profiles ORDER BY finished_s DESC LIMIT ?", (limit,))]
+
     def tick_count(self) -> tuple[int, int]:
         """(observed ticks, gap ticks) on disk."""
         rows = dict(self._db.execute("SELECT observed, COUNT(*) FROM ticks GROUP BY observed"))
@@ -412,11 +440,15 @@ class HistoryStore:
 
 
 def read_history(path: str | Path) -> DemandSeries:
-    """The whole history of an existing store file, at the tick it was recorded with.
+    """The whole history of an existing store file, at the tick it was recorded with."""
+    with open_existing(path) as store:
+        return store.read_series()
 
-    Opens the file read-only: a file that is missing, not SQLite, of a newer schema or
-    without a recorded tick is an error naming the file.
-    """
+
+def open_existing(path: str | Path) -> HistoryStore:
+    """An existing store file at the tick it was recorded with. Checked read-only first:
+    a file that is missing, not SQLite, of a newer schema or without a recorded tick is
+    an error naming the file."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such history file")
@@ -434,8 +466,7 @@ def read_history(path: str | Path) -> DemandSeries:
     if version[0] > SCHEMA_VERSION:
         raise InputError(f"{path}: history schema version {version[0]} was written by a newer "
                          f"headstart; this one reads up to version {SCHEMA_VERSION}")
-    with HistoryStore(path, float(tick[0])) as store:
-        return store.read_series()
+    return HistoryStore(path, float(tick[0]))
 
 
 class _Transaction:

@@ -161,3 +161,48 @@ def test_a_lagging_job_gets_a_worker_more_than_its_model_says(fake_kube, tmp_pat
     plan, = worker_planner.step(NOW, ROOMS, write=True).plans
     assert (plan.size, plan.planned) == (5, 5) and "fallback" in plan.reason
     assert "max(lag)" in prometheus.queries
+
+
+def finished(job: dict, when: str) -> dict:
+    job = {**job, "status": {"conditions": [{"type": "Complete", "status": "True",
+                                             "lastTransitionTime": when}]}}
+    return job
+
+
+def test_finished_jobs_are_remembered_and_a_new_job_that_asks_starts_from_them(
+        fake_kube, tmp_path, prometheus):
+    for i, size in enumerate((8, 12)):
+        fake_kube.create(finished(elastic_job(f"past-{i}", size, **{
+            SAMPLE_RATE_QUERY: None}), f"2026-11-2{i}T10:00:00Z"))
+    new = elastic_job("new", 2, **{SAMPLE_RATE_QUERY: None, "headstart.io/warm-start": "true"})
+    new["status"] = {}
+    fake_kube.create(new)
+    worker_planner, store = planner(fake_kube, tmp_path, None)
+    result = worker_planner.step(NOW, ROOMS, write=True)
+    assert sorted(p["name"] for p in store.job_profiles()) == ["Job/ml/past-0", "Job/ml/past-1"]
+    # 8 then (the more recent) 12, smoothed: 0.5 * 12 + 0.5 * 8 = 10
+    (plan,) = result.plans
+    assert (plan.name, plan.size) == ("new", 10) and "warm start" in plan.reason
+    assert result.written
+    # kept once: a second tick adds nothing; the job, once running, gets no new plan
+    worker_planner.step(NOW + 300, ROOMS, write=True)
+    assert len(store.job_profiles()) == 2
+    fake_kube.delete("batch/v1", "Job", "new", "ml")
+    new["status"] = {"ready": 10}
+    fake_kube.create(new)
+    assert worker_planner.step(NOW + 600, ROOMS, write=True).plans == []
+
+
+def test_a_job_with_a_kale_plan_keeps_it_and_one_alone_in_the_history_says_why(
+        fake_kube, tmp_path, prometheus):
+    both = elastic_job("both", 4, **{"headstart.io/warm-start": "true"})
+    both["status"] = {}
+    fake_kube.create(both)
+    lone = elastic_job("lone", 2, **{SAMPLE_RATE_QUERY: None, "headstart.io/warm-start": "true"})
+    lone["status"] = {}
+    fake_kube.create(lone)
+    worker_planner, _ = planner(fake_kube, tmp_path, prometheus.url)
+    result = worker_planner.step(NOW, ROOMS, write=True)
+    assert [(p.name, p.size) for p in result.plans] == [("both", 10)]  # KALE's 30,000/s
+    assert "warm start: no past job is at least 0.5 alike among 0" in \
+        result.problems["Job.ml.lone"]

@@ -262,3 +262,13 @@ def test_throughput_samples_per_owner_and_uid(store):
     # retention drops old samples with the ticks
     store.delete_older_than(T0 + 10 * 86_400, 1)
     assert store.read_throughput("Job.ml.a", "u1") == []
+
+
+def test_finished_jobs_are_kept_once_newest_first_and_expire(store):
+    assert store.remember_job("u1", T0, {"name": "Job/ml/a"})
+    assert store.remember_job("u2", T0 + 60, {"name": "Job/ml/b"})
+    assert not store.remember_job("u1", T0 + 120, {"name": "Job/ml/a-again"})
+    assert [p["name"] for p in store.job_profiles()] == ["Job/ml/b", "Job/ml/a"]
+    assert store.job_uids() == {"u1", "u2"}
+    store.delete_older_than(T0 + 10 * 86_400, 1)
+    assert store.job_profiles() == []

@@ -1,0 +1,156 @@
+"""DLRover-RM's warm start applied to training owners: what a finished job leaves in the
+history, and the worker plan a new job that opts in starts from.
+
+Decides:
+- a job's profile (`profile_of`, `predictor.models.warm_start.JobProfile`): the image of
+  its (worker) pod template's first container, its namespace and labels, and per role
+  its pod count and one pod's request (an Indexed or plain Job: one role, `worker`, of
+  `parallelism` pods; a PyTorchJob: one role per replica type, `Master`, `Worker`, ...);
+- when a job finished (`finished_s`): a Job's `Complete` condition, a PyTorchJob's
+  `Succeeded`, True, at its lastTransitionTime. Failed jobs are not history to start
+  from;
+- which jobs ask (`WARM_START`, `headstart.io/warm-start: "true"` on an elastic owner)
+  and get a plan (`warm_start_plan`): not finished and no pod ready yet (a job that runs
+  is sized by its plan's expiry and KOD2/KALE from then on); the recommended count of its
+  resized role (`worker` / `Worker`) within the owner's bounds. Per-role requests are
+  recommended (`/plan`, the CLI) but never applied: headstart does not change pod
+  templates.
+
+Must not: read the store or the clock, talk to the cluster, log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from bucketing.replicas import mapping, whole
+from bucketing.resources import pod_effective_request
+from common.errors import InputError
+from locality.elastic import PYTORCH_WORKER, ElasticOwner
+from locality.worker_plans import WorkerPlan
+from predictor.models.warm_start import (
+    JobProfile,
+    Recommendation,
+    RoleShape,
+    WarmStartConfig,
+    recommend,
+)
+
+WARM_START = "headstart.io/warm-start"
+JOB_ROLE = "worker"
+FINISHED = {"Job": "Complete", "PyTorchJob": "Succeeded"}
+GIB = 2**30
+
+
+def profile_of(obj: Mapping[str, Any], kind: str, gpu_resource: str = "nvidia.com/gpu"
+               ) -> JobProfile:
+    """The owner as the warm start compares it; InputError naming what does not parse."""
+    metadata = mapping(obj.get("metadata"), f"{kind}: metadata")
+    namespace = str(metadata.get("namespace") or "default")
+    name = str(metadata.get("name") or "")
+    where = f"{kind} {namespace}/{name}"
+    spec = mapping(obj.get("spec"), f"{where}: spec")
+    roles: dict[str, RoleShape] = {}
+    image = ""
+    if kind == "PyTorchJob":
+        specs = mapping(spec.get("pytorchReplicaSpecs"), f"{where}: spec.pytorchReplicaSpecs")
+        for role in sorted(specs, key=lambda r: (r != PYTORCH_WORKER, r)):
+            part = mapping(specs[role], f"{where}: spec.pytorchReplicaSpecs.{role}")
+            template = mapping(part.get("template"), f"{where}: {role} template")
+            roles[role] = _shape(whole(part.get("replicas", 1), f"{where}: {role} replicas", 0),
+                                 template, gpu_resource, f"{where}: {role}")
+            image = image or _image(template)
+    else:
+        template = mapping(spec.get("template"), f"{where}: spec.template")
+        roles[JOB_ROLE] = _shape(whole(spec.get("parallelism", 1), f"{where}: parallelism", 0),
+                                 template, gpu_resource, where)
+        image = _image(template)
+    labels = {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
+    return JobProfile(f"{kind}/{namespace}/{name}", image, namespace, labels, roles, roles,
+                      finished_s(obj, kind) or 0.0)
+
+
+def _shape(pods: int, template: Mapping[str, Any], gpu_resource: str, where: str
+           ) -> RoleShape:
+    try:
+        request = pod_effective_request({"spec": template.get("spec")}, gpu_resource)
+    except InputError as error:
+        raise InputError(f"{where}: pod template: {error}") from None
+    return RoleShape(pods, request.cpu_milli / 1000, request.memory_bytes / GIB,
+                     request.gpu_milli / 1000)
+
+
+def _image(template: Mapping[str, Any]) -> str:
+    containers = (template.get("spec") or {}).get("containers") or [{}]
+    first = containers[0] if isinstance(containers[0], Mapping) else {}
+    return str(first.get("image") or "")
+
+
+def finished_s(obj: Mapping[str, Any], kind: str) -> float | None:
+    """When the job succeeded (Unix seconds), None while it has not."""
+    wanted = FINISHED.get(kind)
+    for condition in ((obj.get("status") or {}).get("conditions") or []):
+        if isinstance(condition, Mapping) and condition.get("type") == wanted and \
+                condition.get("status") == "True":
+            stamp = condition.get("lastTransitionTime")
+            try:
+                return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                return 0.0
+    return None
+
+
+def asks_for_warm_start(obj: Mapping[str, Any]) -> bool:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(WARM_START, "")).strip().lower() == "true"
+
+
+def not_started(obj: Mapping[str, Any], kind: str) -> bool:
+    """Not finished and no pod ready yet (a PyTorchJob: no replica active)."""
+    if finished_s(obj, kind) is not None:
+        return False
+    status = obj.get("status") or {}
+    if kind == "PyTorchJob":
+        return not any((replicas or {}).get("active") for replicas in
+                       (status.get("replicaStatuses") or {}).values())
+    return not status.get("ready")
+
+
+def warm_start_plan(owner: ElasticOwner, profile: JobProfile, history: Sequence[JobProfile],
+                    config: WarmStartConfig, now_s: float, valid_for_s: float
+                    ) -> tuple[WorkerPlan | None, Recommendation]:
+    """The plan a job that asked starts from (None, with the recommendation's reason,
+    when no past job is alike enough or it recommends nothing for the resized role)."""
+    assert owner.bounds is not None
+    past = [p for p in history if p.name != profile.name]
+    found = recommend(profile, past, config)
+    role = PYTORCH_WORKER if owner.kind == "PyTorchJob" else JOB_ROLE
+    shape = found.roles.get(role)
+    if shape is None:
+        return None, found
+    size = owner.bounds.clamp(shape.pods)
+    alike = ", ".join(f"{name} ({score:.2f})" for name, score in found.based_on[:3])
+    reason = (f"DLRover-RM warm start: {shape.pods} {role}s from {len(found.based_on)} "
+              f"similar finished job(s) ({alike})"
+              + (f", kept within {owner.bounds.minimum}..{owner.bounds.maximum}"
+                 if size != shape.pods else ""))
+    return WorkerPlan(owner.kind, owner.namespace, owner.name, owner.uid, size, size, now_s,
+                      now_s + valid_for_s, reason), found
+
+
+def profile_json(profile: JobProfile) -> dict[str, Any]:
+    """The profile as the store keeps it (and `profile_from_json` reads it back)."""
+    return {"name": profile.name, "image": profile.image, "namespace": profile.namespace,
+            "labels": dict(profile.labels), "finished": profile.finished_at,
+            "roles": {role: [s.pods, s.cpu, s.memory_gib, s.gpus]
+                      for role, s in profile.final.items()}}
+
+
+def profile_from_json(body: Mapping[str, Any]) -> JobProfile:
+    roles = {str(role): RoleShape(int(v[0]), float(v[1]), float(v[2]), float(v[3]))
+             for role, v in (body.get("roles") or {}).items()}
+    return JobProfile(str(body["name"]), str(body.get("image", "")),
+                      str(body.get("namespace", "")), dict(body.get("labels") or {}), roles,
+                      roles, float(body.get("finished", 0.0)))
