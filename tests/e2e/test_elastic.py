@@ -23,6 +23,12 @@ ConfigMap; the extender's admitter reads it with its own token (the shipped Role
 headstart-placeholders) and scales the Job in from 4 to 3; at 19,000 samples/s the plan
 says 4 (f(3) falls short, f(4) = 20,070) and the Job grows back.
 
+DLRover-RM's warm start, as installed: a plain Indexed Job of 3 runs to completion (kwok
+completes it; the real Job controller marks it Complete); the worker planner (the
+overprovisioner's token) keeps its profile in a real history store; a suspended elastic
+Job of 1 (min 1, max 4) that asks for a warm start gets a plan of 3 from it; once
+resumed, the admitter resizes it to 3 before admission (rule 7b) and it binds whole at 3.
+
 And the bound on the extender's new right (`patch` on Jobs): with its token, the
 shipped ValidatingAdmissionPolicy `headstart-extender-job-resize` refuses a change of
 "grow"'s suspension or pod template and any resize of a Job that did not opt in, and
@@ -232,6 +238,67 @@ def test_a_worker_plan_written_by_the_overprovisioner_resizes_the_job(elastic_cl
                        shrunk_bound_since_written=shrunk_s, grown_bound_since_written=grown_s)
     kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/stream?propagationPolicy=Background")
     cluster.wait("stream's pods gone", lambda: not live(cluster, namespace, "stream") or NotYet(
+        "pods left"), 60, LOGS)
+
+
+def test_a_warm_started_job_is_admitted_at_the_size_its_similar_jobs_ended_with(
+        elastic_cluster, namespace, e2e_timings, tmp_path):
+    import numpy as np
+
+    from overprovisioner.config.parse import parse_config
+    from overprovisioner.service.apply import KubeApi
+    from overprovisioner.service.worker_planner import WorkerPlanner
+    from predictor.live.store import HistoryStore
+    from tests.e2e.test_gang import indexed_job
+
+    cluster, extender = elastic_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    run_job(cluster, namespace, indexed_job("past", 3, node_selector=None))
+
+    def complete():
+        job = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/past")
+        done = [c for c in job["status"].get("conditions") or []
+                if c["type"] == "Complete" and c["status"] == "True"]
+        return job if done else NotYet(job["status"])
+
+    cluster.wait("past Complete", complete, 120, LOGS)
+    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-overprovisioner",
+                                          "warm-start-planner")
+    config = parse_config(installed.shipped_config("overprovisioner"), "shipped")
+    store = HistoryStore(tmp_path / "history.sqlite", config.tick_s)
+    planner = WorkerPlanner(config, KubeApi(k8s_config.new_client_from_config(
+        config_file=str(kubeconfig)), 10.0), store, None, np.random.default_rng(0),
+        time.sleep)
+    planner.step(time.time(), (), write=True)
+    assert f"Job/{namespace}/past" in [p["name"] for p in store.job_profiles()]
+
+    warm = elastic_job("warm", 1)
+    warm["metadata"]["annotations"]["headstart.io/warm-start"] = "true"
+    warm["spec"]["suspend"] = True
+    run_job(cluster, namespace, warm)
+    result = planner.step(time.time(), (), write=True)
+    (plan,) = [p for p in result.plans if p.namespace == namespace]
+    assert (plan.name, plan.size) == ("warm", 3), plan
+    # this planner's write holds warm's plan alone; the admitter re-reads every 2 s
+    cluster.wait("the admitter read the plan", lambda: (
+        detail := extender.get("/admission").json().get("worker_plans", "")).startswith(
+        "1 plan(s)") or NotYet(detail), 30, LOGS)
+    resumed = time.monotonic()
+    kube.patch(f"/apis/batch/v1/namespaces/{namespace}/jobs/warm", {"spec": {"suspend": False}})
+    bound = cluster.wait("warm bound whole at 3", lambda: bound_pods(
+        cluster, namespace, "warm", 3), 120, LOGS)
+    bound_s = time.monotonic() - resumed
+    assert sorted(bound) == ["0", "1", "2"] and set(bound.values()) <= set(NODES)
+    assert job_size(cluster, namespace, "warm") == (3, 3)
+    events = [e for e in kube.list(f"/api/v1/namespaces/{namespace}/events")
+              if e["reason"] == "HeadstartResized" and e["involvedObject"]["name"] == "warm"]
+    assert any("DLRover-RM warm start" in e["message"] for e in events), events
+    e2e_timings.record("elastic: warm start", bound_at_3_since_resumed=bound_s)
+    for name in ("warm", "past"):
+        kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}?"
+                    "propagationPolicy=Background")
+    cluster.wait("warm's pods gone", lambda: not live(cluster, namespace, "warm") or NotYet(
         "pods left"), 60, LOGS)
 
 
