@@ -94,10 +94,15 @@ def serve(config, api_client) -> None:
     from extender.tls import server_context
     from kube.informer import WatchSettings
 
-    ssl_context = None
+    ssl_context = ops_context = None
     if config.tls_cert_file and config.tls_key_file:
-        ssl_context = server_context(config.tls_cert_file, config.tls_key_file,
+        # The ops port (kubelet's probes, Prometheus) never asks for a client
+        # certificate; kube-scheduler's port does when tls_client_ca_file is set.
+        ops_context = server_context(config.tls_cert_file, config.tls_key_file,
                                      "tls_cert_file/tls_key_file")
+        ssl_context = ops_context if config.tls_client_ca_file is None else server_context(
+            config.tls_cert_file, config.tls_key_file, "tls_cert_file/tls_key_file",
+            config.tls_client_ca_file)
     gate_context = None
     if config.gate_webhook_cert_file and config.gate_webhook_key_file:
         gate_context = server_context(config.gate_webhook_cert_file,
@@ -135,13 +140,14 @@ def serve(config, api_client) -> None:
     app = create_app(config, cache, sync, binder, admitter)
     # First: a taken ops port must fail before the watch threads start.
     app.cleanup_ctx.insert(
-        0, serve_ops(config.host, config.ops_port, ssl_context, config.shutdown_timeout_seconds))
+        0, serve_ops(config.host, config.ops_port, ops_context, config.shutdown_timeout_seconds))
     if gate_context is not None:
         app[GATE_APP] = create_gate_app(config, app[METRICS])
         app.cleanup_ctx.insert(1, serve_gate(config, gate_context))
     logging.getLogger("headstart.extender").info(
         "starting", extra={"host": config.host, "port": config.port, "ops_port": config.ops_port,
                            "tls": ssl_context is not None,
+                           "client_certificates": config.tls_client_ca_file is not None,
                            "gate_webhook_port": config.gate_webhook_port,
                            "node_cache_capable": config.node_cache_capable,
                            "bind_enabled": config.bind_enabled},

@@ -104,6 +104,13 @@ class ExtenderConfig:
     tls_key_file: str | None = None
     """PEM private key for `tls_cert_file`."""
 
+    tls_client_ca_file: str | None = None
+    """PEM CA bundle: with it, kube-scheduler's port requires a client certificate that
+    this CA signed (mutual TLS; the scheduler's `tlsConfig.certFile`/`keyFile`), and a
+    connection without one is refused in the handshake, before any request is read.
+    Needs `tls_cert_file`. Use a CA that signs only the scheduler's client certificate
+    (docs/security.md, "Mutual TLS")."""
+
     gate_webhook_port: int | None = None
     """TCP port of the placement gate's mutating admission webhook (POST /gate, HTTPS
     only), for clusters before Kubernetes 1.36, where the MutatingAdmissionPolicy of
@@ -257,8 +264,8 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
             values[name] = _choice(raw, where, LOG_FORMATS)
         elif name == "log_level":
             values[name] = _choice(raw, where, _LOG_LEVELS)
-        elif name in ("tls_cert_file", "tls_key_file", "gate_webhook_cert_file",
-                      "gate_webhook_key_file"):
+        elif name in ("tls_cert_file", "tls_key_file", "tls_client_ca_file",
+                      "gate_webhook_cert_file", "gate_webhook_key_file"):
             values[name] = None if raw is None else _string(raw, where)
         else:  # host
             values[name] = _string(raw, where)
@@ -268,6 +275,9 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
     config = ExtenderConfig(**values)
     if (config.tls_cert_file is None) != (config.tls_key_file is None):
         raise ConfigError(f"{source}: tls_cert_file and tls_key_file must be set together")
+    if config.tls_client_ca_file is not None and config.tls_cert_file is None:
+        raise ConfigError(f"{source}: tls_client_ca_file needs tls_cert_file and tls_key_file "
+                          "(a client certificate is asked for only over TLS)")
     _check_gate_webhook(config, source)
     if config.port == config.ops_port:
         raise ConfigError(

@@ -167,6 +167,76 @@ def test_tls_serves_https_with_the_configured_certificate(fake_kube, tmp_path):
 
 
 
+def openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def signed_pair(tmp_path, ca: tuple, name: str, extension: str) -> tuple:
+    """A key and a certificate for CN=`name`, signed by `ca` (cert, key)."""
+    key, csr, cert = (tmp_path / f"{name}.{suffix}" for suffix in ("key", "csr", "crt"))
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+            "-keyout", str(key), "-out", str(csr))
+    ext = tmp_path / f"{name}.ext"
+    ext.write_text(extension + "\n")
+    openssl("x509", "-req", "-in", str(csr), "-CA", str(ca[0]), "-CAkey", str(ca[1]),
+            "-CAcreateserial", "-days", "1", "-extfile", str(ext), "-out", str(cert))
+    return cert, key
+
+
+def test_with_a_client_ca_only_a_client_it_signed_reaches_the_scheduler_port(fake_kube,
+                                                                             tmp_path):
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    ca = (tmp_path / "ca.crt", tmp_path / "ca.key")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-subj", "/CN=headstart-scheduler-ca", "-keyout", str(ca[1]), "-out", str(ca[0]))
+    server = signed_pair(tmp_path, ca, "headstart-extender", "subjectAltName=IP:127.0.0.1")
+    client = signed_pair(tmp_path, ca, "headstart-scheduler", "extendedKeyUsage=clientAuth")
+    other_ca = (tmp_path / "other.crt", tmp_path / "other.key")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-subj", "/CN=someone-else", "-keyout", str(other_ca[1]), "-out", str(other_ca[0]))
+    stranger = signed_pair(tmp_path, other_ca, "tenant", "extendedKeyUsage=clientAuth")
+    config = tmp_path / "extender.yaml"
+    config.write_text(f"tls_cert_file: {server[0]}\ntls_key_file: {server[1]}\n"
+                      f"tls_client_ca_file: {ca[0]}\n")
+    fake_kube.create(make_node("n1"))
+    kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
+    port, ops_port = free_port(), free_port()
+    process = start_extender(kubeconfig, port, "--config", str(config), ops_port=ops_port)
+    body = args_body(make_pod("w-0", gpus=1, job="j", role="worker"), names=["n1"])
+
+    def post(cert: tuple | None) -> dict:
+        context = ssl.create_default_context(cafile=str(ca[0]))
+        if cert is not None:
+            context.load_cert_chain(str(cert[0]), str(cert[1]))
+        request = urllib.request.Request(f"https://127.0.0.1:{port}/filter", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5, context=context) as reply:
+            return json.loads(reply.read())
+
+    try:
+        # the probes' port asks for no client certificate
+        assert wait_ready(process, f"https://127.0.0.1:{ops_port}/readyz",
+                          ssl.create_default_context(cafile=str(ca[0])))["ready"] is True
+        assert post(client)["NodeNames"] == ["n1"]
+        for refused in (None, stranger):  # no certificate, or one another CA signed
+            with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+                post(refused)
+    finally:
+        code, logs = stop(process)
+    assert code == 0, logs
+
+
+def test_a_client_ca_without_tls_is_refused_naming_the_fields(tmp_path):
+    from common.errors import ConfigError
+    from extender.config import load_config
+
+    config = tmp_path / "extender.yaml"
+    config.write_text("tls_client_ca_file: /etc/ca.crt\n")
+    with pytest.raises(ConfigError, match="tls_client_ca_file needs tls_cert_file"):
+        load_config(str(config))
+
+
 def test_a_port_out_of_range_or_taken_is_one_line(fake_kube, tmp_path, capsys):
     kubeconfig = str(fake_kube.write_kubeconfig(tmp_path / "kubeconfig"))
     assert main(["extender", "--kubeconfig", kubeconfig, "--port", "70000"]) == 2
