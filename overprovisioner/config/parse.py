@@ -111,12 +111,7 @@ def _forecast(reader: FieldReader, raw: Mapping) -> ForecastConfig:
         "backfill",
     })
     d = ForecastConfig()
-    quantile = reader.number(raw, "quantile", path, d.quantile)
-    if not 0.0 < quantile < 1.0:
-        raise reader.fail(f"{path}.quantile", f"must lie strictly between 0 and 1, got {quantile}")
-    rho = reader.number(raw, "stabilize_rho", path, d.stabilize_rho)
-    if rho <= 0:
-        raise reader.fail(f"{path}.stabilize_rho", "must be above 0")
+    quantile, rho = _quantile_and_rho(reader, raw, path, d.quantile, d.stabilize_rho)
     enter = reader.number(raw, "fallback_enter_mean_shortfall", path,
                           d.fallback_enter_mean_shortfall)
     leave = reader.number(raw, "fallback_exit_mean_shortfall", path,
@@ -157,17 +152,24 @@ def _forecast(reader: FieldReader, raw: Mapping) -> ForecastConfig:
     )
 
 
+def _quantile_and_rho(reader: FieldReader, raw: Mapping, path: str, quantile: float,
+                      rho: float) -> tuple[float, float]:
+    """A section's `quantile`, strictly in (0, 1), and `stabilize_rho`, above 0."""
+    quantile = reader.number(raw, "quantile", path, quantile)
+    if not 0.0 < quantile < 1.0:
+        raise reader.fail(f"{path}.quantile", f"must lie strictly between 0 and 1, got {quantile}")
+    rho = reader.number(raw, "stabilize_rho", path, rho)
+    if rho <= 0:
+        raise reader.fail(f"{path}.stabilize_rho", "must be above 0")
+    return quantile, rho
+
+
 def _worker_plans(reader: FieldReader, raw: Mapping) -> WorkerPlansConfig:
     path = "worker_plans"
     reader.known(raw, path, {"enabled", "quantile", "history", "stabilize_rho",
                              "stabilize_tau", "valid_for", "configmap", "warm_start"})
     d = WorkerPlansConfig()
-    quantile = reader.number(raw, "quantile", path, d.quantile)
-    if not 0.0 < quantile < 1.0:
-        raise reader.fail(f"{path}.quantile", f"must lie strictly between 0 and 1, got {quantile}")
-    rho = reader.number(raw, "stabilize_rho", path, d.stabilize_rho)
-    if rho <= 0:
-        raise reader.fail(f"{path}.stabilize_rho", "must be above 0")
+    quantile, rho = _quantile_and_rho(reader, raw, path, d.quantile, d.stabilize_rho)
     return WorkerPlansConfig(
         enabled=reader.boolean(raw, "enabled", path, d.enabled),
         quantile=quantile,

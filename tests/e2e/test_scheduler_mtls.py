@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shutil
 import ssl
-import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -24,32 +23,10 @@ import requests
 from tests.e2e.headstart import Extender, headstart_cluster
 from tests.e2e.objects import kwok_node
 from tests.e2e.test_gang import groups_of, indexed_job, run_job
+from tests.tlscerts import authority, signed
 
 LOGS = ["headstart-scheduler", "headstart-extender"]
 HEADSTART_SCHEDULER = "headstart-scheduler"
-
-
-def openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
-def authority(folder: Path, name: str) -> tuple[Path, Path]:
-    cert, key = folder / f"{name}.crt", folder / f"{name}.key"
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-            f"/CN={name}", "-keyout", str(key), "-out", str(cert))
-    return cert, key
-
-
-def signed(folder: Path, ca: tuple[Path, Path], name: str, extension: str
-           ) -> tuple[Path, Path]:
-    key, csr, cert = (folder / f"{name}.{suffix}" for suffix in ("key", "csr", "crt"))
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
-            "-keyout", str(key), "-out", str(csr))
-    ext = folder / f"{name}.ext"
-    ext.write_text(extension + "\n")
-    openssl("x509", "-req", "-in", str(csr), "-CA", str(ca[0]), "-CAkey", str(ca[1]),
-            "-CAcreateserial", "-days", "1", "-extfile", str(ext), "-out", str(cert))
-    return cert, key
 
 
 class TlsExtender(Extender):

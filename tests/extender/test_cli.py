@@ -18,6 +18,7 @@ import pytest
 
 from headstart.cli import main
 from tests.extender.builders import args_body, make_node, make_pod
+from tests.tlscerts import authority, signed
 
 
 @pytest.mark.parametrize(
@@ -167,35 +168,15 @@ def test_tls_serves_https_with_the_configured_certificate(fake_kube, tmp_path):
 
 
 
-def openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
-def signed_pair(tmp_path, ca: tuple, name: str, extension: str) -> tuple:
-    """A key and a certificate for CN=`name`, signed by `ca` (cert, key)."""
-    key, csr, cert = (tmp_path / f"{name}.{suffix}" for suffix in ("key", "csr", "crt"))
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
-            "-keyout", str(key), "-out", str(csr))
-    ext = tmp_path / f"{name}.ext"
-    ext.write_text(extension + "\n")
-    openssl("x509", "-req", "-in", str(csr), "-CA", str(ca[0]), "-CAkey", str(ca[1]),
-            "-CAcreateserial", "-days", "1", "-extfile", str(ext), "-out", str(cert))
-    return cert, key
-
-
 def test_with_a_client_ca_only_a_client_it_signed_reaches_the_scheduler_port(fake_kube,
                                                                              tmp_path):
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed")
-    ca = (tmp_path / "ca.crt", tmp_path / "ca.key")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-            "-subj", "/CN=headstart-scheduler-ca", "-keyout", str(ca[1]), "-out", str(ca[0]))
-    server = signed_pair(tmp_path, ca, "headstart-extender", "subjectAltName=IP:127.0.0.1")
-    client = signed_pair(tmp_path, ca, "headstart-scheduler", "extendedKeyUsage=clientAuth")
-    other_ca = (tmp_path / "other.crt", tmp_path / "other.key")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-            "-subj", "/CN=someone-else", "-keyout", str(other_ca[1]), "-out", str(other_ca[0]))
-    stranger = signed_pair(tmp_path, other_ca, "tenant", "extendedKeyUsage=clientAuth")
+    ca = authority(tmp_path, "headstart-scheduler-ca")
+    server = signed(tmp_path, ca, "headstart-extender", "subjectAltName=IP:127.0.0.1")
+    client = signed(tmp_path, ca, "headstart-scheduler", "extendedKeyUsage=clientAuth")
+    stranger = signed(tmp_path, authority(tmp_path, "someone-else"), "tenant",
+                      "extendedKeyUsage=clientAuth")
     config = tmp_path / "extender.yaml"
     config.write_text(f"tls_cert_file: {server[0]}\ntls_key_file: {server[1]}\n"
                       f"tls_client_ca_file: {ca[0]}\n")
