@@ -1,12 +1,13 @@
 """Reads the overprovisioner's worker plans for the admitter (`locality.worker_plans`).
 
 One GET of the ConfigMap `admission.elastic.worker_plans` names, at most every
-`refresh_seconds`. Absent (404): no plans. Forbidden (403: the Role in
-`manifests/base/extender-placeholders` not installed) or any other fault: no plans
-either, said once per change in the log and in /admission, never a crash: elastic jobs
-are then sized by KOD2's rules alone, as when the overprovisioner is stopped and its
-plans expire. A value that does not parse is logged once per distinct text and listed in
-/admission (`problems`); the others are used.
+`refresh_seconds`. Absent (404): no plans; elastic jobs are sized by KOD2's rules
+alone. Forbidden (403: the Role in `manifests/base/extender-placeholders` not installed)
+or any other fault: the plans of the last read are kept (each steers only until its own
+`validUntil`, so a blip of the API never drops a plan for a round, and a fault that
+lasts ends in KOD2's rules as the plans expire), said once per change in the log and in
+/admission, never a crash. A value that does not parse is logged once per distinct
+text and listed in /admission (`problems`); the others are used.
 
 Must not: decide sizes (`locality.admission.resize` does), judge a plan's freshness (the
 round does, at its own `now`), write anything.
@@ -55,7 +56,10 @@ class WorkerPlanReader:
             return False
         self._read_at = now
         data, fault = await asyncio.to_thread(self._read)
-        plans, problems = decode(data, self.where)
+        if fault is not None:  # keep what was read: each plan expires on its own
+            plans, problems = dict(self.plans), list(self.problems)
+        else:
+            plans, problems = decode(data, self.where)
         if fault != self._fault:  # said once per change, not every read
             if fault is not None:
                 log.warning("worker plans unreadable: elastic jobs are sized by KOD2's "
@@ -68,7 +72,7 @@ class WorkerPlanReader:
                 self._said.add(problem)
                 log.warning("a worker plan is not read", extra={"problem": problem})
         if fault is not None:
-            self.detail = f"no plans: {fault}"
+            self.detail = f"{len(plans)} plan(s) of the last read kept: {fault}"
         elif data is None:
             self.detail = f"no ConfigMap {self.where}: no plans (KOD2's rules alone)"
         else:

@@ -800,11 +800,14 @@ async def test_a_running_elastic_gang_is_scaled_in_to_its_worker_plan(fake_kube,
     gang = gang_of(fake_kube, "plan")
     assert (gang["spec"]["size"], gang["status"]["message"]) == (1, expected)
     await admitter.refresh_worker_plans(40.0)  # read again: the same problem, not said again
-    # Forbidden (the Role not installed): no plans, said once in the log.
+    # Unreadable (403: the Role not installed, or an API blip): the plans last read are
+    # kept (each expires at its own validUntil), said once in the log.
     fake_kube.fail_next("GET", "/configmaps/headstart-worker-plans", 403, count=2)
     await admitter.refresh_worker_plans(60.0)
     await admitter.refresh_worker_plans(80.0)
     assert admitter.summary()["worker_plans"] == (
-        "no plans: headstart-placeholders/headstart-worker-plans unreadable (API status 403)")
+        "1 plan(s) of the last read kept: headstart-placeholders/headstart-worker-plans "
+        "unreadable (API status 403)")
+    assert list(admitter._plans.plans) == ["Job.team.plan"]
     assert caplog.text.count("worker plans unreadable") == 1
     assert caplog.text.count("a worker plan is not read") == 1
