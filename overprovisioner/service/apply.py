@@ -326,10 +326,14 @@ class Applier:
                     errors.append(error)
         return pruned, errors
 
-    def scale(self, key: tuple[str, str, str | None, str], replicas: int) -> str:
+    def scale(self, key: tuple[str, str, str | None, str], replicas: int,
+              metadata: Mapping[str, Any] | None = None) -> str:
         """Set spec.replicas of one of headstart's Deployments or CapacityBuffers by a JSON
         merge patch (only that field: an apply with a partial body would drop the rest);
-        the next server-side apply takes the field back. Returns the object's label."""
+        the next server-side apply takes the field back. With the object's `metadata` as
+        observed, its uid and resourceVersion are preconditions (the API server refuses
+        with 409 a patch of an object re-created or changed since: it is looked at again
+        at the next pass). Returns the object's label."""
         label = _describe(*key)
         api_version, kind, namespace, name = key
         path = resource_path(api_version, kind, namespace, name)
@@ -337,9 +341,14 @@ class Applier:
             # The scale subresource: the expiry job's account may change replica counts
             # and nothing else of a Deployment (a pod template is code to run).
             path += "/scale"
+        guard = {field: metadata[field] for field in ("uid", "resourceVersion")
+                 if metadata and metadata.get(field)}
+        body: dict[str, Any] = {"spec": {"replicas": replicas}}
+        if guard:
+            body["metadata"] = guard
         self._call(
             f"scale {label} to {replicas}", "PATCH", path,
-            query=[("fieldManager", FIELD_MANAGER)], body={"spec": {"replicas": replicas}},
+            query=[("fieldManager", FIELD_MANAGER)], body=body,
             content_type=MERGE_PATCH_CONTENT_TYPE,
         )
         return label

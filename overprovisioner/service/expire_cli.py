@@ -91,5 +91,6 @@ def expire_once(config: Any, api_client: Any, now_s: float) -> list[str]:
     shrunk = []
     for key, replicas in sorted(shrink_to_floor(observed.objects, now_s, floors).items(),
                                 key=lambda item: item[0][3]):
-        shrunk.append(f"{applier.scale(key, replicas)} to {replicas}")
+        label = applier.scale(key, replicas, observed.objects[key].get("metadata"))
+        shrunk.append(f"{label} to {replicas}")
     return shrunk

@@ -384,7 +384,8 @@ class OverprovisionerLoop:
         for key, replicas in sorted(shrink_to_floor(objects, now_s, floors, renewed).items(),
                                     key=lambda item: item[0][3]):
             try:
-                shrunk.append(f"{self.applier.scale(key, replicas)} to {replicas}")
+                shrunk.append(f"{self.applier.scale(key, replicas, objects[key].get('metadata'))}"
+                              f" to {replicas}")
             except HeadstartError as error:
                 self._tick_errors.append(error)
                 errors.append(f"expire: {error}")

@@ -492,3 +492,28 @@ def test_prune_deletes_only_the_object_it_observed(harness) -> None:
     assert any("Precondition failed" in str(error) for error in errors), errors
     deletes = [p for m, p, _ in harness.fake.requests if m == "DELETE" and name in p]
     assert len(deletes) == 1  # permanent: not retried
+
+
+class RecordingApi:
+    """A KubeApi stand-in that records each request and answers {}."""
+
+    def __init__(self):
+        self.calls = []
+
+    def request(self, method, path, query=(), body=None, content_type=None):
+        self.calls.append((method, path, body, content_type))
+        return {}
+
+
+def test_a_scale_is_guarded_by_the_uid_and_resource_version_it_was_decided_on():
+    api = RecordingApi()
+    applier = Applier(api, make_config(), np.random.default_rng(0), lambda s: None)
+    key = ("apps/v1", "Deployment", NS, "headstart-placeholder-g5-xlarge")
+    applier.scale(key, 0, {"uid": "u-1", "resourceVersion": "42", "name": "ignored"})
+    applier.scale(key, 1)
+    (_, path, guarded, kind), (_, _, bare, _) = api.calls
+    assert path.endswith("/deployments/headstart-placeholder-g5-xlarge/scale")
+    assert kind == "application/merge-patch+json"
+    assert guarded == {"spec": {"replicas": 0},
+                       "metadata": {"uid": "u-1", "resourceVersion": "42"}}
+    assert bare == {"spec": {"replicas": 1}}
