@@ -5,6 +5,40 @@
 #   docker build --platform linux/amd64 -t headstart:0.1.0 .
 ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
 
+# The extender alone, without torch, pandas, scipy, statsmodels or matplotlib (a smaller
+# image and dependency surface for the component that binds pods):
+#   docker build --target extender -t headstart-extender:0.1.0 .
+FROM ${PYTHON_IMAGE} AS build-extender
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/headstart
+ENV PATH=/opt/headstart/bin:$PATH
+WORKDIR /src
+COPY requirements/extender.txt ./
+RUN pip install -r extender.txt
+COPY pyproject.toml README.md ./
+COPY common ./common
+COPY kube ./kube
+COPY bucketing ./bucketing
+COPY locality ./locality
+COPY predictor ./predictor
+COPY overprovisioner ./overprovisioner
+COPY extender ./extender
+COPY headstart ./headstart
+# --no-deps: the package's metadata lists every component's dependencies; this image
+# runs `headstart extender` only (tests/test_extender_image.py keeps that true).
+RUN pip install --no-deps . && headstart extender --help > /dev/null
+
+FROM ${PYTHON_IMAGE} AS extender
+COPY --from=build-extender /opt/headstart /opt/headstart
+ENV PATH=/opt/headstart/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+USER 65532:65532
+WORKDIR /tmp
+ENTRYPOINT ["headstart"]
+CMD ["extender", "--help"]
+
+# Every component (the default target).
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/headstart

@@ -58,3 +58,30 @@ def test_the_docs_kustomization_replaces_every_headstart_image(tmp_path, overlay
     # The extender, the overprovisioner and the placeholder expiry job, by digest; the
     # scheduler keeps upstream's.
     assert sorted(images) == sorted([pinned, pinned, pinned, upstream])
+
+
+def test_the_slim_extender_patch_changes_the_extenders_image_alone(tmp_path) -> None:
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", DOC.read_text(),
+                                                    flags=re.S)]
+    (patches,) = [b for b in blocks if isinstance(b, dict) and set(b) == {"patches"}]
+    shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
+    kustomization = {**doc_kustomization(), **patches}
+    (tmp_path / "my-cluster").mkdir()
+    (tmp_path / "my-cluster" / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    rendered = subprocess.run([shutil.which("kubectl") or "kubectl", "kustomize",
+                               str(tmp_path / "my-cluster")],
+                              capture_output=True, text=True, timeout=120, check=True).stdout
+    images = {}
+    for document in yaml.safe_load_all(rendered):
+        if document and document["kind"] in ("Deployment", "CronJob"):
+            spec = document["spec"]
+            if document["kind"] == "CronJob":
+                spec = spec["jobTemplate"]["spec"]
+            images[document["metadata"]["name"]] = \
+                spec["template"]["spec"]["containers"][0]["image"]
+    slim = patches["patches"][0]["patch"].split("value: ", 1)[1].strip()
+    (entry,) = kustomization["images"]
+    full = f"{entry['newName']}@{entry['digest']}"
+    assert images["headstart-extender"] == slim
+    assert images["headstart-overprovisioner"] == full
+    assert images["headstart-placeholder-expiry"] == full
