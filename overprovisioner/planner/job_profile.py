@@ -26,10 +26,9 @@ from datetime import datetime
 from typing import Any
 
 from bucketing.replicas import mapping, whole
-from bucketing.resources import pod_effective_request
-from common.errors import InputError
 from locality.elastic import PYTORCH_WORKER, ElasticOwner
 from locality.worker_plans import WorkerPlan
+from overprovisioner.planner.worker_plan import template_request
 from predictor.models.warm_start import (
     JobProfile,
     Recommendation,
@@ -74,10 +73,7 @@ def profile_of(obj: Mapping[str, Any], kind: str, gpu_resource: str = "nvidia.co
 
 def _shape(pods: int, template: Mapping[str, Any], gpu_resource: str, where: str
            ) -> RoleShape:
-    try:
-        request = pod_effective_request({"spec": template.get("spec")}, gpu_resource)
-    except InputError as error:
-        raise InputError(f"{where}: pod template: {error}") from None
+    request = template_request(template, gpu_resource, f"{where}: pod template")
     return RoleShape(pods, request.cpu_milli / 1000, request.memory_bytes / GIB,
                      request.gpu_milli / 1000)
 

@@ -121,11 +121,8 @@ def _parse(obj: Mapping[str, Any], kind: str, owner: ElasticOwner,
                              "throughput at the sizes it runs at)")
         throughput_query = _query(annotations, THROUGHPUT_QUERY, where)
     spec = mapping(obj.get("spec"), f"{where}: spec")
-    template = _worker_template(spec, kind, where)
-    try:
-        request = pod_effective_request({"spec": template.get("spec")}, gpu_resource)
-    except InputError as error:
-        raise InputError(f"{where}: worker template: {error}") from None
+    request = template_request(_worker_template(spec, kind, where), gpu_resource,
+                               f"{where}: worker template")
     lag_query, max_lag = "", None
     if LAG_QUERY in annotations or MAX_LAG in annotations:
         if LAG_QUERY not in annotations or MAX_LAG not in annotations:
@@ -164,6 +161,16 @@ def _thetas(raw: Any, mode: str, where: str) -> tuple[float, ...]:
         raise InputError(f"{where}: annotation {THROUGHPUT_THETAS}: the {mode} model takes "
                          f"{THETAS[mode]} numbers >= 0 separated by commas, got {raw!r}")
     return values
+
+
+def template_request(template: Mapping[str, Any], gpu_resource: str, where: str
+                     ) -> Resources:
+    """One pod's effective request from an owner's pod template; InputError naming
+    `where` when it does not parse."""
+    try:
+        return pod_effective_request({"spec": template.get("spec")}, gpu_resource)
+    except InputError as error:
+        raise InputError(f"{where}: {error}") from None
 
 
 def _worker_template(spec: Mapping[str, Any], kind: str, where: str) -> Mapping[str, Any]:
