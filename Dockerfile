@@ -5,6 +5,19 @@
 #   docker build --platform linux/amd64 -t headstart:0.1.0 .
 ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
 
+# The project's sources, once, for both images below.
+FROM ${PYTHON_IMAGE} AS source
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY common ./common
+COPY kube ./kube
+COPY bucketing ./bucketing
+COPY locality ./locality
+COPY predictor ./predictor
+COPY overprovisioner ./overprovisioner
+COPY extender ./extender
+COPY headstart ./headstart
+
 # The extender alone, without torch, pandas, scipy, statsmodels or matplotlib (a smaller
 # image and dependency surface for the component that binds pods):
 #   docker build --target extender -t headstart-extender:0.1.0 .
@@ -15,15 +28,7 @@ ENV PATH=/opt/headstart/bin:$PATH
 WORKDIR /src
 COPY requirements/extender.txt ./
 RUN pip install -r extender.txt
-COPY pyproject.toml README.md ./
-COPY common ./common
-COPY kube ./kube
-COPY bucketing ./bucketing
-COPY locality ./locality
-COPY predictor ./predictor
-COPY overprovisioner ./overprovisioner
-COPY extender ./extender
-COPY headstart ./headstart
+COPY --from=source /src ./
 # --no-deps: the package's metadata lists every component's dependencies; this image
 # runs `headstart extender` only (tests/test_extender_image.py keeps that true).
 RUN pip install --no-deps . && headstart extender --help > /dev/null
@@ -47,15 +52,7 @@ ENV PATH=/opt/headstart/bin:$PATH
 # wheels would add gigabytes to an image that runs on CPU nodes.
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY common ./common
-COPY kube ./kube
-COPY bucketing ./bucketing
-COPY locality ./locality
-COPY predictor ./predictor
-COPY overprovisioner ./overprovisioner
-COPY extender ./extender
-COPY headstart ./headstart
+COPY --from=source /src ./
 # Runtime dependencies only (no [dev] extra); torch==2.13.0 already satisfies the range.
 RUN pip install . && pip check
 
