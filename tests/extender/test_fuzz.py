@@ -14,6 +14,7 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
@@ -97,29 +98,9 @@ def check(verb: str, body: bytes) -> None:
     assert problems == [], problems
 
 
+@pytest.mark.parametrize("verb", ["filter", "prioritize", "bind", "preempt"])
 @seed(28)
 @FUZZ
 @given(body=BODIES)
-def test_filter_never_fails_on_any_body(body):
-    check("filter", body)
-
-
-@seed(28)
-@FUZZ
-@given(body=BODIES)
-def test_prioritize_never_fails_on_any_body(body):
-    check("prioritize", body)
-
-
-@seed(28)
-@FUZZ
-@given(body=BODIES)
-def test_bind_never_fails_nor_binds_what_was_not_named(body):
-    check("bind", body)
-
-
-@seed(28)
-@FUZZ
-@given(body=BODIES)
-def test_preempt_never_fails_on_any_body(body):
-    check("preempt", body)
+def test_no_body_gets_a_5xx_a_traceback_or_an_unnamed_bind(verb, body):
+    check(verb, body)
