@@ -101,6 +101,31 @@ def job_size(cluster, namespace: str, name: str) -> tuple[int, int]:
     return spec["parallelism"], spec["completions"]
 
 
+def remove_job(cluster, namespace: str, name: str) -> None:
+    """Delete the Job (its pods in the background) and wait until none is live."""
+    cluster.kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}?"
+                        "propagationPolicy=Background")
+    cluster.wait(f"{name}'s pods gone", lambda: not live(cluster, namespace, name) or NotYet(
+        "pods left"), 60, LOGS)
+
+
+def overprovisioners_planner(cluster, name: str, store=None, prometheus_url=None):
+    """The overprovisioner's worker planner, in this process, with the
+    headstart-overprovisioner ServiceAccount's token and the shipped config."""
+    import numpy as np
+
+    from overprovisioner.config.parse import parse_config
+    from overprovisioner.service.apply import KubeApi
+    from overprovisioner.service.worker_planner import PrometheusReader, WorkerPlanner
+
+    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-overprovisioner", name)
+    config = parse_config(installed.shipped_config("overprovisioner"), "shipped")
+    return WorkerPlanner(config, KubeApi(k8s_config.new_client_from_config(
+        config_file=str(kubeconfig)), 10.0), store,
+        PrometheusReader(prometheus_url) if prometheus_url else None,
+        np.random.default_rng(0), time.sleep)
+
+
 def test_a_heavier_job_scales_an_elastic_job_in_and_it_grows_back(elastic_cluster, namespace,
                                                                   e2e_timings):
     cluster, _ = elastic_cluster
@@ -146,9 +171,7 @@ def test_a_heavier_job_scales_an_elastic_job_in_and_it_grows_back(elastic_cluste
     assert gang(cluster, namespace, "grow")["spec"]["size"] == 4
     e2e_timings.record("elastic: scale-in for a heavier job, then scale-out",
                        claim_bound_since_created=claim_s, grown_bound_since_freed=grow_s)
-    kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/grow?propagationPolicy=Background")
-    cluster.wait("grow's pods gone", lambda: not live(cluster, namespace, "grow") or NotYet(
-        "pods left"), 60, LOGS)
+    remove_job(cluster, namespace, "grow")
 
 
 def test_a_job_no_domain_holds_whole_is_admitted_at_the_size_one_holds(elastic_cluster,
@@ -169,18 +192,11 @@ def test_a_job_no_domain_holds_whole_is_admitted_at_the_size_one_holds(elastic_c
     record = gang(cluster, namespace, "wide")
     assert record["spec"]["size"] == 4, record
     e2e_timings.record("elastic: admitted at the size a domain holds", bound_since_created=bound_s)
-    kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/wide?propagationPolicy=Background")
-    cluster.wait("wide's pods gone", lambda: not live(cluster, namespace, "wide") or NotYet(
-        "pods left"), 60, LOGS)
+    remove_job(cluster, namespace, "wide")
 
 
 def test_a_worker_plan_written_by_the_overprovisioner_resizes_the_job(elastic_cluster,
                                                                       namespace, e2e_timings):
-    import numpy as np
-
-    from overprovisioner.config.parse import parse_config
-    from overprovisioner.service.apply import KubeApi
-    from overprovisioner.service.worker_planner import PrometheusReader, WorkerPlanner
     from tests.fakeprometheus import FakePrometheus
 
     cluster, _ = elastic_cluster
@@ -199,12 +215,8 @@ def test_a_worker_plan_written_by_the_overprovisioner_resizes_the_job(elastic_cl
         cluster, namespace, "stream", "Running"), 30, LOGS)
 
     prometheus = FakePrometheus({query: 15_000.0})
-    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-overprovisioner",
-                                          "worker-planner")
-    config = parse_config(installed.shipped_config("overprovisioner"), "shipped")
-    planner = WorkerPlanner(config, KubeApi(k8s_config.new_client_from_config(
-        config_file=str(kubeconfig)), 10.0), None, PrometheusReader(prometheus.url),
-        np.random.default_rng(0), time.sleep)
+    planner = overprovisioners_planner(cluster, "worker-planner",
+                                       prometheus_url=prometheus.url)
     try:
         result = planner.step(time.time(), (), write=True)
         written = time.monotonic()
@@ -236,18 +248,11 @@ def test_a_worker_plan_written_by_the_overprovisioner_resizes_the_job(elastic_cl
         prometheus.stop()
     e2e_timings.record("elastic: a worker plan resizes the job",
                        shrunk_bound_since_written=shrunk_s, grown_bound_since_written=grown_s)
-    kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/stream?propagationPolicy=Background")
-    cluster.wait("stream's pods gone", lambda: not live(cluster, namespace, "stream") or NotYet(
-        "pods left"), 60, LOGS)
+    remove_job(cluster, namespace, "stream")
 
 
 def test_a_warm_started_job_is_admitted_at_the_size_its_similar_jobs_ended_with(
         elastic_cluster, namespace, e2e_timings, tmp_path):
-    import numpy as np
-
-    from overprovisioner.config.parse import parse_config
-    from overprovisioner.service.apply import KubeApi
-    from overprovisioner.service.worker_planner import WorkerPlanner
     from predictor.live.store import HistoryStore
     from tests.e2e.test_gang import indexed_job
 
@@ -263,13 +268,8 @@ def test_a_warm_started_job_is_admitted_at_the_size_its_similar_jobs_ended_with(
         return job if done else NotYet(job["status"])
 
     cluster.wait("past Complete", complete, 120, LOGS)
-    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-overprovisioner",
-                                          "warm-start-planner")
-    config = parse_config(installed.shipped_config("overprovisioner"), "shipped")
-    store = HistoryStore(tmp_path / "history.sqlite", config.tick_s)
-    planner = WorkerPlanner(config, KubeApi(k8s_config.new_client_from_config(
-        config_file=str(kubeconfig)), 10.0), store, None, np.random.default_rng(0),
-        time.sleep)
+    store = HistoryStore(tmp_path / "history.sqlite", 300.0)  # the shipped 5m tick
+    planner = overprovisioners_planner(cluster, "warm-start-planner", store)
     planner.step(time.time(), (), write=True)
     assert f"Job/{namespace}/past" in [p["name"] for p in store.job_profiles()]
 
@@ -296,10 +296,7 @@ def test_a_warm_started_job_is_admitted_at_the_size_its_similar_jobs_ended_with(
     assert any("DLRover-RM warm start" in e["message"] for e in events), events
     e2e_timings.record("elastic: warm start", bound_at_3_since_resumed=bound_s)
     for name in ("warm", "past"):
-        kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}?"
-                    "propagationPolicy=Background")
-    cluster.wait("warm's pods gone", lambda: not live(cluster, namespace, "warm") or NotYet(
-        "pods left"), 60, LOGS)
+        remove_job(cluster, namespace, name)
 
 
 def patch_job_as_extender(cluster, namespace: str, name: str, patch: dict) -> tuple[int, str]:
