@@ -54,7 +54,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client as k8s
@@ -70,11 +70,9 @@ from extender.admission.resizer import OwnerResizer
 from extender.admission.throttle import Throttle, Throttled
 from extender.admission.worker_plans import WorkerPlanReader
 from extender.cache import ClusterCache
-from kube.autoscaler_status import AutoscalerStatus, GroupSize, parse_autoscaler_status
-from locality.admission.assign import plan
+from kube.autoscaler_status import AutoscalerStatus, parse_autoscaler_status
 from locality.admission.config import AdmissionConfig
 from locality.admission.coscheduling import POD_GROUP_LABEL, pod_group_body, pod_group_name
-from locality.admission.gather import gather
 from locality.admission.model import (
     Admission,
     GatedJob,
@@ -84,17 +82,14 @@ from locality.admission.model import (
     WaitCode,
     Waiting,
 )
-from locality.admission.node_groups import resolve
-from locality.admission.nodepools import nodepool_groups, what_counts
-from locality.admission.preempt import candidates, leaving
+from locality.admission.nodepools import what_counts
 from locality.admission.record import GangRecord, GangState, gang_body, orphaned, timestamp
 from locality.admission.recovery import Eviction, Transition, recovery
-from locality.admission.resize import elastic_gangs, shrinking
-from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room
+from locality.admission.round import Inputs, plan_round, wider_levels
+from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
-from locality.model import JobKey, Locality, NodeState, Pod
-from locality.worker_plans import WorkerPlan
+from locality.model import JobKey, Locality, Pod
 
 log = logging.getLogger("headstart.extender.admitter")
 
@@ -111,29 +106,6 @@ the event loop answering kube-scheduler gets it back after at most this long.
 bench/bench_admission_rounds.py on 2 shared cores: filter p99 during rounds 20.3 ms at
 1 ms (the recorded run, 6.9 ms without rounds; docs/extender.md) and 57.1 ms at
 Python's 5 ms (`--quick --switch-seconds 0.005`, 8.2 ms without rounds)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Inputs:
-    """A round's view of the cluster, taken on the event loop (`Admitter.snapshot`)."""
-
-    gated: list[Pod]
-    records: dict[JobKey, GangRecord]
-    pods_by_job: dict[JobKey, tuple[Pod, ...]]
-    """Every pod, in any phase, of each job with a gated pod or a record."""
-    nodes: list[NodeState]
-    group_sizes: Mapping[str, GroupSize] | None
-    nodepools: tuple[Mapping[str, Any], ...] = ()
-    status_unread: str | None = None
-    """Why CA's status ConfigMap, which exists, gave no node group sizes (None: it did,
-    or there is none)."""
-    worker_plans: Mapping[str, WorkerPlan] = field(default_factory=dict)
-    """The overprovisioner's worker plans of the last read, by key (stale ones too: the
-    round reads them at its `now`)."""
-
-    def pods_of_job(self, job: JobKey) -> tuple[Pod, ...]:
-        """The job's pods as the snapshot saw them (the cache's `pods_of_job`)."""
-        return self.pods_by_job.get(job, ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +174,7 @@ class Admitter:
         self._plans = WorkerPlanReader(self._core, config.elastic.worker_plans) \
             if self._core is not None else None
         self._shapes = catalog_shapes(locality)
-        names = [level.name for level in locality.topology_levels]  # widest first
-        self._wider = {name: tuple(reversed(names[:index])) for index, name in enumerate(names)}
+        self._wider = wider_levels(locality)
         """Per topology level, the wider ones, nearest first (a `preferred` job's widening)."""
 
     # ---- plan (event loop) --------------------------------------------------------
@@ -232,37 +203,9 @@ class Admitter:
 
     def plan(self, inputs: Inputs, now: float
              ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
-        """The round's decisions from `inputs` alone (`locality.admission`): safe in a
-        worker thread."""
-        pods_of_job = inputs.pods_of_job
-        gathered = gather(inputs.gated, inputs.records, pods_of_job, self.locality,
-                          self.config)
-        discovered = nodepool_groups(inputs.nodepools, (state.node for state in inputs.nodes),
-                                     self.locality, self._shapes)
-        groups = resolve(self.config.node_groups, inputs.group_sizes, discovered.groups)
-        unknown = tuple(f"cluster-autoscaler node group {name}" for name in groups.unaccounted)
-        unknown += discovered.unknown
-        if inputs.status_unread is not None and not self.config.node_groups:
-            unknown += (f"cluster-autoscaler's node groups ({inputs.status_unread})",)
-        wider = self._wider
-        records = list(inputs.records.values())
-        gangs = elastic_gangs(records, pods_of_job, self.locality, self.config.elastic.weight,
-                              inputs.worker_plans, now) \
-            if self.config.elastic.enabled else {}
-        levels = {job.level for job in gathered.jobs} | {PLACEMENT_GROUP_LEVEL, CLUSTER_LEVEL}
-        levels |= {domain.level for domain in gangs}
-        levels |= {level for job in gathered.jobs
-                   if job.policy.placement_group is Locality.PREFERRED
-                   for level in wider.get(job.level, ())}
-        rooms = {level: level_room(inputs.nodes, level, self.locality, groups.groups,
-                                   inputs.group_sizes, self._shapes)
-                 for level in levels}
-        planned = plan(gathered.jobs, rooms, gathered.reservations, now, self.config,
-                       gathered.releases, candidates(records, pods_of_job),
-                       leaving(records, pods_of_job), unknown, wider, gangs,
-                       shrinking(records, pods_of_job),
-                       inputs.worker_plans if self.config.elastic.enabled else None)
-        return planned, {job.key: job for job in gathered.jobs}, rooms
+        """The round's decisions from `inputs` alone (`locality.admission.round`): safe
+        in a worker thread."""
+        return plan_round(inputs, now, self.locality, self.config, self._shapes, self._wider)
 
     def explain(self, pod: Pod) -> dict[str, Any] | None:
         """The admission state of `pod`'s job in the last round, None when not gated."""
