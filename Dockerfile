@@ -26,11 +26,14 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/headstart
 ENV PATH=/opt/headstart/bin:$PATH
 WORKDIR /src
-COPY requirements/extender.txt ./
-RUN pip install -r extender.txt
+# Every file pip fetches must match a hash in the lock, and nothing the lock does not name
+# is pulled in (requirements/extender.lock, compiled from extender.txt; docs/image.md).
+COPY requirements/extender.lock ./
+RUN pip install --require-hashes --no-deps -r extender.lock && pip check
 COPY --from=source /src ./
 # --no-deps: the package's metadata lists every component's dependencies; this image
-# runs `headstart extender` only (tests/test_extender_image.py keeps that true).
+# runs `headstart extender` only (tests/test_extender_image.py keeps that true), so
+# `pip check` ran above, on the lock alone: here it would report the forecasting stack.
 RUN pip install --no-deps . && headstart extender --help > /dev/null
 
 FROM ${PYTHON_IMAGE} AS extender

@@ -48,10 +48,11 @@ except SystemExit as done:
     assert "usage: headstart extender" in result.stdout
 
 
-def test_the_dockerfile_builds_the_extender_from_those_requirements_alone():
+def test_the_dockerfile_builds_the_extender_from_the_lock_of_those_requirements_alone():
+    # tests/test_lockfiles.py checks that extender.lock pins what extender.txt declares.
     dockerfile = (REPO / "Dockerfile").read_text()
     stage = dockerfile.split("AS build-extender", 1)[1].split("\nFROM ", 1)[0]
-    assert "COPY requirements/extender.txt" in stage
-    assert "pip install -r extender.txt" in stage
+    assert "COPY requirements/extender.lock" in stage
+    assert "pip install --require-hashes --no-deps -r extender.lock && pip check" in stage
     assert "pip install --no-deps ." in stage
     assert "torch" not in stage
