@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "overprovisioner.service.expire_cli",
     "overprovisioner.service.warm_start_cli",
     "overprovisioner.sim.cli",
+    "overprovisioner.sim.gangs.cli",
 )
 
 

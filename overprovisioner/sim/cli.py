@@ -244,11 +244,11 @@ def _service_config(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def _load(args: argparse.Namespace, synthetic: bool, catalog: Any,
           service: Any) -> tuple[Any, Any]:
-    table = _load_table(args, synthetic)
-    return table, _workload(args, table, catalog, service)
+    table = load_table(args, synthetic)
+    return table, replay_workload(args, table, catalog, service)
 
 
-def _load_table(args: argparse.Namespace, synthetic: bool) -> Any:
+def load_table(args: argparse.Namespace, synthetic: bool) -> Any:
     if synthetic:
         from bucketing.synthetic import SyntheticWorkload, generate
 
@@ -262,7 +262,7 @@ def _load_table(args: argparse.Namespace, synthetic: bool) -> Any:
     return table
 
 
-def _workload(args: argparse.Namespace, table: Any, catalog: Any, service: Any,
+def replay_workload(args: argparse.Namespace, table: Any, catalog: Any, service: Any,
               types: tuple | None = None) -> Any:
     """The replayed workload of `table`: the config's, bucket file's or default types
     (`types` given: those), in the --from-day/--days window."""
@@ -327,8 +327,8 @@ def simulate_command(args: argparse.Namespace) -> int:
     config = _config(args, service)
     progress = Progress()
     with progress.meanwhile("loading the trace"):
-        table = _load_table(args, args.synthetic)
-        workload = _workload(args, table, catalog, service)
+        table = load_table(args, args.synthetic)
+        workload = replay_workload(args, table, catalog, service)
     policies = with_models(tuple(args.policy or default_policies(workload)), args.models,
                            service.forecast.model)
     if what_if is not None and what_if.curve:
@@ -337,7 +337,7 @@ def simulate_command(args: argparse.Namespace) -> int:
     lead = None
     if what_if is not None:
         lead = what_if.leads[0]
-        workload = _workload(args, what_if.apply(table, lead), catalog, service,
+        workload = replay_workload(args, what_if.apply(table, lead), catalog, service,
                              workload.types)
     progress.total = len(policies) + int(args.compare_scoring)
     with progress.meanwhile("simulating the policies"):  # says again every 10 s
@@ -385,7 +385,7 @@ def _lead_curve_command(args: argparse.Namespace, table: Any, workload: Any, cat
     progress.total = len(policies) - len(names) + len(names) * len(what_if.leads)
     with progress.meanwhile("simulating the policies at each lead"):
         runs, curve = run_lead_curve(
-            table, lambda t: _workload(args, t, catalog, service, workload.types), catalog,
+            table, lambda t: replay_workload(args, t, catalog, service, workload.types), catalog,
             policies, config, what_if, progress=progress)
     if args.plot:
         from overprovisioner.sim.lead_plot import write_lead_plot

@@ -1,0 +1,121 @@
+"""`headstart simulate-elastic`: the elastic table on a trace or the synthetic workload.
+
+A thin adapter: parses arguments, loads the workload as `headstart simulate` does
+(`overprovisioner.sim.cli`), runs the arms (`overprovisioner.sim.gangs.table`) and
+prints the table or JSON. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from typing import Any
+
+from bucketing.gpu_sharing import GPU_SHARING_HELP
+from common.errors import InputError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "simulate-elastic",
+        help="replay a trace's jobs as gangs at fixed sizes, elastic, and elastic with "
+        "their growth announced; report completion time, queueing and GPU-hours",
+        description="Replay the jobs of a trace (or the synthetic workload) as gangs that "
+        "the extender's own admission round admits whole on a simulated autoscaled cluster "
+        "(cluster-autoscaler start-up, scans and scale-down; node groups of --max-nodes "
+        "per instance type and placement group), three times: fixed sizes; elastic "
+        "(KOD2's rules: admitted smaller when no domain holds the job, scale-in for a "
+        "heavier waiting job, scale-out into idle room); elastic with each shrunk gang's "
+        "growth announced to the overprovisioner (placeholders in its placement group). "
+        "Which jobs are elastic, and their bounds, follow a stated rule "
+        "(docs/simulator.md, \"Elastic jobs\").",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--trace", metavar="PATH", help="a trace file with jobs (e.g. "
+                        "Alibaba DLRM; gzip allowed)")
+    source.add_argument("--synthetic", action="store_true",
+                        help="the seeded synthetic workload (14 days of PS/worker jobs)")
+    parser.add_argument("--format", default=None, help="trace format (default: detected)")
+    parser.add_argument("--gpu-sharing", action="store_true", help=GPU_SHARING_HELP)
+    parser.add_argument("--catalog", default="aws", help="instance catalog: aws, gcp or a "
+                        "YAML path (default aws)")
+    parser.add_argument("--days", type=float, default=None,
+                        help="replay only the first N days of the window")
+    parser.add_argument("--from-day", type=float, default=0.0,
+                        help="start the window N days after the trace start (default 0)")
+    parser.add_argument("--max-nodes", type=int, default=4, metavar="N",
+                        help="each node group's maximum size, per instance type and "
+                        "placement group (default 4: a cluster whose GPUs run out; elastic "
+                        "sizing changes nothing where the autoscaler can always add nodes)")
+    parser.add_argument("--groups", type=int, default=2, metavar="N",
+                        help="placement groups, each with a node group of every type "
+                        "(default 2)")
+    parser.add_argument("--elastic-share", type=float, default=1.0, metavar="F",
+                        help="share of eligible jobs (two or more workers of one type and GPU "
+                        "count) replayed as elastic (default 1)")
+    parser.add_argument("--min-fraction", type=float, default=0.5, metavar="F",
+                        help="an elastic job's minimum: ceil(F x its trace workers) "
+                        "(default 0.5)")
+    parser.add_argument("--max-factor", type=float, default=1.0, metavar="F",
+                        help="its maximum: max(trace workers, floor(F x trace workers)) "
+                        "(default 1: never above what the trace ran)")
+    parser.add_argument("--scaling", choices=("linear", "kale"), default="linear",
+                        help="how a job's training rate follows its workers (default linear)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for node start-up times")
+    parser.add_argument("--json", action="store_true", help="print the arms as JSON")
+    parser.set_defaults(func=simulate_elastic_command)
+
+
+def simulate_elastic_command(args: argparse.Namespace) -> int:
+    from bucketing.catalog import load_catalog
+    from overprovisioner.config import OverprovisionerConfig
+    from overprovisioner.sim.cli import load_table, replay_workload
+    from overprovisioner.sim.config import SimConfig
+    from overprovisioner.sim.gangs.engine import GangSimConfig
+    from overprovisioner.sim.gangs.jobs import ElasticRule, gang_jobs
+    from overprovisioner.sim.gangs.table import ARMS, format_rows, run_arms, summaries
+
+    if args.max_nodes < 1:
+        raise InputError(f"--max-nodes: expected 1 or more, got {args.max_nodes}")
+    if not 1 <= args.groups <= 26:
+        raise InputError(f"--groups: expected 1 to 26, got {args.groups}")
+    rule = ElasticRule(args.elastic_share, args.min_fraction, args.max_factor,
+                       args.scaling).validate()
+    catalog = load_catalog(args.catalog)
+    table = load_table(args, args.synthetic)
+    workload = replay_workload(args, table, catalog, OverprovisionerConfig())
+    jobs = gang_jobs(workload, rule)
+    groups = tuple(f"pg-{chr(ord('a') + i)}" for i in range(args.groups))
+    config = GangSimConfig(replace(SimConfig(), seed=args.seed), groups, args.max_nodes)
+    started = time.monotonic()
+    results = []
+    for arm in ARMS:
+        results += run_arms(workload, jobs, workload.types, rule, config, arms=(arm,))
+        print(f"{arm.name}: done ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+    rows = summaries(results)
+    if args.json:
+        print(json.dumps({"source": table.source, "rule": _rule(rule),
+                          "max_nodes": args.max_nodes, "groups": list(groups), "arms": rows},
+                         indent=2))
+        return 0
+    print(describe(table.source, jobs, rule, args.max_nodes, groups, workload))
+    print(format_rows(rows))
+    return 0
+
+
+def _rule(rule: Any) -> dict[str, Any]:
+    return {"share": rule.share, "min_fraction": rule.min_fraction,
+            "max_factor": rule.max_factor, "scaling": rule.scaling}
+
+
+def describe(source: str, jobs: Any, rule: Any, max_nodes: int, groups: tuple[str, ...],
+             workload: Any) -> str:
+    elastic = sum(1 for job in jobs if job.bounds is not None)
+    types = ", ".join(t.name for t in workload.types)
+    return (f"{source}: {len(jobs):,} jobs, {elastic:,} elastic (workers between "
+            f"ceil({rule.min_fraction:g} n) and max(n, floor({rule.max_factor:g} n)), n the "
+            f"trace's; {rule.scaling} scaling); node groups of at most {max_nodes} nodes per "
+            f"type ({types}) in each of {', '.join(groups)}.")

@@ -1,0 +1,123 @@
+"""The elastic table: one workload replayed as gangs at fixed sizes, elastic, and elastic
+with the growth announced, side by side, and what each measured.
+
+Decides: the three arms (`ARMS`: the admitter's `admission.elastic.enabled` off, on,
+and on with the overprovisioner told of each shrunk gang's growth), run on the same
+jobs, cluster and seed; the figures per arm (`summarize`): job completion time (submit
+to finish) and queueing delay (submit to its gang first Running) over the jobs that did
+not start before the window and that every arm finished (a job no domain can ever hold
+never finishes; it is counted apart, `unfinished`), GPU-hours of the nodes (launch to
+removal: what is billed) and of the pods, dollars at the catalog's prices, resizes by
+kind, node launches.
+
+Must not: read files, print.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from bucketing.catalog import InstanceType
+from locality.admission.config import AdmissionConfig
+from locality.admission.weight import ElasticConfig
+from overprovisioner.sim.gangs.engine import GangResult, GangRun, GangSimConfig
+from overprovisioner.sim.gangs.jobs import ElasticRule, GangJob
+from overprovisioner.sim.workload import Workload
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    elastic: bool
+    announce: bool
+
+
+ARMS = (Arm("fixed", False, False), Arm("elastic", True, False),
+        Arm("elastic+announced", True, True))
+
+
+def run_arms(workload: Workload, jobs: Sequence[GangJob], types: Sequence[InstanceType],
+             rule: ElasticRule, config: GangSimConfig,
+             admission: AdmissionConfig | None = None,
+             arms: Sequence[Arm] = ARMS) -> list[GangResult]:
+    """Each arm on the same jobs and cluster; `admission`: the extender's settings (its
+    defaults when None), with elastic resizing switched per arm."""
+    admission = admission or AdmissionConfig()
+    out = []
+    for arm in arms:
+        settings = replace(admission, elastic=replace(admission.elastic, enabled=arm.elastic)
+                           if admission.elastic else ElasticConfig(enabled=arm.elastic))
+        out.append(GangRun(workload, jobs, types, config, settings, rule.scaling, arm.elastic,
+                           arm.announce, arm.name).execute())
+    return out
+
+
+def summaries(results: Sequence[GangResult]) -> list[dict]:
+    """Each arm's figures (`summarize`), times over the jobs every arm finished."""
+    common = np.logical_and.reduce([~np.isnan(r.finished) for r in results])
+    return [summarize(result, common) for result in results]
+
+
+def summarize(result: GangResult, measured: np.ndarray) -> dict:
+    """One arm's figures: completion and queueing times over the `measured` jobs (hours,
+    minutes; None when there is none), GPU-hours and dollars over the whole run."""
+    jct = ((result.finished - result.submit) / 3600)[measured]
+    queue = ((result.first_running - result.submit) / 60)[measured]
+    return {
+        "arm": result.name,
+        "jobs": int(len(result.submit)),
+        "elastic_jobs": int(result.elastic.sum()),
+        "measured": int(measured.sum()),
+        "unfinished": int(np.isnan(result.finished).sum()),
+        "jct_mean_h": _stat(np.mean, jct),
+        "jct_p50_h": _stat(np.median, jct),
+        "jct_p95_h": _stat(lambda v: np.percentile(v, 95), jct),
+        "queue_mean_min": _stat(np.mean, queue),
+        "queue_p95_min": _stat(lambda v: np.percentile(v, 95), queue),
+        "node_gpu_hours": round(result.node_gpu_s / 3600, 1),
+        "pod_gpu_hours": round(result.used_gpu_s / 3600, 1),
+        "dollars": round(result.node_cost, 0),
+        "resizes": dict(sorted(result.resizes.items())),
+        "launches": result.launches,
+    }
+
+
+def _stat(function, values: np.ndarray) -> float | None:
+    if len(values) == 0:
+        return None
+    value = float(function(values))
+    return round(value, 3) if math.isfinite(value) else None
+
+
+def format_rows(rows: Sequence[dict]) -> str:
+    """The arms as a fixed-width table, with each figure's ratio to the first arm."""
+    header = (f"{'arm':<18} {'JCT mean h':>10} {'p95 h':>7} {'queue mean min':>14} "
+              f"{'p95 min':>8} {'node GPU-h':>10} {'$':>8} {'resizes':>8} {'unfinished':>10}")
+    lines = [header]
+    base = rows[0]
+    for row in rows:
+        resizes = sum(row["resizes"].values())
+        lines.append(
+            f"{row['arm']:<18} {_num(row['jct_mean_h']):>10} {_num(row['jct_p95_h']):>7} "
+            f"{_num(row['queue_mean_min']):>14} {_num(row['queue_p95_min']):>8} "
+            f"{row['node_gpu_hours']:>10,.0f} {row['dollars']:>8,.0f} {resizes:>8} "
+            f"{row['unfinished']:>10}")
+    for row in rows[1:]:
+        lines.append(f"{row['arm']} / {base['arm']}: JCT mean {_ratio(row, base, 'jct_mean_h')}, "
+                     f"queue mean {_ratio(row, base, 'queue_mean_min')}, node GPU-hours "
+                     f"{_ratio(row, base, 'node_gpu_hours')}")
+    return "\n".join(lines)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _ratio(row: dict, base: dict, key: str) -> str:
+    if row[key] is None or not base[key]:
+        return "-"
+    return f"{row[key] / base[key]:.2f}x"

@@ -1,0 +1,148 @@
+"""The gang replay (overprovisioner.sim.gangs): trace jobs admitted whole by the extender's
+own admission round on a simulated autoscaled cluster, fixed, elastic, and elastic with
+the growth announced.
+
+Every cluster here is one placement group of g4dn.12xlarge nodes (4 GPUs each) whose
+node group may grow to a few nodes, so GPUs run out and elastic sizing has something to
+change.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from common.errors import InputError
+from overprovisioner.sim.gangs.engine import GangSimConfig
+from overprovisioner.sim.gangs.jobs import KALE_PEAK, ElasticRule, _kale, gang_jobs, speed
+from overprovisioner.sim.gangs.table import ARMS, format_rows, run_arms, summaries
+from overprovisioner.sim.workload import build_workload
+from tests.overprovisioner.simbuild import pod, table, types
+
+TYPES = types("m5.8xlarge", "g4dn.12xlarge")
+HOUR = 3600.0
+
+
+def job(name, workers, submit, duration, gpus=4, ps=True):
+    """A PS/worker job: one CPU PS (unless not `ps`) and `workers` workers of `gpus`
+    GPUs, each asking a little differently (as trace pods do)."""
+    rows = [pod(f"{name}-ps", submit, duration, gpus=0, cpu=4, memory_gib=16, job=name,
+                role="ps")] if ps else []
+    rows += [pod(f"{name}-w{i}", submit, duration, gpus=gpus, cpu=8 + i, memory_gib=32,
+                 job=name, role="worker") for i in range(workers)]
+    return rows
+
+
+RULE = ElasticRule()
+
+
+def replay(rows, max_nodes, end=12 * HOUR, rule=RULE, arms=ARMS):
+    workload = build_workload(table(rows, end=end), TYPES)
+    jobs = gang_jobs(workload, rule)
+    config = GangSimConfig(groups=("pg-a",), max_nodes=max_nodes)
+    results = run_arms(workload, jobs, workload.types, rule, config, arms=arms)
+    return {r.name: r for r in results}, jobs
+
+
+def times(result, index):
+    return (result.first_running[index] - result.submit[index],
+            result.finished[index] - result.submit[index])
+
+
+def test_the_rule_makes_multi_worker_jobs_of_one_gpu_shape_elastic_with_one_template():
+    rows = job("a", 4, 0, HOUR) + job("b", 1, 0, HOUR) + \
+        [pod("c-w0", 0, HOUR, gpus=4, job="c", role="worker"),
+         pod("c-w1", 0, HOUR, gpus=1, job="c", role="worker")]
+    workload = build_workload(table(rows), TYPES)
+    jobs = {j.name: j for j in gang_jobs(workload, ElasticRule())}
+    assert jobs["a"].bounds == (2, 4) and jobs["a"].workers == 4
+    # The owner's template: each resource's largest request among its workers.
+    assert jobs["a"].worker_request[1] == 11_000
+    assert jobs["b"].bounds is None  # one worker
+    assert jobs["c"].bounds is None  # workers asking for different GPU counts
+    wider = {j.name: j for j in gang_jobs(workload, ElasticRule(min_fraction=0.25,
+                                                                max_factor=2.0))}
+    assert wider["a"].bounds == (1, 8)
+    none = gang_jobs(workload, ElasticRule(share=0.0))
+    assert all(j.bounds is None for j in none)
+
+
+@pytest.mark.parametrize("rule, message", [
+    (ElasticRule(share=1.5), "--elastic-share"),
+    (ElasticRule(min_fraction=0), "--min-fraction"),
+    (ElasticRule(max_factor=0.5), "--max-factor"),
+    (ElasticRule(scaling="amdahl"), "--scaling"),
+])
+def test_a_bad_rule_is_refused_naming_the_option(rule, message):
+    with pytest.raises(InputError, match=message):
+        rule.validate()
+
+
+def test_speed_linear_and_kale_worked_example():
+    assert speed(2, 4, "linear") == 0.5
+    assert speed(0, 4, "linear") == 0.0
+    # KALE's worked example: M = 16,384 with the paper's thetas, f(10) about 30,000/s.
+    assert 30_000 < _kale(10) < 30_100 and _kale(9) < 30_000
+    assert speed(KALE_PEAK, KALE_PEAK, "kale") == 1.0
+    # Past the synchronous model's peak a job is held at the peak, never slower.
+    assert speed(16, 8, "kale") == pytest.approx(_kale(10) / _kale(8))
+    assert speed(4, 8, "kale") < 1.0
+
+
+def test_a_job_no_domain_could_hold_whole_runs_smaller_only_when_elastic():
+    # 4 workers of 4 GPUs need 4 nodes; the group grows to 3.
+    results, _ = replay(job("a", 4, 60, HOUR), max_nodes=3)
+    fixed, elastic = results["fixed"], results["elastic"]
+    assert np.isnan(fixed.finished).all()  # inadmissible at its size: never runs
+    assert fixed.launches == 0
+    assert elastic.resizes == {"admitted_smaller": 1}
+    queued, took = times(elastic, 0)
+    # Admitted at 3 of 4 workers at once: a node start-up (5 min +-20%), then a third
+    # slower than the trace's hour (linear scaling).
+    assert 4 * 60 <= queued <= 6.5 * 60
+    assert took == pytest.approx(queued + HOUR * 4 / 3, rel=1e-6)
+    rows = summaries(list(results.values()))
+    assert rows[0]["unfinished"] == 1 and rows[1]["unfinished"] == 0
+    assert rows[0]["measured"] == 0  # no job finished in every arm: no times compared
+
+
+def test_scale_in_admits_a_starving_job_and_scale_out_grows_the_shrunk_one_back():
+    # `a` (elastic, 2..4 workers) fills the group's 4 nodes for 6 h; `b` (one 4-GPU
+    # pod, fixed) comes at 1 h. Fixed: b waits for a. Elastic: b is heavier in KOD2's
+    # weight (sigmoid of minimum workers / request units: 1/16 against a's 2/38), so a
+    # is scaled in for it at once; when b is done, a grows back.
+    rows = job("a", 4, 60, 6 * HOUR, ps=False) + \
+        [pod("b-0", HOUR, HOUR, gpus=4, cpu=8, memory_gib=32, job="b", role="worker")]
+    results, jobs = replay(rows, max_nodes=4, end=24 * HOUR)
+    order = [j.name for j in jobs if not j.initial]
+    b = order.index("pod-b-0")  # a one-pod job: a gang of one
+    fixed_wait, _ = times(results["fixed"], b)
+    elastic_wait, _ = times(results["elastic"], b)
+    assert fixed_wait > 5 * HOUR - 60  # until a ends
+    assert elastic_wait <= 5  # a round or two: a's worker goes, b binds on its node
+    assert results["elastic"].resizes == {"scale_in": 1, "scale_out": 1}
+    a = order.index("a")
+    # a ran at 3 of 4 workers for about b's hour: a quarter of that hour's work later.
+    _, fixed_took = times(results["fixed"], a)
+    _, elastic_took = times(results["elastic"], a)
+    assert 10 * 60 < elastic_took - fixed_took < 25 * 60
+
+
+def test_announced_growth_keeps_placeholders_where_the_shrunk_gang_runs():
+    # `c` (fixed, 2 nodes) takes half the group; `a` (elastic, 4 workers) is admitted
+    # at 2 beside it. Announced: a's growth of 2 workers is 2 placeholder nodes in pg-a,
+    # pending while the group is full; when c ends its nodes take them, and a's
+    # scale-out takes them back from the placeholders.
+    rows = [pod(f"c-w{i}", 60, 2 * HOUR, gpus=4, cpu=8, memory_gib=32, job="c", role="ps")
+            for i in range(2)] + job("a", 4, 90, 6 * HOUR, ps=False)
+    results, _ = replay(rows, max_nodes=4, end=24 * HOUR)
+    assert results["elastic"].placeholders == 0
+    announced = results["elastic+announced"]
+    assert announced.placeholders >= 2
+    assert announced.resizes == {"admitted_smaller": 1, "scale_out": 1}
+    assert math.isfinite(announced.finished.max())
+    rows = summaries(list(results.values()))
+    text = format_rows(rows)
+    assert text.splitlines()[0].startswith("arm") and "elastic+announced / fixed" in text
