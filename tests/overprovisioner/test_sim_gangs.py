@@ -9,6 +9,7 @@ change.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -146,3 +147,40 @@ def test_announced_growth_keeps_placeholders_where_the_shrunk_gang_runs():
     rows = summaries(list(results.values()))
     text = format_rows(rows)
     assert text.splitlines()[0].startswith("arm") and "elastic+announced / fixed" in text
+
+
+@pytest.fixture
+def jobs_file(tmp_path):
+    from bucketing.traces.write import write_job_table
+
+    # An elastic job the group can never hold whole (4 nodes of 4 GPUs, 3 allowed).
+    return write_job_table(table(job("a", 4, 60, HOUR), end=12 * HOUR),
+                           tmp_path / "jobs.csv")
+
+
+def test_the_command_prints_the_table_and_json(jobs_file, capsys):
+    from headstart.cli import main
+
+    assert main(["simulate-elastic", "--trace", str(jobs_file), "--max-nodes", "3",
+                 "--groups", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "1 jobs, 1 elastic" in out and "elastic / fixed" in out
+    assert main(["simulate-elastic", "--trace", str(jobs_file), "--max-nodes", "3",
+                 "--groups", "1", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    arms = {row["arm"]: row for row in printed["arms"]}
+    assert arms["fixed"]["unfinished"] == 1 and arms["elastic"]["unfinished"] == 0
+    assert arms["elastic"]["resizes"] == {"admitted_smaller": 1}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--max-nodes", "0"], "--max-nodes: expected 1 or more, got 0"),
+    (["--groups", "0"], "--groups: expected 1 to 26, got 0"),
+    (["--min-fraction", "2"], "--min-fraction: expected above 0 and at most 1, got 2"),
+])
+def test_bad_options_are_refused_in_one_line(jobs_file, capsys, argv, message):
+    from headstart.cli import main
+
+    assert main(["simulate-elastic", "--trace", str(jobs_file), *argv]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
