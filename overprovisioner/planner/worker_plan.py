@@ -120,9 +120,7 @@ def _parse(obj: Mapping[str, Any], kind: str, owner: ElasticOwner,
                              f"offline) or {THROUGHPUT_QUERY} (to fit it from the job's "
                              "throughput at the sizes it runs at)")
         throughput_query = _query(annotations, THROUGHPUT_QUERY, where)
-    spec = mapping(obj.get("spec"), f"{where}: spec")
-    request = template_request(_worker_template(spec, kind, where), gpu_resource,
-                               f"{where}: worker template")
+    request = worker_request(obj, kind, gpu_resource, where)
     lag_query, max_lag = "", None
     if LAG_QUERY in annotations or MAX_LAG in annotations:
         if LAG_QUERY not in annotations or MAX_LAG not in annotations:
@@ -171,6 +169,16 @@ def template_request(template: Mapping[str, Any], gpu_resource: str, where: str
         return pod_effective_request({"spec": template.get("spec")}, gpu_resource)
     except InputError as error:
         raise InputError(f"{where}: {error}") from None
+
+
+def worker_request(obj: Mapping[str, Any], kind: str, gpu_resource: str, where: str
+                   ) -> Resources:
+    """One worker's effective request from the owner's worker template (an Indexed
+    Job's pod template, a PyTorchJob's Worker); InputError naming `where` when it does
+    not parse."""
+    spec = mapping(obj.get("spec"), f"{where}: spec")
+    return template_request(_worker_template(spec, kind, where), gpu_resource,
+                            f"{where}: worker template")
 
 
 def _worker_template(spec: Mapping[str, Any], kind: str, where: str) -> Mapping[str, Any]:

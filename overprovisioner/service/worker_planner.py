@@ -16,7 +16,9 @@ Per tick (`WorkerPlanner.step`):
    history store (`job_profile.profile_of`); an elastic job that asks
    (`headstart.io/warm-start: "true"`) and has not started gets a plan of the worker
    count its most similar finished jobs ended with (`job_profile.warm_start_plan`),
-   unless it has a KALE plan;
+   unless it has a KALE plan; the workers that plan adds to the job's size now are
+   growth too (in no placement group: the job has none before it is admitted), so the
+   nodes for the larger size come with the job's own;
 4. leader and not dry-run: every plan of this tick written to the ConfigMap
    `worker_plans.configmap` in the placeholders' namespace by server-side apply (a job
    without a plan this tick has none there: the extender sizes it by KOD2 alone, and a
@@ -67,6 +69,7 @@ from overprovisioner.planner.worker_plan import (
     decide,
     growth,
     kale_job,
+    worker_request,
 )
 from overprovisioner.service.apply import APPLY_CONTENT_TYPE, FIELD_MANAGER, KubeApi
 from overprovisioner.service.errors import ErrorClass, RetryPolicy, call_with_retry
@@ -226,8 +229,12 @@ class WorkerPlanner:
             if plan is None:
                 why = found.reason or "the similar jobs have no worker role"
                 result.problems[key] = f"{owner.where}: warm start: {why}"
-            else:
-                result.plans.append(plan)
+                continue
+            result.plans.append(plan)
+            if plan.size > owner.size:  # its extra workers, wherever it is admitted
+                request = worker_request(obj, kind, self.gpu_resource, owner.where)
+                result.growths.append(Growth(plan.key, plan.size - owner.size, request, "",
+                                             True))
 
     def step(self, now_s: float, rooms: Sequence[NodeRoom], write: bool) -> StepResult:
         """Plan every job that asks; write the plans when `write` (leader, not dry-run)."""

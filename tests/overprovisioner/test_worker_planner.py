@@ -184,6 +184,11 @@ def test_finished_jobs_are_remembered_and_a_new_job_that_asks_starts_from_them(
     (plan,) = result.plans
     assert (plan.name, plan.size) == ("new", 10) and "warm start" in plan.reason
     assert result.written
+    # Its 8 workers beyond the 2 it asks for now are growth the plan is told of (no
+    # placement group yet: it is not admitted), of its worker template's shape.
+    (extra,) = result.growths
+    assert (extra.key, extra.pods, extra.group, extra.now) == ("Job.ml.new", 8, "", True)
+    assert extra.request.gpu_milli > 0
     # kept once: a second tick adds nothing; the job, once running, gets no new plan
     worker_planner.step(NOW + 300, ROOMS, write=True)
     assert len(store.job_profiles()) == 2
