@@ -63,8 +63,10 @@ class Eviction:
 
 
 def backoff_seconds(evictions: int, base: float, maximum: float) -> float:
-    """The wait before the `evictions`-th re-admission (1: base, then doubling)."""
-    return min(base * 2 ** max(evictions - 1, 0), maximum)
+    """The wait before the `evictions`-th re-admission (1: base, then doubling, never
+    past `maximum`, however many evictions a gang has had)."""
+    doublings = min(max(evictions - 1, 0), 64)  # 2**64 x any base is past any maximum
+    return min(base * 2.0 ** doublings, maximum)
 
 
 def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequence[Pod]],

@@ -66,6 +66,14 @@ class SimNode:
     empty_since: float | None = None
 
 
+def largest_first(pod: Pod) -> tuple:
+    """The order the binder and the autoscaler place pods in: largest first (GPUs, CPU,
+    memory), as the admitter's packer does, so that room the admitter counted is room
+    they find."""
+    request = pod.request
+    return (-request.gpu_milli, -request.cpu_milli, -request.memory_bytes, pod.name)
+
+
 class ClusterSide:
     """The cluster's half of a replay (see the module docstring)."""
 
@@ -130,7 +138,7 @@ class ClusterSide:
         """Bind `pods` (all, or with `alone` each on its own); True when any bound."""
         plan: list[tuple[Pod, SimNode]] = []
         trial: dict[str, list[int]] = {}
-        for pod in sorted(pods, key=lambda p: (-p.request.gpu_milli, p.name)):
+        for pod in sorted(pods, key=largest_first):
             type_name = pod.constraints.node_selector[0][1]
             chosen = None
             for node in self._candidates(type_name, group):
@@ -251,11 +259,14 @@ class ClusterSide:
         for (type_name, group), pods in sorted(by_group.items()):
             type_index = next(i for i, t in enumerate(self.types) if t.name == type_name)
             kind = self.types[type_index]
-            here = [n for n in self.nodes.values()
-                    if n.type_index == type_index and n.group == group]
+            # Ready and starting nodes, fullest first as the binder tries them, with
+            # placeholders' room counted as used (CA does not preempt them).
+            here = sorted((n for n in self.nodes.values()
+                           if n.type_index == type_index and n.group == group),
+                          key=lambda n: (-n.real[0], -n.real[1], n.name))
             bins = [[a + b for a, b in zip(n.real, n.held, strict=True)] for n in here]
             opened = 0
-            for pod in sorted(pods, key=lambda p: (-p.request.gpu_milli, -p.request.cpu_milli)):
+            for pod in sorted(pods, key=largest_first):
                 need = (pod.request.gpu_milli, pod.request.cpu_milli, pod.request.memory_bytes)
                 alloc = (kind.allocatable.gpu_milli, kind.allocatable.cpu_milli,
                          kind.allocatable.memory_bytes)

@@ -95,6 +95,7 @@ def test_a_gang_that_finished_before_it_was_seen_running_is_running():
 
 @pytest.mark.parametrize(("evictions", "seconds"), [
     (1, 60), (2, 120), (3, 240), (7, 3600), (20, 3600),  # 60 x 2^6 = 3,840 > the cap
+    (5000, 3600),  # a gang evicted thousands of times: still the cap, no float overflow
 ])
 def test_backoff_doubles_up_to_its_cap(evictions, seconds):
     assert backoff_seconds(evictions, 60.0, 3600.0) == seconds
