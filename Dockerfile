@@ -51,13 +51,16 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/headstart
 ENV PATH=/opt/headstart/bin:$PATH
-# CPU-only torch first: the forecaster trains on CPU in a few minutes, and the CUDA
-# wheels would add gigabytes to an image that runs on CPU nodes.
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 WORKDIR /src
+# The runtime dependencies (no [dev] extra), every file checked against the lock's hashes;
+# then CPU-only torch, by version and without a hash (requirements/torch.txt says why), with
+# --no-deps because the lock already holds torch's dependencies. The forecaster trains on
+# CPU in a few minutes; the CUDA wheels would add gigabytes to an image on CPU nodes.
+COPY requirements/headstart.lock requirements/torch.txt ./
+RUN pip install --require-hashes --no-deps -r headstart.lock && \
+    pip install --no-deps --index-url https://download.pytorch.org/whl/cpu -r torch.txt
 COPY --from=source /src ./
-# Runtime dependencies only (no [dev] extra); torch==2.13.0 already satisfies the range.
-RUN pip install . && pip check
+RUN pip install --no-deps . && pip check
 
 FROM ${PYTHON_IMAGE}
 COPY --from=build /opt/headstart /opt/headstart
