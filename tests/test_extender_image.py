@@ -10,6 +10,10 @@ import sys
 import tomllib
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
+from tests.test_lockfiles import read_lock
+
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "pandas", "scipy", "statsmodels", "matplotlib", "adjustText", "croniter")
 
@@ -24,6 +28,12 @@ def test_each_extender_requirement_is_one_of_the_projects_dependencies():
     assert set(requirements()) <= set(project["dependencies"])
     names = {re.split(r"[<>=]", line)[0].lower() for line in requirements()}
     assert not names & {h.lower() for h in HEAVY}
+
+
+def test_the_extender_lock_pulls_in_none_of_the_heavy_dependencies():
+    # extender.txt names none; this catches one arriving as a dependency's dependency.
+    pinned = set(read_lock(REPO / "requirements" / "extender.lock"))
+    assert not pinned & {canonicalize_name(h) for h in HEAVY}
 
 
 def test_the_extender_imports_and_starts_without_the_heavy_dependencies():
