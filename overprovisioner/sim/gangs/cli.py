@@ -46,10 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="replay only the first N days of the window")
     parser.add_argument("--from-day", type=float, default=0.0,
                         help="start the window N days after the trace start (default 0)")
-    parser.add_argument("--max-nodes", type=int, default=4, metavar="N",
+    parser.add_argument("--max-nodes", type=int, default=8, metavar="N",
                         help="each node group's maximum size, per instance type and "
-                        "placement group (default 4: a cluster whose GPUs run out; elastic "
-                        "sizing changes nothing where the autoscaler can always add nodes)")
+                        "placement group (default 8: a cluster whose GPUs run out at its "
+                        "peaks; elastic sizing changes nothing where the autoscaler can "
+                        "always add nodes)")
     parser.add_argument("--groups", type=int, default=2, metavar="N",
                         help="placement groups, each with a node group of every type "
                         "(default 2)")

@@ -40,7 +40,7 @@ class GangSimConfig:
     sim: SimConfig = SimConfig()
     groups: tuple[str, ...] = ("pg-a", "pg-b")
     """Every instance type has a node group in each of these placement groups."""
-    max_nodes: int = 64
+    max_nodes: int = 8
     """Each node group's maximum size."""
     interval_s: float = 1.0
     """The admitter's round interval (`admission.interval_seconds`)."""
