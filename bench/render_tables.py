@@ -649,6 +649,44 @@ def admission_rounds(results: dict) -> str:
             f"in alternation; {provenance(e)}).\n")
 
 
+def elastic(results: dict) -> str:
+    """The elastic table (bench/bench_elastic.py): per workload and node-group cap, each
+    arm's times over the jobs every arm finished, its GPU-hours and resizes."""
+    e = results["elastic"]
+    lines = ["| workload | cap | arm | JCT mean / p95 (h) | queue mean / p95 (min) | "
+             "node GPU-h | $ | resizes | never ran |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    notes = []
+    for run in e["figures"]["runs"]:
+        base = run["arms"][0]
+        for row in run["arms"]:
+            resizes = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in row["resizes"].items())
+            lines.append(
+                f"| {run['workload']} | {run['max_nodes']} | {row['arm']} | "
+                f"{_h(row['jct_mean_h'])} / {_h(row['jct_p95_h'])} | "
+                f"{_h(row['queue_mean_min'], 1)} / {_h(row['queue_p95_min'], 1)} | "
+                f"{row['node_gpu_hours']:,.0f} | {row['dollars']:,.0f} | {resizes or '-'} | "
+                f"{row['unfinished']} |")
+        best = run["arms"][1:]
+        parts = [f"{row['arm']} {_x(row['jct_mean_h'], base['jct_mean_h'])} JCT, "
+                 f"{_x(row['queue_mean_min'], base['queue_mean_min'])} queueing, "
+                 f"{_x(row['node_gpu_hours'], base['node_gpu_hours'])} node GPU-hours"
+                 for row in best]
+        notes.append(f"{run['workload']}, cap {run['max_nodes']} ({base['measured']:,} of "
+                     f"{base['jobs']:,} jobs timed; `{run['command']}`): against fixed, "
+                     + "; ".join(parts) + ".")
+    return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + \
+        f"\n\n({provenance(e)}.)\n"
+
+
+def _h(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _x(value: float | None, base: float | None) -> str:
+    return "-" if value is None or not base else f"{value / base:.2f}x"
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "admission-rounds": admission_rounds,
     "scheduler-real": scheduler_real,
@@ -657,6 +695,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "simulator-headline": simulator_headline,
     "simulator-runs": simulator_runs,
     "simulator-measured": simulator_measured,
+    "elastic": elastic,
     "simulator-direction": simulator_direction,
     "demo-output": demo_output,
     "embed": embed,
