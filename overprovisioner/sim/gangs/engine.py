@@ -91,6 +91,7 @@ from overprovisioner.sim.workload import Workload
 class _Job:
     job: GangJob
     key: JobKey
+    index: int  # its place in the run's job list (FINISH events name it)
     size: int  # the owner's worker count now (elastic), else its trace count
     work_left: float
     rate: float = 0.0
@@ -118,7 +119,6 @@ class GangResult:
     node_cost: float
     resizes: dict[str, int]
     launches: int
-    end_s: float
     placeholders: int = 0
     """Placeholder pods created (announced growth; recreated after a preemption too)."""
 
@@ -137,9 +137,9 @@ class GangRun(ClusterSide):
         self.wider = wider_levels(self.locality)
         self.type_label = self.locality.instance_type_label
         self.group_label = self.locality.placement_group_labels[0]
-        self.jobs = [_Job(job, JobKey(NAMESPACE, job.name),
+        self.jobs = [_Job(job, JobKey(NAMESPACE, job.name), index,
                           job.workers if job.bounds else len(job.pods), job.work_s)
-                     for job in jobs]
+                     for index, job in enumerate(jobs)]
         self.by_name = {run.job.name: run for run in self.jobs}
         self.rng = np.random.default_rng([config.sim.seed, 1])
         self.pods: dict[str, Pod] = {}
@@ -339,7 +339,7 @@ class GangRun(ClusterSide):
         run.version += 1
         if rate > 0:
             self.push(now + max(run.work_left, 0.0) / rate, FINISH,
-                      self.jobs.index(run) * 1_000_000 + run.version % 1_000_000)
+                      run.index * 1_000_000 + run.version % 1_000_000)
 
     def _finish(self, arg: int, now: float) -> None:
         run = self.jobs[arg // 1_000_000]
@@ -463,5 +463,5 @@ class GangRun(ClusterSide):
             np.array([run.finished if run.finished is not None else nan for run in measured]),
             np.array([run.job.bounds is not None for run in measured]),
             self.node_gpu_s, self.used_gpu_s, self.node_cost, resizes, self.launches,
-            self.clock, self.placeholder_pods)
+            self.placeholder_pods)
 
