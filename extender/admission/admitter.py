@@ -51,6 +51,7 @@ import contextlib
 import functools
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -87,6 +88,7 @@ from locality.admission.record import GangRecord, GangState, gang_body, orphaned
 from locality.admission.recovery import Eviction, Transition, recovery
 from locality.admission.round import Inputs, plan_round, wider_levels
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
+from locality.admission.trials import TrialMemo
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Locality, Pod
@@ -175,6 +177,9 @@ class Admitter:
             if self._core is not None else None
         self._shapes = catalog_shapes(locality)
         self._wider = wider_levels(locality)
+        self._trials = TrialMemo()
+        """Packing answers of earlier rounds: a round packs only domains that changed."""
+        self._planning = threading.Lock()  # one round at a time uses `_trials`
         """Per topology level, the wider ones, nearest first (a `preferred` job's widening)."""
 
     # ---- plan (event loop) --------------------------------------------------------
@@ -191,9 +196,12 @@ class Admitter:
         never reads the cache while watches change it. Cost: O(pods of the jobs with
         gated pods or records + nodes)."""
         cache = self.cache
-        gated = [pod for pod in cache.gated_pods() if self.config.gate in pod.scheduling_gates]
+        gate = self.config.gate
+        gated = [pod for pod in cache.gated_pods() if gate in pod.scheduling_gates]
         records = dict(cache.gangs)
-        jobs = {key for pod in gated if (key := job_key_of(pod, self.locality)) is not None}
+        # The cache's index of jobs by their waiting pods: no job_key_of per gated pod.
+        jobs = {job for job in cache.jobs_with_waiting_pods()
+                if any(gate in pod.scheduling_gates for pod in cache.waiting_pods_of_job(job))}
         jobs.update(records)
         return Inputs(gated, records, {job: tuple(cache.pods_of_job(job)) for job in jobs},
                       list(cache.nodes.values()), self.autoscaler.groups, self.nodepools,
@@ -205,7 +213,9 @@ class Admitter:
              ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
         """The round's decisions from `inputs` alone (`locality.admission.round`): safe
         in a worker thread."""
-        return plan_round(inputs, now, self.locality, self.config, self._shapes, self._wider)
+        with self._planning:
+            return plan_round(inputs, now, self.locality, self.config, self._shapes,
+                              self._wider, self._trials)
 
     def explain(self, pod: Pod) -> dict[str, Any] | None:
         """The admission state of `pod`'s job in the last round, None when not gated."""

@@ -131,6 +131,7 @@ from locality.admission.resize import (
     scale_to_plan,
 )
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
+from locality.admission.trials import Asked, RoundBins, Trial, TrialMemo
 from locality.admission.weight import weight
 from locality.model import JobKey, Locality
 from locality.worker_plans import WorkerPlan, target_of
@@ -155,6 +156,7 @@ def plan(
     elastic: Mapping[Domain, Sequence[ElasticGang]] | None = None,
     shrinking: Mapping[str, Resources] | None = None,
     plans: Mapping[str, WorkerPlan] | None = None,
+    memo: TrialMemo | None = None,
 ) -> Plan:
     """rooms: per level name, its domains' room (`snapshot.level_room`); the level
     `cluster` (`CLUSTER_LEVEL`) is what a `preferred` job may use without a domain (absent:
@@ -167,7 +169,9 @@ def plan(
     domain, the Running elastic gangs a resize may change (`resize.elastic_gangs`;
     rules 8 to 10); shrinking: per node, what their workers on the way out free
     (`resize.shrinking`: a scale-in already made, waited for, never repeated). plans: the
-    worker plans by key (`locality.worker_plans.decode`), for rule 7b."""
+    worker plans by key (`locality.worker_plans.decode`), for rule 7b. memo: the packing
+    trials of earlier rounds (`trials.TrialMemo`: same answers, packed once; None: this
+    round's only)."""
     resizing = config.elastic.enabled
     elastic = elastic if resizing and elastic else {}
     shrinking = shrinking if resizing and shrinking else {}
@@ -194,13 +198,13 @@ def plan(
                       for kind, _ in request.devices}
                    | {kind for gangs_here in elastic.values() for gang in gangs_here
                       for pod in gang.workers[:1] for kind, _ in pod.request.devices})
-    bins: dict[Domain, Bins] = {}
+    bins = RoundBins(memo)
     for level, room in rooms.items():
         for value, domain_room in room.domains.items():
-            bins[Domain(level, value)] = open_bins(domain_room, kinds)
+            bins.open(Domain(level, value), open_bins(domain_room, kinds))
     for reservation in reservations:
         if reservation.domain in bins:
-            pack(bins[reservation.domain], reservation.demand)
+            bins.take(reservation.domain, reservation.demand)
     ever = _Capacity(rooms, kinds)
 
     admissions: list[Admission] = []
@@ -210,6 +214,7 @@ def plan(
     for job in sorted(ready, key=admission_order):
         size = len(job.gated)
         demand = job.demand
+        asked = bins.asked(demand, job.pods_per_node)
         if job.recorded is not None:
             _join_recorded(job, demand, bins, rooms, admissions, waiting)
             continue
@@ -223,7 +228,7 @@ def plan(
                       f"{job.level} domain")
             if unknown:
                 reason += f"; unknown room: {_described(unknown)}"
-            _unplaced(job, demand, WaitCode.NO_LEVEL, reason, bins, ever, admissions, waiting)
+            _unplaced(job, asked, WaitCode.NO_LEVEL, reason, bins, ever, admissions, waiting)
             continue
         if resizing and job.elastic is not None and plans:
             toward = _planned(job, plans, now, room, bins)
@@ -231,26 +236,13 @@ def plan(
                 resizes.append(toward)
                 waiting.append(Waiting(job.key, job.gated, WaitCode.RESIZING, toward.reason))
                 continue
-        best: tuple[tuple, Domain, Bins] | None = None
-        most: tuple[tuple, Domain, Bins, int] | None = None
         whole = _whole_group(job, room, bins)
-        for value in room.domains:
-            domain = Domain(job.level, value)
-            if whole is not None and domain not in whole:
-                continue
-            trial = bins[domain].copy()
-            placed = pack(trial, demand, job.pods_per_node)
-            if placed == size:
-                rank = (trial.opened - bins[domain].opened, trial.free_gpu_milli(), value)
-                if best is None or rank < best[0]:
-                    best = (rank, domain, trial)
-            rank_most = (-placed, trial.opened, value)
-            if most is None or rank_most < most[0]:
-                most = (rank_most, domain, trial, placed)
+        found = bins.search(job.level, room.domains, asked, None if whole is None else
+                            frozenset(domain.value for domain in whole))
+        best, most = found.best, found.most
         if best is not None:
-            _, domain, trial = best
-            new_nodes = trial.opened - bins[domain].opened
-            bins[domain] = trial
+            _, domain = best
+            new_nodes = bins.take(domain, demand, job.pods_per_node)
             admissions.append(Admission(
                 job.key, job.gated, domain, room.domains[domain.value].label_key,
                 job.policy.placement_group, new_nodes,
@@ -263,7 +255,7 @@ def plan(
                 waiting.append(Waiting(job.key, job.gated, WaitCode.RESIZING, smaller.reason))
                 continue
         if job.policy.placement_group is Locality.PREFERRED:
-            wide = _widened(job, demand, rooms, bins, (wider or {}).get(job.level, ()))
+            wide = _widened(job, asked, rooms, bins, (wider or {}).get(job.level, ()))
             if wide is not None:
                 admissions.append(wide)
                 continue
@@ -273,8 +265,8 @@ def plan(
         if room.notes:
             notes += "; " + "; ".join(room.notes)
         assert most is not None
-        if not unknown and not ever.holds(job, demand, job.level):
-            _unplaced(job, demand, WaitCode.INADMISSIBLE, (
+        if not unknown and not ever.holds(job, asked, job.level):
+            _unplaced(job, asked, WaitCode.INADMISSIBLE, (
                 f"no {job.level} domain could hold its {size} pods even empty, with every "
                 f"node the autoscaler can add, counting only the nodes its pods may use "
                 f"(nodeSelector, node affinity, tolerations){notes}"),
@@ -283,13 +275,13 @@ def plan(
         held = config.head_reserve_after_seconds
         if head is not None and job.policy.placement_group is Locality.REQUIRED:
             held_job, held_domain, before = head
-            if pack(before.copy(), demand, job.pods_per_node) == size:
+            if bins.trial(held_domain, asked, before).placed == size:
                 waiting.append(Waiting(job.key, job.gated, WaitCode.HELD, (
                     f"{held_domain} would hold it, but that room is held for {held_job.key} "
                     f"(higher in admission order and waiting longer than {held:g} s)")))
                 continue
-        _, domain, partial, placed = most
-        if (elastic or shrinking) and not _cluster_holds(job, demand, bins):
+        _, domain, placed = most
+        if (elastic or shrinking) and not _cluster_holds(job, asked, bins):
             made = _scale_in(job, room, bins, elastic, donors, shrinking, now, config)
             if made is not None:
                 domain, resized = made
@@ -299,7 +291,7 @@ def plan(
                     f"{resize.job} {resize.reason}" for resize in resized) or (
                     f"fits {domain} once the workers leaving it are gone")))
                 continue
-        if job.preempts and (gangs or leaving) and not _cluster_holds(job, demand, bins):
+        if job.preempts and (gangs or leaving) and not _cluster_holds(job, asked, bins):
             preemption = choose(job, demand, {Domain(job.level, v): bins[Domain(job.level, v)]
                                               for v in room.domains},
                                 gangs, leaving, frozenset(taken))
@@ -309,19 +301,19 @@ def plan(
                 waiting.append(Waiting(job.key, job.gated, WaitCode.PREEMPTING,
                                        preemption.note))
                 # What it can use there now is its: no job after it takes that room.
-                pack(bins[preemption.domain], demand, job.pods_per_node)
+                bins.take(preemption.domain, demand, job.pods_per_node)
                 continue
-        if unknown and not _cluster_holds(job, demand, bins):
+        if unknown and not _cluster_holds(job, asked, bins):
             admissions.append(_unknown_room(job, room, most, bins, unknown))
             continue
         reason = (f"no {job.level} domain holds its {size} pods now, even with the nodes "
                   f"the autoscaler can add; the most is {placed} in {domain}{notes}")
-        _unplaced(job, demand, WaitCode.NO_FIT, reason, bins, ever, admissions, waiting)
+        _unplaced(job, asked, WaitCode.NO_FIT, reason, bins, ever, admissions, waiting)
         waited = now - job.last_created_at
         if (head is None and job.policy.placement_group is Locality.REQUIRED
                 and held <= waited < held + config.head_hold_seconds):
             head = (job, domain, bins[domain])
-            bins[domain] = partial
+            bins.take(domain, demand, job.pods_per_node)  # all of it that room holds
     if elastic and not any(w.code in _WANTS_ROOM for w in waiting):
         for domain, domain_gangs in sorted(elastic.items(), key=lambda item: str(item[0])):
             if domain in bins:
@@ -348,7 +340,7 @@ _WANTS_ROOM = frozenset({WaitCode.NO_FIT, WaitCode.HELD, WaitCode.PREEMPTING,
 
 
 def _planned(job: GatedJob, plans: Mapping[str, WorkerPlan], now: float, room: LevelRoom,
-             bins: dict[Domain, Bins]) -> Resize | None:
+             bins: RoundBins) -> Resize | None:
     """Rule 7b: the waiting elastic job resized to its worker plan's size, taking the room
     of the domain that holds it at that size (chosen as in 3); None without a fresh plan
     of its own, at its size already, or when no domain holds that size now."""
@@ -365,25 +357,18 @@ def _planned(job: GatedJob, plans: Mapping[str, WorkerPlan], now: float, room: L
     if size > owner.size:
         extra = workers[-1]
         demand = (*demand, (extra.request, extra.constraints, size - owner.size))
-    best: tuple[tuple, Domain, Bins] | None = None
-    for value in room.domains:
-        domain = Domain(job.level, value)
-        packed = bins[domain].copy()
-        if pack(packed, demand, job.pods_per_node) != sum(n for _, _, n in demand):
-            continue
-        rank = (packed.opened - bins[domain].opened, packed.free_gpu_milli(), value)
-        if best is None or rank < best[0]:
-            best = (rank, domain, packed)
+    asked = bins.asked(demand, job.pods_per_node)
+    best = bins.search(job.level, room.domains, asked).best
     if best is None:
         return None
-    _, domain, packed = best
-    bins[domain] = packed
+    _, domain = best
+    bins.take(domain, demand, job.pods_per_node)
     return Resize(job.key, owner, owner.size, size, (
         f"resized from {owner.size} to {size} by its worker plan ({found.reason}), which "
         f"{domain} holds: admitted once its owner has that size"))
 
 
-def _smaller(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins]) -> Resize | None:
+def _smaller(job: GatedJob, room: LevelRoom, bins: RoundBins) -> Resize | None:
     """Rule 7: the elastic job resized to the largest size a domain of its level holds
     now (its lowest-index pods), taking that room; None when not even its minimum fits.
     Per domain the largest size is found by bisection (a domain that holds k pods of the
@@ -391,41 +376,42 @@ def _smaller(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins]) -> Resize
     owner = job.elastic
     assert owner is not None and owner.bounds is not None
 
-    def trial(domain: Domain, size: int) -> Bins | None:
-        pods = at_size(job.gated, size)
-        packed = bins[domain].copy()
-        return packed if pack(packed, demand_of(pods), job.pods_per_node) == len(pods) \
-            else None
+    asked: dict[int, Asked] = {}  # per size tried (a few per domain, shared by domains)
 
-    best: tuple[tuple, int, Domain, Bins] | None = None
+    def at(size: int) -> Asked:
+        if size not in asked:
+            asked[size] = bins.asked(demand_of(at_size(job.gated, size)), job.pods_per_node)
+        return asked[size]
+
+    best: tuple[tuple, int, Domain] | None = None
     for value in room.domains:
         domain = Domain(job.level, value)
         low, high = owner.bounds.minimum, owner.size - 1
-        found: tuple[int, Bins] | None = None
+        found: tuple[int, Trial] | None = None
         while low <= high:
             middle = (low + high + 1) // 2
-            packed = trial(domain, middle)
-            if packed is not None:
-                found, low = (middle, packed), middle + 1
+            trial = bins.trial(domain, at(middle))
+            if trial.placed == at(middle).pods:
+                found, low = (middle, trial), middle + 1
             else:
                 high = middle - 1
         if found is None:
             continue
-        size, packed = found
-        rank = (-size, packed.opened - bins[domain].opened, packed.free_gpu_milli(), value)
+        size, trial = found
+        rank = (-size, trial.new_nodes, trial.free_gpu_milli, value)
         if best is None or rank < best[0]:
-            best = (rank, size, domain, packed)
+            best = (rank, size, domain)
     if best is None:
         return None
-    _, size, domain, packed = best
-    bins[domain] = packed
+    _, size, domain = best
+    bins.take(domain, asked[size].demand, job.pods_per_node)
     return Resize(job.key, owner, owner.size, size, (
         f"no {job.level} domain holds all {owner.size} pods now; resized to {size} "
         f"(its minimum is {owner.bounds.minimum}), which {domain} holds: admitted "
         "once its owner has that size"))
 
 
-def _scale_in(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins],
+def _scale_in(job: GatedJob, room: LevelRoom, bins: RoundBins,
               elastic: Mapping[Domain, Sequence[ElasticGang]], donors: set[JobKey],
               shrinking: Mapping[str, Resources], now: float, config: AdmissionConfig
               ) -> tuple[Domain, tuple[Resize, ...]] | None:
@@ -454,46 +440,35 @@ def _scale_in(job: GatedJob, room: LevelRoom, bins: dict[Domain, Bins],
     if best is None:
         return None
     _, domain, made = best
-    pack(bins[domain], claimant.demand, job.pods_per_node)  # what it can use now is its
+    bins.take(domain, claimant.demand, job.pods_per_node)  # what it can use now is its
     return domain, made
 
 
-def _whole_group(job: GatedJob, room: LevelRoom, bins: Mapping[Domain, Bins]
-                 ) -> set[Domain] | None:
+def _whole_group(job: GatedJob, room: LevelRoom, bins: RoundBins) -> set[Domain] | None:
     """For an earlier stage of a group (`GatedJob.group_size`), the domains that hold the
     whole group at this stage's shape now; None when it is no such stage or none does
     (then it is placed as itself)."""
     if job.group_size is None:
         return None
     group = list(job.gated) + [job.gated[0]] * (job.group_size - len(job.gated))
-    demand = demand_of(group)
+    asked = bins.asked(demand_of(group), job.pods_per_node)
     holding = {Domain(job.level, value) for value in room.domains
-               if pack(bins[Domain(job.level, value)].copy(), demand, job.pods_per_node)
-               == len(group)}
+               if bins.fits(Domain(job.level, value), asked, len(group))}
     return holding or None
 
 
-def _widened(job: GatedJob, demand: Demand, rooms: Mapping[str, LevelRoom],
-             bins: dict[Domain, Bins], levels: Sequence[str]) -> Admission | None:
+def _widened(job: GatedJob, asked: Asked, rooms: Mapping[str, LevelRoom],
+             bins: RoundBins, levels: Sequence[str]) -> Admission | None:
     """Rule 4's widening of a `preferred` job: the nearest wider level with a domain that
     holds it now (fewest new nodes, then best fit, then name), None when none does."""
-    size = len(job.gated)
     for level in levels:
         room = rooms.get(level)
         if room is None:
             continue
-        best: tuple[tuple, Domain, Bins] | None = None
-        for value in room.domains:
-            domain = Domain(level, value)
-            trial = bins[domain].copy()
-            if pack(trial, demand, job.pods_per_node) == size:
-                rank = (trial.opened - bins[domain].opened, trial.free_gpu_milli(), value)
-                if best is None or rank < best[0]:
-                    best = (rank, domain, trial)
+        best = bins.search(level, room.domains, asked).best
         if best is not None:
-            _, domain, trial = best
-            new_nodes = trial.opened - bins[domain].opened
-            bins[domain] = trial
+            _, domain = best
+            new_nodes = bins.take(domain, asked.demand, asked.per_node)
             return Admission(
                 job.key, job.gated, domain, room.domains[domain.value].label_key,
                 Locality.PREFERRED, new_nodes,
@@ -502,12 +477,11 @@ def _widened(job: GatedJob, demand: Demand, rooms: Mapping[str, LevelRoom],
     return None
 
 
-def _unknown_room(job: GatedJob, room: LevelRoom, most: tuple[tuple, Domain, Bins, int],
-                  bins: dict[Domain, Bins], unknown: Sequence[str]) -> Admission:
+def _unknown_room(job: GatedJob, room: LevelRoom, most: tuple[tuple, Domain, int],
+                  bins: RoundBins, unknown: Sequence[str]) -> Admission:
     """Rule 4's release when room is unknown: into the domain holding most of it."""
-    _, domain, partial, placed = most
-    new_nodes = partial.opened - bins[domain].opened
-    bins[domain] = partial
+    _, domain, placed = most
+    new_nodes = bins.take(domain, job.demand, job.pods_per_node)
     return Admission(
         job.key, job.gated, domain, room.domains[domain.value].label_key,
         job.policy.placement_group, new_nodes,
@@ -531,8 +505,15 @@ class _Capacity:
         self.rooms = rooms
         self.kinds = kinds
         self._bins: dict[Domain, Bins] = {}
+        self._answers: dict[tuple[str, Asked], bool] = {}
 
-    def holds(self, job: GatedJob, demand: Demand, level: str) -> bool:
+    def holds(self, job: GatedJob, asked: Asked, level: str) -> bool:
+        key = (level, asked)
+        if key not in self._answers:  # asked once per shape: the empty room never changes
+            self._answers[key] = self._holds(asked, len(job.gated), level)
+        return self._answers[key]
+
+    def _holds(self, asked: Asked, pods: int, level: str) -> bool:
         room = self.rooms.get(level)
         if room is None:
             return False
@@ -540,12 +521,12 @@ class _Capacity:
             domain = Domain(level, value)
             if domain not in self._bins:
                 self._bins[domain] = open_bins(domain_room, self.kinds, empty=True)
-            if pack(self._bins[domain].copy(), demand, job.pods_per_node) == len(job.gated):
+            if pack(self._bins[domain].copy(), asked.demand, asked.per_node) == pods:
                 return True
         return False
 
 
-def _join_recorded(job: GatedJob, demand: Demand, bins: dict[Domain, Bins],
+def _join_recorded(job: GatedJob, demand: Demand, bins: RoundBins,
                    rooms: Mapping[str, LevelRoom], admissions: list[Admission],
                    waiting: list[Waiting]) -> None:
     """A job whose pods already carry a domain (an admission cut short, or a replacement
@@ -574,17 +555,16 @@ def _join_recorded(job: GatedJob, demand: Demand, bins: dict[Domain, Bins],
         new_nodes, f"joins {recorded}, where its other pods were admitted"))
 
 
-def _cluster_holds(job: GatedJob, demand: Demand, bins: Mapping[Domain, Bins]) -> bool:
+def _cluster_holds(job: GatedJob, asked: Asked, bins: RoundBins) -> bool:
     """A `preferred` job the whole cluster holds now: released there, no preemption."""
     if job.policy.placement_group is not Locality.PREFERRED:
         return False
-    whole = bins.get(Domain(CLUSTER_LEVEL, CLUSTER_LEVEL))
-    return whole is not None and \
-        pack(whole.copy(), demand, job.pods_per_node) == len(job.gated)
+    cluster = Domain(CLUSTER_LEVEL, CLUSTER_LEVEL)
+    return cluster in bins and bins.fits(cluster, asked, len(job.gated))
 
 
-def _unplaced(job: GatedJob, demand: Demand, code: WaitCode, reason: str,
-              bins: dict[Domain, Bins], ever: _Capacity, admissions: list[Admission],
+def _unplaced(job: GatedJob, asked: Asked, code: WaitCode, reason: str,
+              bins: RoundBins, ever: _Capacity, admissions: list[Admission],
               waiting: list[Waiting]) -> None:
     """`required` waits, whole. `preferred` is released without a domain when the whole
     cluster's room holds all its pods now (which it then takes), never in part: else it
@@ -596,15 +576,14 @@ def _unplaced(job: GatedJob, demand: Demand, code: WaitCode, reason: str,
     whole = bins.get(cluster)
     size = len(job.gated)
     if whole is not None:
-        trial = whole.copy()
-        if pack(trial, demand, job.pods_per_node) == size:
-            bins[cluster] = trial
+        if bins.fits(cluster, asked, size):
+            bins.take(cluster, asked.demand, asked.per_node)
             admissions.append(Admission(
                 job.key, job.gated, None, None, Locality.PREFERRED, 0,
                 f"released without a domain (policy preferred): {reason}; the cluster holds "
                 f"all {size} pods"))
             return
-    if whole is None or not ever.holds(job, demand, CLUSTER_LEVEL):
+    if whole is None or not ever.holds(job, asked, CLUSTER_LEVEL):
         waiting.append(Waiting(job.key, job.gated, WaitCode.INADMISSIBLE, (
             f"{reason}; the whole cluster could not hold its {size} pods even empty, with "
             "every node the autoscaler can add (policy preferred never binds part of a job)")))

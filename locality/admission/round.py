@@ -27,6 +27,7 @@ from locality.admission.preempt import candidates, leaving
 from locality.admission.record import GangRecord
 from locality.admission.resize import elastic_gangs, shrinking
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room
+from locality.admission.trials import TrialMemo
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.model import JobKey, Locality, NodeState, Pod
 from locality.worker_plans import WorkerPlan
@@ -65,10 +66,14 @@ def wider_levels(locality: LocalityConfig) -> dict[str, tuple[str, ...]]:
 def plan_round(inputs: Inputs, now: float, locality: LocalityConfig, config: AdmissionConfig,
                shapes: Mapping[str, Resources] | None = None,
                wider: Mapping[str, Sequence[str]] | None = None,
+               memo: TrialMemo | None = None,
                ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
     """The round's decisions from `inputs` alone: (plan, the gated jobs by key, the rooms
     per level). shapes: one node's allocatable per instance type, for node groups of a
-    type no node has yet. wider: `wider_levels(locality)` (computed when not given)."""
+    type no node has yet. wider: `wider_levels(locality)` (computed when not given).
+    memo: the packing trials of the caller's earlier rounds (`trials.TrialMemo`), so a
+    round packs only what changed since; the same memo must not serve two rounds at
+    once."""
     wider = wider if wider is not None else wider_levels(locality)
     pods_of_job = inputs.pods_of_job
     gathered = gather(inputs.gated, inputs.records, pods_of_job, locality, config)
@@ -94,5 +99,5 @@ def plan_round(inputs: Inputs, now: float, locality: LocalityConfig, config: Adm
                    gathered.releases, candidates(records, pods_of_job),
                    leaving(records, pods_of_job), unknown, wider, gangs,
                    shrinking(records, pods_of_job),
-                   inputs.worker_plans if config.elastic.enabled else None)
+                   inputs.worker_plans if config.elastic.enabled else None, memo)
     return planned, {job.key: job for job in gathered.jobs}, rooms
