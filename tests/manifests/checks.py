@@ -168,11 +168,12 @@ def granted(rendered: Rendered, account: str) -> set[tuple[str, str, str]]:
             for verb in rule.get("verbs", [])}
 
 
-def headstart_image() -> str:
-    """The image name the base renders for headstart's containers: the placeholder users
-    replace (manifests/base/kustomization.yaml `images:`, docs/image.md)."""
+def headstart_image(name: str = "headstart") -> str:
+    """The image name the base renders for headstart's containers of image `name`
+    (`headstart` or `headstart-extender`): the placeholder users replace
+    (manifests/base/kustomization.yaml `images:`, docs/image.md)."""
     kustomization = yaml.safe_load((MANIFESTS / "base" / "kustomization.yaml").read_text())
-    (entry,) = [i for i in kustomization["images"] if i["name"] == "headstart"]
+    (entry,) = [i for i in kustomization["images"] if i["name"] == name]
     return entry["newName"]
 
 

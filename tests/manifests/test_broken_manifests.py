@@ -63,7 +63,7 @@ CASES = [
      "readOnlyRootFilesystem: false", checks.security_problems,
      ["base/extender/deployment.yaml", "Deployment/headstart-extender", "readOnlyRootFilesystem"]),
     ("base/kustomization.yaml", 'newTag: "0.1.0"', "newTag: latest", checks.image_problems,
-     ["Deployment/headstart-extender", "image", "not pinned"]),
+     ["Deployment/headstart-overprovisioner", "image", "not pinned"]),
     ("base/extender/deployment.yaml", "containerPort: 8888", "containerPort: 80",
      checks.consistency_problems,
      ["Deployment/headstart-extender", "8888"]),

@@ -23,49 +23,36 @@ def doc_kustomization() -> dict:
     return kustomization
 
 
-def test_the_manifests_image_is_a_placeholder_that_cannot_pull() -> None:
+IMAGES = ("headstart", "headstart-extender")
+
+
+def test_the_manifests_images_are_placeholders_that_cannot_pull() -> None:
     # RFC 2606: .invalid never resolves, so a forgotten placeholder fails at ErrImagePull.
-    assert checks.headstart_image() == "your-registry.invalid/headstart"
+    assert [checks.headstart_image(name) for name in IMAGES] == [
+        "your-registry.invalid/headstart", "your-registry.invalid/headstart-extender"]
 
 
-def test_the_docs_name_the_placeholder_the_manifests_render() -> None:
-    placeholder = checks.headstart_image()
-    (entry,) = doc_kustomization()["images"]
-    assert entry["name"] == placeholder
+def test_the_docs_name_the_placeholders_the_manifests_render() -> None:
+    placeholders = [checks.headstart_image(name) for name in IMAGES]
+    assert [entry["name"] for entry in doc_kustomization()["images"]] == placeholders
     edits = re.findall(r"kustomize edit set image (\S+)=", DOC.read_text())
-    assert edits == [placeholder]
+    assert edits == placeholders
     for page in ("README.md", "docs/install-eks.md", "docs/install-gke.md"):
-        assert f"`{placeholder}`" in (checks.REPO / page).read_text(), page
+        for placeholder in placeholders:
+            assert f"`{placeholder}`" in (checks.REPO / page).read_text(), (page, placeholder)
+    for page in ("docs/install-eks.md", "docs/install-gke.md"):  # the pasted kustomization
+        text = (checks.REPO / page).read_text()
+        assert "  - name: your-registry.invalid/headstart\n    newName: ${IMAGE%@*}" in text
+        assert ("  - name: your-registry.invalid/headstart-extender\n"
+                "    newName: ${EXTENDER_IMAGE%@*}") in text
 
 
-@pytest.mark.parametrize("overlay", checks.OVERLAYS)
-def test_the_docs_kustomization_replaces_every_headstart_image(tmp_path, overlay) -> None:
+def rendered_images(tmp_path, overlay: str) -> tuple[dict, dict[str, str]]:
+    """(the docs' kustomization on `overlay`, each Deployment's and CronJob's image)."""
     shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
     kustomization = doc_kustomization()
     assert kustomization["resources"] == ["../manifests/overlays/eks"]
     kustomization["resources"] = [f"../manifests/overlays/{overlay}"]
-    (tmp_path / "my-cluster").mkdir()
-    (tmp_path / "my-cluster" / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
-    rendered = subprocess.run([shutil.which("kubectl") or "kubectl", "kustomize",
-                               str(tmp_path / "my-cluster")],
-                              capture_output=True, text=True, timeout=120, check=True).stdout
-    images = re.findall(r"image: (\S+)", rendered)
-    (entry,) = kustomization["images"]
-    pinned = f"{entry['newName']}@{entry['digest']}"
-    base = yaml.safe_load((checks.MANIFESTS / "base" / "kustomization.yaml").read_text())
-    (scheduler,) = [i for i in base["images"] if i["name"] == "kube-scheduler"]
-    upstream = f"{scheduler['newName']}:{scheduler['newTag']}"
-    # The extender, the overprovisioner and the placeholder expiry job, by digest; the
-    # scheduler keeps upstream's.
-    assert sorted(images) == sorted([pinned, pinned, pinned, upstream])
-
-
-def test_the_slim_extender_patch_changes_the_extenders_image_alone(tmp_path) -> None:
-    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", DOC.read_text(),
-                                                    flags=re.S)]
-    (patches,) = [b for b in blocks if isinstance(b, dict) and set(b) == {"patches"}]
-    shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
-    kustomization = {**doc_kustomization(), **patches}
     (tmp_path / "my-cluster").mkdir()
     (tmp_path / "my-cluster" / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
     rendered = subprocess.run([shutil.which("kubectl") or "kubectl", "kustomize",
@@ -77,11 +64,25 @@ def test_the_slim_extender_patch_changes_the_extenders_image_alone(tmp_path) -> 
             spec = document["spec"]
             if document["kind"] == "CronJob":
                 spec = spec["jobTemplate"]["spec"]
-            images[document["metadata"]["name"]] = \
-                spec["template"]["spec"]["containers"][0]["image"]
-    slim = patches["patches"][0]["patch"].split("value: ", 1)[1].strip()
-    (entry,) = kustomization["images"]
-    full = f"{entry['newName']}@{entry['digest']}"
-    assert images["headstart-extender"] == slim
-    assert images["headstart-overprovisioner"] == full
-    assert images["headstart-placeholder-expiry"] == full
+            (container,) = spec["template"]["spec"]["containers"]
+            images[document["metadata"]["name"]] = container["image"]
+    return kustomization, images
+
+
+@pytest.mark.parametrize("overlay", checks.OVERLAYS)
+def test_the_docs_kustomization_gives_the_extender_its_own_image_and_the_rest_the_full_one(
+        tmp_path, overlay) -> None:
+    kustomization, images = rendered_images(tmp_path, overlay)
+    full, slim = (f"{entry['newName']}@{entry['digest']}" for entry in kustomization["images"])
+    assert full.split("@")[0].endswith("/headstart")
+    assert slim.split("@")[0].endswith("/headstart-extender")
+    base = yaml.safe_load((checks.MANIFESTS / "base" / "kustomization.yaml").read_text())
+    (scheduler,) = [i for i in base["images"] if i["name"] == "kube-scheduler"]
+    # By digest: the extender its own; the overprovisioner and the placeholder expiry
+    # job the full image; the scheduler keeps upstream's.
+    assert images == {
+        "headstart-extender": slim,
+        "headstart-overprovisioner": full,
+        "headstart-placeholder-expiry": full,
+        "headstart-scheduler": f"{scheduler['newName']}:{scheduler['newTag']}",
+    }

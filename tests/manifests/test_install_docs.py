@@ -61,6 +61,8 @@ def test_the_documented_command_reads_the_control_planes_minor(raw, minor):
 
 
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/headstart@sha256:" + "3f1c" * 16
+EXTENDER_IMAGE = ("123456789012.dkr.ecr.us-east-1.amazonaws.com/headstart-extender@sha256:"
+                  + "7a1e" * 16)
 
 
 FAKE_KUBECTL = """#!/bin/sh
@@ -87,8 +89,8 @@ def headstart_command(folder: Path) -> Path:
 def run_blocks(tmp_path: Path, blocks: str, minor: str, cert_manager: bool,
                extra_path: str = "") -> list[dict[str, Any]]:
     """Run pasted `blocks` from a folder holding a copy of manifests/ (the repository's
-    root, as the docs say), with IMAGE as docs/image.md step 3 leaves it and a kubectl that
-    reports Kubernetes 1.`minor`; return what `my-cluster` renders to (the real
+    root, as the docs say), with IMAGE and EXTENDER_IMAGE as docs/image.md step 3 leaves
+    them and a kubectl that reports Kubernetes 1.`minor`; return what `my-cluster` renders to (the real
     kustomize) and the kubectl calls the blocks made."""
     shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
     (tmp_path / "bin").mkdir()
@@ -100,7 +102,8 @@ def run_blocks(tmp_path: Path, blocks: str, minor: str, cert_manager: bool,
     ran = subprocess.run(["bash", "-euc", blocks], cwd=tmp_path, capture_output=True,
                          text=True, env={
                              "PATH": f"{tmp_path / 'bin'}:{extra_path}/usr/bin:/bin",
-                             "IMAGE": IMAGE, "FAKE_MINOR": minor, "KUBECTL_CALLS": str(calls),
+                             "IMAGE": IMAGE, "EXTENDER_IMAGE": EXTENDER_IMAGE,
+                             "FAKE_MINOR": minor, "KUBECTL_CALLS": str(calls),
                              "CERT_MANAGER": "yes" if cert_manager else "no"})
     assert ran.returncode == 0, ran.stderr
     result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
@@ -126,7 +129,7 @@ def test_the_install_block_as_pasted_sets_images_scheduler_and_gate(
               for obj in objects if obj["kind"] == "Deployment"
               for container in obj["spec"]["template"]["spec"]["containers"]}
     assert images[("headstart-scheduler", "kube-scheduler")] == scheduler_image
-    assert images[("headstart-extender", "extender")] == IMAGE
+    assert images[("headstart-extender", "extender")] == EXTENDER_IMAGE
     assert images[("headstart-overprovisioner", "overprovisioner")] == IMAGE
     (scheduler_config,) = [o for o in objects if o["kind"] == "ConfigMap"
                            and o["metadata"]["name"].startswith("headstart-scheduler-config")]
