@@ -205,7 +205,7 @@ def plan(
     for reservation in reservations:
         if reservation.domain in bins:
             bins.take(reservation.domain, reservation.demand)
-    ever = _Capacity(rooms, kinds)
+    ever = _Capacity(rooms, kinds, bins.memo)
 
     admissions: list[Admission] = []
     preemptions: list[Preemption] = []
@@ -499,12 +499,14 @@ def _described(unknown: Sequence[str]) -> str:
 
 class _Capacity:
     """Whether a job could ever fit: one domain's nodes empty plus every node its groups
-    can add. Bins per domain are opened once per round, on first use."""
+    can add. Bins per domain are opened once per round, on first use; their trials are
+    remembered in the round's memo like any other (the empty room rarely changes)."""
 
-    def __init__(self, rooms: Mapping[str, LevelRoom], kinds: Sequence[str]) -> None:
+    def __init__(self, rooms: Mapping[str, LevelRoom], kinds: Sequence[str],
+                 memo: TrialMemo) -> None:
         self.rooms = rooms
         self.kinds = kinds
-        self._bins: dict[Domain, Bins] = {}
+        self._bins = RoundBins(memo)
         self._answers: dict[tuple[str, Asked], bool] = {}
 
     def holds(self, job: GatedJob, asked: Asked, level: str) -> bool:
@@ -520,8 +522,8 @@ class _Capacity:
         for value, domain_room in room.domains.items():
             domain = Domain(level, value)
             if domain not in self._bins:
-                self._bins[domain] = open_bins(domain_room, self.kinds, empty=True)
-            if pack(self._bins[domain].copy(), asked.demand, asked.per_node) == pods:
+                self._bins.open(domain, open_bins(domain_room, self.kinds, empty=True))
+            if self._bins.fits(domain, asked, pods):
                 return True
         return False
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from locality.admission.config import FOREIGN_ANNOTATIONS, FOREIGN_GATE_PREFIXES, AdmissionConfig
-from locality.admission.model import GatedJob, Release, Reservation
+from locality.admission.model import GatedJob, Release, Reservation, demand_of
 from locality.admission.record import GangRecord, GangState, is_member, reservations
 from locality.admission.resize import beyond_size
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
@@ -150,7 +150,8 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
         key=key, gated=tuple(gated), policy=policy, known_pods=known, size=size,
         awaiting_group=awaiting, owner_wait=owner_wait, level=level,
         priority=max(pod.priority for pod in gated),
-        created_at=min(created), last_created_at=max(created), recorded=recorded,
+        created_at=min(created), last_created_at=max(created), demand=demand_of(gated),
+        recorded=recorded,
         requeue_at=requeue_at, preempts=all(pod.preempts for pod in gated),
         owner_size=max((p.owner_size for p in gated if p.owner_size is not None), default=None),
         elastic=elastic,

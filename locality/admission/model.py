@@ -103,6 +103,9 @@ class GatedJob:
     priority: int
     created_at: float
     last_created_at: float
+    demand: Demand
+    """The gated pods per shape (`demand_of`), summed once: every domain a round tries
+    asks it."""
     recorded: Domain | None = None
     owner_wait: str | None = None
     requeue_at: float | None = None
@@ -120,11 +123,6 @@ class GatedJob:
     """The pods the whole group will have when this is an earlier stage of it (a
     LeaderWorkerSet leader whose workers come once it is Ready): its domain is chosen to
     hold that many pods of its shape, so the later stage can join it."""
-
-    @property
-    def demand(self) -> Demand:
-        """The gated pods per shape (`demand_of`)."""
-        return demand_of(self.gated)
 
     @property
     def pods_per_node(self) -> int | None:

@@ -113,18 +113,23 @@ def pack(bins: Bins, demand: Demand, pods_per_node: int | None = None) -> int:
         take, room = _fill_allowed(room, request, count, allowed)
         left = count - int(take.sum())
         while left > 0:
-            entry = next((e for e in bins.pool if e[2] > 0
-                          and Room.of([e[1]], bins.kinds, 1).copies(request)[0]
-                          and _may_use(constraints, e[3])), None)
-            if entry is None:
+            found = next(((e, int(copies)) for e in bins.pool if e[2] > 0
+                          and (copies := Room.of([e[1]], bins.kinds, per_node).copies(
+                              request)[0]) and _may_use(constraints, e[3])), None)
+            if found is None:
                 break
-            entry[2] -= 1
-            bins.opened += 1
-            room = room.extended(Room.of([entry[1]], bins.kinds, per_node))
+            entry, per_new = found
+            # Opening nodes one at a time, first-fit takes this group's first entry again
+            # until it runs out or the pods are placed, each new node taking `per_new`:
+            # so open those nodes at once (the same result, one fill instead of one each).
+            opening = min(entry[2], -(-left // per_new))
+            entry[2] -= opening
+            bins.opened += opening
+            room = room.extended(Room.of([entry[1]] * opening, bins.kinds, per_node))
             bins.room = room  # `allowed` counts the rows
-            bins.opened_nodes.append(entry[3])
+            bins.opened_nodes.extend([entry[3]] * opening)
             allowed = bins.allowed(constraints)
-            # The earlier nodes took all of this shape they could: only the new one takes.
+            # The earlier nodes took all of this shape they could: only the new ones take.
             take, room = _fill_allowed(room, request, left, allowed)
             left -= int(take.sum())
         placed += count - left
