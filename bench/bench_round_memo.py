@@ -1,5 +1,7 @@
 """How long one admission round takes while many jobs wait, packing every trial (the
 round before `locality.admission.trials`) against remembering them (the round now).
+Each round here admits the same jobs again (nothing is written), so a domain a job
+takes changes in every round: the next round's saving is what it may reuse then.
 
     python bench/bench_round_memo.py              # both sizes, medians of 3
     python bench/bench_round_memo.py --quick      # 1,000 x 8 at 5,000 nodes, 1 repeat
@@ -20,7 +22,8 @@ The round is `Admitter.plan_now` (the snapshot on the event loop, then
   was, with the same decisions);
 - first round: the shipped round with an empty memo (within the round, a job packs
   only domains changed since a job of its shape asked);
-- next round: the same, the memo kept from the round before, nothing changed between.
+- next round: the same, the memo (`RoundMemo`: trials and gathered jobs) kept from
+  the round before, nothing changed between.
 
 Each is the median of `--repeats` rounds. The plans of the three are checked equal.
 """
@@ -63,6 +66,7 @@ def timed(admitter, now: float) -> tuple[float, object]:
 
 
 def measure(jobs: int, pods: int, nodes: int, repeats: int) -> dict:
+    from locality.admission.round import RoundMemo
     from locality.admission.trials import RoundBins, TrialMemo
     from tests.locality.admission.test_trials import every_domain
 
@@ -71,12 +75,12 @@ def measure(jobs: int, pods: int, nodes: int, repeats: int) -> dict:
     every, first, following = [], [], []
     plans = []
     for _ in range(repeats):
-        admitter._trials = TrialMemo(capacity=0)
+        admitter._memo = RoundMemo(TrialMemo(capacity=0))
         with patch.object(RoundBins, "search", every_domain):
             seconds, planned = timed(admitter, now)
         every.append(seconds)
         plans.append(planned)
-        admitter._trials = TrialMemo()
+        admitter._memo = RoundMemo()
         seconds, planned = timed(admitter, now)
         first.append(seconds)
         plans.append(planned)

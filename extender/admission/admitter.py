@@ -86,9 +86,8 @@ from locality.admission.model import (
 from locality.admission.nodepools import what_counts
 from locality.admission.record import GangRecord, GangState, gang_body, orphaned, timestamp
 from locality.admission.recovery import Eviction, Transition, recovery
-from locality.admission.round import Inputs, plan_round, wider_levels
+from locality.admission.round import Inputs, RoundMemo, plan_round, wider_levels
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
-from locality.admission.trials import TrialMemo
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Locality, Pod
@@ -177,9 +176,9 @@ class Admitter:
             if self._core is not None else None
         self._shapes = catalog_shapes(locality)
         self._wider = wider_levels(locality)
-        self._trials = TrialMemo()
-        """Packing answers of earlier rounds: a round packs only domains that changed."""
-        self._planning = threading.Lock()  # one round at a time uses `_trials`
+        self._memo = RoundMemo()
+        """What earlier rounds worked out: a round redoes only what changed."""
+        self._planning = threading.Lock()  # one round at a time uses `_memo`
         """Per topology level, the wider ones, nearest first (a `preferred` job's widening)."""
 
     # ---- plan (event loop) --------------------------------------------------------
@@ -215,7 +214,7 @@ class Admitter:
         in a worker thread."""
         with self._planning:
             return plan_round(inputs, now, self.locality, self.config, self._shapes,
-                              self._wider, self._trials)
+                              self._wider, self._memo)
 
     def explain(self, pod: Pod) -> dict[str, Any] | None:
         """The admission state of `pod`'s job in the last round, None when not gated."""

@@ -25,6 +25,11 @@ its leaders are scheduled: gated, they could never be whole). A LeaderWorkerSet 
 with `startupPolicy: LeaderReady` is admitted by stage (`locality.owners`): its leader
 alone, then its workers into the leader's domain.
 
+Across rounds (`JobMemo`, optional): a pod's job key and a job's `GatedJob` are worked
+out again only when the pods or record they come from are new objects (pods and
+records are immutable: a change is a new object), so a round costs little for the
+jobs that did not change.
+
 Must not: read the clock, log, look at nodes.
 """
 
@@ -65,15 +70,38 @@ def foreign_admitter(pod: Pod, gate: str) -> str | None:
     return None
 
 
+class JobMemo:
+    """The last round's job keys by pod and `GatedJob`s by job, for one caller with
+    one configuration (one round at a time): reused only for the very same objects."""
+
+    def __init__(self) -> None:
+        self.keys: dict[int, tuple[Pod, JobKey | None]] = {}
+        self.jobs: dict[JobKey, tuple[tuple[Pod, ...], tuple[Pod, ...], GangRecord | None,
+                                      GatedJob]] = {}
+
+    def key_of(self, pod: Pod, locality: LocalityConfig,
+               seen: dict[int, tuple[Pod, JobKey | None]]) -> JobKey | None:
+        """`job_key_of(pod)`, remembered by the pod object (kept in `seen`, the next
+        round's memory)."""
+        known = self.keys.get(id(pod))
+        key = known[1] if known is not None and known[0] is pod else job_key_of(pod, locality)
+        seen[id(pod)] = (pod, key)
+        return key
+
+
 def gather(
     gated: Iterable[Pod],
     records: Mapping[JobKey, GangRecord],
     pods_of_job: Callable[[JobKey], Sequence[Pod]],
     locality: LocalityConfig,
     admission: AdmissionConfig,
+    memo: JobMemo | None = None,
 ) -> Gathered:
     """gated: pods carrying the admission gate (any others are ignored). records: the
-    gang records by job. pods_of_job: every pod of a job in any phase."""
+    gang records by job. pods_of_job: every pod of a job in any phase. memo: the
+    caller's earlier rounds (`JobMemo`; None: none)."""
+    memo = memo if memo is not None else JobMemo()
+    seen_keys: dict[int, tuple[Pod, JobKey | None]] = {}
     gate = admission.gate
     by_job: dict[JobKey, list[Pod]] = {}
     releases: list[Release] = []
@@ -91,18 +119,28 @@ def gather(
                 "creates a job's other pods only once its leader pod is scheduled, so "
                 "the job could never be whole behind the gate; left to JobSet")))
             continue
-        job = job_key_of(pod, locality)
+        job = memo.key_of(pod, locality, seen_keys)
         if job is None:
             releases.append(Release(pod, "belongs to no job headstart knows (no job label): "
                                          "released without a domain, placed pod by pod"))
             continue
         by_job.setdefault(job, []).append(pod)
-    jobs = tuple(
-        _job(key, sorted(pods, key=lambda p: p.name), pods_of_job(key), locality, admission,
-             records.get(key))
-        for key, pods in sorted(by_job.items(), key=lambda item: (item[0].namespace,
-                                                                   item[0].name))
-    )
+    seen_jobs = {}
+    for key, pods in sorted(by_job.items(), key=lambda item: (item[0].namespace,
+                                                              item[0].name)):
+        members = tuple(sorted(pods, key=lambda p: p.name))
+        every = tuple(pods_of_job(key))
+        record = records.get(key)
+        known = memo.jobs.get(key)
+        # Pods compare by identity (`Pod` has eq=False): the same objects, the same job.
+        if known is not None and known[0] == members and known[1] == every \
+                and known[2] is record:
+            seen_jobs[key] = known
+        else:
+            seen_jobs[key] = (members, every, record,
+                              _job(key, list(members), every, locality, admission, record))
+    memo.keys, memo.jobs = seen_keys, seen_jobs
+    jobs = tuple(entry[3] for entry in seen_jobs.values())
     return Gathered(jobs, tuple(releases),
                     reservations(records.values(), pods_of_job, admission.gate))
 

@@ -19,7 +19,7 @@ from bucketing.resources import Resources
 from kube.autoscaler_status import GroupSize
 from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
-from locality.admission.gather import gather
+from locality.admission.gather import JobMemo, gather
 from locality.admission.model import GatedJob, Plan
 from locality.admission.node_groups import resolve
 from locality.admission.nodepools import nodepool_groups
@@ -57,6 +57,17 @@ class Inputs:
         return self.pods_by_job.get(job, ())
 
 
+@dataclass
+class RoundMemo:
+    """What one caller's rounds reuse from the round before: the packing trials
+    (`trials.TrialMemo`) and the jobs gathered from unchanged pods (`gather.JobMemo`).
+    Answers are recomputed for anything that changed; never shared between callers
+    with different configurations."""
+
+    trials: TrialMemo = field(default_factory=TrialMemo)
+    jobs: JobMemo = field(default_factory=JobMemo)
+
+
 def wider_levels(locality: LocalityConfig) -> dict[str, tuple[str, ...]]:
     """Per topology level, the wider ones, nearest first (a `preferred` job's widening)."""
     names = [level.name for level in locality.topology_levels]  # widest first
@@ -66,17 +77,17 @@ def wider_levels(locality: LocalityConfig) -> dict[str, tuple[str, ...]]:
 def plan_round(inputs: Inputs, now: float, locality: LocalityConfig, config: AdmissionConfig,
                shapes: Mapping[str, Resources] | None = None,
                wider: Mapping[str, Sequence[str]] | None = None,
-               memo: TrialMemo | None = None,
+               memo: RoundMemo | None = None,
                ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
     """The round's decisions from `inputs` alone: (plan, the gated jobs by key, the rooms
     per level). shapes: one node's allocatable per instance type, for node groups of a
     type no node has yet. wider: `wider_levels(locality)` (computed when not given).
-    memo: the packing trials of the caller's earlier rounds (`trials.TrialMemo`), so a
-    round packs only what changed since; the same memo must not serve two rounds at
-    once."""
+    memo: what the caller's earlier rounds worked out (`RoundMemo`), so a round redoes
+    only what changed since; the same memo must not serve two rounds at once."""
+    memo = memo if memo is not None else RoundMemo()
     wider = wider if wider is not None else wider_levels(locality)
     pods_of_job = inputs.pods_of_job
-    gathered = gather(inputs.gated, inputs.records, pods_of_job, locality, config)
+    gathered = gather(inputs.gated, inputs.records, pods_of_job, locality, config, memo.jobs)
     discovered = nodepool_groups(inputs.nodepools, (state.node for state in inputs.nodes),
                                  locality, shapes)
     groups = resolve(config.node_groups, inputs.group_sizes, discovered.groups)
@@ -99,5 +110,5 @@ def plan_round(inputs: Inputs, now: float, locality: LocalityConfig, config: Adm
                    gathered.releases, candidates(records, pods_of_job),
                    leaving(records, pods_of_job), unknown, wider, gangs,
                    shrinking(records, pods_of_job),
-                   inputs.worker_plans if config.elastic.enabled else None, memo)
+                   inputs.worker_plans if config.elastic.enabled else None, memo.trials)
     return planned, {job.key: job for job in gathered.jobs}, rooms

@@ -60,8 +60,7 @@ from locality.admission.config import AdmissionConfig, NodeGroup
 from locality.admission.model import Plan, Resize, WaitCode
 from locality.admission.record import GangRecord, GangState
 from locality.admission.recovery import Eviction, Transition, recovery
-from locality.admission.round import Inputs, plan_round, wider_levels
-from locality.admission.trials import TrialMemo
+from locality.admission.round import Inputs, RoundMemo, plan_round, wider_levels
 from locality.constraints import PodConstraints
 from locality.elastic import (
     KUBEFLOW_INDEX_LABEL,
@@ -136,7 +135,7 @@ class GangRun(ClusterSide):
         self.elastic, self.announce = elastic, announce
         self.locality = config.locality
         self.wider = wider_levels(self.locality)
-        self.trials = TrialMemo()  # the admitter's too: each round packs what changed
+        self.memo = RoundMemo()  # as the admitter keeps one: each round redoes what changed
         self.type_label = self.locality.instance_type_label
         self.group_label = self.locality.placement_group_labels[0]
         self.jobs = [_Job(job, JobKey(NAMESPACE, job.name), index,
@@ -363,7 +362,7 @@ class GangRun(ClusterSide):
         inputs = Inputs(gated, dict(self.records), by_job, self._node_states(),
                         self._group_sizes())
         planned, gathered, _ = plan_round(inputs, now, self.locality, self.admission,
-                                          None, self.wider, self.trials)
+                                          None, self.wider, self.memo)
         after = recovery(list(self.records.values()), inputs.pods_of_job, now,
                          self.admission.bind_timeout_seconds,
                          self.admission.backoff_base_seconds,
