@@ -89,6 +89,10 @@ The rule, in order:
    fits once they are gone waits `scaling_in`), and it gives no more room in rule 8
    this round.
 
+Cost: every "does this domain hold it" is a `trials.RoundBins` trial: packed once per
+(domain room, demand), remembered across rounds in the caller's memo, and ranked per
+demand so a job asks only about domains changed since the last job of its shape.
+
 Bounds: the room of different levels is tracked apart within one round (a job admitted
 into a placement group does not shrink the `cluster` room a `preferred` job is released
 into in the same round); the next round sees both through the pods.

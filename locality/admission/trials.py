@@ -68,6 +68,7 @@ class Asked:
 class TrialMemo:
     """Answers across rounds, at most `capacity` of them (least recently used dropped
     first; 0 keeps none: every trial is packed, the reference the tests compare with).
+    100,000 answers take about 30 MB (tracemalloc, Python 3.11).
     hits and misses count the trials answered from memory and packed."""
 
     def __init__(self, capacity: int = 100_000) -> None:
