@@ -31,6 +31,7 @@ import yaml
 from tests.e2e.controlplane import DATA, ClusterSpec, pod_group_crd
 from tests.manifests import checks
 from tests.manifests.test_install_docs import (
+    EXTENDER_IMAGE,
     IMAGE,
     buckets_block,
     headstart_command,
@@ -78,7 +79,7 @@ def paste(cluster, root: Path, blocks: str, minor: str | None) -> str:
         "PATH": f"{wrapper.parent}:{headstart}:/usr/bin:/bin", "HOME": str(root),
         "KUBECONFIG": str(cluster.admin_kubeconfig), "REAL_KUBECTL": checks.kubectl(),
         "PODGROUP_CRD": str(pod_group_crd()), "KUBECTL_CALLS": str(calls),
-        "FAKE_MINOR": minor or "", "IMAGE": IMAGE})
+        "FAKE_MINOR": minor or "", "IMAGE": IMAGE, "EXTENDER_IMAGE": EXTENDER_IMAGE})
     assert ran.returncode == 0, f"{ran.stdout}\n{ran.stderr}"
     return calls.read_text()
 
