@@ -269,7 +269,7 @@ def plan(
         if room.notes:
             notes += "; " + "; ".join(room.notes)
         assert most is not None
-        if not unknown and not ever.holds(job, asked, job.level):
+        if not unknown and not ever.holds(asked, job.level):
             _unplaced(job, asked, WaitCode.INADMISSIBLE, (
                 f"no {job.level} domain could hold its {size} pods even empty, with every "
                 f"node the autoscaler can add, counting only the nodes its pods may use "
@@ -457,7 +457,7 @@ def _whole_group(job: GatedJob, room: LevelRoom, bins: RoundBins) -> set[Domain]
     group = list(job.gated) + [job.gated[0]] * (job.group_size - len(job.gated))
     asked = bins.asked(demand_of(group), job.pods_per_node)
     holding = {Domain(job.level, value) for value in room.domains
-               if bins.fits(Domain(job.level, value), asked, len(group))}
+               if bins.fits(Domain(job.level, value), asked)}
     return holding or None
 
 
@@ -513,13 +513,13 @@ class _Capacity:
         self._bins = RoundBins(memo)
         self._answers: dict[tuple[str, Asked], bool] = {}
 
-    def holds(self, job: GatedJob, asked: Asked, level: str) -> bool:
+    def holds(self, asked: Asked, level: str) -> bool:
         key = (level, asked)
         if key not in self._answers:  # asked once per shape: the empty room never changes
-            self._answers[key] = self._holds(asked, len(job.gated), level)
+            self._answers[key] = self._holds(asked, level)
         return self._answers[key]
 
-    def _holds(self, asked: Asked, pods: int, level: str) -> bool:
+    def _holds(self, asked: Asked, level: str) -> bool:
         room = self.rooms.get(level)
         if room is None:
             return False
@@ -527,7 +527,7 @@ class _Capacity:
             domain = Domain(level, value)
             if domain not in self._bins:
                 self._bins.open(domain, open_bins(domain_room, self.kinds, empty=True))
-            if self._bins.fits(domain, asked, pods):
+            if self._bins.fits(domain, asked):
                 return True
         return False
 
@@ -566,7 +566,7 @@ def _cluster_holds(job: GatedJob, asked: Asked, bins: RoundBins) -> bool:
     if job.policy.placement_group is not Locality.PREFERRED:
         return False
     cluster = Domain(CLUSTER_LEVEL, CLUSTER_LEVEL)
-    return cluster in bins and bins.fits(cluster, asked, len(job.gated))
+    return cluster in bins and bins.fits(cluster, asked)
 
 
 def _unplaced(job: GatedJob, asked: Asked, code: WaitCode, reason: str,
@@ -582,14 +582,14 @@ def _unplaced(job: GatedJob, asked: Asked, code: WaitCode, reason: str,
     whole = bins.get(cluster)
     size = len(job.gated)
     if whole is not None:
-        if bins.fits(cluster, asked, size):
+        if bins.fits(cluster, asked):
             bins.take(cluster, asked.demand, asked.per_node)
             admissions.append(Admission(
                 job.key, job.gated, None, None, Locality.PREFERRED, 0,
                 f"released without a domain (policy preferred): {reason}; the cluster holds "
                 f"all {size} pods"))
             return
-    if whole is None or not ever.holds(job, asked, CLUSTER_LEVEL):
+    if whole is None or not ever.holds(asked, CLUSTER_LEVEL):
         waiting.append(Waiting(job.key, job.gated, WaitCode.INADMISSIBLE, (
             f"{reason}; the whole cluster could not hold its {size} pods even empty, with "
             "every node the autoscaler can add (policy preferred never binds part of a job)")))

@@ -275,8 +275,9 @@ class RoundBins(MutableMapping[Domain, Bins]):
         return Search(None if best is None else (best[0], best[2]),
                       None if most is None else (most[0], most[2], most[3]))
 
-    def fits(self, domain: Domain, asked: Asked, pods: int) -> bool:
-        return self.trial(domain, asked).placed == pods
+    def fits(self, domain: Domain, asked: Asked) -> bool:
+        """The domain's room holds all of `asked`'s pods now."""
+        return self.trial(domain, asked).placed == asked.pods
 
     def take(self, domain: Domain, demand: Demand, per_node: int | None = None) -> int:
         """The domain's room after `demand` took what it can use there: the new nodes
