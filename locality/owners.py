@@ -60,6 +60,7 @@ from common.errors import InputError
 from locality.elastic import ElasticOwner, elastic_owner
 from locality.model import Pod
 from locality.parse import json_object, json_string
+from locality.suspension import JobSuspension, job_suspension
 
 KUBEFLOW_JOB_LABEL = "training.kubeflow.org/job-name"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
@@ -133,6 +134,8 @@ class OwnerSize:
     version: str = ""
     elastic: ElasticOwner | None = None
     """The owner as an elastic job, when it opted in (`locality.elastic`)."""
+    suspension: JobSuspension | None = None
+    """A batch/v1 Job's suspension (`locality.suspension`); None for other kinds."""
 
     @property
     def key(self) -> OwnerKey:
@@ -163,13 +166,15 @@ def parse_owner(obj: Any, kind: str, where: str | None = None, version: str = ""
     namespace = json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace")
     where = f"{kind} {namespace}/{name}"
     elastic = elastic_owner(obj, kind)
+    suspension = job_suspension(obj) if kind == "Job" else None
     try:
         spec = mapping(obj.get("spec"), f"{where}: spec")
         parts = _parts(spec, kind, f"{where}: spec", version)
     except InputError as error:
         return OwnerSize(kind, namespace, name, problem=str(error), version=version,
-                         elastic=elastic)
-    return OwnerSize(kind, namespace, name, parts, version=version, elastic=elastic)
+                         elastic=elastic, suspension=suspension)
+    return OwnerSize(kind, namespace, name, parts, version=version, elastic=elastic,
+                     suspension=suspension)
 
 
 def _parts(spec: Mapping[str, Any], kind: str, where: str, version: str = ""

@@ -141,6 +141,13 @@ class AdmissionConfig:
     GangScheduling plugin (1.35, fixed there). How long a very large gang takes to
     reach Permit whole is not measured here: raise it if yours time out."""
 
+    suspend_jobs: bool = True
+    """Evict a gang whose pods are all batch/v1 Jobs' by suspending the Jobs
+    (`spec.suspend`) until its backoff is over, rather than evicting its pods: evicted
+    pods count as failures toward a Job's `backoffLimit` (a default Job of 8 pods fails
+    at its first eviction), pods deleted by a suspension do not
+    (`locality.admission.suspend`). false: evict the pods, as for every other owner."""
+
     backoff_base_seconds: float = 60.0
     """The wait before an evicted job is admitted again, doubling with each eviction
     (Kueue's requeuing backoff: 60 s)."""
@@ -222,7 +229,7 @@ class AdmissionConfig:
         values: dict[str, Any] = {}
         for name, raw in data.items():
             where = f"{source}: {name}"
-            if name in ("enabled", "pod_groups"):
+            if name in ("enabled", "pod_groups", "suspend_jobs"):
                 if not isinstance(raw, bool):
                     raise ConfigError(f"{where}: expected true or false, got {raw!r}")
                 values[name] = raw

@@ -25,10 +25,10 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from locality.admission.config import FOREIGN_GATE_PREFIXES, GATE
+from locality.suspension import KUEUE_QUEUE_LABEL
 
 PLACEHOLDER_LABEL = "headstart.io/placeholder"
 KUEUE_PREFIX = "kueue.x-k8s.io/"
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def gates(

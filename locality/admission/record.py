@@ -16,8 +16,9 @@ States: `Waiting` (not whole, or no room now; `reason` is the wait code), `Inadm
 bound yet), `Running` (every pod of its declared size bound), `Recovering` (it was
 Running and lost a member: a node lost, a pod failed or evicted; its replacement may
 fill it in its domain), `Evicted` (not whole in time: its pods were evicted for its
-owner to recreate behind the gate; `requeueAt` says when it may be admitted again,
-`evictions` how often it was: `locality.admission.recovery`). A record whose job has no
+owner to recreate behind the gate, or its Jobs suspended until then, `suspendedJobs`;
+`requeueAt` says when it may be admitted again, `evictions` how often it was:
+`locality.admission.recovery`, `locality.admission.suspend`). A record whose job has no
 pod left is deleted by the admitter that wrote it.
 
 Decides: the record's name and body, how one is read back, which records reserve room,
@@ -84,6 +85,9 @@ class GangRecord:
     requeue_at: float | None = None
     """Evicted: not admitted again before this time."""
     resource_version: str = ""
+    suspended_jobs: tuple[tuple[str, str], ...] = ()
+    """Evicted by suspending these Jobs (name, uid; `locality.admission.suspend`): they
+    are resumed once `requeue_at` has passed."""
 
 
 _NAME_OK = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -107,7 +111,8 @@ def gang_body(job: JobKey, state: GangState, *, size: int | None, level: str, po
               domain: Domain | None = None, label_key: str | None = None,
               new_nodes: int = 0, reason: str = "", message: str = "",
               now: float, evictions: int = 0,
-              requeue_at: float | None = None) -> dict[str, Any]:
+              requeue_at: float | None = None,
+              suspended_jobs: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
     """The whole record as headstart applies it (server-side apply: the fields it sends
     are the fields it owns)."""
     status: dict[str, Any] = {"state": state.value, "reason": reason,
@@ -118,6 +123,8 @@ def gang_body(job: JobKey, state: GangState, *, size: int | None, level: str, po
         status["evictions"] = evictions
     if requeue_at is not None:
         status["requeueAt"] = timestamp(requeue_at)
+    if suspended_jobs:
+        status["suspendedJobs"] = [{"name": name, "uid": uid} for name, uid in suspended_jobs]
     spec: dict[str, Any] = {"job": job.name, "level": level, "policy": policy}
     if size is not None:
         spec["size"] = size
@@ -167,7 +174,19 @@ def parse_gang(obj: Any, where: str = "gang") -> GangRecord:
                                f"{where}.status.lastTransitionTime") or 0.0,
                       evictions,
                       _seconds(status.get("requeueAt"), f"{where}.status.requeueAt"),
-                      str(metadata.get("resourceVersion") or ""))
+                      str(metadata.get("resourceVersion") or ""),
+                      _suspended_jobs(status.get("suspendedJobs"), where))
+
+
+def _suspended_jobs(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(
+            isinstance(item, Mapping) and isinstance(item.get("name"), str)
+            and isinstance(item.get("uid"), str) for item in raw):
+        raise InputError(f"{where}.status.suspendedJobs: expected a list of "
+                         f"{{name, uid}} strings, got {raw!r}")
+    return tuple((item["name"], item["uid"]) for item in raw)
 
 
 def _seconds(raw: Any, where: str) -> float | None:

@@ -11,9 +11,9 @@ that is not whole in time is evicted whole and admitted again, whole, after a ba
   `Recovering`, from now; its replacement joins its domain when it has room there
   (`assign`). Whole again: `Running`. Still short `bind_timeout_seconds` later: evict.
 - Evicting: every member pod of the current attempt that an owner recreates (a
-  controller owner reference) is evicted through the Eviction API (a batch Job whose
-  podFailurePolicy ignores `DisruptionTarget` does not count it as a failure); the
-  record becomes `Evicted` with `requeueAt` = now + backoff, backoff =
+  controller owner reference) goes: the admitter suspends their Jobs when they are all
+  batch/v1 Jobs' it may suspend (`locality.admission.suspend`: a suspension counts no
+  pod as a failure), else evicts each through the Eviction API; the record becomes `Evicted` with `requeueAt` = now + backoff, backoff =
   `backoff_base_seconds` x 2^(evictions - 1), at most `backoff_max_seconds` (Kueue's
   requeuing strategy: 60 s, doubling, capped at an hour). The owner's new pods are
   gated by the placement policy at creation and wait (`backoff`) until then. Pods

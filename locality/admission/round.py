@@ -30,6 +30,7 @@ from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room
 from locality.admission.trials import TrialMemo
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.model import JobKey, Locality, NodeState, Pod
+from locality.suspension import JobName, JobSuspension
 from locality.worker_plans import WorkerPlan
 
 
@@ -51,6 +52,8 @@ class Inputs:
     worker_plans: Mapping[str, WorkerPlan] = field(default_factory=dict)
     """The overprovisioner's worker plans of the last read, by key (stale ones too: the
     round reads them at its `now`)."""
+    batch_jobs: Mapping[JobName, JobSuspension] = field(default_factory=dict)
+    """Every batch/v1 Job seen, as headstart may suspend it (`locality.suspension`)."""
 
     def pods_of_job(self, job: JobKey) -> tuple[Pod, ...]:
         """The job's pods as observed."""

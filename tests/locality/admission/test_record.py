@@ -57,11 +57,26 @@ def test_body_and_parse_round_trip():
     assert "domain" not in waiting["status"] and "size" not in waiting["spec"]
 
 
+def test_the_jobs_an_eviction_suspended_round_trip():
+    body = gang_body(JOB, GangState.EVICTED, size=2, level="placement-group",
+                     policy="required", now=0.0, evictions=1, requeue_at=60.0,
+                     suspended_jobs=(("a", "uid-a"),))
+    assert body["status"]["suspendedJobs"] == [{"name": "a", "uid": "uid-a"}]
+    record = parse_gang(body)
+    assert record.suspended_jobs == (("a", "uid-a"),) and record.requeue_at == 60.0
+    plain = gang_body(JOB, GangState.EVICTED, size=2, level="placement-group",
+                      policy="required", now=0.0, requeue_at=60.0)
+    assert "suspendedJobs" not in plain["status"]
+    assert parse_gang(plain).suspended_jobs == ()
+
+
 @pytest.mark.parametrize(("change", "field"), [
     ({"status": {"state": "Lost"}}, "gang.status.state"),
+    ({"status": {"suspendedJobs": [{"name": "a"}]}}, "gang.status.suspendedJobs"),
     ({"spec": {"job": "a", "size": "4"}}, "gang.spec.size"),
     ({"spec": []}, "gang: metadata, spec and status"),
-], ids=["unknown-state", "size-not-an-integer", "spec-not-an-object"])
+], ids=["unknown-state", "suspended-job-without-uid", "size-not-an-integer",
+        "spec-not-an-object"])
 def test_malformed_record_names_the_field(change, field):
     body = {"metadata": {"name": "a", "namespace": "ns"}, "spec": {"job": "a"}, **change}
     with pytest.raises(InputError, match=field):
@@ -151,7 +166,8 @@ def test_every_record_the_admitter_writes_is_valid_for_the_shipped_crd(state):
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     body = gang_body(JOB, state, size=4, level="placement-group", policy="required",
                      domain=PG_A, label_key="headstart.io/placement-group", new_nodes=1,
-                     reason="r", message="m" * 2000, now=0.0, evictions=2, requeue_at=60.0)
+                     reason="r", message="m" * 2000, now=0.0, evictions=2, requeue_at=60.0,
+                     suspended_jobs=(("a", "uid-a"), ("b", "uid-b")))
     jsonschema.validate(body, schema)
     kept = _schema_fields(schema)
     pruned = {path for path in _body_fields(body) if path[:1] != ("metadata",)} - kept

@@ -1,0 +1,71 @@
+"""A batch/v1 Job as headstart may suspend it: which Jobs it may not, its mark, and the
+patches that suspend and release it."""
+
+from __future__ import annotations
+
+import pytest
+
+from locality.suspension import (
+    SUSPENDED_LABEL,
+    job_suspension,
+    release_patch,
+    suspend_patch,
+)
+
+
+def job(labels=None, owners=None, **spec):
+    metadata = {"name": "train", "namespace": "team", "uid": "u-1", "labels": labels or {}}
+    if owners is not None:
+        metadata["ownerReferences"] = owners
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
+            "spec": {"parallelism": 2, **spec}}
+
+
+def test_a_plain_job_may_be_suspended_and_is_not_headstarts():
+    seen = job_suspension(job(suspend=False))
+    assert seen.key == ("team", "train") and seen.uid == "u-1"
+    assert seen.problem is None and not seen.suspended and not seen.ours
+    assert seen.resume_at is None
+
+
+@pytest.mark.parametrize(("obj", "why"), [
+    (job(managedBy="kueue.x-k8s.io/multikueue"), "spec.managedBy names"),
+    (job(labels={"kueue.x-k8s.io/queue-name": "q"}), "Kueue manages it"),
+    (job(owners=[{"kind": "JobSet", "name": "js", "controller": True}]),
+     "its controller JobSet js decides"),
+    ({"metadata": {"name": "train"}, "spec": {}}, "no uid"),
+], ids=["managed-by-another", "kueue", "a-jobsets-job", "no-uid"])
+def test_a_job_another_controller_suspends_is_never_headstarts_to_suspend(obj, why):
+    assert why in (job_suspension(obj).problem or "")
+
+
+def test_a_cronjobs_job_and_the_job_controllers_own_manager_may_be_suspended():
+    cron = job(owners=[{"kind": "CronJob", "name": "nightly", "controller": True}])
+    assert job_suspension(cron).problem is None
+    assert job_suspension(job(managedBy="kubernetes.io/job-controller")).problem is None
+    # An owner reference that is not the controller decides nothing.
+    assert job_suspension(job(owners=[{"kind": "JobSet", "name": "js"}])).problem is None
+
+
+@pytest.mark.parametrize(("mark", "resume_at"), [
+    ("1764370000", 1764370000.0), ("true", 0.0), ("", 0.0),
+], ids=["a-time", "not-a-time-resumes-now", "empty-resumes-now"])
+def test_the_mark_says_when_to_resume(mark, resume_at):
+    seen = job_suspension(job(labels={SUSPENDED_LABEL: mark}, suspend=True))
+    assert seen.ours and seen.suspended and seen.resume_at == resume_at
+
+
+def test_bad_content_never_raises():
+    for obj in (None, [], {"metadata": []}, {"metadata": {"labels": "x"}, "spec": "y"}):
+        seen = job_suspension(obj)
+        assert seen.problem is not None and not seen.ours
+
+
+def test_the_patches_are_conditional_on_the_uid():
+    seen = job_suspension(job())
+    assert suspend_patch(seen, 100.2) == {
+        "metadata": {"uid": "u-1", "labels": {SUSPENDED_LABEL: "101"}},
+        "spec": {"suspend": True}}
+    assert release_patch(seen) == {
+        "metadata": {"uid": "u-1", "labels": {SUSPENDED_LABEL: None}},
+        "spec": {"suspend": False}}
