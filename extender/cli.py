@@ -134,7 +134,8 @@ def serve(config, api_client) -> None:
         elector = LeaderElector(
             api_client, os.environ.get("POD_NAMESPACE") or admission.lease_namespace, admission)
         admitter = Admitter(cache, config.locality, admission, api_client, elector.is_leader,
-                            identity=elector.identity, sizes_listed=sync.sizes_listed)
+                            identity=elector.identity, sizes_listed=sync.sizes_listed,
+                            batch_jobs=sync.resolver.batch_jobs)
         elector.start()
         sys.setswitchinterval(GIL_SWITCH_SECONDS)  # rounds plan in a thread
     app = create_app(config, cache, sync, binder, admitter)

@@ -262,6 +262,14 @@ class _AdmitterCollector(Collector):
         yield CounterMetricFamily("headstart_admitter_gangs_preempted",
                                   "Gangs evicted whole for a higher-priority job.",
                                   value=admitter.preempted_gangs_total)
+        yield CounterMetricFamily("headstart_admitter_jobs_suspended",
+                                  "batch/v1 Jobs suspended to evict their gang whole "
+                                  "(admission.suspend_jobs).",
+                                  value=admitter.suspended_jobs_total)
+        yield CounterMetricFamily("headstart_admitter_jobs_resumed",
+                                  "Jobs headstart suspended, resumed once their gang's "
+                                  "backoff was over.",
+                                  value=admitter.released_jobs_total)
         yield CounterMetricFamily("headstart_admitter_jobs_resized",
                                   "Elastic jobs whose owner was set to a new size "
                                   "(admitted smaller, scaled in or out).",

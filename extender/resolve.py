@@ -33,6 +33,9 @@ from locality.dra import (
 from locality.model import Node, Pod
 from locality.owners import OwnerKey, OwnerSize, owner_of, with_owner_size
 from locality.podgroups import PodGroupSize, with_group_size
+from locality.suspension import JobName, JobSuspension
+
+JOB_SOURCE = "Job/v1"  # OwnerSize.source of batch/v1 Jobs
 
 
 class Resolver:
@@ -43,6 +46,7 @@ class Resolver:
         self._claims: dict[tuple[str, str, str], Devices] = {}
         self._sizes: dict[tuple[str, str, str], int] = {}
         self._owners: dict[OwnerKey, dict[str, OwnerSize]] = {}  # key -> source -> object
+        self._jobs: dict[JobName, JobSuspension] = {}  # batch/v1 Jobs among the owners
         self._slices: dict[str, SliceDevices] = {}
         self._devices: dict[str, Devices] = {}
         self._pods: dict[str, Pod] = {}  # own parse of pods with claims or a PodGroup
@@ -124,6 +128,7 @@ class Resolver:
         return self._pods_using(lambda pod: pod.pod_group is not None) if changed else []
 
     def apply_owner(self, owner: OwnerSize, deleted: bool = False) -> list[Pod]:
+        self._index_job(owner, deleted)
         kinds = self._owners.setdefault(owner.key, {})
         if deleted:
             changed = kinds.pop(owner.source, None) is not None
@@ -141,11 +146,28 @@ class Resolver:
             rest = {k: v for k, v in kinds.items() if k != source}
             if rest:
                 kept[key] = rest
+        owners = list(owners)
+        if source == JOB_SOURCE:
+            self._jobs = {}
         for owner in owners:
             kept.setdefault(owner.key, {})[source] = owner
+            self._index_job(owner)
         changed = kept != self._owners
         self._owners = kept
         return self._pods_using(lambda pod: owner_of(pod) is not None) if changed else []
+
+    def batch_jobs(self) -> dict[JobName, JobSuspension]:
+        """Every batch/v1 Job seen, as headstart may suspend it (a copy: the admitter's
+        worker thread reads it while watches change the resolver)."""
+        return dict(self._jobs)
+
+    def _index_job(self, owner: OwnerSize, deleted: bool = False) -> None:
+        if owner.suspension is None:
+            return
+        if deleted:
+            self._jobs.pop(owner.suspension.key, None)
+        else:
+            self._jobs[owner.suspension.key] = owner.suspension
 
     def apply_slice(self, item: SliceDevices, deleted: bool = False) -> list[Node]:
         if deleted:

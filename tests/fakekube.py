@@ -686,6 +686,12 @@ class FakeKube:
         with self._lock:
             key = (gv, plural, ns, name)
             old = self._existing(gv, plural, ns, name)
+            uid = (patch.get("metadata") or {}).get("uid") if isinstance(patch, dict) else None
+            if uid and uid != old["metadata"].get("uid"):
+                # ValidateObjectMetaUpdate: the uid is immutable, so a patch naming
+                # another one is refused (422), which makes it a precondition.
+                raise ApiError(422, f'{RESOURCES[(gv, plural)][0]} "{name}" is invalid: '
+                                    f'metadata.uid: Invalid value: "{uid}": field is immutable')
             new = _merge_patch(copy.deepcopy(old), patch)
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             owners = self._owners.setdefault(key, {})

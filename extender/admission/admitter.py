@@ -53,7 +53,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -88,9 +88,11 @@ from locality.admission.record import GangRecord, GangState, gang_body, orphaned
 from locality.admission.recovery import Eviction, Transition, recovery
 from locality.admission.round import Inputs, RoundMemo, plan_round, wider_levels
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
+from locality.admission.suspend import jobs_to_release, jobs_to_suspend
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Locality, Pod
+from locality.suspension import JobName, JobSuspension
 
 log = logging.getLogger("headstart.extender.admitter")
 
@@ -129,15 +131,19 @@ class Admitter:
         is_leader: Callable[[], bool],
         identity: str = COMPONENT,
         sizes_listed: Callable[[], bool] = lambda: True,
+        batch_jobs: Callable[[], Mapping[JobName, JobSuspension]] = dict,
     ) -> None:
         """sizes_listed: whether the objects that size jobs (PodGroups, owners) have
-        been listed once; no round runs before (`ClusterSync.sizes_listed`)."""
+        been listed once; no round runs before (`ClusterSync.sizes_listed`). batch_jobs:
+        the batch/v1 Jobs seen (`Resolver.batch_jobs`), read on the event loop."""
         self.cache = cache
         self.locality = locality
         self.config = config
         self.is_leader = is_leader
         self.identity = identity
         self.sizes_listed = sizes_listed
+        self.batch_jobs = batch_jobs
+        self._round_jobs: Mapping[JobName, JobSuspension] = {}  # the applied round's Jobs
         # Every API call of the admitter goes through one rate limit, retried on 429/5xx.
         self.throttle = Throttle(config.api_qps, config.api_burst)
         self._core = Throttled(k8s.CoreV1Api(api_client), self.throttle) \
@@ -159,6 +165,8 @@ class Admitter:
         self.evicted_jobs_total = 0
         self.preempted_gangs_total = 0
         self.resized_jobs_total = 0
+        self.suspended_jobs_total = 0
+        self.released_jobs_total = 0
         self._refused: set[tuple[str, str, str, int]] = set()
         """Resizes the API refused, each said once (an Event on the owner)."""
         self._announced: dict[JobKey, WaitCode] = {}
@@ -206,7 +214,8 @@ class Admitter:
                       list(cache.nodes.values()), self.autoscaler.groups, self.nodepools,
                       self.autoscaler.detail if self.autoscaler.found
                       and self.autoscaler.groups is None else None,
-                      self._plans.plans if self._plans is not None else {})
+                      self._plans.plans if self._plans is not None else {},
+                      self.batch_jobs())
 
     def plan(self, inputs: Inputs, now: float
              ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
@@ -384,6 +393,7 @@ class Admitter:
                          config.bind_timeout_seconds, config.backoff_base_seconds,
                          config.backoff_max_seconds)
         orphans = orphaned(list(records.values()), inputs.pods_of_job, now)
+        self._round_jobs = inputs.batch_jobs
         outcome = await asyncio.to_thread(self._apply, planned, now, records, after, orphans)
         self.patch_failures_total += outcome.failed
         return outcome
@@ -425,16 +435,19 @@ class Admitter:
         for resize in planned.resizes:
             self._resize(resize, now)
         self._keep_records(now, after, orphans)
+        self._release_jobs(now)
         return Outcome(patched, failed)
 
     def _record(self, job: JobKey, state: GangState, now: float,
                 admission: Admission | None = None, waiting: Waiting | None = None,
                 message: str = "", requeue_at: float | None = None,
-                counted: bool = True, size: int | None = None) -> str | None:
+                counted: bool = True, size: int | None = None,
+                suspended: tuple[JobSuspension, ...] = ()) -> str | None:
         """Apply the job's gang record: its uid, None when it could not be written. The domain
         and evictions of its last record carry over unless an admission sets a domain;
         an eviction adds one unless not `counted` (a preemption). size: a resize's new
-        size (else the job's declared size, or the record's)."""
+        size (else the job's declared size, or the record's). suspended: the Jobs an
+        eviction suspended."""
         assert self._records is not None
         gathered = self._jobs.get(job)
         record = self._seen_records.get(job)
@@ -461,7 +474,9 @@ class Admitter:
                              label_key=record.label_key if keeps_domain else None,
                              reason=state.value, message=message,
                              evictions=evictions + (state is GangState.EVICTED and counted),
-                             requeue_at=requeue_at, **common)
+                             requeue_at=requeue_at,
+                             suspended_jobs=tuple((job.name, job.uid) for job in suspended),
+                             **common)
         return self._records.apply(body)
 
     def _keep_records(self, now: float, after: list[Transition | Eviction | Resize],
@@ -477,11 +492,13 @@ class Admitter:
             if isinstance(action, Transition):
                 self._record(action.record.job, action.state, now, message=action.message)
                 continue
-            evicted = sum(self._evict(pod, action.message, now) for pod in action.pods)
-            if evicted == len(action.pods):
+            done, suspended = self._evict_gang(action.pods, action.message, action.requeue_at,
+                                               now)
+            if done:
                 self.evicted_jobs_total += 1
                 self._record(action.record.job, GangState.EVICTED, now,
-                             message=action.message, requeue_at=action.requeue_at)
+                             message=action.message, requeue_at=action.requeue_at,
+                             suspended=suspended)
         for record in orphans:
             self._records.delete(record)
 
@@ -494,11 +511,12 @@ class Admitter:
                 message = (f"preempted whole by {preemption.job} (priority "
                            f"{preemption.priority}) in {preemption.domain}; admitted again, "
                            "whole, when there is room")
-                if sum(self._evict(pod, message, now) for pod in victim.pods) < len(victim.pods):
+                done, suspended = self._evict_gang(victim.pods, message, now, now)
+                if not done:
                     continue  # the next round plans it again
                 self.preempted_gangs_total += 1
                 self._record(victim.job, GangState.EVICTED, now, message=message,
-                             requeue_at=now, counted=False)
+                             requeue_at=now, counted=False, suspended=suspended)
 
     def _resize(self, resize: Resize, now: float) -> None:
         """Write an elastic job's new size to its owner (`extender.admission.resizer`);
@@ -530,6 +548,45 @@ class Admitter:
                                         resize.after)
         self._event_on(involved, "HeadstartResized",
                        f"{resize.before} -> {resize.after}: {resize.reason}", now)
+
+    def _evict_gang(self, pods: Sequence[Pod], message: str, requeue_at: float, now: float
+                    ) -> tuple[bool, tuple[JobSuspension, ...]]:
+        """Evict a gang's `pods` whole: by suspending their Jobs until `requeue_at` where
+        that applies (`locality.admission.suspend`), else through the Eviction API, one
+        pod at a time. (whether all of it went, the Jobs suspended). A suspension the
+        API refuses falls back to evicting the pods."""
+        jobs = jobs_to_suspend(pods, self._round_jobs) if self.config.suspend_jobs else ()
+        assert self._resizer is not None
+        suspended = []
+        for job in jobs:
+            if self._resizer.suspend(job, requeue_at) is not None:
+                break
+            suspended.append(job)
+            self.suspended_jobs_total += 1
+            self._event_on(_job_reference(job), "HeadstartSuspended", (
+                f"{message}; suspended until {timestamp(requeue_at)}, then resumed by "
+                "headstart (its pods count as no failure)"), now, "Warning")
+        if jobs and len(suspended) == len(jobs):
+            return True, tuple(suspended)
+        # Not every Job could be suspended: the pods of the others go by eviction.
+        taken = {job.name for job in suspended}
+        rest = [pod for pod in pods if pod.controller is None or pod.controller[1] not in taken]
+        evicted = sum(self._evict(pod, message, now) for pod in rest)
+        return evicted == len(rest), tuple(suspended)
+
+    def _release_jobs(self, now: float) -> None:
+        """Resume the Jobs headstart suspended whose time has come (or unmark those
+        their owner resumed first), with an Event on each."""
+        if self._resizer is None:
+            return
+        for job in jobs_to_release(self._round_jobs.values(), now):
+            if self._resizer.release(job) is not None:
+                continue  # logged; the next round tries again
+            if job.suspended:
+                self.released_jobs_total += 1
+                self._event_on(_job_reference(job), "HeadstartResumed",
+                               "resumed after its gang's backoff: its pods are created "
+                               "again and admitted whole", now)
 
     def _evict(self, pod: Pod, message: str, now: float) -> bool:
         """Evict one member through the Eviction API (its uid a precondition; PDBs
@@ -697,3 +754,9 @@ def catalog_shapes(locality: LocalityConfig) -> Mapping[str, Resources]:
 
 def _json(response: Any) -> dict[str, Any]:
     return json.loads(response.data)
+
+
+def _job_reference(job: JobSuspension) -> dict[str, str]:
+    """A batch/v1 Job as an Event's involvedObject."""
+    return {"apiVersion": "batch/v1", "kind": "Job", "name": job.name,
+            "namespace": job.namespace, "uid": job.uid}

@@ -1,20 +1,26 @@
-"""Writes an elastic job's new size to its owner (`locality.elastic.scale_patch`).
+"""Writes to the owners of gangs' pods: an elastic job's new size
+(`locality.elastic.scale_patch`), and a batch/v1 Job's suspension and release
+(`locality.suspension`, decided by `locality.admission.suspend`).
 
 The owner's controller does the rest: the Job controller (or the training operator)
 creates the missing indices, which pass the placement gate into the job's domain, or
 removes the highest ones. The patch is a JSON merge patch guarded by the owner's
 resourceVersion as decided on: an owner changed since (409) is decided again next
 round. Only owners that opted in reach here (`locality.elastic`), and the
-ValidatingAdmissionPolicy `headstart-extender-owner-edits` lets the extender's account
-change nothing else of them.
+ValidatingAdmissionPolicies of manifests/base/admission/owner-resize.yaml let the
+extender's account change nothing else of them. A suspension or release is guarded by
+the Job's uid instead: the Job controller updates a running Job's status often, and a
+stale resourceVersion would refuse most of them.
 
-Must not: decide sizes (`locality.admission.resize` does), retry (the next round does).
+Must not: decide sizes or suspensions (`locality.admission` does), retry (the next
+round does).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client as k8s
@@ -22,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 
 from extender.admission.throttle import Throttle, Throttled
 from locality.elastic import ElasticOwner, scale_patch
+from locality.suspension import JobSuspension, release_patch, suspend_patch
 
 log = logging.getLogger("headstart.extender.admitter")
 
@@ -37,25 +44,43 @@ class OwnerResizer:
         """Set the owner's size: None when done, else why not (the API's refusal, or the
         fault; logged)."""
         body = scale_patch(owner, size)
+        if owner.kind == "Job":
+            return self._job(owner.namespace, owner.name, body,
+                             "could not resize an elastic job's owner", size=size)
+        return self._send(lambda: self._custom.patch_namespaced_custom_object(
+            "kubeflow.org", "v1", owner.namespace, "pytorchjobs", owner.name, body,
+            _content_type=MERGE_PATCH, _request_timeout=10, _preload_content=False),
+            "could not resize an elastic job's owner", owner=owner.where, size=size)
+
+    def suspend(self, job: JobSuspension, resume_at: float) -> str | None:
+        """Suspend the Job until `resume_at` (its pods go, counted as no failure): None
+        when done, else why not (logged)."""
+        return self._job(job.namespace, job.name, suspend_patch(job, resume_at),
+                         "could not suspend a gang's Job; its pods are evicted instead")
+
+    def release(self, job: JobSuspension) -> str | None:
+        """Resume a Job headstart suspended and remove its mark: None when done, else why
+        not (logged; the next round tries again)."""
+        return self._job(job.namespace, job.name, release_patch(job),
+                         "could not resume a Job headstart suspended; next round retries")
+
+    def _job(self, namespace: str, name: str, body: dict[str, Any], failed: str,
+             **extra: Any) -> str | None:
+        return self._send(lambda: self._batch.patch_namespaced_job(
+            name, namespace, body, _content_type=MERGE_PATCH, _request_timeout=10,
+            _preload_content=False), failed, owner=f"Job {namespace}/{name}", **extra)
+
+    @staticmethod
+    def _send(call: Callable[[], Any], failed: str, **extra: Any) -> str | None:
         try:
-            if owner.kind == "Job":
-                self._batch.patch_namespaced_job(
-                    owner.name, owner.namespace, body, _content_type=MERGE_PATCH,
-                    _request_timeout=10, _preload_content=False).release_conn()
-            else:
-                self._custom.patch_namespaced_custom_object(
-                    "kubeflow.org", "v1", owner.namespace, "pytorchjobs", owner.name, body,
-                    _content_type=MERGE_PATCH, _request_timeout=10,
-                    _preload_content=False).release_conn()
+            call().release_conn()
         except ApiException as error:
             why = f"{error.status} {error.reason}: {_message(error.body)}"
-            log.warning("could not resize an elastic job's owner; next round decides again",
-                        extra={"owner": owner.where, "size": size, "error": why})
+            log.warning(failed, extra={**extra, "error": why})
             return why
         except Exception as error:  # noqa: BLE001 - transport faults: next round retries
             why = f"{type(error).__name__}: {error}"
-            log.warning("could not resize an elastic job's owner; next round decides again",
-                        extra={"owner": owner.where, "size": size, "error": why})
+            log.warning(failed, extra={**extra, "error": why})
             return why
         return None
 

@@ -18,6 +18,7 @@ from extender.wire import BindingArgs
 from kube.leader import LeaderElector
 from locality.admission.config import GATE, AdmissionConfig, NodeGroup
 from locality.config import LocalityConfig
+from locality.parse import rfc3339_seconds
 from tests.extender.builders import make_node, make_pod
 from tests.extender.test_sync import FAST, eventually
 
@@ -53,7 +54,8 @@ async def replicas(fake_kube):
         else:
             elector = None
             is_leader = lambda: leading  # noqa: E731
-        admitter = Admitter(cache, LOCALITY, ADMISSION, api, is_leader, identity)
+        admitter = Admitter(cache, LOCALITY, ADMISSION, api, is_leader, identity,
+                            batch_jobs=sync.resolver.batch_jobs)
         started.append((sync, elector))
         return admitter
 
@@ -220,6 +222,14 @@ def test_the_fake_rejects_what_kube_apiserver_rejects(fake_kube):
     with pytest.raises(ApiException) as error:  # a failed test operation
         patch("g", [{"op": "test", "path": "/metadata/uid", "value": "other"}])
     assert error.value.status == 422
+    batch = client.BatchV1Api(fake_kube.api_client())
+    fake_kube.create(plain_job("j", 1))
+    with pytest.raises(ApiException) as error:  # a merge patch naming another uid
+        batch.patch_namespaced_job("j", "team", {"metadata": {"uid": "other"},
+                                                 "spec": {"suspend": True}},
+                                   _content_type="application/merge-patch+json")
+    assert error.value.status == 422 and "field is immutable" in str(error.value.body)
+    assert fake_kube.get("batch/v1", "Job", "j", "team")["spec"]["suspend"] is False
 
 
 CA_STATUS = """time: 2026-01-01 00:00:00.000000000 +0000 UTC
@@ -406,6 +416,112 @@ async def test_a_gang_not_whole_in_time_is_evicted_whole_and_backs_off(fake_kube
     await settle(admitter, lambda: admitter.waiting_by_code()["backoff"] == 1)
     assert gang_of(fake_kube, "a")["status"]["state"] == "Evicted"
     assert pod_of(fake_kube, "a-2")["spec"]["schedulingGates"] == [{"name": GATE}]
+
+
+def plain_job(name, size, **labels):
+    """A batch/v1 Indexed Job as the Job controller would have it while its pods run."""
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "team", "labels": labels},
+            "spec": {"parallelism": size, "completions": size, "completionMode": "Indexed",
+                     "backoffLimit": 0, "suspend": False,
+                     "template": {"spec": {"containers": [{"name": "c"}]}}}}
+
+
+async def test_a_jobs_gang_not_whole_in_time_is_evicted_by_suspending_its_job(
+        fake_kube, replicas):
+    # The same gang as above, its pods controlled by a Job the API holds (backoffLimit 0:
+    # one evicted pod would fail it for good). The admitter suspends the Job instead of
+    # evicting the pods: the Job carries headstart's mark (when to resume), the record
+    # names it, the Job gets the Event, no pod is evicted. Once the backoff is over the
+    # admitter resumes the Job and removes the mark.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    job_uid = fake_kube.create(plain_job("a", 2))["metadata"]["uid"]
+    for index in range(2):
+        fake_kube.create(owned(gated_pod(f"a-{index}", "a", 2), "a"))
+    admitter = replicas("solo", leading=True)
+    admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=3)
+    await eventually(lambda: ("team", "a") in admitter.batch_jobs())
+    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
+        "status", {}).get("state") == "Evicted")
+    evicted_at = time.time()
+    job = fake_kube.get("batch/v1", "Job", "a", "team")
+    assert job["spec"]["suspend"] is True
+    resume_at = int(job["metadata"]["labels"]["headstart.io/suspended"])
+    status = gang_of(fake_kube, "a")["status"]
+    assert status["suspendedJobs"] == [{"name": "a", "uid": job_uid}]
+    assert abs(resume_at - rfc3339_seconds(status["requeueAt"], "requeueAt")) <= 1
+    assert resume_at - evicted_at == pytest.approx(3, abs=1.5)
+    assert pod_of(fake_kube, "a-0") is not None and pod_of(fake_kube, "a-1") is not None
+    assert not [e for e in fake_kube.list("v1", "Event", "team")
+                if e["reason"] == "HeadstartEvicted"]
+    assert [r for r, _ in events_for(fake_kube, "a")] == ["HeadstartSuspended"]
+    assert admitter.suspended_jobs_total == 1 and admitter.evicted_jobs_total == 1
+    # The Job controller deletes the suspended Job's pods (played here).
+    for index in range(2):
+        fake_kube.delete("v1", "Pod", f"a-{index}", "team")
+    job = fake_kube.get("batch/v1", "Job", "a", "team")
+    assert job["spec"]["suspend"] is True  # not before its time
+    await settle(admitter, lambda: fake_kube.get("batch/v1", "Job", "a", "team")[
+        "spec"]["suspend"] is False, timeout=15)
+    assert time.time() >= resume_at - 0.01
+    job = fake_kube.get("batch/v1", "Job", "a", "team")
+    assert "headstart.io/suspended" not in (job["metadata"].get("labels") or {})
+    assert [r for r, _ in events_for(fake_kube, "a")] == ["HeadstartSuspended",
+                                                          "HeadstartResumed"]
+    assert admitter.released_jobs_total == 1
+
+
+async def test_a_job_headstart_may_not_suspend_has_its_pods_evicted(fake_kube, replicas):
+    # Kueue manages the Job (its queue-name label): headstart never touches its
+    # suspension, so the gang goes by eviction as any other owner's.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    fake_kube.create(plain_job("a", 2, **{"kueue.x-k8s.io/queue-name": "q"}))
+    for index in range(2):
+        fake_kube.create(owned(gated_pod(f"a-{index}", "a", 2), "a"))
+    admitter = replicas("solo", leading=True)
+    admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=30)
+    await eventually(lambda: ("team", "a") in admitter.batch_jobs())
+    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
+        "status", {}).get("state") == "Evicted")
+    job = fake_kube.get("batch/v1", "Job", "a", "team")
+    assert job["spec"]["suspend"] is False and "headstart.io/suspended" not in \
+        job["metadata"]["labels"]
+    assert pod_of(fake_kube, "a-0") is None and pod_of(fake_kube, "a-1") is None
+    assert "suspendedJobs" not in gang_of(fake_kube, "a")["status"]
+
+
+async def test_a_refused_suspension_falls_back_to_evicting_the_pods(fake_kube, replicas):
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    fake_kube.create(plain_job("a", 2))
+    for index in range(2):
+        fake_kube.create(owned(gated_pod(f"a-{index}", "a", 2), "a"))
+    fake_kube.fail_next("PATCH", "/jobs/a", 422)
+    admitter = replicas("solo", leading=True)
+    admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=30)
+    await eventually(lambda: ("team", "a") in admitter.batch_jobs())
+    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
+        "status", {}).get("state") == "Evicted")
+    assert fake_kube.get("batch/v1", "Job", "a", "team")["spec"]["suspend"] is False
+    assert pod_of(fake_kube, "a-0") is None and pod_of(fake_kube, "a-1") is None
+    assert admitter.suspended_jobs_total == 0
+
+
+async def test_a_marked_job_its_owner_resumed_is_unmarked(fake_kube, replicas):
+    # A Job carrying headstart's mark that is not suspended (its owner resumed it early):
+    # the mark goes at once, so a later suspension by the owner is never undone.
+    job = plain_job("a", 1, **{"headstart.io/suspended": str(int(time.time()) + 3600)})
+    fake_kube.create(job)
+    fake_kube.create(make_node("a1", group="pg-a"))
+    admitter = replicas("solo", leading=True)
+    await eventually(lambda: ("team", "a") in admitter.batch_jobs())
+    await settle(admitter, lambda: "headstart.io/suspended" not in (fake_kube.get(
+        "batch/v1", "Job", "a", "team")["metadata"].get("labels") or {}))
+    assert fake_kube.get("batch/v1", "Job", "a", "team")["spec"]["suspend"] is False
+    assert events_for(fake_kube, "a") == []  # nothing was resumed
+    assert admitter.released_jobs_total == 0
 
 
 async def test_a_replacement_waiting_for_room_keeps_its_gangs_record(fake_kube, replicas):
