@@ -1,5 +1,6 @@
 """Training jobs in an e2e cluster: create a job's pods behind a scheduling gate, release
-them together, wait for where they land.
+them together, wait for where they land; patch a Job as the extender's ServiceAccount
+does.
 
 A job's pods are created gated (`spec.schedulingGates`, as Kueue does) and released only
 once the extender's cache knows all of them (its `/explain` answers for each): the
@@ -14,6 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from extender.admission.resizer import MERGE_PATCH
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.headstart import Extender
 from tests.e2e.kube import NotYet
@@ -101,3 +107,15 @@ def delete_pods(cluster: ControlPlane, namespace: str) -> None:
     for pod in cluster.kube.list(f"/api/v1/namespaces/{namespace}/pods"):
         cluster.kube.delete(f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}",
                             grace_period_s=0)
+
+
+def patch_job_as_extender(cluster, namespace: str, name: str, patch: dict) -> tuple[int, str]:
+    """A merge patch of the Job with the extender's token, as its resizer sends it (the
+    account may not `get` Jobs, so not through kubectl): (HTTP status, message)."""
+    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-extender", "resize-probe")
+    batch = k8s.BatchV1Api(k8s_config.new_client_from_config(config_file=str(kubeconfig)))
+    try:
+        batch.patch_namespaced_job(name, namespace, patch, _content_type=MERGE_PATCH)
+    except ApiException as error:
+        return error.status, str(error.body)
+    return 200, ""

@@ -30,7 +30,7 @@ Job of 1 (min 1, max 4) that asks for a warm start gets a plan of 3 from it; onc
 resumed, the admitter resizes it to 3 before admission (rule 7b) and it binds whole at 3.
 
 And the bound on the extender's new right (`patch` on Jobs): with its token, the
-shipped ValidatingAdmissionPolicy `headstart-extender-job-resize` refuses a change of
+shipped ValidatingAdmissionPolicy `headstart-extender-job-edits` refuses a change of
 "grow"'s suspension or pod template and any resize of a Job that did not opt in, and
 accepts a resize within the bounds.
 """
@@ -41,13 +41,11 @@ import time
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
 from kubernetes import config as k8s_config
-from kubernetes.client.exceptions import ApiException
 
-from extender.admission.resizer import MERGE_PATCH
 from tests.e2e import installed
 from tests.e2e.headstart import extender_on
+from tests.e2e.jobs import patch_job_as_extender
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node, kwok_node
 from tests.e2e.test_gang import gang, gang_state, run_job
@@ -299,18 +297,6 @@ def test_a_warm_started_job_is_admitted_at_the_size_its_similar_jobs_ended_with(
         remove_job(cluster, namespace, name)
 
 
-def patch_job_as_extender(cluster, namespace: str, name: str, patch: dict) -> tuple[int, str]:
-    """A merge patch of the Job with the extender's token, as its resizer sends it (the
-    account may not `get` Jobs, so not through kubectl): (HTTP status, message)."""
-    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-extender", "resize-probe")
-    batch = k8s.BatchV1Api(k8s_config.new_client_from_config(config_file=str(kubeconfig)))
-    try:
-        batch.patch_namespaced_job(name, namespace, patch, _content_type=MERGE_PATCH)
-    except ApiException as error:
-        return error.status, str(error.body)
-    return 200, ""
-
-
 def test_the_extender_may_only_resize_jobs_that_opted_in(elastic_cluster, namespace):
     cluster, _ = elastic_cluster
     kube = cluster.kube
@@ -334,7 +320,7 @@ def test_the_extender_may_only_resize_jobs_that_opted_in(elastic_cluster, namesp
     }
     for what, (name, patch) in refused.items():
         code, err = patch_job_as_extender(cluster, namespace, name, patch)
-        assert code in (403, 422) and "headstart-extender-job-resize" in err, (what, code, err)
+        assert code in (403, 422) and "headstart-extender-job-edits" in err, (what, code, err)
     code, err = patch_job_as_extender(cluster, namespace, "opted",
                                       {"spec": {"parallelism": 3, "completions": 3}})
     assert code == 200, err

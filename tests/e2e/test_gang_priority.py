@@ -3,8 +3,9 @@
 The cluster: pg-a and pg-b, 2 8-GPU kwok nodes each. Two low-priority Indexed Jobs of 2
 8-GPU pods fill both groups and run (their pods run until deleted; a podFailurePolicy
 ignores `DisruptionTarget`, as docs/extender.md recommends). A high-priority 2-pod
-job then fits nowhere: the admitter evicts exactly one low gang, whole, through the
-Eviction API (its Gang `Evicted`, eviction count 0), the high job binds whole in that
+job then fits nowhere: the admitter evicts exactly one low gang, whole, by suspending
+its Job (its Gang `Evicted`, eviction count 0; the Job resumed at once, as the victim
+waits for room with no backoff), the high job binds whole in that
 gang's group, the other low gang's pods are untouched (same uids, bound where they
 were), and the evicted gang's new pods, created by the Job controller, wait behind the
 gate. kube-scheduler's per-node preemption never runs on a gang member: the extender's
@@ -107,11 +108,14 @@ def test_a_high_priority_job_preempts_exactly_one_whole_gang(priority_cluster, n
             f"{len(old)} old pods left, {len(gated)} gated")
 
     cluster.wait("the victim's new pods gated", victim_waits, 60, LOGS)
-    evicted = [e for e in kube.list(f"/api/v1/namespaces/{namespace}/events")
-               if e["reason"] == "HeadstartEvicted"]
-    assert {e["involvedObject"]["uid"] for e in evicted} == set(before[victim]), evicted
+    events = kube.list(f"/api/v1/namespaces/{namespace}/events")
+    suspended = [e["involvedObject"]["name"] for e in events
+                 if e["reason"] == "HeadstartSuspended"]
+    assert suspended == [victim], suspended
+    assert not [e for e in events if e["reason"] == "HeadstartEvicted"]
     job = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/{victim}")
-    assert not job["status"].get("failed"), job["status"]  # ignored: DisruptionTarget
+    assert not job["status"].get("failed"), job["status"]  # a suspension counts none
+    assert job["spec"]["suspend"] is False
     e2e_timings.record("gang priority: one whole gang preempted", victim=victim,
                        high_bound_since_created=bound_s)
     for name in ("low-1", "low-2", "high"):
