@@ -13,9 +13,10 @@ that is not whole in time is evicted whole and admitted again, whole, after a ba
 - Evicting: every member pod of the current attempt that an owner recreates (a
   controller owner reference) goes: the admitter suspends their Jobs when they are all
   batch/v1 Jobs' it may suspend (`locality.admission.suspend`: a suspension counts no
-  pod as a failure), else evicts each through the Eviction API; the record becomes `Evicted` with `requeueAt` = now + backoff, backoff =
-  `backoff_base_seconds` x 2^(evictions - 1), at most `backoff_max_seconds` (Kueue's
-  requeuing strategy: 60 s, doubling, capped at an hour). The owner's new pods are
+  pod as a failure), else evicts each through the Eviction API; the record becomes
+  `Evicted` with `requeueAt` = now + backoff, backoff = `backoff_base_seconds` x
+  2^(evictions - 1), at most `backoff_max_seconds` (Kueue's requeuing strategy: 60 s,
+  doubling, capped at an hour). The owner's new pods are
   gated by the placement policy at creation and wait (`backoff`) until then. Pods
   nothing recreates are left alone (headstart never deletes what it cannot give
   back): a gang of only such pods stays as it is; in a mixed one the eviction message
