@@ -149,6 +149,53 @@ def test_announced_growth_keeps_placeholders_where_the_shrunk_gang_runs():
     assert text.splitlines()[0].startswith("arm") and "elastic+announced / fixed" in text
 
 
+def test_skipping_binds_scans_and_ticks_that_change_nothing_changes_no_result(monkeypatch):
+    # Placeholders for announced growth stay pending while the group is full; the replay
+    # skips the binds, scans and ticks that would find the same: the same results as
+    # running every one, with fewer steps.
+    from overprovisioner.sim.gangs.cluster import ClusterSide
+    from overprovisioner.sim.gangs.engine import GangRun
+
+    rows = [pod(f"c-w{i}", 60, 2 * HOUR, gpus=4, cpu=8, memory_gib=32, job="c", role="ps")
+            for i in range(2)] + job("a", 4, 90, 6 * HOUR, ps=False) + \
+        job("b", 3, 2 * HOUR, 3 * HOUR, ps=True)
+    skipped = []
+    execute = GangRun.execute
+
+    def counting(self):
+        result = execute(self)
+        skipped.append(self.skipped)
+        return result
+
+    monkeypatch.setattr(GangRun, "execute", counting)
+    fast, _ = replay(rows, max_nodes=4, end=24 * HOUR)
+    assert min(skipped) > 0
+    monkeypatch.setattr(ClusterSide, "skip_unchanged", False)
+    skipped.clear()
+    slow, _ = replay(rows, max_nodes=4, end=24 * HOUR)
+    assert skipped == [0, 0, 0]
+    assert summaries(list(fast.values())) == summaries(list(slow.values()))
+    for name in fast:
+        for field in ("submit", "first_running", "finished"):
+            np.testing.assert_array_equal(getattr(fast[name], field), getattr(slow[name], field))
+        assert fast[name].placeholders == slow[name].placeholders
+        assert fast[name].resizes == slow[name].resizes
+
+
+def test_skipping_changes_nothing_on_the_synthetic_workload(monkeypatch, capsys):
+    # Two days of the seeded synthetic workload (hundreds of jobs, scale-in and out,
+    # placeholders): the command's JSON is the same byte for byte either way.
+    from headstart.cli import main
+    from overprovisioner.sim.gangs.cluster import ClusterSide
+
+    argv = ["simulate-elastic", "--synthetic", "--days", "2", "--max-nodes", "6", "--json"]
+    assert main(argv) == 0
+    skipping = capsys.readouterr().out
+    monkeypatch.setattr(ClusterSide, "skip_unchanged", False)
+    assert main(argv) == 0
+    assert capsys.readouterr().out == skipping
+
+
 @pytest.fixture
 def jobs_file(tmp_path):
     from bucketing.traces.write import write_job_table

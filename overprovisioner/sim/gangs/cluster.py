@@ -77,6 +77,33 @@ def largest_first(pod: Pod) -> tuple:
 class ClusterSide:
     """The cluster's half of a replay (see the module docstring)."""
 
+    # ----- skipping work that cannot change anything
+    skip_unchanged = True
+    """Skip a bind, scan or tick that would change nothing (False: run every one; the
+    tests compare both)."""
+
+    def state(self) -> tuple[int, int]:
+        """A stamp of everything binding, scanning and ticking read: the pods (and so
+        the nodes' usage, which only binding and deleting pods change), the nodes and
+        the admitter's records (`cluster_version`, bumped by node launches, readiness
+        and removals, rounds and finishes)."""
+        return (self.pods.version, self.cluster_version)
+
+    def unchanged(self, step: str) -> bool:
+        """Whether `step` ("bind", "scan", "tick") last ran at this very state and
+        changed nothing: it would do nothing again. A replay that holds placeholders
+        the node groups cannot fit otherwise bound, scanned and ticked every few seconds
+        over months of simulated time to the same end."""
+        if self.skip_unchanged and self.idle.get(step) == self.state():
+            self.skipped += 1
+            return True
+        return False
+
+    def _ran(self, step: str, before: tuple[int, int]) -> None:
+        """Remember `before` for `step` when running it changed nothing."""
+        if self.state() == before:
+            self.idle[step] = before
+
     def _node_states(self) -> list:
         out = []
         for node in self.nodes.values():
@@ -95,11 +122,14 @@ class ClusterSide:
 
     # ----- kube-scheduler with Coscheduling
     def _bind(self, now: float) -> None:
+        if self.unchanged("bind"):
+            if self.pods.has_pending():
+                self.want_scan(now)  # pods still pending: cluster-autoscaler's next loop
+            return
+        before = self.state()
         pending: dict[str, list[str]] = {}
-        for name, pod in self.pods.items():
-            if pod.scheduling_gates or name in self.where:
-                continue
-            job = pod.labels.get("headstart.io/job", "")
+        for name in self.pods.pending():
+            job = self.pods[name].labels.get("headstart.io/job", "")
             pending.setdefault(job, []).append(name)
         changed = []
         for job, names in pending.items():
@@ -112,13 +142,20 @@ class ClusterSide:
                                                             GangState.RECOVERING)
             if self._place([self.pods[n] for n in names], group, alone, now):
                 changed.append(run)
+        full: set[tuple[str, str | None]] = set()  # (type, group) no placeholder fits now
         for job in pending.get("", ()):
-            self._place_placeholder(job)
+            pod = self.pods[job]
+            key = (pod.constraints.node_selector[0][1], pod.placement_group)
+            if key not in full and not self._place_placeholder(job):
+                # Placeholders of one type and group ask the same: the next one fits
+                # nowhere either, as nothing changed on those nodes since.
+                full.add(key)
         if any(name not in self.where for names in pending.values() for name in names):
             self.want_scan(now)  # pods still pending: cluster-autoscaler's next loop
         for run in changed:
             self.want_round(now + self.config.interval_s)
             self._retime(run, now)
+        self._ran("bind", before)
 
     def _fits(self, node: SimNode, request: Resources, count_held: bool) -> bool:
         alloc = self.types[node.type_index].allocatable
@@ -138,10 +175,13 @@ class ClusterSide:
         """Bind `pods` (all, or with `alone` each on its own); True when any bound."""
         plan: list[tuple[Pod, SimNode]] = []
         trial: dict[str, list[int]] = {}
+        candidates: dict[str, list[SimNode]] = {}  # their order reads node.real: fixed here
         for pod in sorted(pods, key=largest_first):
             type_name = pod.constraints.node_selector[0][1]
             chosen = None
-            for node in self._candidates(type_name, group):
+            if type_name not in candidates:
+                candidates[type_name] = self._candidates(type_name, group)
+            for node in candidates[type_name]:
                 saved = node.real
                 node.real = trial.get(node.name, node.real)
                 if self._fits(node, pod.request, False):
@@ -195,6 +235,9 @@ class ClusterSide:
 
     # ----- placeholders (announced growth)
     def _tick(self, now: float) -> None:
+        if self.unchanged("tick"):
+            return
+        before = self.state()
         growths = []
         for run in self.jobs:
             record = self.records.get(run.key)
@@ -211,10 +254,12 @@ class ClusterSide:
                   for (name, group), nodes in wanted.items()}
         for key in set(target) | set(self.placeholders):
             self._keep_placeholders(key, target.get(key, 0), now)
+        self._ran("tick", before)
 
     def _keep_placeholders(self, key: tuple[int, str], count: int, now: float) -> None:
         type_index, group = key
-        mine = [name for name, pod in self.pods.items() if pod.is_placeholder
+        placeholders = (self.pods[name] for name in self.job_pods.get("", ()))
+        mine = [pod.name for pod in placeholders if pod.is_placeholder
                 and pod.placement_group == group
                 and pod.constraints.node_selector[0][1] == self.types[type_index].name]
         for name in sorted(mine, key=lambda n: (n in self.where, n))[:max(len(mine) - count, 0)]:
@@ -236,19 +281,24 @@ class ClusterSide:
             constraints=PodConstraints(node_selector=((self.type_label, kind.name),)))
         self.job_pods.setdefault("", {})[name] = None
 
-    def _place_placeholder(self, name: str) -> None:
+    def _place_placeholder(self, name: str) -> bool:
+        """Bind a pending placeholder to the fullest node it fits; False: none."""
         pod = self.pods[name]
         for node in self._candidates(pod.constraints.node_selector[0][1], pod.placement_group):
             if self._fits(node, pod.request, True):
                 self._put(node, pod, self.clock)
-                return
+                return True
+        return False
 
     # ----- cluster-autoscaler
     def _scan(self, now: float) -> None:
-        pending = [pod for name, pod in self.pods.items()
-                   if not pod.scheduling_gates and name not in self.where]
-        if not pending:
+        if not self.pods.has_pending():
             return
+        if self.unchanged("scan"):
+            self.want_scan(now + self.config.sim.scan_s)
+            return
+        before = self.state()
+        pending = [self.pods[name] for name in self.pods.pending()]
         launched = False
         by_group: dict[tuple[str, str], list[Pod]] = {}
         for pod in pending:
@@ -266,15 +316,20 @@ class ClusterSide:
                           key=lambda n: (-n.real[0], -n.real[1], n.name))
             bins = [[a + b for a, b in zip(n.real, n.held, strict=True)] for n in here]
             opened = 0
+            alloc = (kind.allocatable.gpu_milli, kind.allocatable.cpu_milli,
+                     kind.allocatable.memory_bytes)
+            unplaceable: set[tuple[int, int, int]] = set()
             for pod in sorted(pods, key=largest_first):
                 need = (pod.request.gpu_milli, pod.request.cpu_milli, pod.request.memory_bytes)
-                alloc = (kind.allocatable.gpu_milli, kind.allocatable.cpu_milli,
-                         kind.allocatable.memory_bytes)
+                if need in unplaceable:
+                    continue
                 slot = next((b for b in bins if all(u + r <= a for u, r, a in
                                                      zip(b, need, alloc, strict=True))), None)
                 if slot is None:
                     if len(bins) >= self.config.max_nodes or any(r > a for r, a in
                                                                   zip(need, alloc, strict=True)):
+                        # Bins only fill and no more open: it never fits this scan.
+                        unplaceable.add(need)
                         continue
                     slot = [0, 0, 0]
                     bins.append(slot)
@@ -286,6 +341,7 @@ class ClusterSide:
                 launched = True
         if launched:
             self.last_scale_up = now
+        self._ran("scan", before)
         self.want_scan(now + self.config.sim.scan_s)
 
     def _group_of(self, pod: Pod) -> str | None:
@@ -304,11 +360,13 @@ class ClusterSide:
         self.node_list.append(SimNode(name, index, type_index, group, node, now, now + startup))
         self.nodes[name] = self.node_list[-1]
         self.launches += 1
+        self.cluster_version += 1
         self.push(now + startup, READY, index)
 
     def _ready(self, index: int, now: float) -> None:
         node = self.node_list[index]
         node.ready = True
+        self.cluster_version += 1
         node.empty_since = now
         self.push(now + self.config.sim.unneeded_s, EMPTY, index)
         self.want_round(now)
@@ -325,5 +383,6 @@ class ClusterSide:
             return
         node.removed_at = now
         del self.nodes[node.name]
+        self.cluster_version += 1
         self.want_round(now + self.config.interval_s)
 

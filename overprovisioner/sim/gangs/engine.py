@@ -84,6 +84,7 @@ from overprovisioner.sim.gangs.cluster import (
     SimNode,
 )
 from overprovisioner.sim.gangs.jobs import GangJob, speed
+from overprovisioner.sim.gangs.pods import PodTable
 from overprovisioner.sim.workload import Workload
 
 
@@ -143,7 +144,10 @@ class GangRun(ClusterSide):
                      for index, job in enumerate(jobs)]
         self.by_name = {run.job.name: run for run in self.jobs}
         self.rng = np.random.default_rng([config.sim.seed, 1])
-        self.pods: dict[str, Pod] = {}
+        self.pods = PodTable()
+        self.cluster_version = 0  # ClusterSide.state: nodes, records, finishes
+        self.idle: dict[str, tuple[int, int]] = {}  # ClusterSide.unchanged
+        self.skipped = 0  # binds, scans and ticks skipped as unchanged
         self.job_pods: dict[str, dict[str, None]] = {}
         self.records: dict[JobKey, GangRecord] = {}
         self.nodes: dict[str, SimNode] = {}  # live ones (launched, not removed)
@@ -347,6 +351,7 @@ class GangRun(ClusterSide):
         if run.finished is not None or run.version % 1_000_000 != arg % 1_000_000:
             return
         run.work_left, run.rate, run.finished = 0.0, 0.0, now
+        self.cluster_version += 1
         for name in list(self.job_pods[run.job.name]):
             self._delete(name)
         self.records.pop(run.key, None)
@@ -354,6 +359,7 @@ class GangRun(ClusterSide):
 
     # ----- the admitter
     def _round(self, now: float) -> None:
+        self.cluster_version += 1  # records, sizes and recovery change here
         gated = [pod for pod in self.pods.values() if self.admission.gate in pod.scheduling_gates]
         keys = {JobKey(NAMESPACE, pod.labels["headstart.io/job"]) for pod in gated}
         keys.update(self.records)
