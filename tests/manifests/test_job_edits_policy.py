@@ -1,0 +1,156 @@
+"""The shipped ValidatingAdmissionPolicy `headstart-extender-job-edits`, evaluated with a
+CEL interpreter (cel-python) on updates the extender's account could send: the ones
+headstart sends pass, every other change is refused. kube-apiserver runs the same
+expressions in tests/e2e/test_gang_recovery.py and test_elastic.py; this catches a wrong
+rule without a cluster.
+
+cel-python is not kube-apiserver's CEL: it lacks Kubernetes' library (no `quantity`,
+`url`, `isSorted`), which the policy does not use; `has()`, `matches()`, `all()`,
+`int()` and the ternary behave as in CEL's specification.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import celpy
+import pytest
+import yaml
+
+from locality.suspension import job_suspension, release_patch, suspend_patch
+
+POLICY = Path(__file__).resolve().parents[2] / "manifests" / "base" / "admission" / \
+    "owner-resize.yaml"
+MARK = "headstart.io/suspended"
+
+
+def _policy() -> dict[str, Any]:
+    for doc in yaml.safe_load_all(POLICY.read_text()):
+        if doc["kind"] == "ValidatingAdmissionPolicy" and \
+                doc["metadata"]["name"] == "headstart-extender-job-edits":
+            return doc
+    raise AssertionError("headstart-extender-job-edits is not shipped")
+
+
+ENV = celpy.Environment()
+
+
+def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
+    return ENV.program(ENV.compile(expression)).evaluate(activation)
+
+
+def refusals(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The messages of the validations `new` (an update of `old`) fails; an expression
+    that cannot be evaluated fails, as under the policy's `failurePolicy: Fail`."""
+    spec = _policy()["spec"]
+    activation: dict[str, Any] = {"object": celpy.json_to_cel(new),
+                                  "oldObject": celpy.json_to_cel(old)}
+    variables: dict[Any, Any] = {}
+    for variable in spec["variables"]:  # each may read the ones before it
+        activation["variables"] = celpy.celtypes.MapType(variables)
+        variables[celpy.celtypes.StringType(variable["name"])] = _evaluate(
+            variable["expression"], activation)
+    activation["variables"] = celpy.celtypes.MapType(variables)
+    failed = []
+    for validation in spec["validations"]:
+        try:
+            passed = _evaluate(validation["expression"], activation) == \
+                celpy.celtypes.BoolType(True)
+        except celpy.CELEvalError as error:  # kube-apiserver: an error refuses (Fail)
+            passed, validation = False, {"message": f"error: {error.args[0]}"}
+        if not passed:
+            failed.append(validation["message"])
+    return failed
+
+
+def job(labels=None, annotations=None, owners=None, **spec):
+    metadata: dict[str, Any] = {"name": "train", "namespace": "team", "uid": "u-1",
+                                "labels": dict(labels or {})}
+    if annotations:
+        metadata["annotations"] = annotations
+    if owners:
+        metadata["ownerReferences"] = owners
+    body = {"parallelism": 2, "completions": 2, "completionMode": "Indexed",
+            "suspend": False, "backoffLimit": 6, "template": {"spec": {"containers": []}}}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
+            "spec": {**body, **spec}}
+
+
+def merged(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch applied (RFC 7386), as kube-apiserver applies headstart's."""
+    out = copy.deepcopy(obj)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict):
+            out[key] = merged(out.get(key) or {}, value)
+        else:
+            out[key] = value
+    return out
+
+
+OPTED = {"headstart.io/min-size": "1", "headstart.io/max-size": "4"}
+
+
+def test_what_headstart_sends_passes():
+    plain = job()
+    suspended = merged(plain, suspend_patch(job_suspension(plain), 1764370000.4))
+    assert suspended["spec"]["suspend"] is True and suspended["metadata"]["labels"][MARK]
+    assert refusals(plain, suspended) == []
+    released = merged(suspended, release_patch(job_suspension(suspended)))
+    assert refusals(suspended, released) == []
+    # Its owner resumed it first: releasing only removes the mark.
+    resumed = merged(suspended, {"spec": {"suspend": False}})
+    assert refusals(resumed, merged(resumed, release_patch(job_suspension(resumed)))) == []
+    # A CronJob's Job, and a resize of one that opted in.
+    cron = job(owners=[{"kind": "CronJob", "name": "nightly", "controller": True}])
+    assert refusals(cron, merged(cron, suspend_patch(job_suspension(cron), 5))) == []
+    opted = job(annotations=OPTED)
+    assert refusals(opted, merged(opted, {"spec": {"parallelism": 3, "completions": 3}})) == []
+
+
+REFUSED = {
+    "suspending a Job Kueue manages": (
+        job(labels={"kueue.x-k8s.io/queue-name": "q"}),
+        {"metadata": {"labels": {MARK: "5"}}, "spec": {"suspend": True}}),
+    "suspending a JobSet's Job": (
+        job(owners=[{"kind": "JobSet", "name": "js", "controller": True}]),
+        {"metadata": {"labels": {MARK: "5"}}, "spec": {"suspend": True}}),
+    "suspending a Job another controller manages": (
+        job(managedBy="kueue.x-k8s.io/multikueue"),
+        {"metadata": {"labels": {MARK: "5"}}, "spec": {"suspend": True}}),
+    "suspending without the mark": (job(), {"spec": {"suspend": True}}),
+    "a mark that is not a time": (
+        job(), {"metadata": {"labels": {MARK: "soon"}}, "spec": {"suspend": True}}),
+    "resuming a Job headstart did not suspend": (
+        job(annotations=OPTED, suspend=True), {"spec": {"suspend": False}}),
+    "removing the mark yet keeping it suspended": (
+        job(labels={MARK: "5"}, suspend=True), {"metadata": {"labels": {MARK: None}}}),
+    "a resize with a suspension": (
+        job(annotations=OPTED),
+        {"metadata": {"labels": {MARK: "5"}}, "spec": {"suspend": True, "parallelism": 3,
+                                                       "completions": 3}}),
+    "another label with a suspension": (
+        job(), {"metadata": {"labels": {MARK: "5", "team": "x"}}, "spec": {"suspend": True}}),
+    "the pod template with a suspension": (
+        job(), {"metadata": {"labels": {MARK: "5"}},
+                "spec": {"suspend": True, "template": {"spec": {"containers": [{}]}}}}),
+    "an annotation with a release": (
+        job(labels={MARK: "5"}, suspend=True),
+        {"metadata": {"labels": {MARK: None}, "annotations": {"x": "y"}},
+         "spec": {"suspend": False}}),
+    "changing the mark of a suspended Job": (
+        job(labels={MARK: "5"}, suspend=True), {"metadata": {"labels": {MARK: "9"}}}),
+    "resizing a Job that did not opt in": (
+        job(), {"spec": {"parallelism": 3, "completions": 3}}),
+    "a resize beyond max-size": (
+        job(annotations=OPTED), {"spec": {"parallelism": 5, "completions": 5}}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_every_other_update_is_refused(case):
+    old, patch = REFUSED[case]
+    assert refusals(old, merged(old, patch)), f"{case}: allowed"
