@@ -427,6 +427,22 @@ def plain_job(name, size, **labels):
                      "template": {"spec": {"containers": [{"name": "c"}]}}}}
 
 
+async def evicted_job_gang(fake_kube, replicas, backoff=30, **job_labels):
+    """Job "a" (2 x 8 GPUs, its Job in the API with `job_labels`), admitted into pg-a,
+    never bound, evicted after a 1 s bind timeout: (the admitter, the Job's uid)."""
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    job_uid = fake_kube.create(plain_job("a", 2, **job_labels))["metadata"]["uid"]
+    for index in range(2):
+        fake_kube.create(owned(gated_pod(f"a-{index}", "a", 2), "a"))
+    admitter = replicas("solo", leading=True)
+    admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=backoff)
+    await eventually(lambda: ("team", "a") in admitter.batch_jobs())
+    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
+        "status", {}).get("state") == "Evicted")
+    return admitter, job_uid
+
+
 async def test_a_jobs_gang_not_whole_in_time_is_evicted_by_suspending_its_job(
         fake_kube, replicas):
     # The same gang as above, its pods controlled by a Job the API holds (backoffLimit 0:
@@ -434,16 +450,7 @@ async def test_a_jobs_gang_not_whole_in_time_is_evicted_by_suspending_its_job(
     # evicting the pods: the Job carries headstart's mark (when to resume), the record
     # names it, the Job gets the Event, no pod is evicted. Once the backoff is over the
     # admitter resumes the Job and removes the mark.
-    fake_kube.create(make_node("a1", group="pg-a"))
-    fake_kube.create(make_node("a2", group="pg-a"))
-    job_uid = fake_kube.create(plain_job("a", 2))["metadata"]["uid"]
-    for index in range(2):
-        fake_kube.create(owned(gated_pod(f"a-{index}", "a", 2), "a"))
-    admitter = replicas("solo", leading=True)
-    admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=3)
-    await eventually(lambda: ("team", "a") in admitter.batch_jobs())
-    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
-        "status", {}).get("state") == "Evicted")
+    admitter, job_uid = await evicted_job_gang(fake_kube, replicas, backoff=3)
     evicted_at = time.time()
     job = fake_kube.get("batch/v1", "Job", "a", "team")
     assert job["spec"]["suspend"] is True
@@ -475,16 +482,7 @@ async def test_a_jobs_gang_not_whole_in_time_is_evicted_by_suspending_its_job(
 async def test_a_job_headstart_may_not_suspend_has_its_pods_evicted(fake_kube, replicas):
     # Kueue manages the Job (its queue-name label): headstart never touches its
     # suspension, so the gang goes by eviction as any other owner's.
-    fake_kube.create(make_node("a1", group="pg-a"))
-    fake_kube.create(make_node("a2", group="pg-a"))
-    fake_kube.create(plain_job("a", 2, **{"kueue.x-k8s.io/queue-name": "q"}))
-    for index in range(2):
-        fake_kube.create(owned(gated_pod(f"a-{index}", "a", 2), "a"))
-    admitter = replicas("solo", leading=True)
-    admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=30)
-    await eventually(lambda: ("team", "a") in admitter.batch_jobs())
-    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
-        "status", {}).get("state") == "Evicted")
+    await evicted_job_gang(fake_kube, replicas, **{"kueue.x-k8s.io/queue-name": "q"})
     job = fake_kube.get("batch/v1", "Job", "a", "team")
     assert job["spec"]["suspend"] is False and "headstart.io/suspended" not in \
         job["metadata"]["labels"]
@@ -493,17 +491,8 @@ async def test_a_job_headstart_may_not_suspend_has_its_pods_evicted(fake_kube, r
 
 
 async def test_a_refused_suspension_falls_back_to_evicting_the_pods(fake_kube, replicas):
-    fake_kube.create(make_node("a1", group="pg-a"))
-    fake_kube.create(make_node("a2", group="pg-a"))
-    fake_kube.create(plain_job("a", 2))
-    for index in range(2):
-        fake_kube.create(owned(gated_pod(f"a-{index}", "a", 2), "a"))
     fake_kube.fail_next("PATCH", "/jobs/a", 422)
-    admitter = replicas("solo", leading=True)
-    admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=30)
-    await eventually(lambda: ("team", "a") in admitter.batch_jobs())
-    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
-        "status", {}).get("state") == "Evicted")
+    admitter, _ = await evicted_job_gang(fake_kube, replicas)
     assert fake_kube.get("batch/v1", "Job", "a", "team")["spec"]["suspend"] is False
     assert pod_of(fake_kube, "a-0") is None and pod_of(fake_kube, "a-1") is None
     assert admitter.suspended_jobs_total == 0
