@@ -31,6 +31,8 @@ What it implements, as the real API server does:
   affinity set freely when it had no terms and otherwise keeping its terms and only
   appending match expressions or fields to each (`validateNodeAffinityMutation`); the
   preferred terms freely; `spec.nodeName` never beside a gate;
+- merge patches: a `metadata.uid` other than the object's is refused (422, the uid is
+  immutable), a `metadata.resourceVersion` other than its current one too (409);
 - the `pods/{name}/eviction` subresource (uid precondition; no PodDisruptionBudgets);
 - the `pods/{name}/binding` subresource and the `bindings` collection (400 when the
   Binding names another pod than the URL, 409 when already bound or when its UID
@@ -692,6 +694,15 @@ class FakeKube:
                 # another one is refused (422), which makes it a precondition.
                 raise ApiError(422, f'{RESOURCES[(gv, plural)][0]} "{name}" is invalid: '
                                     f'metadata.uid: Invalid value: "{uid}": field is immutable')
+            version = (patch.get("metadata") or {}).get("resourceVersion") \
+                if isinstance(patch, dict) else None
+            if version and version != old["metadata"].get("resourceVersion"):
+                # A resourceVersion in the patch is a precondition (the update's
+                # optimistic concurrency): another one is a 409 Conflict.
+                raise ApiError(409, f'Operation cannot be fulfilled on {plural} "{name}": '
+                                    "the object has been modified; please apply your "
+                                    "changes to the latest version and try again",
+                               "Conflict")
             new = _merge_patch(copy.deepcopy(old), patch)
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             owners = self._owners.setdefault(key, {})

@@ -230,6 +230,15 @@ def test_the_fake_rejects_what_kube_apiserver_rejects(fake_kube):
                                    _content_type="application/merge-patch+json")
     assert error.value.status == 422 and "field is immutable" in str(error.value.body)
     assert fake_kube.get("batch/v1", "Job", "j", "team")["spec"]["suspend"] is False
+    stale = fake_kube.get("batch/v1", "Job", "j", "team")["metadata"]["resourceVersion"]
+    batch.patch_namespaced_job("j", "team", {"metadata": {"labels": {"x": "1"}}},
+                               _content_type="application/merge-patch+json")
+    with pytest.raises(ApiException) as error:  # a merge patch guarded by a stale version
+        batch.patch_namespaced_job("j", "team", {"metadata": {"resourceVersion": stale},
+                                                 "spec": {"parallelism": 2}},
+                                   _content_type="application/merge-patch+json")
+    assert error.value.status == 409
+    assert fake_kube.get("batch/v1", "Job", "j", "team")["spec"]["parallelism"] == 1
 
 
 CA_STATUS = """time: 2026-01-01 00:00:00.000000000 +0000 UTC
