@@ -56,6 +56,9 @@ class JobSuspension:
     not a time: now). None: no such label, headstart did not suspend it."""
     problem: str | None = None
     """Why headstart may not suspend it (None: it may)."""
+    acknowledged: bool = False
+    """Its status says Suspended (condition `Suspended` True): the Job controller has
+    acted on the suspension and deleted its running pods."""
 
     @property
     def ours(self) -> bool:
@@ -83,8 +86,13 @@ def job_suspension(obj: Any) -> JobSuspension:
     mark = labels.get(SUSPENDED_LABEL)
     resume_at = None if mark is None else \
         float(mark) if isinstance(mark, str) and mark.isdigit() else 0.0
+    status = _mapping(obj.get("status"))
+    conditions = status.get("conditions")
+    acknowledged = any(
+        isinstance(c, Mapping) and c.get("type") == "Suspended" and c.get("status") == "True"
+        for c in (conditions if isinstance(conditions, list) else ()))
     return JobSuspension(namespace, name, uid, spec.get("suspend") is True, resume_at,
-                         _problem(metadata, spec, labels, uid))
+                         _problem(metadata, spec, labels, uid), acknowledged)
 
 
 def _problem(metadata: Mapping[str, Any], spec: Mapping[str, Any],

@@ -8,9 +8,11 @@ resume now (`locality.suspension` says why suspending beats evicting for a Job).
   the whole gang go by eviction, as before: one rule per gang, never half and half.
 - Release: a Job that carries headstart's mark is resumed and unmarked once the time
   the mark names has come (the gang record's `requeueAt`, written on the Job when it
-  was suspended). A marked Job that is not suspended (its owner resumed it) is
-  unmarked at once, so that a suspension its owner makes later is never taken for
-  headstart's and undone.
+  was suspended) and the Job controller has acted on the suspension (its `Suspended`
+  condition): a preempted gang's Job, due at once, resumed before the controller got
+  to it, would keep its pods and free nothing. A marked Job that is not suspended
+  (its owner resumed it) is unmarked at once, so that a suspension its owner makes
+  later is never taken for headstart's and undone.
 
 Must not: talk to the API, read the clock (`now` is passed), log.
 """
@@ -48,5 +50,5 @@ def jobs_to_suspend(pods: Sequence[Pod], jobs: Mapping[JobName, JobSuspension]
 def jobs_to_release(jobs: Iterable[JobSuspension], now: float) -> list[JobSuspension]:
     """The Jobs carrying headstart's mark to resume (or, not suspended, unmark) now."""
     return sorted((job for job in jobs if job.resume_at is not None
-                   and (not job.suspended or job.resume_at <= now)),
+                   and (not job.suspended or (job.acknowledged and job.resume_at <= now))),
                   key=lambda job: job.key)

@@ -473,11 +473,18 @@ async def test_a_jobs_gang_not_whole_in_time_is_evicted_by_suspending_its_job(
                 if e["reason"] == "HeadstartEvicted"]
     assert [r for r, _ in events_for(fake_kube, "a")] == ["HeadstartSuspended"]
     assert admitter.suspended_jobs_total == 1 and admitter.evicted_jobs_total == 1
-    # The Job controller deletes the suspended Job's pods (played here).
+    # Until the Job controller has acted on the suspension, the Job stays suspended
+    # whatever the time: resumed first, it would keep its pods.
+    await asyncio.sleep(max(resume_at - time.time(), 0) + 0.5)
+    for _ in range(3):
+        await admitter.round(time.time())
+    assert fake_kube.get("batch/v1", "Job", "a", "team")["spec"]["suspend"] is True
+    # The Job controller deletes the suspended Job's pods and says Suspended (played).
     for index in range(2):
         fake_kube.delete("v1", "Pod", f"a-{index}", "team")
     job = fake_kube.get("batch/v1", "Job", "a", "team")
-    assert job["spec"]["suspend"] is True  # not before its time
+    job["status"] = {"conditions": [{"type": "Suspended", "status": "True"}]}
+    fake_kube.replace(job)
     await settle(admitter, lambda: fake_kube.get("batch/v1", "Job", "a", "team")[
         "spec"]["suspend"] is False, timeout=15)
     assert time.time() >= resume_at - 0.01

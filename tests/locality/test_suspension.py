@@ -55,6 +55,15 @@ def test_the_mark_says_when_to_resume(mark, resume_at):
     assert seen.ours and seen.suspended and seen.resume_at == resume_at
 
 
+def test_the_job_controller_acting_on_a_suspension_is_read_from_its_condition():
+    obj = job(labels={SUSPENDED_LABEL: "5"}, suspend=True)
+    assert not job_suspension(obj).acknowledged
+    obj["status"] = {"conditions": [{"type": "Suspended", "status": "True"}]}
+    assert job_suspension(obj).acknowledged
+    obj["status"] = {"conditions": [{"type": "Suspended", "status": "False"}]}
+    assert not job_suspension(obj).acknowledged
+
+
 def test_bad_content_never_raises():
     for obj in (None, [], {"metadata": []}, {"metadata": {"labels": "x"}, "spec": "y"}):
         seen = job_suspension(obj)

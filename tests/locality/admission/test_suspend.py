@@ -51,9 +51,10 @@ def test_more_jobs_than_the_record_holds_go_by_eviction():
 
 
 def test_a_suspended_job_is_released_when_its_time_has_come_and_not_before():
-    due = job("due", suspended=True, resume_at=100.0)
-    later = job("later", suspended=True, resume_at=101.0)
+    due = job("due", suspended=True, resume_at=100.0, acknowledged=True)
+    later = job("later", suspended=True, resume_at=101.0, acknowledged=True)
+    unseen = job("unseen", suspended=True, resume_at=50.0)  # its controller has not acted
     owners = job("owners", suspended=True)  # suspended by its owner: not headstart's
     resumed = job("resumed", suspended=False, resume_at=500.0)  # its owner resumed it
-    assert jobs_to_release([later, owners, resumed, due], 100.0) == [due, resumed]
+    assert jobs_to_release([later, owners, resumed, unseen, due], 100.0) == [due, resumed]
     assert jobs_to_release([later], 101.0) == [later]
