@@ -16,7 +16,10 @@ api/jobset/v1alpha2/jobset_types.go (`ReplicatedJob.Replicas` +kubebuilder:defau
 When: suspended work is expected now while it has been suspended for at most the
 configured window (`model.suspended_expected`), since the `Suspended` condition's
 lastTransitionTime, else the object's creation. Work Kueue suspended (label
-`kueue.x-k8s.io/queue-name`) is never expected here: its Workload says when.
+`kueue.x-k8s.io/queue-name`) is never expected here: its Workload says when. A Job
+headstart's admitter suspended to evict its gang whole (label `headstart.io/suspended`)
+is expected when the label says the admitter resumes it (now, if that has passed),
+whatever the window: it is not parked, it waits out its backoff.
 
 Keys: a Job's pods are its own (their controller), unless it is a JobSet's child (its
 `jobset.sigs.k8s.io/jobset-name` label): then the JobSet's, so a suspended JobSet and
@@ -35,6 +38,7 @@ from typing import Any
 from bucketing.replicas import job_spec_pods, jobset_replicated_jobs
 from bucketing.resources import Resources
 from predictor.known.model import (
+    HEADSTART_SUSPENDED_LABEL,
     JOBSET,
     JOBSET_NAME_LABEL,
     KnownItem,
@@ -57,6 +61,9 @@ class Job:
     suspended: bool
     suspended_since_s: float | None
     finished: bool
+    resumed_at_s: float | None
+    """When headstart's admitter resumes it (its `headstart.io/suspended` label); None:
+    headstart did not suspend it, or the label is not a time."""
     pods: int
     request: Resources
 
@@ -76,6 +83,7 @@ def parse_job(obj: Mapping[str, Any], gpu_resource: str) -> Job:
         suspended=spec.get("suspend") is True,
         suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
         finished=condition_true(status, "Complete") or condition_true(status, "Failed"),
+        resumed_at_s=_resume_time(meta.labels.get(HEADSTART_SUSPENDED_LABEL)),
         pods=job_spec_pods(spec, succeeded, f"{where}.spec"),
         request=template_request(spec.get("template"), gpu_resource,
                                  f"{where}.spec.template"),
@@ -88,10 +96,20 @@ def job_items(jobs: Iterable[Job], now_s: float, window_s: float) -> list[KnownI
     for job in jobs:
         if not job.suspended or job.finished or job.pods == 0:
             continue
-        expected, reason = suspended_expected(job.meta, job.suspended_since_s, now_s, window_s)
+        if job.resumed_at_s is not None:
+            expected = max(now_s, job.resumed_at_s)
+            reason = ("suspended by headstart's admitter to evict its gang whole: expected "
+                      "when it resumes the Job")
+        else:
+            expected, reason = suspended_expected(job.meta, job.suspended_since_s, now_s,
+                                                  window_s)
         items.append(KnownItem("jobs", "Job", job.meta.namespace, job.meta.name, job.key,
                                job.pods, job.request, expected, reason))
     return items
+
+
+def _resume_time(mark: str | None) -> float | None:
+    return float(mark) if mark is not None and mark.isdigit() else None
 
 
 @dataclass(frozen=True)

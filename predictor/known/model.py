@@ -49,6 +49,10 @@ EXISTING_POD_SOURCES = frozenset({"gated"})
 # pkg/controller/constants QueueLabel, read by jobframework.QueueNameForObject): it keeps
 # the job suspended until its Workload is admitted, so only the Workload says when.
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+HEADSTART_SUSPENDED_LABEL = "headstart.io/suspended"
+"""On a Job headstart's admitter suspended to evict its gang whole: when it resumes the
+Job (seconds since the epoch). The same label as `locality.suspension.SUSPENDED_LABEL`,
+which this layer may not import (tests/predictor/test_known_sources.py checks both)."""
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"

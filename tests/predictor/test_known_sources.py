@@ -44,6 +44,13 @@ JOBS = [
     # Kueue suspended it (queue-name label) a minute ago: its Workload says when, so it
     # is listed of unknown time, never "due now" for the window (counted once, via kueue)
     (job("q", labels=QUEUED), [("jobs", "q", 2, None)], "queued-in-kueue-not-due"),
+    # headstart's admitter suspended it to evict its gang, resuming it in 10 minutes:
+    # expected then, even though it has been suspended longer than the window
+    (job("h", labels={"headstart.io/suspended": str(int(NOW + 600))},
+         conditions=(condition("Suspended", NOW - 2 * HOUR),)), [("jobs", "h", 2, 600)],
+     "suspended-by-headstart-expected-at-its-resume-time"),
+    (job("i", labels={"headstart.io/suspended": str(int(NOW - 60))}), [("jobs", "i", 2, 0)],
+     "suspended-by-headstart-past-its-time-expected-now"),
 ]
 
 
@@ -52,6 +59,13 @@ def test_suspended_jobs(obj, expected):
     items = batch.job_items([batch.parse_job(obj, GPU)], NOW, HOUR)
     assert summary(items) == expected
     assert all(i.request == ONE_GPU for i in items)
+
+
+def test_the_label_is_the_one_the_admitter_writes():
+    from locality.suspension import SUSPENDED_LABEL
+    from predictor.known.model import HEADSTART_SUSPENDED_LABEL
+
+    assert HEADSTART_SUSPENDED_LABEL == SUSPENDED_LABEL
 
 
 def test_a_job_queued_in_kueue_says_so():
