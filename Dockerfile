@@ -11,6 +11,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY common ./common
 COPY kube ./kube
+COPY jobtraces ./jobtraces
 COPY bucketing ./bucketing
 COPY locality ./locality
 COPY predictor ./predictor

@@ -65,7 +65,7 @@ def run(spec: Spec, max_nodes: int, traces: Path) -> dict:
 
         table = generate(SyntheticWorkload())
     else:
-        from bucketing.traces import load_trace
+        from jobtraces.load import load_trace
 
         table = load_trace(traces / spec.trace)
     workload = build_workload(table, default_types(table, catalog), days=spec.days)

@@ -38,8 +38,8 @@ TRACE = REPO.parent / "shared" / "traces" / "alibaba-gpu-2025-disaggregated_DLRM
 
 
 def extended_table(days: float):
-    from bucketing.jobtable import JobTable
-    from bucketing.traces import load_trace
+    from jobtraces.jobtable import JobTable
+    from jobtraces.load import load_trace
 
     table = load_trace(TRACE)
     span = table.trace_end_s - table.trace_start_s

@@ -69,7 +69,7 @@ class Spec:
 
             table = generate(SyntheticWorkload())
         else:
-            from bucketing.traces import load_trace
+            from jobtraces.load import load_trace
 
             table = load_trace(traces / self.trace)
         if self.buckets:

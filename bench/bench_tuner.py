@@ -35,8 +35,8 @@ def tune_trace(name: str, path: Path) -> dict:
     from bucketing.catalog import load_catalog
     from bucketing.cli_buckets import snippet, table_text
     from bucketing.demand import snapshots
-    from bucketing.traces import load_trace
     from bucketing.tune import tune
+    from jobtraces.load import load_trace
 
     started = time.perf_counter()
     table = load_trace(path)

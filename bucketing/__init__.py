@@ -1,4 +1,5 @@
-"""Resources, instance types, job tables and the embedding of demand into instance buckets.
+"""Resources, instance types and the embedding of demand into instance buckets.
 
-It imports only `common`; locality, predictor and the services build on it.
+It imports only `common` and `jobtraces` (the job table it embeds); locality, predictor
+and the services build on it.
 """

@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from bucketing.gpu_sharing import GPU_SHARING_HELP, rounded_note
 from common.errors import InputError
+from jobtraces.gpu_sharing import GPU_SHARING_HELP, rounded_note
 
 DEFAULT_MAX_TYPES = 4  # bucketing.tune.DEFAULT_MAX_TYPES; not imported: --help stays fast
 
@@ -181,7 +181,7 @@ def run_tune(args: argparse.Namespace) -> int:
 
         table = generate(SyntheticWorkload())
     else:
-        from bucketing.traces import load_trace
+        from jobtraces.load import load_trace
 
         with progress.meanwhile("loading the trace"):
             table = load_trace(args.trace, args.format, gpu_sharing=args.gpu_sharing)

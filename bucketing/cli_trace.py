@@ -1,6 +1,6 @@
 """`headstart trace synth|inspect`: write the synthetic workload, summarise any trace.
 
-A thin adapter: parses arguments, calls `bucketing.synthetic`, `bucketing.traces`
+A thin adapter: parses arguments, calls `bucketing.synthetic`, `jobtraces`
 and `bucketing.demand`, prints. Heavy imports (numpy, pandas) happen inside the
 handlers so `headstart --help` stays fast.
 """
@@ -56,8 +56,8 @@ def run_synth(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from bucketing.synthetic import SyntheticWorkload, generate
-    from bucketing.traces import write_job_table
     from common.outpath import check_output_file
+    from jobtraces.write import write_job_table
 
     check_output_file(args.out, "--out")
     config = SyntheticWorkload(seed=args.seed, days=args.days)
@@ -77,8 +77,8 @@ def summarise(path: str, format_name: str | None, tick_s: float) -> dict[str, An
     import numpy as np
 
     from bucketing.demand import snapshots, totals
-    from bucketing.jobtable import known_at
-    from bucketing.traces import load_trace
+    from jobtraces.jobtable import known_at
+    from jobtraces.load import load_trace
 
     table = load_trace(path, format=format_name)
     frame = table.frame

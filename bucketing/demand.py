@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bucketing.jobtable import JobTable
 from common.errors import InputError
+from jobtraces.jobtable import JobTable
 
 GIB = 1024**3
 

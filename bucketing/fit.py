@@ -7,7 +7,7 @@ the pods it places and drops the rest, so the two numbers are the same by constr
 The rule, per pod:
 - a GPU pod goes only to GPU types (GPU-less nodes have no GPU to give);
 - a GPU pod that asks for a GPU model (the job table's `gpu_model`, e.g. openb's
-  `gpu_spec` mapped by `bucketing.gpu_spec`) goes only to types of that model; "" asks
+  `gpu_spec` mapped by `jobtraces.gpu_spec`) goes only to types of that model; "" asks
   for none and may take any model; "A|B" takes either;
 - a GPU-less pod goes only to GPU-less types when the list has any (GPU nodes carry
   the GPU taint); without GPU-less types (openb's cluster has GPU nodes only) it may
@@ -26,9 +26,7 @@ import numpy as np
 
 from bucketing.catalog import InstanceType
 from bucketing.embed import assign
-
-ANY_MODEL = ""
-MODEL_SEPARATOR = "|"
+from jobtraces.jobtable import ANY_MODEL, MODEL_SEPARATOR
 
 
 def bucket_vectors(types: Sequence[InstanceType]) -> np.ndarray:

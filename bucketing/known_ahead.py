@@ -24,8 +24,8 @@ import numpy as np
 
 from bucketing.demand import interval_ticks, intervals_csr, resource_matrix
 from bucketing.embed import embed_series, round_up
-from bucketing.jobtable import KNOWN_AT, JobTable, known_at
 from common.errors import InputError
+from jobtraces.jobtable import KNOWN_AT, JobTable, known_at
 
 
 def known_per_tick(table: JobTable, buckets: np.ndarray, times: np.ndarray,

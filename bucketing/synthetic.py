@@ -30,9 +30,9 @@ from numbers import Real
 import numpy as np
 import pandas as pd
 
-from bucketing.jobtable import COLUMNS, KNOWN_AT, Censoring, JobTable
 from bucketing.synthetic_lead import CRON, QUEUED, cron_starts, queue_admissions, ways
 from common.errors import ConfigError
+from jobtraces.jobtable import COLUMNS, KNOWN_AT, Censoring, JobTable
 
 DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S

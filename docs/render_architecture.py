@@ -17,7 +17,7 @@ import grimp
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
-PACKAGES = ("common", "kube", "bucketing", "locality", "predictor", "overprovisioner",
+PACKAGES = ("common", "kube", "jobtraces", "bucketing", "locality", "predictor", "overprovisioner",
             "extender", "headstart")
 BEGIN, END = "<!-- import-graph -->", "<!-- /import-graph -->"
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from bucketing.bucket_file import read_bucket_file
-from bucketing.gpu_sharing import GPU_SHARING_HELP, rounded_note
 from common.durations import parse_duration
 from common.errors import InputError
 from common.outpath import check_output_file
+from jobtraces.gpu_sharing import GPU_SHARING_HELP, rounded_note
 from predictor.models.registry import DEFAULT_MODEL
 
 DEFAULT_MODELS = DEFAULT_MODEL
@@ -212,8 +212,8 @@ def _load_targets(args: argparse.Namespace, target_type: Any) -> tuple[Any, list
         return series, targets
 
     from bucketing.catalog import load_catalog
-    from bucketing.jobtable import require_gpu_pods
-    from bucketing.traces import load_trace
+    from jobtraces.jobtable import require_gpu_pods
+    from jobtraces.load import load_trace
     from predictor.history.series import series_from_jobtable
 
     tick = parse_duration(args.tick or "5m", "--tick")

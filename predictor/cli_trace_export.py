@@ -1,7 +1,7 @@
 """`headstart trace export`: write a live cluster's pods (from Prometheus) as a job table.
 
 A thin adapter: parses the options, reads the clock for `--until now`, runs
-`predictor.live.trace_export_fetch`, writes the table with `bucketing.traces.write_job_table`
+`predictor.live.trace_export_fetch`, writes the table with `jobtraces.write.write_job_table`
 and prints one summary line. Faults are HeadstartErrors, which `headstart` prints as one
 line with exit code 2.
 
@@ -95,8 +95,8 @@ def run_export(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from bucketing.traces import write_job_table
     from common.progress import Progress
+    from jobtraces.write import write_job_table
     from predictor.live.prometheus import PrometheusConfig
     from predictor.live.trace_export_fetch import fetch_job_table
 

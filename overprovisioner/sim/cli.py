@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bucketing.gpu_sharing import GPU_SHARING_HELP, rounded_note
 from common.errors import ConfigError, InputError
 from common.outpath import check_output_folder
 from common.progress import HEARTBEAT_S
+from jobtraces.gpu_sharing import GPU_SHARING_HELP, rounded_note
 from overprovisioner.sim.summary import QUICK_DAYS, Progress, print_summary, quick_policies
 
 POLICY_HELP = (
@@ -210,7 +210,7 @@ def check_types_used(path: str, table: Any, types: tuple) -> None:
     rule, bucketing.fit): a node group the simulation would keep for nothing."""
     from bucketing.demand import resource_matrix
     from bucketing.fit import unused_types
-    from bucketing.jobtable import gpu_model_requirements
+    from jobtraces.jobtable import gpu_model_requirements
 
     unused = unused_types(resource_matrix(table), types, gpu_model_requirements(table))
     if unused:
@@ -253,8 +253,8 @@ def load_table(args: argparse.Namespace, synthetic: bool) -> Any:
         from bucketing.synthetic import SyntheticWorkload, generate
 
         return generate(SyntheticWorkload())
-    from bucketing.jobtable import require_gpu_pods
-    from bucketing.traces import load_trace
+    from jobtraces.jobtable import require_gpu_pods
+    from jobtraces.load import load_trace
 
     table = load_trace(args.trace, args.format, gpu_sharing=args.gpu_sharing)
     require_gpu_pods(table, "the simulator measures waiting in GPU-minutes and placeholders "

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bucketing.catalog import Catalog
-from bucketing.jobtable import JobTable
+from jobtraces.jobtable import JobTable
 from overprovisioner.policy_names import parse_policy_name
 from overprovisioner.sim.assess import Assessment, assess
 from overprovisioner.sim.config import SimConfig

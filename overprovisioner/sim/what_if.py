@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bucketing.jobtable import JobTable
 from bucketing.known_ahead import with_lead
 from common.durations import _NUMBER, duration_seconds, parse_duration
 from common.errors import InputError
+from jobtraces.jobtable import JobTable
 
 
 @dataclass(frozen=True)

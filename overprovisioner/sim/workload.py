@@ -30,8 +30,8 @@ import numpy as np
 
 from bucketing.catalog import Catalog, InstanceType
 from bucketing.fit import bucket_vectors, pin_buckets
-from bucketing.jobtable import JobTable, gpu_model_requirements, known_at
 from common.errors import InputError
+from jobtraces.jobtable import JobTable, gpu_model_requirements, known_at
 
 __all__ = ["Workload", "bucket_vectors", "build_workload", "busy_hours", "default_types",
            "pin_buckets", "true_demand"]

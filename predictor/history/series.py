@@ -24,8 +24,8 @@ import pandas as pd
 from bucketing.catalog import InstanceType
 from bucketing.demand import resource_matrix, snapshots, totals
 from bucketing.embed import assign, counts_from_sums, round_up
-from bucketing.jobtable import JobTable
 from common.errors import InputError
+from jobtraces.jobtable import JobTable
 
 TIME_INDEX = "time_s"
 TOTAL_COLUMNS = (

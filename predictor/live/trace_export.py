@@ -1,7 +1,7 @@
 """A job table from kube-state-metrics history: one row per pod seen in Prometheus.
 
 Decides: which PromQL `headstart trace export` asks, and how the decoded `query_range`
-answers become the canonical job table (`bucketing.jobtable`) that `headstart simulate`
+answers become the canonical job table (`jobtraces.jobtable`) that `headstart simulate`
 and `headstart buckets tune` read. The HTTP side is `predictor.live.trace_export_fetch`.
 
 Metrics read (kube-state-metrics v2, docs/metrics/workload/pod-metrics.md; every one
@@ -69,8 +69,8 @@ from typing import Any
 
 import numpy as np
 
-from bucketing.jobtable import JobTable
-from bucketing.traces.assemble import assemble
+from jobtraces.assemble import assemble
+from jobtraces.jobtable import JobTable
 from predictor.live.prometheus import (
     PrometheusConfig,
     namespace_matcher,

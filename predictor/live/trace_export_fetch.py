@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bucketing.jobtable import JobTable
+from jobtraces.jobtable import JobTable
 from predictor.live.prometheus import PrometheusConfig, PrometheusError, fetch_range, grid
 from predictor.live.trace_export import (
     REQUIRED_ROLES,

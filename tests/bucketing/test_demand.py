@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from bucketing.demand import resource_matrix, snapshots, totals
-from bucketing.jobtable import COLUMNS, JobTable
 from common.errors import InputError
+from jobtraces.jobtable import COLUMNS, JobTable
 
 NAN = float("nan")
 GIB = 2**30

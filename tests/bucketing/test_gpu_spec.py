@@ -1,11 +1,11 @@
-"""openb's gpu_spec in the catalogs' GPU-model names (the table in bucketing/gpu_spec.py)."""
+"""openb's gpu_spec in the catalogs' GPU-model names (the table in jobtraces/gpu_spec.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bucketing.gpu_spec import catalog_models, requirements
+from jobtraces.gpu_spec import catalog_models, requirements
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bucketing.jobtable import COLUMNS, KNOWN_AT, JobTable, known_at
 from bucketing.known_ahead import announced, known_counts, known_per_tick, with_lead
 from common.errors import InputError
+from jobtraces.jobtable import COLUMNS, KNOWN_AT, JobTable, known_at
 
 GIB = 2**30
 BUCKETS = np.array([[1.0, 4.0, 16.0], [4.0, 48.0, 192.0]])  # (GPUs, CPUs, GiB)

@@ -129,7 +129,7 @@ def test_uses_its_own_generator_only():
 
 
 def test_known_at_follows_the_way_each_job_arrives(week):
-    from bucketing.jobtable import known_at
+    from jobtraces.jobtable import known_at
 
     frame = week.frame.assign(known=known_at(week))
     lead = frame["submit_s"] - frame["known"]
@@ -147,7 +147,7 @@ def test_known_at_follows_the_way_each_job_arrives(week):
 
 def test_shares_of_zero_announce_nothing_and_keep_the_jobs():
     plain = generate(replace(SHORT, cron_share=0, queue_share=0))
-    from bucketing.jobtable import known_at
+    from jobtraces.jobtable import known_at
 
     assert np.isnan(known_at(plain)).all()
     # the lead stream is separate: same jobs, same sizes, with or without announcements

@@ -9,12 +9,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bucketing.gpu_sharing import rounded_note, whole_gpus
-from bucketing.jobtable import GPU_MODEL, gpu_model_requirements
 from bucketing.synthetic import SyntheticWorkload, generate
-from bucketing.traces import load_trace, write_job_table
-from bucketing.traces.detect import detect_format
 from common.errors import InputError
+from jobtraces.detect import detect_format
+from jobtraces.gpu_sharing import rounded_note, whole_gpus
+from jobtraces.jobtable import GPU_MODEL, gpu_model_requirements
+from jobtraces.load import load_trace
+from jobtraces.write import write_job_table
 
 GIB = 2**30
 MIB = 2**20
@@ -110,7 +111,7 @@ def test_openb_gpu_spec_becomes_the_gpu_model_a_pod_requires(tmp_path):
         "p-any,1000,1,1,1000,,LS,Running,1000,,1000",
     )
     table = load_trace(write(tmp_path, trace))
-    # the table in bucketing/gpu_spec.py; blank = any model
+    # the table in jobtraces/gpu_spec.py; blank = any model
     assert gpu_model_requirements(table).tolist() == ["V100", "A100-40GB|A100-80GB", ""]
     again = load_trace(write_job_table(table, tmp_path / "h.csv"))
     assert gpu_model_requirements(again).tolist() == ["V100", "A100-40GB|A100-80GB", ""]
@@ -318,7 +319,7 @@ def test_corrupt_gzip(tmp_path):
 
 
 def test_known_at_survives_a_round_trip_and_formats_without_it_are_blank(tmp_path):
-    from bucketing.jobtable import KNOWN_AT, JobTable, known_at
+    from jobtraces.jobtable import KNOWN_AT, JobTable, known_at
 
     openb_table = load_trace(write(tmp_path, OPENB_TRACE))
     assert np.isnan(known_at(openb_table)).all()  # Alibaba traces carry no lead

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from bucketing.traces import load_trace
 from common.durations import parse_duration
 from common.errors import InputError
 from headstart.cli import main
+from jobtraces.load import load_trace
 
 OPENB = (
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"

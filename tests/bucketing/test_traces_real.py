@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from bucketing.demand import snapshots, totals
-from bucketing.traces import load_trace
+from jobtraces.load import load_trace
 
 OPENB = "alibaba-gpu-2023-openb_pod_list_default.csv.gz"
 DLRM = "alibaba-gpu-2025-disaggregated_DLRM_trace.csv.gz"

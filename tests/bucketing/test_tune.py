@@ -8,9 +8,9 @@ import pytest
 
 from bucketing.catalog import parse_catalog
 from bucketing.demand import resource_matrix, snapshots
-from bucketing.jobtable import GPU_MODEL, JobTable
 from bucketing.tune import demand_histogram, family, tune, without_duplicates
 from common.errors import ConfigError, InputError
+from jobtraces.jobtable import GPU_MODEL, JobTable
 
 GIB = 1024**3
 NAN = float("nan")

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 
 from bucketing.catalog import load_catalog
-from bucketing.jobtable import COLUMNS, JobTable
+from jobtraces.jobtable import COLUMNS, JobTable
 
 CATALOG = load_catalog("aws")
 GIB = 1024**3

@@ -15,7 +15,7 @@ REQUIRED = {"policy", "pods", "pending_seconds_mean", "pending_seconds_p95", "gp
 
 @pytest.fixture
 def trace_file(tmp_path):
-    from bucketing.traces.write import write_job_table
+    from jobtraces.write import write_job_table
 
     # A 60-s pod every 1000 s: each pod's node is gone (600 s after it empties) before the
     # next pod arrives, so under reactive each waits for CA (its first scan with the pod
@@ -231,7 +231,7 @@ def test_json_stays_pure_while_progress_goes_to_stderr(trace_file, capsys):
     (["--no-scoring-comparison"], ["headstart", "headstart"]),  # the old opt-out, accepted
 ], ids=["default-no-extra-run", "opt-in", "old-flag"])
 def test_the_scoring_comparison_runs_only_when_asked(tmp_path, extra, scorings, capsys):
-    from bucketing.traces.write import write_job_table
+    from jobtraces.write import write_job_table
 
     # one two-pod job, so the comparison has something to compare
     rows = [pod("a-0", 10.0, 600.0, job="a"), pod("a-1", 10.0, 600.0, job="a")]
@@ -282,7 +282,7 @@ def test_bad_list_or_output_is_one_line_exit_2(trace_file, tmp_path, capsys, arg
 
 
 def test_a_share_of_a_gpu_takes_a_whole_one_unless_the_cluster_shares_gpus(tmp_path, capsys):
-    from bucketing.traces.write import write_job_table
+    from jobtraces.write import write_job_table
 
     # Two pods asking for half a GPU each, at once, on 1-GPU nodes.
     rows = [pod(f"half-{i}", 100, 600, gpus=0.5, cpu=1, memory_gib=4) for i in range(2)]
@@ -313,7 +313,7 @@ def test_a_start_up_spread_outside_0_to_1_is_refused(trace_file, capsys):
 
 
 def test_a_trace_with_no_gpu_pod_is_one_line_and_exit_2(tmp_path, capsys):
-    from bucketing.traces.write import write_job_table
+    from jobtraces.write import write_job_table
 
     rows = [pod(f"cpu-{i}", 100 * i, 600, gpus=0, cpu=2) for i in range(3)]
     path = write_job_table(table(rows, end=7200.0), tmp_path / "cpu.csv")

@@ -12,7 +12,7 @@ from tests.overprovisioner.simbuild import pod, table
 
 @pytest.fixture
 def trace_file(tmp_path):
-    from bucketing.traces.write import write_job_table
+    from jobtraces.write import write_job_table
 
     # 6 jobs of 4 one-GPU pods, one every 7800 s, 10 minutes long (tests/overprovisioner/
     # test_sim_known.py: known 10 minutes ahead, none of them waits)

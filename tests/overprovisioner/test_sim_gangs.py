@@ -198,7 +198,7 @@ def test_skipping_changes_nothing_on_the_synthetic_workload(monkeypatch, capsys)
 
 @pytest.fixture
 def jobs_file(tmp_path):
-    from bucketing.traces.write import write_job_table
+    from jobtraces.write import write_job_table
 
     # An elastic job the group can never hold whole (4 nodes of 4 GPUs, 3 allowed).
     return write_job_table(table(job("a", 4, 60, HOUR), end=12 * HOUR),

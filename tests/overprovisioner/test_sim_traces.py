@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bucketing.traces import load_trace
+from jobtraces.load import load_trace
 from overprovisioner.sim.compare import run_policies
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.workload import build_workload

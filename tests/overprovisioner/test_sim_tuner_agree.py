@@ -7,8 +7,8 @@ import numpy as np
 
 from bucketing.catalog import load_catalog
 from bucketing.demand import snapshots
-from bucketing.traces import load_trace
 from bucketing.tune import tune
+from jobtraces.load import load_trace
 from overprovisioner.sim.workload import build_workload
 from tests.bucketing.test_tune import CATALOG, NAN, make_table
 

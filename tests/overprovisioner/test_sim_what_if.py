@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bucketing.jobtable import known_at
 from common.errors import InputError
+from jobtraces.jobtable import known_at
 from overprovisioner.sim.what_if import WhatIf, parse_curve, parse_lead, parse_what_if
 from tests.overprovisioner.simbuild import pod, table
 

@@ -11,7 +11,7 @@ import pytest
 
 import headstart.cli as headstart_cli
 from bucketing.synthetic import SyntheticWorkload, generate
-from bucketing.traces import write_job_table
+from jobtraces.write import write_job_table
 from predictor.cli import parse_duration
 
 REQUIRED_KEYS = {"series", "model", "horizon_ticks", "quantile", "mae", "rmse", "pmse",

@@ -14,7 +14,7 @@ from aiohttp import web
 
 import headstart.cli as headstart_cli
 import predictor.live.prometheus as prometheus
-from bucketing.traces import load_trace
+from jobtraces.load import load_trace
 from predictor.live.prometheus import grid
 from predictor.live.trace_export import job_table_from_results
 from tests.predictor.test_prometheus import matrix, prometheus_app

@@ -10,10 +10,10 @@ import pytest
 
 from bucketing.demand import resource_matrix, snapshots
 from bucketing.embed import embed
-from bucketing.jobtable import JobTable
 from bucketing.synthetic import SyntheticWorkload, generate
-from bucketing.traces import load_trace
 from common.errors import InputError
+from jobtraces.jobtable import JobTable
+from jobtraces.load import load_trace
 from predictor.history.series import (
     DemandSeries,
     bucket_vectors,

@@ -14,8 +14,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from bucketing.gpu_sharing import GPU_SHARING_HELP
 from common.errors import InputError
+from jobtraces.gpu_sharing import GPU_SHARING_HELP
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,7 +1,7 @@
 """Loader for headstart's own job-table CSV (what `write_job_table` and `headstart trace
 synth` write).
 
-The file is the canonical columns (see `bucketing.jobtable`) as CSV, blank for NaN,
+The file is the canonical columns (see `jobtraces.jobtable`) as CSV, blank for NaN,
 plus the optional `known_at_s` (files written before it existed have none: blank) and
 `gpu_model` (the GPU model a pod requires, blank = any; written only when some pod asks),
 optionally preceded by one metadata line:
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bucketing.jobtable import COLUMNS, GPU_MODEL, KNOWN_AT, JobTable
-from bucketing.traces.assemble import assemble
-from bucketing.traces.csvfile import (
+from common.errors import InputError
+from jobtraces.assemble import assemble
+from jobtraces.csvfile import (
     CsvFile,
     numbers,
     require_columns,
@@ -30,7 +30,7 @@ from bucketing.traces.csvfile import (
     unique_names,
     whole_numbers,
 )
-from common.errors import InputError
+from jobtraces.jobtable import COLUMNS, GPU_MODEL, KNOWN_AT, JobTable
 
 FORMAT = "headstart"
 REQUIRED = tuple(COLUMNS)

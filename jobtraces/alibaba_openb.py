@@ -10,7 +10,7 @@ Decides how the trace's fields map to the canonical job table:
                      gpu_milli is num_gpu x gpu_milli (a pod with num_gpu 0 asks for no GPU)
   qos             -> priority_class (LS, BE, Burstable, Guaranteed); "" when absent
   gpu_spec        -> gpu_model, the GPU model a pod requires in the catalogs' names
-                     (`bucketing.gpu_spec`: V100M16 -> V100, A10 -> A10G, ...); blank or
+                     (`jobtraces.gpu_spec`: V100M16 -> V100, A10 -> A10G, ...); blank or
                      absent = any model (every pod of the shared `default` sample)
   creation_time   -> submit_s; 0 (or blank) = created before the trace: clamped to the
                      trace start and counted in censoring.started_before_trace
@@ -33,10 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bucketing.gpu_spec import requirements
-from bucketing.jobtable import GPU_MODEL, JobTable
-from bucketing.traces.assemble import assemble
-from bucketing.traces.csvfile import (
+from common.errors import InputError
+from jobtraces.assemble import assemble
+from jobtraces.csvfile import (
     CsvFile,
     numbers,
     require_columns,
@@ -44,7 +43,8 @@ from bucketing.traces.csvfile import (
     unique_names,
     whole_numbers,
 )
-from common.errors import InputError
+from jobtraces.gpu_spec import requirements
+from jobtraces.jobtable import GPU_MODEL, JobTable
 
 FORMAT = "alibaba-openb"
 REQUIRED = (

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bucketing.jobtable import COLUMNS, GPU_MODEL, KNOWN_AT, Censoring, JobTable
 from common.errors import InputError
+from jobtraces.jobtable import COLUMNS, GPU_MODEL, KNOWN_AT, Censoring, JobTable
 
 
 def out_of_order(submit: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bucketing.jobtable import JobTable
-from bucketing.traces import alibaba_dlrm, alibaba_openb, headstart_csv
-from bucketing.traces.csvfile import CsvFile, header_columns
 from common.errors import InputError
+from jobtraces import alibaba_dlrm, alibaba_openb, headstart_csv
+from jobtraces.csvfile import CsvFile, header_columns
+from jobtraces.jobtable import JobTable
 
 # An aggregate series (the Helios and Philly files, `backtest --series`) has this column
 # and counts per tick; no job-table format has it (predictor.live.series_io reads such files).

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bucketing.fit import ANY_MODEL, MODEL_SEPARATOR
+from jobtraces.jobtable import ANY_MODEL, MODEL_SEPARATOR
 
 OPENB_TO_CATALOG: dict[str, tuple[str, ...]] = {
     "T4": ("T4",),

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the CLIs import this module for its help text: keep it light
-    from bucketing.jobtable import JobTable
+    from jobtraces.jobtable import JobTable
 
 GPU_SHARING_HELP = (
     "the cluster shares GPUs (time-slicing, MIG): keep the trace's fractional GPU requests; "

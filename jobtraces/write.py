@@ -1,6 +1,6 @@
 """Writing a JobTable as headstart's own CSV (gzip when the name ends in .gz).
 
-Decides: the file layout `bucketing.traces.headstart_csv` reads back (one metadata
+Decides: the file layout `jobtraces.headstart_csv` reads back (one metadata
 line, then the canonical columns and `known_at_s`, blank for NaN, and `gpu_model` when
 some pod requires a GPU model), so a table survives
 a round trip.
@@ -13,7 +13,9 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from bucketing.jobtable import (
+from common.errors import InputError
+from jobtraces.headstart_csv import format_preamble
+from jobtraces.jobtable import (
     COLUMNS,
     GPU_MODEL,
     KNOWN_AT,
@@ -21,8 +23,6 @@ from bucketing.jobtable import (
     gpu_model_requirements,
     known_at,
 )
-from bucketing.traces.headstart_csv import format_preamble
-from common.errors import InputError
 
 
 def write_job_table(table: JobTable, path: str | Path) -> Path:

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bucketing.jobtable import JobTable
-from bucketing.traces.assemble import assemble
-from bucketing.traces.csvfile import CsvFile, numbers, require_columns, strings, unique_names
+from jobtraces.assemble import assemble
+from jobtraces.csvfile import CsvFile, numbers, require_columns, strings, unique_names
+from jobtraces.jobtable import JobTable
 
 FORMAT = "alibaba-dlrm"
 REQUIRED = (

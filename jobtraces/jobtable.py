@@ -1,7 +1,7 @@
 """The canonical job table: one row per pod of a demand trace, whatever its source.
 
 Decides: the column names, types and meaning every tool reads (tuner, predictor,
-simulator), and how censoring is recorded. Loaders (`bucketing.traces`) and the
+simulator), and how censoring is recorded. Loaders (`jobtraces`) and the
 synthetic generator (`bucketing.synthetic`) produce it; nothing else builds one.
 
 Columns (all times in seconds from the trace's own origin):
@@ -26,10 +26,10 @@ Optional column:
                   Read it with `known_at` (NaN for every row of a table without it).
   gpu_model       the GPU model a GPU pod must run on, in the catalogs' vocabulary
                   (`T4`, `V100`, `A100-40GB|A100-80GB` for either); "" = any model.
-                  openb's `gpu_spec` becomes this (`bucketing.gpu_spec`). Read it with
+                  openb's `gpu_spec` becomes this (`jobtraces.gpu_spec`). Read it with
                   `gpu_model_requirements` ("" for every row of a table without it).
 
-Must not: read files (that is `bucketing.traces`), or drop a row silently.
+Must not: read files (that is `jobtraces`), or drop a row silently.
 """
 
 from __future__ import annotations
@@ -57,6 +57,10 @@ COLUMNS: dict[str, str] = {
 }
 KNOWN_AT = "known_at_s"
 GPU_MODEL = "gpu_model"
+ANY_MODEL = ""
+"""A `gpu_model` that accepts any model."""
+MODEL_SEPARATOR = "|"
+"""Joins the models a `gpu_model` accepts (`A100-40GB|A100-80GB`)."""
 OPTIONAL_COLUMNS: dict[str, str] = {KNOWN_AT: "float64", GPU_MODEL: "object"}
 
 
@@ -102,7 +106,7 @@ class JobTable:
     censoring: Censoring = field(default_factory=Censoring)
     gpus_rounded: int = 0
     """Rows whose fractional GPU request was rounded up to whole GPUs
-    (`bucketing.gpu_sharing.whole_gpus`); 0 when the table is as the trace gives it."""
+    (`jobtraces.gpu_sharing.whole_gpus`); 0 when the table is as the trace gives it."""
 
     def __post_init__(self) -> None:
         validate_frame(self.frame, self.source)
