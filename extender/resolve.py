@@ -146,7 +146,6 @@ class Resolver:
             rest = {k: v for k, v in kinds.items() if k != source}
             if rest:
                 kept[key] = rest
-        owners = list(owners)
         if source == JOB_SOURCE:
             self._jobs = {}
         for owner in owners:

@@ -150,7 +150,7 @@ class ClusterSide:
                 # Placeholders of one type and group ask the same: the next one fits
                 # nowhere either, as nothing changed on those nodes since.
                 full.add(key)
-        if any(name not in self.where for names in pending.values() for name in names):
+        if self.pods.has_pending():
             self.want_scan(now)  # pods still pending: cluster-autoscaler's next loop
         for run in changed:
             self.want_round(now + self.config.interval_s)
