@@ -61,7 +61,7 @@ def run(spec: Spec, max_nodes: int, traces: Path) -> dict:
 
     catalog = load_catalog("aws")
     if spec.trace is None:
-        from bucketing.synthetic import SyntheticWorkload, generate
+        from jobtraces.synthetic import SyntheticWorkload, generate
 
         table = generate(SyntheticWorkload())
     else:

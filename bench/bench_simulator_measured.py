@@ -65,7 +65,7 @@ class Spec:
     def load(self, traces: Path, catalog) -> tuple:
         """(the job table, the simulated instance types) of this workload."""
         if self.trace is None:
-            from bucketing.synthetic import SyntheticWorkload, generate
+            from jobtraces.synthetic import SyntheticWorkload, generate
 
             table = generate(SyntheticWorkload())
         else:

@@ -33,9 +33,9 @@ WORKLOADS = (("openb", "alibaba-gpu-2023-openb_pod_list_default.csv.gz"),
 
 def tune_trace(name: str, path: Path) -> dict:
     from bucketing.catalog import load_catalog
-    from bucketing.cli_buckets import snippet, table_text
-    from bucketing.demand import snapshots
+    from bucketing.cli import snippet, table_text
     from bucketing.tune import tune
+    from jobtraces.demand import snapshots
     from jobtraces.load import load_trace
 
     started = time.perf_counter()

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bucketing.demand import interval_ticks, intervals_csr, resource_matrix
 from bucketing.embed import embed_series, round_up
 from common.errors import InputError
+from jobtraces.demand import interval_ticks, intervals_csr, resource_matrix
 from jobtraces.jobtable import KNOWN_AT, JobTable, known_at
 
 

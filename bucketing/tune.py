@@ -43,13 +43,13 @@ from bucketing.base_instance import (
     select_base_instance,
 )
 from bucketing.catalog import Catalog, InstanceType
-from bucketing.demand import DemandSnapshots, resource_matrix
 from bucketing.embed import counts_from_sums, lexicographic_order, round_up
 from bucketing.fit import accepted_models, pin_buckets, unused_types
 from bucketing.pack import pack_histogram
 from bucketing.trim import trim_types
 from bucketing.tune_report import Candidate, TuneReport, TypeUsage
 from common.errors import ConfigError, InputError
+from jobtraces.demand import DemandSnapshots, resource_matrix
 from jobtraces.jobtable import JobTable, gpu_model_requirements, require_gpu_pods
 
 EXAMPLES = 5

@@ -2,7 +2,7 @@
 
 Each package owns its subcommands in its own `cli.py`, which exposes
 `register(subparsers)`; this module only collects them. The one family two packages
-contribute to, `headstart trace` (files: bucketing; the Prometheus export: predictor),
+contribute to, `headstart trace` (files: jobtraces; the Prometheus export: predictor),
 is built here, each module adding its subcommands with `add_trace_commands`. Every subcommand sets
 `func` (taking the parsed args, returning an exit code). A `HeadstartError`
 becomes one line on stderr and exit code 2, never a traceback.
@@ -15,12 +15,12 @@ import importlib
 import importlib.metadata
 import sys
 
-from bucketing.cli_trace import FORMATS_HELP
 from common.errors import HeadstartError
+from jobtraces.cli import FORMATS_HELP
 
 # The order here is the order `headstart --help` lists them in.
 COMMAND_MODULES = (
-    "bucketing.cli_buckets",
+    "bucketing.cli",
     "predictor.cli",
     "extender.cli",
     "overprovisioner.service.cli",
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # `headstart trace` SUBCOMMAND, in the order its --help lists them.
-TRACE_MODULES = ("bucketing.cli_trace", "predictor.cli_trace_export")
+TRACE_MODULES = ("jobtraces.cli", "predictor.cli_trace_export")
 
 
 def _register_trace(subparsers: argparse._SubParsersAction) -> None:

@@ -1,5 +1,7 @@
-"""Job traces: the job table every tool reads (`jobtraces.jobtable`), and the loaders
-that turn public cluster traces and headstart's own CSV into one.
+"""Job traces: the job table every tool reads (`jobtraces.jobtable`), the loaders
+that turn public cluster traces and headstart's own CSV into one, headstart's seeded
+synthetic workload (`jobtraces.synthetic`), the per-tick demand of a table
+(`jobtraces.demand`) and `headstart trace synth|inspect` (`jobtraces.cli`).
 
 It imports only `common`: bucketing, the predictor and the simulator build on it.
 

@@ -2,7 +2,7 @@
 
 Decides: the column names, types and meaning every tool reads (tuner, predictor,
 simulator), and how censoring is recorded. Loaders (`jobtraces`) and the
-synthetic generator (`bucketing.synthetic`) produce it; nothing else builds one.
+synthetic generator (`jobtraces.synthetic`) produce it; nothing else builds one.
 
 Columns (all times in seconds from the trace's own origin):
   pod             unique pod name

@@ -1,6 +1,8 @@
 """Talking to the Kubernetes API the same way in every service: the client and its
 credentials, leader election on a Lease, whether the API server answers, and what
-cluster-autoscaler's status ConfigMap says.
+cluster-autoscaler's status ConfigMap says; and the pure readings of Kubernetes objects
+every service shares: how many pods a workload declares (`kube.replicas`) and the node
+labels that name a placement group (`kube.labels`).
 
 Imports `common` only; every package that talks to a cluster builds on it.
 """

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from bucketing.labels import PLACEMENT_GROUP_LABELS
 from bucketing.resources import DEFAULT_GPU_RESOURCE, DeviceNames
 from common.errors import ConfigError
+from kube.labels import PLACEMENT_GROUP_LABELS
 from locality.model import Locality, Packing
 from locality.numa import TopologyManagerPolicy, TopologyManagerScope
 

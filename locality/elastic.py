@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bucketing.replicas import mapping, whole
 from common.errors import InputError
+from kube.replicas import mapping, whole
 
 MIN_SIZE_ANNOTATION = "headstart.io/min-size"
 MAX_SIZE_ANNOTATION = "headstart.io/max-size"

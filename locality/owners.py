@@ -1,7 +1,7 @@
 """A job's declared size from the object that owns its pods: a training job or a JobSet.
 
 Decides how an owner object becomes a size and how a pod learns it. The counts are read
-by `bucketing.replicas` (the same reading the overprovisioner's known-demand sources
+by `kube.replicas` (the same reading the overprovisioner's known-demand sources
 use); this module adds which pods an owner sizes and how a staged JobSet is counted:
 - Kubeflow training-operator jobs (`kubeflow.org/v1` PyTorchJob, TFJob, MPIJob): the
   operator labels every pod `training.kubeflow.org/job-name: <job>` (pkg/controller.v1/
@@ -48,7 +48,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bucketing.replicas import (
+from common.errors import InputError
+from kube.replicas import (
     KUBEFLOW_REPLICA_SPECS,
     jobset_replicated_jobs,
     kubeflow_replica_specs,
@@ -56,7 +57,6 @@ from bucketing.replicas import (
     trainjob_num_nodes,
     whole,
 )
-from common.errors import InputError
 from locality.elastic import ElasticOwner, elastic_owner
 from locality.model import Pod
 from locality.parse import json_object, json_string

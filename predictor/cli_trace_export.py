@@ -5,11 +5,10 @@ A thin adapter: parses the options, reads the clock for `--until now`, runs
 and prints one summary line. Faults are HeadstartErrors, which `headstart` prints as one
 line with exit code 2.
 
-Why `trace export` is added here and not in `bucketing.cli_trace`: the export needs
-predictor's Prometheus adapter, and bucketing must not import predictor (import-linter
-layers). So this module, registered after `bucketing.cli_trace` in COMMAND_MODULES,
-finds the `trace` command's sub-command list and adds `export` to it; bucketing never
-learns about it.
+Why `trace export` is added here and not in `jobtraces.cli`: the export needs
+predictor's Prometheus adapter, and jobtraces must not import predictor (import-linter
+layers). So `headstart.cli` builds the `trace` command and lets both modules add their
+sub-commands (`add_trace_commands`); jobtraces never learns about this one.
 """
 
 from __future__ import annotations

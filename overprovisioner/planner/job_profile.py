@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from bucketing.replicas import mapping, whole
+from kube.replicas import mapping, whole
 from locality.elastic import PYTORCH_WORKER, ElasticOwner
 from locality.worker_plans import WorkerPlan
 from overprovisioner.planner.worker_plan import template_request

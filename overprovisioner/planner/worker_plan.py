@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from bucketing.replicas import mapping
 from bucketing.resources import Resources, pod_effective_request
 from common.errors import InputError
+from kube.replicas import mapping
 from locality.elastic import PYTORCH_WORKER, ElasticOwner, elastic_owner
 from locality.worker_plans import WorkerPlan
 from predictor.models.stabilize import stabilize

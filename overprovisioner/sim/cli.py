@@ -208,8 +208,8 @@ def load_bucket_types(path: str, catalog: Any) -> tuple:
 def check_types_used(path: str, table: Any, types: tuple) -> None:
     """ConfigError naming the first listed type no pod of the trace would run on (the fit
     rule, bucketing.fit): a node group the simulation would keep for nothing."""
-    from bucketing.demand import resource_matrix
     from bucketing.fit import unused_types
+    from jobtraces.demand import resource_matrix
     from jobtraces.jobtable import gpu_model_requirements
 
     unused = unused_types(resource_matrix(table), types, gpu_model_requirements(table))
@@ -250,7 +250,7 @@ def _load(args: argparse.Namespace, synthetic: bool, catalog: Any,
 
 def load_table(args: argparse.Namespace, synthetic: bool) -> Any:
     if synthetic:
-        from bucketing.synthetic import SyntheticWorkload, generate
+        from jobtraces.synthetic import SyntheticWorkload, generate
 
         return generate(SyntheticWorkload())
     from jobtraces.jobtable import require_gpu_pods

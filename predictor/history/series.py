@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from bucketing.catalog import InstanceType
-from bucketing.demand import resource_matrix, snapshots, totals
 from bucketing.embed import assign, counts_from_sums, round_up
 from common.errors import InputError
+from jobtraces.demand import resource_matrix, snapshots, totals
 from jobtraces.jobtable import JobTable
 
 TIME_INDEX = "time_s"

@@ -40,9 +40,9 @@ import numpy as np
 
 from bucketing.catalog import InstanceType
 from bucketing.embed import embed
-from bucketing.labels import PLACEMENT_GROUP_LABELS
 from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, pod_effective_request
 from common.errors import InputError
+from kube.labels import PLACEMENT_GROUP_LABELS
 from predictor.history.pinning import UNPINNED, Pin, pinned_column, pod_pin
 from predictor.history.series import TOTAL_PREFIX, bucket_vectors, series_column
 

@@ -35,8 +35,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bucketing.replicas import job_spec_pods, jobset_replicated_jobs
 from bucketing.resources import Resources
+from kube.replicas import job_spec_pods, jobset_replicated_jobs
 from predictor.known.model import (
     HEADSTART_SUSPENDED_LABEL,
     JOBSET,

@@ -35,9 +35,9 @@ from typing import Any
 
 from croniter import CroniterBadDateError, croniter
 
-from bucketing.replicas import job_spec_pods
 from bucketing.resources import Resources
 from common.errors import InputError
+from kube.replicas import job_spec_pods
 from predictor.known.model import (
     KnownItem,
     Meta,

@@ -35,8 +35,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bucketing.replicas import KUBEFLOW_REPLICA_SPECS, kubeflow_replica_specs, trainjob_num_nodes
 from bucketing.resources import Resources, container_request
+from kube.replicas import KUBEFLOW_REPLICA_SPECS, kubeflow_replica_specs, trainjob_num_nodes
 from predictor.known.model import (
     JOBSET,
     KnownItem,

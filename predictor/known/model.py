@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bucketing.replicas import mapping as mapping  # re-exported: the sources read fields with it
-from bucketing.replicas import whole as whole
 from bucketing.resources import Resources, pod_effective_request
 from common.errors import InputError
+from kube.replicas import mapping as mapping  # re-exported: the sources read fields with it
+from kube.replicas import whole as whole
 
 # Precedence, first wins, when two sources describe one workload: Kueue knows when a
 # queued job will be admitted; a JobSet describes all of a TrainJob's pods; a suspended

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bucketing.catalog import InstanceType
-from bucketing.labels import PLACEMENT_GROUP_LABELS
 from common.errors import ConfigError
 from kube.informer import Informer, WatchSettings
+from kube.labels import PLACEMENT_GROUP_LABELS
 from predictor.history.snapshot import (
     TickPlan,
     node_group,

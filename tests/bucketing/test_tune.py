@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from bucketing.catalog import parse_catalog
-from bucketing.demand import resource_matrix, snapshots
 from bucketing.tune import demand_histogram, family, tune, without_duplicates
 from common.errors import ConfigError, InputError
+from jobtraces.demand import resource_matrix, snapshots
 from jobtraces.jobtable import GPU_MODEL, JobTable
 
 GIB = 1024**3

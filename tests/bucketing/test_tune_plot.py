@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import matplotlib.pyplot as plt
 
-from bucketing.demand import snapshots
 from bucketing.tune import tune
 from bucketing.tune_plot import plot_report, tune_figure
+from jobtraces.demand import snapshots
 from tests.bucketing.test_tune import CATALOG, PODS, make_table
 
 

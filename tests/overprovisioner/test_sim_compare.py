@@ -81,7 +81,7 @@ def test_missing_runs_say_which(runs, policy, first_line):
 
 
 def test_default_policies_hold_every_peer_family():
-    from bucketing.synthetic import SyntheticWorkload, generate
+    from jobtraces.synthetic import SyntheticWorkload, generate
     from overprovisioner.sim.workload import build_workload, default_types
     from tests.overprovisioner.simbuild import CATALOG
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from bucketing.catalog import load_catalog
-from bucketing.demand import snapshots
 from bucketing.tune import tune
+from jobtraces.demand import snapshots
 from jobtraces.load import load_trace
 from overprovisioner.sim.workload import build_workload
 from tests.bucketing.test_tune import CATALOG, NAN, make_table

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from bucketing.synthetic import SyntheticWorkload, generate
 from common.errors import InputError
+from jobtraces.synthetic import SyntheticWorkload, generate
 from overprovisioner.config.parse import parse_config
 from overprovisioner.sim.assess import assess_all
 from overprovisioner.sim.config import SimConfig

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import headstart.cli as headstart_cli
-from bucketing.synthetic import SyntheticWorkload, generate
+from jobtraces.synthetic import SyntheticWorkload, generate
 from jobtraces.write import write_job_table
 from predictor.cli import parse_duration
 

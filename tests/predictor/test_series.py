@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bucketing.demand import resource_matrix, snapshots
 from bucketing.embed import embed
-from bucketing.synthetic import SyntheticWorkload, generate
 from common.errors import InputError
+from jobtraces.demand import resource_matrix, snapshots
 from jobtraces.jobtable import JobTable
 from jobtraces.load import load_trace
+from jobtraces.synthetic import SyntheticWorkload, generate
 from predictor.history.series import (
     DemandSeries,
     bucket_vectors,

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bucketing.demand import resource_matrix, snapshots, totals
 from common.errors import InputError
+from jobtraces.demand import resource_matrix, snapshots, totals
 from jobtraces.jobtable import COLUMNS, JobTable
 
 NAN = float("nan")

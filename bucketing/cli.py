@@ -158,11 +158,11 @@ def table_text(report) -> str:
 
 def run_tune(args: argparse.Namespace) -> int:
     from bucketing.catalog import load_catalog
-    from bucketing.demand import snapshots
     from bucketing.tune import tune
     from common.durations import parse_duration
     from common.outpath import check_output_file
     from common.progress import Progress
+    from jobtraces.demand import snapshots
 
     tick_s = parse_duration(args.tick, "--tick")
     if args.max_types < 1:
@@ -177,7 +177,7 @@ def run_tune(args: argparse.Namespace) -> int:
     if args.synthetic:
         if args.format:
             raise InputError("--format applies to --trace only")
-        from bucketing.synthetic import SyntheticWorkload, generate
+        from jobtraces.synthetic import SyntheticWorkload, generate
 
         table = generate(SyntheticWorkload())
     else:

@@ -2,7 +2,7 @@
 
 Read by the overprovisioner's known-demand sources (`predictor.known`: pods announced
 before they exist) and by the extender's job admitter (`locality.owners`: a job's
-declared size). It lives here, below both, because `locality` and `predictor` may not
+declared size). It lives in `kube`, below both, because `locality` and `predictor` may not
 import each other (pyproject.toml import-linter layers) and the rule must be written once.
 
 Field names and defaults:

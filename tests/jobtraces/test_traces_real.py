@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bucketing.demand import snapshots, totals
+from jobtraces.demand import snapshots, totals
 from jobtraces.load import load_trace
 
 OPENB = "alibaba-gpu-2023-openb_pod_list_default.csv.gz"

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from bucketing.catalog import load_catalog
-from bucketing.demand import resource_matrix
 from bucketing.fit import pin_buckets
 from headstart.cli import main
+from jobtraces.demand import resource_matrix
 from jobtraces.load import load_trace
 from jobtraces.write import write_job_table
 from tests.bucketing.test_tune import CATALOG_DOC, PODS, make_table

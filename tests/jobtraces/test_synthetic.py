@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bucketing.demand import snapshots, totals
-from bucketing.synthetic import DAY_S, HOUR_S, SyntheticWorkload, generate
 from common.errors import ConfigError
+from jobtraces.demand import snapshots, totals
+from jobtraces.synthetic import DAY_S, HOUR_S, SyntheticWorkload, generate
 
 SHORT = SyntheticWorkload(days=7)
 
@@ -170,7 +170,7 @@ QUEUE = [
 @pytest.mark.parametrize("arrivals, gpus, durations, quota, expected",
                          [q[:5] for q in QUEUE], ids=[q[5] for q in QUEUE])
 def test_queue_admissions(arrivals, gpus, durations, quota, expected):
-    from bucketing.synthetic_lead import queue_admissions
+    from jobtraces.synthetic_lead import queue_admissions
 
     admitted = queue_admissions(np.array(arrivals, float), np.array(gpus, float),
                                 np.array(durations, float), quota)

@@ -6,7 +6,7 @@ parameter-server pods with no GPU and 1-8 workers with 0-8 GPUs each, all sharin
 a job_id), how big each pod is (CPU and memory scaled to its GPU count, so every
 pod fits a real instance type), and how long it runs (log-normal).
 
-Jobs reach the cluster three ways (`bucketing.synthetic_lead`): periodic retraining
+Jobs reach the cluster three ways (`jobtraces.synthetic_lead`): periodic retraining
 from CronJobs (on the hour, known `cron_lead_s` ahead), a Kueue-style queue with a GPU
 quota (known when queued, pods created at admission), and unannounced submissions;
 `known_at_s` says when each pod's demand became known (NaN = at creation).
@@ -30,9 +30,9 @@ from numbers import Real
 import numpy as np
 import pandas as pd
 
-from bucketing.synthetic_lead import CRON, QUEUED, cron_starts, queue_admissions, ways
 from common.errors import ConfigError
 from jobtraces.jobtable import COLUMNS, KNOWN_AT, Censoring, JobTable
+from jobtraces.synthetic_lead import CRON, QUEUED, cron_starts, queue_admissions, ways
 
 DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S

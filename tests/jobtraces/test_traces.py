@@ -9,12 +9,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bucketing.synthetic import SyntheticWorkload, generate
 from common.errors import InputError
 from jobtraces.detect import detect_format
 from jobtraces.gpu_sharing import rounded_note, whole_gpus
 from jobtraces.jobtable import GPU_MODEL, gpu_model_requirements
 from jobtraces.load import load_trace
+from jobtraces.synthetic import SyntheticWorkload, generate
 from jobtraces.write import write_job_table
 
 GIB = 2**30

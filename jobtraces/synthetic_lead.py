@@ -1,6 +1,6 @@
 """How the synthetic workload's jobs are announced ahead: CronJob retraining, a Kueue-style queue.
 
-Decides, for jobs already drawn by `bucketing.synthetic` (arrival times, GPUs, durations),
+Decides, for jobs already drawn by `jobtraces.synthetic` (arrival times, GPUs, durations),
 which way each one reaches the cluster and when its demand becomes known:
 - *cron* (periodic retraining from CronJobs): the run starts on the hour (`0 * * * *`
   schedules: the arrival is moved back to the full hour before it) and is known

@@ -85,7 +85,7 @@ def test_a_command_line_duration_without_a_unit_is_refused(text, message) -> Non
 def test_every_duration_option_refuses_a_bare_number(argv, option, tmp_path, monkeypatch,
                                                      capsys) -> None:
     from headstart.cli import main
-    from tests.bucketing.test_traces_cli import OPENB
+    from tests.jobtraces.test_traces_cli import OPENB
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "t.csv").write_text(OPENB)

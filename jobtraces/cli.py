@@ -1,7 +1,7 @@
 """`headstart trace synth|inspect`: write the synthetic workload, summarise any trace.
 
-A thin adapter: parses arguments, calls `bucketing.synthetic`, `jobtraces`
-and `bucketing.demand`, prints. Heavy imports (numpy, pandas) happen inside the
+A thin adapter: parses arguments, calls `jobtraces.synthetic`, the trace
+loaders and `jobtraces.demand`, prints. Heavy imports (numpy, pandas) happen inside the
 handlers so `headstart --help` stays fast.
 """
 
@@ -55,8 +55,8 @@ def add_trace_commands(commands: argparse._SubParsersAction) -> None:
 def run_synth(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from bucketing.synthetic import SyntheticWorkload, generate
     from common.outpath import check_output_file
+    from jobtraces.synthetic import SyntheticWorkload, generate
     from jobtraces.write import write_job_table
 
     check_output_file(args.out, "--out")
@@ -76,7 +76,7 @@ def summarise(path: str, format_name: str | None, tick_s: float) -> dict[str, An
     """The numbers `inspect` prints, as a JSON-ready dict."""
     import numpy as np
 
-    from bucketing.demand import snapshots, totals
+    from jobtraces.demand import snapshots, totals
     from jobtraces.jobtable import known_at
     from jobtraces.load import load_trace
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from bucketing.replicas import (
+from common.errors import InputError
+from kube.replicas import (
     job_spec_pods,
     jobset_replicated_jobs,
     kubeflow_replica_specs,
     trainjob_num_nodes,
 )
-from common.errors import InputError
 
 
 @pytest.mark.parametrize(("spec", "expected"), [
