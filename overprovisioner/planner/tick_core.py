@@ -9,9 +9,12 @@ what the service applies:
   (docs/known-demand.md, rule 4): the model is fitted and asked on the unannounced
   history, and the announced demand of the last observed tick is added back
   (`known_plan.add_announced`);
-- `observations`: one `BucketObservation` per bucket: every configured (type, group),
-  every forecast column, every bucket with known demand or nodes seen; in use is the
-  last recorded count (running plus pending pods, embedded per column, rounded up);
+- `TickObservation`: what a tick read, frozen, the one input of the plan: the loop's
+  `observe` and the simulator's `predictive` policy each build one;
+- `observations`: one `BucketObservation` per bucket of a `TickObservation`: every
+  configured (type, group), every forecast column, every bucket with known demand or
+  nodes seen; in use is the last recorded count (running plus pending pods, embedded
+  per column, rounded up);
 - `plan_tick`: the plan (`plan.make_plan`) in the tick's mode, with the cold-start
   ladder and the fallback mode for every type one of whose series the fallback holds.
 
@@ -22,18 +25,60 @@ simulator are the adapters around it).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
+import pandas as pd
 
 from bucketing.catalog import Catalog
+from bucketing.resources import Resources
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.plan_config import PlanConfig
 from overprovisioner.planner.forecasting import BucketForecast, ServiceForecaster
 from overprovisioner.planner.known_plan import add_announced
 from overprovisioner.planner.plan import BucketObservation, Mode, Plan, make_plan
+from overprovisioner.planner.sizing import NodeRoom
 
 Bucket = tuple[str, str]
+# How a tick plans: from the forecast; the cold-start ladder (no forecast: too little
+# history, or a model that failed); or a configured headroom instead of a forecast.
+TickMode = Literal["forecast", "ladder", "headroom"]
+
+
+@dataclass(frozen=True)
+class PinnedWindow:
+    """The pinned demand recorded within the pin window, as the demand source reads it:
+    the window's bucket counts and its pinned series (`pinned:` columns)."""
+
+    counts: pd.DataFrame
+    history: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class TickObservation:
+    """What one tick read and what its model made of it: the plan's only input.
+
+    mode: "forecast", "ladder" (no forecast: a cold start or a failed model) or
+    "headroom" (a configured headroom instead of a forecast). forecasts: per bucket.
+    known: nodes of known-ahead demand due within the horizon, the elastic jobs' planned
+    growth included, per bucket. free: whole free nodes. placeholders: the replicas
+    headstart's objects ask for now, else the placeholder pods running. nodes: the
+    registered nodes per bucket. rooms and applied: what sizing reads (each node's
+    room after its DaemonSets; what each type's placeholder template requests now).
+    pinned: the pinned demand within the pin window, None when none is recorded."""
+
+    now_s: float
+    mode: TickMode
+    forecasts: Mapping[Bucket, BucketForecast] = field(default_factory=dict)
+    known: Mapping[Bucket, float] = field(default_factory=dict)
+    free: Mapping[Bucket, int] = field(default_factory=dict)
+    placeholders: Mapping[Bucket, int] = field(default_factory=dict)
+    nodes: Mapping[Bucket, int] = field(default_factory=dict)
+    rooms: tuple[NodeRoom, ...] = ()
+    applied: Mapping[str, Resources] = field(default_factory=dict)
+    pinned: PinnedWindow | None = None
 
 
 def forecast_demand(forecaster: ServiceForecaster, history: np.ndarray, columns: Sequence[str],
@@ -52,19 +97,15 @@ def forecast_demand(forecaster: ServiceForecaster, history: np.ndarray, columns:
 
 
 def observations(config: OverprovisionerConfig, plan_config: PlanConfig,
-                 forecasts: Mapping[Bucket, BucketForecast],
-                 known: Mapping[Bucket, float], free: Mapping[Bucket, int],
-                 placeholders: Mapping[Bucket, int], seen: Iterable[Bucket] = (),
-                 ) -> list[BucketObservation]:
+                 seen: TickObservation, with_known: bool = True) -> list[BucketObservation]:
     """One observation per bucket of the configured types: the configured groups, the
-    forecast columns, known demand and `seen` (the buckets nodes were seen in), sorted.
-
-    free: whole free nodes; placeholders: the replicas headstart's objects ask for now
-    (running or pending, which the planner keeps in their groups); known: nodes of
-    known-ahead demand due within the horizon."""
+    forecast columns, known demand (unless `with_known` is off: a headroom plans none)
+    and the buckets nodes were seen in, sorted."""
     types = set(config.instance_types)
-    known = {b: v for b, v in known.items() if b[0] in types}
-    buckets: set[Bucket] = set(forecasts) | set(known) | {b for b in seen if b[0] in types}
+    forecasts, free, placeholders = seen.forecasts, seen.free, seen.placeholders
+    known = {b: v for b, v in seen.known.items() if b[0] in types} if with_known else {}
+    buckets: set[Bucket] = (set(forecasts) | set(known)
+                            | {b for b in seen.nodes if b[0] in types})
     for name in config.instance_types:
         for group in plan_config.groups(name):
             buckets.add((name, group))

@@ -17,7 +17,8 @@ read to the service's own code (`overprovisioner.planner.tick_core`, the loop's 
   part of the history is what the engine recorded for the pods the replay calls
   announced;
 - the cluster as the service observes it: free nodes and placeholders per (type,
-  group);
+  group); with the forecasts and known demand, the tick's `TickObservation`, the
+  plan's one input in the service too;
 - the plan (`tick_core.plan_tick`): the cold-start ladder until the model can
   forecast, the fallback mode per type, the service's limits.
 A re-plan after a preemption is the same tick run again (the service's pod watch wakes
@@ -36,7 +37,13 @@ from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.planner.forecasting import BucketForecast, NoMetrics, ServiceForecaster
 from overprovisioner.planner.plan import BucketObservation, Plan
-from overprovisioner.planner.tick_core import forecast_demand, observations, plan_tick
+from overprovisioner.planner.tick_core import (
+    TickMode,
+    TickObservation,
+    forecast_demand,
+    observations,
+    plan_tick,
+)
 from overprovisioner.sim.known import KnownReplay
 from overprovisioner.sim.policies import PlanContext, TickView
 from predictor.models.forecast import NotEnoughHistory
@@ -90,7 +97,7 @@ class Predictive:
             announced = recording.announced[first:view.tick + 1, columns]
         start = int(round(view.tick_time / self.tick_s)) - (len(history) - 1)
         forecasts: dict[Bucket, BucketForecast] = {}
-        mode = "forecast"
+        mode: TickMode = "forecast"
         try:
             forecasts = forecast_demand(self.forecaster, history,
                                         [recording.columns[k] for k in columns], start,
@@ -101,8 +108,9 @@ class Predictive:
         types = self.context.types
         free = {(types[b].name, g): n for (b, g), n in view.free.items()}
         held = {(types[b].name, g): n for (b, g), n in view.placeholders.items()}
-        observed = observations(self.service, self.context.config, forecasts,
-                                self.known_demand(view), free, held)
+        seen = TickObservation(view.tick_time, mode, forecasts, self.known_demand(view),
+                               free, held)
+        observed = observations(self.service, self.context.config, seen)
         plan = self._plan(mode, forecasts, observed)
         if mode == "ladder":
             return plan, None

@@ -513,7 +513,7 @@ def test_known_gauges_clear_when_nothing_is_recorded(fake_kube) -> None:
                      KnownMemoryDemand(["g5.xlarge", "p4d.24xlarge"], FLAT, ANNOUNCED,
                                        {"g5.xlarge": 2.0}), metrics=metrics)
     loop.tick(at_tick(29))
-    loop.demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], FLAT)  # sources switched off
+    loop.observer.demand = MemoryDemand(["g5.xlarge", "p4d.24xlarge"], FLAT)  # sources switched off
     loop.tick(at_tick(29))
     assert metrics.registry.get_sample_value(
         "headstart_overprovisioner_known_counted_pods", {"source": "kueue"}) is None
@@ -692,7 +692,7 @@ def test_a_planned_growth_is_placeholders_in_the_jobs_group(fake_kube) -> None:
                          limits={"placement_groups": {"p4d.24xlarge": ["pg-a"]},
                                  "cost_cap_per_hour": None})
     loop = make_loop(fake_kube, config, MemoryDemand(["g5.xlarge", "p4d.24xlarge"], FLAT))
-    loop.worker_planner = planner
+    loop.observer.worker_planner = planner
     report = loop.tick(at_tick(29))
     assert report.ok, report.errors
     assert report.plan.wanted("p4d.24xlarge", "pg-a") == 1
@@ -708,8 +708,8 @@ def test_a_planned_growth_is_placeholders_in_the_jobs_group(fake_kube) -> None:
 def test_a_failing_worker_planner_does_not_stop_the_tick(fake_kube) -> None:
     loop = make_loop(fake_kube, make_config(forecast={"model": "last"}, dry_run=True),
                      MemoryDemand(["g5.xlarge", "p4d.24xlarge"], RISING))
-    loop.worker_planner = FixedWorkerPlanner(fail=True)
+    loop.observer.worker_planner = FixedWorkerPlanner(fail=True)
     report = loop.tick(at_tick(29))
     assert report.plan.wanted("g5.xlarge") == 2  # planned as without it
     assert any("worker plans: RuntimeError: planner broke" in e for e in report.errors)
-    assert loop.worker_planner.writes == [False]  # dry-run never writes
+    assert loop.observer.worker_planner.writes == [False]  # dry-run never writes
