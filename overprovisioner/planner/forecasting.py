@@ -10,12 +10,13 @@ through the `ForecastAdjuster` (fallback, stabilization) and comes out per bucke
 the model and the adjuster are built from the config is `service_forecast`'s, which
 the simulator shares.
 
-Must not: record demand, plan, or call the API (loop.py ties those together).
+Must not: record demand, plan, call the API or log: fallbacks and failed saves are said
+through the `warn` it is given (the service's logger; the simulator's), and counted
+through `metrics`.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,6 @@ from overprovisioner.planner.service_forecast import build_adjuster, build_forec
 from predictor.history.series import DemandSeries, split_column
 from predictor.models.forecast import Forecast, Forecaster, NotEnoughHistory, lookback_ticks
 
-log = logging.getLogger("headstart.overprovisioner")
 Bucket = tuple[str, str]
 
 # (model_path, series columns) -> a fitted forecaster, or None when no file exists yet;
@@ -38,6 +38,8 @@ Bucket = tuple[str, str]
 ModelLoader = Callable[[str, Sequence[str]], Forecaster | None]
 # (fitted forecaster, model_path, series columns) -> None; saves after each refit.
 ModelSaver = Callable[[Forecaster, str, Sequence[str]], None]
+# Says a fallback or a failed save to a human: the service's logger, the simulator's.
+Warn = Callable[[str], None]
 
 
 class FallbackCounter(Protocol):
@@ -98,8 +100,11 @@ class ServiceForecaster:
         metrics: FallbackCounter,
         load_model: ModelLoader | None = None,
         save_model: ModelSaver | None = None,
+        *,
+        warn: Warn,
     ) -> None:
         self.config = config
+        self.warn = warn
         self.catalog = catalog
         self.metrics = metrics
         self.load_model = load_model
@@ -119,13 +124,13 @@ class ServiceForecaster:
             try:
                 return ModelState(self.load_model(forecast.model_path, columns), forecast.model)
             except ConfigError as error:  # trained for other buckets or another tick
-                log.warning("model %s does not match this config (%s); fitting %s from the "
-                            "history", forecast.model_path, error, forecast.model)
+                self.warn(f"model {forecast.model_path} does not match this config "
+                          f"({error}); fitting {forecast.model} from the history")
                 self.metrics.model_fallbacks.labels("model_mismatch").inc()
                 return ModelState(None, forecast.model)
             except (HeadstartError, OSError, ValueError) as error:
-                log.warning("model %s unusable (%s); falling back to seasonal naive",
-                            forecast.model_path, error)
+                self.warn(f"model {forecast.model_path} unusable ({error}); falling back "
+                          "to seasonal naive")
                 self.metrics.model_fallbacks.labels("corrupt_model").inc()
                 return ModelState(None, "seasonal")
         return ModelState(None, forecast.model)
@@ -151,7 +156,7 @@ class ServiceForecaster:
         except NotEnoughHistory:
             raise
         except InputError as error:
-            log.warning("fitting %s failed (%s); using last value", name, error)
+            self.warn(f"fitting {name} failed ({error}); using last value")
             self.metrics.model_fallbacks.labels("fit_failed").inc()
             name, forecaster = "last", self._fresh("last")
             forecaster.fit(history, first_tick=first_tick)
@@ -163,8 +168,8 @@ class ServiceForecaster:
             try:
                 self.save_model(forecaster, self.config.forecast.model_path, columns)
             except (HeadstartError, OSError) as error:
-                log.warning("could not save the model to %s: %s",
-                            self.config.forecast.model_path, error)
+                self.warn(f"could not save the model to {self.config.forecast.model_path}: "
+                          f"{error}")
 
     def forecast(self, series: DemandSeries, now_s: float) -> dict[Bucket, BucketForecast]:
         """Per bucket (type, group): point and quantile forecast at the horizon.
@@ -188,8 +193,7 @@ class ServiceForecaster:
             raise
         except InputError as error:
             # E.g. a loaded model that does not fit this history: refit once, then retry.
-            log.warning("%s cannot forecast this history (%s); refitting", self.model.name,
-                        error)
+            self.warn(f"{self.model.name} cannot forecast this history ({error}); refitting")
             self.model = ModelState(None, self.model.name)
             self._ensure_model(history, columns, first, now_s)
             result, ahead = self._predict(history, first)

@@ -103,7 +103,8 @@ class OverprovisionerLoop:
         self.headroom = parse_headroom(config.headroom) if config.headroom else None
         # What the config allows but can never do (served in /plan; cli.py logs them).
         self.config_warnings = config_warnings(config, catalog)
-        self.forecaster = ServiceForecaster(config, catalog, metrics, load_model, save_model)
+        self.forecaster = ServiceForecaster(config, catalog, metrics, load_model, save_model,
+                                            warn=log.warning)
         self.observer = TickObserver(config, catalog, demand, metrics, self.forecaster,
                                      self.headroom is not None, reader, applier, worker_planner)
         self.latest: TickReport | None = None

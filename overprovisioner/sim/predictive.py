@@ -29,6 +29,7 @@ Must not: touch the cluster (it reads a `TickView` and returns a plan).
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -49,6 +50,7 @@ from overprovisioner.sim.policies import PlanContext, TickView
 from predictor.models.forecast import NotEnoughHistory
 
 Bucket = tuple[str, str]
+log = logging.getLogger("headstart.overprovisioner")
 
 
 class Predictive:
@@ -68,7 +70,8 @@ class Predictive:
         # The store's window: ticks from now - retention to now (RecorderDemand.series).
         self.window_ticks = int(math.floor(service.forecast.retention_s / self.tick_s
                                            + 1e-9)) + 1
-        self.forecaster = ServiceForecaster(service, context.catalog, NoMetrics())
+        self.forecaster = ServiceForecaster(service, context.catalog, NoMetrics(),
+                                            warn=log.warning)
         self.cold_ticks = 0
         self.fallback_ticks = 0
         self.memo: dict[tuple, Plan] = {}
