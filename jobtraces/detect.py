@@ -35,10 +35,6 @@ FORMATS = {
 OPENB_NODE_LIST = frozenset({"sn", "cpu_milli", "memory_mib", "gpu", "model"})
 
 
-def format_names() -> list[str]:
-    return list(FORMATS)
-
-
 def detect_format(path: Path) -> str:
     """The one format whose signature columns are all in the file's header."""
     columns = set(header_columns(path))

@@ -61,7 +61,6 @@ ANY_MODEL = ""
 """A `gpu_model` that accepts any model."""
 MODEL_SEPARATOR = "|"
 """Joins the models a `gpu_model` accepts (`A100-40GB|A100-80GB`)."""
-OPTIONAL_COLUMNS: dict[str, str] = {KNOWN_AT: "float64", GPU_MODEL: "object"}
 
 
 @dataclass(frozen=True)

@@ -119,10 +119,6 @@ class DecisionContext:
         charged = self.assumed_topologies.get(state.name)
         return charged if charged is not None else state.topology
 
-    @property
-    def numa_demand(self) -> NumaDemand:
-        return self.pod.numa_request
-
 
 def decision_context(
     pod: Pod,

@@ -41,7 +41,6 @@ from locality.parse_constraints import json_list, node_taints, pod_constraints
 from locality.topology import LevelKeys, node_domains
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-NRT_API_VERSION = "topology.node.k8s.io/v1alpha2"
 VOLCANO_PODGROUP_GROUP = "scheduling.volcano.sh"
 COSCHEDULING_PODGROUP_GROUP = "scheduling.x-k8s.io"
 

@@ -7,7 +7,7 @@ stuck in API retries then kept a stopped pod alive past its termination grace pe
 A daemon thread still running at exit is abandoned; everything it writes is either
 idempotent (server-side apply) or transactional (SQLite).
 
-Must not: decide how long to wait (service.py's shutdown budget does).
+Must not: decide how long to wait (server.py's SHUTDOWN_BUDGET_S does).
 """
 
 from __future__ import annotations

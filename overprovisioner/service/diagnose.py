@@ -70,8 +70,6 @@ from overprovisioner.planner.sizing import GPU_NODE_LABELS, NodeRoom, fit_proble
 Bucket = tuple[str, str]
 Problem = Literal["too_big", "no_node_group", "group_at_max", "buffer_not_processed",
                   "gpu_label_missing"]
-PROBLEMS: tuple[str, ...] = ("too_big", "no_node_group", "group_at_max",
-                             "buffer_not_processed", "gpu_label_missing")
 # CA's loop runs every 10 s; a buffer still unprocessed after 5 minutes is not coming.
 BUFFER_GRACE_S = 300.0
 SCALE_UP_REASONS = ("NotTriggerScaleUp", "TriggeredScaleUp", "Nominated", "FailedScheduling")

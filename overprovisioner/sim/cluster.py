@@ -27,7 +27,6 @@ from bucketing.resources import Resources
 from locality.model import Node, NodeState
 
 LAUNCHING, READY, REMOVED = 0, 1, 2
-PLACEHOLDER_REQUEST_NOTE = "placeholder = allocatable less daemonset overhead: one per node"
 
 
 class SimNode:

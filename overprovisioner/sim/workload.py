@@ -77,10 +77,6 @@ class Workload:
             return np.zeros(len(self), dtype=bool)
         return ~self.initial & (self.known_at_s < self.submit_s)
 
-    @property
-    def gpu_types(self) -> np.ndarray:
-        return np.array([t.gpus > 0 for t in self.types])
-
 
 def build_workload(
     table: JobTable,
