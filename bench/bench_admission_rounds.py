@@ -79,7 +79,7 @@ def serve(mode: str, jobs: int, switch_seconds: float, interval: float,
     from locality.admission.config import AdmissionConfig
     from locality.parse import parse_pod
 
-    # As the extender sets it (extender/cli.py), unless --switch-seconds says otherwise.
+    # As the extender sets it (extender/commands.py), unless --switch-seconds says otherwise.
     sys.setswitchinterval(switch_seconds or GIL_SWITCH_SECONDS)
     app = bench_extender.headstart_app(NODES, 0.0)
     cache = app[CACHE]

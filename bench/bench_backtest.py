@@ -43,7 +43,7 @@ KEPT = ("mae", "pmse", "shortfall_rate", "mean_shortfall", "mean_overprovision")
 
 def run_series(source: tuple, path: Path) -> dict:
     from headstart.cli import build_parser
-    from predictor.cli import compute_backtest, format_table, simulate_command
+    from predictor.commands import compute_backtest, format_table, simulate_command
 
     name, measure, file, options, row_series = source
     argv = ["backtest", *(o.format(path=path) for o in options), "--horizon", "10m",

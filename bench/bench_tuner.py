@@ -33,7 +33,7 @@ WORKLOADS = (("openb", "alibaba-gpu-2023-openb_pod_list_default.csv.gz"),
 
 def tune_trace(name: str, path: Path) -> dict:
     from bucketing.catalog import load_catalog
-    from bucketing.cli import snippet, table_text
+    from bucketing.commands import snippet, table_text
     from bucketing.tune import tune
     from jobtraces.demand import snapshots
     from jobtraces.load import load_trace

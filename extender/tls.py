@@ -2,7 +2,7 @@
 
 Decides: how a PEM pair becomes an `ssl.SSLContext`, and the error when it cannot.
 
-Must not: choose which ports speak TLS (extender/cli.py) or reload files
+Must not: choose which ports speak TLS (extender/commands.py) or reload files
 (extender/gate_webhook.py).
 """
 

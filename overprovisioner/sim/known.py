@@ -86,7 +86,7 @@ def replay_known(workload: Workload, service: OverprovisionerConfig,
     if not np.isfinite(known).any():
         return None
     times = workload.start_s + service.tick_s * np.arange(ticks)
-    # The window the service's recorder counts known items in (overprovisioner/service/cli.py).
+    # The window the service's recorder counts known items in (overprovisioner/service/demand.py).
     horizon_s = service.known_window_s
     vectors = workload.request.astype(np.float64) / UNITS
     buckets = bucket_vectors(workload.types)

@@ -340,7 +340,7 @@ def test_cli_bad_config_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
 def test_the_tuners_snippet_loads_as_buckets_file(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from bucketing.cli import snippet
+    from bucketing.commands import snippet
 
     report = SimpleNamespace(recommended=("g4dn.xlarge", "p4d.24xlarge"), source="trace.csv",
                              gpu_model="A100", tick_s=300.0, times=range(10),

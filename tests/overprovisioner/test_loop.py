@@ -188,7 +188,7 @@ def test_an_outage_is_logged_once_not_every_tick(fake_kube, caplog) -> None:
 
 
 def test_corrupt_model_falls_back_to_seasonal_naive_with_a_metric(fake_kube, tmp_path) -> None:
-    from overprovisioner.service.cli import model_files
+    from overprovisioner.service.commands import model_files
 
     path = tmp_path / "model.pt"
     path.write_bytes(b"not a torch archive")
@@ -204,7 +204,7 @@ def test_corrupt_model_falls_back_to_seasonal_naive_with_a_metric(fake_kube, tmp
 
 
 def test_model_is_saved_after_a_fit_and_loaded_at_start(fake_kube, tmp_path) -> None:
-    from overprovisioner.service.cli import model_files
+    from overprovisioner.service.commands import model_files
 
     path = tmp_path / "model.pt"
     load, save = model_files(int(TICK))
@@ -227,7 +227,7 @@ def test_model_is_saved_after_a_fit_and_loaded_at_start(fake_kube, tmp_path) -> 
 
 
 def test_a_model_for_other_buckets_is_refitted_not_replaced(fake_kube, tmp_path) -> None:
-    from overprovisioner.service.cli import model_files
+    from overprovisioner.service.commands import model_files
     from predictor.live import persist
     from predictor.models.baselines import LastValue
 

@@ -150,7 +150,7 @@ def test_a_foreign_object_with_a_split_objects_name_is_never_touched(fake_kube) 
 def test_the_recorders_demand_source_reads_the_pinned_window(tmp_path) -> None:
     from types import SimpleNamespace
 
-    from overprovisioner.service.cli import RecorderDemand
+    from overprovisioner.service.demand import RecorderDemand
     from predictor.live.store import HistoryStore
 
     store = HistoryStore(tmp_path / "h.sqlite", TICK)

@@ -92,7 +92,7 @@ async def test_cli_wiring_against_the_fake_cluster(aiohttp_client, fake_kube, tm
     """
     from kubernetes import config as kube_config
 
-    from overprovisioner.service.cli import build_app
+    from overprovisioner.service.commands import build_app
 
     fake_kube.create({"apiVersion": "v1", "kind": "Node",
                       "metadata": {"name": "gpu-1", "labels": {
@@ -184,7 +184,7 @@ async def test_cli_dry_run_never_writes_not_even_a_lease(aiohttp_client, fake_ku
 
     from kubernetes import config as kube_config
 
-    from overprovisioner.service.cli import build_app
+    from overprovisioner.service.commands import build_app
 
     config = replace(make_config(forecast={"history_path": str(tmp_path / "h.sqlite")}),
                      dry_run=True)
@@ -212,7 +212,7 @@ def test_the_first_tick_waits_for_the_first_list_instead_of_recording_a_gap(tmp_
 
     from bucketing.catalog import load_catalog
     from kube.informer import Informer
-    from overprovisioner.service.cli import RecorderDemand
+    from overprovisioner.service.demand import RecorderDemand
     from predictor.live.recorder import Recorder, RecorderConfig
     from predictor.live.store import HistoryStore
 
@@ -241,7 +241,7 @@ def test_the_first_tick_waits_for_the_first_list_instead_of_recording_a_gap(tmp_
 def test_the_recorder_reads_groups_with_the_configured_label_first(tmp_path) -> None:
     # Placeholders select their group with example.com/rack; demand must be recorded in
     # the same groups, or every grouped bucket is forecast as 0.
-    from overprovisioner.service.cli import recorder_config
+    from overprovisioner.service.demand import recorder_config
     from predictor.history.snapshot import node_group
 
     config = make_config(placeholders={"backend": "deployment",
@@ -288,7 +288,7 @@ async def test_an_empty_history_is_backfilled_from_prometheus_once(aiohttp_serve
     from bucketing.catalog import load_catalog
     from kube.informer import Informer
     from overprovisioner.config.catalog import resolve_catalog
-    from overprovisioner.service.cli import RecorderDemand, prometheus_backfill
+    from overprovisioner.service.demand import RecorderDemand, prometheus_backfill
     from predictor.live.recorder import Recorder, RecorderConfig
     from predictor.live.store import HistoryStore
     from tests.predictor.test_prometheus import matrix, prometheus_app
@@ -351,7 +351,7 @@ async def test_known_demand_reaches_the_plan(aiohttp_client, fake_kube, tmp_path
     and says where they came from."""
     from kubernetes import config as kube_config
 
-    from overprovisioner.service.cli import build_app
+    from overprovisioner.service.commands import build_app
 
     fake_kube.create({
         "apiVersion": "batch/v1", "kind": "Job",

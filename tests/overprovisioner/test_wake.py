@@ -85,7 +85,7 @@ async def test_the_service_wakes_after_a_placeholder_is_preempted(aiohttp_client
     """build_app as the CLI runs it: the placeholder-pod watch, the debounce, the tick."""
     from kubernetes import config as kube_config
 
-    from overprovisioner.service.cli import build_app
+    from overprovisioner.service.commands import build_app
 
     fake_kube.create(placeholder_pod())
     config = make_config(forecast={"history_path": str(tmp_path / "history.sqlite")},

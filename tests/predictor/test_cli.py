@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import headstart.cli as headstart_cli
+from common.durations import parse_duration
 from jobtraces.synthetic import SyntheticWorkload, generate
 from jobtraces.write import write_job_table
-from predictor.cli import parse_duration
 
 REQUIRED_KEYS = {"series", "model", "horizon_ticks", "quantile", "mae", "rmse", "pmse",
                  "shortfall_rate", "mean_shortfall", "mean_overprovision", "fit_seconds"}

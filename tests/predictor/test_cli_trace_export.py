@@ -179,7 +179,7 @@ async def test_bad_options_exit_2(run, tmp_path, argv, message):
 
 
 def test_window_from_a_duration_and_a_utc_time():
-    from predictor.cli_trace_export import window
+    from predictor.commands_trace_export import window
 
     # 14 days before a fixed now; an ISO time without a zone is UTC
     assert window("14d", "now", 2_000_000_000.0) == (2_000_000_000.0 - 14 * 86_400,

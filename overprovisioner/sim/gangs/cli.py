@@ -1,20 +1,15 @@
 """`headstart simulate-elastic`: the elastic table on a trace or the synthetic workload.
 
-A thin adapter: parses arguments, loads the workload as `headstart simulate` does
-(`overprovisioner.sim.cli`), runs the arms (`overprovisioner.sim.gangs.table`) and
-prints the table or JSON. Progress goes to stderr.
+This module only builds the parser. What the command does is
+`overprovisioner.sim.gangs.commands`, which `common.later` imports when the command
+runs, so `headstart --help` and the other commands load none of its imports.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-import time
-from dataclasses import replace
-from typing import Any
 
-from common.errors import InputError
+from common.later import later
 from jobtraces.gpu_sharing import GPU_SHARING_HELP
 
 
@@ -67,56 +62,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="how a job's training rate follows its workers (default linear)")
     parser.add_argument("--seed", type=int, default=0, help="seed for node start-up times")
     parser.add_argument("--json", action="store_true", help="print the arms as JSON")
-    parser.set_defaults(func=simulate_elastic_command)
-
-
-def simulate_elastic_command(args: argparse.Namespace) -> int:
-    from bucketing.catalog import load_catalog
-    from overprovisioner.config import OverprovisionerConfig
-    from overprovisioner.sim.cli import load_table, replay_workload
-    from overprovisioner.sim.config import SimConfig
-    from overprovisioner.sim.gangs.engine import GangSimConfig
-    from overprovisioner.sim.gangs.jobs import ElasticRule, gang_jobs
-    from overprovisioner.sim.gangs.table import ARMS, format_rows, run_arms, summaries
-
-    if args.max_nodes < 1:
-        raise InputError(f"--max-nodes: expected 1 or more, got {args.max_nodes}")
-    if not 1 <= args.groups <= 26:
-        raise InputError(f"--groups: expected 1 to 26, got {args.groups}")
-    rule = ElasticRule(args.elastic_share, args.min_fraction, args.max_factor,
-                       args.scaling).validate()
-    catalog = load_catalog(args.catalog)
-    table = load_table(args, args.synthetic)
-    workload = replay_workload(args, table, catalog, OverprovisionerConfig())
-    jobs = gang_jobs(workload, rule)
-    groups = tuple(f"pg-{chr(ord('a') + i)}" for i in range(args.groups))
-    config = GangSimConfig(replace(SimConfig(), seed=args.seed), groups, args.max_nodes)
-    started = time.monotonic()
-    results = []
-    for arm in ARMS:
-        results += run_arms(workload, jobs, workload.types, rule, config, arms=(arm,))
-        print(f"{arm.name}: done ({time.monotonic() - started:.0f} s)", file=sys.stderr)
-    rows = summaries(results)
-    if args.json:
-        print(json.dumps({"source": table.source, "rule": _rule(rule),
-                          "max_nodes": args.max_nodes, "groups": list(groups), "arms": rows},
-                         indent=2))
-        return 0
-    print(describe(table.source, jobs, rule, args.max_nodes, groups, workload))
-    print(format_rows(rows))
-    return 0
-
-
-def _rule(rule: Any) -> dict[str, Any]:
-    return {"share": rule.share, "min_fraction": rule.min_fraction,
-            "max_factor": rule.max_factor, "scaling": rule.scaling}
-
-
-def describe(source: str, jobs: Any, rule: Any, max_nodes: int, groups: tuple[str, ...],
-             workload: Any) -> str:
-    elastic = sum(1 for job in jobs if job.bounds is not None)
-    types = ", ".join(t.name for t in workload.types)
-    return (f"{source}: {len(jobs):,} jobs, {elastic:,} elastic (workers between "
-            f"ceil({rule.min_fraction:g} n) and max(n, floor({rule.max_factor:g} n)), n the "
-            f"trace's; {rule.scaling} scaling); node groups of at most {max_nodes} nodes per "
-            f"type ({types}) in each of {', '.join(groups)}.")
+    parser.set_defaults(func=later("overprovisioner.sim.gangs.commands",
+                                   "simulate_elastic_command"))
