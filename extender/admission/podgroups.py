@@ -1,9 +1,13 @@
 """Creates the PodGroup of an admitted gang (`locality.admission.coscheduling`).
 
 Create, and once the gang's pods are patched mark it admitted (`touch`, guarded by its
-uid); never any other change. A PodGroup of that name that exists already is used only
-when it is headstart's own for the same job (`is_ours`); anyone else's is left alone and
-the gang's pods get no label. Runs in the admitter's worker thread; every call has a 10 s
+uid); set its minMember to an elastic gang's new size (`resize`); never any other change.
+A PodGroup of that name that exists already is used only when it is headstart's own for
+the same job (`is_ours`), and its minMember is first set to the size being admitted: it
+outlives an attempt (owned by the Gang, which an eviction or a preemption keeps), and a
+job admitted again at another size (an elastic job resized while it waited) would
+otherwise wait in Coscheduling for members it no longer has. Anyone else's is left
+alone and the gang's pods get no label. Runs in the admitter's worker thread; every call has a 10 s
 timeout.
 
 Outcomes, with the PodGroup's uid: `OURS` (label the pods, then `touch` it), `NONE`
@@ -61,7 +65,7 @@ class PodGroupWriter:
             return Outcome.OURS, uid
         except ApiException as error:
             if error.status == 409:
-                return self._existing(job, namespace, name)
+                return self._existing(job, namespace, name, body["spec"]["minMember"])
             if error.status in (403, 404):
                 self._once(error.status, (
                     "PodGroups (scheduling.x-k8s.io/v1alpha1) are not served: gangs are "
@@ -105,7 +109,18 @@ class PodGroupWriter:
         only if it is headstart's for `job` (`test`s on its managed-by label and job
         annotation). Coscheduling otherwise holds a shrunk gang's replacement pods for
         members that no longer exist. None there (404) or not ours (422): nothing to do;
-        other faults are logged and the next admission's `ensure` sees the old size."""
+        other faults are logged and the next admission's `ensure` sets the size."""
+        status, error = self._set_min_member(job, name, size)
+        if error is not None and status not in (404, 422):
+            log.warning("could not set the gang's PodGroup minMember to its new size",
+                        extra={"podgroup": f"{job.namespace}/{name}", "size": size,
+                               "status": status, "error": error})
+
+    def _set_min_member(self, job: JobKey, name: str, size: int
+                        ) -> tuple[int | None, str | None]:
+        """(the API's status on a refusal, the fault; None, None when set), only if the
+        PodGroup is headstart's for `job` (`test`s on its managed-by label and job
+        annotation)."""
         ops: list[dict[str, Any]] = [
             {"op": "test", "path": f"/metadata/labels/{pointer_token(key)}", "value": value}
             for key, value in MANAGED_BY.items()]
@@ -118,16 +133,13 @@ class PodGroupWriter:
                 _content_type="application/json-patch+json", _preload_content=False,
                 _request_timeout=10).release_conn()
         except ApiException as error:
-            if error.status not in (404, 422):
-                log.warning("could not set the gang's PodGroup minMember to its new size",
-                            extra={"podgroup": f"{job.namespace}/{name}", "size": size,
-                                   "status": error.status})
-        except Exception as error:  # noqa: BLE001 - best effort, logged
-            log.warning("could not set the gang's PodGroup minMember to its new size",
-                        extra={"podgroup": f"{job.namespace}/{name}", "size": size,
-                               "error": str(error)})
+            return error.status, str(error.reason)
+        except Exception as error:  # noqa: BLE001 - the caller logs it
+            return None, f"{type(error).__name__}: {error}"
+        return None, None
 
-    def _existing(self, job: JobKey, namespace: str, name: str) -> tuple[Outcome, str]:
+    def _existing(self, job: JobKey, namespace: str, name: str, size: int
+                  ) -> tuple[Outcome, str]:
         try:
             raw = self._custom.get_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, name, _preload_content=False,
@@ -141,6 +153,14 @@ class PodGroupWriter:
                         extra={"podgroup": f"{namespace}/{name}", "error": str(error)})
             return Outcome.RETRY, ""
         if is_ours(found, job):
+            if (found.get("spec") or {}).get("minMember") != size:
+                status, error = self._set_min_member(job, name, size)
+                if error is not None:
+                    log.warning("could not set the gang's PodGroup minMember to the size "
+                                "admitted; next round retries",
+                                extra={"podgroup": f"{namespace}/{name}", "size": size,
+                                       "status": status, "error": error})
+                    return Outcome.RETRY, ""
             return Outcome.OURS, str((found.get("metadata") or {}).get("uid") or "")
         log.warning("a PodGroup of the gang's name exists and is not headstart's: its pods "
                     "are admitted without one (rename it, or label the pods with it)",

@@ -637,6 +637,32 @@ async def test_an_admitted_gang_gets_a_pod_group_owned_by_its_record(fake_kube, 
     assert "headstart.io/admitted-at" in group["metadata"]["annotations"]
 
 
+async def test_a_gang_admitted_again_at_another_size_gets_that_minmember(fake_kube, replicas):
+    # a's PodGroup, headstart's, outlives an attempt (owned by the Gang, which an
+    # eviction or a preemption keeps): minMember 4. The job is admitted again at 2 (an
+    # elastic job resized while it waited, rule 7): Coscheduling would hold its 2 pods
+    # for 4 members forever (seen in tests/e2e/test_elastic_faults.py), so the
+    # admission sets minMember to the size it admits, the rest of the PodGroup kept.
+    fake_kube.serve("scheduling.x-k8s.io/v1alpha1")
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    fake_kube.create({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                      "metadata": {"name": "a", "namespace": "team",
+                                   "labels": {"app.kubernetes.io/managed-by": "headstart"},
+                                   "annotations": {"headstart.io/job": "a"}},
+                      "spec": {"minMember": 4, "scheduleTimeoutSeconds": 30}})
+    for index in range(2):
+        fake_kube.create(gated_pod(f"a-{index}", "a", 2))
+    admitter = replicas("solo", leading=True)
+    await settle(admitter, lambda: all(
+        not pod_of(fake_kube, f"a-{i}")["spec"].get("schedulingGates") for i in range(2)))
+    group = pod_group_of(fake_kube, "a")
+    assert group["spec"] == {"minMember": 2, "scheduleTimeoutSeconds": 30}
+    for index in range(2):
+        labels = pod_of(fake_kube, f"a-{index}")["metadata"]["labels"]
+        assert labels["scheduling.x-k8s.io/pod-group"] == "a"
+
+
 @pytest.mark.parametrize("case", ["name-taken", "pods-name-their-own", "turned-off"])
 async def test_no_pod_group_of_anyone_else_is_used_or_changed(fake_kube, replicas, case):
     fake_kube.serve("scheduling.x-k8s.io/v1alpha1")
