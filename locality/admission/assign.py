@@ -65,8 +65,9 @@ The rule, in order:
    (its lowest-index pods, the ones its owner keeps), chosen as in 3: it waits
    `resizing`, taking that room, and is admitted at that size once its owner has it.
 8. KOD2's scale-in (`resize.scale_in`), before preemption: a job that still waits for
-   room takes it from Running elastic gangs of lower weight (`weight`) in one domain
-   of its level, scaled in toward their minimums, the domain needing the fewest
+   room takes it from Running elastic gangs of lower priority (whatever their weight:
+   the gentlest preemption), or of equal priority and lower weight (`weight`), in one
+   domain of its level, scaled in toward their minimums, the domain needing the fewest
    removed workers (then name); it waits `scaling_in` and is admitted once their
    workers are gone. An elastic job claims room at its minimum. A gang gives room to
    one job per round.
@@ -428,7 +429,7 @@ def _scale_in(job: GatedJob, room: LevelRoom, bins: RoundBins,
     request = sum((pod.request for pod in pods), ZERO)
     claimant = claimant_of(job.key, pods, weight(len(pods), request, now - job.created_at,
                                                  config.elastic.weight),
-                           job.created_at, job.pods_per_node)
+                           job.created_at, job.pods_per_node, job.priority)
     best: tuple[tuple, Domain, tuple[Resize, ...]] | None = None
     for value in room.domains:
         domain = Domain(job.level, value)

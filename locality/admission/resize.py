@@ -1,9 +1,12 @@
 """KOD2's scale-in and scale-out: resizing running elastic jobs inside one domain.
 
 Scale-in (`scale_in`), to admit a waiting job into a domain whose room it does not fit:
-- Who gives room: running elastic jobs in the domain whose weight is below the waiting
-  job's, or equal to it when they are younger (equal weights keep the older job whole).
-  Lowest weight first, then the youngest, then by name.
+- Who gives room: priority first, as Kubernetes ranks pods: running elastic jobs in the
+  domain of lower priority than the waiting job's, whatever their weight (a scale-in is
+  the gentlest preemption: the job keeps running), and never one of higher priority.
+  At equal priority, KOD2: those whose weight is below the waiting job's, or equal to
+  it when they are younger (equal weights keep the older job whole). Lowest priority
+  first, then lowest weight, then the youngest, then by name.
 - Which workers: as their owner removes them (`locality.elastic.Removal`): the highest
   indices, or KOD2's order (workers on nodes without the job's PS or chief first, nodes
   holding fewer of its workers first, then the highest index) where headstart names
@@ -25,7 +28,7 @@ gang whose owner has a fresh plan of its own uid has a `target`, the plan's size
 the owner's bounds. Scale-out grows it toward the target, never beyond, and not at all
 at or above it; `scale_to_plan` scales a gang above its target in to it, whether or not
 a job waits (never below its minimum: the target is within the bounds). Scale-in for a
-heavier waiting job ignores the target: such a job may still take a planned job toward
+waiting job ignores the target: such a job may still take a planned job toward
 its minimum, and scale-out brings it back toward its plan once nothing waits.
 
 Workers not bound free nothing (their room is a reservation admission packed already).
@@ -73,6 +76,8 @@ class ElasticGang:
     created_at: float
     workers: tuple[Pod, ...]
     anchors: frozenset[str] = frozenset()
+    priority: int = 0
+    """The highest priority of its live members (as `preempt` reads a gang's)."""
     pods_per_node: int | None = None
     since: float = 0.0
     """When its record entered its state (Running at this size)."""
@@ -106,6 +111,7 @@ class Claimant:
     weight: float
     created_at: float
     pods_per_node: int | None = None
+    priority: int = 0
 
     @property
     def size(self) -> int:
@@ -135,7 +141,10 @@ def removal_order(gang: ElasticGang) -> tuple[Pod, ...]:
 
 
 def gives_room_to(gang: ElasticGang, claimant: Claimant) -> bool:
-    """KOD2: a lower weight gives room; an equal weight gives it only when younger."""
+    """A lower priority gives room, a higher one never; at equal priority, KOD2: a lower
+    weight gives room, an equal weight only when younger."""
+    if gang.priority != claimant.priority:
+        return gang.priority < claimant.priority
     if gang.weight != claimant.weight:
         return gang.weight < claimant.weight
     return gang.created_at > claimant.created_at
@@ -148,8 +157,8 @@ def scale_in(claimant: Claimant, bins: Bins, gangs: Sequence[ElasticGang]
     if _fits(bins, claimant, {}):
         return ()
     donors = sorted((gang for gang in gangs if gives_room_to(gang, claimant)),
-                    key=lambda gang: (gang.weight, -gang.created_at, gang.job.namespace,
-                                      gang.job.name))
+                    key=lambda gang: (gang.priority, gang.weight, -gang.created_at,
+                                      gang.job.namespace, gang.job.name))
     # Every worker that may go, in the order they would: the room grows with each one,
     # so the fewest that make room are found by bisection (a few packs, not one each).
     order = [(gang, pod) for gang in donors
@@ -182,8 +191,8 @@ def _resizes(donors: Sequence[ElasticGang], removed: dict[JobKey, list[Pod]],
             after = gang.size - len(pods)
             out.append(Resize(gang.job, gang.owner, gang.size, after, (
                 f"scaled in from {gang.size} to {after} (minimum {gang.bounds.minimum}) so "
-                f"that {claimant.job} fits its domain (weight {claimant.weight:.3f}; this "
-                f"job's {gang.weight:.3f})"), tuple(pods)))
+                f"that {claimant.job} fits its domain ({_why_gives(gang, claimant)})"),
+                tuple(pods)))
     return tuple(out)
 
 
@@ -231,10 +240,16 @@ def _fits(bins: Bins, claimant: Claimant, freed: dict[str, Resources]) -> bool:
     return pack(bins.freed(freed), claimant.demand, claimant.pods_per_node) == claimant.size
 
 
+def _why_gives(gang: ElasticGang, claimant: Claimant) -> str:
+    if gang.priority != claimant.priority:
+        return f"priority {claimant.priority}; this job's {gang.priority}"
+    return f"weight {claimant.weight:.3f}; this job's {gang.weight:.3f}"
+
+
 def claimant_of(job: JobKey, pods: Sequence[Pod], weight: float, created_at: float,
-                pods_per_node: int | None = None) -> Claimant:
+                pods_per_node: int | None = None, priority: int = 0) -> Claimant:
     """A claimant for `pods` (the pods that must fit: an elastic job's first `minimum`)."""
-    return Claimant(job, demand_of(pods), weight, created_at, pods_per_node)
+    return Claimant(job, demand_of(pods), weight, created_at, pods_per_node, priority)
 
 
 def resized(pod: Pod) -> bool:
@@ -305,7 +320,8 @@ def elastic_gangs(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey],
             record.job, owner, weight(owner.bounds.minimum, request, 0.0, weights),
             min(pod.created_at for pod in members), workers,
             frozenset(pod.node_name for pod in others if pod.node_name is not None),
-            1 if spread else None, record.since, target, why))
+            max(pod.priority for pod in members), 1 if spread else None, record.since,
+            target, why))
     return out
 
 

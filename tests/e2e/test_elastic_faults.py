@@ -35,14 +35,14 @@ suspends is not Failed.
   so nothing is resized; grow (the only lower-priority gang in a group that holds 3) is
   preempted whole, its Job suspended and resumed at once (eviction count 0), high binds
   in pg-a, other is untouched and grow's new pods wait behind the gate at its size.
+  Once other is removed, no group holds grow's 4, so its new attempt is resized to 2 and
+  admitted whole in pg-b: its PodGroup, kept from the first attempt with its Gang, says
+  minMember 2 again (it said 4, and Coscheduling held the 2 pods for ever, until that
+  was fixed).
 - A higher-priority job of the same KOD2 weight: "other" runs at a middle priority
-  (below high's, above grow's), and "high" asks what grow's pods ask (2 pods): an
-  equal weight gives no room to a younger job, so grow is not scaled in but
-  preempted whole, although scaling it in to 2 would have made room (docs/extender.md:
-  scale-in is for heavier jobs, preemption takes whole gangs). Its new attempt is then
-  resized to 2, the most pg-a's two nodes left hold (rule 7), and bound there whole:
-  its PodGroup, kept from the first attempt with its Gang, says minMember 2 again
-  (it said 4, and Coscheduling held the 2 pods for ever, until that was fixed).
+  (below high's, above grow's), and "high" asks what grow's pods ask (2 pods). Priority
+  ranks before weight (docs/extender.md, "Scale-in"): grow, of lower priority, gives
+  room by scale-in from 4 to 2, not by a whole preemption; nothing is evicted.
 """
 
 from __future__ import annotations
@@ -360,20 +360,40 @@ def test_a_high_priority_job_needing_more_than_the_gang_can_give_preempts_it_who
     cluster.wait("grow's new pods gated", grow_waits, 60, LOGS)
     assert job_size(cluster, namespace, "grow") == (4, 4)
     assert resizes(cluster, namespace, "grow") == []  # scaling in to 2 would not do
+
+    # other goes: pg-b's 2 nodes free, pg-a's 1, no group holds 4, so the new attempt is
+    # resized to 2 (rule 7) and admitted whole in pg-b. Its PodGroup, kept from the
+    # first attempt with its Gang, must say minMember 2, not 4, or Coscheduling holds
+    # the 2 pods for members that no longer exist.
+    freed = time.monotonic()
+    remove_job(cluster, namespace, "other")
+    again = cluster.wait("grow bound whole at its minimum", lambda: bound_pods(
+        cluster, namespace, "grow", MIN_SIZE), 120, LOGS)
+    again_s = time.monotonic() - freed
+    assert sorted(again) == ["0", "1"] and one_group(again.values()) == "pg-b"
+    made = never_below_minimum(cluster, namespace, "grow")
+    assert [(b, a) for b, a, _ in made] == [(4, MIN_SIZE)], made
+    groups = cluster.kube.list(
+        f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups")
+    assert [g["spec"]["minMember"] for g in groups
+            if g["metadata"]["name"].startswith("grow")] == [MIN_SIZE], groups
     e2e_timings.record("elastic faults: a high-priority job needing more than the minimum "
-                       "allows preempts the gang whole", high_bound_since_created=bound_s)
-    for name in ("grow", "other", "high"):
+                       "allows preempts the gang whole", high_bound_since_created=bound_s,
+                       grow_again_at_minimum_since_other_removed=again_s)
+    for name in ("grow", "high"):
         remove_job(cluster, namespace, name)
 
 
-def test_a_high_priority_job_of_the_same_weight_preempts_the_gang_whole(
+def test_a_high_priority_job_of_the_same_weight_scales_the_gang_in_not_out(
         faults_cluster, namespace, e2e_timings):
     cluster, _ = faults_cluster
     kube = cluster.kube
     kube.ensure_namespace(namespace)
-    # other, 2 pods, is below high too but above grow: the victim with fewer GPUs at an
-    # equal priority would be other (as in the test above, had pg-b held 3).
+    # other, 2 pods, is below high too but above grow: the whole-gang victim with fewer
+    # GPUs at the lowest priority would be grow anyway; a scale-in comes first.
     grow, other = start_gangs(cluster, namespace, "e2e-mid")
+    by_index = {p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]:
+                p["metadata"]["uid"] for p in live(cluster, namespace, "grow")}
     created = time.monotonic()
     high_job = light_job("high", 2)
     for container in high_job["spec"]["template"]["spec"]["containers"]:
@@ -383,19 +403,20 @@ def test_a_high_priority_job_of_the_same_weight_preempts_the_gang_whole(
     high = cluster.wait("high bound whole", lambda: running_pods(
         cluster, namespace, "high", 2), 120, LOGS)
     bound_s = time.monotonic() - created
-    preempted_whole(cluster, namespace, grow, other, high)
-    # Then, a new attempt, grow is admitted at the size pg-a's 2 free nodes hold: its
-    # minimum (rule 7), on the nodes high left.
-    again = cluster.wait("grow bound whole at its minimum", lambda: bound_pods(
-        cluster, namespace, "grow", MIN_SIZE), 120, LOGS)
-    again_s = time.monotonic() - created
-    assert sorted(again) == ["0", "1"]
-    assert set(again.values()) == set(grow.values()) - set(high.values())
+    kept = cluster.wait("grow at its minimum", lambda: running_pods(
+        cluster, namespace, "grow", MIN_SIZE), 60, LOGS)
+    # Priority ranks before KOD2's weight: at equal weight grow still gives room to the
+    # higher-priority job, by scale-in (its indices 0 and 1 the very pods that ran).
+    assert kept == {by_index[i]: grow[by_index[i]] for i in ("0", "1")}
+    assert set(high.values()) == {grow[by_index["2"]], grow[by_index["3"]]}
     made = never_below_minimum(cluster, namespace, "grow")
     assert [(b, a) for b, a, _ in made] == [(4, MIN_SIZE)], made
-    assert job_size(cluster, namespace, "grow") == (MIN_SIZE, MIN_SIZE)
-    e2e_timings.record("elastic faults: a high-priority job of equal weight preempts the "
-                       "gang whole", high_bound_since_created=bound_s,
-                       grow_again_at_minimum_since_created=again_s)
+    assert f"so that {namespace}/high fits its domain (priority" in made[0][2], made
+    assert running_pods(cluster, namespace, "other", 2) == other
+    events = {e["reason"] for e in kube.list(f"/api/v1/namespaces/{namespace}/events")}
+    assert not {"HeadstartSuspended", "HeadstartEvicted"} & events, events
+    not_failed(cluster, namespace, "grow")
+    e2e_timings.record("elastic faults: a high-priority job of equal weight scales the gang "
+                       "in", high_bound_since_created=bound_s)
     for name in ("grow", "other", "high"):
         remove_job(cluster, namespace, name)

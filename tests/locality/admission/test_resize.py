@@ -44,18 +44,19 @@ def worker(job: str, index: int, node: str | None, gpus: float = 2):
 def gang(job: str, placed: dict[int, str], *, minimum: int = 1, maximum: int = 8,
          weight: float = 0.6, created_at: float = 0.0, anchors=(),
          removal: Removal = Removal.HIGHEST_INDEX, gpus: float = 2,
-         target: int | None = None) -> ElasticGang:
+         target: int | None = None, priority: int = 0) -> ElasticGang:
     owner = ElasticOwner("Job", "ns", job, len(placed), Bounds(minimum, maximum), removal)
     return ElasticGang(JobKey("ns", job), owner, weight, created_at,
                        tuple(worker(job, i, node, gpus) for i, node in placed.items()),
-                       frozenset(anchors), target=target, plan_reason="its forecast")
+                       frozenset(anchors), priority=priority, target=target,
+                       plan_reason="its forecast")
 
 
-def claimant(pods: int = 1, gpus: float = 8, weight: float = 0.7, created_at: float = 100.0
-             ) -> Claimant:
+def claimant(pods: int = 1, gpus: float = 8, weight: float = 0.7, created_at: float = 100.0,
+             priority: int = 0) -> Claimant:
     return claimant_of(JobKey("ns", "new"),
                        [make_pod(f"new-{i}", job="new", gpus=gpus, cpu=4, memory_gib=16)
-                        for i in range(pods)], weight, created_at)
+                        for i in range(pods)], weight, created_at, priority=priority)
 
 
 def removed(resizes) -> dict[str, list[str]]:
@@ -119,6 +120,36 @@ def test_higher_weights_never_give_room_and_the_lowest_gives_first():
     # gives one of its workers on n2, which then holds 8.
     assert removed(scale_in(claimant(weight=0.7), bins, [heavy, low, lower])) == {
         "lower": ["lower-1"], "low": ["low-1"]}
+
+
+@pytest.mark.parametrize(("gang_priority", "claimant_priority", "claimant_weight", "gives"), [
+    (0, 1000, 0.5, True),    # lower priority gives room to a higher one, whatever weights
+    (0, 1000, 0.7, True),    # (0.7: the same weight as the gang, the claimant younger)
+    (1000, 0, 0.9, False),   # higher priority never gives room to a heavier job
+    (500, 500, 0.9, True),   # equal priority: KOD2, the heavier claimant takes room
+    (500, 500, 0.5, False),  # equal priority: a lighter claimant takes none
+], ids=["lower-priority-gives", "lower-priority-gives-at-equal-weight",
+        "higher-priority-keeps", "equal-priority-heavier-takes", "equal-priority-lighter"])
+def test_priority_ranks_before_weight(gang_priority, claimant_priority, claimant_weight,
+                                      gives):
+    # The gang (weight 0.7) holds 4 GPUs on each node; the claimant needs 8 on one.
+    a = gang("a", A_LAYOUT, weight=0.7, priority=gang_priority)
+    made = scale_in(claimant(weight=claimant_weight, priority=claimant_priority),
+                    domain({"n1": 4, "n2": 4}), [a])
+    assert (made is not None) is gives
+    if gives:
+        assert removed(made) == {"a": ["a-3", "a-2"]}
+        why = "priority 1000; this job's 0" if gang_priority != claimant_priority \
+            else "weight 0.900; this job's 0.700"
+        assert why in made[0].reason
+
+
+def test_the_lowest_priority_gives_first_whatever_its_weight():
+    light = gang("light", {0: "n1", 1: "n1"}, weight=0.5, priority=500)
+    heavy_low = gang("heavy-low", {0: "n2", 1: "n2"}, weight=0.9, priority=0)
+    bins = domain({"n1": 4, "n2": 4})
+    assert removed(scale_in(claimant(gpus=6, weight=0.7, priority=1000), bins,
+                            [light, heavy_low])) == {"heavy-low": ["heavy-low-1"]}
 
 
 def test_scale_out_grows_by_weight_into_idle_room_and_not_while_a_job_waits():
