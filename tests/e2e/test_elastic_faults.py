@@ -371,8 +371,9 @@ def test_a_high_priority_job_needing_more_than_the_gang_can_give_preempts_it_who
         cluster, namespace, "grow", MIN_SIZE), 120, LOGS)
     again_s = time.monotonic() - freed
     assert sorted(again) == ["0", "1"] and one_group(again.values()) == "pg-b"
+    # One resize, 4 -> 2 (a round may write it again before the cache shows the first).
     made = never_below_minimum(cluster, namespace, "grow")
-    assert [(b, a) for b, a, _ in made] == [(4, MIN_SIZE)], made
+    assert {(b, a) for b, a, _ in made} == {(4, MIN_SIZE)}, made
     groups = cluster.kube.list(
         f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups")
     assert [g["spec"]["minMember"] for g in groups
