@@ -33,9 +33,7 @@ from locality.dra import (
 from locality.model import Node, Pod
 from locality.owners import OwnerKey, OwnerSize, owner_of, with_owner_size
 from locality.podgroups import PodGroupSize, with_group_size
-from locality.suspension import JobName, JobSuspension
-
-JOB_SOURCE = "Job/v1"  # OwnerSize.source of batch/v1 Jobs
+from locality.suspension import SUSPENDABLE_KINDS, JobName, JobSuspension
 
 
 class Resolver:
@@ -46,7 +44,7 @@ class Resolver:
         self._claims: dict[tuple[str, str, str], Devices] = {}
         self._sizes: dict[tuple[str, str, str], int] = {}
         self._owners: dict[OwnerKey, dict[str, OwnerSize]] = {}  # key -> source -> object
-        self._jobs: dict[JobName, JobSuspension] = {}  # batch/v1 Jobs among the owners
+        self._jobs: dict[JobName, JobSuspension] = {}  # Jobs and JobSets among the owners
         self._slices: dict[str, SliceDevices] = {}
         self._devices: dict[str, Devices] = {}
         self._pods: dict[str, Pod] = {}  # own parse of pods with claims or a PodGroup
@@ -146,8 +144,9 @@ class Resolver:
             rest = {k: v for k, v in kinds.items() if k != source}
             if rest:
                 kept[key] = rest
-        if source == JOB_SOURCE:
-            self._jobs = {}
+        kind = source.split("/", 1)[0]
+        if kind in SUSPENDABLE_KINDS:  # a relist of that kind replaces its entries
+            self._jobs = {key: job for key, job in self._jobs.items() if key[0] != kind}
         for owner in owners:
             kept.setdefault(owner.key, {})[source] = owner
             self._index_job(owner)
@@ -156,8 +155,8 @@ class Resolver:
         return self._pods_using(lambda pod: owner_of(pod) is not None) if changed else []
 
     def batch_jobs(self) -> dict[JobName, JobSuspension]:
-        """Every batch/v1 Job seen, as headstart may suspend it (a copy: the admitter's
-        worker thread reads it while watches change the resolver)."""
+        """Every batch/v1 Job and JobSet seen, as headstart may suspend it (a copy: the
+        admitter's worker thread reads it while watches change the resolver)."""
         return dict(self._jobs)
 
     def _index_job(self, owner: OwnerSize, deleted: bool = False) -> None:

@@ -1,5 +1,5 @@
-"""A batch/v1 Job as something headstart may suspend: to evict a gang whole without
-failing its Job.
+"""A batch/v1 Job or a JobSet as something headstart may suspend: to evict a gang whole
+without failing its Job.
 
 Evicting a Job's pods counts each as a failure toward its `backoffLimit` (the Job
 controller's `isPodFailed` counts a deleted pod that did not succeed), unless the Job's
@@ -13,16 +13,23 @@ only Jobs carrying it. The time is on the Job itself, so resuming never waits on
 gang record's watch catching up (nor on the record existing at all); the Job's owner
 may change it, which gives them nothing they lack: they may resume their Job anyway.
 
-headstart suspends a Job only when it alone decides the Job's suspension: not a Job
-whose `spec.managedBy` names another controller, not one Kueue manages (its
-`kueue.x-k8s.io/queue-name` label), not one another object controls (a JobSet's Jobs:
-the JobSet controller sets their `suspend`), except a CronJob's (the CronJob controller
-never touches `suspend` of the Jobs it made). The ValidatingAdmissionPolicy
-`headstart-extender-job-edits` (manifests/base/admission/owner-resize.yaml) enforces
-the same conditions on the extender's ServiceAccount.
+A JobSet (jobset.x-k8s.io/v1alpha2) is suspended the same way, through its own
+`spec.suspend` (the JobSet controller then suspends its child Jobs, and the Job
+controller deletes their pods as above; on resume it resumes them), with the same mark:
+a gang whose pods belong to a JobSet's Jobs is evicted by suspending the JobSet, since
+the JobSet controller decides its Jobs' suspension and would undo one of theirs.
 
-Decides: how a Job object reads as a `JobSuspension`, and the merge patches that suspend
-and release it. Must not: talk to the API, log, read the clock.
+headstart suspends a Job or a JobSet only when it alone decides its suspension: not one
+whose `spec.managedBy` names another controller, not one Kueue manages (its
+`kueue.x-k8s.io/queue-name` label), not one another object controls (a JobSet's Jobs,
+whose JobSet is suspended instead; a TrainJob's JobSet), except a Job a CronJob made
+(the CronJob controller never touches `suspend` of the Jobs it made). The
+ValidatingAdmissionPolicies `headstart-extender-job-edits` and
+`headstart-extender-jobset-edits` (manifests/base/admission/) enforce the same
+conditions on the extender's ServiceAccount.
+
+Decides: how a Job or a JobSet object reads as a `JobSuspension`, and the merge patches
+that suspend and release it. Must not: talk to the API, log, read the clock.
 """
 
 from __future__ import annotations
@@ -33,18 +40,27 @@ from dataclasses import dataclass
 from typing import Any
 
 SUSPENDED_LABEL = "headstart.io/suspended"
-"""On a Job headstart suspended: when to resume it (whole seconds since the epoch);
-removed when headstart resumes it."""
+"""On a Job or JobSet headstart suspended: when to resume it (whole seconds since the
+epoch); removed when headstart resumes it."""
+
+SUSPENSION_API_VERSIONS = {"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2"}
+"""The kinds headstart suspends, and the API version it reads and patches each in."""
+SUSPENDABLE_KINDS = tuple(SUSPENSION_API_VERSIONS)
+
+_OWN_MANAGERS = {"Job": "kubernetes.io/job-controller",
+                 "JobSet": "jobset.sigs.k8s.io/jobset-controller"}
+"""Per kind, the `spec.managedBy` value (or none) by which the built-in controller
+reconciles it (batch/v1 JobSpec.managedBy; JobSet's JobSetSpec.managedBy)."""
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """Kueue manages what carries it (its gate and its suspension: `locality.admission.gate`)."""
 
-JobName = tuple[str, str]  # (namespace, name)
+JobName = tuple[str, str, str]  # (kind, namespace, name)
 
 
 @dataclass(frozen=True, slots=True)
 class JobSuspension:
-    """A batch/v1 Job as headstart sees its suspension."""
+    """A batch/v1 Job or a JobSet as headstart sees its suspension."""
 
     namespace: str
     name: str
@@ -57,8 +73,13 @@ class JobSuspension:
     problem: str | None = None
     """Why headstart may not suspend it (None: it may)."""
     acknowledged: bool = False
-    """Its status says Suspended (condition `Suspended` True): the Job controller has
-    acted on the suspension and deleted its running pods."""
+    """Its status says Suspended (condition `Suspended` True): its controller has acted
+    on the suspension (a Job's: deleted its running pods; a JobSet's: suspended its
+    Jobs)."""
+    kind: str = "Job"
+    """`Job` (batch/v1) or `JobSet` (jobset.x-k8s.io/v1alpha2)."""
+    controller: tuple[str, str] | None = None
+    """Its controlling owner (kind, name), if any: a JobSet's Jobs name their JobSet."""
 
     @property
     def ours(self) -> bool:
@@ -66,16 +87,17 @@ class JobSuspension:
 
     @property
     def key(self) -> JobName:
-        return (self.namespace, self.name)
+        return (self.kind, self.namespace, self.name)
 
     @property
     def where(self) -> str:
-        return f"Job {self.namespace}/{self.name}"
+        return f"{self.kind} {self.namespace}/{self.name}"
 
 
-def job_suspension(obj: Any) -> JobSuspension:
-    """A Job object (as listed or watched) as a `JobSuspension`. Never raises on the
-    object's content: what headstart cannot read makes it not suspendable."""
+def job_suspension(obj: Any, kind: str = "Job") -> JobSuspension:
+    """A Job or JobSet object (`kind`, as listed or watched) as a `JobSuspension`. Never
+    raises on the object's content: what headstart cannot read makes it not
+    suspendable."""
     obj = obj if isinstance(obj, Mapping) else {}
     metadata = _mapping(obj.get("metadata"))
     spec = _mapping(obj.get("spec"))
@@ -92,38 +114,51 @@ def job_suspension(obj: Any) -> JobSuspension:
         isinstance(c, Mapping) and c.get("type") == "Suspended" and c.get("status") == "True"
         for c in (conditions if isinstance(conditions, list) else ()))
     return JobSuspension(namespace, name, uid, spec.get("suspend") is True, resume_at,
-                         _problem(metadata, spec, labels, uid), acknowledged)
+                         _problem(kind, metadata, spec, labels, uid), acknowledged, kind,
+                         _controller(metadata))
 
 
-def _problem(metadata: Mapping[str, Any], spec: Mapping[str, Any],
+def _controller(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
+    owners = metadata.get("ownerReferences")
+    for owner in owners if isinstance(owners, list) else ():
+        owner = _mapping(owner)
+        if owner.get("controller") is True:
+            return (str(owner.get("kind") or ""), str(owner.get("name") or ""))
+    return None
+
+
+def _problem(kind: str, metadata: Mapping[str, Any], spec: Mapping[str, Any],
              labels: Mapping[str, Any], uid: str) -> str | None:
+    if kind not in _OWN_MANAGERS:
+        return f"headstart does not suspend a {kind}"
     if not uid:
         return "it has no uid to make the patch conditional on"
-    if spec.get("managedBy") not in (None, "kubernetes.io/job-controller"):
+    if spec.get("managedBy") not in (None, _OWN_MANAGERS[kind]):
         return f"its spec.managedBy names {spec.get('managedBy')!r}, which decides its suspension"
     if KUEUE_QUEUE_LABEL in labels:
         return f"Kueue manages it (label {KUEUE_QUEUE_LABEL})"
     owners = metadata.get("ownerReferences")
     for owner in owners if isinstance(owners, list) else ():
         owner = _mapping(owner)
-        if owner.get("controller") is True and owner.get("kind") != "CronJob":
+        if owner.get("controller") is True and not (kind == "Job"
+                                                    and owner.get("kind") == "CronJob"):
             return (f"its controller {owner.get('kind')} {owner.get('name')} decides its "
                     "suspension")
     return None
 
 
 def suspend_patch(job: JobSuspension, resume_at: float) -> dict[str, Any]:
-    """The merge patch that suspends the Job and marks it headstart's to resume at
-    `resume_at` (rounded up to a whole second); its uid a precondition (a Job deleted
-    and created again under its name is refused)."""
+    """The merge patch that suspends the Job or JobSet and marks it headstart's to resume
+    at `resume_at` (rounded up to a whole second); its uid a precondition (an object
+    deleted and created again under its name is refused)."""
     return {"metadata": {"uid": job.uid,
                          "labels": {SUSPENDED_LABEL: str(math.ceil(resume_at))}},
             "spec": {"suspend": True}}
 
 
 def release_patch(job: JobSuspension) -> dict[str, Any]:
-    """The merge patch that resumes a Job headstart suspended and removes its mark (for
-    a Job already resumed, only the mark goes)."""
+    """The merge patch that resumes a Job or JobSet headstart suspended and removes its
+    mark (for one already resumed, only the mark goes)."""
     return {"metadata": {"uid": job.uid, "labels": {SUSPENDED_LABEL: None}},
             "spec": {"suspend": False}}
 

@@ -88,11 +88,11 @@ from locality.admission.record import GangRecord, GangState, gang_body, orphaned
 from locality.admission.recovery import Eviction, Transition, recovery
 from locality.admission.round import Inputs, RoundMemo, plan_round, wider_levels
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
-from locality.admission.suspend import jobs_to_release, jobs_to_suspend
+from locality.admission.suspend import jobs_to_release, jobs_to_suspend, suspension_of
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Locality, Pod
-from locality.suspension import JobName, JobSuspension
+from locality.suspension import SUSPENSION_API_VERSIONS, JobName, JobSuspension
 
 log = logging.getLogger("headstart.extender.admitter")
 
@@ -475,7 +475,8 @@ class Admitter:
                              reason=state.value, message=message,
                              evictions=evictions + (state is GangState.EVICTED and counted),
                              requeue_at=requeue_at,
-                             suspended_jobs=tuple((job.name, job.uid) for job in suspended),
+                             suspended_jobs=tuple((job.kind, job.name, job.uid)
+                                                  for job in suspended),
                              **common)
         return self._records.apply(body)
 
@@ -569,8 +570,13 @@ class Admitter:
         if jobs and len(suspended) == len(jobs):
             return True, tuple(suspended)
         # Not every Job could be suspended: the pods of the others go by eviction.
-        taken = {job.name for job in suspended}
-        rest = [pod for pod in pods if pod.controller is None or pod.controller[1] not in taken]
+        taken = {job.key for job in suspended}
+
+        def suspended_with(pod: Pod) -> bool:
+            job = suspension_of(pod, self._round_jobs)
+            return job is not None and job.key in taken
+
+        rest = [pod for pod in pods if not suspended_with(pod)]
         evicted = sum(self._evict(pod, message, now) for pod in rest)
         return evicted == len(rest), tuple(suspended)
 
@@ -579,7 +585,7 @@ class Admitter:
         their owner resumed first), with an Event on each."""
         if self._resizer is None:
             return
-        for job in jobs_to_release(self._round_jobs.values(), now):
+        for job in jobs_to_release(self._round_jobs, now):
             if self._resizer.release(job) is not None:
                 continue  # logged; the next round tries again
             if job.suspended:
@@ -757,6 +763,6 @@ def _json(response: Any) -> dict[str, Any]:
 
 
 def _job_reference(job: JobSuspension) -> dict[str, str]:
-    """A batch/v1 Job as an Event's involvedObject."""
-    return {"apiVersion": "batch/v1", "kind": "Job", "name": job.name,
-            "namespace": job.namespace, "uid": job.uid}
+    """A batch/v1 Job or a JobSet as an Event's involvedObject."""
+    return {"apiVersion": SUSPENSION_API_VERSIONS[job.kind], "kind": job.kind,
+            "name": job.name, "namespace": job.namespace, "uid": job.uid}

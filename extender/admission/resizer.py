@@ -1,6 +1,6 @@
 """Writes to the owners of gangs' pods: an elastic job's new size
-(`locality.elastic.scale_patch`), and a batch/v1 Job's suspension and release
-(`locality.suspension`, decided by `locality.admission.suspend`).
+(`locality.elastic.scale_patch`), and a batch/v1 Job's or a JobSet's suspension and
+release (`locality.suspension`, decided by `locality.admission.suspend`).
 
 The owner's controller does the rest: the Job controller (or the training operator)
 creates the missing indices, which pass the placement gate into the job's domain, or
@@ -9,8 +9,8 @@ resourceVersion as decided on: an owner changed since (409) is decided again nex
 round. Only owners that opted in reach here (`locality.elastic`), and the
 ValidatingAdmissionPolicies of manifests/base/admission/owner-resize.yaml let the
 extender's account change nothing else of them. A suspension or release is guarded by
-the Job's uid instead: the Job controller updates a running Job's status often, and a
-stale resourceVersion would refuse most of them.
+the object's uid instead: the Job controller updates a running Job's status often (the
+JobSet controller a JobSet's), and a stale resourceVersion would refuse most of them.
 
 Must not: decide sizes or suspensions (`locality.admission` does), retry (the next
 round does).
@@ -28,7 +28,12 @@ from kubernetes.client.exceptions import ApiException
 
 from extender.admission.throttle import Throttle, Throttled
 from locality.elastic import ElasticOwner, scale_patch
-from locality.suspension import JobSuspension, release_patch, suspend_patch
+from locality.suspension import (
+    SUSPENSION_API_VERSIONS,
+    JobSuspension,
+    release_patch,
+    suspend_patch,
+)
 
 log = logging.getLogger("headstart.extender.admitter")
 
@@ -53,16 +58,27 @@ class OwnerResizer:
             "could not resize an elastic job's owner", owner=owner.where, size=size)
 
     def suspend(self, job: JobSuspension, resume_at: float) -> str | None:
-        """Suspend the Job until `resume_at` (its pods go, counted as no failure): None
-        when done, else why not (logged)."""
-        return self._job(job.namespace, job.name, suspend_patch(job, resume_at),
-                         "could not suspend a gang's Job; its pods are evicted instead")
+        """Suspend the Job or JobSet until `resume_at` (its pods go, counted as no
+        failure): None when done, else why not (logged)."""
+        return self._patch(job, suspend_patch(job, resume_at),
+                           f"could not suspend a gang's {job.kind}; its pods are evicted "
+                           "instead")
 
     def release(self, job: JobSuspension) -> str | None:
-        """Resume a Job headstart suspended and remove its mark: None when done, else why
-        not (logged; the next round tries again)."""
-        return self._job(job.namespace, job.name, release_patch(job),
-                         "could not resume a Job headstart suspended; next round retries")
+        """Resume a Job or JobSet headstart suspended and remove its mark: None when
+        done, else why not (logged; the next round tries again)."""
+        return self._patch(job, release_patch(job),
+                           f"could not resume a {job.kind} headstart suspended; next round "
+                           "retries")
+
+    def _patch(self, job: JobSuspension, body: dict[str, Any], failed: str) -> str | None:
+        if job.kind == "Job":
+            return self._job(job.namespace, job.name, body, failed)
+        group, version = SUSPENSION_API_VERSIONS[job.kind].split("/")
+        return self._send(lambda: self._custom.patch_namespaced_custom_object(
+            group, version, job.namespace, "jobsets", job.name, body,
+            _content_type=MERGE_PATCH, _request_timeout=10, _preload_content=False),
+            failed, owner=job.where)
 
     def _job(self, namespace: str, name: str, body: dict[str, Any], failed: str,
              **extra: Any) -> str | None:

@@ -85,9 +85,9 @@ class GangRecord:
     requeue_at: float | None = None
     """Evicted: not admitted again before this time."""
     resource_version: str = ""
-    suspended_jobs: tuple[tuple[str, str], ...] = ()
-    """Evicted by suspending these Jobs (name, uid; `locality.admission.suspend`): they
-    are resumed once `requeue_at` has passed."""
+    suspended_jobs: tuple[tuple[str, str, str], ...] = ()
+    """Evicted by suspending these Jobs or JobSets (kind, name, uid;
+    `locality.admission.suspend`): they are resumed once `requeue_at` has passed."""
 
 
 _NAME_OK = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -112,7 +112,7 @@ def gang_body(job: JobKey, state: GangState, *, size: int | None, level: str, po
               new_nodes: int = 0, reason: str = "", message: str = "",
               now: float, evictions: int = 0,
               requeue_at: float | None = None,
-              suspended_jobs: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+              suspended_jobs: tuple[tuple[str, str, str], ...] = ()) -> dict[str, Any]:
     """The whole record as headstart applies it (server-side apply: the fields it sends
     are the fields it owns)."""
     status: dict[str, Any] = {"state": state.value, "reason": reason,
@@ -124,7 +124,8 @@ def gang_body(job: JobKey, state: GangState, *, size: int | None, level: str, po
     if requeue_at is not None:
         status["requeueAt"] = timestamp(requeue_at)
     if suspended_jobs:
-        status["suspendedJobs"] = [{"name": name, "uid": uid} for name, uid in suspended_jobs]
+        status["suspendedJobs"] = [{"kind": kind, "name": name, "uid": uid}
+                                   for kind, name, uid in suspended_jobs]
     spec: dict[str, Any] = {"job": job.name, "level": level, "policy": policy}
     if size is not None:
         spec["size"] = size
@@ -178,15 +179,18 @@ def parse_gang(obj: Any, where: str = "gang") -> GangRecord:
                       _suspended_jobs(status.get("suspendedJobs"), where))
 
 
-def _suspended_jobs(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+def _suspended_jobs(raw: Any, where: str) -> tuple[tuple[str, str, str], ...]:
+    """(kind, name, uid) of each; `kind` may be absent (records written before JobSets
+    were suspended): a Job."""
     if raw is None:
         return ()
     if not isinstance(raw, list) or not all(
             isinstance(item, Mapping) and isinstance(item.get("name"), str)
-            and isinstance(item.get("uid"), str) for item in raw):
+            and isinstance(item.get("uid"), str)
+            and isinstance(item.get("kind", "Job"), str) for item in raw):
         raise InputError(f"{where}.status.suspendedJobs: expected a list of "
-                         f"{{name, uid}} strings, got {raw!r}")
-    return tuple((item["name"], item["uid"]) for item in raw)
+                         f"{{kind, name, uid}} strings, got {raw!r}")
+    return tuple((item.get("kind", "Job"), item["name"], item["uid"]) for item in raw)
 
 
 def _seconds(raw: Any, where: str) -> float | None:

@@ -16,10 +16,10 @@ api/jobset/v1alpha2/jobset_types.go (`ReplicatedJob.Replicas` +kubebuilder:defau
 When: suspended work is expected now while it has been suspended for at most the
 configured window (`model.suspended_expected`), since the `Suspended` condition's
 lastTransitionTime, else the object's creation. Work Kueue suspended (label
-`kueue.x-k8s.io/queue-name`) is never expected here: its Workload says when. A Job
-headstart's admitter suspended to evict its gang whole (label `headstart.io/suspended`)
-is expected when the label says the admitter resumes it (now, if that has passed),
-whatever the window: it is not parked, it waits out its backoff.
+`kueue.x-k8s.io/queue-name`) is never expected here: its Workload says when. A Job or
+JobSet headstart's admitter suspended to evict its gang whole (label
+`headstart.io/suspended`) is expected when the label says the admitter resumes it (now,
+if that has passed), whatever the window: it is not parked, it waits out its backoff.
 
 Keys: a Job's pods are its own (their controller), unless it is a JobSet's child (its
 `jobset.sigs.k8s.io/jobset-name` label): then the JobSet's, so a suspended JobSet and
@@ -129,6 +129,8 @@ class JobSet:
     suspended_since_s: float | None
     finished: bool
     replicated_jobs: tuple[ReplicatedJob, ...]
+    resumed_at_s: float | None = None
+    """When headstart's admitter resumes it (its `headstart.io/suspended` label)."""
 
     @property
     def key(self) -> str:
@@ -151,6 +153,7 @@ def parse_jobset(obj: Mapping[str, Any], gpu_resource: str) -> JobSet:
         suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
         finished=condition_true(status, "Completed") or condition_true(status, "Failed"),
         replicated_jobs=tuple(replicated),
+        resumed_at_s=_resume_time(meta.labels.get(HEADSTART_SUSPENDED_LABEL)),
     )
 
 
@@ -160,8 +163,13 @@ def jobset_items(jobsets: Iterable[JobSet], now_s: float, window_s: float) -> li
     for jobset in jobsets:
         if not jobset.suspended or jobset.finished:
             continue
-        expected, reason = suspended_expected(jobset.meta, jobset.suspended_since_s, now_s,
-                                              window_s)
+        if jobset.resumed_at_s is not None:
+            expected = max(now_s, jobset.resumed_at_s)
+            reason = ("suspended by headstart's admitter to evict its gang whole: expected "
+                      "when it resumes the JobSet")
+        else:
+            expected, reason = suspended_expected(jobset.meta, jobset.suspended_since_s,
+                                                  now_s, window_s)
         for replicated in jobset.replicated_jobs:
             pods = replicated.replicas * replicated.pods_per_job
             if pods:

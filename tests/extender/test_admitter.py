@@ -446,7 +446,7 @@ async def evicted_job_gang(fake_kube, replicas, backoff=30, **job_labels):
         fake_kube.create(owned(gated_pod(f"a-{index}", "a", 2), "a"))
     admitter = replicas("solo", leading=True)
     admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=backoff)
-    await eventually(lambda: ("team", "a") in admitter.batch_jobs())
+    await eventually(lambda: ("Job", "team", "a") in admitter.batch_jobs())
     await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
         "status", {}).get("state") == "Evicted")
     return admitter, job_uid
@@ -465,7 +465,7 @@ async def test_a_jobs_gang_not_whole_in_time_is_evicted_by_suspending_its_job(
     assert job["spec"]["suspend"] is True
     resume_at = int(job["metadata"]["labels"]["headstart.io/suspended"])
     status = gang_of(fake_kube, "a")["status"]
-    assert status["suspendedJobs"] == [{"name": "a", "uid": job_uid}]
+    assert status["suspendedJobs"] == [{"kind": "Job", "name": "a", "uid": job_uid}]
     assert abs(resume_at - rfc3339_seconds(status["requeueAt"], "requeueAt")) <= 1
     assert resume_at - evicted_at == pytest.approx(3, abs=1.5)
     assert pod_of(fake_kube, "a-0") is not None and pod_of(fake_kube, "a-1") is not None
@@ -495,6 +495,72 @@ async def test_a_jobs_gang_not_whole_in_time_is_evicted_by_suspending_its_job(
     assert admitter.released_jobs_total == 1
 
 
+async def test_a_jobsets_gang_is_evicted_by_suspending_the_jobset(fake_kube, replicas):
+    # JobSet "a" runs its 2 pods through its Job "a-workers-0" (the JobSet controller
+    # decides that Job's suspension, so headstart suspends the JobSet, never the Job).
+    # Released only once the JobSet controller said Suspended and the Job controller
+    # acted on the Job it suspended (its condition): resumed before, the pods would stay.
+    fake_kube.serve("jobset.x-k8s.io/v1alpha2")
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    jobset = fake_kube.create({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "a", "namespace": "team"},
+        "spec": {"suspend": False, "replicatedJobs": [
+            {"name": "workers", "replicas": 1,
+             "template": {"spec": {"parallelism": 2, "completions": 2}}}]}})
+    child = plain_job("a-workers-0", 2)
+    child["metadata"]["ownerReferences"] = [{
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "a",
+        "uid": jobset["metadata"]["uid"], "controller": True}]
+    fake_kube.create(child)
+    for index in range(2):
+        fake_kube.create(owned(gated_pod(f"a-{index}", "a", 2), "a-workers-0"))
+    admitter = replicas("solo", leading=True)
+    admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=1)
+    await eventually(lambda: {("JobSet", "team", "a"), ("Job", "team", "a-workers-0")}
+                     <= set(admitter.batch_jobs()))
+    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
+        "status", {}).get("state") == "Evicted")
+    found = fake_kube.get("jobset.x-k8s.io/v1alpha2", "JobSet", "a", "team")
+    assert found["spec"]["suspend"] is True
+    assert "headstart.io/suspended" in found["metadata"]["labels"]
+    assert fake_kube.get("batch/v1", "Job", "a-workers-0", "team")["spec"]["suspend"] is False
+    assert gang_of(fake_kube, "a")["status"]["suspendedJobs"] == [
+        {"kind": "JobSet", "name": "a", "uid": jobset["metadata"]["uid"]}]
+    assert pod_of(fake_kube, "a-0") is not None  # no pod evicted
+    suspended = [e for e in fake_kube.list("v1", "Event", "team")
+                 if e["reason"] == "HeadstartSuspended"]
+    assert [(e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in suspended] \
+        == [("JobSet", "a")]
+    # The JobSet controller suspends its Job and says Suspended (played); the Job
+    # controller has not acted yet: the JobSet stays suspended past its time.
+    found["status"] = {"conditions": [{"type": "Suspended", "status": "True"}]}
+    fake_kube.replace(found)
+    job = fake_kube.get("batch/v1", "Job", "a-workers-0", "team")
+    job["spec"]["suspend"] = True
+    fake_kube.replace(job)
+    resume_at = int(found["metadata"]["labels"]["headstart.io/suspended"])
+    await eventually(lambda: admitter.batch_jobs()[("JobSet", "team", "a")].acknowledged)
+    await asyncio.sleep(max(resume_at - time.time(), 0) + 0.5)
+    for _ in range(3):
+        await admitter.round(time.time())
+    assert fake_kube.get("jobset.x-k8s.io/v1alpha2", "JobSet", "a", "team")[
+        "spec"]["suspend"] is True
+    # The Job controller deletes the pods and says Suspended: the JobSet is resumed.
+    for index in range(2):
+        fake_kube.delete("v1", "Pod", f"a-{index}", "team")
+    job = fake_kube.get("batch/v1", "Job", "a-workers-0", "team")
+    job["status"] = {"conditions": [{"type": "Suspended", "status": "True"}]}
+    fake_kube.replace(job)
+    await settle(admitter, lambda: fake_kube.get("jobset.x-k8s.io/v1alpha2", "JobSet", "a",
+                                                 "team")["spec"]["suspend"] is False,
+                 timeout=15)
+    found = fake_kube.get("jobset.x-k8s.io/v1alpha2", "JobSet", "a", "team")
+    assert "headstart.io/suspended" not in (found["metadata"].get("labels") or {})
+    assert admitter.suspended_jobs_total == 1 and admitter.released_jobs_total == 1
+
+
 async def test_a_job_headstart_may_not_suspend_has_its_pods_evicted(fake_kube, replicas):
     # Kueue manages the Job (its queue-name label): headstart never touches its
     # suspension, so the gang goes by eviction as any other owner's.
@@ -521,7 +587,7 @@ async def test_a_marked_job_its_owner_resumed_is_unmarked(fake_kube, replicas):
     fake_kube.create(job)
     fake_kube.create(make_node("a1", group="pg-a"))
     admitter = replicas("solo", leading=True)
-    await eventually(lambda: ("team", "a") in admitter.batch_jobs())
+    await eventually(lambda: ("Job", "team", "a") in admitter.batch_jobs())
     await settle(admitter, lambda: "headstart.io/suspended" not in (fake_kube.get(
         "batch/v1", "Job", "a", "team")["metadata"].get("labels") or {}))
     assert fake_kube.get("batch/v1", "Job", "a", "team")["spec"]["suspend"] is False

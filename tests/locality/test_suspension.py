@@ -23,7 +23,7 @@ def job(labels=None, owners=None, **spec):
 
 def test_a_plain_job_may_be_suspended_and_is_not_headstarts():
     seen = job_suspension(job(suspend=False))
-    assert seen.key == ("team", "train") and seen.uid == "u-1"
+    assert seen.key == ("Job", "team", "train") and seen.uid == "u-1"
     assert seen.problem is None and not seen.suspended and not seen.ours
     assert seen.resume_at is None
 
@@ -37,6 +37,43 @@ def test_a_plain_job_may_be_suspended_and_is_not_headstarts():
 ], ids=["managed-by-another", "kueue", "a-jobsets-job", "no-uid"])
 def test_a_job_another_controller_suspends_is_never_headstarts_to_suspend(obj, why):
     assert why in (job_suspension(obj).problem or "")
+
+
+def jobset(labels=None, owners=None, **spec):
+    obj = job(labels, owners, **spec)
+    obj.update(apiVersion="jobset.x-k8s.io/v1alpha2", kind="JobSet")
+    obj["spec"].pop("parallelism")
+    return obj
+
+
+def test_a_jobsets_job_names_its_jobset_and_the_jobset_may_be_suspended():
+    child = job_suspension(job(owners=[{"kind": "JobSet", "name": "js", "controller": True}]))
+    assert child.controller == ("JobSet", "js") and child.problem is not None
+    seen = job_suspension(jobset(suspend=False), "JobSet")
+    assert seen.key == ("JobSet", "team", "train") and seen.where == "JobSet team/train"
+    assert seen.problem is None and seen.controller is None
+    # The JobSet controller's own manager name is its default; another one decides.
+    own = jobset(managedBy="jobset.sigs.k8s.io/jobset-controller")
+    assert job_suspension(own, "JobSet").problem is None
+    assert "spec.managedBy names" in job_suspension(
+        jobset(managedBy="kubernetes.io/job-controller"), "JobSet").problem
+    assert "spec.managedBy names" in job_suspension(
+        job(managedBy="jobset.sigs.k8s.io/jobset-controller")).problem
+
+
+@pytest.mark.parametrize(("obj", "why"), [
+    (jobset(labels={"kueue.x-k8s.io/queue-name": "q"}), "Kueue manages it"),
+    (jobset(owners=[{"kind": "TrainJob", "name": "t", "controller": True}]),
+     "its controller TrainJob t decides"),
+    (jobset(owners=[{"kind": "CronJob", "name": "c", "controller": True}]),
+     "its controller CronJob c decides"),
+], ids=["kueue", "a-trainjobs-jobset", "a-cronjob-controls-no-jobset"])
+def test_a_jobset_another_controller_suspends_is_never_headstarts_to_suspend(obj, why):
+    assert why in (job_suspension(obj, "JobSet").problem or "")
+
+
+def test_another_kind_is_never_suspended():
+    assert "does not suspend a PyTorchJob" in job_suspension(job(), "PyTorchJob").problem
 
 
 def test_a_cronjobs_job_and_the_job_controllers_own_manager_may_be_suspended():

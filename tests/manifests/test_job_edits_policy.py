@@ -1,6 +1,7 @@
-"""The shipped ValidatingAdmissionPolicy `headstart-extender-job-edits`, evaluated with a
-CEL interpreter (cel-python) on updates the extender's account could send: the ones
-headstart sends pass, every other change is refused. kube-apiserver runs the same
+"""The shipped ValidatingAdmissionPolicies `headstart-extender-job-edits` and
+`headstart-extender-jobset-edits`, evaluated with a CEL interpreter (cel-python) on
+updates the extender's account could send: the ones headstart sends pass, every other
+change is refused. kube-apiserver runs the same
 expressions in tests/e2e/test_gang_recovery.py and test_elastic.py; this catches a wrong
 rule without a cluster.
 
@@ -26,12 +27,11 @@ POLICY = Path(__file__).resolve().parents[2] / "manifests" / "base" / "admission
 MARK = "headstart.io/suspended"
 
 
-def _policy() -> dict[str, Any]:
+def _policy(name: str) -> dict[str, Any]:
     for doc in yaml.safe_load_all(POLICY.read_text()):
-        if doc["kind"] == "ValidatingAdmissionPolicy" and \
-                doc["metadata"]["name"] == "headstart-extender-job-edits":
+        if doc["kind"] == "ValidatingAdmissionPolicy" and doc["metadata"]["name"] == name:
             return doc
-    raise AssertionError("headstart-extender-job-edits is not shipped")
+    raise AssertionError(f"{name} is not shipped")
 
 
 ENV = celpy.Environment()
@@ -41,10 +41,11 @@ def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
     return ENV.program(ENV.compile(expression)).evaluate(activation)
 
 
-def refusals(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def refusals(old: dict[str, Any], new: dict[str, Any],
+             policy: str = "headstart-extender-job-edits") -> list[str]:
     """The messages of the validations `new` (an update of `old`) fails; an expression
     that cannot be evaluated fails, as under the policy's `failurePolicy: Fail`."""
-    spec = _policy()["spec"]
+    spec = _policy(policy)["spec"]
     activation: dict[str, Any] = {"object": celpy.json_to_cel(new),
                                   "oldObject": celpy.json_to_cel(old)}
     variables: dict[Any, Any] = {}
@@ -154,3 +155,63 @@ REFUSED = {
 def test_every_other_update_is_refused(case):
     old, patch = REFUSED[case]
     assert refusals(old, merged(old, patch)), f"{case}: allowed"
+
+
+JOBSET_POLICY = "headstart-extender-jobset-edits"
+
+
+def jobset(labels=None, owners=None, **spec):
+    obj = job(labels, owners=owners)
+    obj.update(apiVersion="jobset.x-k8s.io/v1alpha2", kind="JobSet")
+    obj["spec"] = {"suspend": False, "replicatedJobs": [
+        {"name": "workers", "replicas": 1,
+         "template": {"spec": {"parallelism": 2, "template": {"spec": {}}}}}], **spec}
+    return obj
+
+
+def test_what_headstart_sends_a_jobset_passes():
+    plain = jobset()
+    suspended = merged(plain, suspend_patch(job_suspension(plain, "JobSet"), 1764370000.4))
+    assert refusals(plain, suspended, JOBSET_POLICY) == []
+    released = merged(suspended, release_patch(job_suspension(suspended, "JobSet")))
+    assert refusals(suspended, released, JOBSET_POLICY) == []
+    resumed = merged(suspended, {"spec": {"suspend": False}})
+    assert refusals(resumed, merged(resumed, release_patch(
+        job_suspension(resumed, "JobSet"))), JOBSET_POLICY) == []
+
+
+SUSPEND = {"metadata": {"labels": {MARK: "5"}}, "spec": {"suspend": True}}
+JOBSET_REFUSED = {
+    "suspending a JobSet Kueue manages": (jobset(labels={"kueue.x-k8s.io/queue-name": "q"}),
+                                          SUSPEND),
+    "suspending a TrainJob's JobSet": (
+        jobset(owners=[{"kind": "TrainJob", "name": "t", "controller": True}]), SUSPEND),
+    "suspending a JobSet another controller manages": (
+        jobset(managedBy="kueue.x-k8s.io/multikueue"), SUSPEND),
+    "suspending without the mark": (jobset(), {"spec": {"suspend": True}}),
+    "resuming a JobSet headstart did not suspend": (jobset(suspend=True),
+                                                    {"spec": {"suspend": False}}),
+    "removing the mark yet keeping it suspended": (
+        jobset(labels={MARK: "5"}, suspend=True), {"metadata": {"labels": {MARK: None}}}),
+    "the replicated jobs with a suspension": (
+        jobset(), {**SUSPEND, "spec": {"suspend": True, "replicatedJobs": []}}),
+    "a TTL with a release": (
+        jobset(labels={MARK: "5"}, suspend=True),
+        {"metadata": {"labels": {MARK: None}},
+         "spec": {"suspend": False, "ttlSecondsAfterFinished": 1}}),
+    "another label with a suspension": (
+        jobset(), {"metadata": {"labels": {MARK: "5", "team": "x"}},
+                   "spec": {"suspend": True}}),
+    "an annotation with a release": (
+        jobset(labels={MARK: "5"}, suspend=True),
+        {"metadata": {"labels": {MARK: None}, "annotations": {"x": "y"}},
+         "spec": {"suspend": False}}),
+    "any change but a suspension or a release": (
+        jobset(), {"metadata": {"labels": {"team": "x"}}}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(JOBSET_REFUSED))
+def test_every_other_update_of_a_jobset_is_refused(case):
+    old, patch = JOBSET_REFUSED[case]
+    assert refusals(old, merged(old, patch), JOBSET_POLICY), f"{case}: allowed"

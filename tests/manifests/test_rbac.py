@@ -223,6 +223,23 @@ def seed_elastic_jobs(fake_kube) -> None:
         fake_kube.create(pod)
 
 
+def seed_marked_jobset(fake_kube) -> None:
+    """A JobSet carrying headstart's suspension mark whose owner resumed it: the
+    admitter unmarks it (a patch of the JobSet, as a release is)."""
+    fake_kube.create({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "resumed", "namespace": "default",
+                     "labels": {"headstart.io/suspended": "1"}},
+        "spec": {"suspend": False, "replicatedJobs": [
+            {"name": "w", "replicas": 1, "template": {"spec": {"parallelism": 1}}}]}})
+
+
+def jobset_unmarked(fake_kube) -> None:
+    wait_until(lambda: "headstart.io/suspended" not in (fake_kube.get(
+        "jobset.x-k8s.io/v1alpha2", "JobSet", "resumed", "default")["metadata"].get(
+        "labels") or {}), 30, "the admitter to unmark the JobSet its owner resumed")
+
+
 def elastic_owners_resized(fake_kube) -> None:
     def resized() -> bool:
         job = fake_kube.get("batch/v1", "Job", "elastic", "default")
@@ -280,6 +297,7 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
                       "metadata": {"name": "gated", "namespace": "default"},
                       "spec": {"minMember": 1}})
     seed_elastic_jobs(fake_kube)
+    seed_marked_jobset(fake_kube)
     port, ops_port = free_port(), free_port()
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     config = tmp_path / "extender.yaml"
@@ -290,7 +308,7 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
         f"http://127.0.0.1:{ops_port}/readyz",
         then=[lambda: post_filter(port), lambda: post_bind(port, fake_kube),
               lambda: gate_lifted(fake_kube), lambda: elastic_owners_resized(fake_kube),
-              lambda: records_kept_and_deleted(fake_kube)],
+              lambda: jobset_unmarked(fake_kube), lambda: records_kept_and_deleted(fake_kube)],
     )
     assert result.returncode == 0, result.stderr[-2000:]
     calls = rbac_calls(fake_kube)

@@ -98,6 +98,10 @@ JOBSETS = [
     (jobset("js", conditions=(condition("Completed"),)), [], "completed"),
     (jobset("js", labels=QUEUED), [("jobsets", "js", 1, None), ("jobsets", "js", 6, None)],
      "queued-in-kueue-not-due"),
+    # suspended by headstart's admitter to evict its gang: due when it resumes the JobSet
+    (jobset("js", labels={"headstart.io/suspended": str(int(NOW + 600))},
+            conditions=(condition("Suspended", NOW - 10 * HOUR),)),
+     [("jobsets", "js", 1, 600), ("jobsets", "js", 6, 600)], "suspended-by-headstart"),
 ]
 
 

@@ -60,10 +60,12 @@ def test_body_and_parse_round_trip():
 def test_the_jobs_an_eviction_suspended_round_trip():
     body = gang_body(JOB, GangState.EVICTED, size=2, level="placement-group",
                      policy="required", now=0.0, evictions=1, requeue_at=60.0,
-                     suspended_jobs=(("a", "uid-a"),))
-    assert body["status"]["suspendedJobs"] == [{"name": "a", "uid": "uid-a"}]
+                     suspended_jobs=(("Job", "a", "uid-a"), ("JobSet", "s", "uid-s")))
+    assert body["status"]["suspendedJobs"] == [{"kind": "Job", "name": "a", "uid": "uid-a"},
+                                               {"kind": "JobSet", "name": "s", "uid": "uid-s"}]
     record = parse_gang(body)
-    assert record.suspended_jobs == (("a", "uid-a"),) and record.requeue_at == 60.0
+    assert record.suspended_jobs == (("Job", "a", "uid-a"), ("JobSet", "s", "uid-s")) \
+        and record.requeue_at == 60.0
     plain = gang_body(JOB, GangState.EVICTED, size=2, level="placement-group",
                       policy="required", now=0.0, requeue_at=60.0)
     assert "suspendedJobs" not in plain["status"]
@@ -167,7 +169,7 @@ def test_every_record_the_admitter_writes_is_valid_for_the_shipped_crd(state):
     body = gang_body(JOB, state, size=4, level="placement-group", policy="required",
                      domain=PG_A, label_key="headstart.io/placement-group", new_nodes=1,
                      reason="r", message="m" * 2000, now=0.0, evictions=2, requeue_at=60.0,
-                     suspended_jobs=(("a", "uid-a"), ("b", "uid-b")))
+                     suspended_jobs=(("Job", "a", "uid-a"), ("JobSet", "b", "uid-b")))
     jsonschema.validate(body, schema)
     kept = _schema_fields(schema)
     pruned = {path for path in _body_fields(body) if path[:1] != ("metadata",)} - kept

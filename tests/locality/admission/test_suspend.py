@@ -1,4 +1,4 @@
-"""Which Jobs an eviction suspends, and which Jobs headstart suspended are released."""
+"""Which Jobs or JobSets an eviction suspends, and which headstart suspended are released."""
 
 from __future__ import annotations
 
@@ -11,6 +11,16 @@ from tests.locality.builders import make_pod
 
 def job(name, **changes):
     return replace(JobSuspension("ns", name, f"uid-{name}", False, None), **changes)
+
+
+def jobset(name, **changes):
+    return job(name, kind="JobSet", **changes)
+
+
+def jobsets_job(name, owner, **changes):
+    """A JobSet's Job: never suspendable itself (its JobSet decides)."""
+    return job(name, controller=("JobSet", owner), problem="its controller decides",
+               **changes)
 
 
 def pod(name, controller=("Job", "a")):
@@ -33,7 +43,11 @@ def test_a_gang_over_two_jobs_suspends_both_in_name_order():
 def test_one_member_not_a_suspendable_jobs_sends_the_whole_gang_to_eviction():
     a = job("a")
     cases = {
-        "a member of a JobSet's": ([pod("p0"), pod("p1", ("StatefulSet", "s"))], jobs(a)),
+        "a member of a StatefulSet's": ([pod("p0"), pod("p1", ("StatefulSet", "s"))], jobs(a)),
+        "a JobSet's Job, its JobSet not seen": ([pod("p0", ("Job", "w"))],
+                                                jobs(jobsets_job("w", "js"))),
+        "a JobSet headstart may not suspend": (
+            [pod("p0", ("Job", "w"))], jobs(jobsets_job("w", "js"), jobset("js", problem="x"))),
         "a member without a controller": ([pod("p0"), pod("p1", None)], jobs(a)),
         "a Job not seen": ([pod("p0")], {}),
         "a Job headstart may not suspend": ([pod("p0")], jobs(job("a", problem="kueue"))),
@@ -41,6 +55,18 @@ def test_one_member_not_a_suspendable_jobs_sends_the_whole_gang_to_eviction():
     }
     for what, (pods, seen) in cases.items():
         assert jobs_to_suspend(pods, seen) == (), what
+
+
+def test_a_jobsets_gang_suspends_its_jobset_once():
+    # Leader and workers: two Jobs of one JobSet; the JobSet is what is suspended.
+    seen = jobs(jobsets_job("js-leader-0", "js"), jobsets_job("js-workers-0", "js"),
+                jobset("js"))
+    pods = [pod("l0", ("Job", "js-leader-0")), pod("w0", ("Job", "js-workers-0")),
+            pod("w1", ("Job", "js-workers-0"))]
+    assert jobs_to_suspend(pods, seen) == (jobset("js"),)
+    # A Job and a JobSet of the same name are two things.
+    assert jobs_to_suspend([pod("p0", ("Job", "js"))], {**seen, **jobs(job("js"))}) == (
+        job("js"),)
 
 
 def test_more_jobs_than_the_record_holds_go_by_eviction():
@@ -56,5 +82,17 @@ def test_a_suspended_job_is_released_when_its_time_has_come_and_not_before():
     unseen = job("unseen", suspended=True, resume_at=50.0)  # its controller has not acted
     owners = job("owners", suspended=True)  # suspended by its owner: not headstart's
     resumed = job("resumed", suspended=False, resume_at=500.0)  # its owner resumed it
-    assert jobs_to_release([later, owners, resumed, unseen, due], 100.0) == [due, resumed]
-    assert jobs_to_release([later], 101.0) == [later]
+    assert jobs_to_release(jobs(later, owners, resumed, unseen, due), 100.0) == [due, resumed]
+    assert jobs_to_release(jobs(later), 101.0) == [later]
+
+
+def test_a_jobset_is_released_once_the_job_controller_has_acted_on_each_of_its_jobs():
+    js = jobset("js", suspended=True, resume_at=100.0, acknowledged=True)
+    done = jobsets_job("js-a", "js", suspended=True, acknowledged=True)
+    busy = jobsets_job("js-b", "js", suspended=True)  # its pods not yet deleted
+    other = jobsets_job("x-a", "x", suspended=True)  # another JobSet's: not waited for
+    assert jobs_to_release(jobs(js, done, busy, other), 100.0) == []
+    assert jobs_to_release(jobs(js, done, replace(busy, acknowledged=True), other),
+                           100.0) == [js]
+    # Not acknowledged by the JobSet controller itself: not yet.
+    assert jobs_to_release(jobs(replace(js, acknowledged=False), done), 100.0) == []
