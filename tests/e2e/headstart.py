@@ -219,12 +219,14 @@ def extender_on_nodes(e2e_clusters: Any, name: str, nodes: Mapping[str, str | No
 
 def extender_on(e2e_clusters: Any, name: str, nodes: Sequence[dict[str, Any]],
                 logs: Sequence[str], settings: dict[str, Any] | None = None,
-                coscheduling: bool = True) -> tuple[ControlPlane, Extender, int]:
+                coscheduling: bool = True, crds: Sequence[Path] = ()
+                ) -> tuple[ControlPlane, Extender, int]:
     """A headstart cluster (no autoscaler) with these Node objects and a ready extender
     (config sections `settings` replaced) whose cache holds them all and the anchor node;
     returns (cluster, extender, its port). Not `coscheduling`: its scheduler runs as the
-    without-coscheduling component installs it."""
-    spec, port = headstart_cluster(coscheduling=coscheduling)
+    without-coscheduling component installs it. `crds`: more CRDs, installed before the
+    extender starts (so it watches them from its first list)."""
+    spec, port = headstart_cluster(coscheduling=coscheduling, crds=tuple(crds))
     cluster = e2e_clusters.start(spec, name)
     for node in nodes:
         cluster.kube.create("/api/v1/nodes", node)

@@ -178,7 +178,7 @@ def test_a_plain_jobs_gang_is_suspended_not_failed_and_resumed(recovery_cluster,
         cluster, namespace, "plain", "Evicted"), TIMEOUT_S + 30, LOGS)
     evicted_s = time.monotonic() - admitted
     uid = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/plain")["metadata"]["uid"]
-    assert record["status"]["suspendedJobs"] == [{"name": "plain", "uid": uid}]
+    assert record["status"]["suspendedJobs"] == [{"kind": "Job", "name": "plain", "uid": uid}]
 
     def resumed():
         job = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/plain")
