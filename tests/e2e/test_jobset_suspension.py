@@ -135,24 +135,18 @@ def start_jobset_controller(cluster, binary: Path) -> None:
                 {"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]}
         return out
 
-    admission = "/apis/admissionregistration.k8s.io/v1"
-    cluster.kube.create(f"{admission}/mutatingwebhookconfigurations", {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "jobset-mutating-webhook-configuration"},
-        "webhooks": [
-            hook("mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset",
-                 "jobset.x-k8s.io", "jobsets", ["CREATE"], False),
-            hook("mpod.kb.io", "/mutate--v1-pod", "", "pods", ["CREATE"], True)]})
-    cluster.kube.create(f"{admission}/validatingwebhookconfigurations", {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "jobset-validating-webhook-configuration"},
-        "webhooks": [
-            hook("vjobset.kb.io", "/validate-jobset-x-k8s-io-v1alpha2-jobset",
-                 "jobset.x-k8s.io", "jobsets", ["CREATE", "UPDATE"], False),
-            hook("vpod.kb.io", "/validate--v1-pod", "", "pods", ["CREATE"], True)]})
-
+    for kind, verb, jobset_operations in (("Mutating", "mutate", ["CREATE"]),
+                                          ("Validating", "validate", ["CREATE", "UPDATE"])):
+        cluster.kube.create(
+            f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}webhookconfigurations", {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": f"{kind}WebhookConfiguration",
+                "metadata": {"name": f"jobset-{kind.lower()}-webhook-configuration"},
+                "webhooks": [
+                    hook(f"{verb[0]}jobset.kb.io", f"/{verb}-jobset-x-k8s-io-v1alpha2-jobset",
+                         "jobset.x-k8s.io", "jobsets", jobset_operations, False),
+                    hook(f"{verb[0]}pod.kb.io", f"/{verb}--v1-pod", "", "pods", ["CREATE"],
+                         True)]})
 
 def jobset(name: str, size: int, labels: dict[str, str] | None = None,
            suspend: bool = False) -> dict[str, Any]:
