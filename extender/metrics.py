@@ -263,13 +263,17 @@ class _AdmitterCollector(Collector):
                                   "Gangs evicted whole for a higher-priority job.",
                                   value=admitter.preempted_gangs_total)
         yield CounterMetricFamily("headstart_admitter_jobs_suspended",
-                                  "batch/v1 Jobs suspended to evict their gang whole "
-                                  "(admission.suspend_jobs).",
+                                  "batch/v1 Jobs and JobSets suspended to evict their gang "
+                                  "whole (admission.suspend_jobs).",
                                   value=admitter.suspended_jobs_total)
         yield CounterMetricFamily("headstart_admitter_jobs_resumed",
-                                  "Jobs headstart suspended, resumed once their gang's "
-                                  "backoff was over.",
+                                  "Jobs and JobSets headstart suspended, resumed once their "
+                                  "gang's backoff was over.",
                                   value=admitter.released_jobs_total)
+        yield CounterMetricFamily("headstart_admitter_events_dropped",
+                                  "Events the admitter gave up on: refused by the API, or "
+                                  "not taken in 12 tries (one per round).",
+                                  value=admitter.events_dropped_total)
         yield CounterMetricFamily("headstart_admitter_jobs_resized",
                                   "Elastic jobs whose owner was set to a new size "
                                   "(admitted smaller, scaled in or out).",

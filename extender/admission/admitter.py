@@ -47,7 +47,7 @@ Must not: decide admissions (the core does); touch the cache from a worker threa
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import collections
 import functools
 import json
 import logging
@@ -94,6 +94,11 @@ from locality.jobs import job_key_of
 from locality.model import JobKey, Locality, Pod
 from locality.suspension import SUSPENSION_API_VERSIONS, JobName, JobSuspension
 
+EVENT_TRIES = 12
+"""Tries per Event before it is dropped: client-go's event recorder's maxTriesPerEvent
+(tools/record/event.go); here one try per applied round."""
+UNSENT_EVENTS = 1000
+"""Events kept for another try at most (the oldest goes first)."""
 log = logging.getLogger("headstart.extender.admitter")
 
 COMPONENT = "headstart-admitter"
@@ -169,6 +174,11 @@ class Admitter:
         self.released_jobs_total = 0
         self._refused: set[tuple[str, str, str, int]] = set()
         """Resizes the API refused, each said once (an Event on the owner)."""
+        self._unsent_events: collections.deque[tuple[int, dict[str, Any]]] = \
+            collections.deque(maxlen=UNSENT_EVENTS)
+        """Events the API did not take (a fault, not a refusal): (tries so far, body),
+        sent again at the start of each applied round."""
+        self.events_dropped_total = 0
         self._announced: dict[JobKey, WaitCode] = {}
         self._seen_version = -1
         self.autoscaler = AutoscalerStatus()
@@ -404,6 +414,7 @@ class Admitter:
                after: list[Transition | Eviction | Resize], orphans: list[GangRecord]
                ) -> Outcome:
         self._seen_records = records
+        self._send_unsent_events()
         patched = failed = 0
         for admission in planned.admissions:
             gang_uid = self._record(admission.job, GangState.ADMITTED, now, admission=admission)
@@ -736,8 +747,34 @@ class Admitter:
             "reportingInstance": self.identity, "firstTimestamp": stamp,
             "lastTimestamp": stamp, "count": 1,
         }
-        with contextlib.suppress(Exception):  # an Event is best effort, never a failure
-            core.create_namespaced_event(namespace, body, _request_timeout=10)
+        self._send_event(body, 0)
+
+    def _send_event(self, body: dict[str, Any], tries: int) -> None:
+        """Create the Event. A fault (the API unreachable, a 5xx, a timeout) keeps it for
+        the next round, up to EVENT_TRIES tries in all, as client-go's event recorder
+        retries; a refusal (4xx) drops it. Never a failure of the round."""
+        assert self._core is not None
+        try:
+            self._core.create_namespaced_event(body["metadata"]["namespace"], body,
+                                               _request_timeout=10)
+            return
+        except ApiException as error:
+            if error.status is not None and 400 <= error.status < 500 and error.status != 429:
+                self.events_dropped_total += 1
+                return
+        except Exception:  # noqa: BLE001 - transport faults: kept for the next round
+            pass
+        if tries + 1 >= EVENT_TRIES:
+            self.events_dropped_total += 1
+        else:
+            if len(self._unsent_events) == self._unsent_events.maxlen:
+                self.events_dropped_total += 1  # the oldest goes
+            self._unsent_events.append((tries + 1, body))
+
+    def _send_unsent_events(self) -> None:
+        for _ in range(len(self._unsent_events)):
+            tries, body = self._unsent_events.popleft()
+            self._send_event(body, tries)
 
 
 @functools.cache

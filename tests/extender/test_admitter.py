@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from extender.admission.admitter import AUTOSCALER_STATUS_SECONDS, Admitter
+from extender.admission.admitter import AUTOSCALER_STATUS_SECONDS, Admitter, _job_reference
 from extender.binder import ApiBinder
 from extender.cache import ClusterCache
 from extender.sync import ClusterSync
@@ -559,6 +559,30 @@ async def test_a_jobsets_gang_is_evicted_by_suspending_the_jobset(fake_kube, rep
     found = fake_kube.get("jobset.x-k8s.io/v1alpha2", "JobSet", "a", "team")
     assert "headstart.io/suspended" not in (found["metadata"].get("labels") or {})
     assert admitter.suspended_jobs_total == 1 and admitter.released_jobs_total == 1
+
+
+async def test_an_event_the_api_failed_to_take_is_sent_at_the_next_round(fake_kube,
+                                                                        replicas):
+    # The API answers an Event with 503 through all of the throttle's 4 attempts (an
+    # outage longer than its backoff): the Event is kept and sent at the next applied
+    # round (client-go's recorder retries the same way), not lost; a 4xx refusal drops
+    # it and counts it.
+    admitter, _ = await evicted_job_gang(fake_kube, replicas)
+    job = _job_reference(admitter._round_jobs[("Job", "team", "a")])
+
+    def reasons():
+        return [r for r, _ in events_for(fake_kube, "a")]
+
+    fake_kube.fail_next("POST", "/events", 503, count=4)
+    admitter._event_on(job, "HeadstartKept", "sent again", time.time())
+    assert "HeadstartKept" not in reasons()
+    await settle(admitter, lambda: "HeadstartKept" in reasons())
+    assert admitter.events_dropped_total == 0
+    fake_kube.fail_next("POST", "/events", 403)
+    admitter._event_on(job, "HeadstartRefused", "dropped", time.time())
+    for _ in range(2):
+        await admitter.round(time.time())
+    assert admitter.events_dropped_total == 1 and "HeadstartRefused" not in reasons()
 
 
 async def test_a_job_headstart_may_not_suspend_has_its_pods_evicted(fake_kube, replicas):
