@@ -11,7 +11,8 @@ any tenant who can create one can write, and never by default):
 - a Kubeflow PyTorchJob (`kubeflow.org/v1`): the size is its `Worker` replicas (its
   `Master`, if any, is not resized). When it declares `spec.elasticPolicy`, the
   annotations must lie within `minReplicas`..`maxReplicas`. The training operator
-  removes the workers whose replica index is at or above the new count.
+  removes the workers whose replica index is at or above the new count. Its other
+  replicas (the Master) are still the job's pods: the job is `size + others` pods.
 Both owners remove the highest indices, so headstart cannot choose which workers go
 (`Removal.HIGHEST_INDEX`); KOD2's order (workers on nodes without the job's PS first,
 `Removal.PS_NODES_LAST`) is the rule where an owner removes the pods it is told to.
@@ -79,6 +80,14 @@ class ElasticOwner:
     """The owner's resourceVersion when read: the resize patch's precondition."""
     uid: str = ""
     """The owner's uid: a worker plan (`locality.worker_plans`) names the very object."""
+    others: int = 0
+    """The pods the owner creates that a resize never touches (a PyTorchJob's Master and
+    any other non-Worker replicas; none for an Indexed Job)."""
+
+    def pods(self, size: int) -> int:
+        """The job's pods when the owner is at `size`: the gang's size, its PodGroup's
+        minMember."""
+        return size + self.others
 
     @property
     def where(self) -> str:
@@ -102,7 +111,7 @@ def elastic_owner(obj: Any, kind: str) -> ElasticOwner | None:
     try:
         bounds = _bounds(annotations, where)
         spec = mapping(obj.get("spec"), f"{where}: spec")
-        size = _size(spec, kind, bounds, where)
+        size, others = _size(spec, kind, bounds, where)
     except InputError as error:
         return ElasticOwner(kind, namespace, name, 0, None, problem=str(error),
                             resource_version=version, uid=uid)
@@ -111,7 +120,8 @@ def elastic_owner(obj: Any, kind: str) -> ElasticOwner | None:
             f"{where}: its size {size} is outside {MIN_SIZE_ANNOTATION}={bounds.minimum} .. "
             f"{MAX_SIZE_ANNOTATION}={bounds.maximum}; set the size within them"),
             resource_version=version, uid=uid)
-    return ElasticOwner(kind, namespace, name, size, bounds, resource_version=version, uid=uid)
+    return ElasticOwner(kind, namespace, name, size, bounds, resource_version=version, uid=uid,
+                        others=others)
 
 
 def _bounds(annotations: Mapping[str, Any], where: str) -> Bounds:
@@ -133,7 +143,8 @@ def _bounds(annotations: Mapping[str, Any], where: str) -> Bounds:
     return Bounds(minimum, maximum)
 
 
-def _size(spec: Mapping[str, Any], kind: str, bounds: Bounds, where: str) -> int:
+def _size(spec: Mapping[str, Any], kind: str, bounds: Bounds, where: str) -> tuple[int, int]:
+    """(the size a resize changes, the owner's other pods)."""
     if kind == "Job":
         parallelism = whole(spec.get("parallelism"), f"{where}: spec.parallelism", 1)
         completions = spec.get("completions")
@@ -142,7 +153,7 @@ def _size(spec: Mapping[str, Any], kind: str, bounds: Bounds, where: str) -> int
             raise InputError(
                 f"{where}: only an Indexed Job with completions equal to parallelism can be "
                 "resized (Kubernetes changes both together); this Job cannot")
-        return parallelism
+        return parallelism, 0
     if kind == "PyTorchJob":
         specs = mapping(spec.get("pytorchReplicaSpecs"), f"{where}: spec.pytorchReplicaSpecs")
         worker = mapping(specs.get(PYTORCH_WORKER),
@@ -162,7 +173,11 @@ def _size(spec: Mapping[str, Any], kind: str, bounds: Bounds, where: str) -> int
                 f"{where}: {MIN_SIZE_ANNOTATION}..{MAX_SIZE_ANNOTATION} "
                 f"({bounds.minimum}..{bounds.maximum}) must lie within its elasticPolicy "
                 f"minReplicas..maxReplicas ({low}..{high if high is not None else 'unset'})")
-        return size
+        others = sum(whole(mapping(replica, f"{where}: spec.pytorchReplicaSpecs.{name}")
+                           .get("replicas"), f"{where}: spec.pytorchReplicaSpecs.{name}.replicas",
+                           1)
+                     for name, replica in specs.items() if name != PYTORCH_WORKER)
+        return size, others
     raise InputError(f"{where}: a {kind} cannot be resized by headstart (elastic jobs are "
                      "Indexed Jobs and PyTorchJobs)")
 

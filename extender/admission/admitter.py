@@ -553,11 +553,11 @@ class Admitter:
         self.resized_jobs_total += 1
         record = self._seen_records.get(resize.job)
         if record is not None and record.state.holds_domain:
-            self._record(resize.job, record.state, now, message=resize.reason,
-                         size=resize.after)
+            # The gang's pods, not the owner's count: a PyTorchJob's master stays.
+            pods = owner.pods(resize.after)
+            self._record(resize.job, record.state, now, message=resize.reason, size=pods)
             if self.config.pod_groups and self._pod_groups is not None:
-                self._pod_groups.resize(resize.job, pod_group_name(resize.job.name),
-                                        resize.after)
+                self._pod_groups.resize(resize.job, pod_group_name(resize.job.name), pods)
         self._event_on(involved, "HeadstartResized",
                        f"{resize.before} -> {resize.after}: {resize.reason}", now)
 

@@ -174,7 +174,7 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
     elastic = next((p.elastic for p in gated
                     if p.elastic is not None and p.elastic.bounds is not None), None)
     if elastic is not None:  # resized by headstart: the owner's count, whatever pods say
-        size, awaiting, owner_wait = elastic.size, None, None
+        size, awaiting, owner_wait = elastic.pods(elastic.size), None, None
     level = (locality.topology_levels[policy.topology_level].name
              if policy.topology_level is not None else PLACEMENT_GROUP_LEVEL)
     recorded = None

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from locality.admission.model import Resize
 from locality.admission.record import GangRecord, GangState, is_member, whole
-from locality.admission.resize import pod_index
+from locality.admission.resize import pod_index, resized
 from locality.model import JobKey, Pod
 
 
@@ -122,12 +122,18 @@ def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequ
 
 def _shrink_back(record: GangRecord, live: Sequence[Pod], timeout: float) -> Resize | None:
     """An elastic gang whose unbound workers are its highest indices, resized to its
-    bound ones (at least its minimum); None when that does not apply."""
+    bound ones (at least its minimum; its other members, a PyTorchJob's master, all
+    bound); None when that does not apply."""
     owner = next((pod.elastic for pod in live if pod.elastic is not None), None)
     if owner is None or owner.bounds is None:
         return None
-    bound = [pod for pod in live if pod.node_name is not None]
-    unbound = [pod for pod in live if pod.node_name is None]
+    # The workers a resize changes: a PyTorchJob's master is kept whatever its index.
+    workers = [pod for pod in live if resized(pod)]
+    if len(workers) < len(live) and any(pod.node_name is None for pod in live
+                                        if not resized(pod)):
+        return None  # an unbound master: no resize brings the gang back whole
+    bound = [pod for pod in workers if pod.node_name is not None]
+    unbound = [pod for pod in workers if pod.node_name is None]
     indices = [pod_index(pod) for pod in unbound]
     bound_indices = [pod_index(pod) for pod in bound]
     if not bound or not unbound or None in indices or None in bound_indices or \

@@ -69,6 +69,8 @@ def test_an_owner_that_cannot_be_resized_says_why_and_where(job, problem):
 def test_a_pytorchjob_resizes_its_workers_within_its_elastic_policy():
     owner = elastic_owner(pytorchjob(policy={"minReplicas": 1, "maxReplicas": 8}), "PyTorchJob")
     assert (owner.size, owner.bounds) == (3, Bounds(2, 6))
+    # The Master is no worker but still one of the job's pods: 3 workers + 1 master.
+    assert (owner.others, owner.pods(owner.size)) == (1, 4)
     assert scale_patch(owner, 5) == {
         "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 5}}}}
     outside = elastic_owner(pytorchjob(policy={"minReplicas": 3, "maxReplicas": 4}),

@@ -161,7 +161,7 @@ def test_an_owner_that_opted_in_but_cannot_be_resized_says_why_and_keeps_its_siz
 
 
 def test_a_pytorchjob_is_resized_by_its_workers_and_keeps_its_master():
-    owner = ElasticOwner("PyTorchJob", "ns", "pt", 3, Bounds(1, 3))
+    owner = ElasticOwner("PyTorchJob", "ns", "pt", 3, Bounds(1, 3), others=1)
     pods = []
     for name, kind, index in (("pt-master-0", "master", 0), ("pt-worker-0", "worker", 0),
                               ("pt-worker-1", "worker", 1), ("pt-worker-2", "worker", 2)):
@@ -171,6 +171,11 @@ def test_a_pytorchjob_is_resized_by_its_workers_and_keeps_its_master():
                                          if k != "headstart.io/job-size"},
                             labels={**pod.labels, "training.kubeflow.org/replica-type": kind,
                                     "training.kubeflow.org/replica-index": str(index)}))
+    # The job is its 4 pods: the operator creates the master as well as the 3 workers.
+    (gathered,) = gather(pods, {}, lambda key: pods, LOCALITY, CONFIG).jobs
+    assert gathered.size == 4
+    # Until the last of them exists it is not whole: not admitted.
+    assert decide(pods[:3], layout={"pg-a": 4}).admissions == ()
     result = decide(pods, layout={"pg-a": 3})
     assert resizes(result) == {"ns/pt": (3, 2, [])}
     # Once the operator has 2 workers, the master and workers 0 and 1 are admitted.

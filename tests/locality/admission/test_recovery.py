@@ -126,6 +126,22 @@ def test_an_elastic_gang_whose_new_workers_found_no_room_is_resized_back_not_evi
     assert act(GangState.RECOVERING, NOW - 10, grown, size=4) == []
 
 
+def test_a_pytorchjob_is_resized_back_to_its_bound_workers_not_counting_its_master():
+    from locality.elastic import Bounds, ElasticOwner
+
+    # Master + 3 workers after a scale-out from 1: workers 1 and 2 found no room. The
+    # master (replica index 0 too) is no worker: back to 1 worker, not 2.
+    owner = ElasticOwner("PyTorchJob", "ns", "a", 3, Bounds(1, 3), others=1)
+    grown = [pod(f"a-{kind}-{i}", node=node, elastic=owner, labels={
+        "headstart.io/job": "a", "training.kubeflow.org/replica-type": kind,
+        "training.kubeflow.org/replica-index": str(i)})
+        for kind, i, node in (("master", 0, "n1"), ("worker", 0, "n2"),
+                              ("worker", 1, None), ("worker", 2, None))]
+    (action,) = act(GangState.RECOVERING, NOW - TIMEOUT - 1, grown, size=4)
+    assert (action.before, action.after) == (3, 1)
+    assert "resized back to the 1 bound" in action.reason
+
+
 @pytest.mark.parametrize("placed,minimum", [
     ({0: None, 1: "n2", 2: "n3", 3: None}, 1),  # a low index unbound: a replacement
     ({0: "n1", 1: None, 2: None, 3: None}, 2),  # fewer bound than its minimum
