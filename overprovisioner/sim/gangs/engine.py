@@ -273,7 +273,7 @@ class GangRun(ClusterSide):
     def _owner(self, run: _Job) -> ElasticOwner:
         low, high = run.job.bounds or (run.size, run.size)
         return ElasticOwner("PyTorchJob", NAMESPACE, run.job.name, run.size, Bounds(low, high),
-                            uid=f"uid-{run.job.name}")
+                            uid=f"uid-{run.job.name}", others=len(run.job.fixed))
 
     def _resize(self, resize: Resize, now: float) -> None:
         run = self.by_name[resize.job.name]
