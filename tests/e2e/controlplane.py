@@ -110,6 +110,17 @@ def binaries_problem(environ: Mapping[str, str] = os.environ) -> str | None:
     return None
 
 
+
+def optional_problem(needed: tuple[Path | str, ...], how: str) -> str | None:
+    """Why an optional third-party component cannot run here (None: it can): the first of
+    `needed` absent from HEADSTART_E2E_BIN, and `how` to get it."""
+    directory = Path(os.environ.get(ENV_VAR, ""))
+    for path in needed:
+        if not (directory / path).is_file():
+            return f"{ENV_VAR}/{path} is absent: {how}"
+    return None
+
+
 def pod_group_crd(environ: Mapping[str, str] = os.environ) -> Path:
     """scheduler-plugins' PodGroup CRD beside the binaries (checked by binaries_problem)."""
     return Path(environ.get(ENV_VAR, "")) / POD_GROUP_CRD

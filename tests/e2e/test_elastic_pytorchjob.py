@@ -49,7 +49,7 @@ from kubernetes.client.exceptions import ApiException
 
 from extender.admission.resizer import MERGE_PATCH
 from tests.e2e import installed
-from tests.e2e.controlplane import ENV_VAR
+from tests.e2e.controlplane import ENV_VAR, optional_problem
 from tests.e2e.headstart import extender_on
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER, bound_node, kwok_node
@@ -74,13 +74,9 @@ BOUNDS = {"headstart.io/min-size": "1", "headstart.io/max-size": "3"}
 
 def operator_problem() -> str | None:
     """Why the training operator cannot run here (None: it can)."""
-    directory = Path(os.environ.get(ENV_VAR, ""))
-    for needed in (OPERATOR, CRD):
-        if not (directory / needed).is_file():
-            return (f"{ENV_VAR}/{needed} is absent: build kubeflow/training-operator's v1 "
-                    "manager and copy its PyTorchJob CRD there to run the elastic "
-                    "PyTorchJob tests")
-    return None
+    return optional_problem((OPERATOR, CRD), "build kubeflow/training-operator's v1 manager "
+                            "and copy its PyTorchJob CRD there to run the elastic PyTorchJob "
+                            "tests")
 
 
 @pytest.fixture(scope="module")

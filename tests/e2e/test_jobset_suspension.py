@@ -43,7 +43,7 @@ from kubernetes.client.exceptions import ApiException
 
 from extender.admission.resizer import MERGE_PATCH
 from tests.e2e import installed
-from tests.e2e.controlplane import ENV_VAR
+from tests.e2e.controlplane import ENV_VAR, optional_problem
 from tests.e2e.headstart import extender_on
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node, kwok_node
@@ -61,12 +61,8 @@ BACKOFF_S = 5
 
 def jobset_problem() -> str | None:
     """Why the JobSet controller cannot run here (None: it can)."""
-    directory = Path(os.environ.get(ENV_VAR, ""))
-    for needed in (CONTROLLER, CRD):
-        if not (directory / needed).is_file():
-            return (f"{ENV_VAR}/{needed} is absent: build kubernetes-sigs/jobset's manager "
-                    "and copy its CRD there to run the JobSet suspension tests")
-    return None
+    return optional_problem((CONTROLLER, CRD), "build kubernetes-sigs/jobset's manager and "
+                            "copy its CRD there to run the JobSet suspension tests")
 
 
 @pytest.fixture(scope="module")
