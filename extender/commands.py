@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import ssl
 import sys
 
 from aiohttp import web
@@ -28,7 +29,7 @@ from extender.cache import ClusterCache
 from extender.config import load_config
 from extender.gate_webhook import GATE_APP, create_gate_app, serve_gate
 from extender.sync import ClusterSync
-from extender.tls import server_context
+from extender.tls import keep_reloaded, server_context
 from kube.client import load_api_client
 from kube.informer import WatchSettings
 from kube.leader import LeaderElector
@@ -52,14 +53,18 @@ def serve(config, api_client) -> None:
     """Run until SIGTERM/SIGINT (blocking)."""
 
     ssl_context = ops_context = None
+    serving: list[ssl.SSLContext] = []
     if config.tls_cert_file and config.tls_key_file:
-        # The ops port (kubelet's probes, Prometheus) never asks for a client
-        # certificate; kube-scheduler's port does when tls_client_ca_file is set.
-        ops_context = server_context(config.tls_cert_file, config.tls_key_file,
-                                     "tls_cert_file/tls_key_file")
-        ssl_context = ops_context if config.tls_client_ca_file is None else server_context(
-            config.tls_cert_file, config.tls_key_file, "tls_cert_file/tls_key_file",
-            config.tls_client_ca_file)
+        # kube-scheduler's port asks for a client certificate when tls_client_ca_file is
+        # set; the ops port (kubelet's probes, Prometheus) never does, and speaks TLS
+        # only with ops_tls.
+        ssl_context = server_context(config.tls_cert_file, config.tls_key_file,
+                                     "tls_cert_file/tls_key_file", config.tls_client_ca_file)
+        serving.append(ssl_context)
+        if config.ops_tls:
+            ops_context = server_context(config.tls_cert_file, config.tls_key_file,
+                                         "tls_cert_file/tls_key_file")
+            serving.append(ops_context)
     gate_context = None
     if config.gate_webhook_cert_file and config.gate_webhook_key_file:
         gate_context = server_context(config.gate_webhook_cert_file,
@@ -94,6 +99,10 @@ def serve(config, api_client) -> None:
     # First: a taken ops port must fail before the watch threads start.
     app.cleanup_ctx.insert(
         0, serve_ops(config.host, config.ops_port, ops_context, config.shutdown_timeout_seconds))
+    if serving:  # renewed Secrets reach new connections without a restart
+        app.cleanup_ctx.append(keep_reloaded(
+            serving, config.tls_cert_file or "", config.tls_key_file or "", "serving",
+            client_ca_file=config.tls_client_ca_file))
     if gate_context is not None:
         app[GATE_APP] = create_gate_app(config, app[METRICS])
         app.cleanup_ctx.insert(1, serve_gate(config, gate_context))

@@ -99,7 +99,8 @@ class ExtenderConfig:
         return 8 * MIB if self.node_cache_capable else 64 * MIB
 
     tls_cert_file: str | None = None
-    """PEM certificate; with `tls_key_file` the service speaks HTTPS (use `enableHTTPS`)."""
+    """PEM certificate; with `tls_key_file` kube-scheduler's port speaks HTTPS (the
+    scheduler's `enableHTTPS`). Reloaded when the file changes (cert-manager renews it)."""
 
     tls_key_file: str | None = None
     """PEM private key for `tls_cert_file`."""
@@ -109,7 +110,14 @@ class ExtenderConfig:
     this CA signed (mutual TLS; the scheduler's `tlsConfig.certFile`/`keyFile`), and a
     connection without one is refused in the handshake, before any request is read.
     Needs `tls_cert_file`. Use a CA that signs only the scheduler's client certificate
-    (docs/security.md, "Mutual TLS")."""
+    and the extender's own (docs/security.md, "Mutual TLS"). A CA added to the file is
+    trusted at once; one removed stays trusted until the extender restarts."""
+
+    ops_tls: bool = False
+    """Serve the ops port (probes, /metrics, /explain) over HTTPS too, with
+    `tls_cert_file` and no client certificate asked. Off: plain HTTP, as kubelet's
+    probes and Prometheus reach it by default; the shipped NetworkPolicy admits only the
+    `monitoring` namespace."""
 
     gate_webhook_port: int | None = None
     """TCP port of the placement gate's mutating admission webhook (POST /gate, HTTPS
@@ -235,7 +243,7 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
         elif name == "admission":
             continue  # after locality: node groups name its levels and GPU resources
         elif name in ("node_cache_capable", "bind_enabled", "watch_topology", "watch_dra",
-                      "watch_pod_groups", "watch_owners"):
+                      "watch_pod_groups", "watch_owners", "ops_tls"):
             values[name] = _bool(raw, where)
         elif name in ("port", "ops_port"):
             values[name] = _int(raw, where, 1, 65535)
@@ -278,6 +286,9 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
     if config.tls_client_ca_file is not None and config.tls_cert_file is None:
         raise ConfigError(f"{source}: tls_client_ca_file needs tls_cert_file and tls_key_file "
                           "(a client certificate is asked for only over TLS)")
+    if config.ops_tls and config.tls_cert_file is None:
+        raise ConfigError(f"{source}: ops_tls needs tls_cert_file and tls_key_file "
+                          "(the ops port serves the same certificate)")
     _check_gate_webhook(config, source)
     if config.port == config.ops_port:
         raise ConfigError(

@@ -21,7 +21,6 @@ import base64
 import contextlib
 import json
 import logging
-import os
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -31,12 +30,12 @@ from aiohttp import web
 from common.errors import ConfigError
 from extender.config import ExtenderConfig
 from extender.metrics import ExtenderMetrics
+from extender.tls import CERT_CHECK_SECONDS, reload_certificate
 from locality.admission.gate import gate_patch, gates
 
 log = logging.getLogger("headstart.extender.gate")
 
 GATE_PATH = "/gate"
-CERT_CHECK_SECONDS = 30.0
 REVIEW_VERSION = "admission.k8s.io/v1"
 
 _CONFIG = web.AppKey("gate_config", ExtenderConfig)
@@ -107,36 +106,6 @@ def create_gate_app(config: ExtenderConfig, metrics: ExtenderMetrics) -> web.App
     return app
 
 
-def _stamp(*paths: str) -> tuple[float, ...]:
-    stamps = []
-    for path in paths:
-        try:
-            stamps.append(os.stat(path).st_mtime)
-        except OSError:
-            stamps.append(-1.0)
-    return tuple(stamps)
-
-
-async def _reload_certificate(context: ssl.SSLContext, cert_file: str, key_file: str,
-                              every: float) -> None:
-    """Load the pair again whenever either file changes; new connections use it. A pair
-    caught half-written fails to load and is tried again on the next change check."""
-    loaded = _stamp(cert_file, key_file)
-    while True:
-        await asyncio.sleep(every)
-        current = _stamp(cert_file, key_file)
-        if current == loaded:
-            continue
-        try:
-            context.load_cert_chain(cert_file, key_file)
-        except (OSError, ssl.SSLError) as error:
-            log.warning("gate webhook certificate not reloaded; serving the previous one",
-                        extra={"cert_file": cert_file, "error": str(error)})
-            continue
-        loaded = current
-        log.info("gate webhook certificate reloaded", extra={"cert_file": cert_file})
-
-
 def serve_gate(
     config: ExtenderConfig, context: ssl.SSLContext, cert_check_seconds: float = CERT_CHECK_SECONDS
 ) -> Callable[[web.Application], AsyncIterator[None]]:
@@ -156,9 +125,9 @@ def serve_gate(
             await runner.cleanup()
             raise ConfigError(f"gate_webhook_port: cannot listen on {config.host}:{port} "
                               f"({error.strerror or error})") from None
-        reload = asyncio.create_task(_reload_certificate(
-            context, config.gate_webhook_cert_file or "", config.gate_webhook_key_file or "",
-            cert_check_seconds))
+        reload = asyncio.create_task(reload_certificate(
+            [context], config.gate_webhook_cert_file or "", config.gate_webhook_key_file or "",
+            "gate webhook", cert_check_seconds))
         yield
         reload.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -9,8 +9,10 @@ Roles do not grant; the audit log tells replicas apart by their tokens; `POD_NAM
 which the overprovisioner's leader election uses as its identity), its config (the
 overlay's shipped config, with the sections a scenario replaces and the addresses),
 readiness (`/readyz` 200), and the headstart-scheduler: the SHIPPED
-manifests/base/scheduler/scheduler-config.yaml with only the extender's URL replaced
-(the kubeconfig is added by controlplane.py), running as its own ServiceAccount.
+manifests/base/scheduler/scheduler-config.yaml with only the extender's URL and its
+certificate files' paths replaced (the kubeconfig is added by controlplane.py), running
+as its own ServiceAccount. Both sides speak mutual TLS as shipped, with certificates
+made by the install docs' openssl functions (scheduler_tls.py).
 
 Must not: decide what a scenario checks.
 """
@@ -37,6 +39,7 @@ from tests.e2e.controlplane import (
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import HEADSTART_SCHEDULER
 from tests.e2e.processes import Process, free_ports
+from tests.e2e.scheduler_tls import scheduler_pki
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED_SCHEDULER_CONFIG = REPO / "manifests" / "base" / "scheduler" / "scheduler-config.yaml"
@@ -56,7 +59,26 @@ def headstart_scheduler_config(extender_url: str, lease_in_headstart_namespace: 
         config["leaderElection"]["resourceNamespace"] = "kube-system"
     [extender] = config["extenders"]
     extender["urlPrefix"] = extender_url
+    if "tlsConfig" in extender:  # the shipped mutual TLS, with this run's files
+        pki = scheduler_pki()
+        extender["tlsConfig"] = {"certFile": str(pki.client[0]), "keyFile": str(pki.client[1]),
+                                 "caFile": str(pki.ca)}
     return config
+
+
+def extender_url(port: int) -> str:
+    """The scheduler's URL for an extender on `port`, in the shipped scheme."""
+    scheme = "https" if yaml.safe_load(SHIPPED_SCHEDULER_CONFIG.read_text())[
+        "extenders"][0].get("enableHTTPS") else "http"
+    return f"{scheme}://127.0.0.1:{port}"
+
+
+def tls_files(shipped: Mapping[str, Any]) -> dict[str, str]:
+    """The shipped extender config's certificate settings, pointed at this run's files."""
+    pki = scheduler_pki()
+    ours = {"tls_cert_file": str(pki.server[0]), "tls_key_file": str(pki.server[1]),
+            "tls_client_ca_file": str(pki.ca)}
+    return {name: path for name, path in ours.items() if shipped.get(name)}
 
 
 def scheduler_variant(name: str, extender_url: str | None) -> dict[str, Any]:
@@ -80,7 +102,7 @@ def headstart_cluster(coscheduling: bool = True, **spec: Any) -> tuple[ClusterSp
     port = free_ports(1)[0]
     schedulers = {
         "kube-scheduler": default_scheduler_config(),
-        HEADSTART_SCHEDULER: headstart_scheduler_config(f"http://127.0.0.1:{port}",
+        HEADSTART_SCHEDULER: headstart_scheduler_config(extender_url(port),
                                                         coscheduling=coscheduling),
     }
     accounts = {HEADSTART_SCHEDULER: (installed.NAMESPACE, installed.service_account("scheduler"))}
@@ -162,7 +184,8 @@ class Extender(HeadstartProcess):
         self.config = cluster.config_dir / f"{name}.yaml"
         document = installed.scenario_config(
             self.component, settings or {},
-            {"host": "127.0.0.1", "port": self.port, "ops_port": self.ops_port})
+            {"host": "127.0.0.1", "port": self.port, "ops_port": self.ops_port,
+             **tls_files(installed.shipped_config(self.component))})
         self.config.write_text(yaml.safe_dump(document, sort_keys=False))
 
     def start(self) -> Extender:

@@ -12,9 +12,11 @@ real kubectl against the real API server.
   one-day synthetic trace): the overprovisioner's ConfigMap, read back from the API,
   loads and passes the service's start-up checks.
 - 1.33 with cert-manager (its CRDs as stand-ins): the gate webhook, its Certificates
-  and the CA-injection annotation, no policy, scheduler-plugins v0.33.5.
+  and the CA-injection annotation, the Certificates of mutual TLS between the scheduler
+  and the extender, no policy, scheduler-plugins v0.33.5.
 - 1.33 without cert-manager, then the docs' openssl block: the webhook's caBundle and
-  the Secret its certificate lives in, and no Certificate asked of anyone.
+  the Secret its certificate lives in, the two Secrets of mutual TLS sharing one CA,
+  and no Certificate asked of anyone.
 """
 
 from __future__ import annotations
@@ -145,7 +147,8 @@ def test_before_1_36_with_cert_manager_the_webhook_gates(e2e_clusters, tmp_path)
     assert webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == \
         "headstart/headstart-extender-gate"
     assert names(cluster, "/apis/cert-manager.io/v1/namespaces/headstart/certificates") == [
-        "headstart-extender-gate", "headstart-gate-ca"]
+        "headstart-extender-gate", "headstart-extender-tls", "headstart-gate-ca",
+        "headstart-scheduler-ca", "headstart-scheduler-tls"]
     deployment = cluster.kube.get("/apis/apps/v1/namespaces/headstart/deployments/"
                                   "headstart-extender")
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -166,3 +169,9 @@ def test_before_1_36_without_cert_manager_the_openssl_block_completes_it(e2e_clu
     assert secret["type"] == "kubernetes.io/tls"
     assert base64.b64decode(secret["data"]["tls.crt"]) == \
         (tmp_path / "my-cluster" / "gate.crt").read_bytes()
+    # Mutual TLS between the scheduler and the extender: both Secrets, one CA.
+    ca = (tmp_path / "my-cluster" / "headstart-scheduler-ca.crt").read_bytes()
+    for name in ("headstart-extender-tls", "headstart-scheduler-tls"):
+        secret = cluster.kube.get(f"/api/v1/namespaces/headstart/secrets/{name}")
+        assert secret["type"] == "kubernetes.io/tls"
+        assert base64.b64decode(secret["data"]["ca.crt"]) == ca

@@ -151,7 +151,7 @@ def test_tls_serves_https_with_the_configured_certificate(fake_kube, tmp_path):
         check=True, capture_output=True,
     )
     config = tmp_path / "extender.yaml"
-    config.write_text(f"tls_cert_file: {cert}\ntls_key_file: {key}\n")
+    config.write_text(f"tls_cert_file: {cert}\ntls_key_file: {key}\nops_tls: true\n")
     fake_kube.create(make_node("n1"))
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     port, ops_port = free_port(), free_port()
@@ -196,9 +196,9 @@ def test_with_a_client_ca_only_a_client_it_signed_reaches_the_scheduler_port(fak
             return json.loads(reply.read())
 
     try:
-        # the probes' port asks for no client certificate
-        assert wait_ready(process, f"https://127.0.0.1:{ops_port}/readyz",
-                          ssl.create_default_context(cafile=str(ca[0])))["ready"] is True
+        # the probes' port asks for no client certificate, and without ops_tls it
+        # speaks plain HTTP, as kubelet's probes and Prometheus reach it by default
+        assert wait_ready(process, f"http://127.0.0.1:{ops_port}/readyz")["ready"] is True
         assert post(client)["NodeNames"] == ["n1"]
         for refused in (None, stranger):  # no certificate, or one another CA signed
             with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
@@ -215,6 +215,9 @@ def test_a_client_ca_without_tls_is_refused_naming_the_fields(tmp_path):
     config = tmp_path / "extender.yaml"
     config.write_text("tls_client_ca_file: /etc/ca.crt\n")
     with pytest.raises(ConfigError, match="tls_client_ca_file needs tls_cert_file"):
+        load_config(str(config))
+    config.write_text("ops_tls: true\n")
+    with pytest.raises(ConfigError, match="ops_tls needs tls_cert_file and tls_key_file"):
         load_config(str(config))
 
 

@@ -349,6 +349,8 @@ def consistency_problems(rendered: Rendered) -> list[str]:
                     add(rendered.where(obj, f"containers({container['name']}).{probe}")
                         + f": probes port {resolved}, the probes are served on {probe_port}")
 
+    problems += _mutual_tls_problems(rendered, sched_cm, sched, ext_cm, ext)
+
     # Every headstart container runs a real subcommand with arguments the CLI accepts.
     import contextlib
     import io
@@ -516,6 +518,67 @@ def consistency_problems(rendered: Rendered) -> list[str]:
     return problems
 
 
+def _secret_holding(deployment: dict[str, Any] | None, path: str) -> str | None:
+    """The Secret a container of `deployment` sees at `path` (a file of a mounted Secret
+    volume), or None."""
+    if deployment is None:
+        return None
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"].get("volumes", [])}
+    for container in containers(deployment):
+        for mount in container.get("volumeMounts", []):
+            folder = mount["mountPath"].rstrip("/") + "/"
+            secret = volumes.get(mount["name"], {}).get("secret")
+            if secret is None or not path.startswith(folder) or "/" in path[len(folder):]:
+                continue
+            items = [item["path"] for item in secret.get("items", [])]
+            if not items or path[len(folder):] in items:
+                return secret["secretName"]
+    return None
+
+
+def _mutual_tls_problems(rendered: Rendered, sched_cm: dict[str, Any], sched: dict[str, Any],
+                         ext_cm: dict[str, Any], ext: dict[str, Any]) -> list[str]:
+    """The scheduler speaks HTTPS exactly when the extender serves it, shows a client
+    certificate exactly when the extender asks for one, and every certificate file
+    either names is a file of a Secret its own Deployment mounts."""
+    problems: list[str] = []
+    extenders = sched.get("extenders") or []
+    if not extenders:
+        return problems
+    stanza = extenders[0]
+    where = "config.yaml extenders[0]"
+    https = str(stanza.get("urlPrefix", "")).startswith("https://")
+    if https != bool(stanza.get("enableHTTPS")):
+        problems.append(rendered.where(sched_cm, f"{where}.enableHTTPS")
+                        + ": must be true exactly when urlPrefix is https://")
+    if https != bool(ext.get("tls_cert_file")):
+        problems.append(rendered.where(ext_cm, "config.yaml tls_cert_file")
+                        + f": set exactly when the scheduler's urlPrefix is https:// "
+                          f"({stanza.get('urlPrefix')!r})")
+    tls = stanza.get("tlsConfig") or {}
+    if bool(ext.get("tls_client_ca_file")) != bool(tls.get("certFile")):
+        problems.append(rendered.where(sched_cm, f"{where}.tlsConfig.certFile")
+                        + ": a client certificate must be set exactly when the extender's "
+                          "tls_client_ca_file asks for one")
+    if https and not tls.get("caFile"):
+        problems.append(rendered.where(sched_cm, f"{where}.tlsConfig.caFile")
+                        + ": unset, kube-scheduler then skips checking the extender's "
+                          "certificate (insecure)")
+    scheduler = rendered.find("Deployment", "headstart-scheduler")
+    for field in ("certFile", "keyFile", "caFile"):
+        path = tls.get(field)
+        if path and _secret_holding(scheduler, path) is None:
+            problems.append(rendered.where(sched_cm, f"{where}.tlsConfig.{field}")
+                            + f": {path} is in no Secret Deployment/headstart-scheduler mounts")
+    extender = rendered.find("Deployment", "headstart-extender")
+    for field in ("tls_cert_file", "tls_key_file", "tls_client_ca_file"):
+        path = ext.get(field)
+        if path and _secret_holding(extender, path) is None:
+            problems.append(rendered.where(ext_cm, f"config.yaml {field}")
+                            + f": {path} is in no Secret Deployment/headstart-extender mounts")
+    return problems
+
+
 def _service_target(service: dict[str, Any], deployment: dict[str, Any], port: int) -> Any:
     """The container port a Service port reaches in the Deployment's pods (None: none)."""
     named = {p.get("name"): p["containerPort"] for c in containers(deployment)
@@ -608,9 +671,12 @@ def docs_problems(rendered: Rendered) -> list[str]:
         if not configs:
             problems.append(f"{doc}: no KubeSchedulerConfiguration block")
             continue
-        for key in ("urlPrefix", "filterVerb", "prioritizeVerb", "bindVerb", "preemptVerb",
-                    "weight",
-                    "nodeCacheCapable", "httpTimeout", "managedResources"):
+        # tlsConfig's files are where the shipped Deployment mounts them; a scheduler of
+        # the control plane (self-managed.md) has its own paths.
+        keys = ("urlPrefix", "enableHTTPS", "filterVerb", "prioritizeVerb", "bindVerb",
+                "preemptVerb", "weight", "nodeCacheCapable", "httpTimeout", "managedResources",
+                *(("tlsConfig",) if doc == "docs/extender.md" else ()))
+        for key in keys:
             documented = configs[0]["extenders"][0].get(key)
             if documented != shipped["extenders"][0].get(key):
                 problems.append(

@@ -84,9 +84,23 @@ CASES = [
     # The scheduler binds through the extender: bindVerb and bind_enabled go together.
     ("base/scheduler/scheduler-config.yaml", "bindVerb: bind", "# bindVerb: bind",
      checks.consistency_problems, ["headstart-extender-config", "bind_enabled", "bindVerb"]),
+    # Mutual TLS: both sides agree, and each file is in a Secret its pod mounts.
+    ("base/scheduler/scheduler-config.yaml", "urlPrefix: https://", "urlPrefix: http://",
+     checks.consistency_problems,
+     ["headstart-extender-config", "tls_cert_file", "https://", "enableHTTPS"]),
+    ("base/scheduler/scheduler-config.yaml", "      caFile: /etc/headstart-scheduler-tls/ca.crt\n",
+     "", checks.consistency_problems, ["tlsConfig.caFile", "insecure"]),
+    ("base/scheduler/scheduler-config.yaml", "certFile: /etc/headstart-scheduler-tls/tls.crt",
+     "certFile: /etc/headstart-tls/tls.crt", checks.consistency_problems,
+     ["headstart-scheduler-config", "tlsConfig.certFile", "Deployment/headstart-scheduler"]),
+    ("base/extender/extender-config.yaml", "tls_client_ca_file: /etc/headstart-tls/ca.crt\n",
+     "", checks.consistency_problems, ["tlsConfig.certFile", "tls_client_ca_file"]),
+    ("base/extender/deployment.yaml", "mountPath: /etc/headstart-tls",
+     "mountPath: /etc/tls", checks.consistency_problems,
+     ["headstart-extender-config", "tls_cert_file", "Deployment/headstart-extender"]),
     # Probes are served on the ops port only.
     ("base/extender/deployment.yaml", "path: /healthz\n              port: ops",
-     "path: /healthz\n              port: http", checks.consistency_problems,
+     "path: /healthz\n              port: https", checks.consistency_problems,
      ["Deployment/headstart-extender", "livenessProbe", "8889"]),
     # Without a quota for its class, GKE rejects the critical scheduler pods.
     ("base/scheduler/resourcequota.yaml", "values: [system-cluster-critical]",

@@ -46,7 +46,7 @@ def buckets_block(doc: str) -> str:
 
 
 def self_signed_block(doc: str) -> str:
-    return sh_block(doc, "openssl req -x509", what="making the gate's certificate")
+    return sh_block(doc, "openssl req -x509", what="making the certificates")
 
 
 @pytest.mark.parametrize("raw, minor", list(zip(VERSIONS, ["33", "35"], strict=True)),
@@ -67,11 +67,11 @@ EXTENDER_IMAGE = ("123456789012.dkr.ecr.us-east-1.amazonaws.com/headstart-extend
 
 FAKE_KUBECTL = """#!/bin/sh
 # kubectl for blocks run without a cluster: answers the version and whether cert-manager
-# is installed as FAKE_MINOR and CERT_MANAGER say; records and skips everything else.
+# is installed as FAKE_MINOR and FAKE_CERT_MANAGER say; records and skips everything else.
 echo "$*" >> "$KUBECTL_CALLS"
 case "$*" in
   "get --raw /version") printf '{"major": "1", "minor": "%s+"}\\n' "$FAKE_MINOR" ;;
-  "get crd certificates.cert-manager.io") [ "$CERT_MANAGER" = yes ] ;;
+  "get crd certificates.cert-manager.io") [ "$FAKE_CERT_MANAGER" = yes ] ;;
 esac
 """
 
@@ -104,7 +104,7 @@ def run_blocks(tmp_path: Path, blocks: str, minor: str, cert_manager: bool,
                              "PATH": f"{tmp_path / 'bin'}:{extra_path}/usr/bin:/bin",
                              "IMAGE": IMAGE, "EXTENDER_IMAGE": EXTENDER_IMAGE,
                              "FAKE_MINOR": minor, "KUBECTL_CALLS": str(calls),
-                             "CERT_MANAGER": "yes" if cert_manager else "no"})
+                             "FAKE_CERT_MANAGER": "yes" if cert_manager else "no"})
     assert ran.returncode == 0, ran.stderr
     result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
                             capture_output=True, text=True, timeout=120)
@@ -138,7 +138,20 @@ def test_the_install_block_as_pasted_sets_images_scheduler_and_gate(
     kinds = {obj["kind"] for obj in objects}
     assert ("MutatingAdmissionPolicy" in kinds) is (gate == "policy")
     assert ("MutatingWebhookConfiguration" in kinds) is (gate == "webhook")
-    assert ("Certificate" in kinds) is (gate == "webhook")
+    certificates = sorted(obj["metadata"]["name"] for obj in objects
+                          if obj["kind"] == "Certificate")
+    # Mutual TLS between the scheduler and the extender on every minor; the gate's
+    # certificate where the webhook is.
+    assert certificates == sorted(
+        ["headstart-extender-tls", "headstart-scheduler-ca", "headstart-scheduler-tls"]
+        + (["headstart-extender-gate", "headstart-gate-ca"] if gate == "webhook" else []))
+    secrets = {obj["metadata"]["name"]: obj["spec"]["secretName"] for obj in objects
+               if obj["kind"] == "Certificate"}
+    mounted = {(obj["metadata"]["name"], volume["secret"]["secretName"])
+               for obj in objects if obj["kind"] == "Deployment"
+               for volume in obj["spec"]["template"]["spec"]["volumes"] if "secret" in volume}
+    assert {("headstart-extender", secrets["headstart-extender-tls"]),
+            ("headstart-scheduler", secrets["headstart-scheduler-tls"])} <= mounted
     calls = (tmp_path / "kubectl-calls").read_text()
     # The PodGroup CRD of the release in use, and none where no release is used.
     assert ("scheduler-plugins/v0." in calls) is (minor != "36")
@@ -211,31 +224,55 @@ def test_the_component_config_is_the_shipped_one_less_coscheduling():
     assert component == shipped
 
 
+def _verify(tmp_path: Path, ca: bytes, cert: bytes, *options: str) -> None:
+    (tmp_path / "check-ca.crt").write_bytes(ca)
+    (tmp_path / "check.crt").write_bytes(cert)
+    verified = subprocess.run(["openssl", "verify", "-CAfile", str(tmp_path / "check-ca.crt"),
+                               *options, str(tmp_path / "check.crt")],
+                              capture_output=True, text=True)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
 @pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
                          ids=["eks", "gke"])
-def test_the_self_signed_gate_certificate_block_as_pasted(tmp_path, doc):
-    """Before 1.36 without cert-manager: the install block at 1.33 (which finds no
-    cert-manager CRD), then the docs' openssl block: the Secret holds a certificate for
-    the webhook's Service name, signed by the CA that the webhook's caBundle carries,
-    and nothing of cert-manager is left."""
+@pytest.mark.parametrize("minor", ["33", "36"])
+def test_the_openssl_certificate_block_as_pasted(tmp_path, doc, minor):
+    """Without cert-manager: the install block (which finds no cert-manager CRD), then the
+    docs' openssl block. The extender's Secret serves the name the scheduler's urlPrefix
+    calls, for server auth, and trusts the CA that signed the scheduler's client
+    certificate, for client auth only; the scheduler's trusts the extender's. Before
+    1.36 the gate's Secret holds a certificate for the webhook's Service name, signed
+    by the CA that the webhook's caBundle carries. Nothing of cert-manager is left."""
     import base64
 
-    objects = run_blocks(tmp_path, install_block(doc) + self_signed_block(doc), "33",
+    objects = run_blocks(tmp_path, install_block(doc) + self_signed_block(doc), minor,
                          cert_manager=False)
     assert not [obj for obj in objects if obj["apiVersion"].startswith("cert-manager.io/")]
-    (secret,) = [obj for obj in objects if obj["kind"] == "Secret"
-                 and obj["metadata"]["name"] == "headstart-extender-gate-tls"]
-    assert secret["type"] == "kubernetes.io/tls" and secret["metadata"]["namespace"] == \
-        "headstart"
-    (webhook,) = [obj for obj in objects if obj["kind"] == "MutatingWebhookConfiguration"]
-    ca = tmp_path / "bundle.crt"
-    ca.write_bytes(base64.b64decode(webhook["webhooks"][0]["clientConfig"]["caBundle"]))
-    served = tmp_path / "served.crt"
-    served.write_bytes(base64.b64decode(secret["data"]["tls.crt"]))
-    service = webhook["webhooks"][0]["clientConfig"]["service"]
-    verified = subprocess.run(
-        ["openssl", "verify", "-CAfile", str(ca), "-verify_hostname",
-         f"{service['name']}.{service['namespace']}.svc", str(served)],
-        capture_output=True, text=True)
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    secrets = {obj["metadata"]["name"]: obj for obj in objects if obj["kind"] == "Secret"}
+    for secret in secrets.values():
+        assert secret["type"] == "kubernetes.io/tls"
+        assert secret["metadata"]["namespace"] == "headstart"
+
+    def data(name: str, key: str) -> bytes:
+        return base64.b64decode(secrets[name]["data"][key])
+
+    (scheduler_config,) = [o for o in objects if o["kind"] == "ConfigMap"
+                           and o["metadata"]["name"].startswith("headstart-scheduler-config")]
+    [stanza] = yaml.safe_load(scheduler_config["data"]["config.yaml"])["extenders"]
+    host = re.fullmatch(r"https://([^:/]+):\d+/?", stanza["urlPrefix"]).group(1)
+    _verify(tmp_path, data("headstart-scheduler-tls", "ca.crt"),
+            data("headstart-extender-tls", "tls.crt"), "-verify_hostname", host,
+            "-purpose", "sslserver")
+    _verify(tmp_path, data("headstart-extender-tls", "ca.crt"),
+            data("headstart-scheduler-tls", "tls.crt"), "-purpose", "sslclient")
+    with pytest.raises(AssertionError):  # the extender's own cannot pose as the scheduler
+        _verify(tmp_path, data("headstart-extender-tls", "ca.crt"),
+                data("headstart-extender-tls", "tls.crt"), "-purpose", "sslclient")
+    assert ("headstart-extender-gate-tls" in secrets) is (minor == "33")
+    if minor == "33":
+        (webhook,) = [obj for obj in objects if obj["kind"] == "MutatingWebhookConfiguration"]
+        service = webhook["webhooks"][0]["clientConfig"]["service"]
+        _verify(tmp_path, base64.b64decode(webhook["webhooks"][0]["clientConfig"]["caBundle"]),
+                data("headstart-extender-gate-tls", "tls.crt"), "-verify_hostname",
+                f"{service['name']}.{service['namespace']}.svc")

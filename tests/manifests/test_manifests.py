@@ -10,9 +10,11 @@ import pytest
 
 from tests.manifests import checks
 
-# Each overlay as it is (Kubernetes 1.36 and later) and with the gate webhook in place of
-# the MutatingAdmissionPolicy (1.30 to 1.35), cert-manager making its certificate.
-GATE_WEBHOOK = ("gate-webhook", "gate-webhook-cert-manager")
+# Each overlay as it is (Kubernetes 1.36 and later, certificates made with openssl) and
+# with the gate webhook in place of the MutatingAdmissionPolicy (1.30 to 1.35),
+# cert-manager making its certificate and those of mutual TLS, as the install block
+# renders it where cert-manager runs.
+GATE_WEBHOOK = ("scheduler-tls-cert-manager", "gate-webhook", "gate-webhook-cert-manager")
 VARIANTS = [(overlay, components) for overlay in checks.OVERLAYS
             for components in ((), GATE_WEBHOOK)]
 
