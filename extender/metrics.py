@@ -263,12 +263,12 @@ class _AdmitterCollector(Collector):
                                   "Gangs evicted whole for a higher-priority job.",
                                   value=admitter.preempted_gangs_total)
         yield CounterMetricFamily("headstart_admitter_jobs_suspended",
-                                  "batch/v1 Jobs and JobSets suspended to evict their gang "
-                                  "whole (admission.suspend_jobs).",
+                                  "batch/v1 Jobs, JobSets and PyTorchJobs suspended to evict "
+                                  "their gang whole (admission.suspend_jobs).",
                                   value=admitter.suspended_jobs_total)
         yield CounterMetricFamily("headstart_admitter_jobs_resumed",
-                                  "Jobs and JobSets headstart suspended, resumed once their "
-                                  "gang's backoff was over.",
+                                  "Jobs, JobSets and PyTorchJobs headstart suspended, resumed "
+                                  "once their gang's backoff was over.",
                                   value=admitter.released_jobs_total)
         yield CounterMetricFamily("headstart_admitter_events_dropped",
                                   "Events the admitter gave up on: refused by the API, or "

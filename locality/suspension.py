@@ -19,17 +19,26 @@ controller deletes their pods as above; on resume it resumes them), with the sam
 a gang whose pods belong to a JobSet's Jobs is evicted by suspending the JobSet, since
 the JobSet controller decides its Jobs' suspension and would undo one of theirs.
 
-headstart suspends a Job or a JobSet only when it alone decides its suspension: not one
-whose `spec.managedBy` names another controller, not one Kueue manages (its
+A PyTorchJob (kubeflow.org/v1) is suspended through `spec.runPolicy.suspend`: the
+Kubeflow training operator then deletes its pods and Services (deleted pods are not
+failed ones: nothing counts toward its `backoffLimit`), says `Suspended` in its
+conditions, and creates them again when it is resumed; Kueue suspends the Kubeflow jobs
+it manages the same way.
+
+headstart suspends a Job, a JobSet or a PyTorchJob only when it alone decides its
+suspension: not one whose `managedBy` (`spec.managedBy`; a PyTorchJob's
+`spec.runPolicy.managedBy`) names another controller, not one Kueue manages (its
 `kueue.x-k8s.io/queue-name` label), not one another object controls (a JobSet's Jobs,
 whose JobSet is suspended instead; a TrainJob's JobSet), except a Job a CronJob made
 (the CronJob controller never touches `suspend` of the Jobs it made). The
-ValidatingAdmissionPolicies `headstart-extender-job-edits` and
-`headstart-extender-jobset-edits` (manifests/base/admission/) enforce the same
-conditions on the extender's ServiceAccount.
+ValidatingAdmissionPolicies `headstart-extender-job-edits`,
+`headstart-extender-jobset-edits` and `headstart-extender-pytorchjob-edits`
+(manifests/base/admission/) enforce the same conditions on the extender's
+ServiceAccount.
 
-Decides: how a Job or a JobSet object reads as a `JobSuspension`, and the merge patches
-that suspend and release it. Must not: talk to the API, log, read the clock.
+Decides: how a Job, JobSet or PyTorchJob object reads as a `JobSuspension`, and the
+merge patches that suspend and release it. Must not: talk to the API, log, read the
+clock.
 """
 
 from __future__ import annotations
@@ -43,14 +52,24 @@ SUSPENDED_LABEL = "headstart.io/suspended"
 """On a Job or JobSet headstart suspended: when to resume it (whole seconds since the
 epoch); removed when headstart resumes it."""
 
-SUSPENSION_API_VERSIONS = {"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2"}
+SUSPENSION_API_VERSIONS = {"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2",
+                           "PyTorchJob": "kubeflow.org/v1"}
 """The kinds headstart suspends, and the API version it reads and patches each in."""
+SUSPENSION_PLURALS = {"Job": "jobs", "JobSet": "jobsets", "PyTorchJob": "pytorchjobs"}
 SUSPENDABLE_KINDS = tuple(SUSPENSION_API_VERSIONS)
 
+POD_CONTROLLER_KINDS = ("Job", "PyTorchJob")
+"""The suspendable kinds that control pods themselves (a JobSet's pods are its Jobs')."""
+
 _OWN_MANAGERS = {"Job": "kubernetes.io/job-controller",
-                 "JobSet": "jobset.sigs.k8s.io/jobset-controller"}
-"""Per kind, the `spec.managedBy` value (or none) by which the built-in controller
-reconciles it (batch/v1 JobSpec.managedBy; JobSet's JobSetSpec.managedBy)."""
+                 "JobSet": "jobset.sigs.k8s.io/jobset-controller",
+                 "PyTorchJob": "kubeflow.org/training-operator"}
+"""Per kind, the `managedBy` value (or none) by which its own controller reconciles it
+(batch/v1 JobSpec.managedBy; JobSet's JobSetSpec.managedBy; Kubeflow's
+RunPolicy.managedBy)."""
+
+_RUN_POLICY_KINDS = ("PyTorchJob",)
+"""Kinds whose `suspend` and `managedBy` are in `spec.runPolicy` (Kubeflow's)."""
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """Kueue manages what carries it (its gate and its suspension: `locality.admission.gate`)."""
@@ -77,7 +96,7 @@ class JobSuspension:
     on the suspension (a Job's: deleted its running pods; a JobSet's: suspended its
     Jobs)."""
     kind: str = "Job"
-    """`Job` (batch/v1) or `JobSet` (jobset.x-k8s.io/v1alpha2)."""
+    """One of `SUSPENDABLE_KINDS`."""
     controller: tuple[str, str] | None = None
     """Its controlling owner (kind, name), if any: a JobSet's Jobs name their JobSet."""
 
@@ -100,7 +119,7 @@ def job_suspension(obj: Any, kind: str = "Job") -> JobSuspension:
     suspendable."""
     obj = obj if isinstance(obj, Mapping) else {}
     metadata = _mapping(obj.get("metadata"))
-    spec = _mapping(obj.get("spec"))
+    spec = _suspension_spec(kind, _mapping(obj.get("spec")))
     labels = _mapping(metadata.get("labels"))
     namespace = str(metadata.get("namespace") or "default")
     name = str(metadata.get("name") or "")
@@ -116,6 +135,11 @@ def job_suspension(obj: Any, kind: str = "Job") -> JobSuspension:
     return JobSuspension(namespace, name, uid, spec.get("suspend") is True, resume_at,
                          _problem(kind, metadata, spec, labels, uid), acknowledged, kind,
                          _controller(metadata))
+
+
+def _suspension_spec(kind: str, spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Where the kind keeps `suspend` and `managedBy`."""
+    return _mapping(spec.get("runPolicy")) if kind in _RUN_POLICY_KINDS else spec
 
 
 def _controller(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -134,7 +158,8 @@ def _problem(kind: str, metadata: Mapping[str, Any], spec: Mapping[str, Any],
     if not uid:
         return "it has no uid to make the patch conditional on"
     if spec.get("managedBy") not in (None, _OWN_MANAGERS[kind]):
-        return f"its spec.managedBy names {spec.get('managedBy')!r}, which decides its suspension"
+        field = "spec.runPolicy.managedBy" if kind in _RUN_POLICY_KINDS else "spec.managedBy"
+        return f"its {field} names {spec.get('managedBy')!r}, which decides its suspension"
     if KUEUE_QUEUE_LABEL in labels:
         return f"Kueue manages it (label {KUEUE_QUEUE_LABEL})"
     owners = metadata.get("ownerReferences")
@@ -148,19 +173,24 @@ def _problem(kind: str, metadata: Mapping[str, Any], spec: Mapping[str, Any],
 
 
 def suspend_patch(job: JobSuspension, resume_at: float) -> dict[str, Any]:
-    """The merge patch that suspends the Job or JobSet and marks it headstart's to resume
-    at `resume_at` (rounded up to a whole second); its uid a precondition (an object
+    """The merge patch that suspends the object and marks it headstart's to resume at
+    `resume_at` (rounded up to a whole second); its uid a precondition (an object
     deleted and created again under its name is refused)."""
     return {"metadata": {"uid": job.uid,
                          "labels": {SUSPENDED_LABEL: str(math.ceil(resume_at))}},
-            "spec": {"suspend": True}}
+            "spec": _suspend_field(job.kind, True)}
 
 
 def release_patch(job: JobSuspension) -> dict[str, Any]:
-    """The merge patch that resumes a Job or JobSet headstart suspended and removes its
-    mark (for one already resumed, only the mark goes)."""
+    """The merge patch that resumes an object headstart suspended and removes its mark
+    (for one already resumed, only the mark goes)."""
     return {"metadata": {"uid": job.uid, "labels": {SUSPENDED_LABEL: None}},
-            "spec": {"suspend": False}}
+            "spec": _suspend_field(job.kind, False)}
+
+
+def _suspend_field(kind: str, suspend: bool) -> dict[str, Any]:
+    return {"runPolicy": {"suspend": suspend}} if kind in _RUN_POLICY_KINDS else \
+        {"suspend": suspend}
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

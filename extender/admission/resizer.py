@@ -30,6 +30,7 @@ from extender.admission.throttle import Throttle, Throttled
 from locality.elastic import ElasticOwner, scale_patch
 from locality.suspension import (
     SUSPENSION_API_VERSIONS,
+    SUSPENSION_PLURALS,
     JobSuspension,
     release_patch,
     suspend_patch,
@@ -76,7 +77,7 @@ class OwnerResizer:
             return self._job(job.namespace, job.name, body, failed)
         group, version = SUSPENSION_API_VERSIONS[job.kind].split("/")
         return self._send(lambda: self._custom.patch_namespaced_custom_object(
-            group, version, job.namespace, "jobsets", job.name, body,
+            group, version, job.namespace, SUSPENSION_PLURALS[job.kind], job.name, body,
             _content_type=MERGE_PATCH, _request_timeout=10, _preload_content=False),
             failed, owner=job.where)
 

@@ -1,10 +1,12 @@
-"""Which Jobs or JobSets to suspend to evict a gang whole, and which of those headstart
-suspended to resume now (`locality.suspension` says why suspending beats evicting).
+"""Which Jobs, JobSets or PyTorchJobs to suspend to evict a gang whole, and which of
+those headstart suspended to resume now (`locality.suspension` says why suspending
+beats evicting).
 
 - Suspend: a gang to evict whose every live member an owner recreates is suspended
-  through its owners when each of those members is controlled by a batch/v1 Job that
-  headstart may suspend, or by a Job of a JobSet that headstart may suspend (the JobSet
-  is suspended then: its controller decides its Jobs' suspension), and the admitter is
+  through its owners when each of those members is controlled by a batch/v1 Job or a
+  PyTorchJob that headstart may suspend, or by a Job of a JobSet that headstart may
+  suspend (the JobSet is suspended then: its controller decides its Jobs'
+  suspension), and the admitter is
   told to (`admission.suspend_jobs`); any other member (an operator's pod, a Job
   another controller manages) makes the whole gang go by eviction, as before: one rule
   per gang, never half and half.
@@ -25,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from locality.model import Pod
-from locality.suspension import JobName, JobSuspension
+from locality.suspension import POD_CONTROLLER_KINDS, JobName, JobSuspension
 
 MAX_JOBS = 64
 """Most Jobs or JobSets one gang is evicted by suspending (the Gang CRD's
@@ -33,11 +35,11 @@ MAX_JOBS = 64
 
 
 def suspension_of(pod: Pod, jobs: Mapping[JobName, JobSuspension]) -> JobSuspension | None:
-    """What to suspend to take `pod` away: its controlling Job, or that Job's JobSet;
-    None when it has neither, or they are not seen."""
-    if pod.controller is None or pod.controller[0] != "Job":
+    """What to suspend to take `pod` away: its controlling Job or PyTorchJob, or the
+    Job's JobSet; None when it has none of these, or they are not seen."""
+    if pod.controller is None or pod.controller[0] not in POD_CONTROLLER_KINDS:
         return None
-    job = jobs.get(("Job", pod.namespace, pod.controller[1]))
+    job = jobs.get((pod.controller[0], pod.namespace, pod.controller[1]))
     if job is not None and job.controller is not None and job.controller[0] == "JobSet":
         return jobs.get(("JobSet", pod.namespace, job.controller[1]))
     return job

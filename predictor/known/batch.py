@@ -38,15 +38,15 @@ from typing import Any
 from bucketing.resources import Resources
 from kube.replicas import job_spec_pods, jobset_replicated_jobs
 from predictor.known.model import (
-    HEADSTART_SUSPENDED_LABEL,
     JOBSET,
     JOBSET_NAME_LABEL,
     KnownItem,
     Meta,
     condition_since,
     condition_true,
+    headstart_resume_time,
     open_object,
-    suspended_expected,
+    suspended_until,
     template_request,
     whole,
     workload_key,
@@ -83,7 +83,7 @@ def parse_job(obj: Mapping[str, Any], gpu_resource: str) -> Job:
         suspended=spec.get("suspend") is True,
         suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
         finished=condition_true(status, "Complete") or condition_true(status, "Failed"),
-        resumed_at_s=_resume_time(meta.labels.get(HEADSTART_SUSPENDED_LABEL)),
+        resumed_at_s=headstart_resume_time(meta),
         pods=job_spec_pods(spec, succeeded, f"{where}.spec"),
         request=template_request(spec.get("template"), gpu_resource,
                                  f"{where}.spec.template"),
@@ -96,20 +96,11 @@ def job_items(jobs: Iterable[Job], now_s: float, window_s: float) -> list[KnownI
     for job in jobs:
         if not job.suspended or job.finished or job.pods == 0:
             continue
-        if job.resumed_at_s is not None:
-            expected = max(now_s, job.resumed_at_s)
-            reason = ("suspended by headstart's admitter to evict its gang whole: expected "
-                      "when it resumes the Job")
-        else:
-            expected, reason = suspended_expected(job.meta, job.suspended_since_s, now_s,
-                                                  window_s)
+        expected, reason = suspended_until(job.meta, "Job", job.suspended_since_s,
+                                           job.resumed_at_s, now_s, window_s)
         items.append(KnownItem("jobs", "Job", job.meta.namespace, job.meta.name, job.key,
                                job.pods, job.request, expected, reason))
     return items
-
-
-def _resume_time(mark: str | None) -> float | None:
-    return float(mark) if mark is not None and mark.isdigit() else None
 
 
 @dataclass(frozen=True)
@@ -153,7 +144,7 @@ def parse_jobset(obj: Mapping[str, Any], gpu_resource: str) -> JobSet:
         suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
         finished=condition_true(status, "Completed") or condition_true(status, "Failed"),
         replicated_jobs=tuple(replicated),
-        resumed_at_s=_resume_time(meta.labels.get(HEADSTART_SUSPENDED_LABEL)),
+        resumed_at_s=headstart_resume_time(meta),
     )
 
 
@@ -163,13 +154,8 @@ def jobset_items(jobsets: Iterable[JobSet], now_s: float, window_s: float) -> li
     for jobset in jobsets:
         if not jobset.suspended or jobset.finished:
             continue
-        if jobset.resumed_at_s is not None:
-            expected = max(now_s, jobset.resumed_at_s)
-            reason = ("suspended by headstart's admitter to evict its gang whole: expected "
-                      "when it resumes the JobSet")
-        else:
-            expected, reason = suspended_expected(jobset.meta, jobset.suspended_since_s,
-                                                  now_s, window_s)
+        expected, reason = suspended_until(jobset.meta, "JobSet", jobset.suspended_since_s,
+                                           jobset.resumed_at_s, now_s, window_s)
         for replicated in jobset.replicated_jobs:
             pods = replicated.replicas * replicated.pods_per_job
             if pods:

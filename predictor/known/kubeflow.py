@@ -9,7 +9,8 @@ labels each pod `training.kubeflow.org/replica-type` with the type lower-cased a
 the job its controller owner (pkg/controller.v1/common/pod.go, job_controller.go
 `GenLabels`), so the pods that exist are counted per (job, replica type) and the rest
 are known demand, expected now (the operator is creating them). A suspended job announces
-all its replicas, expected now while suspended for at most the window.
+all its replicas, expected now while suspended for at most the window, or, one headstart's
+admitter suspended (label `headstart.io/suspended`), when the admitter resumes it.
 
 mpi-operator v2 MPIJobs (`kubeflow.org/v2beta1`, the same `mpiReplicaSpecs`): the
 workers are pods the MPIJob controls, labelled `training.kubeflow.org/job-role: worker`
@@ -44,9 +45,10 @@ from predictor.known.model import (
     PodCounts,
     condition_since,
     condition_true,
+    headstart_resume_time,
     mapping,
     open_object,
-    suspended_expected,
+    suspended_until,
     template_request,
     workload_key,
 )
@@ -74,6 +76,8 @@ class TrainingJob:
     finished: bool
     replicas: tuple[Replicas, ...]
     uncounted: frozenset[str] = frozenset()  # replica types whose pods cannot be matched
+    resumed_at_s: float | None = None
+    """When headstart's admitter resumes it (its `headstart.io/suspended` label)."""
 
 
 def parse_training_job(obj: Mapping[str, Any], kind: str, gpu_resource: str) -> TrainingJob:
@@ -95,6 +99,7 @@ def parse_training_job(obj: Mapping[str, Any], kind: str, gpu_resource: str) -> 
         replicas=tuple(replicas),
         uncounted=(frozenset({"Launcher"}) if kind == "MPIJob"
                    and str(obj.get("apiVersion", "")).endswith("/v2beta1") else frozenset()),
+        resumed_at_s=headstart_resume_time(meta),
     )
 
 
@@ -126,7 +131,8 @@ def training_items(jobs: Iterable[TrainingJob], pods: PodCounts, now_s: float,
         if job.finished:
             continue
         if job.suspended:
-            expected, reason = suspended_expected(job.meta, job.suspended_since_s, now_s, window_s)
+            expected, reason = suspended_until(job.meta, job.kind, job.suspended_since_s,
+                                               job.resumed_at_s, now_s, window_s)
         else:
             expected, reason = now_s, "pods not all created yet"
         for replicas in job.replicas:

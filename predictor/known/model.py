@@ -50,9 +50,10 @@ EXISTING_POD_SOURCES = frozenset({"gated"})
 # the job suspended until its Workload is admitted, so only the Workload says when.
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 HEADSTART_SUSPENDED_LABEL = "headstart.io/suspended"
-"""On a Job headstart's admitter suspended to evict its gang whole: when it resumes the
-Job (seconds since the epoch). The same label as `locality.suspension.SUSPENDED_LABEL`,
-which this layer may not import (tests/predictor/test_known_sources.py checks both)."""
+"""On a Job, JobSet or PyTorchJob headstart's admitter suspended to evict its gang whole:
+when it resumes it (seconds since the epoch). The same label as
+`locality.suspension.SUSPENDED_LABEL`, which this layer may not import
+(tests/predictor/test_known_sources.py checks both)."""
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -292,3 +293,20 @@ def suspended_expected(meta: Meta, since_s: float | None, now_s: float, window_s
     if since_s is None or now_s - since_s <= window_s:
         return now_s, "suspended recently: expected as soon as it is resumed"
     return None, f"suspended for {(now_s - since_s) / 60:.0f} min: parked, not counted"
+
+
+def headstart_resume_time(meta: Meta) -> float | None:
+    """When headstart's admitter resumes the object it suspended (its
+    `HEADSTART_SUSPENDED_LABEL`); None: headstart did not suspend it."""
+    mark = meta.labels.get(HEADSTART_SUSPENDED_LABEL)
+    return float(mark) if mark is not None and mark.isdigit() else None
+
+
+def suspended_until(meta: Meta, kind: str, since_s: float | None, resumed_at_s: float | None,
+                    now_s: float, window_s: float) -> tuple[float | None, str]:
+    """When a suspended `kind` is expected: when headstart resumes it, where headstart
+    suspended it (`resumed_at_s`), else as `suspended_expected` says."""
+    if resumed_at_s is not None:
+        return max(now_s, resumed_at_s), ("suspended by headstart's admitter to evict its "
+                                          f"gang whole: expected when it resumes the {kind}")
+    return suspended_expected(meta, since_s, now_s, window_s)

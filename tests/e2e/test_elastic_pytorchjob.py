@@ -19,7 +19,7 @@ cluster's admin as its Deployment's ClusterRole would let it.
   out to 3 workers again after 5 s: the operator creates workers 1 and 2, which pass
   the gate into pg-a and bind, and the Gang record counts 4 members again.
 - The bound on the extender's right to patch PyTorchJobs: with its token, the shipped
-  ValidatingAdmissionPolicy `headstart-extender-pytorchjob-resize` refuses Worker
+  ValidatingAdmissionPolicy `headstart-extender-pytorchjob-edits` refuses Worker
   replicas above max-size or below min-size, a change of the Master's replica spec or
   of the Worker's template, and any resize of a PyTorchJob that did not opt in; it
   accepts Worker replicas within the bounds (which the operator's own validating
@@ -332,7 +332,7 @@ def test_the_extender_may_only_resize_pytorchjobs_within_their_bounds(pytorchjob
     }
     for what, (name, patch) in refused.items():
         code, err = patch_pytorchjob_as_extender(cluster, namespace, name, patch)
-        assert code in (403, 422) and "headstart-extender-pytorchjob-resize" in err, (
+        assert code in (403, 422) and "headstart-extender-pytorchjob-edits" in err, (
             what, code, err)
     assert worker_replicas(cluster, namespace, "opted") == 1
     code, err = patch_pytorchjob_as_extender(cluster, namespace, "opted", workers(3))

@@ -561,6 +561,66 @@ async def test_a_jobsets_gang_is_evicted_by_suspending_the_jobset(fake_kube, rep
     assert admitter.suspended_jobs_total == 1 and admitter.released_jobs_total == 1
 
 
+async def test_a_pytorchjobs_gang_is_evicted_by_suspending_the_pytorchjob(fake_kube,
+                                                                          replicas):
+    # PyTorchJob "a" (Master 1 + Worker 1) controls its pods itself: the admitter sets its
+    # spec.runPolicy.suspend and mark, keeps its other runPolicy fields, evicts no pod,
+    # and resumes it once the training operator said Suspended and the time has come.
+    fake_kube.serve("kubeflow.org/v1")
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    template = {"spec": {"containers": [{"name": "pytorch"}]}}
+    trainer = fake_kube.create({
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "a", "namespace": "team"},
+        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": template},
+                                         "Worker": {"replicas": 1, "template": template}},
+                 "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 0}}})
+    uid = trainer["metadata"]["uid"]
+    for index, role in enumerate(("master", "worker")):
+        pod = gated_pod(f"a-{index}", "a", 2)
+        pod["metadata"]["labels"]["training.kubeflow.org/replica-type"] = role
+        pod["metadata"]["ownerReferences"] = [{
+            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "a", "uid": uid,
+            "controller": True}]
+        fake_kube.create(pod)
+    admitter = replicas("solo", leading=True)
+    admitter.config = replace(ADMISSION, bind_timeout_seconds=1, backoff_base_seconds=1)
+    await eventually(lambda: ("PyTorchJob", "team", "a") in admitter.batch_jobs())
+    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
+        "status", {}).get("state") == "Evicted")
+    found = fake_kube.get("kubeflow.org/v1", "PyTorchJob", "a", "team")
+    assert found["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "backoffLimit": 0,
+                                          "suspend": True}
+    assert "suspend" not in found["spec"]
+    assert gang_of(fake_kube, "a")["status"]["suspendedJobs"] == [
+        {"kind": "PyTorchJob", "name": "a", "uid": uid}]
+    assert pod_of(fake_kube, "a-0") is not None and pod_of(fake_kube, "a-1") is not None
+    suspended = [e for e in fake_kube.list("v1", "Event", "team")
+                 if e["reason"] == "HeadstartSuspended"]
+    assert [(e["involvedObject"]["apiVersion"], e["involvedObject"]["kind"])
+            for e in suspended] == [("kubeflow.org/v1", "PyTorchJob")]
+    # Past its time, but the operator has not acted: it stays suspended.
+    resume_at = int(found["metadata"]["labels"]["headstart.io/suspended"])
+    await asyncio.sleep(max(resume_at - time.time(), 0) + 0.5)
+    for _ in range(3):
+        await admitter.round(time.time())
+    assert fake_kube.get("kubeflow.org/v1", "PyTorchJob", "a", "team")[
+        "spec"]["runPolicy"]["suspend"] is True
+    # The operator deletes the pods and says Suspended (played): resumed and unmarked.
+    for index in range(2):
+        fake_kube.delete("v1", "Pod", f"a-{index}", "team")
+    found = fake_kube.get("kubeflow.org/v1", "PyTorchJob", "a", "team")
+    found["status"] = {"conditions": [{"type": "Suspended", "status": "True"}]}
+    fake_kube.replace(found)
+    await settle(admitter, lambda: fake_kube.get("kubeflow.org/v1", "PyTorchJob", "a",
+                                                 "team")["spec"]["runPolicy"]["suspend"]
+                 is False, timeout=15)
+    found = fake_kube.get("kubeflow.org/v1", "PyTorchJob", "a", "team")
+    assert "headstart.io/suspended" not in (found["metadata"].get("labels") or {})
+    assert admitter.suspended_jobs_total == 1 and admitter.released_jobs_total == 1
+
+
 async def test_an_event_the_api_failed_to_take_is_sent_at_the_next_round(fake_kube,
                                                                         replicas):
     # The API answers an Event with 503 through all of the throttle's 4 attempts (an

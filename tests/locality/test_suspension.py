@@ -1,5 +1,5 @@
-"""A batch/v1 Job as headstart may suspend it: which Jobs it may not, its mark, and the
-patches that suspend and release it."""
+"""A batch/v1 Job, a JobSet or a PyTorchJob as headstart may suspend it: which it may
+not, its mark, and the patches that suspend and release it."""
 
 from __future__ import annotations
 
@@ -73,7 +73,42 @@ def test_a_jobset_another_controller_suspends_is_never_headstarts_to_suspend(obj
 
 
 def test_another_kind_is_never_suspended():
-    assert "does not suspend a PyTorchJob" in job_suspension(job(), "PyTorchJob").problem
+    assert "does not suspend a TFJob" in job_suspension(job(), "TFJob").problem
+
+
+def pytorchjob(labels=None, owners=None, **run_policy):
+    obj = job(labels, owners)
+    obj.update(apiVersion="kubeflow.org/v1", kind="PyTorchJob")
+    obj["spec"] = {"pytorchReplicaSpecs": {"Worker": {"replicas": 2}},
+                   "runPolicy": {"cleanPodPolicy": "None", **run_policy}}
+    return obj
+
+
+def test_a_pytorchjob_is_suspended_through_its_run_policy():
+    seen = job_suspension(pytorchjob(suspend=False), "PyTorchJob")
+    assert seen.key == ("PyTorchJob", "team", "train") and seen.problem is None
+    assert not seen.suspended
+    assert job_suspension(pytorchjob(suspend=True), "PyTorchJob").suspended
+    # A top-level spec.suspend is no PyTorchJob field: it suspends nothing.
+    stray = pytorchjob()
+    stray["spec"]["suspend"] = True
+    assert not job_suspension(stray, "PyTorchJob").suspended
+    assert suspend_patch(seen, 7)["spec"] == {"runPolicy": {"suspend": True}}
+    assert release_patch(seen)["spec"] == {"runPolicy": {"suspend": False}}
+    # The training operator's own manager name is its default; another one decides.
+    own = pytorchjob(managedBy="kubeflow.org/training-operator")
+    assert job_suspension(own, "PyTorchJob").problem is None
+
+
+@pytest.mark.parametrize(("obj", "why"), [
+    (pytorchjob(managedBy="kueue.x-k8s.io/multikueue"),
+     "spec.runPolicy.managedBy names 'kueue.x-k8s.io/multikueue'"),
+    (pytorchjob(labels={"kueue.x-k8s.io/queue-name": "q"}), "Kueue manages it"),
+    (pytorchjob(owners=[{"kind": "Pipeline", "name": "p", "controller": True}]),
+     "its controller Pipeline p decides"),
+], ids=["managed-by-another", "kueue", "controlled"])
+def test_a_pytorchjob_another_controller_suspends_is_never_headstarts(obj, why):
+    assert why in (job_suspension(obj, "PyTorchJob").problem or "")
 
 
 def test_a_cronjobs_job_and_the_job_controllers_own_manager_may_be_suspended():

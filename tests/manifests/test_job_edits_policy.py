@@ -1,5 +1,5 @@
-"""The shipped ValidatingAdmissionPolicies `headstart-extender-job-edits` and
-`headstart-extender-jobset-edits`, evaluated with a CEL interpreter (cel-python) on
+"""The shipped ValidatingAdmissionPolicies `headstart-extender-job-edits`,
+`headstart-extender-jobset-edits` and `headstart-extender-pytorchjob-edits`, evaluated with a CEL interpreter (cel-python) on
 updates the extender's account could send: the ones headstart sends pass, every other
 change is refused. kube-apiserver runs the same
 expressions in tests/e2e/test_gang_recovery.py and test_elastic.py; this catches a wrong
@@ -215,3 +215,98 @@ JOBSET_REFUSED = {
 def test_every_other_update_of_a_jobset_is_refused(case):
     old, patch = JOBSET_REFUSED[case]
     assert refusals(old, merged(old, patch), JOBSET_POLICY), f"{case}: allowed"
+
+
+PYTORCHJOB_POLICY = "headstart-extender-pytorchjob-edits"
+
+
+def pytorchjob(labels=None, annotations=None, owners=None, run_policy=None, workers=2):
+    obj = job(labels, annotations, owners)
+    obj.update(apiVersion="kubeflow.org/v1", kind="PyTorchJob")
+    template = {"spec": {"containers": [{"name": "pytorch", "image": "train:1"}]}}
+    obj["spec"] = {
+        "pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template},
+            "Worker": {"replicas": workers, "restartPolicy": "OnFailure",
+                       "template": template}},
+        # as the training operator's defaulting leaves it
+        "runPolicy": {"cleanPodPolicy": "None", "suspend": False, **(run_policy or {})}}
+    return obj
+
+
+def test_what_headstart_sends_a_pytorchjob_passes():
+    plain = pytorchjob()
+    suspended = merged(plain, suspend_patch(job_suspension(plain, "PyTorchJob"), 1764370000.4))
+    assert suspended["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "suspend": True}
+    assert refusals(plain, suspended, PYTORCHJOB_POLICY) == []
+    released = merged(suspended, release_patch(job_suspension(suspended, "PyTorchJob")))
+    assert released["spec"]["runPolicy"]["suspend"] is False
+    assert refusals(suspended, released, PYTORCHJOB_POLICY) == []
+    resumed = merged(suspended, {"spec": {"runPolicy": {"suspend": False}}})
+    assert refusals(resumed, merged(resumed, release_patch(
+        job_suspension(resumed, "PyTorchJob"))), PYTORCHJOB_POLICY) == []
+    # A job without runPolicy, and the elastic resize the policy already allowed.
+    bare = pytorchjob()
+    del bare["spec"]["runPolicy"]
+    assert refusals(bare, merged(bare, suspend_patch(job_suspension(bare, "PyTorchJob"), 5)),
+                    PYTORCHJOB_POLICY) == []
+    opted = pytorchjob(annotations=OPTED)
+    assert refusals(opted, merged(opted, {"spec": {"pytorchReplicaSpecs": {
+        "Worker": {"replicas": 3}}}}), PYTORCHJOB_POLICY) == []
+
+
+PYTORCH_SUSPEND = {"metadata": {"labels": {MARK: "5"}}, "spec": {"runPolicy": {"suspend": True}}}
+PYTORCHJOB_REFUSED = {
+    "suspending a PyTorchJob Kueue manages": (
+        pytorchjob(labels={"kueue.x-k8s.io/queue-name": "q"}), PYTORCH_SUSPEND),
+    "suspending one another controller manages": (
+        pytorchjob(run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}), PYTORCH_SUSPEND),
+    "suspending one another object controls": (
+        pytorchjob(owners=[{"kind": "Pipeline", "name": "p", "controller": True}]),
+        PYTORCH_SUSPEND),
+    "suspending without the mark": (pytorchjob(), {"spec": {"runPolicy": {"suspend": True}}}),
+    "a mark that is not a time": (
+        pytorchjob(), {"metadata": {"labels": {MARK: "soon"}},
+                       "spec": {"runPolicy": {"suspend": True}}}),
+    "resuming one headstart did not suspend": (
+        pytorchjob(annotations=OPTED, run_policy={"suspend": True}),
+        {"spec": {"runPolicy": {"suspend": False}}}),
+    "removing the mark yet keeping it suspended": (
+        pytorchjob(labels={MARK: "5"}, run_policy={"suspend": True}),
+        {"metadata": {"labels": {MARK: None}}}),
+    "a resize with a suspension": (
+        pytorchjob(annotations=OPTED),
+        {**PYTORCH_SUSPEND, "spec": {"runPolicy": {"suspend": True},
+                                     "pytorchReplicaSpecs": {"Worker": {"replicas": 3}}}}),
+    "the backoff limit with a suspension": (
+        pytorchjob(), {**PYTORCH_SUSPEND, "spec": {"runPolicy": {"suspend": True,
+                                                                  "backoffLimit": 100}}}),
+    "the clean-pod policy with a release": (
+        pytorchjob(labels={MARK: "5"}, run_policy={"suspend": True}),
+        {"metadata": {"labels": {MARK: None}},
+         "spec": {"runPolicy": {"suspend": False, "cleanPodPolicy": "All"}}}),
+    "the image with a suspension": (
+        pytorchjob(), {**PYTORCH_SUSPEND, "spec": {"runPolicy": {"suspend": True},
+                                                   "pytorchReplicaSpecs": {"Master": {
+                                                       "template": {"spec": {"containers": [
+                                                           {"name": "pytorch",
+                                                            "image": "other:1"}]}}}}}}),
+    "another label with a suspension": (
+        pytorchjob(), {"metadata": {"labels": {MARK: "5", "team": "x"}},
+                       "spec": {"runPolicy": {"suspend": True}}}),
+    "an annotation with a release": (
+        pytorchjob(labels={MARK: "5"}, run_policy={"suspend": True}),
+        {"metadata": {"labels": {MARK: None}, "annotations": {"x": "y"}},
+         "spec": {"runPolicy": {"suspend": False}}}),
+    "resizing one that did not opt in": (
+        pytorchjob(), {"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 3}}}}),
+    "a resize beyond max-size": (
+        pytorchjob(annotations=OPTED),
+        {"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 5}}}}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PYTORCHJOB_REFUSED))
+def test_every_other_update_of_a_pytorchjob_is_refused(case):
+    old, patch = PYTORCHJOB_REFUSED[case]
+    assert refusals(old, merged(old, patch), PYTORCHJOB_POLICY), f"{case}: allowed"

@@ -1,4 +1,5 @@
-"""Which Jobs or JobSets an eviction suspends, and which headstart suspended are released."""
+"""Which Jobs, JobSets or PyTorchJobs an eviction suspends, and which headstart suspended
+are released."""
 
 from __future__ import annotations
 
@@ -96,3 +97,20 @@ def test_a_jobset_is_released_once_the_job_controller_has_acted_on_each_of_its_j
                            100.0) == [js]
     # Not acknowledged by the JobSet controller itself: not yet.
     assert jobs_to_release(jobs(replace(js, acknowledged=False), done), 100.0) == []
+
+
+def test_a_pytorchjobs_gang_suspends_the_pytorchjob_once():
+    # Master and workers: every pod's controller is the PyTorchJob itself.
+    trainer = job("bert", kind="PyTorchJob")
+    pods = [pod("m0", ("PyTorchJob", "bert")), pod("w0", ("PyTorchJob", "bert")),
+            pod("w1", ("PyTorchJob", "bert"))]
+    assert jobs_to_suspend(pods, jobs(trainer)) == (trainer,)
+    # A Job of the same name is another thing; a TFJob's pods go by eviction.
+    assert jobs_to_suspend(pods, jobs(job("bert"))) == ()
+    assert jobs_to_suspend([pod("t0", ("TFJob", "bert"))], jobs(trainer)) == ()
+    # Released once the training operator says Suspended, and its time has come.
+    held = replace(trainer, suspended=True, resume_at=10.0)
+    assert jobs_to_release(jobs(held), 20.0) == []
+    acted = replace(held, acknowledged=True)
+    assert jobs_to_release(jobs(acted), 5.0) == []
+    assert jobs_to_release(jobs(acted), 20.0) == [acted]
