@@ -150,6 +150,12 @@ KUBEFLOW = [
     # another job's pods of the same replica type do not count for this one
     (pytorchjob(workers=1), [operator_pod("x", "worker", job_name="other")],
      [("kubeflow", "pt", 1, 0), ("kubeflow", "pt", 1, 0)], "other-jobs-pods"),
+    # headstart's admitter suspended it to evict its gang, resuming it in 10 minutes:
+    # expected then, though suspended longer than the window
+    (pytorchjob(suspend=True, labels={"headstart.io/suspended": str(int(NOW + 600))},
+                conditions=(condition("Suspended", NOW - 2 * HOUR),)), [],
+     [("kubeflow", "pt", 1, 600), ("kubeflow", "pt", 4, 600)],
+     "suspended-by-headstart-expected-at-its-resume-time"),
 ]
 
 
