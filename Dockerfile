@@ -1,9 +1,13 @@
-# syntax=docker/dockerfile:1
 # One image for every headstart component; the manifests choose the subcommand:
 #   headstart extender | headstart overprovisioner | headstart simulate ...
 # Build, push and point the manifests at it: docs/image.md
 #   docker build --platform linux/amd64 -t headstart:0.1.0 .
-ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
+# No `# syntax=` line: the builder's own Dockerfile frontend serves every instruction
+# here, and a frontend image pulled by tag would be one more unpinned input.
+# The base image by digest (a tag can be pushed again; a digest cannot): the
+# python:3.11.11-slim-bookworm index as public Dockerfiles pin it (docs/image.md says
+# where it comes from and how to refresh it).
+ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5
 
 # The project's sources, once, for both images below.
 FROM ${PYTHON_IMAGE} AS source
@@ -54,12 +58,13 @@ RUN python -m venv /opt/headstart
 ENV PATH=/opt/headstart/bin:$PATH
 WORKDIR /src
 # The runtime dependencies (no [dev] extra), every file checked against the lock's hashes;
-# then CPU-only torch, by version and without a hash (requirements/torch.txt says why), with
-# --no-deps because the lock already holds torch's dependencies. The forecaster trains on
+# then CPU-only torch, checked against requirements/torch.txt's hashes, with --no-deps
+# because the lock already holds torch's dependencies. The forecaster trains on
 # CPU in a few minutes; the CUDA wheels would add gigabytes to an image on CPU nodes.
 COPY requirements/headstart.lock requirements/torch.txt ./
 RUN pip install --require-hashes --no-deps -r headstart.lock && \
-    pip install --no-deps --index-url https://download.pytorch.org/whl/cpu -r torch.txt
+    pip install --require-hashes --no-deps --index-url https://download.pytorch.org/whl/cpu \
+      -r torch.txt
 COPY --from=source /src ./
 RUN pip install --no-deps . && pip check
 

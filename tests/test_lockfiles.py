@@ -8,6 +8,8 @@ after a declared range or the torch pin changes, run the command at the top of t
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -59,10 +61,19 @@ def extender_txt() -> list[Requirement]:
     return declared([line for line in lines if line.strip() and not line.startswith("#")])
 
 
+def torch_line() -> str:
+    """requirements/torch.txt's requirement, its continuation lines joined."""
+    text = (REQUIREMENTS / "torch.txt").read_text().replace("\\\n", " ")
+    (line,) = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return line
+
+
 def torch_pin() -> Requirement:
-    lines = (REQUIREMENTS / "torch.txt").read_text().splitlines()
-    (line,) = [line for line in lines if line.strip() and not line.startswith("#")]
-    return Requirement(line)
+    return Requirement(torch_line().split(" --hash")[0].strip())
+
+
+def torch_hashes() -> list[str]:
+    return re.findall(r"--hash=sha256:(\S+)", torch_line())
 
 
 def pyproject_without_torch() -> list[Requirement]:
@@ -139,5 +150,41 @@ def test_the_dockerfile_installs_the_default_image_from_its_lock():
     stage = dockerfile.split("AS build\n", 1)[1].split("\nFROM ", 1)[0]
     assert "COPY requirements/headstart.lock requirements/torch.txt" in stage
     assert "pip install --require-hashes --no-deps -r headstart.lock" in stage
-    assert "--index-url https://download.pytorch.org/whl/cpu -r torch.txt" in stage
+    assert ("pip install --require-hashes --no-deps --index-url "
+            "https://download.pytorch.org/whl/cpu \\\n      -r torch.txt") in stage
     assert "pip install --no-deps . && pip check" in stage
+
+
+def test_torch_is_pinned_with_a_hash_per_linux_wheel():
+    hashes = torch_hashes()
+    assert len(hashes) == 2 and all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes), hashes
+
+
+WHEELS = Path(os.environ.get("PIP_FIND_LINKS", "/opt/wheels"))
+
+
+def test_a_local_copy_of_the_x86_64_wheel_has_the_pinned_hash():
+    """Where this machine holds the CPU wheel the image installs (PIP_FIND_LINKS), its
+    sha256 is one of the pinned hashes."""
+    pin = torch_pin()
+    (spec,) = pin.specifier
+    name = f"torch-{spec.version}-cp311-cp311-manylinux_2_28_x86_64.whl"
+    wheel = WHEELS / name
+    if not wheel.is_file():
+        pytest.skip(f"no local {name} in {WHEELS}")
+    digest = hashlib.sha256()
+    with wheel.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    assert digest.hexdigest() in torch_hashes()
+
+
+def test_the_dockerfile_pulls_nothing_by_tag_alone():
+    """Every stage starts from PYTHON_IMAGE, whose default names a digest, and no
+    `# syntax=` line pulls a frontend image by tag."""
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert not re.search(r"^# *syntax=", dockerfile, flags=re.M)
+    (default,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", dockerfile, flags=re.M)
+    assert re.fullmatch(r"python:[\w.-]+@sha256:[0-9a-f]{64}", default), default
+    stages = re.findall(r"^FROM (\S+)", dockerfile, flags=re.M)
+    assert stages and set(stages) == {"${PYTHON_IMAGE}"}, stages
