@@ -1,5 +1,5 @@
-"""A batch/v1 Job or a JobSet as something headstart may suspend: to evict a gang whole
-without failing its Job.
+"""A batch/v1 Job, a JobSet or a Kubeflow job as something headstart may suspend: to evict a
+gang whole without failing its job.
 
 Evicting a Job's pods counts each as a failure toward its `backoffLimit` (the Job
 controller's `isPodFailed` counts a deleted pod that did not succeed), unless the Job's
@@ -19,24 +19,23 @@ controller deletes their pods as above; on resume it resumes them), with the sam
 a gang whose pods belong to a JobSet's Jobs is evicted by suspending the JobSet, since
 the JobSet controller decides its Jobs' suspension and would undo one of theirs.
 
-A PyTorchJob (kubeflow.org/v1) is suspended through `spec.runPolicy.suspend`: the
-Kubeflow training operator then deletes its pods and Services (deleted pods are not
+A PyTorchJob or a TFJob (kubeflow.org/v1) is suspended through `spec.runPolicy.suspend`:
+the Kubeflow training operator then deletes its pods and Services (deleted pods are not
 failed ones: nothing counts toward its `backoffLimit`), says `Suspended` in its
 conditions, and creates them again when it is resumed; Kueue suspends the Kubeflow jobs
 it manages the same way.
 
-headstart suspends a Job, a JobSet or a PyTorchJob only when it alone decides its
-suspension: not one whose `managedBy` (`spec.managedBy`; a PyTorchJob's
-`spec.runPolicy.managedBy`) names another controller, not one Kueue manages (its
-`kueue.x-k8s.io/queue-name` label), not one another object controls (a JobSet's Jobs,
-whose JobSet is suspended instead; a TrainJob's JobSet), except a Job a CronJob made
-(the CronJob controller never touches `suspend` of the Jobs it made). The
-ValidatingAdmissionPolicies `headstart-extender-job-edits`,
-`headstart-extender-jobset-edits` and `headstart-extender-pytorchjob-edits`
-(manifests/base/admission/) enforce the same conditions on the extender's
-ServiceAccount.
+headstart suspends one of these only when it alone decides its suspension: not one
+whose `managedBy` (`spec.managedBy`; a Kubeflow job's `spec.runPolicy.managedBy`) names
+another controller, not one Kueue manages (its `kueue.x-k8s.io/queue-name` label), not
+one another object controls (a JobSet's Jobs, whose JobSet is suspended instead; a
+TrainJob's JobSet), except a Job a CronJob made (the CronJob controller never touches
+`suspend` of the Jobs it made). The ValidatingAdmissionPolicies
+`headstart-extender-job-edits`, `-jobset-edits`, `-pytorchjob-edits` and `-tfjob-edits`
+(manifests/base/admission/owner-resize.yaml) enforce the same conditions on the
+extender's ServiceAccount.
 
-Decides: how a Job, JobSet or PyTorchJob object reads as a `JobSuspension`, and the
+Decides: which kinds headstart suspends, how such an object reads as a `JobSuspension`, and the
 merge patches that suspend and release it. Must not: talk to the API, log, read the
 clock.
 """
@@ -49,27 +48,40 @@ from dataclasses import dataclass
 from typing import Any
 
 SUSPENDED_LABEL = "headstart.io/suspended"
-"""On a Job or JobSet headstart suspended: when to resume it (whole seconds since the
+"""On an object headstart suspended: when to resume it (whole seconds since the
 epoch); removed when headstart resumes it."""
 
-SUSPENSION_API_VERSIONS = {"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2",
-                           "PyTorchJob": "kubeflow.org/v1"}
-"""The kinds headstart suspends, and the API version it reads and patches each in."""
-SUSPENSION_PLURALS = {"Job": "jobs", "JobSet": "jobsets", "PyTorchJob": "pytorchjobs"}
-SUSPENDABLE_KINDS = tuple(SUSPENSION_API_VERSIONS)
+@dataclass(frozen=True, slots=True)
+class SuspendableKind:
+    """A kind headstart suspends, and how."""
 
-POD_CONTROLLER_KINDS = ("Job", "PyTorchJob")
-"""The suspendable kinds that control pods themselves (a JobSet's pods are its Jobs')."""
+    api_version: str
+    """The API version it reads and patches it in."""
+    plural: str
+    own_manager: str
+    """The `managedBy` value (or none) by which its own controller reconciles it
+    (batch/v1 JobSpec.managedBy; JobSet's JobSetSpec.managedBy; Kubeflow's
+    RunPolicy.managedBy)."""
+    run_policy: bool = False
+    """Its `suspend` and `managedBy` are in `spec.runPolicy` (Kubeflow's training
+    operator), not in `spec`."""
+    controls_pods: bool = True
+    """Its pods name it as their controller (a JobSet's pods are its Jobs')."""
 
-_OWN_MANAGERS = {"Job": "kubernetes.io/job-controller",
-                 "JobSet": "jobset.sigs.k8s.io/jobset-controller",
-                 "PyTorchJob": "kubeflow.org/training-operator"}
-"""Per kind, the `managedBy` value (or none) by which its own controller reconciles it
-(batch/v1 JobSpec.managedBy; JobSet's JobSetSpec.managedBy; Kubeflow's
-RunPolicy.managedBy)."""
 
-_RUN_POLICY_KINDS = ("PyTorchJob",)
-"""Kinds whose `suspend` and `managedBy` are in `spec.runPolicy` (Kubeflow's)."""
+_TRAINING_OPERATOR = "kubeflow.org/training-operator"
+SUSPENDABLE: dict[str, SuspendableKind] = {
+    "Job": SuspendableKind("batch/v1", "jobs", "kubernetes.io/job-controller"),
+    "JobSet": SuspendableKind("jobset.x-k8s.io/v1alpha2", "jobsets",
+                              "jobset.sigs.k8s.io/jobset-controller", controls_pods=False),
+    "PyTorchJob": SuspendableKind("kubeflow.org/v1", "pytorchjobs", _TRAINING_OPERATOR,
+                                  run_policy=True),
+    "TFJob": SuspendableKind("kubeflow.org/v1", "tfjobs", _TRAINING_OPERATOR, run_policy=True),
+}
+"""The kinds headstart suspends. Each needs `patch` in the extender's ClusterRole and a
+ValidatingAdmissionPolicy bounding it (manifests/base/admission/owner-resize.yaml)."""
+SUSPENDABLE_KINDS = tuple(SUSPENDABLE)
+POD_CONTROLLER_KINDS = tuple(kind for kind, how in SUSPENDABLE.items() if how.controls_pods)
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """Kueue manages what carries it (its gate and its suspension: `locality.admission.gate`)."""
@@ -139,7 +151,8 @@ def job_suspension(obj: Any, kind: str = "Job") -> JobSuspension:
 
 def _suspension_spec(kind: str, spec: Mapping[str, Any]) -> Mapping[str, Any]:
     """Where the kind keeps `suspend` and `managedBy`."""
-    return _mapping(spec.get("runPolicy")) if kind in _RUN_POLICY_KINDS else spec
+    run_policy = kind in SUSPENDABLE and SUSPENDABLE[kind].run_policy
+    return _mapping(spec.get("runPolicy")) if run_policy else spec
 
 
 def _controller(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -153,12 +166,12 @@ def _controller(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def _problem(kind: str, metadata: Mapping[str, Any], spec: Mapping[str, Any],
              labels: Mapping[str, Any], uid: str) -> str | None:
-    if kind not in _OWN_MANAGERS:
+    if kind not in SUSPENDABLE:
         return f"headstart does not suspend a {kind}"
     if not uid:
         return "it has no uid to make the patch conditional on"
-    if spec.get("managedBy") not in (None, _OWN_MANAGERS[kind]):
-        field = "spec.runPolicy.managedBy" if kind in _RUN_POLICY_KINDS else "spec.managedBy"
+    if spec.get("managedBy") not in (None, SUSPENDABLE[kind].own_manager):
+        field = "spec.runPolicy.managedBy" if SUSPENDABLE[kind].run_policy else "spec.managedBy"
         return f"its {field} names {spec.get('managedBy')!r}, which decides its suspension"
     if KUEUE_QUEUE_LABEL in labels:
         return f"Kueue manages it (label {KUEUE_QUEUE_LABEL})"
@@ -189,7 +202,7 @@ def release_patch(job: JobSuspension) -> dict[str, Any]:
 
 
 def _suspend_field(kind: str, suspend: bool) -> dict[str, Any]:
-    return {"runPolicy": {"suspend": suspend}} if kind in _RUN_POLICY_KINDS else \
+    return {"runPolicy": {"suspend": suspend}} if SUSPENDABLE[kind].run_policy else \
         {"suspend": suspend}
 
 

@@ -29,8 +29,7 @@ from kubernetes.client.exceptions import ApiException
 from extender.admission.throttle import Throttle, Throttled
 from locality.elastic import ElasticOwner, scale_patch
 from locality.suspension import (
-    SUSPENSION_API_VERSIONS,
-    SUSPENSION_PLURALS,
+    SUSPENDABLE,
     JobSuspension,
     release_patch,
     suspend_patch,
@@ -75,9 +74,10 @@ class OwnerResizer:
     def _patch(self, job: JobSuspension, body: dict[str, Any], failed: str) -> str | None:
         if job.kind == "Job":
             return self._job(job.namespace, job.name, body, failed)
-        group, version = SUSPENSION_API_VERSIONS[job.kind].split("/")
+        kind = SUSPENDABLE[job.kind]
+        group, version = kind.api_version.split("/")
         return self._send(lambda: self._custom.patch_namespaced_custom_object(
-            group, version, job.namespace, SUSPENSION_PLURALS[job.kind], job.name, body,
+            group, version, job.namespace, kind.plural, job.name, body,
             _content_type=MERGE_PATCH, _request_timeout=10, _preload_content=False),
             failed, owner=job.where)
 

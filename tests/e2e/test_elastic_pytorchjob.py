@@ -128,11 +128,12 @@ def operator_pki(workdir: Path) -> Path:
     return workdir
 
 
-def start_training_operator(cluster, binary: Path) -> list[Path]:
-    """The training operator (PyTorchJob only) with its validating webhook on 127.0.0.1,
-    registered by URL as its Deployment's Service would have it; returns the files it
-    wrote outside the cluster's work dir (the serving certificate in the hard-coded
-    directory), for the fixture to remove."""
+def start_training_operator(cluster, binary: Path, kinds: tuple[str, ...] = ("pytorchjob",)
+                            ) -> list[Path]:
+    """The training operator (these `kinds` only, lower-case: pytorchjob, tfjob) with its
+    validating webhooks on 127.0.0.1, registered by URL as its Deployment's Service would
+    have them; returns the files it wrote outside the cluster's work dir (the serving
+    certificate in the hard-coded directory), for the fixture to remove."""
     pki = operator_pki(cluster.workdir / "training-operator" / "pki")
     files = {name: (pki / name).read_bytes() for name in ("ca.crt", "ca.key", "tls.crt",
                                                            "tls.key")}
@@ -153,17 +154,18 @@ def start_training_operator(cluster, binary: Path) -> list[Path]:
             "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": "validator.training-operator.kubeflow.org"},
             "webhooks": [{
-                "name": "validator.pytorchjob.training-operator.kubeflow.org",
+                "name": f"validator.{kind}.training-operator.kubeflow.org",
                 "admissionReviewVersions": ["v1"], "sideEffects": "None",
                 "failurePolicy": "Fail",
                 "clientConfig": {
-                    "url": f"https://127.0.0.1:{webhook}/validate-kubeflow-org-v1-pytorchjob",
+                    "url": f"https://127.0.0.1:{webhook}/validate-kubeflow-org-v1-{kind}",
                     "caBundle": base64.b64encode(files["ca.crt"]).decode()},
                 "rules": [{"apiGroups": ["kubeflow.org"], "apiVersions": ["v1"],
                            "operations": ["CREATE", "UPDATE"],
-                           "resources": ["pytorchjobs"]}]}]})
+                           "resources": [f"{kind}s"]}]} for kind in kinds]})
     cluster.run(OPERATOR, [binary, f"--kubeconfig={cluster.admin_kubeconfig}",
-                           "--enable-scheme=pytorchjob", "--leader-elect=false",
+                           *(f"--enable-scheme={kind}" for kind in kinds),
+                           "--leader-elect=false",
                            "--metrics-bind-address=0",
                            f"--health-probe-bind-address=127.0.0.1:{health}",
                            f"--webhook-server-port={webhook}"],
@@ -288,19 +290,24 @@ def test_a_heavier_job_scales_an_elastic_pytorchjob_in_and_it_grows_back(
                  NotYet("pods left"), 60, LOGS)
 
 
-def patch_pytorchjob_as_extender(cluster, namespace: str, name: str, patch: dict
-                                 ) -> tuple[int, str]:
-    """A merge patch of the PyTorchJob with the extender's token, as its resizer sends it:
-    (HTTP status, message)."""
-    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-extender", "pytorch-probe")
+def patch_as_extender(cluster, namespace: str, plural: str, name: str, patch: dict
+                      ) -> tuple[int, str]:
+    """A merge patch of a Kubeflow job (`plural` of kubeflow.org/v1) with the extender's
+    token, as its resizer sends it: (HTTP status, message)."""
+    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-extender", "kubeflow-probe")
     custom = k8s.CustomObjectsApi(k8s_config.new_client_from_config(
         config_file=str(kubeconfig)))
     try:
-        custom.patch_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs",
+        custom.patch_namespaced_custom_object("kubeflow.org", "v1", namespace, plural,
                                               name, patch, _content_type=MERGE_PATCH)
     except ApiException as error:
         return error.status, str(error.body)
     return 200, ""
+
+
+def patch_pytorchjob_as_extender(cluster, namespace: str, name: str, patch: dict
+                                 ) -> tuple[int, str]:
+    return patch_as_extender(cluster, namespace, "pytorchjobs", name, patch)
 
 
 def workers(count: int) -> dict[str, Any]:

@@ -73,7 +73,7 @@ def test_a_jobset_another_controller_suspends_is_never_headstarts_to_suspend(obj
 
 
 def test_another_kind_is_never_suspended():
-    assert "does not suspend a TFJob" in job_suspension(job(), "TFJob").problem
+    assert "does not suspend a MPIJob" in job_suspension(job(), "MPIJob").problem
 
 
 def pytorchjob(labels=None, owners=None, **run_policy):
@@ -150,3 +150,13 @@ def test_the_patches_are_conditional_on_the_uid():
     assert release_patch(seen) == {
         "metadata": {"uid": "u-1", "labels": {SUSPENDED_LABEL: None}},
         "spec": {"suspend": False}}
+
+
+def test_a_tfjob_is_suspended_through_its_run_policy_too():
+    obj = pytorchjob(suspend=True)
+    obj["kind"] = "TFJob"
+    obj["spec"] = {"tfReplicaSpecs": obj["spec"].pop("pytorchReplicaSpecs"),
+                   "runPolicy": obj["spec"]["runPolicy"]}
+    seen = job_suspension(obj, "TFJob")
+    assert seen.key == ("TFJob", "team", "train") and seen.suspended and seen.problem is None
+    assert suspend_patch(seen, 7)["spec"] == {"runPolicy": {"suspend": True}}

@@ -234,10 +234,24 @@ def seed_marked_jobset(fake_kube) -> None:
             {"name": "w", "replicas": 1, "template": {"spec": {"parallelism": 1}}}]}})
 
 
+def seed_marked_tfjob(fake_kube) -> None:
+    """A TFJob carrying headstart's suspension mark whose owner resumed it: unmarked, as
+    the JobSet above (a patch of the TFJob)."""
+    fake_kube.create({
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+        "metadata": {"name": "resumed-tf", "namespace": "default",
+                     "labels": {"headstart.io/suspended": "1"}},
+        "spec": {"runPolicy": {"suspend": False},
+                 "tfReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {}}}}}})
+
+
 def jobset_unmarked(fake_kube) -> None:
     wait_until(lambda: "headstart.io/suspended" not in (fake_kube.get(
         "jobset.x-k8s.io/v1alpha2", "JobSet", "resumed", "default")["metadata"].get(
         "labels") or {}), 30, "the admitter to unmark the JobSet its owner resumed")
+    wait_until(lambda: "headstart.io/suspended" not in (fake_kube.get(
+        "kubeflow.org/v1", "TFJob", "resumed-tf", "default")["metadata"].get(
+        "labels") or {}), 30, "the admitter to unmark the TFJob its owner resumed")
 
 
 def elastic_owners_resized(fake_kube) -> None:
@@ -298,6 +312,7 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
                       "spec": {"minMember": 1}})
     seed_elastic_jobs(fake_kube)
     seed_marked_jobset(fake_kube)
+    seed_marked_tfjob(fake_kube)
     port, ops_port = free_port(), free_port()
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     config = tmp_path / "extender.yaml"

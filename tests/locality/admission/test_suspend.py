@@ -105,9 +105,12 @@ def test_a_pytorchjobs_gang_suspends_the_pytorchjob_once():
     pods = [pod("m0", ("PyTorchJob", "bert")), pod("w0", ("PyTorchJob", "bert")),
             pod("w1", ("PyTorchJob", "bert"))]
     assert jobs_to_suspend(pods, jobs(trainer)) == (trainer,)
-    # A Job of the same name is another thing; a TFJob's pods go by eviction.
+    # A Job of the same name is another thing; an MPIJob's pods go by eviction; a
+    # TFJob's suspend the TFJob.
     assert jobs_to_suspend(pods, jobs(job("bert"))) == ()
-    assert jobs_to_suspend([pod("t0", ("TFJob", "bert"))], jobs(trainer)) == ()
+    assert jobs_to_suspend([pod("t0", ("MPIJob", "bert"))], jobs(trainer)) == ()
+    tf = job("bert", kind="TFJob")
+    assert jobs_to_suspend([pod("t0", ("TFJob", "bert"))], jobs(trainer, tf)) == (tf,)
     # Released once the training operator says Suspended, and its time has come.
     held = replace(trainer, suspended=True, resume_at=10.0)
     assert jobs_to_release(jobs(held), 20.0) == []

@@ -1,23 +1,26 @@
-"""A PyTorchJob's gang evicted by suspending the PyTorchJob (`spec.runPolicy.suspend`),
-against the REAL Kubeflow training operator (kubeflow/training-operator release-1.9, as in
-test_elastic_pytorchjob.py; the tests skip when it is absent), as installed (issue 26).
+"""Kubeflow jobs' gangs evicted by suspending the job (`spec.runPolicy.suspend`), against
+the REAL Kubeflow training operator (kubeflow/training-operator release-1.9, as in
+test_elastic_pytorchjob.py, here with PyTorchJob and TFJob on; the tests skip when it or
+the TFJob CRD is absent), as installed (issue 26).
 
 The cluster: pg-c, one 8-GPU kwok node, and a node group `ghost` the admitter is told can
 add 2 more there, which never come; the shipped extender with a 20 s bind timeout and a
-5 s backoff; the training operator (PyTorchJob only) with its validating webhook.
+5 s backoff; the training operator with its validating webhooks.
 
-- A PyTorchJob "pt" of a Master and 2 Workers (8-GPU pods pinned to pg-c, runPolicy
-  backoffLimit 0: one evicted pod would fail it for good) is admitted counting on the
-  ghost nodes; 20 s on, not whole, its gang is evicted by suspending the PyTorchJob. The
-  training operator deletes its pods and says Suspended; after the backoff the admitter
-  resumes it: the PyTorchJob is not Failed, says Suspended False (resumed), its other
-  runPolicy fields are as its owner wrote them, and its new pods wait behind the gate.
+- A PyTorchJob "pt" of a Master and 2 Workers, and then a TFJob "tf" of a PS and 2
+  Workers (8-GPU pods pinned to pg-c, runPolicy backoffLimit 0: one evicted pod would
+  fail the job for good), each admitted counting on the ghost nodes; 20 s on, not
+  whole, its gang is evicted by suspending the job. The training operator deletes its
+  pods and says Suspended; after the backoff the admitter resumes it: the job is not
+  Failed, says Suspended False (resumed), its other runPolicy fields are as its owner
+  wrote them, and its new pods wait behind the gate.
 - The bound on the extender's right: with its token, the shipped
   ValidatingAdmissionPolicy `headstart-extender-pytorchjob-edits` refuses suspending a
   PyTorchJob Kueue manages, a suspension without headstart's label, resuming one
   headstart did not suspend and a change of its backoff limit along with a suspension;
   it accepts suspending a plain PyTorchJob with the label and releasing it (which the
-  operator's own validating webhook accepts too).
+  operator's own validating webhook accepts too). `headstart-extender-tfjob-edits`
+  refuses any resize of a TFJob and accepts a marked suspension and its release.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ from tests.e2e.test_elastic_pytorchjob import (
     OPERATOR,
     live_pods,
     operator_problem,
+    patch_as_extender,
     patch_pytorchjob_as_extender,
     pytorchjob,
+    replica,
     start_training_operator,
 )
 from tests.e2e.test_gang import gang_state
@@ -50,6 +55,7 @@ from tests.e2e.test_gang_recovery import GROUP_KEY, P4D
 from tests.e2e.test_jobset_suspension import conditions
 
 LOGS = ["headstart-extender", "training-operator", "kube-controller-manager"]
+TF_CRD = Path("crds") / "kubeflow.org_tfjobs.yaml"
 TIMEOUT_S = 20
 BACKOFF_S = 5
 MARK = "headstart.io/suspended"
@@ -60,17 +66,20 @@ def suspension_cluster(e2e_clusters):
     problem = operator_problem()
     if problem:
         pytest.skip(problem)
+    directory = Path(os.environ[ENV_VAR])
+    if not (directory / TF_CRD).is_file():
+        pytest.skip(f"no {TF_CRD} in {directory}: copy the training operator's TFJob CRD "
+                    "there to run the Kubeflow suspension tests")
     admission = dict(installed.shipped_config("extender")["admission"])
     admission.update(bind_timeout_seconds=TIMEOUT_S, backoff_base_seconds=BACKOFF_S,
                      autoscaler={"status": "", "node_groups": [
                          {"name": "ghost", "instance_type": "p4d.24xlarge", "domain": "pg-c",
                           "max_size": 3}]})
-    directory = Path(os.environ[ENV_VAR])
     cluster, extender, _ = extender_on(
-        e2e_clusters, "pytorchjob-suspension",
+        e2e_clusters, "kubeflow-suspension",
         [kwok_node("c-0", memory="768Gi", group="pg-c", labels=P4D)], LOGS,
-        settings={"admission": admission}, crds=(directory / CRD,))
-    written = start_training_operator(cluster, directory / OPERATOR)
+        settings={"admission": admission}, crds=(directory / CRD, directory / TF_CRD))
+    written = start_training_operator(cluster, directory / OPERATOR, ("pytorchjob", "tfjob"))
     try:
         yield cluster, extender
     finally:
@@ -79,34 +88,46 @@ def suspension_cluster(e2e_clusters):
             path.unlink(missing_ok=True)
 
 
-def pinned(name: str, workers: int, **run_policy: Any) -> dict[str, Any]:
-    """`pytorchjob(name, workers)` with every pod pinned to pg-c and `run_policy`."""
+def pinned(name: str, workers: int, kind: str = "PyTorchJob", **run_policy: Any
+           ) -> dict[str, Any]:
+    """`pytorchjob(name, workers)` (or a TFJob of a PS and `workers` Workers, its
+    containers named `tensorflow` as its webhook requires) with every pod pinned to pg-c
+    and `run_policy`."""
     job = pytorchjob(name, workers)
-    for replica in job["spec"]["pytorchReplicaSpecs"].values():
-        replica["template"]["spec"]["nodeSelector"] = {GROUP_KEY: "pg-c"}
+    if kind == "TFJob":
+        specs = {"PS": replica(1, "8", "64Gi"), "Worker": replica(workers, "8", "64Gi")}
+        for spec in specs.values():
+            spec["template"]["spec"]["containers"][0]["name"] = "tensorflow"
+        job.update(kind="TFJob", spec={"tfReplicaSpecs": specs})
+    for spec in next(iter(job["spec"].values())).values():
+        spec["template"]["spec"]["nodeSelector"] = {GROUP_KEY: "pg-c"}
     if run_policy:
         job["spec"]["runPolicy"] = dict(run_policy)
     return job
 
 
-def test_a_pytorchjobs_gang_is_evicted_by_suspending_it_and_resumed(
-        suspension_cluster, namespace, e2e_timings):
+PLURALS = {"PyTorchJob": "pytorchjobs", "TFJob": "tfjobs"}
+
+
+@pytest.mark.parametrize(("kind", "name"), [("PyTorchJob", "pt"), ("TFJob", "tf")])
+def test_a_kubeflow_jobs_gang_is_evicted_by_suspending_it_and_resumed(
+        suspension_cluster, namespace, e2e_timings, kind, name):
     cluster, _ = suspension_cluster
     kube = cluster.kube
     kube.ensure_namespace(namespace)
-    path = f"{API}/namespaces/{namespace}/pytorchjobs/pt"
-    kube.create(f"{API}/namespaces/{namespace}/pytorchjobs",
-                pinned("pt", 2, backoffLimit=0, cleanPodPolicy="None"))
+    collection = f"{API}/namespaces/{namespace}/{PLURALS[kind]}"
+    path = f"{collection}/{name}"
+    kube.create(collection, pinned(name, 2, kind, backoffLimit=0, cleanPodPolicy="None"))
     cluster.wait("its Gang Admitted", lambda: gang_state(
-        cluster, namespace, "pt", "Admitted"), 90, LOGS)
+        cluster, namespace, name, "Admitted"), 90, LOGS)
     admitted = time.monotonic()
-    first = {p["metadata"]["uid"] for p in live_pods(cluster, namespace, "pt")}
+    first = {p["metadata"]["uid"] for p in live_pods(cluster, namespace, name)}
     record = cluster.wait("its Gang Evicted", lambda: gang_state(
-        cluster, namespace, "pt", "Evicted"), TIMEOUT_S + 30, LOGS)
+        cluster, namespace, name, "Evicted"), TIMEOUT_S + 30, LOGS)
     evicted_s = time.monotonic() - admitted
     found = kube.get(path)
     assert record["status"]["suspendedJobs"] == [
-        {"kind": "PyTorchJob", "name": "pt", "uid": found["metadata"]["uid"]}]
+        {"kind": kind, "name": name, "uid": found["metadata"]["uid"]}]
 
     def suspended_then_resumed():
         job = kube.get(path)
@@ -117,10 +138,10 @@ def test_a_pytorchjobs_gang_is_evicted_by_suspending_it_and_resumed(
                           f"Suspended={seen}")
         return job
 
-    job = cluster.wait("the PyTorchJob suspended by the admitter, then resumed",
+    job = cluster.wait(f"the {kind} suspended by the admitter, then resumed",
                        suspended_then_resumed, BACKOFF_S + 90, LOGS)
     resumed_s = time.monotonic() - admitted
-    assert conditions(job)["Suspended"]["reason"] == "PyTorchJobResumed", job["status"]
+    assert conditions(job)["Suspended"]["reason"] == f"{kind}Resumed", job["status"]
     assert "Failed" not in conditions(job) or conditions(job)["Failed"]["status"] != "True", \
         job["status"]
     assert job["spec"]["runPolicy"]["backoffLimit"] == 0
@@ -129,23 +150,23 @@ def test_a_pytorchjobs_gang_is_evicted_by_suspending_it_and_resumed(
     reasons = [(e["involvedObject"]["kind"], e["reason"])
                for e in kube.list(f"/api/v1/namespaces/{namespace}/events")
                if e["reason"].startswith("Headstart")]
-    assert ("PyTorchJob", "HeadstartSuspended") in reasons, reasons
-    assert ("PyTorchJob", "HeadstartResumed") in reasons, reasons
+    assert (kind, "HeadstartSuspended") in reasons, reasons
+    assert (kind, "HeadstartResumed") in reasons, reasons
     assert not [r for r in reasons if r[1] == "HeadstartEvicted"], reasons
     # The operator made new pods (the first ones were deleted), and they are gated.
-    pods = cluster.wait("the PyTorchJob's 3 new pods", lambda: (
-        pods := live_pods(cluster, namespace, "pt"),
+    pods = cluster.wait(f"the {kind}'s 3 new pods", lambda: (
+        pods := live_pods(cluster, namespace, name),
         pods if len(pods) == 3 and not first & {p["metadata"]["uid"] for p in pods}
         else NotYet(f"{len(pods)} live"))[1], 60, LOGS)
     assert all(bound_node(p) is None for p in pods)
     assert all({"name": "headstart.io/placement"} in (p["spec"].get("schedulingGates") or [])
                for p in pods), [p["spec"].get("schedulingGates") for p in pods]
-    e2e_timings.record("pytorchjob: a PyTorchJob suspended, not failed, resumed",
+    e2e_timings.record(f"kubeflow: a {kind} suspended, not failed, resumed",
                        evicted_since_admitted=evicted_s, resumed_since_admitted=resumed_s,
                        timeout_s=TIMEOUT_S, backoff_s=BACKOFF_S)
     kube.delete(f"{path}?propagationPolicy=Background")
     cluster.wait("its pods gone", lambda: not kube.list(
-        f"/api/v1/namespaces/{namespace}/pods", label_selector=f"{JOB_LABEL}=pt")
+        f"/api/v1/namespaces/{namespace}/pods", label_selector=f"{JOB_LABEL}={name}")
         or NotYet("pods left"), 60, LOGS)
 
 
@@ -160,8 +181,8 @@ def test_the_extender_may_only_suspend_and_release_a_pytorchjob_as_the_policy_sa
                                   ("paused", {}, True)):  # its owner suspended it
         job = pinned(name, 1, suspend=suspend)
         job["metadata"]["labels"] = labels
-        for replica in job["spec"]["pytorchReplicaSpecs"].values():
-            replica["template"]["spec"]["nodeSelector"] = {GROUP_KEY: "pg-b"}
+        for spec in job["spec"]["pytorchReplicaSpecs"].values():
+            spec["template"]["spec"]["nodeSelector"] = {GROUP_KEY: "pg-b"}
         kube.create(f"{API}/namespaces/{namespace}/pytorchjobs", job)
     mark = {MARK: str(int(time.time()) + 60)}
     refused = {
@@ -192,3 +213,24 @@ def test_the_extender_may_only_suspend_and_release_a_pytorchjob_as_the_policy_sa
     for name in ("plain", "queued", "paused"):
         kube.delete(f"{API}/namespaces/{namespace}/pytorchjobs/{name}?"
                     "propagationPolicy=Background")
+
+
+def test_the_extender_may_only_suspend_and_release_a_tfjob(suspension_cluster, namespace):
+    cluster, _ = suspension_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    job = pinned("plain-tf", 1, "TFJob")
+    for spec in job["spec"]["tfReplicaSpecs"].values():
+        spec["template"]["spec"]["nodeSelector"] = {GROUP_KEY: "pg-b"}  # no node: idle
+    kube.create(f"{API}/namespaces/{namespace}/tfjobs", job)
+    code, err = patch_as_extender(cluster, namespace, "tfjobs", "plain-tf", {
+        "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 3}}}})
+    assert code in (403, 422) and "headstart-extender-tfjob-edits" in err, (code, err)
+    code, err = patch_as_extender(cluster, namespace, "tfjobs", "plain-tf", {
+        "metadata": {"labels": {MARK: str(int(time.time()) + 60)}},
+        "spec": {"runPolicy": {"suspend": True}}})
+    assert code == 200, err
+    code, err = patch_as_extender(cluster, namespace, "tfjobs", "plain-tf", {
+        "metadata": {"labels": {MARK: None}}, "spec": {"runPolicy": {"suspend": False}}})
+    assert code == 200, err
+    kube.delete(f"{API}/namespaces/{namespace}/tfjobs/plain-tf?propagationPolicy=Background")
