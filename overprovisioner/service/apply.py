@@ -365,7 +365,12 @@ class Applier:
         label = _describe(desired.api_version, desired.kind, None, desired.name)
         current = self._get_if_exists(desired)
         if current is None:
-            self._server_side_apply(desired, label)
+            # A plain create: the account may create it and never patch it, and the
+            # ValidatingAdmissionPolicy headstart-overprovisioner-priority-class refuses
+            # any PriorityClass but this one (create cannot be narrowed by name in RBAC).
+            self._call(f"create {label}", "POST",
+                       resource_path(desired.api_version, desired.kind, None),
+                       query=[("fieldManager", FIELD_MANAGER)], body=dict(desired.body))
             return "created"
         value = current.get("value")
         policy = current.get("preemptionPolicy", "PreemptLowerPriority")

@@ -13,12 +13,16 @@ stays gated) is patched with the extender's token, as `kubectl` with its kubecon
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from extender.admission.patch import ungate_patch
-from tests.e2e.headstart import headstart_cluster
+from tests.e2e.headstart import REPO, headstart_cluster
 from tests.e2e.objects import training_pod
 from tests.e2e.test_gang import kubectl_as
 
@@ -101,7 +105,9 @@ LEASES = {"headstart-extender": ("headstart", "headstart-extender-admitter"),
                                      "headstart-placeholder-expiry"])
 def test_each_account_may_update_only_its_own_lease(edits_cluster, account):
     """kube-apiserver's own answer (SelfSubjectAccessReview, `kubectl auth can-i`) for
-    each component's token: taking another's Lease stops admission or scheduling."""
+    each component's token: taking another's Lease stops admission or scheduling. Its
+    whole `auth can-i --list` in both namespaces is printed and compared with the
+    checked-in tests/e2e/data/can-i/ACCOUNT.txt, so a right gained shows in review."""
     kubeconfig = edits_cluster.token_kubeconfig("headstart", account, f"{account}-can-i")
 
     def can(verb: str, namespace: str, lease: str) -> str:
@@ -113,9 +119,33 @@ def test_each_account_may_update_only_its_own_lease(edits_cluster, account):
         expected = ["yes", "yes"] if holder == account else ["no", "no"]
         assert [can("update", namespace, lease), can("get", namespace, lease)] == expected, \
             lease
+    listings = []
     for namespace in ("headstart", "headstart-placeholders"):
         listed = kubectl_as(kubeconfig, "auth", "can-i", "--list", "-n", namespace)
         print(f"\n{account} in {namespace}:\n{listed.stdout}")
+        listings.append(f"# {account} in {namespace}\n{normalized(listed.stdout)}")
+    found = "\n".join(listings)
+    expected = CAN_I / f"{account}.txt"
+    if os.environ.get("HEADSTART_E2E_UPDATE_CAN_I"):
+        expected.write_text(found)
+    assert expected.is_file(), f"no {expected}: run with HEADSTART_E2E_UPDATE_CAN_I=1"
+    assert found == expected.read_text(), (
+        f"{account}'s rights differ from {expected.relative_to(REPO)} (kube-apiserver's "
+        "`auth can-i --list`); if the change is meant, run this test with "
+        f"HEADSTART_E2E_UPDATE_CAN_I=1 and review the diff:\n"
+        + "\n".join(difflib.unified_diff(expected.read_text().splitlines(),
+                                         found.splitlines(), lineterm="")))
+
+
+CAN_I = Path(__file__).parent / "data" / "can-i"
+
+
+def normalized(listing: str) -> str:
+    """`auth can-i --list` as sorted rows of single-spaced columns (the table's widths
+    change with its longest name)."""
+    lines = [" ".join(line.split()) for line in listing.splitlines() if line.strip()]
+    header, rows = lines[0], sorted(lines[1:])
+    return "\n".join([header, *rows]) + "\n"
 
 
 def test_the_overprovisioner_writes_workloads_only_where_no_other_account_lives(
@@ -159,3 +189,43 @@ def test_the_expiry_job_may_change_replica_counts_and_nothing_else(edits_cluster
     assert can("delete", "deployments.apps", *here) == "no"
     assert can("list", "deployments.apps", "-n", "headstart") == "no"
     assert can("list", "pods", "--all-namespaces") == "no"
+
+
+def test_the_overprovisioner_may_create_only_its_own_priority_class(edits_cluster):
+    """RBAC cannot narrow `create` by name: the shipped ValidatingAdmissionPolicy
+    headstart-overprovisioner-priority-class refuses any PriorityClass its token creates
+    but the placeholders' own, and RBAC refuses any change of one. Then the class the
+    service creates (overprovisioner/service/objects.py) is accepted."""
+    import yaml
+
+    from overprovisioner.config import OverprovisionerConfig
+    from overprovisioner.service.objects import priority_class
+
+    kubeconfig = edits_cluster.token_kubeconfig("headstart", "headstart-overprovisioner",
+                                                "overprovisioner-priority-class")
+    own = dict(priority_class(OverprovisionerConfig()).body)
+    path = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+    def create(body: dict) -> subprocess.CompletedProcess:
+        return kubectl_as(kubeconfig, "create", "-f", "-", stdin=yaml.safe_dump(body))
+
+    refused = {
+        "a global default": {**own, "metadata": {"name": "everyone"}, "value": -1,
+                             "globalDefault": True},
+        "another name": {**own, "metadata": {"name": "headstart-vip"}},
+        "its own name, high and preempting": {**own, "value": 1000000,
+                                              "preemptionPolicy": "PreemptLowerPriority"},
+    }
+    edits_cluster.kube.delete(f"{path}/headstart-placeholder")  # installed by the manifests
+    for what, body in refused.items():
+        result = create(body)
+        assert result.returncode != 0 and \
+            "headstart-overprovisioner-priority-class" in result.stderr, (what, result.stderr)
+    assert create(own).returncode == 0
+    found = edits_cluster.kube.get(f"{path}/headstart-placeholder")
+    # (kube-apiserver omits globalDefault when false)
+    assert (found["value"], found["preemptionPolicy"], found.get("globalDefault", False)) \
+        == (own["value"], "Never", False)
+    patched = kubectl_as(kubeconfig, "patch", "priorityclass", "headstart-placeholder",
+                         "--type=merge", "-p", '{"globalDefault": true}')
+    assert patched.returncode != 0 and "forbidden" in patched.stderr.lower(), patched.stderr

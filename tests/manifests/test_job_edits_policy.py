@@ -1,7 +1,7 @@
 """The shipped ValidatingAdmissionPolicies `headstart-extender-job-edits`,
-`headstart-extender-jobset-edits` and `headstart-extender-pytorchjob-edits`, evaluated with a CEL interpreter (cel-python) on
-updates the extender's account could send: the ones headstart sends pass, every other
-change is refused. kube-apiserver runs the same
+`headstart-extender-jobset-edits`, `-pytorchjob-edits` and `-tfjob-edits`, evaluated
+with a CEL interpreter (cel-python) on updates the extender's account could send: the
+ones headstart sends pass, every other change is refused. kube-apiserver runs the same
 expressions in tests/e2e/test_gang_recovery.py and test_elastic.py; this catches a wrong
 rule without a cluster.
 
@@ -22,15 +22,16 @@ import yaml
 
 from locality.suspension import job_suspension, release_patch, suspend_patch
 
-POLICY = Path(__file__).resolve().parents[2] / "manifests" / "base" / "admission" / \
-    "owner-resize.yaml"
+ADMISSION = Path(__file__).resolve().parents[2] / "manifests" / "base" / "admission"
 MARK = "headstart.io/suspended"
 
 
 def _policy(name: str) -> dict[str, Any]:
-    for doc in yaml.safe_load_all(POLICY.read_text()):
-        if doc["kind"] == "ValidatingAdmissionPolicy" and doc["metadata"]["name"] == name:
-            return doc
+    for path in sorted(ADMISSION.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc["kind"] == "ValidatingAdmissionPolicy" and \
+                    doc["metadata"]["name"] == name:
+                return doc
     raise AssertionError(f"{name} is not shipped")
 
 
@@ -49,7 +50,7 @@ def refusals(old: dict[str, Any], new: dict[str, Any],
     activation: dict[str, Any] = {"object": celpy.json_to_cel(new),
                                   "oldObject": celpy.json_to_cel(old)}
     variables: dict[Any, Any] = {}
-    for variable in spec["variables"]:  # each may read the ones before it
+    for variable in spec.get("variables", ()):  # each may read the ones before it
         activation["variables"] = celpy.celtypes.MapType(variables)
         variables[celpy.celtypes.StringType(variable["name"])] = _evaluate(
             variable["expression"], activation)
@@ -310,3 +311,68 @@ PYTORCHJOB_REFUSED = {
 def test_every_other_update_of_a_pytorchjob_is_refused(case):
     old, patch = PYTORCHJOB_REFUSED[case]
     assert refusals(old, merged(old, patch), PYTORCHJOB_POLICY), f"{case}: allowed"
+
+
+TFJOB_POLICY = "headstart-extender-tfjob-edits"
+
+
+def tfjob(labels=None, owners=None, run_policy=None):
+    obj = job(labels, None, owners)
+    obj.update(apiVersion="kubeflow.org/v1", kind="TFJob")
+    template = {"spec": {"containers": [{"name": "tensorflow", "image": "train:1"}]}}
+    obj["spec"] = {
+        "tfReplicaSpecs": {"PS": {"replicas": 1, "template": template},
+                           "Worker": {"replicas": 2, "template": template}},
+        "runPolicy": {"cleanPodPolicy": "Running", "suspend": False, **(run_policy or {})}}
+    return obj
+
+
+def test_what_headstart_sends_a_tfjob_passes():
+    plain = tfjob()
+    suspended = merged(plain, suspend_patch(job_suspension(plain, "TFJob"), 1764370000.4))
+    assert suspended["spec"]["runPolicy"]["suspend"] is True
+    assert refusals(plain, suspended, TFJOB_POLICY) == []
+    released = merged(suspended, release_patch(job_suspension(suspended, "TFJob")))
+    assert refusals(suspended, released, TFJOB_POLICY) == []
+    resumed = merged(suspended, {"spec": {"runPolicy": {"suspend": False}}})
+    assert refusals(resumed, merged(resumed, release_patch(
+        job_suspension(resumed, "TFJob"))), TFJOB_POLICY) == []
+
+
+TF_SUSPEND = {"metadata": {"labels": {MARK: "5"}}, "spec": {"runPolicy": {"suspend": True}}}
+TFJOB_REFUSED = {
+    "suspending a TFJob Kueue manages": (tfjob(labels={"kueue.x-k8s.io/queue-name": "q"}),
+                                         TF_SUSPEND),
+    "suspending one another controller manages": (
+        tfjob(run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}), TF_SUSPEND),
+    "suspending without the mark": (tfjob(), {"spec": {"runPolicy": {"suspend": True}}}),
+    "resuming one headstart did not suspend": (
+        tfjob(run_policy={"suspend": True}), {"spec": {"runPolicy": {"suspend": False}}}),
+    "removing the mark yet keeping it suspended": (
+        tfjob(labels={MARK: "5"}, run_policy={"suspend": True}),
+        {"metadata": {"labels": {MARK: None}}}),
+    "any resize": (tfjob(), {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 3}}}}),
+    "the workers with a suspension": (
+        tfjob(), {**TF_SUSPEND, "spec": {"runPolicy": {"suspend": True},
+                                         "tfReplicaSpecs": {"Worker": {"replicas": 3}}}}),
+    "the success policy with a suspension": (
+        tfjob(), {**TF_SUSPEND, "spec": {"runPolicy": {"suspend": True},
+                                         "successPolicy": "AllWorkers"}}),
+    "the backoff limit with a release": (
+        tfjob(labels={MARK: "5"}, run_policy={"suspend": True}),
+        {"metadata": {"labels": {MARK: None}},
+         "spec": {"runPolicy": {"suspend": False, "backoffLimit": 9}}}),
+    "another label with a suspension": (
+        tfjob(), {"metadata": {"labels": {MARK: "5", "team": "x"}},
+                  "spec": {"runPolicy": {"suspend": True}}}),
+    "an annotation with a release": (
+        tfjob(labels={MARK: "5"}, run_policy={"suspend": True}),
+        {"metadata": {"labels": {MARK: None}, "annotations": {"x": "y"}},
+         "spec": {"runPolicy": {"suspend": False}}}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TFJOB_REFUSED))
+def test_every_other_update_of_a_tfjob_is_refused(case):
+    old, patch = TFJOB_REFUSED[case]
+    assert refusals(old, merged(old, patch), TFJOB_POLICY), f"{case}: allowed"

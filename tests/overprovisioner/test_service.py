@@ -164,7 +164,7 @@ EXPECTED_CALLS = {
     ("PATCH", "v1 podtemplates"),
     ("DELETE", "v1 podtemplates"),
     ("GET", "scheduling.k8s.io/v1 priorityclasses"),
-    ("PATCH", "scheduling.k8s.io/v1 priorityclasses"),
+    ("POST", "scheduling.k8s.io/v1 priorityclasses"),
     ("GET", "coordination.k8s.io/v1 leases"),
     ("POST", "coordination.k8s.io/v1 leases"),
     ("PUT", "coordination.k8s.io/v1 leases"),
