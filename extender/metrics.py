@@ -267,8 +267,8 @@ class _AdmitterCollector(Collector):
                                   "to evict their gang whole (admission.suspend_jobs).",
                                   value=admitter.suspended_jobs_total)
         yield CounterMetricFamily("headstart_admitter_jobs_resumed",
-                                  "Jobs, JobSets, PyTorchJobs and TFJobs headstart suspended, resumed "
-                                  "once their gang's backoff was over.",
+                                  "Jobs, JobSets, PyTorchJobs and TFJobs headstart "
+                                  "suspended, resumed once their gang's backoff was over.",
                                   value=admitter.released_jobs_total)
         yield CounterMetricFamily("headstart_admitter_events_dropped",
                                   "Events the admitter gave up on: refused by the API, or "

@@ -553,6 +553,25 @@ async def test_a_body_that_never_arrives_is_408_and_other_requests_are_answered(
     assert "body_read_timeout_seconds (0.5 s)" in (await response.json())["Error"]
 
 
+async def test_half_sent_headers_hold_only_their_own_connection(serve, ops_of):
+    """A client that sends part of a request line and headers, then nothing, holds one
+    connection and no handler: the port and the ops port keep answering. (On the shipped
+    mutual-TLS port such a client must first present the scheduler's certificate.)"""
+    client = await serve(build_cache([make_node("n1")]))
+    ops = await ops_of(client)
+    stalled = []
+    for _ in range(20):
+        reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+        writer.write(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: applic")
+        await writer.drain()
+        stalled.append((reader, writer))
+    await asyncio.sleep(0.2)
+    assert (await post(client, "filter", GOOD))[0] == 200
+    assert (await ops.get("/healthz")).status == 200
+    for _, writer in stalled:
+        writer.close()
+
+
 @pytest.mark.parametrize(
     ("scheduler", "in_cache", "names", "refused"),
     [
