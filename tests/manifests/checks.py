@@ -435,18 +435,26 @@ def consistency_problems(rendered: Rendered) -> list[str]:
             + f": {namespace!r} is not among the extender's locality.placeholder_namespaces "
               f"{list(honoured)}: its placeholders' room would not count as free")
 
-    # The SQLite history sits on the PVC.
-    history = op.get("forecast", {}).get("history_path", "")
+    # The SQLite history sits on the PVC, or (components/overprovisioner-without-volume)
+    # on an emptyDir it reads back from Prometheus at every start.
+    forecast = op.get("forecast", {})
+    history = forecast.get("history_path", "")
     obj = rendered.find("Deployment", "headstart-overprovisioner")
     if obj is not None:
         mounts = {m["name"]: m["mountPath"] for c in containers(obj)
                   for m in c.get("volumeMounts", [])}
         volumes = {v["name"]: v for v in pod_spec(obj).get("volumes", [])}
-        on_pvc = [path for name, path in mounts.items()
-                  if "persistentVolumeClaim" in volumes.get(name, {})]
-        if not any(history.startswith(path.rstrip("/") + "/") for path in on_pvc):
+        kept = {path: "persistentVolumeClaim" in volumes.get(name, {})
+                for name, path in mounts.items()
+                if {"persistentVolumeClaim", "emptyDir"} & set(volumes.get(name, {}))}
+        held = [path for path in kept if history.startswith(path.rstrip("/") + "/")]
+        if not held:
             add(rendered.where(op_cm, "config.yaml forecast.history_path")
-                + f": {history!r} is not on the PersistentVolumeClaim mount {on_pvc}")
+                + f": {history!r} is not on a mounted volume {sorted(kept)}")
+        elif not kept[held[0]] and not forecast.get("prometheus_url"):
+            add(rendered.where(op_cm, "config.yaml forecast.prometheus_url")
+                + f": unset, and the history {history!r} is on an emptyDir: every restart "
+                  "would begin the cold-start ladder again (set it, or keep the volume)")
 
     # References between objects resolve.
     for obj in rendered.of_kind("Deployment"):
