@@ -106,6 +106,29 @@ def test_a_placeholder_makes_cluster_autoscaler_launch_a_node_of_its_type(
                        running_since_overprovisioner_start=time.monotonic() - started)
 
 
+def test_a_deleted_placeholder_priority_class_is_created_again_by_the_overprovisioner(
+        ladder, e2e_timings):
+    """With its own token, through the shipped RBAC (create, no patch) and the
+    ValidatingAdmissionPolicy headstart-overprovisioner-priority-class: the class is
+    back within a few ticks, as the manifests ship it."""
+    from overprovisioner.service.apply import FIELD_MANAGER
+
+    cluster, _, _ = ladder
+    path = "/apis/scheduling.k8s.io/v1/priorityclasses/headstart-placeholder"
+    shipped = cluster.kube.get(path)
+    cluster.kube.delete(path)
+    deleted = time.monotonic()
+    found = cluster.wait("the overprovisioner to create the PriorityClass again",
+                         lambda: cluster.kube.get(path, missing_ok=True) or NotYet("absent"),
+                         60, ["headstart-overprovisioner"])
+    assert found["metadata"]["uid"] != shipped["metadata"]["uid"]
+    assert (found["value"], found["preemptionPolicy"], found.get("globalDefault", False)) \
+        == (shipped["value"], "Never", False)
+    assert [m["manager"] for m in found["metadata"]["managedFields"]] == [FIELD_MANAGER]
+    e2e_timings.record("overprovisioner: PriorityClass created again",
+                       created_after_delete_s=time.monotonic() - deleted)
+
+
 # ---- the CapacityBuffer backend ---------------------------------------------------------
 
 @pytest.fixture(scope="module")
