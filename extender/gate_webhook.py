@@ -63,7 +63,8 @@ def review_response(review: Any, config: ExtenderConfig) -> tuple[dict[str, Any]
         and (request.get("kind") or {}).get("kind") == "Pod"
         and isinstance(pod, dict)
         and gates(pod, str(request.get("namespace") or ""), config.bind_scheduler_names,
-                  config.locality.placeholder_namespaces, config.admission.gate)
+                  config.locality.placeholder_namespaces, config.admission.gate,
+                  config.locality.placeholder_priority_class)
     )
     response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
     if gated:

@@ -191,6 +191,11 @@ class LocalityConfig:
     Anywhere else the label is an ordinary pod's: its room is not counted free for
     others, and the placement gate is not skipped for it."""
 
+    placeholder_priority_class: str = "headstart-placeholder"
+    """The PriorityClass a placeholder runs at (the overprovisioner's
+    `placeholders.priority_class_name`): with the label, a placeholders' namespace and a
+    ReplicaSet as its controller, what makes a pod a placeholder (locality.placeholders)."""
+
     placeholder_group_label: str = "headstart.io/placement-group"
     """Placeholder pod label naming the placement group it holds capacity in."""
 

@@ -38,6 +38,8 @@ from locality.numa import (
     TopologyManagerScope,
 )
 from locality.parse_constraints import json_list, node_taints, pod_constraints
+from locality.placeholders import controller_kind
+from locality.placeholders import is_placeholder as placeholder_rule
 from locality.topology import LevelKeys, node_domains
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -78,9 +80,12 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
     if phase is not None and not isinstance(phase, str):
         raise InputError(f"{where}.status.phase: expected a string, got {phase!r}")
     namespace = json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace")
-    # The label alone is anyone's to write: only the placeholders' namespace makes one.
-    is_placeholder = labels.get(config.placeholder_label) == "true" and \
-        namespace in config.placeholder_namespaces
+    # The label alone is anyone's to write (locality.placeholders says what makes one).
+    is_placeholder = placeholder_rule(
+        labels, namespace, spec.get("priorityClassName"),
+        controller_kind(metadata.get("ownerReferences")),
+        namespaces=config.placeholder_namespaces,
+        priority_class=config.placeholder_priority_class, label=config.placeholder_label)
     group = labels.get(config.placeholder_group_label) if is_placeholder else None
     numa = _numa_demand(spec, config.gpu_resources)
     scheduler_name = spec.get("schedulerName") or "default-scheduler"  # the API's default

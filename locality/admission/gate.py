@@ -12,8 +12,9 @@ all of these hold:
   webhook configuration's own match condition is the only scope);
 - it is not created bound (`spec.nodeName`: a gate would make the create invalid);
 - it carries neither this gate nor one of another admitter (Kueue's);
-- it is not one of headstart's placeholders (the label, in a placeholder namespace:
-  anyone may write the label, no tenant may create pods there);
+- it is not one of headstart's placeholders (`locality.placeholders`: the label, in a
+  placeholder namespace, at the placeholder PriorityClass, made by a ReplicaSet; anyone
+  may write the label, no tenant may create pods there);
 - it is not Kueue's (its annotations or its queue-name label): one admitter per pod.
 
 Must not: talk to the API, log, or read anything but the pod and the arguments.
@@ -25,9 +26,9 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from locality.admission.config import FOREIGN_GATE_PREFIXES, GATE
+from locality.placeholders import controller_kind, is_placeholder
 from locality.suspension import KUEUE_QUEUE_LABEL
 
-PLACEHOLDER_LABEL = "headstart.io/placeholder"
 KUEUE_PREFIX = "kueue.x-k8s.io/"
 
 
@@ -37,6 +38,7 @@ def gates(
     scheduler_names: Collection[str],
     placeholder_namespaces: Collection[str],
     gate: str = GATE,
+    placeholder_priority_class: str = "headstart-placeholder",
 ) -> bool:
     """True when the pod being created in `namespace` must wait behind `gate`."""
     spec = pod.get("spec") or {}
@@ -50,7 +52,10 @@ def gates(
         if name == gate or name.startswith(FOREIGN_GATE_PREFIXES):
             return False
     labels = metadata.get("labels") or {}
-    if PLACEHOLDER_LABEL in labels and namespace in placeholder_namespaces:
+    if is_placeholder(labels, namespace, spec.get("priorityClassName"),
+                      controller_kind(metadata.get("ownerReferences")),
+                      namespaces=placeholder_namespaces,
+                      priority_class=placeholder_priority_class):
         return False
     annotations = metadata.get("annotations") or {}
     if KUEUE_QUEUE_LABEL in labels or any(str(key).startswith(KUEUE_PREFIX)

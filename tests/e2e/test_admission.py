@@ -136,14 +136,16 @@ def test_two_required_jobs_with_room_for_one_one_binds_whole_the_other_waits_who
 PLACEHOLDERS = "headstart-placeholders"  # only there is the label one
 
 
-def placeholder_pod(name: str, node: str) -> dict:
+def placeholder_replicaset(name: str, node: str) -> dict:
     """A placeholder as the overprovisioner's Deployment makes it (its label and
-    PriorityClass; preemptionPolicy Never), in its namespace (which enforces the
-    restricted Pod Security level, as the Deployment's pods satisfy it), bound to
-    `node` through the scheduler."""
+    PriorityClass; preemptionPolicy Never; a ReplicaSet as its controller, which is what
+    makes it a placeholder: locality/placeholders.py), in its namespace (which enforces
+    the restricted Pod Security level, as the Deployment's pods satisfy it), bound to
+    `node` through the scheduler: a ReplicaSet of one, run by kube-controller-manager's
+    ReplicaSet controller."""
     pod = training_pod(name, PLACEHOLDERS, gpus=8, cpu="8", memory="32Gi")
-    pod["metadata"]["labels"] = {"headstart.io/placeholder": "true",
-                                 "headstart.io/instance-type": "p4d.24xlarge"}
+    labels = {"headstart.io/placeholder": "true", "headstart.io/instance-type": "p4d.24xlarge",
+              "e2e/holder": name}
     spec = pod["spec"]
     spec["priorityClassName"] = "headstart-placeholder"
     spec["nodeSelector"] = {"kubernetes.io/hostname": node}
@@ -153,7 +155,22 @@ def placeholder_pod(name: str, node: str) -> dict:
     for container in spec["containers"]:
         container["securityContext"] = {"allowPrivilegeEscalation": False,
                                         "capabilities": {"drop": ["ALL"]}}
-    return pod
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "labels": {"e2e/holder": name}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"e2e/holder": name}},
+                     "template": {"metadata": {"labels": labels,
+                                               "annotations": pod["metadata"].get(
+                                                   "annotations", {})},
+                                  "spec": spec}}}
+
+
+def holder_pods(cluster, names: list[str]) -> dict[str, str] | NotYet:
+    """{pod name: node} of the holders' live pods, once each holder has one bound."""
+    pods = [p for p in cluster.kube.list(f"/api/v1/namespaces/{PLACEHOLDERS}/pods")
+            if p["metadata"].get("labels", {}).get("e2e/holder") in names
+            and not p["metadata"].get("deletionTimestamp")]
+    bound = {p["metadata"]["name"]: bound_node(p) for p in pods if bound_node(p)}
+    return bound if len(bound) == len(names) else NotYet(f"{len(bound)} of {len(names)} bound")
 
 
 def test_preemption_only_in_the_group_the_job_was_given(groups_cluster, namespace,
@@ -173,31 +190,32 @@ def test_preemption_only_in_the_group_the_job_was_given(groups_cluster, namespac
     cluster.wait("pg-a full of real pods",
                  lambda: all_bound(cluster, namespace, [p["metadata"]["name"] for p in filler]),
                  90, LOGS)
-    holders = [placeholder_pod(f"holder-{node}", node)
+    holders = [placeholder_replicaset(f"holder-{node}", node)
                for node, group in GROUPS.items() if group == "pg-b"]
-    for pod in holders:
-        kube.create(f"/api/v1/namespaces/{PLACEHOLDERS}/pods", pod)
-    cluster.wait("pg-b held by placeholders", lambda: all_bound(
-        cluster, PLACEHOLDERS, [p["metadata"]["name"] for p in holders]), 90, LOGS)
+    for replicaset in holders:
+        kube.create(f"/apis/apps/v1/namespaces/{PLACEHOLDERS}/replicasets", replicaset)
+    held = cluster.wait("pg-b held by placeholders", lambda: holder_pods(
+        cluster, [r["metadata"]["name"] for r in holders]), 90, LOGS)
 
     created = time.monotonic()
     names = create(cluster, namespace, job(namespace, "job-c", 12))
     placed = cluster.wait("the job bound whole", lambda: all_bound(cluster, namespace, names),
                           120, LOGS)
     assert {GROUPS[node] for node in placed.values()} == {"pg-b"}, placed
+    # Every placeholder pod that held pg-b was preempted (its ReplicaSet made a new one,
+    # which finds no room).
     survivors = {p["metadata"]["name"]
                  for p in kube.list(f"/api/v1/namespaces/{PLACEHOLDERS}/pods")
-                 if p["metadata"]["name"].startswith("holder-")
-                 and not p["metadata"].get("deletionTimestamp")}
-    assert not survivors & {p["metadata"]["name"] for p in holders}, survivors
+                 if not p["metadata"].get("deletionTimestamp")}
+    assert not survivors & set(held), survivors
     assert all(bound_node(kube.pod(namespace, p["metadata"]["name"])) for p in filler), \
         "a real pod in pg-a was evicted"
     e2e_timings.record("admission: preemption only where the job goes",
                        bound_since_created=time.monotonic() - created)
     delete_all(cluster, namespace)
-    for pod in holders:
-        kube.delete(f"/api/v1/namespaces/{PLACEHOLDERS}/pods/{pod['metadata']['name']}",
-                    grace_period_s=0)
+    for replicaset in holders:
+        kube.delete(f"/apis/apps/v1/namespaces/{PLACEHOLDERS}/replicasets/"
+                    f"{replicaset['metadata']['name']}?propagationPolicy=Background")
 
 
 def lease_holder(cluster) -> str | None:

@@ -178,6 +178,17 @@ def w(name, gpus=4, phase="Running", on="a", **kwargs):
     return pod(name, gpus=gpus, cpu="8", node=on, phase=phase, **kwargs)
 
 
+def placeholder_w(name, **kwargs):
+    """`w` as the overprovisioner's Deployment makes it: the label, its namespace, the
+    placeholder PriorityClass, a ReplicaSet as controller."""
+    raw = make_pod(name, gpus=4, cpu="8", node="a", phase="Running", namespace="headstart",
+                   labels={"headstart.io/placeholder": "true"}, **kwargs)
+    raw["spec"]["priorityClassName"] = "headstart-placeholder"
+    raw["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                           "name": "ph-rs", "uid": "rs", "controller": True}]
+    return parse_pod(raw, LOCALITY)
+
+
 @pytest.mark.parametrize(
     ("listed", "events", "zone_gpus", "charged"),
     [
@@ -230,8 +241,7 @@ def w(name, gpus=4, phase="Running", on="a", **kwargs):
         # Guaranteed with 8 whole CPUs: pinned in node-0, so charged though it has no GPU.
         pytest.param([], [("pod", w("ps", gpus=0, guaranteed=True))], [4, 4], ["team/ps"],
                      id="pinned-cpu-only-charged"),
-        pytest.param([], [("pod", w("ph", labels={"headstart.io/placeholder": "true"},
-                                    namespace="headstart"))],
+        pytest.param([], [("pod", placeholder_w("ph"))],
                      [4, 4], [], id="placeholder-not-charged"),
         # The label outside the placeholders' namespace (a tenant's pod): charged.
         pytest.param([], [("pod", w("ph", labels={"headstart.io/placeholder": "true"}))],

@@ -122,9 +122,11 @@ def test_placeholder_pod():
                        "headstart.io/job": "would-be-ignored"},
         },
         "spec": {"nodeName": "gpu-b-1", "priority": -5,
+                 "priorityClassName": "headstart-placeholder",
                  "containers": [{"name": "pause", "resources": {"requests": {"cpu": "90"}}}]},
         "status": {"phase": "Running"},
     }
+    pod["metadata"]["ownerReferences"] = [REPLICASET]
     parsed = parse_pod(pod, CONFIG)
     assert (parsed.is_placeholder, parsed.placement_group, parsed.priority, parsed.node_name) == (
         True, "pg-b", -5, "gpu-b-1",
@@ -437,15 +439,34 @@ def test_preemption_policy(policy, preempts):
     assert parse_pod({**POD, "spec": spec}, CONFIG).preempts is preempts
 
 
-@pytest.mark.parametrize(("namespace", "placeholder"), [
-    ("headstart", True),  # the overprovisioner's namespace: no tenant creates pods there
-    ("team", False),  # anyone may write the label: elsewhere it makes no placeholder
-])
-def test_a_placeholder_is_one_only_in_the_placeholders_namespace(namespace, placeholder):
+REPLICASET = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "ph-5d8f7c9b6",
+              "uid": "rs-1", "controller": True}
+
+
+@pytest.mark.parametrize(("namespace", "priority_class", "owner", "placeholder"), [
+    # the overprovisioner's namespace (no tenant creates pods there), its PriorityClass,
+    # a ReplicaSet of its Deployment
+    ("headstart", "headstart-placeholder", REPLICASET, True),
+    # anyone may write the label: elsewhere, at another class, or made by hand (or by
+    # another controller), it makes no placeholder
+    ("team", "headstart-placeholder", REPLICASET, False),
+    ("headstart", "high", REPLICASET, False),
+    ("headstart", None, REPLICASET, False),
+    ("headstart", "headstart-placeholder", None, False),
+    ("headstart", "headstart-placeholder", {**REPLICASET, "kind": "StatefulSet"}, False),
+    ("headstart", "headstart-placeholder", {**REPLICASET, "controller": False}, False),
+], ids=["placeholder", "other-namespace", "other-class", "no-class", "made-by-hand",
+        "other-controller", "not-controller"])
+def test_a_placeholder_is_one_only_as_the_overprovisioner_makes_it(
+        namespace, priority_class, owner, placeholder):
     raw = {"metadata": {"name": "p", "namespace": namespace,
                         "labels": {"headstart.io/placeholder": "true",
                                    "headstart.io/placement-group": "pg-a"}},
            "spec": {"containers": []}}
+    if priority_class:
+        raw["spec"]["priorityClassName"] = priority_class
+    if owner:
+        raw["metadata"]["ownerReferences"] = [owner]
     pod = parse_pod(raw, CONFIG)
     assert pod.is_placeholder is placeholder
     assert pod.placement_group == ("pg-a" if placeholder else None)

@@ -434,6 +434,16 @@ def consistency_problems(rendered: Rendered) -> list[str]:
         add(rendered.where(op_cm, "config.yaml placeholders.namespace")
             + f": {namespace!r} is not among the extender's locality.placeholder_namespaces "
               f"{list(honoured)}: its placeholders' room would not count as free")
+    # ... and at the PriorityClass the extender takes for a placeholder's.
+    priority_class = placeholders.get("priority_class_name",
+                                      OverprovisionerConfig().placeholders.priority_class_name)
+    taken = (ext.get("locality") or {}).get("placeholder_priority_class",
+                                            LocalityConfig().placeholder_priority_class)
+    if priority_class != taken:
+        add(rendered.where(op_cm, "config.yaml placeholders.priority_class_name")
+            + f": {priority_class!r} is not the extender's "
+              f"locality.placeholder_priority_class {taken!r}: its placeholders would be "
+              "ordinary pods to the extender and the gate")
 
     # The SQLite history sits on the PVC, or (components/overprovisioner-without-volume)
     # on an emptyDir it reads back from Prometheus at every start.

@@ -17,14 +17,29 @@ PLACEHOLDER_NAMESPACES = ("headstart-placeholders",)  # as shipped
 
 
 def make_pod(scheduler="headstart-scheduler", node=None, gate_names=(), labels=None,
-             annotations=None):
+             annotations=None, priority_class=None, owner=None):
     spec = {"schedulerName": scheduler, "containers": [{"name": "c", "image": "x"}]}
     if node:
         spec["nodeName"] = node
     if gate_names:
         spec["schedulingGates"] = [{"name": name} for name in gate_names]
-    return {"metadata": {"labels": labels or {}, "annotations": annotations or {}},
-            "spec": spec}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    metadata = {"labels": labels or {}, "annotations": annotations or {}}
+    if owner:
+        metadata["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": "o",
+                                        "uid": "0d0c7a3e-0000-4000-8000-000000000001",
+                                        "controller": True}]
+    return {"metadata": metadata, "spec": spec}
+
+
+PLACEHOLDER = {"headstart.io/placeholder": "true"}
+
+
+def placeholder(**changes):
+    """A placeholder as the overprovisioner's Deployment makes it, `changes` applied."""
+    return make_pod(**{"labels": PLACEHOLDER, "priority_class": "headstart-placeholder",
+                       "owner": "ReplicaSet", **changes})
 
 
 # (id, pod, namespace it is created in, gated); tests/e2e/test_gate_webhook.py creates
@@ -40,11 +55,18 @@ CASES = [
     ("kueue-queue-label", make_pod(labels={"kueue.x-k8s.io/queue-name": "q"}), "team", False),
     ("kueue-annotation", make_pod(annotations={"kueue.x-k8s.io/workload": "w"}), "team",
      False),
-    ("placeholder", make_pod(labels={"headstart.io/placeholder": "true"}),
-     "headstart-placeholders", False),
-    # Anyone may write the label; only the placeholders' namespace is trusted with it.
-    ("forged-placeholder", make_pod(labels={"headstart.io/placeholder": "true"}), "team",
-     True),
+    ("placeholder", placeholder(), "headstart-placeholders", False),
+    # Anyone may write the label: a placeholder is also in the placeholders' namespace,
+    # at the placeholder PriorityClass, and made by a ReplicaSet.
+    ("forged-placeholder", placeholder(), "team", True),
+    ("placeholder-label-only", make_pod(labels=PLACEHOLDER), "headstart-placeholders", True),
+    ("placeholder-of-another-class", placeholder(priority_class="high"),
+     "headstart-placeholders", True),
+    ("placeholder-made-by-hand", placeholder(owner=None), "headstart-placeholders", True),
+    ("placeholder-of-a-statefulset", placeholder(owner="StatefulSet"),
+     "headstart-placeholders", True),
+    ("placeholder-label-false", placeholder(labels={"headstart.io/placeholder": "false"}),
+     "headstart-placeholders", True),
 ]
 
 
