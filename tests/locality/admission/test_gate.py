@@ -60,7 +60,7 @@ CASES = [
     # at the placeholder PriorityClass, and made by a ReplicaSet.
     ("forged-placeholder", placeholder(), "team", True),
     ("placeholder-label-only", make_pod(labels=PLACEHOLDER), "headstart-placeholders", True),
-    ("placeholder-of-another-class", placeholder(priority_class="high"),
+    ("placeholder-without-its-class", placeholder(priority_class=None),
      "headstart-placeholders", True),
     ("placeholder-made-by-hand", placeholder(owner=None), "headstart-placeholders", True),
     ("placeholder-of-a-statefulset", placeholder(owner="StatefulSet"),
