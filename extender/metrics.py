@@ -263,11 +263,11 @@ class _AdmitterCollector(Collector):
                                   "Gangs evicted whole for a higher-priority job.",
                                   value=admitter.preempted_gangs_total)
         yield CounterMetricFamily("headstart_admitter_jobs_suspended",
-                                  "batch/v1 Jobs, JobSets, PyTorchJobs and TFJobs suspended "
+                                  "batch/v1 Jobs, JobSets, TrainJobs and Kubeflow jobs suspended "
                                   "to evict their gang whole (admission.suspend_jobs).",
                                   value=admitter.suspended_jobs_total)
         yield CounterMetricFamily("headstart_admitter_jobs_resumed",
-                                  "Jobs, JobSets, PyTorchJobs and TFJobs headstart "
+                                  "Jobs, JobSets, TrainJobs and Kubeflow jobs headstart "
                                   "suspended, resumed once their gang's backoff was over.",
                                   value=admitter.released_jobs_total)
         yield CounterMetricFamily("headstart_admitter_events_dropped",

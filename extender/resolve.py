@@ -33,7 +33,7 @@ from locality.dra import (
 from locality.model import Node, Pod
 from locality.owners import OwnerKey, OwnerSize, owner_of, with_owner_size
 from locality.podgroups import PodGroupSize, with_group_size
-from locality.suspension import SUSPENDABLE_KINDS, JobName, JobSuspension
+from locality.suspension import JobName, JobSuspension, suspendable
 
 
 class Resolver:
@@ -144,8 +144,8 @@ class Resolver:
             rest = {k: v for k, v in kinds.items() if k != source}
             if rest:
                 kept[key] = rest
-        kind = source.split("/", 1)[0]
-        if kind in SUSPENDABLE_KINDS:  # a relist of that kind replaces its entries
+        kind, _, version = source.partition("/")
+        if suspendable(kind, version):  # a relist of that kind replaces its entries
             self._jobs = {key: job for key, job in self._jobs.items() if key[0] != kind}
         for owner in owners:
             kept.setdefault(owner.key, {})[source] = owner

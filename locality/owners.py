@@ -60,7 +60,7 @@ from kube.replicas import (
 from locality.elastic import ElasticOwner, elastic_owner
 from locality.model import Pod
 from locality.parse import json_object, json_string
-from locality.suspension import SUSPENDABLE_KINDS, JobSuspension, job_suspension
+from locality.suspension import JobSuspension, job_suspension, suspendable
 
 KUBEFLOW_JOB_LABEL = "training.kubeflow.org/job-name"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
@@ -166,7 +166,7 @@ def parse_owner(obj: Any, kind: str, where: str | None = None, version: str = ""
     namespace = json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace")
     where = f"{kind} {namespace}/{name}"
     elastic = elastic_owner(obj, kind)
-    suspension = job_suspension(obj, kind) if kind in SUSPENDABLE_KINDS else None
+    suspension = job_suspension(obj, kind) if suspendable(kind, version) else None
     try:
         spec = mapping(obj.get("spec"), f"{where}: spec")
         parts = _parts(spec, kind, f"{where}: spec", version)

@@ -19,11 +19,19 @@ controller deletes their pods as above; on resume it resumes them), with the sam
 a gang whose pods belong to a JobSet's Jobs is evicted by suspending the JobSet, since
 the JobSet controller decides its Jobs' suspension and would undo one of theirs.
 
-A PyTorchJob or a TFJob (kubeflow.org/v1) is suspended through `spec.runPolicy.suspend`:
-the Kubeflow training operator then deletes its pods and Services (deleted pods are not
-failed ones: nothing counts toward its `backoffLimit`), says `Suspended` in its
-conditions, and creates them again when it is resumed; Kueue suspends the Kubeflow jobs
-it manages the same way.
+A PyTorchJob, TFJob or MPIJob (kubeflow.org/v1) is suspended through
+`spec.runPolicy.suspend`: the Kubeflow training operator then deletes its pods and
+Services (deleted pods are not failed ones: nothing counts toward its `backoffLimit`),
+says `Suspended` in its conditions, and creates them again when it is resumed; Kueue
+suspends the Kubeflow jobs it manages the same way. An MPIJob is suspended only as the
+training operator's (`kubeflow.org/v1`): mpi-operator's (`v2beta1`, whose launcher is a
+Job of its own) is not confirmed against its controller here, so its gang goes by
+eviction.
+
+A TrainJob (trainer.kubeflow.org/v1alpha1) is suspended through its `spec.suspend`: the
+trainer then suspends the JobSet it made (pod -> Job -> JobSet -> TrainJob, each the
+next one's controller), which suspends its Jobs as above, and says `Suspended` in its
+conditions; it resumes the JobSet when the TrainJob is resumed.
 
 headstart suspends one of these only when it alone decides its suspension: not one
 whose `managedBy` (`spec.managedBy`; a Kubeflow job's `spec.runPolicy.managedBy`) names
@@ -31,7 +39,7 @@ another controller, not one Kueue manages (its `kueue.x-k8s.io/queue-name` label
 one another object controls (a JobSet's Jobs, whose JobSet is suspended instead; a
 TrainJob's JobSet), except a Job a CronJob made (the CronJob controller never touches
 `suspend` of the Jobs it made). The ValidatingAdmissionPolicies
-`headstart-extender-job-edits`, `-jobset-edits`, `-pytorchjob-edits` and `-tfjob-edits`
+`headstart-extender-job-edits`, `-jobset-edits`, `-pytorchjob-edits` and `-kubeflow-edits`
 (manifests/base/admission/owner-resize.yaml) enforce the same conditions on the
 extender's ServiceAccount.
 
@@ -77,11 +85,21 @@ SUSPENDABLE: dict[str, SuspendableKind] = {
     "PyTorchJob": SuspendableKind("kubeflow.org/v1", "pytorchjobs", _TRAINING_OPERATOR,
                                   run_policy=True),
     "TFJob": SuspendableKind("kubeflow.org/v1", "tfjobs", _TRAINING_OPERATOR, run_policy=True),
+    "MPIJob": SuspendableKind("kubeflow.org/v1", "mpijobs", _TRAINING_OPERATOR,
+                              run_policy=True),
+    "TrainJob": SuspendableKind("trainer.kubeflow.org/v1alpha1", "trainjobs",
+                                "trainer.kubeflow.org/trainjob-controller", controls_pods=False),
 }
 """The kinds headstart suspends. Each needs `patch` in the extender's ClusterRole and a
 ValidatingAdmissionPolicy bounding it (manifests/base/admission/owner-resize.yaml)."""
 SUSPENDABLE_KINDS = tuple(SUSPENDABLE)
 POD_CONTROLLER_KINDS = tuple(kind for kind, how in SUSPENDABLE.items() if how.controls_pods)
+
+
+def suspendable(kind: str, version: str) -> bool:
+    """Whether headstart suspends a `kind` listed at API `version`: only at the version
+    its table entry patches (an MPIJob of mpi-operator's `v2beta1` is not suspended)."""
+    return kind in SUSPENDABLE and SUSPENDABLE[kind].api_version.rsplit("/", 1)[-1] == version
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """Kueue manages what carries it (its gate and its suspension: `locality.admission.gate`)."""

@@ -142,8 +142,9 @@ class AdmissionConfig:
     reach Permit whole is not measured here: raise it if yours time out."""
 
     suspend_jobs: bool = True
-    """Evict a gang whose pods are all batch/v1 Jobs', a JobSet's, a PyTorchJob's or a
-    TFJob's by suspending them (`spec.suspend`; a Kubeflow job's `spec.runPolicy.suspend`)
+    """Evict a gang whose pods are all batch/v1 Jobs', a JobSet's, a TrainJob's or a
+    Kubeflow job's (PyTorchJob, TFJob, MPIJob v1) by suspending them (`spec.suspend`; a
+    Kubeflow job's `spec.runPolicy.suspend`)
     until its backoff is over, rather than evicting its pods: evicted pods count as
     failures toward a Job's `backoffLimit` (a default Job of 8 pods fails at its first
     eviction), pods deleted by a suspension do not (`locality.admission.suspend`). false:

@@ -1,23 +1,24 @@
-"""Which Jobs, JobSets or PyTorchJobs to suspend to evict a gang whole, and which of
-those headstart suspended to resume now (`locality.suspension` says why suspending
-beats evicting).
+"""Which Jobs, JobSets, TrainJobs or Kubeflow jobs to suspend to evict a gang whole, and
+which of those headstart suspended to resume now (`locality.suspension` says why
+suspending beats evicting).
 
 - Suspend: a gang to evict whose every live member an owner recreates is suspended
   through its owners when each of those members is controlled by a batch/v1 Job or a
-  PyTorchJob that headstart may suspend, or by a Job of a JobSet that headstart may
-  suspend (the JobSet is suspended then: its controller decides its Jobs'
-  suspension), and the admitter is
-  told to (`admission.suspend_jobs`); any other member (an operator's pod, a Job
-  another controller manages) makes the whole gang go by eviction, as before: one rule
-  per gang, never half and half.
-- Release: a Job or JobSet that carries headstart's mark is resumed and unmarked once
-  the time the mark names has come (the gang record's `requeueAt`, written on it when
-  it was suspended) and its controller has acted on the suspension (its `Suspended`
-  condition; for a JobSet, its Jobs' too, since only the Job controller deletes the
-  pods): a preempted gang's Job, due at once, resumed before the controller got to it,
-  would keep its pods and free nothing. A marked one that is not suspended (its owner
-  resumed it) is unmarked at once, so that a suspension its owner makes later is never
-  taken for headstart's and undone.
+  Kubeflow job that headstart may suspend, and the admitter is told to
+  (`admission.suspend_jobs`). What is suspended is the top of the member's chain of
+  controllers of kinds headstart suspends: a JobSet's Job goes by its JobSet, a
+  TrainJob's JobSet by its TrainJob (each decides the suspension of the one below).
+  Any other member (an operator's pod, a Job another controller manages, a chain whose
+  top is not seen) makes the whole gang go by eviction, as before: one rule per gang,
+  never half and half.
+- Release: an object that carries headstart's mark is resumed and unmarked once the time
+  the mark names has come (the gang record's `requeueAt`, written on it when it was
+  suspended) and its controller has acted on the suspension (its `Suspended` condition;
+  and each object below it that it controls, its JobSet's and Jobs' for a TrainJob,
+  since only the Job controller deletes the pods): a preempted gang's Job, due at once,
+  resumed before the controller got to it, would keep its pods and free nothing. A
+  marked one that is not suspended (its owner resumed it) is unmarked at once, so that a
+  suspension its owner makes later is never taken for headstart's and undone.
 
 Must not: talk to the API, read the clock (`now` is passed), log.
 """
@@ -27,22 +28,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from locality.model import Pod
-from locality.suspension import POD_CONTROLLER_KINDS, JobName, JobSuspension
+from locality.suspension import POD_CONTROLLER_KINDS, SUSPENDABLE, JobName, JobSuspension
 
 MAX_JOBS = 64
 """Most Jobs or JobSets one gang is evicted by suspending (the Gang CRD's
 `suspendedJobs` bound); a gang of more goes by eviction."""
 
 
+CHAIN = 4
+"""Most controllers followed up from a pod's (pod -> Job -> JobSet -> TrainJob)."""
+
+
 def suspension_of(pod: Pod, jobs: Mapping[JobName, JobSuspension]) -> JobSuspension | None:
-    """What to suspend to take `pod` away: its controlling Job or PyTorchJob, or the
-    Job's JobSet; None when it has none of these, or they are not seen."""
+    """What to suspend to take `pod` away: its controller, or that one's controller,
+    and so on while each is of a kind headstart suspends; None when the pod's is none
+    of these, or one in the chain is not seen (or it is longer than `CHAIN`)."""
     if pod.controller is None or pod.controller[0] not in POD_CONTROLLER_KINDS:
         return None
     job = jobs.get((pod.controller[0], pod.namespace, pod.controller[1]))
-    if job is not None and job.controller is not None and job.controller[0] == "JobSet":
-        return jobs.get(("JobSet", pod.namespace, job.controller[1]))
-    return job
+    for _ in range(CHAIN):
+        if job is None or job.controller is None or job.controller[0] not in SUSPENDABLE:
+            return job
+        job = jobs.get((job.controller[0], job.namespace, job.controller[1]))
+    return None
 
 
 def jobs_to_suspend(pods: Sequence[Pod], jobs: Mapping[JobName, JobSuspension]
@@ -71,13 +79,12 @@ def jobs_to_release(jobs: Mapping[JobName, JobSuspension], now: float
                   key=lambda job: job.key)
 
 
-def _acknowledged(job: JobSuspension, jobs: Mapping[JobName, JobSuspension]) -> bool:
-    """Its controller has acted on the suspension; for a JobSet, so has the Job
-    controller on each of its Jobs seen."""
+def _acknowledged(job: JobSuspension, jobs: Mapping[JobName, JobSuspension],
+                  depth: int = CHAIN) -> bool:
+    """Its controller has acted on the suspension, and so has each one below it seen (a
+    JobSet's Jobs; a TrainJob's JobSet and its Jobs)."""
     if not job.acknowledged:
         return False
-    if job.kind != "JobSet":
-        return True
-    return all(child.acknowledged for child in jobs.values()
-               if child.kind == "Job" and child.namespace == job.namespace
-               and child.controller == ("JobSet", job.name))
+    return depth > 0 and all(
+        _acknowledged(child, jobs, depth - 1) for child in jobs.values()
+        if child.namespace == job.namespace and child.controller == (job.kind, job.name))

@@ -120,6 +120,7 @@ def parse_trainjob(obj: Mapping[str, Any], gpu_resource: str) -> TrainingJob:
         suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
         finished=condition_true(status, "Complete") or condition_true(status, "Failed"),
         replicas=replicas,
+        resumed_at_s=headstart_resume_time(meta),
     )
 
 

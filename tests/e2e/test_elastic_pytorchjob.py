@@ -128,12 +128,16 @@ def operator_pki(workdir: Path) -> Path:
     return workdir
 
 
+WEBHOOK_KINDS = ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob")
+"""The kinds release-1.9 validates by webhook (pkg/webhooks): not an MPIJob."""
+
+
 def start_training_operator(cluster, binary: Path, kinds: tuple[str, ...] = ("pytorchjob",)
                             ) -> list[Path]:
-    """The training operator (these `kinds` only, lower-case: pytorchjob, tfjob) with its
-    validating webhooks on 127.0.0.1, registered by URL as its Deployment's Service would
-    have them; returns the files it wrote outside the cluster's work dir (the serving
-    certificate in the hard-coded directory), for the fixture to remove."""
+    """The training operator (these `kinds` only, lower-case: pytorchjob, tfjob, mpijob)
+    with its validating webhooks on 127.0.0.1, registered by URL as its Deployment's
+    Service would have them; returns the files it wrote outside the cluster's work dir
+    (the serving certificate in the hard-coded directory), for the fixture to remove."""
     pki = operator_pki(cluster.workdir / "training-operator" / "pki")
     files = {name: (pki / name).read_bytes() for name in ("ca.crt", "ca.key", "tls.crt",
                                                            "tls.key")}
@@ -162,7 +166,8 @@ def start_training_operator(cluster, binary: Path, kinds: tuple[str, ...] = ("py
                     "caBundle": base64.b64encode(files["ca.crt"]).decode()},
                 "rules": [{"apiGroups": ["kubeflow.org"], "apiVersions": ["v1"],
                            "operations": ["CREATE", "UPDATE"],
-                           "resources": [f"{kind}s"]}]} for kind in kinds]})
+                           "resources": [f"{kind}s"]}]}
+                for kind in kinds if kind in WEBHOOK_KINDS]})
     cluster.run(OPERATOR, [binary, f"--kubeconfig={cluster.admin_kubeconfig}",
                            *(f"--enable-scheme={kind}" for kind in kinds),
                            "--leader-elect=false",

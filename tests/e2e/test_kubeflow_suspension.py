@@ -1,26 +1,27 @@
 """Kubeflow jobs' gangs evicted by suspending the job (`spec.runPolicy.suspend`), against
 the REAL Kubeflow training operator (kubeflow/training-operator release-1.9, as in
-test_elastic_pytorchjob.py, here with PyTorchJob and TFJob on; the tests skip when it or
-the TFJob CRD is absent), as installed (issue 26).
+test_elastic_pytorchjob.py, here with PyTorchJob, TFJob and MPIJob on; the tests skip
+when it or the TFJob or MPIJob CRD is absent), as installed (issue 26).
 
 The cluster: pg-c, one 8-GPU kwok node, and a node group `ghost` the admitter is told can
 add 2 more there, which never come; the shipped extender with a 20 s bind timeout and a
 5 s backoff; the training operator with its validating webhooks.
 
-- A PyTorchJob "pt" of a Master and 2 Workers, and then a TFJob "tf" of a PS and 2
-  Workers (8-GPU pods pinned to pg-c, runPolicy backoffLimit 0: one evicted pod would
-  fail the job for good), each admitted counting on the ghost nodes; 20 s on, not
-  whole, its gang is evicted by suspending the job. The training operator deletes its
-  pods and says Suspended; after the backoff the admitter resumes it: the job is not
-  Failed, says Suspended False (resumed), its other runPolicy fields are as its owner
-  wrote them, and its new pods wait behind the gate.
+- A PyTorchJob "pt" of a Master and 2 Workers, a TFJob "tf" of a PS and 2 Workers, and
+  an MPIJob "mpi" of a Launcher and 2 Workers (8-GPU pods pinned to pg-c, runPolicy
+  backoffLimit 0: one evicted pod would fail the job for good), each admitted counting
+  on the ghost nodes; 20 s on, not whole, its gang is evicted by suspending the job. The
+  training operator deletes its pods and says Suspended; after the backoff the admitter
+  resumes it: the job is not Failed, says Suspended False (resumed), its other runPolicy
+  fields are as its owner wrote them, and its new pods wait behind the gate.
 - The bound on the extender's right: with its token, the shipped
   ValidatingAdmissionPolicy `headstart-extender-pytorchjob-edits` refuses suspending a
   PyTorchJob Kueue manages, a suspension without headstart's label, resuming one
   headstart did not suspend and a change of its backoff limit along with a suspension;
   it accepts suspending a plain PyTorchJob with the label and releasing it (which the
-  operator's own validating webhook accepts too). `headstart-extender-tfjob-edits`
-  refuses any resize of a TFJob and accepts a marked suspension and its release.
+  operator's own validating webhook accepts too). `headstart-extender-kubeflow-edits`
+  refuses any resize of a TFJob or an MPIJob and a change of an MPIJob's slots along
+  with a suspension, and accepts a marked suspension and its release.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from tests.e2e.test_jobset_suspension import conditions
 
 LOGS = ["headstart-extender", "training-operator", "kube-controller-manager"]
 TF_CRD = Path("crds") / "kubeflow.org_tfjobs.yaml"
+MPI_CRD = Path("crds") / "kubeflow.org_mpijobs.yaml"
 TIMEOUT_S = 20
 BACKOFF_S = 5
 MARK = "headstart.io/suspended"
@@ -67,9 +69,10 @@ def suspension_cluster(e2e_clusters):
     if problem:
         pytest.skip(problem)
     directory = Path(os.environ[ENV_VAR])
-    if not (directory / TF_CRD).is_file():
-        pytest.skip(f"no {TF_CRD} in {directory}: copy the training operator's TFJob CRD "
-                    "there to run the Kubeflow suspension tests")
+    for crd in (TF_CRD, MPI_CRD):
+        if not (directory / crd).is_file():
+            pytest.skip(f"no {crd} in {directory}: copy the training operator's CRDs there "
+                        "to run the Kubeflow suspension tests")
     admission = dict(installed.shipped_config("extender")["admission"])
     admission.update(bind_timeout_seconds=TIMEOUT_S, backoff_base_seconds=BACKOFF_S,
                      autoscaler={"status": "", "node_groups": [
@@ -78,8 +81,10 @@ def suspension_cluster(e2e_clusters):
     cluster, extender, _ = extender_on(
         e2e_clusters, "kubeflow-suspension",
         [kwok_node("c-0", memory="768Gi", group="pg-c", labels=P4D)], LOGS,
-        settings={"admission": admission}, crds=(directory / CRD, directory / TF_CRD))
-    written = start_training_operator(cluster, directory / OPERATOR, ("pytorchjob", "tfjob"))
+        settings={"admission": admission},
+        crds=(directory / CRD, directory / TF_CRD, directory / MPI_CRD))
+    written = start_training_operator(cluster, directory / OPERATOR,
+                                      ("pytorchjob", "tfjob", "mpijob"))
     try:
         yield cluster, extender
     finally:
@@ -91,14 +96,17 @@ def suspension_cluster(e2e_clusters):
 def pinned(name: str, workers: int, kind: str = "PyTorchJob", **run_policy: Any
            ) -> dict[str, Any]:
     """`pytorchjob(name, workers)` (or a TFJob of a PS and `workers` Workers, its
-    containers named `tensorflow` as its webhook requires) with every pod pinned to pg-c
-    and `run_policy`."""
+    containers named `tensorflow` as its webhook requires, or an MPIJob of a Launcher and
+    `workers` Workers) with every pod pinned to pg-c and `run_policy`."""
     job = pytorchjob(name, workers)
     if kind == "TFJob":
         specs = {"PS": replica(1, "8", "64Gi"), "Worker": replica(workers, "8", "64Gi")}
         for spec in specs.values():
             spec["template"]["spec"]["containers"][0]["name"] = "tensorflow"
         job.update(kind="TFJob", spec={"tfReplicaSpecs": specs})
+    if kind == "MPIJob":
+        specs = {"Launcher": replica(1, "8", "64Gi"), "Worker": replica(workers, "8", "64Gi")}
+        job.update(kind="MPIJob", spec={"mpiReplicaSpecs": specs, "slotsPerWorker": 1})
     for spec in next(iter(job["spec"].values())).values():
         spec["template"]["spec"]["nodeSelector"] = {GROUP_KEY: "pg-c"}
     if run_policy:
@@ -106,10 +114,11 @@ def pinned(name: str, workers: int, kind: str = "PyTorchJob", **run_policy: Any
     return job
 
 
-PLURALS = {"PyTorchJob": "pytorchjobs", "TFJob": "tfjobs"}
+PLURALS = {"PyTorchJob": "pytorchjobs", "TFJob": "tfjobs", "MPIJob": "mpijobs"}
 
 
-@pytest.mark.parametrize(("kind", "name"), [("PyTorchJob", "pt"), ("TFJob", "tf")])
+@pytest.mark.parametrize(("kind", "name"), [("PyTorchJob", "pt"), ("TFJob", "tf"),
+                                            ("MPIJob", "mpi")])
 def test_a_kubeflow_jobs_gang_is_evicted_by_suspending_it_and_resumed(
         suspension_cluster, namespace, e2e_timings, kind, name):
     cluster, _ = suspension_cluster
@@ -215,22 +224,32 @@ def test_the_extender_may_only_suspend_and_release_a_pytorchjob_as_the_policy_sa
                     "propagationPolicy=Background")
 
 
-def test_the_extender_may_only_suspend_and_release_a_tfjob(suspension_cluster, namespace):
+@pytest.mark.parametrize(("kind", "resize"), [
+    ("TFJob", {"tfReplicaSpecs": {"Worker": {"replicas": 3}}}),
+    ("MPIJob", {"mpiReplicaSpecs": {"Worker": {"replicas": 3}}}),
+    ("MPIJob", {"slotsPerWorker": 8, "runPolicy": {"suspend": True}}),
+])
+def test_the_extender_may_only_suspend_and_release_a_tfjob_or_mpijob(
+        suspension_cluster, namespace, kind, resize):
     cluster, _ = suspension_cluster
     kube = cluster.kube
     kube.ensure_namespace(namespace)
-    job = pinned("plain-tf", 1, "TFJob")
-    for spec in job["spec"]["tfReplicaSpecs"].values():
+    name, plural = f"plain-{kind.lower()}", PLURALS[kind]
+    job = pinned(name, 1, kind)
+    for spec in next(iter(job["spec"].values())).values():  # its replica specs
         spec["template"]["spec"]["nodeSelector"] = {GROUP_KEY: "pg-b"}  # no node: idle
-    kube.create(f"{API}/namespaces/{namespace}/tfjobs", job)
-    code, err = patch_as_extender(cluster, namespace, "tfjobs", "plain-tf", {
-        "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 3}}}})
-    assert code in (403, 422) and "headstart-extender-tfjob-edits" in err, (code, err)
-    code, err = patch_as_extender(cluster, namespace, "tfjobs", "plain-tf", {
-        "metadata": {"labels": {MARK: str(int(time.time()) + 60)}},
-        "spec": {"runPolicy": {"suspend": True}}})
+    kube.create(f"{API}/namespaces/{namespace}/{plural}", job)
+    mark = {MARK: str(int(time.time()) + 60)}
+    code, err = patch_as_extender(cluster, namespace, plural, name, {
+        "metadata": {"labels": mark}, "spec": resize})
+    assert code in (403, 422) and "headstart-extender-kubeflow-edits" in err, (code, err)
+    code, err = patch_as_extender(cluster, namespace, plural, name, {
+        "metadata": {"labels": mark}, "spec": {"runPolicy": {"suspend": True}}})
     assert code == 200, err
-    code, err = patch_as_extender(cluster, namespace, "tfjobs", "plain-tf", {
+    code, err = patch_as_extender(cluster, namespace, plural, name, {
         "metadata": {"labels": {MARK: None}}, "spec": {"runPolicy": {"suspend": False}}})
     assert code == 200, err
-    kube.delete(f"{API}/namespaces/{namespace}/tfjobs/plain-tf?propagationPolicy=Background")
+    found = kube.get(f"{API}/namespaces/{namespace}/{plural}/{name}")
+    assert found["spec"]["runPolicy"]["suspend"] is False
+    assert MARK not in (found["metadata"].get("labels") or {})
+    kube.delete(f"{API}/namespaces/{namespace}/{plural}/{name}?propagationPolicy=Background")

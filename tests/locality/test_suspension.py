@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from locality.owners import OWNER_APIS, parse_owner
 from locality.suspension import (
+    SUSPENDABLE,
     SUSPENDED_LABEL,
     job_suspension,
     release_patch,
     suspend_patch,
+    suspendable,
 )
 
 
@@ -73,7 +76,34 @@ def test_a_jobset_another_controller_suspends_is_never_headstarts_to_suspend(obj
 
 
 def test_another_kind_is_never_suspended():
-    assert "does not suspend a MPIJob" in job_suspension(job(), "MPIJob").problem
+    assert "does not suspend a LeaderWorkerSet" in job_suspension(
+        job(), "LeaderWorkerSet").problem
+
+
+def mpijob(version="v1", **run_policy):
+    obj = job()
+    obj.update(apiVersion=f"kubeflow.org/{version}", kind="MPIJob")
+    obj["spec"] = {"mpiReplicaSpecs": {"Launcher": {"replicas": 1},
+                                       "Worker": {"replicas": 2}},
+                   "runPolicy": dict(run_policy)}
+    return obj
+
+
+def test_an_mpijob_is_suspended_as_the_training_operators_only():
+    seen = parse_owner(mpijob(suspend=False), "MPIJob", version="v1").suspension
+    assert seen is not None and seen.problem is None and not seen.suspended
+    assert suspend_patch(seen, 7)["spec"] == {"runPolicy": {"suspend": True}}
+    assert SUSPENDABLE["MPIJob"].api_version == "kubeflow.org/v1"
+    # mpi-operator's v2beta1 (its launcher a Job of its own) is evicted, never suspended:
+    # patching it through kubeflow.org/v1 would reach an unserved version.
+    assert parse_owner(mpijob("v2beta1"), "MPIJob", version="v2beta1").suspension is None
+    assert not suspendable("MPIJob", "v2beta1") and suspendable("MPIJob", "v1")
+
+
+def test_every_suspendable_kind_is_watched_at_the_version_it_is_patched_in():
+    watched = {(api.kind, f"{api.group}/{api.version}".removeprefix("/")) for api in OWNER_APIS}
+    for kind, how in SUSPENDABLE.items():
+        assert (kind, how.api_version) in watched, kind
 
 
 def pytorchjob(labels=None, owners=None, **run_policy):

@@ -1,5 +1,5 @@
 """The shipped ValidatingAdmissionPolicies `headstart-extender-job-edits`,
-`headstart-extender-jobset-edits`, `-pytorchjob-edits` and `-tfjob-edits`, evaluated
+`headstart-extender-jobset-edits`, `-pytorchjob-edits` and `-kubeflow-edits`, evaluated
 with a CEL interpreter (cel-python) on updates the extender's account could send: the
 ones headstart sends pass, every other change is refused. kube-apiserver runs the same
 expressions in tests/e2e/test_gang_recovery.py and test_elastic.py; this catches a wrong
@@ -20,7 +20,7 @@ import celpy
 import pytest
 import yaml
 
-from locality.suspension import job_suspension, release_patch, suspend_patch
+from locality.suspension import SUSPENDABLE, job_suspension, release_patch, suspend_patch
 
 ADMISSION = Path(__file__).resolve().parents[2] / "manifests" / "base" / "admission"
 MARK = "headstart.io/suspended"
@@ -218,6 +218,54 @@ def test_every_other_update_of_a_jobset_is_refused(case):
     assert refusals(old, merged(old, patch), JOBSET_POLICY), f"{case}: allowed"
 
 
+def trainjob(labels=None, owners=None, **spec):
+    """A TrainJob (trainer.kubeflow.org/v1alpha1) of 2 nodes on a cluster runtime."""
+    obj = job(labels, owners=owners)
+    obj.update(apiVersion="trainer.kubeflow.org/v1alpha1", kind="TrainJob")
+    obj["spec"] = {"suspend": False,
+                   "runtimeRef": {"apiGroup": "trainer.kubeflow.org",
+                                  "kind": "ClusterTrainingRuntime", "name": "torch"},
+                   "trainer": {"numNodes": 2, "image": "train:1"}, **spec}
+    return obj
+
+
+def test_what_headstart_sends_a_trainjob_passes():
+    plain = trainjob()
+    suspended = merged(plain, suspend_patch(job_suspension(plain, "TrainJob"), 1764370000.4))
+    assert refusals(plain, suspended, JOBSET_POLICY) == []
+    released = merged(suspended, release_patch(job_suspension(suspended, "TrainJob")))
+    assert refusals(suspended, released, JOBSET_POLICY) == []
+    # The trainer's own manager name may be suspended; another one's may not.
+    own = trainjob(managedBy="trainer.kubeflow.org/trainjob-controller")
+    assert refusals(own, merged(own, SUSPEND), JOBSET_POLICY) == []
+
+
+TRAINJOB_REFUSED = {
+    "suspending a TrainJob MultiKueue manages": (
+        trainjob(managedBy="kueue.x-k8s.io/multikueue"), SUSPEND),
+    "a JobSet's manager name on a TrainJob": (
+        trainjob(managedBy="jobset.sigs.k8s.io/jobset-controller"), SUSPEND),
+    "suspending a TrainJob Kueue manages": (
+        trainjob(labels={"kueue.x-k8s.io/queue-name": "q"}), SUSPEND),
+    "the nodes with a suspension": (
+        trainjob(), {**SUSPEND, "spec": {"suspend": True, "trainer": {"numNodes": 4}}}),
+    "the runtime with a release": (
+        trainjob(labels={MARK: "5"}, suspend=True),
+        {"metadata": {"labels": {MARK: None}},
+         "spec": {"suspend": False, "runtimeRef": {"name": "other"}}}),
+    "a spec field added with a suspension": (
+        trainjob(), {**SUSPEND, "spec": {"suspend": True, "labels": {"a": "b"}}}),
+    "resuming a TrainJob headstart did not suspend": (trainjob(suspend=True),
+                                                      {"spec": {"suspend": False}}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRAINJOB_REFUSED))
+def test_every_other_update_of_a_trainjob_is_refused(case):
+    old, patch = TRAINJOB_REFUSED[case]
+    assert refusals(old, merged(old, patch), JOBSET_POLICY), f"{case}: allowed"
+
+
 PYTORCHJOB_POLICY = "headstart-extender-pytorchjob-edits"
 
 
@@ -313,7 +361,7 @@ def test_every_other_update_of_a_pytorchjob_is_refused(case):
     assert refusals(old, merged(old, patch), PYTORCHJOB_POLICY), f"{case}: allowed"
 
 
-TFJOB_POLICY = "headstart-extender-tfjob-edits"
+KUBEFLOW_POLICY = "headstart-extender-kubeflow-edits"
 
 
 def tfjob(labels=None, owners=None, run_policy=None):
@@ -327,16 +375,32 @@ def tfjob(labels=None, owners=None, run_policy=None):
     return obj
 
 
-def test_what_headstart_sends_a_tfjob_passes():
-    plain = tfjob()
-    suspended = merged(plain, suspend_patch(job_suspension(plain, "TFJob"), 1764370000.4))
-    assert suspended["spec"]["runPolicy"]["suspend"] is True
-    assert refusals(plain, suspended, TFJOB_POLICY) == []
-    released = merged(suspended, release_patch(job_suspension(suspended, "TFJob")))
-    assert refusals(suspended, released, TFJOB_POLICY) == []
+def mpijob(labels=None, owners=None, run_policy=None):
+    """An MPIJob of the training operator (kubeflow.org/v1): a Launcher and 2 Workers."""
+    obj = job(labels, None, owners)
+    obj.update(apiVersion="kubeflow.org/v1", kind="MPIJob")
+    template = {"spec": {"containers": [{"name": "mpi", "image": "train:1"}]}}
+    obj["spec"] = {
+        "slotsPerWorker": 1,
+        "mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": template},
+                            "Worker": {"replicas": 2, "template": template}},
+        "runPolicy": {"cleanPodPolicy": "Running", "suspend": False, **(run_policy or {})}}
+    return obj
+
+
+KUBEFLOW_JOBS = {"TFJob": tfjob, "MPIJob": mpijob}
+
+
+@pytest.mark.parametrize("kind", sorted(KUBEFLOW_JOBS))
+def test_what_headstart_sends_a_tfjob_or_mpijob_passes(kind):
+    plain = KUBEFLOW_JOBS[kind]()
+    suspended = merged(plain, suspend_patch(job_suspension(plain, kind), 1764370000.4))
+    assert refusals(plain, suspended, KUBEFLOW_POLICY) == []
+    released = merged(suspended, release_patch(job_suspension(suspended, kind)))
+    assert refusals(suspended, released, KUBEFLOW_POLICY) == []
     resumed = merged(suspended, {"spec": {"runPolicy": {"suspend": False}}})
     assert refusals(resumed, merged(resumed, release_patch(
-        job_suspension(resumed, "TFJob"))), TFJOB_POLICY) == []
+        job_suspension(resumed, kind))), KUBEFLOW_POLICY) == []
 
 
 TF_SUSPEND = {"metadata": {"labels": {MARK: "5"}}, "spec": {"runPolicy": {"suspend": True}}}
@@ -372,7 +436,50 @@ TFJOB_REFUSED = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(TFJOB_REFUSED))
-def test_every_other_update_of_a_tfjob_is_refused(case):
-    old, patch = TFJOB_REFUSED[case]
-    assert refusals(old, merged(old, patch), TFJOB_POLICY), f"{case}: allowed"
+MPIJOB_REFUSED = {
+    "any resize": (mpijob(), {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 3}}}}),
+    "its slots per worker with a suspension": (
+        mpijob(), {**TF_SUSPEND, "spec": {"runPolicy": {"suspend": True},
+                                          "slotsPerWorker": 8}}),
+    "a run-policy field added with a suspension": (
+        mpijob(), {**TF_SUSPEND, "spec": {"runPolicy": {"suspend": True,
+                                                        "activeDeadlineSeconds": 60}}}),
+    "a run-policy field removed with a release": (
+        mpijob(labels={MARK: "5"}, run_policy={"suspend": True}),
+        {"metadata": {"labels": {MARK: None}},
+         "spec": {"runPolicy": {"suspend": False, "cleanPodPolicy": None}}}),
+    "a spec field removed with a suspension": (
+        mpijob(), {**TF_SUSPEND, "spec": {"runPolicy": {"suspend": True},
+                                          "slotsPerWorker": None}}),
+    "suspending an MPIJob another object controls": (
+        mpijob(owners=[{"kind": "Pipeline", "name": "p", "controller": True}]), TF_SUSPEND),
+}
+KUBEFLOW_REFUSED = {**{("TFJob", case): v for case, v in TFJOB_REFUSED.items()},
+           **{("MPIJob", case): v for case, v in MPIJOB_REFUSED.items()}}
+
+
+@pytest.mark.parametrize("case", sorted(KUBEFLOW_REFUSED), ids=" ".join)
+def test_every_other_update_of_a_tfjob_or_mpijob_is_refused(case):
+    old, patch = KUBEFLOW_REFUSED[case]
+    assert refusals(old, merged(old, patch), KUBEFLOW_POLICY), f"{case}: allowed"
+
+
+def test_every_kind_headstart_suspends_has_a_patch_right_and_a_policy_bounding_it():
+    """A kind added to `locality.suspension.SUSPENDABLE` without both would be patched
+    unbounded, or refused with a 403 at the first eviction."""
+    rbac = ADMISSION.parent / "extender" / "rbac.yaml"
+    rules = [rule for doc in yaml.safe_load_all(rbac.read_text())
+             if doc and doc["kind"] == "ClusterRole" for rule in doc.get("rules", ())]
+    policies = [doc for path in sorted(ADMISSION.glob("*.yaml"))
+                for doc in yaml.safe_load_all(path.read_text())
+                if doc and doc["kind"] == "ValidatingAdmissionPolicy"
+                and "headstart-extender" in str(doc["spec"].get("matchConditions"))]
+    for kind, how in SUSPENDABLE.items():
+        group, version = how.api_version.split("/")  # none is of the core group
+        assert any(group in rule["apiGroups"] and how.plural in rule["resources"]
+                   and "patch" in rule["verbs"] for rule in rules), f"{kind}: no patch right"
+        assert any(group in rule["apiGroups"] and version in rule["apiVersions"]
+                   and how.plural in rule["resources"] and "UPDATE" in rule["operations"]
+                   for policy in policies
+                   for rule in policy["spec"]["matchConstraints"]["resourceRules"]), \
+            f"{kind}: no policy bounds the extender's edits"

@@ -235,23 +235,35 @@ def seed_marked_jobset(fake_kube) -> None:
 
 
 def seed_marked_tfjob(fake_kube) -> None:
-    """A TFJob carrying headstart's suspension mark whose owner resumed it: unmarked, as
-    the JobSet above (a patch of the TFJob)."""
+    """A TFJob and an MPIJob carrying headstart's suspension mark whose owners resumed
+    them: unmarked, as the JobSet above (a patch of each)."""
+    for kind, specs in (("TFJob", "tfReplicaSpecs"), ("MPIJob", "mpiReplicaSpecs")):
+        fake_kube.create({
+            "apiVersion": "kubeflow.org/v1", "kind": kind,
+            "metadata": {"name": f"resumed-{kind.lower()}", "namespace": "default",
+                         "labels": {"headstart.io/suspended": "1"}},
+            "spec": {"runPolicy": {"suspend": False},
+                     specs: {"Worker": {"replicas": 1, "template": {"spec": {}}}}}})
+
+
+def seed_marked_trainjob(fake_kube) -> None:
+    """A TrainJob carrying headstart's mark whose owner resumed it: unmarked too."""
     fake_kube.create({
-        "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-        "metadata": {"name": "resumed-tf", "namespace": "default",
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "resumed-trainjob", "namespace": "default",
                      "labels": {"headstart.io/suspended": "1"}},
-        "spec": {"runPolicy": {"suspend": False},
-                 "tfReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {}}}}}})
+        "spec": {"suspend": False, "trainer": {"numNodes": 1}}})
 
 
 def jobset_unmarked(fake_kube) -> None:
     wait_until(lambda: "headstart.io/suspended" not in (fake_kube.get(
         "jobset.x-k8s.io/v1alpha2", "JobSet", "resumed", "default")["metadata"].get(
         "labels") or {}), 30, "the admitter to unmark the JobSet its owner resumed")
-    wait_until(lambda: "headstart.io/suspended" not in (fake_kube.get(
-        "kubeflow.org/v1", "TFJob", "resumed-tf", "default")["metadata"].get(
-        "labels") or {}), 30, "the admitter to unmark the TFJob its owner resumed")
+    for api, kind in (("kubeflow.org/v1", "TFJob"), ("kubeflow.org/v1", "MPIJob"),
+                      ("trainer.kubeflow.org/v1alpha1", "TrainJob")):
+        wait_until(lambda api=api, kind=kind: "headstart.io/suspended" not in (fake_kube.get(
+            api, kind, f"resumed-{kind.lower()}", "default")["metadata"].get(
+            "labels") or {}), 30, f"the admitter to unmark the {kind} its owner resumed")
 
 
 def elastic_owners_resized(fake_kube) -> None:
@@ -313,6 +325,7 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     seed_elastic_jobs(fake_kube)
     seed_marked_jobset(fake_kube)
     seed_marked_tfjob(fake_kube)
+    seed_marked_trainjob(fake_kube)
     port, ops_port = free_port(), free_port()
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     config = tmp_path / "extender.yaml"

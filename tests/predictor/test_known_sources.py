@@ -549,3 +549,13 @@ def test_gated_pods(obj, expected):
 
 def test_stamp_round_trips():
     assert stamp(NOW) == "2027-01-15T08:00:00Z"
+
+
+def test_a_trainjob_headstart_suspended_is_expected_when_it_resumes_it():
+    obj = trainjob()
+    obj["spec"]["suspend"] = True
+    obj["metadata"].setdefault("labels", {})["headstart.io/suspended"] = str(int(NOW + 600))
+    parsed = kubeflow.parse_trainjob(obj, GPU)
+    # suspended: all 4 nodes, due in 10 minutes (its mark), not as a suspended job's guess
+    assert summary(kubeflow.training_items([parsed], count_pods([]), NOW, HOUR)) == [
+        ("kubeflow", "tj", 4, 600)]

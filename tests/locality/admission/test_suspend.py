@@ -1,5 +1,5 @@
-"""Which Jobs, JobSets or PyTorchJobs an eviction suspends, and which headstart suspended
-are released."""
+"""Which Jobs, JobSets, TrainJobs or Kubeflow jobs an eviction suspends, and which
+headstart suspended are released."""
 
 from __future__ import annotations
 
@@ -105,8 +105,9 @@ def test_a_pytorchjobs_gang_suspends_the_pytorchjob_once():
     pods = [pod("m0", ("PyTorchJob", "bert")), pod("w0", ("PyTorchJob", "bert")),
             pod("w1", ("PyTorchJob", "bert"))]
     assert jobs_to_suspend(pods, jobs(trainer)) == (trainer,)
-    # A Job of the same name is another thing; an MPIJob's pods go by eviction; a
-    # TFJob's suspend the TFJob.
+    # A Job of the same name is another thing; an MPIJob not seen (mpi-operator's
+    # v2beta1 is never listed as suspendable) sends its pods to eviction; a TFJob's
+    # suspend the TFJob.
     assert jobs_to_suspend(pods, jobs(job("bert"))) == ()
     assert jobs_to_suspend([pod("t0", ("MPIJob", "bert"))], jobs(trainer)) == ()
     tf = job("bert", kind="TFJob")
@@ -117,3 +118,34 @@ def test_a_pytorchjobs_gang_suspends_the_pytorchjob_once():
     acted = replace(held, acknowledged=True)
     assert jobs_to_release(jobs(acted), 5.0) == []
     assert jobs_to_release(jobs(acted), 20.0) == [acted]
+
+
+def trainjob_chain(**trainjob):
+    """A TrainJob "t", the JobSet "t" it made and that JobSet's Job "t-node-0"."""
+    return (job("t", kind="TrainJob", **trainjob),
+            jobset("t", controller=("TrainJob", "t"), problem="its controller decides"),
+            jobsets_job("t-node-0", "t"))
+
+
+def test_a_trainjobs_gang_suspends_the_trainjob_at_the_top_of_its_chain():
+    top, made, child = trainjob_chain()
+    pods = [pod("n0", ("Job", "t-node-0")), pod("n1", ("Job", "t-node-0"))]
+    assert jobs_to_suspend(pods, jobs(top, made, child)) == (top,)
+    # The TrainJob not seen (or one headstart may not suspend): eviction, not its JobSet.
+    assert jobs_to_suspend(pods, jobs(made, child)) == ()
+    assert jobs_to_suspend(pods, jobs(replace(top, problem="kueue"), made, child)) == ()
+
+
+def test_an_mpijob_launchers_job_whose_mpijob_is_not_suspendable_goes_by_eviction():
+    # mpi-operator v2beta1: the launcher pod's controller is a Job its MPIJob controls.
+    launcher = job("m-launcher", controller=("MPIJob", "m"), problem="its controller decides")
+    assert jobs_to_suspend([pod("l", ("Job", "m-launcher"))], jobs(launcher)) == ()
+
+
+def test_a_trainjob_is_released_once_its_jobset_and_jobs_have_acted():
+    top, made, child = trainjob_chain(suspended=True, resume_at=100.0, acknowledged=True)
+    acted = {"suspended": True, "acknowledged": True}
+    assert jobs_to_release(jobs(top, made, child), 100.0) == []
+    assert jobs_to_release(jobs(top, replace(made, **acted), child), 100.0) == []
+    assert jobs_to_release(jobs(top, replace(made, **acted), replace(child, **acted)),
+                           100.0) == [top]
