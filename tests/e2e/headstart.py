@@ -27,7 +27,11 @@ from typing import Any
 
 import requests
 import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
 
+from extender.admission.resizer import MERGE_PATCH
 from tests.e2e import installed
 from tests.e2e.controlplane import (
     READY_TIMEOUT_S,
@@ -259,3 +263,19 @@ def extender_on(e2e_clusters: Any, name: str, nodes: Sequence[dict[str, Any]],
                  lambda: extender.readyz()["nodes"] == len(nodes) + 1 or NotYet(
                      extender.readyz()["nodes"]), 30, logs)
     return cluster, extender, port
+
+
+def patch_as_extender(cluster: ControlPlane, namespace: str, plural: str, name: str,
+                      patch: dict[str, Any], api: str = "kubeflow.org/v1") -> tuple[int, str]:
+    """A merge patch of a custom object (`plural` of `api`, a group/version) with the
+    extender's ServiceAccount token, as its admitter sends it: (HTTP status, message)."""
+    group, version = api.split("/")
+    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-extender", "extender-probe")
+    custom = k8s.CustomObjectsApi(k8s_config.new_client_from_config(
+        config_file=str(kubeconfig)))
+    try:
+        custom.patch_namespaced_custom_object(group, version, namespace, plural, name, patch,
+                                              _content_type=MERGE_PATCH)
+    except ApiException as error:
+        return error.status, str(error.body)
+    return 200, ""

@@ -38,19 +38,16 @@ import base64
 import os
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
-from kubernetes.client.exceptions import ApiException
 
-from extender.admission.resizer import MERGE_PATCH
 from tests.e2e import installed
 from tests.e2e.controlplane import ENV_VAR, optional_problem
-from tests.e2e.headstart import extender_on
+from tests.e2e.headstart import extender_on, patch_as_extender
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER, bound_node, kwok_node
 from tests.e2e.processes import free_ports
@@ -90,13 +87,8 @@ def pytorchjob_cluster(e2e_clusters):
     cluster, extender, _ = extender_on(e2e_clusters, "elastic-pytorchjob", [
         kwok_node(name, memory="768Gi", group=group) for name, group in NODES.items()],
         LOGS, settings={"admission": admission}, crds=(directory / CRD,))
-    written = start_training_operator(cluster, directory / OPERATOR)
-    try:
+    with training_operator(cluster, directory / OPERATOR):
         yield cluster, extender
-    finally:
-        cluster.stop()
-        for path in written:
-            path.unlink(missing_ok=True)
 
 
 def openssl(workdir: Path, *args: str) -> None:
@@ -185,6 +177,23 @@ def start_training_operator(cluster, binary: Path, kinds: tuple[str, ...] = ("py
 
     cluster.wait("the training operator ready", ready, 90, LOGS)
     return written
+
+
+@contextmanager
+def training_operator(cluster, binary: Path, kinds: tuple[str, ...] = ("pytorchjob",)):
+    """`start_training_operator`; on leaving, the cluster stopped and the serving
+    certificate the operator needs outside the cluster's work dir removed."""
+    try:
+        written = start_training_operator(cluster, binary, kinds)
+    except BaseException:
+        cluster.stop()
+        raise
+    try:
+        yield
+    finally:
+        cluster.stop()
+        for path in written:
+            path.unlink(missing_ok=True)
 
 
 def replica(replicas: int, cpu: str, memory: str) -> dict[str, Any]:
@@ -293,21 +302,6 @@ def test_a_heavier_job_scales_an_elastic_pytorchjob_in_and_it_grows_back(
     kube.delete(f"{API}/namespaces/{namespace}/pytorchjobs/grow?propagationPolicy=Background")
     cluster.wait("grow's pods gone", lambda: not live_pods(cluster, namespace, "grow") or
                  NotYet("pods left"), 60, LOGS)
-
-
-def patch_as_extender(cluster, namespace: str, plural: str, name: str, patch: dict
-                      ) -> tuple[int, str]:
-    """A merge patch of a Kubeflow job (`plural` of kubeflow.org/v1) with the extender's
-    token, as its resizer sends it: (HTTP status, message)."""
-    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-extender", "kubeflow-probe")
-    custom = k8s.CustomObjectsApi(k8s_config.new_client_from_config(
-        config_file=str(kubeconfig)))
-    try:
-        custom.patch_namespaced_custom_object("kubeflow.org", "v1", namespace, plural,
-                                              name, patch, _content_type=MERGE_PATCH)
-    except ApiException as error:
-        return error.status, str(error.body)
-    return 200, ""
 
 
 def patch_pytorchjob_as_extender(cluster, namespace: str, name: str, patch: dict

@@ -37,14 +37,10 @@ from typing import Any
 import pytest
 import requests
 import yaml
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
-from kubernetes.client.exceptions import ApiException
 
-from extender.admission.resizer import MERGE_PATCH
 from tests.e2e import installed
 from tests.e2e.controlplane import ENV_VAR, optional_problem
-from tests.e2e.headstart import extender_on
+from tests.e2e.headstart import extender_on, patch_as_extender
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node, kwok_node
 from tests.e2e.processes import free_ports
@@ -213,17 +209,8 @@ def test_a_jobsets_gang_is_evicted_by_suspending_the_jobset_and_resumed(
 
 def patch_jobset_as_extender(cluster, namespace: str, name: str, patch: dict
                              ) -> tuple[int, str]:
-    """A merge patch of the JobSet with the extender's token, as its resizer sends it."""
-    kubeconfig = cluster.token_kubeconfig("headstart", "headstart-extender", "jobset-probe")
-    custom = k8s.CustomObjectsApi(k8s_config.new_client_from_config(
-        config_file=str(kubeconfig)))
-    try:
-        custom.patch_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace,
-                                              "jobsets", name, patch,
-                                              _content_type=MERGE_PATCH)
-    except ApiException as error:
-        return error.status, str(error.body)
-    return 200, ""
+    return patch_as_extender(cluster, namespace, "jobsets", name, patch,
+                             api="jobset.x-k8s.io/v1alpha2")
 
 
 def test_the_extender_may_only_suspend_and_release_a_jobset_as_the_policy_says(

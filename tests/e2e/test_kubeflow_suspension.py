@@ -35,7 +35,7 @@ import pytest
 
 from tests.e2e import installed
 from tests.e2e.controlplane import ENV_VAR
-from tests.e2e.headstart import extender_on
+from tests.e2e.headstart import extender_on, patch_as_extender
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node, kwok_node
 from tests.e2e.test_elastic_pytorchjob import (
@@ -45,11 +45,10 @@ from tests.e2e.test_elastic_pytorchjob import (
     OPERATOR,
     live_pods,
     operator_problem,
-    patch_as_extender,
     patch_pytorchjob_as_extender,
     pytorchjob,
     replica,
-    start_training_operator,
+    training_operator,
 )
 from tests.e2e.test_gang import gang_state
 from tests.e2e.test_gang_recovery import GROUP_KEY, P4D
@@ -83,14 +82,8 @@ def suspension_cluster(e2e_clusters):
         [kwok_node("c-0", memory="768Gi", group="pg-c", labels=P4D)], LOGS,
         settings={"admission": admission},
         crds=(directory / CRD, directory / TF_CRD, directory / MPI_CRD))
-    written = start_training_operator(cluster, directory / OPERATOR,
-                                      ("pytorchjob", "tfjob", "mpijob"))
-    try:
+    with training_operator(cluster, directory / OPERATOR, ("pytorchjob", "tfjob", "mpijob")):
         yield cluster, extender
-    finally:
-        cluster.stop()
-        for path in written:
-            path.unlink(missing_ok=True)
 
 
 def pinned(name: str, workers: int, kind: str = "PyTorchJob", **run_policy: Any
