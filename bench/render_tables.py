@@ -651,6 +651,29 @@ def admission_rounds(results: dict) -> str:
             f"{provenance(e)}).\n")
 
 
+def round_transfer(results: dict) -> str:
+    """What shipping a round's inputs to another process would cost
+    (bench/bench_round_transfer.py)."""
+    e = results["round-transfer"]
+    f = e["figures"]
+    return (f"With the same {f['jobs']:,} jobs at {f['nodes']:,} nodes, a round's inputs are "
+            f"{f['inputs_mb']:.1f} MB pickled: {f['inputs_out_ms']:.0f} ms to pickle, "
+            f"{f['inputs_in_ms']:.0f} ms to unpickle, and {f['plan_back_ms']:.0f} ms to pickle "
+            f"the {f['plan_mb']:.1f} MB plan back, {f['moving_ms']:.0f} ms in all against "
+            f"{f['plan_ms']:.0f} ms of planning with the memo warm "
+            f"({f['moving_vs_plan']:.1f}x; medians of {f['repeats']}; {provenance(e)}).\n")
+
+
+def decode_limit(results: dict) -> str:
+    """The largest body the limit admits, decoded and refused (bench/bench_decode.py)."""
+    e = results["decode-limit"]
+    f = e["figures"]
+    return (f"the largest the limit admits, {f['limit_bytes'] / 2**20:g} MiB of tiny JSON "
+            f"values, takes {f['largest_ms']:.0f} ms to decode and refuse (median of "
+            f"{f['repeats']}; a 5,000-node filter request, {f['filter_5000_bytes']:,} bytes, "
+            f"{f['filter_5000_ms']:.1f} ms; {provenance(e)}), during which `/healthz` waits.\n")
+
+
 def round_memo(results: dict) -> str:
     """Round time packing every trial against the memo (bench/bench_round_memo.py)."""
     e = results["round-memo"]
@@ -706,6 +729,8 @@ def _x(value: float | None, base: float | None) -> str:
 
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "admission-rounds": admission_rounds,
+    "round-transfer": round_transfer,
+    "decode-limit": decode_limit,
     "round-memo": round_memo,
     "scheduler-real": scheduler_real,
     "extender-details": extender_details,
