@@ -103,7 +103,7 @@ from locality.admission.suspend import jobs_to_release, jobs_to_suspend, suspens
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Locality, Pod
-from locality.suspension import SUSPENDABLE, JobName, JobSuspension
+from locality.suspension import JobName, JobSuspension
 
 EVENT_TRIES = 12
 """Tries per Event before it is dropped: client-go's event recorder's maxTriesPerEvent
@@ -835,5 +835,5 @@ def _json(response: Any) -> dict[str, Any]:
 
 def _job_reference(job: JobSuspension) -> dict[str, str]:
     """A batch/v1 Job or a JobSet as an Event's involvedObject."""
-    return {"apiVersion": SUSPENDABLE[job.kind].api_version, "kind": job.kind,
+    return {"apiVersion": job.api_version, "kind": job.kind,
             "name": job.name, "namespace": job.namespace, "uid": job.uid}
