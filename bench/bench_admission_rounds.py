@@ -1,12 +1,15 @@
 """Do admission rounds slow the extender's answers to kube-scheduler? Filter latency
 through real HTTP while 1,000 gated 8-pod jobs wait at 5,000 nodes, with no rounds,
-with rounds run on the event loop (the admitter before it planned in a worker thread),
-and with rounds as the admitter runs them now (snapshot on the loop, plan in a thread).
+with rounds run on the event loop (the admitter before it planned elsewhere), with
+rounds planned in a worker thread (`admission.planning: thread`) and with rounds
+planned in the planning process (`process`, the default: `extender.admission.planner`).
 
     python bench/bench_admission_rounds.py             # 3 runs of 20 s per mode
     python bench/bench_admission_rounds.py --quick     # 1 run of 8 s per mode
     python bench/bench_admission_rounds.py --record    # and write bench/results.json
     python bench/bench_admission_rounds.py --quick --switch-seconds 0.005  # Python's default
+    python bench/bench_admission_rounds.py --jobs 200 --pods 64 --nodes 20000 \
+        --modes thread,process --seconds 10 --record-as admission-rounds-20000
 
 Cluster and request: bench_extender's 5,000 nodes (100 placement groups of 50, background
 pods using 0-6 GPUs per node) and its filter request for a pending worker of a running
@@ -14,19 +17,22 @@ job (nodeCacheCapable, every node name). Added to the cache: `--jobs` jobs of 8 
 pods (1 GPU, 4 CPUs each, size declared, policy required), each job in its own
 namespace; no API server, so the admitter is a follower: it plans and writes nothing,
 which is the part that can block: every round admits the same 1,000 jobs again, the
-most work a round of them can be. Rounds start `--interval` after the last one ended,
-as the admitter's loop runs them while the cache keeps changing. The server runs in its
-own process; one client sends one filter at a time with keep-alive, as kube-scheduler
-does, for `--seconds` per run.
+most work a round of them can be (and the largest plan a planning process sends back).
+Rounds start `--interval` after the last one ended, as the admitter's loop runs them
+while the cache keeps changing. The server runs in its own process (and its planning
+process in another); one client sends one filter at a time with keep-alive, as
+kube-scheduler does, for `--seconds` per run.
 
-Reported per mode: filter p50, p99 and the slowest answer (median of `--runs` runs: one
+The first round runs before the client measures, and is timed on its own: it fills the
+round memo and, in a planning process, ships the whole first list (the cache as listed),
+which the extender does once per start. Reported per mode: filter p50, p99 and the
+slowest answer (median of `--runs` runs: one
 client waits for each answer, so a loop blocked for a round delays one request, which
 p99 of thousands hides and the slowest shows), the admission rounds
 completed, their median duration and that of the snapshot the loop takes for each,
 and p99 against no rounds in the same run (target from issue 26: within 1.2x). On a
-2-core machine the client, the server's event loop and the planning thread share the
-cores, and the thread holds the GIL while it packs in Python: say which machine gave
-each figure.
+2-core machine the client, the server's event loop and the planner (thread or process)
+share the cores whatever holds the interpreter: say which machine gave each figure.
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from locality.admission.config import AdmissionConfig  # noqa: E402
 
 NODES = 5000
 DEFAULT_INTERVAL = AdmissionConfig().interval_seconds  # the admitter's, between rounds
-MODES = ("none", "loop", "thread")
+MODES = ("none", "loop", "thread", "process")
 
 
 def gated_jobs(count: int, size: int = 8) -> list[dict]:
@@ -70,7 +76,7 @@ def gated_jobs(count: int, size: int = 8) -> list[dict]:
     return pods
 
 
-def serve(mode: str, jobs: int, switch_seconds: float, interval: float,
+def serve(mode: str, jobs: int, pods: int, nodes: int, switch_seconds: float, interval: float,
           ports: multiprocessing.Queue) -> None:
     from aiohttp import web
 
@@ -81,12 +87,20 @@ def serve(mode: str, jobs: int, switch_seconds: float, interval: float,
 
     # As the extender sets it (extender/commands.py), unless --switch-seconds says otherwise.
     sys.setswitchinterval(switch_seconds or GIL_SWITCH_SECONDS)
-    app = bench_extender.headstart_app(NODES, 0.0)
+    admitters = []
+
+    def planner(cache) -> None:  # as the extender does: before the cache's first change
+        admitter = Admitter(cache, cache.config, AdmissionConfig(), None, lambda: False)
+        if mode == "process":
+            admitter.start_planning_process()
+        admitters.append(admitter)
+
+    app = bench_extender.headstart_app(nodes, 0.0, prepare=planner)
     cache = app[CACHE]
-    for raw in gated_jobs(jobs):
+    for raw in gated_jobs(jobs, pods):
         cache.apply_pod(parse_pod(raw, cache.config))
-    admitter = Admitter(cache, cache.config, AdmissionConfig(), None, lambda: False)
-    stats = {"rounds": 0, "seconds": [], "snapshot_seconds": []}
+    admitter = admitters[0]
+    stats = {"rounds": 0, "seconds": [], "snapshot_seconds": [], "first_round_s": None}
 
     async def rounds() -> None:
         while True:
@@ -106,6 +120,12 @@ def serve(mode: str, jobs: int, switch_seconds: float, interval: float,
 
     async def start_rounds(request: web.Request) -> web.Response:
         if mode != "none" and not tasks:
+            # The first round before the client measures (it waits for this answer): it
+            # fills the memo and, in a planning process, ships the whole first list,
+            # once per extender start; timed on its own.
+            started = time.perf_counter()
+            await admitter.round(time.time())
+            stats["first_round_s"] = time.perf_counter() - started
             tasks.append(asyncio.get_running_loop().create_task(rounds()))
         return web.json_response(True)
 
@@ -148,9 +168,9 @@ async def round_stats(url: str) -> dict:
         return await reply.json()
 
 
-def one_run(mode: str, jobs: int, seconds: float, body: bytes, switch_seconds: float,
-            interval: float) -> dict:
-    server = bench_extender.Server(serve, (mode, jobs, switch_seconds, interval),
+def one_run(mode: str, jobs: int, pods: int, nodes: int, seconds: float, body: bytes,
+            switch_seconds: float, interval: float) -> dict:
+    server = bench_extender.Server(serve, (mode, jobs, pods, nodes, switch_seconds, interval),
                                    start_timeout_s=600)
     try:
         samples = asyncio.run(filter_latencies(server.url, body, seconds))
@@ -162,6 +182,7 @@ def one_run(mode: str, jobs: int, seconds: float, body: bytes, switch_seconds: f
             "max_ms": 1000 * max(samples),
             "requests": len(samples), "rounds": stats["rounds"],
             "round_s": statistics.median(stats["seconds"]) if stats["seconds"] else None,
+            "first_round_s": stats["first_round_s"],
             "snapshot_ms": (1000 * statistics.median(stats["snapshot_seconds"])
                             if stats["snapshot_seconds"] else None)}
 
@@ -169,6 +190,12 @@ def one_run(mode: str, jobs: int, seconds: float, body: bytes, switch_seconds: f
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=8, help="pods per job")
+    parser.add_argument("--nodes", type=int, default=NODES)
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help=f"comma-separated, of {', '.join(MODES)} (none is always run)")
+    parser.add_argument("--record-as", default="admission-rounds",
+                        help="the bench/results.json entry --record writes")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--quick", action="store_true", help="1 run of 8 s per mode")
@@ -184,12 +211,16 @@ def main() -> int:
     if args.quick:
         args.runs, args.seconds = 1, 8.0
     load_before = load_average()
-    body = bench_extender.request_bodies(NODES)["cache"]
-    runs: dict[str, list[dict]] = {mode: [] for mode in MODES}
+    modes = ["none", *(m for m in MODES if m != "none" and m in args.modes.split(","))]
+    unknown = set(args.modes.split(",")) - set(MODES)
+    if unknown:
+        parser.error(f"--modes: unknown {', '.join(sorted(unknown))}; known: {', '.join(MODES)}")
+    body = bench_extender.request_bodies(args.nodes)["cache"]
+    runs: dict[str, list[dict]] = {mode: [] for mode in modes}
     for run in range(args.runs):
-        for mode in MODES:  # in alternation: drift hits every mode alike
-            result = one_run(mode, args.jobs, args.seconds, body, args.switch_seconds,
-                             args.interval)
+        for mode in modes:  # in alternation: drift hits every mode alike
+            result = one_run(mode, args.jobs, args.pods, args.nodes, args.seconds, body,
+                             args.switch_seconds, args.interval)
             runs[mode].append(result)
             print(f"run {run + 1}/{args.runs} {mode:6s}: filter p50 {result['p50_ms']:.1f} ms, "
                   f"p99 {result['p99_ms']:.1f} ms, max {result['max_ms']:.0f} ms over "
@@ -198,19 +229,20 @@ def main() -> int:
                   + (f" of {result['round_s']:.2f} s" if result["round_s"] else ""),
                   flush=True)
     summary = {}
-    for mode in MODES:
+    for mode in modes:
         summary[mode] = {key: statistics.median(r[key] for r in runs[mode])
                          for key in ("p50_ms", "p99_ms", "max_ms")}
-        for key in ("round_s", "snapshot_ms"):
+        for key in ("round_s", "snapshot_ms", "first_round_s"):
             values = [r[key] for r in runs[mode] if r[key] is not None]
             summary[mode][key] = statistics.median(values) if values else None
         summary[mode]["rounds"] = statistics.median(r["rounds"] for r in runs[mode])
     base = summary["none"]["p99_ms"]
-    for mode in MODES:
+    for mode in modes:
         summary[mode]["p99_vs_none"] = summary[mode]["p99_ms"] / base
-    print(f"\n{args.jobs} gated 8-pod jobs at {NODES} nodes, medians of {args.runs} run(s) "
+    print(f"\n{args.jobs} gated {args.pods}-pod jobs at {args.nodes} nodes, medians of "
+          f"{args.runs} run(s) "
           f"of {args.seconds:g} s, load average {load_before:.1f}-{load_average():.1f}:")
-    for mode in MODES:
+    for mode in modes:
         entry = summary[mode]
         rounds = (f", rounds of {entry['round_s']:.2f} s, snapshot {entry['snapshot_ms']:.0f} ms"
                   if entry["round_s"] else "")
@@ -219,9 +251,9 @@ def main() -> int:
     if args.record:
         if args.switch_seconds:
             parser.error("--record keeps the shipped switch interval: drop --switch-seconds")
-        record("admission-rounds", {"jobs": args.jobs, "nodes": NODES, "runs": args.runs,
-                                    "seconds": args.seconds, "interval_s": args.interval,
-                                    "modes": summary}, load_before)
+        record(args.record_as, {"jobs": args.jobs, "pods": args.pods, "nodes": args.nodes,
+                                "runs": args.runs, "seconds": args.seconds,
+                                "interval_s": args.interval, "modes": summary}, load_before)
     return 0
 
 

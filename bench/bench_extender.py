@@ -155,7 +155,9 @@ class NoApiBinder:
         return ""
 
 
-def headstart_app(size: int, bind_wait_seconds: float):
+def headstart_app(size: int, bind_wait_seconds: float, prepare=None):
+    """The extender's app on a cache of `size` nodes; `prepare(cache)` is called with the
+    cache still empty (to start what must see every change of it)."""
     from extender.app import create_app
     from extender.cache import ClusterCache
     from extender.config import ExtenderConfig
@@ -165,6 +167,8 @@ def headstart_app(size: int, bind_wait_seconds: float):
     locality = LocalityConfig()
     nodes, pods, nrts, _ = build_cluster(size)
     cache = ClusterCache(locality)
+    if prepare is not None:
+        prepare(cache)
     cache.replace_nodes([parse_node(node, locality) for node in nodes])
     cache.replace_pods([parse_pod(pod, locality) for pod in pods])
     cache.replace_topologies([parse_node_topology(nrt, locality) for nrt in nrts])

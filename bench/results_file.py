@@ -39,8 +39,8 @@ def record(name: str, figures: dict, load_before: float, note: str = "",
     """Replace entry `name` with these figures, the command line that produced them, today's
     date, the machine and the load average (1-minute, before and after the run)."""
     results = load(path) if path.exists() else {}
-    command = "python " + " ".join(["bench/" + Path(sys.argv[0]).name, *sys.argv[1:]])
-    command = command.replace(" --record", "")
+    command = "python " + " ".join(["bench/" + Path(sys.argv[0]).name,
+                                    *(arg for arg in sys.argv[1:] if arg != "--record")])
     results[name] = {
         "command": command,
         "date": time.strftime("%Y-%m-%d"),

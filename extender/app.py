@@ -473,6 +473,8 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
             await task
     if sync is not None:
         await sync.stop()
+    if admitter is not None:
+        admitter.close()  # its planning process, if any
 
 
 async def _sweep_assumptions(decider: Decider) -> None:

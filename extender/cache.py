@@ -34,8 +34,10 @@ Must not: do I/O, or decide placements (that is `locality`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import fields, replace
+from typing import Any
 
 from locality.admission.record import GangRecord
 from locality.columns import NodeTable
@@ -56,6 +58,30 @@ KINDS = (NODES, PODS, TOPOLOGIES)
 
 def pod_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
+
+
+Change = tuple[str, tuple[Any, ...]]
+"""One change of a `ClusterCache`: a method's name and its arguments."""
+
+CHANGES = ("replace_nodes", "apply_node", "delete_node", "replace_pods", "apply_pod",
+           "delete_pod", "replace_gangs", "apply_gang", "delete_gang", "replace_topologies",
+           "apply_topology", "delete_topology")
+"""Every method that changes a `ClusterCache` (each journaled)."""
+
+
+def _journaled(method: Callable[..., None]) -> Callable[..., None]:
+    """Appends the call to the cache's journal, when it keeps one, before making it;
+    the arguments are immutable parsed objects, iterables taken as lists."""
+
+    @functools.wraps(method)
+    def change(self: ClusterCache, *args: Any) -> None:
+        if self.journal is not None:
+            args = tuple(list(arg) if isinstance(arg, Iterable) and not isinstance(arg, str)
+                         else arg for arg in args)
+            self.journal.append((method.__name__, args))
+        method(self, *args)
+
+    return change
 
 
 class ClusterCache:
@@ -107,6 +133,10 @@ class ClusterCache:
         self.gangs: dict[JobKey, GangRecord] = {}
         """The gang records (`locality.admission.record`) by job: headstart's decisions,
         as the API holds them."""
+        self.journal: list[Change] | None = None
+        """When a list: every change, appended as made (the method's name and its
+        arguments, iterables as lists), for a replica elsewhere to replay in order
+        (`extender.admission.planner`). None: not kept."""
         self.resolve_pod: Callable[[Pod], Pod] = _as_parsed
         """Adds what a pod takes from other objects (DRA claims, its PodGroup's size);
         `extender.sync` sets it, the request path calls it on kube-scheduler's pod."""
@@ -115,6 +145,16 @@ class ClusterCache:
 
     def pod(self, namespace: str, name: str) -> Pod | None:
         return self._pods.get(pod_key(namespace, name))
+
+    def shared_objects(self) -> dict[str, dict[str, Any]]:
+        """Copies of the dicts of pods (by namespace/name), node states and nodes (by
+        name) as they are now: their values are immutable, so these hold this moment's
+        view (`extender.admission.planner`)."""
+        return {"pod": dict(self._pods), "state": dict(self.nodes),
+                "node": dict(self._node_objects)}
+
+    def node_object(self, name: str) -> Node | None:
+        return self._node_objects.get(name)
 
     def pods_on_node(self, node_name: str) -> list[Pod]:
         """The pods the cache sees bound to the node (any phase)."""
@@ -201,6 +241,7 @@ class ClusterCache:
 
     # ---- nodes -------------------------------------------------------------------
 
+    @_journaled
     def replace_nodes(self, nodes: Iterable[Node]) -> None:
         """A full node list: rebuild every node state from the pods already known.
 
@@ -220,6 +261,7 @@ class ClusterCache:
         self.synced[NODES] = True
         self.version += 1
 
+    @_journaled
     def apply_node(self, node: Node) -> None:
         old = self._node_objects.get(node.name)
         if old is not None and _same_node(old, node):
@@ -234,19 +276,23 @@ class ClusterCache:
         self._dirty.add(node.name)
         self.version += 1
 
+    @_journaled
     def replace_gangs(self, records: Iterable[GangRecord]) -> None:
         self.gangs = {record.job: record for record in records}
         self.version += 1
 
+    @_journaled
     def apply_gang(self, record: GangRecord) -> None:
         self.gangs[record.job] = record
         self.version += 1
 
+    @_journaled
     def delete_gang(self, record: GangRecord) -> None:
         if self.gangs.get(record.job) is not None and self.gangs[record.job].name == record.name:
             del self.gangs[record.job]
         self.version += 1
 
+    @_journaled
     def delete_node(self, name: str) -> None:
         self._node_objects.pop(name, None)
         if self.nodes.pop(name, None) is not None:
@@ -263,6 +309,7 @@ class ClusterCache:
 
     # ---- pods --------------------------------------------------------------------
 
+    @_journaled
     def replace_pods(self, pods: Iterable[Pod]) -> None:
         """A full pod list: re-index and rebuild every node state.
 
@@ -321,6 +368,7 @@ class ClusterCache:
         self._nrt_changed_since_pods.clear()
         self.version += 1
 
+    @_journaled
     def apply_pod(self, pod: Pod) -> None:
         """An ADDED or MODIFIED pod: move its request between node states as needed."""
         key = pod_key(pod.namespace, pod.name)
@@ -355,6 +403,7 @@ class ClusterCache:
                 assumed = assumed.assume(nominated)
         return assumed
 
+    @_journaled
     def delete_pod(self, pod: Pod) -> None:
         key = pod_key(pod.namespace, pod.name)
         old = self._pods.get(key)
@@ -426,6 +475,7 @@ class ClusterCache:
 
     # ---- NUMA topology -----------------------------------------------------------
 
+    @_journaled
     def replace_topologies(self, topologies: Iterable[NodeTopology]) -> None:
         before = self._topologies
         self._topologies = {topology.node_name: topology for topology in topologies}
@@ -444,6 +494,7 @@ class ClusterCache:
         self.synced[TOPOLOGIES] = True
         self.version += 1
 
+    @_journaled
     def apply_topology(self, topology: NodeTopology) -> None:
         name = topology.node_name
         if self._topologies.get(name) == topology:
@@ -456,6 +507,7 @@ class ClusterCache:
         self._refresh_topology(name)
         self.version += 1
 
+    @_journaled
     def delete_topology(self, node_name: str) -> None:
         self._topologies.pop(node_name, None)
         self._unreflected.pop(node_name, None)

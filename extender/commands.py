@@ -93,8 +93,10 @@ def serve(config, api_client) -> None:
         admitter = Admitter(cache, config.locality, admission, api_client, elector.is_leader,
                             identity=elector.identity, sizes_listed=sync.sizes_listed,
                             batch_jobs=sync.resolver.batch_jobs)
+        if admission.planning == "process":
+            admitter.start_planning_process()  # before the watches change the cache
         elector.start()
-        sys.setswitchinterval(GIL_SWITCH_SECONDS)  # rounds plan in a thread
+        sys.setswitchinterval(GIL_SWITCH_SECONDS)  # if rounds plan in a thread
     app = create_app(config, cache, sync, binder, admitter)
     # First: a taken ops port must fail before the watch threads start.
     app.cleanup_ctx.insert(

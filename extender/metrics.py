@@ -270,6 +270,10 @@ class _AdmitterCollector(Collector):
                                   "Jobs, JobSets, TrainJobs and Kubeflow jobs headstart "
                                   "suspended, resumed once their gang's backoff was over.",
                                   value=admitter.released_jobs_total)
+        yield CounterMetricFamily("headstart_admitter_planner_failures",
+                                  "Planning processes lost (admission.planning: process); "
+                                  "rounds plan in a worker thread after the first.",
+                                  value=admitter.planner_failures_total)
         yield CounterMetricFamily("headstart_admitter_events_dropped",
                                   "Events the admitter gave up on: refused by the API, or "
                                   "not taken in 12 tries (one per round).",

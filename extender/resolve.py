@@ -145,8 +145,9 @@ class Resolver:
             if rest:
                 kept[key] = rest
         kind, _, version = source.partition("/")
-        if suspendable(kind, version):  # a relist of that kind replaces its entries
-            self._jobs = {key: job for key, job in self._jobs.items() if key[0] != kind}
+        if suspendable(kind, version):  # a relist replaces that kind's entries of its version
+            self._jobs = {key: job for key, job in self._jobs.items()
+                          if key[0] != kind or job.version != version}
         for owner in owners:
             kept.setdefault(owner.key, {})[source] = owner
             self._index_job(owner)

@@ -166,7 +166,7 @@ def parse_owner(obj: Any, kind: str, where: str | None = None, version: str = ""
     namespace = json_string(metadata.get("namespace", "default"), f"{where}.metadata.namespace")
     where = f"{kind} {namespace}/{name}"
     elastic = elastic_owner(obj, kind)
-    suspension = job_suspension(obj, kind) if suspendable(kind, version) else None
+    suspension = job_suspension(obj, kind, version) if suspendable(kind, version) else None
     try:
         spec = mapping(obj.get("spec"), f"{where}: spec")
         parts = _parts(spec, kind, f"{where}: spec", version)

@@ -23,10 +23,11 @@ A PyTorchJob, TFJob or MPIJob (kubeflow.org/v1) is suspended through
 `spec.runPolicy.suspend`: the Kubeflow training operator then deletes its pods and
 Services (deleted pods are not failed ones: nothing counts toward its `backoffLimit`),
 says `Suspended` in its conditions, and creates them again when it is resumed; Kueue
-suspends the Kubeflow jobs it manages the same way. An MPIJob is suspended only as the
-training operator's (`kubeflow.org/v1`): mpi-operator's (`v2beta1`, whose launcher is a
-Job of its own) is not confirmed against its controller here, so its gang goes by
-eviction.
+suspends the Kubeflow jobs it manages the same way. An MPIJob is suspended as the
+training operator's (`kubeflow.org/v1`) or as mpi-operator's (`v2beta1`, its
+`managedBy` `kubeflow.org/mpi-operator` or unset): mpi-operator deletes the workers and
+suspends its launcher Job (a Job the MPIJob controls), whose pod the Job controller
+deletes, and says `Suspended`.
 
 A TrainJob (trainer.kubeflow.org/v1alpha1) is suspended through its `spec.suspend`: the
 trainer then suspends the JobSet it made (pod -> Job -> JobSet -> TrainJob, each the
@@ -63,43 +64,48 @@ epoch); removed when headstart resumes it."""
 class SuspendableKind:
     """A kind headstart suspends, and how."""
 
-    api_version: str
-    """The API version it reads and patches it in."""
+    group: str
     plural: str
-    own_manager: str
-    """The `managedBy` value (or none) by which its own controller reconciles it
-    (batch/v1 JobSpec.managedBy; JobSet's JobSetSpec.managedBy; Kubeflow's
-    RunPolicy.managedBy)."""
+    managers: Mapping[str, str]
+    """Per API version headstart reads and patches it at, the `managedBy` value (or
+    none) by which its own controller reconciles it there (batch/v1 JobSpec.managedBy;
+    JobSet's JobSetSpec.managedBy; Kubeflow's RunPolicy.managedBy)."""
     run_policy: bool = False
-    """Its `suspend` and `managedBy` are in `spec.runPolicy` (Kubeflow's training
-    operator), not in `spec`."""
+    """Its `suspend` and `managedBy` are in `spec.runPolicy` (Kubeflow's operators), not
+    in `spec`."""
     controls_pods: bool = True
     """Its pods name it as their controller (a JobSet's pods are its Jobs')."""
 
 
 _TRAINING_OPERATOR = "kubeflow.org/training-operator"
 SUSPENDABLE: dict[str, SuspendableKind] = {
-    "Job": SuspendableKind("batch/v1", "jobs", "kubernetes.io/job-controller"),
-    "JobSet": SuspendableKind("jobset.x-k8s.io/v1alpha2", "jobsets",
-                              "jobset.sigs.k8s.io/jobset-controller", controls_pods=False),
-    "PyTorchJob": SuspendableKind("kubeflow.org/v1", "pytorchjobs", _TRAINING_OPERATOR,
+    "Job": SuspendableKind("batch", "jobs", {"v1": "kubernetes.io/job-controller"}),
+    "JobSet": SuspendableKind("jobset.x-k8s.io", "jobsets",
+                              {"v1alpha2": "jobset.sigs.k8s.io/jobset-controller"},
+                              controls_pods=False),
+    "PyTorchJob": SuspendableKind("kubeflow.org", "pytorchjobs", {"v1": _TRAINING_OPERATOR},
                                   run_policy=True),
-    "TFJob": SuspendableKind("kubeflow.org/v1", "tfjobs", _TRAINING_OPERATOR, run_policy=True),
-    "MPIJob": SuspendableKind("kubeflow.org/v1", "mpijobs", _TRAINING_OPERATOR,
+    "TFJob": SuspendableKind("kubeflow.org", "tfjobs", {"v1": _TRAINING_OPERATOR},
+                             run_policy=True),
+    # The training operator's (v1) or mpi-operator's (v2beta1): a cluster serves one.
+    "MPIJob": SuspendableKind("kubeflow.org", "mpijobs",
+                              {"v1": _TRAINING_OPERATOR, "v2beta1": "kubeflow.org/mpi-operator"},
                               run_policy=True),
-    "TrainJob": SuspendableKind("trainer.kubeflow.org/v1alpha1", "trainjobs",
-                                "trainer.kubeflow.org/trainjob-controller", controls_pods=False),
+    "TrainJob": SuspendableKind("trainer.kubeflow.org", "trainjobs",
+                                {"v1alpha1": "trainer.kubeflow.org/trainjob-controller"},
+                                controls_pods=False),
 }
 """The kinds headstart suspends. Each needs `patch` in the extender's ClusterRole and a
-ValidatingAdmissionPolicy bounding it (manifests/base/admission/owner-resize.yaml)."""
+ValidatingAdmissionPolicy bounding it at each version
+(manifests/base/admission/owner-resize.yaml)."""
 SUSPENDABLE_KINDS = tuple(SUSPENDABLE)
 POD_CONTROLLER_KINDS = tuple(kind for kind, how in SUSPENDABLE.items() if how.controls_pods)
 
 
 def suspendable(kind: str, version: str) -> bool:
-    """Whether headstart suspends a `kind` listed at API `version`: only at the version
-    its table entry patches (an MPIJob of mpi-operator's `v2beta1` is not suspended)."""
-    return kind in SUSPENDABLE and SUSPENDABLE[kind].api_version.rsplit("/", 1)[-1] == version
+    """Whether headstart suspends a `kind` listed at API `version`."""
+    return kind in SUSPENDABLE and version in SUSPENDABLE[kind].managers
+
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """Kueue manages what carries it (its gate and its suspension: `locality.admission.gate`)."""
@@ -129,6 +135,12 @@ class JobSuspension:
     """One of `SUSPENDABLE_KINDS`."""
     controller: tuple[str, str] | None = None
     """Its controlling owner (kind, name), if any: a JobSet's Jobs name their JobSet."""
+    version: str = "v1"
+    """The API version it was read at, and is patched at."""
+
+    @property
+    def api_version(self) -> str:
+        return f"{SUSPENDABLE[self.kind].group}/{self.version}"
 
     @property
     def ours(self) -> bool:
@@ -143,11 +155,16 @@ class JobSuspension:
         return f"{self.kind} {self.namespace}/{self.name}"
 
 
-def job_suspension(obj: Any, kind: str = "Job") -> JobSuspension:
-    """A Job or JobSet object (`kind`, as listed or watched) as a `JobSuspension`. Never
-    raises on the object's content: what headstart cannot read makes it not
+def job_suspension(obj: Any, kind: str = "Job", version: str = "") -> JobSuspension:
+    """An object of one of the SUSPENDABLE kinds (`kind`, as listed or watched at API
+    `version`; "": its `apiVersion`'s, else the kind's first) as a `JobSuspension`.
+    Never raises on the object's content: what headstart cannot read makes it not
     suspendable."""
     obj = obj if isinstance(obj, Mapping) else {}
+    if not version:
+        version = str(obj.get("apiVersion") or "").rpartition("/")[2]
+    if not version and kind in SUSPENDABLE:
+        version = next(iter(SUSPENDABLE[kind].managers))
     metadata = _mapping(obj.get("metadata"))
     spec = _suspension_spec(kind, _mapping(obj.get("spec")))
     labels = _mapping(metadata.get("labels"))
@@ -163,8 +180,8 @@ def job_suspension(obj: Any, kind: str = "Job") -> JobSuspension:
         isinstance(c, Mapping) and c.get("type") == "Suspended" and c.get("status") == "True"
         for c in (conditions if isinstance(conditions, list) else ()))
     return JobSuspension(namespace, name, uid, spec.get("suspend") is True, resume_at,
-                         _problem(kind, metadata, spec, labels, uid), acknowledged, kind,
-                         _controller(metadata))
+                         _problem(kind, version, metadata, spec, labels, uid), acknowledged,
+                         kind, _controller(metadata), version)
 
 
 def _suspension_spec(kind: str, spec: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -182,13 +199,16 @@ def _controller(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _problem(kind: str, metadata: Mapping[str, Any], spec: Mapping[str, Any],
+def _problem(kind: str, version: str, metadata: Mapping[str, Any], spec: Mapping[str, Any],
              labels: Mapping[str, Any], uid: str) -> str | None:
     if kind not in SUSPENDABLE:
         return f"headstart does not suspend a {kind}"
+    if version not in SUSPENDABLE[kind].managers:
+        return (f"headstart does not suspend a {kind} of "
+                f"{SUSPENDABLE[kind].group}/{version}")
     if not uid:
         return "it has no uid to make the patch conditional on"
-    if spec.get("managedBy") not in (None, SUSPENDABLE[kind].own_manager):
+    if spec.get("managedBy") not in (None, SUSPENDABLE[kind].managers[version]):
         field = "spec.runPolicy.managedBy" if SUSPENDABLE[kind].run_policy else "spec.managedBy"
         return f"its {field} names {spec.get('managedBy')!r}, which decides its suspension"
     if KUEUE_QUEUE_LABEL in labels:

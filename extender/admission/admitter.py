@@ -34,12 +34,14 @@ Observe -> plan -> apply, every `interval_seconds` after the cache changed:
 
 A follower plans too (for /explain and the metric) but writes nothing.
 
-Threads: the round's inputs are copied from the cache on the event loop (`snapshot`:
-references to immutable pods and node states, tens of milliseconds at 5,000 nodes and
-8,000 gated pods), the plan is made from them in a worker thread, and the API calls run
-in a worker thread too, so kube-scheduler's filter and bind keep being answered during
-a round (bench/bench_admission_rounds.py; the thread holds the GIL while it packs,
-hence `GIL_SWITCH_SECONDS`).
+Threads and processes: the round's inputs are copied from the cache on the event loop
+(`snapshot`: references to immutable pods and node states, milliseconds at 5,000
+nodes and 8,000 gated pods); the plan is made in the planning process from its replica
+of the cache (`extender.admission.planner`, `admission.planning: process`), or from the
+snapshot in a worker thread (`thread`, or once that process is lost), and the API calls
+run in a worker thread too, so kube-scheduler's filter and bind keep being answered
+during a round (bench/bench_admission_rounds.py; a planning thread holds the GIL while
+it packs, hence `GIL_SWITCH_SECONDS`).
 
 Must not: decide admissions (the core does); touch the cache from a worker thread.
 """
@@ -64,6 +66,15 @@ from kubernetes.client.exceptions import ApiException
 from bucketing.catalog import BUILTIN_CATALOGS, load_catalog
 from bucketing.resources import Resources, resources_from_list
 from extender.admission.patch import ungate_patch
+from extender.admission.planner import (
+    JobFacts,
+    PlannerGone,
+    PlanningProcess,
+    RoundAsk,
+    facts_of,
+    headroom_of,
+    snapshot_of,
+)
 from extender.admission.podgroups import Outcome as PodGroupOutcome
 from extender.admission.podgroups import PodGroupWriter
 from extender.admission.records import RecordWriter
@@ -87,12 +98,12 @@ from locality.admission.nodepools import what_counts
 from locality.admission.record import GangRecord, GangState, gang_body, orphaned, timestamp
 from locality.admission.recovery import Eviction, Transition, recovery
 from locality.admission.round import Inputs, RoundMemo, plan_round, wider_levels
-from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
+from locality.admission.snapshot import LevelRoom
 from locality.admission.suspend import jobs_to_release, jobs_to_suspend, suspension_of
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Locality, Pod
-from locality.suspension import SUSPENDABLE, JobName, JobSuspension
+from locality.suspension import JobName, JobSuspension
 
 EVENT_TRIES = 12
 """Tries per Event before it is dropped: client-go's event recorder's maxTriesPerEvent
@@ -109,11 +120,10 @@ AUTOSCALER_STATUS_SECONDS = 30.0
 
 GIL_SWITCH_SECONDS = 0.001
 """The extender's thread switch interval (`sys.setswitchinterval`; Python's default is
-5 ms). A round plans in a worker thread that holds the GIL while it packs in Python;
-the event loop answering kube-scheduler gets it back after at most this long.
-bench/bench_admission_rounds.py on 2 shared cores: filter p99 during rounds 20.3 ms at
-1 ms (the recorded run, 6.9 ms without rounds; docs/extender.md) and 57.1 ms at
-Python's 5 ms (`--quick --switch-seconds 0.005`, 8.2 ms without rounds)."""
+5 ms). With `admission.planning: thread` (or once the planning process is lost) a round
+plans in a worker thread that holds the GIL while it packs; the event loop answering
+kube-scheduler gets it back after at most this long (bench/bench_admission_rounds.py:
+1 ms against Python's 5 ms with `--switch-seconds 0.005`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,15 +147,21 @@ class Admitter:
         identity: str = COMPONENT,
         sizes_listed: Callable[[], bool] = lambda: True,
         batch_jobs: Callable[[], Mapping[JobName, JobSuspension]] = dict,
+        planner: PlanningProcess | None = None,
     ) -> None:
         """sizes_listed: whether the objects that size jobs (PodGroups, owners) have
         been listed once; no round runs before (`ClusterSync.sizes_listed`). batch_jobs:
-        the batch/v1 Jobs seen (`Resolver.batch_jobs`), read on the event loop."""
+        the batch/v1 Jobs seen (`Resolver.batch_jobs`), read on the event loop. planner:
+        the process that plans rounds (`extender.admission.planner`); None: a worker
+        thread plans them."""
         self.cache = cache
         self.locality = locality
         self.config = config
         self.is_leader = is_leader
         self.identity = identity
+        self.planner = planner
+        self.planner_failures_total = 0
+        """Planning processes lost (rounds plan in a thread after the first)."""
         self.sizes_listed = sizes_listed
         self.batch_jobs = batch_jobs
         self._round_jobs: Mapping[JobName, JobSuspension] = {}  # the applied round's Jobs
@@ -161,7 +177,7 @@ class Admitter:
             if api_client is not None else None
         self._workers = ThreadPoolExecutor(config.write_workers,
                                            thread_name_prefix="headstart-admitter-write")
-        self._jobs: dict[JobKey, GatedJob] = {}  # the last round's jobs, for their records
+        self._jobs: dict[JobKey, JobFacts] = {}  # the last round's jobs, for their records
         self._seen_records: dict[JobKey, GangRecord] = {}  # the round's records (a copy)
         self.last_plan = Plan()
         self.last_round_wall: float | None = None
@@ -183,7 +199,8 @@ class Admitter:
         self._seen_version = -1
         self.autoscaler = AutoscalerStatus()
         """The last read of cluster-autoscaler's status ConfigMap."""
-        self.last_rooms: dict[str, LevelRoom] = {}
+        self.last_headroom: list[dict[str, Any]] = []
+        """The last round's nodes to come per domain (`planner.headroom_of`)."""
         self._status_read_at: float | None = None
         self._custom = Throttled(k8s.CustomObjectsApi(api_client), self.throttle) \
             if api_client is not None else None
@@ -204,28 +221,21 @@ class Admitter:
     def plan_now(self, now: float) -> Plan:
         """One round's plan, here and now (tests, benchmarks): `snapshot` then `plan`."""
         planned, jobs, rooms = self.plan(self.snapshot(), now)
-        self._jobs, self.last_rooms = jobs, rooms
+        self._jobs, self.last_headroom = facts_of(jobs), headroom_of(rooms)
         return planned
 
     def snapshot(self) -> Inputs:
         """What a round plans from, read from the cache (event loop only): references
         to immutable pods and node states, copied containers, so the worker thread
-        never reads the cache while watches change it. Cost: O(pods of the jobs with
-        gated pods or records + nodes)."""
-        cache = self.cache
-        gate = self.config.gate
-        gated = [pod for pod in cache.gated_pods() if gate in pod.scheduling_gates]
-        records = dict(cache.gangs)
-        # The cache's index of jobs by their waiting pods: no job_key_of per gated pod.
-        jobs = {job for job in cache.jobs_with_waiting_pods()
-                if any(gate in pod.scheduling_gates for pod in cache.waiting_pods_of_job(job))}
-        jobs.update(records)
-        return Inputs(gated, records, {job: tuple(cache.pods_of_job(job)) for job in jobs},
-                      list(cache.nodes.values()), self.autoscaler.groups, self.nodepools,
-                      self.autoscaler.detail if self.autoscaler.found
-                      and self.autoscaler.groups is None else None,
-                      self._plans.plans if self._plans is not None else {},
-                      self.batch_jobs())
+        never reads the cache while watches change it (`planner.snapshot_of`)."""
+        return snapshot_of(self.cache, self.config.gate, self._ask(0.0))
+
+    def _ask(self, now: float) -> RoundAsk:
+        return RoundAsk(now, self.autoscaler.groups, self.nodepools,
+                        self.autoscaler.detail if self.autoscaler.found
+                        and self.autoscaler.groups is None else None,
+                        self._plans.plans if self._plans is not None else {},
+                        self.batch_jobs())
 
     def plan(self, inputs: Inputs, now: float
              ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
@@ -272,12 +282,7 @@ class Admitter:
             "worker_plans": self._plans.detail if self._plans is not None else "not read",
             "worker_plan_problems": list(self._plans.problems) if self._plans else [],
             "unknown_room": list(last.unknown_room),
-            "headroom": [{"domain": f"{level}={value}", "node_group": new.group,
-                          "nodes": new.count, "source": new.source}
-                         for level, room in sorted(self.last_rooms.items())
-                         if level != CLUSTER_LEVEL
-                         for value, domain in room.domains.items()
-                         for new in domain.new_nodes if new.count],
+            "headroom": self.last_headroom,
         }
 
     def longest_gated_seconds(self, now: float) -> float:
@@ -389,9 +394,10 @@ class Admitter:
     async def round(self, now: float) -> Outcome:
         """Plan in a worker thread from a snapshot taken here (the event loop keeps
         answering kube-scheduler meanwhile), and apply when leading."""
-        inputs = self.snapshot()
-        planned, jobs, rooms = await asyncio.to_thread(self.plan, inputs, now)
-        self._jobs, self.last_rooms = jobs, rooms
+        ask = self._ask(now)
+        inputs = snapshot_of(self.cache, self.config.gate, ask)
+        planned, jobs, self.last_headroom = await self._planned(inputs, ask)
+        self._jobs = jobs
         self.last_plan = planned
         self.last_round_wall = now
         if not self.is_leader() or self._core is None:
@@ -407,6 +413,34 @@ class Admitter:
         outcome = await asyncio.to_thread(self._apply, planned, now, records, after, orphans)
         self.patch_failures_total += outcome.failed
         return outcome
+
+    async def _planned(self, inputs: Inputs, ask: RoundAsk
+                       ) -> tuple[Plan, dict[JobKey, JobFacts], list[dict[str, Any]]]:
+        """The round's plan: from the planning process when there is one (it plans the
+        cache as it is now, as `inputs` were just read), else in a worker thread."""
+        if self.planner is not None:
+            try:
+                return await self.planner.plan(ask)
+            except PlannerGone as gone:
+                self.planner.close()
+                self.planner = None
+                self.planner_failures_total += 1
+                log.error("rounds plan in a worker thread from now on",
+                          extra={"reason": str(gone)})
+        planned, jobs, rooms = await asyncio.to_thread(self.plan, inputs, ask.now)
+        return planned, facts_of(jobs), headroom_of(rooms)
+
+    def start_planning_process(self) -> None:
+        """Plan rounds in a process of their own from now on (`admission.planning:
+        process`); before the cache's first change (`extender.admission.planner`)."""
+        self.planner = PlanningProcess(self.cache, self.locality, self.config, self._shapes,
+                                       self._wider)
+
+    def close(self) -> None:
+        """Stop the planning process, if any (shutdown)."""
+        if self.planner is not None:
+            self.planner.close()
+            self.planner = None
 
     # ---- apply (worker thread: API calls only) ------------------------------------
 
@@ -466,7 +500,7 @@ class Admitter:
             size = gathered.size if gathered is not None else (record.size if record else None)
         level = gathered.level if gathered is not None else \
             (record.level if record else PLACEMENT_GROUP_LEVEL)
-        policy = gathered.policy.placement_group.value if gathered is not None else \
+        policy = gathered.policy if gathered is not None else \
             (record.policy if record else Locality.REQUIRED.value)
         evictions = record.evictions if record is not None else 0
         common = {"size": size, "level": level, "policy": policy, "now": now}
@@ -801,5 +835,5 @@ def _json(response: Any) -> dict[str, Any]:
 
 def _job_reference(job: JobSuspension) -> dict[str, str]:
     """A batch/v1 Job or a JobSet as an Event's involvedObject."""
-    return {"apiVersion": SUSPENDABLE[job.kind].api_version, "kind": job.kind,
+    return {"apiVersion": job.api_version, "kind": job.kind,
             "name": job.name, "namespace": job.namespace, "uid": job.uid}

@@ -75,9 +75,8 @@ class OwnerResizer:
         if job.kind == "Job":
             return self._job(job.namespace, job.name, body, failed)
         kind = SUSPENDABLE[job.kind]
-        group, version = kind.api_version.split("/")
         return self._send(lambda: self._custom.patch_namespaced_custom_object(
-            group, version, job.namespace, kind.plural, job.name, body,
+            kind.group, job.version, job.namespace, kind.plural, job.name, body,
             _content_type=MERGE_PATCH, _request_timeout=10, _preload_content=False),
             failed, owner=job.where)
 

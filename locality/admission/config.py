@@ -36,6 +36,10 @@ FOREIGN_ANNOTATIONS: tuple[str, ...] = (
 )
 
 
+PLANNING = ("process", "thread")
+"""Where admission rounds may be planned (`AdmissionConfig.planning`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class NodeGroup:
     """One autoscaler node group: nodes of one instance type in one domain.
@@ -160,6 +164,13 @@ class AdmissionConfig:
     interval_seconds: float = 1.0
     """Least time between two admission rounds (a round runs after any change)."""
 
+    planning: str = "process"
+    """Where rounds are planned: `process`, a process of the extender's own with a
+    replica of its cache, so planning never holds the interpreter that answers
+    kube-scheduler (`extender.admission.planner`; the replica costs about the cache's
+    memory again); `thread`, a worker thread of the extender's process (it takes the
+    interpreter from the event loop while it packs: bench/bench_admission_rounds.py)."""
+
     api_qps: float = 200.0
     """The admitter's requests per second to the API server at most, bursts of
     `api_burst` (Karpenter's client defaults, 200 and 300; `extender.admission.throttle`);
@@ -238,6 +249,11 @@ class AdmissionConfig:
             elif name in ("settle_seconds", "head_reserve_after_seconds", "head_hold_seconds",
                           "backoff_base_seconds", "backoff_max_seconds"):
                 values[name] = _number(raw, where, 0)
+            elif name == "planning":
+                if raw not in PLANNING:
+                    raise ConfigError(f"{where}: expected one of {', '.join(PLANNING)}, "
+                                      f"got {raw!r}")
+                values[name] = raw
             elif name == "interval_seconds":
                 values[name] = _number(raw, where, 0.05)
             elif name == "api_qps":

@@ -89,21 +89,28 @@ def mpijob(version="v1", **run_policy):
     return obj
 
 
-def test_an_mpijob_is_suspended_as_the_training_operators_only():
+def test_an_mpijob_is_suspended_at_either_operators_version_with_its_manager():
     seen = parse_owner(mpijob(suspend=False), "MPIJob", version="v1").suspension
     assert seen is not None and seen.problem is None and not seen.suspended
+    assert seen.api_version == "kubeflow.org/v1"
     assert suspend_patch(seen, 7)["spec"] == {"runPolicy": {"suspend": True}}
-    assert SUSPENDABLE["MPIJob"].api_version == "kubeflow.org/v1"
-    # mpi-operator's v2beta1 (its launcher a Job of its own) is evicted, never suspended:
-    # patching it through kubeflow.org/v1 would reach an unserved version.
-    assert parse_owner(mpijob("v2beta1"), "MPIJob", version="v2beta1").suspension is None
-    assert not suspendable("MPIJob", "v2beta1") and suspendable("MPIJob", "v1")
+    # mpi-operator's v2beta1: its own manager name, not the training operator's.
+    v2 = parse_owner(mpijob("v2beta1"), "MPIJob", version="v2beta1").suspension
+    assert v2 is not None and v2.problem is None and v2.api_version == "kubeflow.org/v2beta1"
+    own = mpijob("v2beta1", managedBy="kubeflow.org/mpi-operator")
+    assert parse_owner(own, "MPIJob", version="v2beta1").suspension.problem is None
+    other = mpijob("v2beta1", managedBy="kubeflow.org/training-operator")
+    assert "names 'kubeflow.org/training-operator'" in parse_owner(
+        other, "MPIJob", version="v2beta1").suspension.problem
+    assert suspendable("MPIJob", "v2beta1") and not suspendable("MPIJob", "v3")
+    assert "of kubeflow.org/v3" in job_suspension(mpijob("v3"), "MPIJob").problem
 
 
-def test_every_suspendable_kind_is_watched_at_the_version_it_is_patched_in():
-    watched = {(api.kind, f"{api.group}/{api.version}".removeprefix("/")) for api in OWNER_APIS}
+def test_every_suspendable_kind_is_watched_at_each_version_it_is_patched_at():
+    watched = {(api.kind, f"{api.group}/{api.version}") for api in OWNER_APIS}
     for kind, how in SUSPENDABLE.items():
-        assert (kind, how.api_version) in watched, kind
+        for version in how.managers:
+            assert (kind, f"{how.group}/{version}") in watched, (kind, version)
 
 
 def pytorchjob(labels=None, owners=None, **run_policy):
@@ -190,3 +197,18 @@ def test_a_tfjob_is_suspended_through_its_run_policy_too():
     seen = job_suspension(obj, "TFJob")
     assert seen.key == ("TFJob", "team", "train") and seen.suspended and seen.problem is None
     assert suspend_patch(seen, 7)["spec"] == {"runPolicy": {"suspend": True}}
+
+
+def test_a_relist_of_one_mpijob_version_keeps_the_other_versions_suspensions():
+    """The extender watches MPIJobs at v1 and v2beta1 (a cluster serves one); the empty
+    list of the version not served must not drop the served one's Jobs."""
+    from extender.resolve import Resolver
+    from locality.config import LocalityConfig
+
+    resolver = Resolver(LocalityConfig())
+    served = parse_owner(mpijob(), "MPIJob", version="v1")
+    resolver.replace_owners([served], "MPIJob/v1")
+    resolver.replace_owners([], "MPIJob/v2beta1")
+    assert list(resolver.batch_jobs()) == [("MPIJob", "team", "train")]
+    resolver.replace_owners([], "MPIJob/v1")
+    assert resolver.batch_jobs() == {}

@@ -375,10 +375,11 @@ def tfjob(labels=None, owners=None, run_policy=None):
     return obj
 
 
-def mpijob(labels=None, owners=None, run_policy=None):
-    """An MPIJob of the training operator (kubeflow.org/v1): a Launcher and 2 Workers."""
+def mpijob(labels=None, owners=None, run_policy=None, version="v1"):
+    """An MPIJob of the training operator (kubeflow.org/v1) or of mpi-operator
+    (v2beta1): a Launcher and 2 Workers."""
     obj = job(labels, None, owners)
-    obj.update(apiVersion="kubeflow.org/v1", kind="MPIJob")
+    obj.update(apiVersion=f"kubeflow.org/{version}", kind="MPIJob")
     template = {"spec": {"containers": [{"name": "mpi", "image": "train:1"}]}}
     obj["spec"] = {
         "slotsPerWorker": 1,
@@ -388,12 +389,14 @@ def mpijob(labels=None, owners=None, run_policy=None):
     return obj
 
 
-KUBEFLOW_JOBS = {"TFJob": tfjob, "MPIJob": mpijob}
+KUBEFLOW_JOBS = {"TFJob": tfjob, "MPIJob": mpijob,
+                 "MPIJob v2beta1": lambda **kw: mpijob(version="v2beta1", **kw)}
 
 
 @pytest.mark.parametrize("kind", sorted(KUBEFLOW_JOBS))
 def test_what_headstart_sends_a_tfjob_or_mpijob_passes(kind):
     plain = KUBEFLOW_JOBS[kind]()
+    kind = kind.split()[0]
     suspended = merged(plain, suspend_patch(job_suspension(plain, kind), 1764370000.4))
     assert refusals(plain, suspended, KUBEFLOW_POLICY) == []
     released = merged(suspended, release_patch(job_suspension(suspended, kind)))
@@ -401,6 +404,13 @@ def test_what_headstart_sends_a_tfjob_or_mpijob_passes(kind):
     resumed = merged(suspended, {"spec": {"runPolicy": {"suspend": False}}})
     assert refusals(resumed, merged(resumed, release_patch(
         job_suspension(resumed, kind))), KUBEFLOW_POLICY) == []
+
+
+def test_an_mpijob_naming_its_own_operator_may_be_suspended_at_either_version():
+    for version, manager in (("v1", "kubeflow.org/training-operator"),
+                             ("v2beta1", "kubeflow.org/mpi-operator")):
+        own = mpijob(run_policy={"managedBy": manager}, version=version)
+        assert refusals(own, merged(own, TF_SUSPEND), KUBEFLOW_POLICY) == [], version
 
 
 TF_SUSPEND = {"metadata": {"labels": {MARK: "5"}}, "spec": {"runPolicy": {"suspend": True}}}
@@ -453,6 +463,13 @@ MPIJOB_REFUSED = {
                                           "slotsPerWorker": None}}),
     "suspending an MPIJob another object controls": (
         mpijob(owners=[{"kind": "Pipeline", "name": "p", "controller": True}]), TF_SUSPEND),
+    "suspending a v1 MPIJob managed by mpi-operator's name": (
+        mpijob(run_policy={"managedBy": "kubeflow.org/mpi-operator"}), TF_SUSPEND),
+    "suspending a v2beta1 MPIJob managed by the training operator's name": (
+        mpijob(run_policy={"managedBy": "kubeflow.org/training-operator"}, version="v2beta1"),
+        TF_SUSPEND),
+    "a v2beta1 resize": (mpijob(version="v2beta1"),
+                         {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 3}}}}),
 }
 KUBEFLOW_REFUSED = {**{("TFJob", case): v for case, v in TFJOB_REFUSED.items()},
            **{("MPIJob", case): v for case, v in MPIJOB_REFUSED.items()}}
@@ -475,11 +492,11 @@ def test_every_kind_headstart_suspends_has_a_patch_right_and_a_policy_bounding_i
                 if doc and doc["kind"] == "ValidatingAdmissionPolicy"
                 and "headstart-extender" in str(doc["spec"].get("matchConditions"))]
     for kind, how in SUSPENDABLE.items():
-        group, version = how.api_version.split("/")  # none is of the core group
-        assert any(group in rule["apiGroups"] and how.plural in rule["resources"]
+        assert any(how.group in rule["apiGroups"] and how.plural in rule["resources"]
                    and "patch" in rule["verbs"] for rule in rules), f"{kind}: no patch right"
-        assert any(group in rule["apiGroups"] and version in rule["apiVersions"]
-                   and how.plural in rule["resources"] and "UPDATE" in rule["operations"]
-                   for policy in policies
-                   for rule in policy["spec"]["matchConstraints"]["resourceRules"]), \
-            f"{kind}: no policy bounds the extender's edits"
+        for version in how.managers:
+            assert any(how.group in rule["apiGroups"] and version in rule["apiVersions"]
+                       and how.plural in rule["resources"] and "UPDATE" in rule["operations"]
+                       for policy in policies
+                       for rule in policy["spec"]["matchConstraints"]["resourceRules"]), \
+                f"{kind} {version}: no policy bounds the extender's edits"

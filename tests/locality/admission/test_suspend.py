@@ -136,10 +136,20 @@ def test_a_trainjobs_gang_suspends_the_trainjob_at_the_top_of_its_chain():
     assert jobs_to_suspend(pods, jobs(replace(top, problem="kueue"), made, child)) == ()
 
 
-def test_an_mpijob_launchers_job_whose_mpijob_is_not_suspendable_goes_by_eviction():
-    # mpi-operator v2beta1: the launcher pod's controller is a Job its MPIJob controls.
+def test_an_mpi_operator_mpijobs_gang_suspends_the_mpijob_over_its_launcher_job():
+    # mpi-operator v2beta1: the workers' controller is the MPIJob, the launcher pod's a
+    # Job the MPIJob controls.
+    mpi = job("m", kind="MPIJob", version="v2beta1")
     launcher = job("m-launcher", controller=("MPIJob", "m"), problem="its controller decides")
-    assert jobs_to_suspend([pod("l", ("Job", "m-launcher"))], jobs(launcher)) == ()
+    pods = [pod("l", ("Job", "m-launcher")), pod("w0", ("MPIJob", "m")),
+            pod("w1", ("MPIJob", "m"))]
+    assert jobs_to_suspend(pods, jobs(mpi, launcher)) == (mpi,)
+    assert jobs_to_suspend(pods, jobs(launcher)) == ()  # the MPIJob not seen: eviction
+    # Released once the MPIJob and its launcher Job say Suspended.
+    held = replace(mpi, suspended=True, resume_at=1.0, acknowledged=True)
+    assert jobs_to_release(jobs(held, replace(launcher, suspended=True)), 5.0) == []
+    assert jobs_to_release(jobs(held, replace(launcher, suspended=True, acknowledged=True)),
+                           5.0) == [held]
 
 
 def test_a_trainjob_is_released_once_its_jobset_and_jobs_have_acted():

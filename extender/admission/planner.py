@@ -1,0 +1,255 @@
+"""Admission rounds planned in a process of their own, off the interpreter that answers
+kube-scheduler (`admission.planning: process`, the default).
+
+Why: a round plans in Python for a large part of a second with many jobs waiting. In
+a worker thread it holds the interpreter while it packs, and kube-scheduler's filter
+waits behind it (bench/bench_admission_rounds.py); a process has an interpreter of its
+own. Sending it each round's whole snapshot costs several times the planning
+(bench/bench_round_transfer.py), so the process keeps a replica of the extender's
+cache instead: the cache journals every change (`ClusterCache.journal`), each round
+sends the changes since the last one with the few inputs the cache does not hold, and
+the replica replays them in order, so it is the cache as it was when the round was
+sent. The process snapshots and plans there (`locality.admission.round.plan_round`,
+its memo kept between rounds, as the thread keeps its own) and sends the plan back
+with the pods and node states it shares with the replica sent by their names only;
+they are read back from a copy of the cache's own dicts made when the round was sent
+(pods and node states are immutable), so the plan holds the very objects the thread
+would have given.
+
+The journal starts with the cache, before any list: a process that dies cannot be
+given its replica again, so the admitter plans in a thread from then on and logs why.
+
+Must not: decide admissions (the core does), read the cache off the event loop, talk
+to the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import pickle
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+from extender.cache import Change, ClusterCache, pod_key
+from locality.admission.config import AdmissionConfig
+from locality.admission.model import GatedJob
+from locality.admission.round import Inputs, RoundMemo, plan_round
+from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
+from locality.config import LocalityConfig
+from locality.model import JobKey, Node, NodeState, Pod, Resources
+from locality.suspension import JobName, JobSuspension
+from locality.worker_plans import WorkerPlan
+
+PICKLE_PROTOCOL = 5
+NICENESS = 10
+"""Added to the planning process's nice value: where the extender's CPUs are short,
+the process answering kube-scheduler runs first (raising it needs no privilege)."""
+
+
+@dataclass(frozen=True)
+class RoundAsk:
+    """What a round plans from besides the cache: read by the admitter, not watched."""
+
+    now: float
+    groups: Any = None
+    """The node groups' sizes from cluster-autoscaler's status (None: not read)."""
+    nodepools: tuple[Mapping[str, Any], ...] = ()
+    status_unread: str | None = None
+    worker_plans: Mapping[str, WorkerPlan] = field(default_factory=dict)
+    batch_jobs: Mapping[JobName, JobSuspension] = field(default_factory=dict)
+
+
+def snapshot_of(cache: ClusterCache, gate: str, ask: RoundAsk) -> Inputs:
+    """What a round plans from, read from `cache` (its owner's thread only): references
+    to immutable pods and node states, copied containers. Cost: O(pods of the jobs
+    with gated pods or records + nodes)."""
+    gated = [pod for pod in cache.gated_pods() if gate in pod.scheduling_gates]
+    records = dict(cache.gangs)
+    # The cache's index of jobs by their waiting pods: no job_key_of per gated pod.
+    jobs = {job for job in cache.jobs_with_waiting_pods()
+            if any(gate in pod.scheduling_gates for pod in cache.waiting_pods_of_job(job))}
+    jobs.update(records)
+    return Inputs(gated, records, {job: tuple(cache.pods_of_job(job)) for job in jobs},
+                  list(cache.nodes.values()), ask.groups, ask.nodepools, ask.status_unread,
+                  ask.worker_plans, ask.batch_jobs)
+
+
+@dataclass(frozen=True, slots=True)
+class JobFacts:
+    """What the admitter keeps of a round's gated job for its writes (its record and
+    PodGroup): the rest, its pods above all, stays with the plan."""
+
+    size: int | None
+    level: str
+    policy: str
+    """Its placement-group policy (`Locality` value)."""
+
+
+def facts_of(jobs: Mapping[JobKey, GatedJob]) -> dict[JobKey, JobFacts]:
+    return {key: JobFacts(job.size, job.level, job.policy.placement_group.value)
+            for key, job in jobs.items()}
+
+
+def headroom_of(rooms: Mapping[str, LevelRoom]) -> list[dict[str, Any]]:
+    """The nodes to come per domain of a round's rooms, below the whole cluster, as
+    `/admission` lists them: all a round's rooms are kept for (the rest, each node's
+    room, is large and read by nothing after the round)."""
+    return [{"domain": f"{level}={value}", "node_group": new.group, "nodes": new.count,
+             "source": new.source}
+            for level, room in sorted(rooms.items()) if level != CLUSTER_LEVEL
+            for value, domain in room.domains.items()
+            for new in domain.new_nodes if new.count]
+
+
+class PlannerGone(Exception):
+    """The planning process stopped answering (it died, or its pipe broke)."""
+
+
+class PlanningProcess:
+    """A process that plans the admitter's rounds from a replica of `cache`. Create it
+    before the cache's first change (its journal starts here)."""
+
+    def __init__(self, cache: ClusterCache, locality: LocalityConfig, config: AdmissionConfig,
+                 shapes: Mapping[str, Resources], wider: Mapping[str, Sequence[str]]) -> None:
+        if cache.version:
+            raise ValueError("the planning process must start with the cache, before its "
+                             "first change: it replays the cache's journal from there")
+        self.cache = cache
+        cache.journal = []
+        # A plain child process (`python -m`), not multiprocessing's spawn, which would
+        # import the extender's main module again; it talks over a socket of its own
+        # (its stdout stays free for logs) and inherits stderr.
+        ours, theirs = socket.socketpair()
+        with theirs:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", __name__, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+        self._conn = Connection(ours.detach())
+        self._conn.send_bytes(pickle.dumps((locality, config, dict(shapes), dict(wider)),
+                                           protocol=PICKLE_PROTOCOL))
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    async def plan(self, ask: RoundAsk) -> tuple[Any, ...]:
+        """The round's (plan, gated jobs' facts, headroom), as `plan_round` gives them
+        for the cache as it is now (event loop: the journal is taken and the cache's
+        pods and nodes copied here). The journal is pickled and the answer awaited in a
+        worker thread; the answer is read here, on the loop, in one go: milliseconds
+        (bench/bench_admission_rounds.py), and a short block delays one of
+        kube-scheduler's requests, where a worker thread taking turns with the loop
+        would delay every request it overlaps."""
+        changes, self.cache.journal = self.cache.journal or [], []
+        shared = self.cache.shared_objects()
+        answer = await asyncio.to_thread(self._exchange, changes, ask)
+        reply = _Receiver(io.BytesIO(answer), shared).load()
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    def _exchange(self, changes: list[Change], ask: RoundAsk) -> bytes:
+        try:
+            self._conn.send_bytes(pickle.dumps((changes, ask), protocol=PICKLE_PROTOCOL))
+            return self._conn.recv_bytes()
+        except (EOFError, OSError) as error:
+            raise PlannerGone(f"the planning process (pid {self.pid}) stopped answering: "
+                              f"{type(error).__name__}") from None
+
+    def close(self) -> None:
+        """Stop the process (the admitter's shutdown); the cache keeps no journal."""
+        self.cache.journal = None
+        self._conn.close()  # the process sees the pipe close and returns
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(timeout=5)
+
+
+# ---- the process -------------------------------------------------------------------
+
+
+def main() -> None:
+    """`python -m extender.admission.planner FD`: serve rounds on the socket FD, its
+    first message the settings (locality, admission config, shapes, wider levels)."""
+    conn = Connection(int(sys.argv[1]))
+    os.nice(NICENESS)
+    try:
+        settings = pickle.loads(conn.recv_bytes())
+    except (EOFError, OSError):
+        return
+    _serve(conn, *settings)
+
+
+def _serve(conn: Any, locality: LocalityConfig, config: AdmissionConfig,
+           shapes: Mapping[str, Resources], wider: Mapping[str, Sequence[str]]) -> None:
+    """The planning process: replay, snapshot, plan, answer, until the pipe closes. A
+    planning error is sent back (the admitter raises it); the replica stands."""
+    replica = ClusterCache(locality)
+    memo = RoundMemo()
+    while True:
+        try:
+            changes, ask = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return  # the extender closed the pipe, or exited
+        for name, args in changes:
+            getattr(replica, name)(*args)
+        try:
+            planned, jobs, rooms = plan_round(snapshot_of(replica, config.gate, ask), ask.now,
+                                              locality, config, shapes, wider, memo)
+            reply: Any = (planned, facts_of(jobs), headroom_of(rooms))
+        except Exception as error:  # noqa: BLE001 - sent back: the admitter logs it
+            reply = error
+        buffer = io.BytesIO()
+        _Sender(buffer, replica).dump(reply)
+        try:
+            conn.send_bytes(buffer.getvalue())
+        except OSError:
+            return  # the extender is gone
+
+
+class _Sender(pickle.Pickler):
+    """Pickles a plan with the replica's own pods and node states as their names."""
+
+    def __init__(self, file: io.BytesIO, replica: ClusterCache) -> None:
+        super().__init__(file, protocol=PICKLE_PROTOCOL)
+        self._replica = replica
+
+    def persistent_id(self, obj: Any) -> tuple[str, str] | None:
+        # Only the replica's own objects: a plan's derived copies travel whole.
+        if isinstance(obj, Pod) and self._replica.pod(obj.namespace, obj.name) is obj:
+            return ("pod", pod_key(obj.namespace, obj.name))
+        if isinstance(obj, NodeState) and self._replica.nodes.get(obj.node.name) is obj:
+            return ("state", obj.node.name)
+        if isinstance(obj, Node) and self._replica.node_object(obj.name) is obj:
+            return ("node", obj.name)
+        return None
+
+
+class _Receiver(pickle.Unpickler):
+    """Reads a plan back, the names resolved against the cache as it was sent
+    (`ClusterCache.shared_objects`)."""
+
+    def __init__(self, file: io.BytesIO, shared: Mapping[str, Mapping[str, Any]]) -> None:
+        super().__init__(file)
+        self._shared = shared
+
+    def persistent_load(self, pid: Any) -> Any:
+        kind, key = pid
+        return self._shared[kind][key]
+
+
+if __name__ == "__main__":
+    # Run as the importable module, not `__main__`: what it pickles back must name
+    # classes the extender can find (`extender.admission.planner.JobFacts`).
+    from extender.admission.planner import main as serve
+
+    serve()

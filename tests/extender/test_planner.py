@@ -1,0 +1,159 @@
+"""Admission rounds planned in a process of their own (`extender.admission.planner`):
+the process's replica, fed the cache's journal, plans what the extender's own cache
+would give, with the extender's own pod and node objects in the plan; a lost process
+leaves rounds to a worker thread; the production order (planner before the watches)
+admits a job against the fake API server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import pytest
+
+from common.errors import ConfigError
+from extender.admission.admitter import Admitter
+from extender.admission.planner import (
+    PlanningProcess,
+    RoundAsk,
+    facts_of,
+    headroom_of,
+    snapshot_of,
+)
+from extender.cache import CHANGES, ClusterCache
+from extender.sync import ClusterSync
+from locality.admission.config import GATE, AdmissionConfig
+from locality.admission.round import RoundMemo, plan_round, wider_levels
+from locality.config import LocalityConfig
+from locality.parse import parse_node, parse_pod
+from tests.extender.builders import make_node
+from tests.extender.test_admitter import ADMISSION, gated_pod, pod_of
+from tests.extender.test_sync import FAST, eventually
+
+LOCALITY = LocalityConfig()
+CONFIG = AdmissionConfig()
+
+
+def node(name, group, gpus=8):
+    return parse_node(make_node(name, gpus=gpus, group=group), LOCALITY)
+
+
+def pod(name, job, size, **changes):
+    raw = gated_pod(name, job, size)
+    raw["metadata"]["creationTimestamp"] = "2026-11-29T00:00:00Z"
+    return parse_pod(raw, LOCALITY)
+
+
+def in_thread(cache, now):
+    """What the worker thread would plan from the cache now (a memo of its own)."""
+    planned, jobs, rooms = plan_round(snapshot_of(cache, CONFIG.gate, RoundAsk(now)), now,
+                                      LOCALITY, CONFIG, {}, wider_levels(LOCALITY), RoundMemo())
+    return planned, facts_of(jobs), headroom_of(rooms)
+
+
+@pytest.fixture
+def planner():
+    cache = ClusterCache(LOCALITY)
+    process = PlanningProcess(cache, LOCALITY, CONFIG, {}, wider_levels(LOCALITY))
+    yield cache, process
+    process.close()
+
+
+async def test_the_process_plans_what_the_cache_would_and_hands_back_its_own_objects(planner):
+    cache, process = planner
+    cache.replace_nodes([node(f"a-{i}", "pg-a") for i in range(3)]
+                        + [node(f"b-{i}", "pg-b") for i in range(2)])
+    cache.replace_pods([pod(f"j1-{i}", "j1", 3) for i in range(3)]
+                       + [pod(f"j2-{i}", "j2", 2) for i in range(2)])
+    cache.replace_topologies([])
+    now = time.time()
+    planned, jobs, headroom = await process.plan(RoundAsk(now))
+    assert (planned, jobs, headroom) == in_thread(cache, now)
+    assert {str(a.job) for a in planned.admissions} == {"team/j1", "team/j2"}
+    for admission in planned.admissions:  # the extender's objects, not copies
+        assert all(cache.pod(p.namespace, p.name) is p for p in admission.pods)
+    # Changes between rounds reach the replica in order: a node gone, a job grown
+    # beyond any group, another job, a pod deleted.
+    cache.delete_node("a-2")
+    cache.apply_pod(pod("j3-0", "j3", 4))
+    for i in range(4):
+        cache.apply_pod(pod(f"j4-{i}", "j4", 4))
+    cache.delete_pod(cache.pod("team", "j2-1"))
+    cache.apply_node(node("b-2", "pg-b"))
+    now += 1
+    planned, jobs, headroom = await process.plan(RoundAsk(now))
+    assert (planned, jobs, headroom) == in_thread(cache, now)
+    assert cache.journal == []  # taken by the round
+
+
+def test_every_change_of_the_cache_is_journaled():
+    """A method that changes the cache without a journal entry would leave the replica
+    behind for good."""
+    mutators = {name for name in vars(ClusterCache)
+                if name.startswith(("apply_", "replace_", "delete_", "set_"))}
+    assert mutators - {"set_assumed"} == set(CHANGES)
+    assert all(hasattr(getattr(ClusterCache, name), "__wrapped__") for name in CHANGES)
+
+
+def test_the_planning_process_must_start_with_the_cache():
+    cache = ClusterCache(LOCALITY)
+    cache.replace_nodes([node("a-0", "pg-a")])
+    with pytest.raises(ValueError, match="before its first change"):
+        PlanningProcess(cache, LOCALITY, CONFIG, {}, {})
+
+
+async def test_a_lost_process_leaves_rounds_to_a_worker_thread():
+    cache = ClusterCache(LOCALITY)
+    admitter = Admitter(cache, LOCALITY, CONFIG, None, lambda: False)
+    admitter.start_planning_process()
+    cache.replace_nodes([node("a-0", "pg-a")])
+    cache.replace_pods([pod("j1-0", "j1", 1)])
+    await admitter.round(time.time())
+    assert [str(a.job) for a in admitter.last_plan.admissions] == ["team/j1"]
+    os.kill(admitter.planner.pid, signal.SIGKILL)
+    cache.apply_pod(pod("j2-0", "j2", 1))
+    await admitter.round(time.time())
+    assert admitter.planner is None and admitter.planner_failures_total == 1
+    assert cache.journal is None  # nothing kept for a replica that is gone
+    assert {str(a.job) for a in admitter.last_plan.admissions} == {"team/j1"}  # one node
+    assert [str(w.job) for w in admitter.last_plan.waiting] == ["team/j2"]
+    admitter.close()
+
+
+async def test_as_started_by_the_extender_a_job_is_admitted(fake_kube):
+    """The planner starts before the watches fill the cache (extender/commands.py)."""
+    fake_kube.create(make_node("a-0", group="pg-a"))
+    fake_kube.create(make_node("a-1", group="pg-a"))
+    for i in range(2):
+        fake_kube.create(gated_pod(f"w{i}", "train", 2))
+    api = fake_kube.api_client()
+    cache = ClusterCache(LOCALITY)
+    sync = ClusterSync(api, cache, LOCALITY, FAST, watch_topology=False, watch_dra=False,
+                       watch_pod_groups=False)
+    admitter = Admitter(cache, LOCALITY, ADMISSION, api, lambda: True,
+                        batch_jobs=sync.resolver.batch_jobs)
+    admitter.start_planning_process()
+    sync.start(asyncio.get_running_loop())
+    try:
+        await eventually(lambda: cache.ready())
+        for _ in range(50):
+            await admitter.round(time.time())
+            if all(GATE not in str(pod_of(fake_kube, f"w{i}")["spec"].get("schedulingGates"))
+                   for i in range(2)):
+                break
+            await asyncio.sleep(0.1)
+        for i in range(2):
+            assert not pod_of(fake_kube, f"w{i}")["spec"].get("schedulingGates")
+        assert admitter.planner is not None and admitter.planner_failures_total == 0
+    finally:
+        admitter.close()
+        await sync.stop(timeout=5)
+
+
+def test_planning_is_a_process_or_a_thread():
+    assert AdmissionConfig().planning == "process"
+    assert AdmissionConfig.from_mapping({"planning": "thread"}, "x").planning == "thread"
+    with pytest.raises(ConfigError, match="x: planning: expected one of process, thread"):
+        AdmissionConfig.from_mapping({"planning": "fork"}, "x")
