@@ -65,7 +65,7 @@ from kubernetes.client.exceptions import ApiException
 
 from bucketing.catalog import BUILTIN_CATALOGS, load_catalog
 from bucketing.resources import Resources, resources_from_list
-from extender.admission.patch import ungate_patch
+from extender.admission.patch import label_patch, ungate_patch
 from extender.admission.planner import (
     JobFacts,
     PlannerGone,
@@ -702,12 +702,24 @@ class Admitter:
             self._event(pod, reason, message, now, kind)
             return True
 
-        # The pods at once (`write_workers`), paced by the throttle.
+        # Every member carries the gang's PodGroup label before any is ungated
+        # (`patch.label_patch` says why); then the pods at once (`write_workers`), paced
+        # by the throttle. A member not labelled leaves the job to the next round.
+        if labels and not all(self._workers.map(
+                lambda pod: self._patch_pod(pod, lambda current: label_patch(
+                    current, self.config.gate, labels)), admission.pods)):
+            return 0, len(admission.pods)
         done = sum(self._workers.map(one, admission.pods))
         return done, len(admission.pods) - done
 
     def _ungate(self, pod: Pod, domain: tuple[str, str, str] | None,
                 locality: Locality, labels: dict[str, str] | None = None) -> bool:
+        return self._patch_pod(pod, lambda current: ungate_patch(
+            current, self.config.gate, domain, locality, self.config.domain_annotation, labels))
+
+    def _patch_pod(self, pod: Pod, operations: Callable[[dict[str, Any]], Any]) -> bool:
+        """Read the pod and apply the JSON patch `operations` makes of it (None: nothing
+        to do); False when it failed or the pod was replaced (the next round retries)."""
         core = self._core
         assert core is not None
         try:
@@ -719,22 +731,21 @@ class Admitter:
                 raw.release_conn()
             if (current.get("metadata") or {}).get("uid") != pod.uid:
                 return False  # replaced by a pod of the same name: plan it afresh
-            ops = ungate_patch(current, self.config.gate, domain, locality,
-                               self.config.domain_annotation, labels)
+            ops = operations(current)
             if ops is None:
-                return True  # someone lifted it already
+                return True  # nothing left to do (someone lifted the gate already)
             core.patch_namespaced_pod(pod.name, pod.namespace, ops,
                                       _content_type="application/json-patch+json",
                                       _request_timeout=10)
             return True
         except ApiException as error:
             level = logging.DEBUG if error.status in (404, 409, 422) else logging.WARNING
-            log.log(level, "could not lift the gate; next round retries",
+            log.log(level, "could not patch the pod (label or gate); next round retries",
                     extra={"pod": pod.full_name, "status": error.status,
                            "error": str(error.reason)})
             return False
         except Exception as error:  # noqa: BLE001 - transport faults: next round retries
-            log.warning("could not lift the gate; next round retries",
+            log.warning("could not patch the pod (label or gate); next round retries",
                         extra={"pod": pod.full_name, "error": f"{type(error).__name__}: {error}"})
             return False
 

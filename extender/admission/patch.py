@@ -85,6 +85,25 @@ def ungate_patch(
     return ops
 
 
+def label_patch(pod: Mapping[str, Any], gate: str, labels: Mapping[str, str]
+                ) -> list[dict[str, Any]] | None:
+    """The operations adding `labels` where the pod has none of that key, the gate kept;
+    None when there is nothing to add or the pod no longer carries `gate`. Coscheduling
+    counts a gang's members by its PodGroup label when the first of them is scheduled
+    (scheduler-plugins' PreFilter lists the labelled pods): a member ungated while its
+    siblings are still unlabelled is rejected, and nothing requeues it before a PodGroup
+    or pod-add event, so every member is labelled before any is ungated."""
+    metadata = pod.get("metadata") or {}
+    gates = [entry.get("name") for entry in (pod.get("spec") or {}).get("schedulingGates") or []]
+    ops = _labels(metadata.get("labels"), labels)
+    if gate not in gates or not ops:
+        return None
+    return [{"op": "test", "path": "/metadata/uid", "value": metadata.get("uid")},
+            {"op": "test", "path": "/metadata/resourceVersion",
+             "value": metadata.get("resourceVersion")},
+            *ops]
+
+
 def _labels(current: Mapping[str, str] | None, wanted: Mapping[str, str]
             ) -> list[dict[str, Any]]:
     missing = {key: value for key, value in wanted.items() if key not in (current or {})}

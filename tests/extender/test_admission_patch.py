@@ -83,3 +83,22 @@ def test_the_gangs_pod_group_label_is_added_never_changed(labels, expected):
         raw["metadata"]["labels"] = labels
     ops = ungate_patch(raw, GATE, labels={PG_LABEL: "a"})
     assert ops[4:] == expected
+
+
+def test_the_label_pass_adds_only_missing_labels_and_keeps_the_gate():
+    from extender.admission.patch import label_patch
+
+    pod = {"metadata": {"uid": "u", "resourceVersion": "7", "labels": {"team": "a"}},
+           "spec": {"schedulingGates": [{"name": "headstart.io/placement"}]}}
+    ops = label_patch(pod, "headstart.io/placement", {"scheduling.x-k8s.io/pod-group": "g"})
+    assert ops == [{"op": "test", "path": "/metadata/uid", "value": "u"},
+                   {"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+                   {"op": "add", "path": "/metadata/labels/scheduling.x-k8s.io~1pod-group",
+                    "value": "g"}]
+    labelled = {**pod, "metadata": {**pod["metadata"], "labels": {
+        "scheduling.x-k8s.io/pod-group": "g"}}}
+    assert label_patch(labelled, "headstart.io/placement",
+                       {"scheduling.x-k8s.io/pod-group": "g"}) is None  # nothing to add
+    ungated = {**pod, "spec": {}}
+    assert label_patch(ungated, "headstart.io/placement",
+                       {"scheduling.x-k8s.io/pod-group": "g"}) is None  # too late: left alone

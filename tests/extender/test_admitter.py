@@ -1108,3 +1108,47 @@ async def test_a_running_elastic_gang_is_scaled_in_to_its_worker_plan(fake_kube,
     assert list(admitter._plans.plans) == ["Job.team.plan"]
     assert caplog.text.count("worker plans unreadable") == 1
     assert caplog.text.count("a worker plan is not read") == 1
+
+
+class RecordingCore:
+    """A CoreV1Api stand-in for `Admitter._patch_pod`: serves pods from a dict and
+    applies and records each JSON patch (the label pass, then the gate's removal)."""
+
+    def __init__(self, pods):
+        self.pods = {p["metadata"]["name"]: p for p in pods}
+        self.patches = []
+
+    def read_namespaced_pod(self, name, namespace, **_):
+        body = json.dumps(self.pods[name]).encode()
+        return type("Raw", (), {"data": body, "release_conn": lambda self: None})()
+
+    def patch_namespaced_pod(self, name, namespace, ops, **_):
+        from tests.fakekube import apply_json_patch
+
+        self.patches.append((name, ops))
+        self.pods[name] = apply_json_patch(self.pods[name], ops)
+
+
+def test_every_member_is_labelled_for_its_pod_group_before_any_is_ungated():
+    from locality.admission.model import Admission
+    from locality.model import Locality
+    from locality.parse import parse_pod
+
+    raws = [gated_pod(f"w{i}", "train", 3) for i in range(3)]
+    for i, raw in enumerate(raws):
+        raw["metadata"].update(uid=f"u{i}", resourceVersion="1")
+    admitter = Admitter(ClusterCache(LOCALITY), LOCALITY, ADMISSION, None, lambda: True)
+    admitter._core = core = RecordingCore(raws)
+    admission = Admission(None, tuple(parse_pod(raw, LOCALITY) for raw in raws), None, None,
+                          Locality.REQUIRED, 0, "test")
+    assert admitter._admit(admission, time.time(),
+                           {"scheduling.x-k8s.io/pod-group": "train"}) == (3, 0)
+    removes = [i for i, (_, ops) in enumerate(core.patches)
+               if any(op["op"] == "remove" and "schedulingGates" in op["path"] for op in ops)]
+    labels = [i for i, (_, ops) in enumerate(core.patches)
+              if any("pod-group" in op["path"] for op in ops)]
+    assert len(labels) == 3 and len(removes) == 3
+    assert max(labels) < min(removes), core.patches
+    assert all(p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "train"
+               and not p["spec"].get("schedulingGates") for p in core.pods.values())
+    admitter.close()
