@@ -264,7 +264,9 @@ def test_the_admitting_replica_killed_the_other_admits_and_no_pod_twice(
     lifts = Counter(w.name for w in cluster.writes()
                     if w.namespace == namespace and w.resource == "pods"
                     and w.verb == "patch" and w.user.startswith("headstart-extender"))
-    assert set(lifts) == set(names) and set(lifts.values()) == {1}, lifts
+    # Each pod twice, by one replica: its PodGroup label, then its gate lifted (every
+    # member is labelled before any is ungated: extender/admission/patch.label_patch).
+    assert set(lifts) == set(names) and set(lifts.values()) == {2}, lifts
     assert {w.user for w in cluster.writes() if w.namespace == namespace
             and w.resource == "pods" and w.verb == "patch"} == {"headstart-extender-b"}
     e2e_timings.record("admission: admitter killed -9, other replica admits",
