@@ -640,7 +640,10 @@ def admission_rounds(results: dict) -> str:
         return text + f", slowest {entry['max_ms']:.0f} ms"
 
     process = (f"; planned in the planning process, as shipped, {mode('process')}, a round "
-               f"taking {m['process']['round_s']:.2f} s" if "process" in m else "")
+               f"taking {m['process']['round_s']:.2f} s (the first, once per extender start "
+               f"and before the measurement, {m['process']['first_round_s']:.2f} s: it ships "
+               f"the whole first list; in the thread {m['thread']['first_round_s']:.2f} s)"
+               if "process" in m else "")
     return (f"With {f['jobs']:,} gated 8-pod jobs at {f['nodes']:,} nodes, every round "
             f"admitting all of them again (a round of {m['loop']['round_s']:.2f} s when nothing "
             f"else runs, of which the snapshot on the event loop is "
@@ -663,14 +666,15 @@ def admission_rounds_large(results: dict) -> str:
     def mode(key: str) -> str:
         entry = m[key]
         return (f"p99 {entry['p99_ms']:.1f} ms ({entry['p99_vs_none']:.1f}x), slowest "
-                f"{entry['max_ms']:.0f} ms, rounds of {entry['round_s']:.2f} s")
+                f"{entry['max_ms']:.0f} ms, rounds of {entry['round_s']:.2f} s (the first "
+                f"{entry['first_round_s']:.2f} s)")
 
     return (f"With {f['jobs']:,} gated {f['pods']}-pod jobs at {f['nodes']:,} nodes, the "
             f"filter is answered in p50 {m['none']['p50_ms']:.1f} ms, p99 "
             f"{m['none']['p99_ms']:.1f} ms without rounds; with rounds planned in a worker "
             f"thread, {mode('thread')}; in the planning process, as shipped, {mode('process')} "
             f"(medians of {f['runs']} runs of {f['seconds']:g} s per mode, in alternation; "
-            f"{provenance(e)}).\n")
+            f"{provenance(e)}{'; ' + e['note'] if e.get('note') else ''}).\n")
 
 
 def round_transfer(results: dict) -> str:
