@@ -20,6 +20,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from extender.wire import BindingArgs
+from kube.client import discard
 
 
 class Binder(Protocol):
@@ -57,8 +58,7 @@ class ApiBinder:
                 _preload_content=False,  # the generated model rejects the API's Binding echo
                 _request_timeout=self._timeout,
             )
-            response.drain_conn()  # an unread body would poison the pooled connection
-            response.release_conn()
+            discard(response)  # an unread body would poison the pooled connection
 
         try:
             await asyncio.get_running_loop().run_in_executor(None, create)

@@ -72,6 +72,15 @@ def load_api_client(kubeconfig: str | Path | None, connections: int | None = Non
     return client.ApiClient(configuration)
 
 
+def discard(response: Any) -> None:
+    """Read what is left of a response made with `_preload_content=False`, then give its
+    connection back to the pool. A connection given back with its body unread is used
+    again by the next request, which reads the old body as its status line
+    (`BadStatusLine`; seen in tests/e2e/test_elastic.py after a Job patch)."""
+    response.drain_conn()
+    response.release_conn()
+
+
 def default_kubeconfig_paths() -> list[Path]:
     """The files `$KUBECONFIG` lists that exist (kubectl skips missing ones), else
     ~/.kube/config; ConfigError when there is none."""

@@ -31,6 +31,7 @@ from kubernetes.client.exceptions import ApiException
 
 from extender.admission.patch import pointer_token
 from extender.admission.throttle import Throttle, Throttled
+from kube.client import discard
 from locality.admission.coscheduling import GROUP, PLURAL, VERSION, is_ours
 from locality.admission.record import JOB_ANNOTATION, MANAGED_BY
 from locality.model import JobKey
@@ -95,10 +96,10 @@ class PodGroupWriter:
                {"op": "add", "path": "/metadata/annotations/headstart.io~1admitted-at",
                 "value": stamp}]
         try:
-            self._custom.patch_namespaced_custom_object(
+            discard(self._custom.patch_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, name, ops,
                 _content_type="application/json-patch+json", _preload_content=False,
-                _request_timeout=10).release_conn()
+                _request_timeout=10))
         except Exception as error:  # noqa: BLE001 - best effort: the gang still binds
             log.warning("could not mark the gang's PodGroup admitted; its pods that "
                         "Coscheduling turned away wait for kube-scheduler's next retry",
@@ -128,10 +129,10 @@ class PodGroupWriter:
                  "value": job.name},
                 {"op": "replace", "path": "/spec/minMember", "value": size}]
         try:
-            self._custom.patch_namespaced_custom_object(
+            discard(self._custom.patch_namespaced_custom_object(
                 GROUP, VERSION, job.namespace, PLURAL, name, ops,
                 _content_type="application/json-patch+json", _preload_content=False,
-                _request_timeout=10).release_conn()
+                _request_timeout=10))
         except ApiException as error:
             return error.status, str(error.reason)
         except Exception as error:  # noqa: BLE001 - the caller logs it

@@ -27,6 +27,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from extender.admission.throttle import Throttle, Throttled
+from kube.client import discard
 from locality.elastic import ElasticOwner, scale_patch
 from locality.suspension import (
     SUSPENDABLE,
@@ -89,7 +90,7 @@ class OwnerResizer:
     @staticmethod
     def _send(call: Callable[[], Any], failed: str, **extra: Any) -> str | None:
         try:
-            call().release_conn()
+            discard(call())
         except ApiException as error:
             why = f"{error.status} {error.reason}: {_message(error.body)}"
             log.warning(failed, extra={**extra, "error": why})

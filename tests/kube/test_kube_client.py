@@ -153,3 +153,42 @@ def test_the_kubeconfig_test_above_covers_every_command_that_takes_one() -> None
 
     assert sorted(_commands_with_kubeconfig(build_parser())) == [
         ("expire-placeholders",), ("extender",), ("overprovisioner",)]
+
+
+def test_a_discarded_response_is_read_to_its_end_before_its_connection_is_reused():
+    """Through real HTTP: two keep-alive requests on one pooled connection, the first
+    response discarded unread. Given back undrained, its body would be read as the
+    second response's status line."""
+    import http.server
+    import threading
+
+    import urllib3
+
+    from kube.client import discard
+
+    body = b'{"spec": {"completionMode": "Indexed"}}' * 2000
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        pool = urllib3.HTTPConnectionPool("127.0.0.1", server.server_port, maxsize=1)
+        first = pool.request("GET", "/a", preload_content=False)
+        discard(first)
+        assert first.connection is None  # given back to the pool
+        second = pool.request("GET", "/b")
+        assert second.status == 200 and second.data == body
+        assert pool.num_connections == 1  # the same connection, reused cleanly
+    finally:
+        server.shutdown()
