@@ -639,8 +639,9 @@ def admission_rounds(results: dict) -> str:
             text += f" ({entry['p99_vs_none']:.1f}x)"
         return text + f", slowest {entry['max_ms']:.0f} ms"
 
-    process = (f"; planned in the planning process, as shipped, {mode('process')}, a round "
-               f"taking {m['process']['round_s']:.2f} s (the first, once per extender start "
+    process = (f"; planned in the planning process (`admission.planning: process`, "
+               f"opt-in), {mode('process')}, a round taking "
+               f"{m['process']['round_s']:.2f} s (the first, once per extender start "
                f"and before the measurement, {m['process']['first_round_s']:.2f} s: it ships "
                f"the whole first list; in the thread {m['thread']['first_round_s']:.2f} s)"
                if "process" in m else "")
@@ -672,7 +673,7 @@ def admission_rounds_large(results: dict) -> str:
     return (f"With {f['jobs']:,} gated {f['pods']}-pod jobs at {f['nodes']:,} nodes, the "
             f"filter is answered in p50 {m['none']['p50_ms']:.1f} ms, p99 "
             f"{m['none']['p99_ms']:.1f} ms without rounds; with rounds planned in a worker "
-            f"thread, {mode('thread')}; in the planning process, as shipped, {mode('process')} "
+            f"thread, {mode('thread')}; in the planning process (opt-in), {mode('process')} "
             f"(medians of {f['runs']} runs of {f['seconds']:g} s per mode, in alternation; "
             f"{provenance(e)}{'; ' + e['note'] if e.get('note') else ''}).\n")
 

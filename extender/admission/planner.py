@@ -1,5 +1,5 @@
 """Admission rounds planned in a process of their own, off the interpreter that answers
-kube-scheduler (`admission.planning: process`, the default).
+kube-scheduler (`admission.planning: process`, opt-in; `thread` is the default).
 
 Why: a round plans in Python for a large part of a second with many jobs waiting. In
 a worker thread it holds the interpreter while it packs, and kube-scheduler's filter

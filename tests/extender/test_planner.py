@@ -153,7 +153,7 @@ async def test_as_started_by_the_extender_a_job_is_admitted(fake_kube):
 
 
 def test_planning_is_a_process_or_a_thread():
-    assert AdmissionConfig().planning == "process"
-    assert AdmissionConfig.from_mapping({"planning": "thread"}, "x").planning == "thread"
+    assert AdmissionConfig().planning == "thread"  # process is opt-in: docs/extender.md
+    assert AdmissionConfig.from_mapping({"planning": "process"}, "x").planning == "process"
     with pytest.raises(ConfigError, match="x: planning: expected one of process, thread"):
         AdmissionConfig.from_mapping({"planning": "fork"}, "x")
