@@ -38,21 +38,19 @@ import pytest
 import requests
 import yaml
 
-from tests.e2e import installed
 from tests.e2e.controlplane import ENV_VAR, optional_problem
-from tests.e2e.headstart import extender_on, patch_as_extender
+from tests.e2e.headstart import patch_as_extender
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import bound_node, kwok_node
+from tests.e2e.objects import bound_node
 from tests.e2e.processes import free_ports
+from tests.e2e.suspension import BACKOFF_S, TIMEOUT_S, ghost_cluster, headstart_events
 from tests.e2e.test_gang import gang_state, indexed_job
-from tests.e2e.test_gang_recovery import GROUP_KEY, P4D, live
+from tests.e2e.test_gang_recovery import GROUP_KEY, live
 
 LOGS = ["headstart-extender", "jobset-controller", "kube-controller-manager"]
 CONTROLLER = "jobset-controller"
 CRD = Path("crds") / "jobset.x-k8s.io_jobsets.yaml"
 API = "/apis/jobset.x-k8s.io/v1alpha2"
-TIMEOUT_S = 20
-BACKOFF_S = 5
 
 
 def jobset_problem() -> str | None:
@@ -66,16 +64,9 @@ def jobset_cluster(e2e_clusters):
     problem = jobset_problem()
     if problem:
         pytest.skip(problem)
-    admission = dict(installed.shipped_config("extender")["admission"])
-    admission.update(bind_timeout_seconds=TIMEOUT_S, backoff_base_seconds=BACKOFF_S,
-                     autoscaler={"status": "", "node_groups": [
-                         {"name": "ghost", "instance_type": "p4d.24xlarge", "domain": "pg-c",
-                          "max_size": 3}]})
     directory = Path(os.environ[ENV_VAR])
-    cluster, extender, _ = extender_on(
-        e2e_clusters, "jobset-suspension",
-        [kwok_node("c-0", memory="768Gi", group="pg-c", labels=P4D)], LOGS,
-        settings={"admission": admission}, crds=(directory / CRD,))
+    cluster, extender = ghost_cluster(e2e_clusters, "jobset-suspension", LOGS,
+                                      (directory / CRD,))
     start_jobset_controller(cluster, directory / CONTROLLER)
     yield cluster, extender
     cluster.stop()
@@ -192,9 +183,7 @@ def test_a_jobsets_gang_is_evicted_by_suspending_the_jobset_and_resumed(
     assert "headstart.io/suspended" not in (found["metadata"].get("labels") or {})
     assert "Failed" not in conditions(found) and not found["status"].get("restarts"), \
         found["status"]
-    reasons = [(e["involvedObject"]["kind"], e["reason"])
-               for e in kube.list(f"/api/v1/namespaces/{namespace}/events")
-               if e["reason"].startswith("Headstart")]
+    reasons = headstart_events(kube, namespace)
     assert ("JobSet", "HeadstartSuspended") in reasons, reasons
     assert ("JobSet", "HeadstartResumed") in reasons, reasons
     assert not [r for r in reasons if r[1] == "HeadstartEvicted" or r[0] == "Job"], reasons

@@ -33,11 +33,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e import installed
 from tests.e2e.controlplane import ENV_VAR
-from tests.e2e.headstart import extender_on, patch_as_extender
+from tests.e2e.headstart import patch_as_extender
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import bound_node, kwok_node
+from tests.e2e.objects import bound_node
+from tests.e2e.suspension import BACKOFF_S, TIMEOUT_S, ghost_cluster, headstart_events
 from tests.e2e.test_elastic_pytorchjob import (
     API,
     CRD,
@@ -51,14 +51,12 @@ from tests.e2e.test_elastic_pytorchjob import (
     training_operator,
 )
 from tests.e2e.test_gang import gang_state
-from tests.e2e.test_gang_recovery import GROUP_KEY, P4D
+from tests.e2e.test_gang_recovery import GROUP_KEY
 from tests.e2e.test_jobset_suspension import conditions
 
 LOGS = ["headstart-extender", "training-operator", "kube-controller-manager"]
 TF_CRD = Path("crds") / "kubeflow.org_tfjobs.yaml"
 MPI_CRD = Path("crds") / "kubeflow.org_mpijobs.yaml"
-TIMEOUT_S = 20
-BACKOFF_S = 5
 MARK = "headstart.io/suspended"
 
 
@@ -72,16 +70,8 @@ def suspension_cluster(e2e_clusters):
         if not (directory / crd).is_file():
             pytest.skip(f"no {crd} in {directory}: copy the training operator's CRDs there "
                         "to run the Kubeflow suspension tests")
-    admission = dict(installed.shipped_config("extender")["admission"])
-    admission.update(bind_timeout_seconds=TIMEOUT_S, backoff_base_seconds=BACKOFF_S,
-                     autoscaler={"status": "", "node_groups": [
-                         {"name": "ghost", "instance_type": "p4d.24xlarge", "domain": "pg-c",
-                          "max_size": 3}]})
-    cluster, extender, _ = extender_on(
-        e2e_clusters, "kubeflow-suspension",
-        [kwok_node("c-0", memory="768Gi", group="pg-c", labels=P4D)], LOGS,
-        settings={"admission": admission},
-        crds=(directory / CRD, directory / TF_CRD, directory / MPI_CRD))
+    cluster, extender = ghost_cluster(e2e_clusters, "kubeflow-suspension", LOGS,
+                                      (directory / CRD, directory / TF_CRD, directory / MPI_CRD))
     with training_operator(cluster, directory / OPERATOR, ("pytorchjob", "tfjob", "mpijob")):
         yield cluster, extender
 
@@ -149,9 +139,7 @@ def test_a_kubeflow_jobs_gang_is_evicted_by_suspending_it_and_resumed(
     assert job["spec"]["runPolicy"]["backoffLimit"] == 0
     assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
     assert MARK not in (job["metadata"].get("labels") or {})
-    reasons = [(e["involvedObject"]["kind"], e["reason"])
-               for e in kube.list(f"/api/v1/namespaces/{namespace}/events")
-               if e["reason"].startswith("Headstart")]
+    reasons = headstart_events(kube, namespace)
     assert (kind, "HeadstartSuspended") in reasons, reasons
     assert (kind, "HeadstartResumed") in reasons, reasons
     assert not [r for r in reasons if r[1] == "HeadstartEvicted"], reasons

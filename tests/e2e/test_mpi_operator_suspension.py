@@ -36,13 +36,13 @@ from typing import Any
 import pytest
 import requests
 
-from tests.e2e import installed
 from tests.e2e.controlplane import ENV_VAR, optional_problem
-from tests.e2e.headstart import extender_on, patch_as_extender
+from tests.e2e.headstart import patch_as_extender
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER, bound_node, kwok_node
+from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER, bound_node
+from tests.e2e.suspension import BACKOFF_S, TIMEOUT_S, ghost_cluster, headstart_events
 from tests.e2e.test_gang import gang_state
-from tests.e2e.test_gang_recovery import GROUP_KEY, P4D
+from tests.e2e.test_gang_recovery import GROUP_KEY
 from tests.e2e.test_jobset_suspension import conditions
 
 LOGS = ["headstart-extender", "mpi-operator", "kube-controller-manager"]
@@ -51,8 +51,6 @@ CRD = Path("crds-mpi-operator") / "kubeflow.org_mpijobs.yaml"
 API = "kubeflow.org/v2beta1"
 JOB_LABEL = "training.kubeflow.org/job-name"
 HEALTH = "http://127.0.0.1:8080/healthz"  # fixed in mpi-operator
-TIMEOUT_S = 20
-BACKOFF_S = 5
 MARK = "headstart.io/suspended"
 
 
@@ -63,16 +61,9 @@ def mpi_cluster(e2e_clusters):
                                "mpi-operator suspension tests")
     if problem:
         pytest.skip(problem)
-    admission = dict(installed.shipped_config("extender")["admission"])
-    admission.update(bind_timeout_seconds=TIMEOUT_S, backoff_base_seconds=BACKOFF_S,
-                     autoscaler={"status": "", "node_groups": [
-                         {"name": "ghost", "instance_type": "p4d.24xlarge", "domain": "pg-c",
-                          "max_size": 3}]})
     directory = Path(os.environ[ENV_VAR])
-    cluster, extender, _ = extender_on(
-        e2e_clusters, "mpi-operator-suspension",
-        [kwok_node("c-0", memory="768Gi", group="pg-c", labels=P4D)], LOGS,
-        settings={"admission": admission}, crds=(directory / CRD,))
+    cluster, extender = ghost_cluster(e2e_clusters, "mpi-operator-suspension", LOGS,
+                                      (directory / CRD,))
     try:
         env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
         cluster.run(OPERATOR, [directory / OPERATOR,
@@ -154,9 +145,7 @@ def test_an_mpijobs_gang_is_evicted_by_suspending_it_and_resumed(
     launcher = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/mpi-launcher")
     assert not launcher["status"].get("failed") and "Failed" not in conditions(launcher), \
         launcher["status"]
-    reasons = [(e["involvedObject"]["kind"], e["reason"])
-               for e in kube.list(f"/api/v1/namespaces/{namespace}/events")
-               if e["reason"].startswith("Headstart")]
+    reasons = headstart_events(kube, namespace)
     assert ("MPIJob", "HeadstartSuspended") in reasons, reasons
     assert ("MPIJob", "HeadstartResumed") in reasons, reasons
     assert not [r for r in reasons if r[1] == "HeadstartEvicted" or r[0] == "Job"], reasons

@@ -41,14 +41,14 @@ import pytest
 import requests
 import yaml
 
-from tests.e2e import installed
 from tests.e2e.controlplane import ENV_VAR, optional_problem
-from tests.e2e.headstart import extender_on, patch_as_extender
+from tests.e2e.headstart import patch_as_extender
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER, bound_node, kwok_node
+from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER, bound_node
 from tests.e2e.processes import free_ports
+from tests.e2e.suspension import BACKOFF_S, TIMEOUT_S, ghost_cluster, headstart_events
 from tests.e2e.test_gang import gang_state
-from tests.e2e.test_gang_recovery import GROUP_KEY, P4D
+from tests.e2e.test_gang_recovery import GROUP_KEY
 from tests.e2e.test_jobset_suspension import (
     CONTROLLER as JOBSET_CONTROLLER,
 )
@@ -66,8 +66,6 @@ TRAINER = "trainer-controller-manager"
 CRDS = tuple(Path("crds") / f"trainer.kubeflow.org_{plural}.yaml"
              for plural in ("trainjobs", "trainingruntimes", "clustertrainingruntimes"))
 API = "trainer.kubeflow.org/v1alpha1"
-TIMEOUT_S = 20
-BACKOFF_S = 5
 MARK = "headstart.io/suspended"
 RUNTIME = "torch-gpu"
 
@@ -83,17 +81,9 @@ def trainer_cluster(e2e_clusters):
     problem = trainer_problem()
     if problem:
         pytest.skip(problem)
-    admission = dict(installed.shipped_config("extender")["admission"])
-    admission.update(bind_timeout_seconds=TIMEOUT_S, backoff_base_seconds=BACKOFF_S,
-                     autoscaler={"status": "", "node_groups": [
-                         {"name": "ghost", "instance_type": "p4d.24xlarge", "domain": "pg-c",
-                          "max_size": 3}]})
     directory = Path(os.environ[ENV_VAR])
-    cluster, extender, _ = extender_on(
-        e2e_clusters, "trainjob-suspension",
-        [kwok_node("c-0", memory="768Gi", group="pg-c", labels=P4D)], LOGS,
-        settings={"admission": admission},
-        crds=(directory / JOBSET_CRD, *(directory / crd for crd in CRDS)))
+    cluster, extender = ghost_cluster(e2e_clusters, "trainjob-suspension", LOGS,
+                                      (directory / JOBSET_CRD, *(directory / crd for crd in CRDS)))
     try:
         start_jobset_controller(cluster, directory / JOBSET_CONTROLLER)
         start_trainer(cluster, directory / TRAINER)
@@ -231,9 +221,7 @@ def test_a_trainjobs_gang_is_evicted_by_suspending_the_trainjob_and_resumed(
     child = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/tj-node-0")
     assert not child["status"].get("failed") and "Failed" not in conditions(child), \
         child["status"]
-    reasons = [(e["involvedObject"]["kind"], e["reason"])
-               for e in kube.list(f"/api/v1/namespaces/{namespace}/events")
-               if e["reason"].startswith("Headstart")]
+    reasons = headstart_events(kube, namespace)
     assert ("TrainJob", "HeadstartSuspended") in reasons, reasons
     assert ("TrainJob", "HeadstartResumed") in reasons, reasons
     assert not [r for r in reasons if r[1] == "HeadstartEvicted"
