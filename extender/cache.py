@@ -35,7 +35,7 @@ Must not: do I/O, or decide placements (that is `locality`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from typing import Any
 
@@ -82,6 +82,25 @@ def _journaled(method: Callable[..., None]) -> Callable[..., None]:
         method(self, *args)
 
     return change
+
+
+class SharedObjects(dict[str, Any]):
+    """A copy of the cache's pods by key (`pod_key`), and of its node states and nodes,
+    read as `shared[("state", name)]` and `shared[("node", name)]`. Pods are looked up
+    in the dict itself, so a C caller reads each without a Python call
+    (`extender.admission.planner`: tens of thousands per plan with many jobs waiting);
+    the rest go through `__missing__`."""
+
+    def __init__(self, pods: Mapping[str, Any], others: Mapping[str, Mapping[str, Any]]
+                 ) -> None:
+        super().__init__(pods)
+        self._others = others
+
+    def __missing__(self, key: Any) -> Any:
+        if not isinstance(key, tuple):
+            raise KeyError(key)
+        kind, name = key
+        return self._others[kind][name]
 
 
 class ClusterCache:
@@ -146,12 +165,11 @@ class ClusterCache:
     def pod(self, namespace: str, name: str) -> Pod | None:
         return self._pods.get(pod_key(namespace, name))
 
-    def shared_objects(self) -> dict[str, dict[str, Any]]:
-        """Copies of the dicts of pods (by namespace/name), node states and nodes (by
-        name) as they are now: their values are immutable, so these hold this moment's
-        view (`extender.admission.planner`)."""
-        return {"pod": dict(self._pods), "state": dict(self.nodes),
-                "node": dict(self._node_objects)}
+    def shared_objects(self) -> SharedObjects:
+        """The pods, node states and nodes as they are now, copied: their values are
+        immutable, so the copy holds this moment's view (`extender.admission.planner`)."""
+        return SharedObjects(self._pods, {"state": dict(self.nodes),
+                                          "node": dict(self._node_objects)})
 
     def node_object(self, name: str) -> Node | None:
         return self._node_objects.get(name)

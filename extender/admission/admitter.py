@@ -67,10 +67,12 @@ from bucketing.catalog import BUILTIN_CATALOGS, load_catalog
 from bucketing.resources import Resources, resources_from_list
 from extender.admission.patch import label_patch, ungate_patch
 from extender.admission.planner import (
+    Decided,
     JobFacts,
     PlannerGone,
     PlanningProcess,
     RoundAsk,
+    decide,
     facts_of,
     headroom_of,
     snapshot_of,
@@ -95,8 +97,8 @@ from locality.admission.model import (
     Waiting,
 )
 from locality.admission.nodepools import what_counts
-from locality.admission.record import GangRecord, GangState, gang_body, orphaned, timestamp
-from locality.admission.recovery import Eviction, Transition, recovery
+from locality.admission.record import GangRecord, GangState, gang_body, timestamp
+from locality.admission.recovery import Eviction, Transition
 from locality.admission.round import Inputs, RoundMemo, plan_round, wider_levels
 from locality.admission.snapshot import LevelRoom
 from locality.admission.suspend import jobs_to_release, jobs_to_suspend, suspension_of
@@ -214,6 +216,9 @@ class Admitter:
         self._memo = RoundMemo()
         """What earlier rounds worked out: a round redoes only what changed."""
         self._planning = threading.Lock()  # one round at a time uses `_memo`
+        self.loop_seconds = 0.0
+        """What the last round held the event loop for (its snapshot, or the planning
+        process's journal and answer): kube-scheduler's requests wait meanwhile."""
         """Per topology level, the wider ones, nearest first (a `preferred` job's widening)."""
 
     # ---- plan (event loop) --------------------------------------------------------
@@ -392,43 +397,47 @@ class Admitter:
                                            "the configured max_size used")
 
     async def round(self, now: float) -> Outcome:
-        """Plan in a worker thread from a snapshot taken here (the event loop keeps
-        answering kube-scheduler meanwhile), and apply when leading."""
+        """Plan off the event loop (the planning process, or a worker thread from a
+        snapshot taken here: the loop keeps answering kube-scheduler meanwhile), and
+        apply when leading."""
         ask = self._ask(now)
-        inputs = snapshot_of(self.cache, self.config.gate, ask)
-        planned, jobs, self.last_headroom = await self._planned(inputs, ask)
-        self._jobs = jobs
-        self.last_plan = planned
+        records = dict(self.cache.gangs)  # as the plan sees them: no await in between
+        decided = await self._decided(ask)
+        self._jobs, self.last_headroom = decided.jobs, decided.headroom
+        self.last_plan = decided.plan
         self.last_round_wall = now
         if not self.is_leader() or self._core is None:
             return Outcome()
-        # The same snapshot the plan was made from; acted on in the worker thread.
-        config = self.config
-        records = inputs.records
-        after = recovery(list(records.values()), inputs.pods_of_job, now,
-                         config.bind_timeout_seconds, config.backoff_base_seconds,
-                         config.backoff_max_seconds)
-        orphans = orphaned(list(records.values()), inputs.pods_of_job, now)
-        self._round_jobs = inputs.batch_jobs
-        outcome = await asyncio.to_thread(self._apply, planned, now, records, after, orphans)
+        self._round_jobs = ask.batch_jobs
+        outcome = await asyncio.to_thread(self._apply, decided.plan, now, records,
+                                          decided.after, decided.orphans)
         self.patch_failures_total += outcome.failed
         return outcome
 
-    async def _planned(self, inputs: Inputs, ask: RoundAsk
-                       ) -> tuple[Plan, dict[JobKey, JobFacts], list[dict[str, Any]]]:
-        """The round's plan: from the planning process when there is one (it plans the
-        cache as it is now, as `inputs` were just read), else in a worker thread."""
+    async def _decided(self, ask: RoundAsk) -> Decided:
+        """The round's decisions: from the planning process when there is one (it plans
+        the cache as it is now), else in a worker thread from a snapshot taken now.
+        Sets `loop_seconds`, what the round held the event loop for."""
         if self.planner is not None:
             try:
-                return await self.planner.plan(ask)
+                decided = await self.planner.plan(ask)
+                self.loop_seconds = self.planner.loop_seconds
+                return decided
             except PlannerGone as gone:
                 self.planner.close()
                 self.planner = None
                 self.planner_failures_total += 1
                 log.error("rounds plan in a worker thread from now on",
                           extra={"reason": str(gone)})
-        planned, jobs, rooms = await asyncio.to_thread(self.plan, inputs, ask.now)
-        return planned, facts_of(jobs), headroom_of(rooms)
+        started = time.perf_counter()
+        inputs = snapshot_of(self.cache, self.config.gate, ask)
+        self.loop_seconds = time.perf_counter() - started
+        return await asyncio.to_thread(self._decide, inputs, ask.now)
+
+    def _decide(self, inputs: Inputs, now: float) -> Decided:
+        with self._planning:
+            return decide(inputs, now, self.locality, self.config, self._shapes, self._wider,
+                          self._memo)
 
     def start_planning_process(self) -> None:
         """Plan rounds in a process of their own from now on (`admission.planning:

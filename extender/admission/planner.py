@@ -32,6 +32,7 @@ import pickle
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -39,7 +40,9 @@ from typing import Any
 
 from extender.cache import Change, ClusterCache, pod_key
 from locality.admission.config import AdmissionConfig
-from locality.admission.model import GatedJob
+from locality.admission.model import GatedJob, Plan, Resize
+from locality.admission.record import GangRecord, orphaned
+from locality.admission.recovery import Eviction, Transition, recovery
 from locality.admission.round import Inputs, RoundMemo, plan_round
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
 from locality.config import LocalityConfig
@@ -108,6 +111,33 @@ def headroom_of(rooms: Mapping[str, LevelRoom]) -> list[dict[str, Any]]:
             for new in domain.new_nodes if new.count]
 
 
+@dataclass(frozen=True)
+class Decided:
+    """A round's decisions, wherever planned: the plan, what the admitter keeps of its
+    gated jobs and of its rooms, and what the admitted gangs' state calls for."""
+
+    plan: Plan
+    jobs: dict[JobKey, JobFacts]
+    headroom: list[dict[str, Any]]
+    after: list[Transition | Eviction | Resize]
+    """Recovery's actions (`locality.admission.recovery`)."""
+    orphans: list[GangRecord]
+    """Records whose job has no pod left (`locality.admission.record.orphaned`)."""
+
+
+def decide(inputs: Inputs, now: float, locality: LocalityConfig, config: AdmissionConfig,
+           shapes: Mapping[str, Resources], wider: Mapping[str, Sequence[str]],
+           memo: RoundMemo) -> Decided:
+    """Everything a round works out from `inputs` (a worker thread or the planning
+    process: the event loop only takes the snapshot and acts on the answer)."""
+    planned, jobs, rooms = plan_round(inputs, now, locality, config, shapes, wider, memo)
+    records = list(inputs.records.values())
+    after = recovery(records, inputs.pods_of_job, now, config.bind_timeout_seconds,
+                     config.backoff_base_seconds, config.backoff_max_seconds)
+    return Decided(planned, facts_of(jobs), headroom_of(rooms), after,
+                   orphaned(records, inputs.pods_of_job, now))
+
+
 class PlannerGone(Exception):
     """The planning process stopped answering (it died, or its pipe broke)."""
 
@@ -132,6 +162,9 @@ class PlanningProcess:
                 [sys.executable, "-m", __name__, str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
         self._conn = Connection(ours.detach())
+        self.loop_seconds = 0.0
+        """What the last round held the event loop for (taking the journal, reading the
+        answer)."""
         self._conn.send_bytes(pickle.dumps((locality, config, dict(shapes), dict(wider)),
                                            protocol=PICKLE_PROTOCOL))
 
@@ -139,18 +172,24 @@ class PlanningProcess:
     def pid(self) -> int:
         return self._process.pid
 
-    async def plan(self, ask: RoundAsk) -> tuple[Any, ...]:
-        """The round's (plan, gated jobs' facts, headroom), as `plan_round` gives them
-        for the cache as it is now (event loop: the journal is taken and the cache's
-        pods and nodes copied here). The journal is pickled and the answer awaited in a
-        worker thread; the answer is read here, on the loop, in one go: milliseconds
-        (bench/bench_admission_rounds.py), and a short block delays one of
-        kube-scheduler's requests, where a worker thread taking turns with the loop
-        would delay every request it overlaps."""
+    async def plan(self, ask: RoundAsk) -> Decided:
+        """The round's decisions for the cache as it is now (event loop: the journal is
+        taken and the cache's pods and nodes copied here). The journal is pickled and the
+        answer awaited in a worker thread; the answer is read here, on the loop, in one
+        go: milliseconds (bench/bench_admission_rounds.py), and a short block delays one
+        of kube-scheduler's requests, where a worker thread taking turns with the loop
+        would delay every request it overlaps. `loop_seconds`: what this round held the
+        loop for."""
+        started = time.perf_counter()
         changes, self.cache.journal = self.cache.journal or [], []
         shared = self.cache.shared_objects()
+        self.loop_seconds = time.perf_counter() - started
         answer = await asyncio.to_thread(self._exchange, changes, ask)
-        reply = _Receiver(io.BytesIO(answer), shared).load()
+        started = time.perf_counter()
+        unpickler = pickle.Unpickler(io.BytesIO(answer))
+        unpickler.persistent_load = shared.__getitem__  # type: ignore[method-assign]
+        reply = unpickler.load()
+        self.loop_seconds += time.perf_counter() - started
         if isinstance(reply, BaseException):
             raise reply
         return reply
@@ -203,9 +242,8 @@ def _serve(conn: Any, locality: LocalityConfig, config: AdmissionConfig,
         for name, args in changes:
             getattr(replica, name)(*args)
         try:
-            planned, jobs, rooms = plan_round(snapshot_of(replica, config.gate, ask), ask.now,
-                                              locality, config, shapes, wider, memo)
-            reply: Any = (planned, facts_of(jobs), headroom_of(rooms))
+            reply: Any = decide(snapshot_of(replica, config.gate, ask), ask.now, locality,
+                                config, shapes, wider, memo)
         except Exception as error:  # noqa: BLE001 - sent back: the admitter logs it
             reply = error
         buffer = io.BytesIO()
@@ -217,34 +255,23 @@ def _serve(conn: Any, locality: LocalityConfig, config: AdmissionConfig,
 
 
 class _Sender(pickle.Pickler):
-    """Pickles a plan with the replica's own pods and node states as their names."""
+    """Pickles a plan with the replica's own pods, node states and nodes as their names:
+    a pod's as its key (most of a plan's names), the others as (kind, name)."""
 
     def __init__(self, file: io.BytesIO, replica: ClusterCache) -> None:
         super().__init__(file, protocol=PICKLE_PROTOCOL)
         self._replica = replica
 
-    def persistent_id(self, obj: Any) -> tuple[str, str] | None:
+    def persistent_id(self, obj: Any) -> str | tuple[str, str] | None:
         # Only the replica's own objects: a plan's derived copies travel whole.
-        if isinstance(obj, Pod) and self._replica.pod(obj.namespace, obj.name) is obj:
-            return ("pod", pod_key(obj.namespace, obj.name))
+        if isinstance(obj, Pod):
+            key = pod_key(obj.namespace, obj.name)
+            return key if self._replica.pod(obj.namespace, obj.name) is obj else None
         if isinstance(obj, NodeState) and self._replica.nodes.get(obj.node.name) is obj:
             return ("state", obj.node.name)
         if isinstance(obj, Node) and self._replica.node_object(obj.name) is obj:
             return ("node", obj.name)
         return None
-
-
-class _Receiver(pickle.Unpickler):
-    """Reads a plan back, the names resolved against the cache as it was sent
-    (`ClusterCache.shared_objects`)."""
-
-    def __init__(self, file: io.BytesIO, shared: Mapping[str, Mapping[str, Any]]) -> None:
-        super().__init__(file)
-        self._shared = shared
-
-    def persistent_load(self, pid: Any) -> Any:
-        kind, key = pid
-        return self._shared[kind][key]
 
 
 if __name__ == "__main__":

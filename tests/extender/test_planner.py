@@ -10,23 +10,22 @@ import asyncio
 import os
 import signal
 import time
+from dataclasses import replace
 
 import pytest
 
 from common.errors import ConfigError
 from extender.admission.admitter import Admitter
-from extender.admission.planner import (
-    PlanningProcess,
-    RoundAsk,
-    facts_of,
-    headroom_of,
-    snapshot_of,
-)
+from extender.admission.planner import PlanningProcess, RoundAsk, decide, snapshot_of
 from extender.cache import CHANGES, ClusterCache
 from extender.sync import ClusterSync
 from locality.admission.config import GATE, AdmissionConfig
-from locality.admission.round import RoundMemo, plan_round, wider_levels
+from locality.admission.model import Domain
+from locality.admission.record import GangRecord, GangState
+from locality.admission.recovery import Eviction
+from locality.admission.round import RoundMemo, wider_levels
 from locality.config import LocalityConfig
+from locality.model import JobKey
 from locality.parse import parse_node, parse_pod
 from tests.extender.builders import make_node
 from tests.extender.test_admitter import ADMISSION, gated_pod, pod_of
@@ -47,10 +46,21 @@ def pod(name, job, size, **changes):
 
 
 def in_thread(cache, now):
-    """What the worker thread would plan from the cache now (a memo of its own)."""
-    planned, jobs, rooms = plan_round(snapshot_of(cache, CONFIG.gate, RoundAsk(now)), now,
-                                      LOCALITY, CONFIG, {}, wider_levels(LOCALITY), RoundMemo())
-    return planned, facts_of(jobs), headroom_of(rooms)
+    """What the worker thread would decide from the cache now (a memo of its own)."""
+    return decide(snapshot_of(cache, CONFIG.gate, RoundAsk(now)), now, LOCALITY, CONFIG, {},
+                  wider_levels(LOCALITY), RoundMemo())
+
+
+def same(one, other):
+    """The same decisions: a job's pods come in the order of a set of their keys, which
+    differs between two processes (string hashes are seeded per process)."""
+    def pods_sorted(action):
+        if not isinstance(action, Eviction):
+            return action
+        return replace(action, pods=tuple(sorted(action.pods, key=lambda p: p.name)),
+                       kept=tuple(sorted(action.kept, key=lambda p: p.name)))
+    return replace(one, after=[pods_sorted(a) for a in one.after]) == replace(
+        other, after=[pods_sorted(a) for a in other.after])
 
 
 @pytest.fixture
@@ -69,22 +79,36 @@ async def test_the_process_plans_what_the_cache_would_and_hands_back_its_own_obj
                        + [pod(f"j2-{i}", "j2", 2) for i in range(2)])
     cache.replace_topologies([])
     now = time.time()
-    planned, jobs, headroom = await process.plan(RoundAsk(now))
-    assert (planned, jobs, headroom) == in_thread(cache, now)
+    decided = await process.plan(RoundAsk(now))
+    assert decided == in_thread(cache, now)
+    planned = decided.plan
     assert {str(a.job) for a in planned.admissions} == {"team/j1", "team/j2"}
     for admission in planned.admissions:  # the extender's objects, not copies
         assert all(cache.pod(p.namespace, p.name) is p for p in admission.pods)
     # Changes between rounds reach the replica in order: a node gone, a job grown
-    # beyond any group, another job, a pod deleted.
+    # beyond any group, another job, a pod deleted, records: j1 admitted an hour ago
+    # and still unbound (its pods, which a Job owns, evicted whole), and one of a job
+    # with no pod left (short of members, and an orphan).
     cache.delete_node("a-2")
     cache.apply_pod(pod("j3-0", "j3", 4))
     for i in range(4):
         cache.apply_pod(pod(f"j4-{i}", "j4", 4))
     cache.delete_pod(cache.pod("team", "j2-1"))
     cache.apply_node(node("b-2", "pg-b"))
+    for i in range(3):
+        cache.apply_pod(replace(cache.pod("team", f"j1-{i}"), controller=("Job", "j1")))
+    pg_a = Domain("placement-group", "pg-a")
+    cache.apply_gang(GangRecord(JobKey("team", "j1"), GangState.ADMITTED, pg_a, size=3,
+                                since=now - 3600, name="j1"))
+    cache.apply_gang(GangRecord(JobKey("team", "gone"), GangState.RUNNING, pg_a, size=1,
+                                since=now - 3600, name="gone"))
     now += 1
-    planned, jobs, headroom = await process.plan(RoundAsk(now))
-    assert (planned, jobs, headroom) == in_thread(cache, now)
+    decided = await process.plan(RoundAsk(now))
+    assert same(decided, in_thread(cache, now))
+    [eviction] = [action for action in decided.after if isinstance(action, Eviction)]
+    assert eviction.record.name == "j1" and len(eviction.pods) == 3
+    assert all(cache.pod(p.namespace, p.name) is p for p in eviction.pods + eviction.kept)
+    assert [record.name for record in decided.orphans] == ["gone"]
     assert cache.journal == []  # taken by the round
 
 
