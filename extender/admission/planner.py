@@ -1,5 +1,6 @@
 """Admission rounds planned in a process of their own, off the interpreter that answers
-kube-scheduler (`admission.planning: process`, opt-in; `thread` is the default).
+kube-scheduler (`admission.planning: process`, the default; `thread` plans in a worker
+thread of the extender instead).
 
 Why: a round plans in Python for a large part of a second with many jobs waiting. In
 a worker thread it holds the interpreter while it packs, and kube-scheduler's filter
@@ -29,6 +30,7 @@ import asyncio
 import io
 import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
@@ -221,6 +223,11 @@ def main() -> None:
     first message the settings (locality, admission config, shapes, wider levels)."""
     conn = Connection(int(sys.argv[1]))
     os.nice(NICENESS)
+    # The extender ends this process by closing the pipe. A signal sent to its whole
+    # process group (Ctrl-C in a terminal) is the extender's to act on: it shuts down,
+    # then closes the pipe, without a dead planner and a traceback in between.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         settings = pickle.loads(conn.recv_bytes())
     except (EOFError, OSError):

@@ -164,14 +164,14 @@ class AdmissionConfig:
     interval_seconds: float = 1.0
     """Least time between two admission rounds (a round runs after any change)."""
 
-    planning: str = "thread"
-    """Where rounds are planned: `thread`, a worker thread of the extender's process (it
-    takes the interpreter from the event loop while it packs:
-    bench/bench_admission_rounds.py); `process` (opt-in), a process of the extender's
-    own with a replica of its cache, so planning never holds the interpreter that
-    answers kube-scheduler (`extender.admission.planner`; the replica costs about the
-    cache's memory again). Not the default yet: with it, tests/e2e/test_admission.py
-    failed 3 of its 5 scenarios in three runs of several modules, unexplained."""
+    planning: str = "process"
+    """Where rounds are planned: `process`, a process of the extender's own with a
+    replica of its cache, so planning never holds the interpreter that answers
+    kube-scheduler (`extender.admission.planner`; the replica costs about the cache's
+    memory again); `thread`, a worker thread of the extender's process, which takes the
+    interpreter from the event loop while it packs (filter p99 3.2x that without rounds
+    at 20,000 nodes, against 1.1x: bench/bench_admission_rounds.py), for a memory
+    budget that cannot hold the replica."""
 
     api_qps: float = 200.0
     """The admitter's requests per second to the API server at most, bursts of

@@ -112,6 +112,22 @@ async def test_the_process_plans_what_the_cache_would_and_hands_back_its_own_obj
     assert cache.journal == []  # taken by the round
 
 
+async def test_a_signal_to_the_extenders_process_group_leaves_the_planner_running(planner):
+    """Ctrl-C reaches every process of the terminal's group: the extender shuts down and
+    closes the pipe; the planner must not die (and print a traceback) first."""
+    cache, process = planner
+    cache.replace_nodes([node("a-0", "pg-a")])
+    cache.replace_pods([pod("j1-0", "j1", 1)])
+    await process.plan(RoundAsk(time.time()))  # serving: past its start
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        os.kill(process.pid, signum)
+    cache.apply_pod(pod("j2-0", "j2", 1))
+    decided = await process.plan(RoundAsk(time.time()))
+    assert [str(a.job) for a in decided.plan.admissions] == ["team/j1"]
+    process.close()
+    assert process._process.returncode == 0  # it left when the pipe closed
+
+
 def test_every_change_of_the_cache_is_journaled():
     """A method that changes the cache without a journal entry would leave the replica
     behind for good."""
@@ -177,7 +193,7 @@ async def test_as_started_by_the_extender_a_job_is_admitted(fake_kube):
 
 
 def test_planning_is_a_process_or_a_thread():
-    assert AdmissionConfig().planning == "thread"  # process is opt-in: docs/extender.md
+    assert AdmissionConfig().planning == "process"  # thread for a tight memory budget
     assert AdmissionConfig.from_mapping({"planning": "process"}, "x").planning == "process"
     with pytest.raises(ConfigError, match="x: planning: expected one of process, thread"):
         AdmissionConfig.from_mapping({"planning": "fork"}, "x")
