@@ -171,6 +171,15 @@ class ClusterCache:
         return SharedObjects(self._pods, {"state": dict(self.nodes),
                                           "node": dict(self._node_objects)})
 
+    def as_changes(self) -> list[Change]:
+        """The changes that make an empty cache hold what this one holds now, as first
+        lists would (a planning process started on a filled cache, or again after one
+        was lost, starts its replica from these: `extender.admission.planner`)."""
+        return [("replace_nodes", (list(self._node_objects.values()),)),
+                ("replace_topologies", (list(self._topologies.values()),)),
+                ("replace_pods", (list(self._pods.values()),)),
+                ("replace_gangs", (list(self.gangs.values()),))]
+
     def node_object(self, name: str) -> Node | None:
         return self._node_objects.get(name)
 

@@ -272,7 +272,8 @@ class _AdmitterCollector(Collector):
                                   value=admitter.released_jobs_total)
         yield CounterMetricFamily("headstart_admitter_planner_failures",
                                   "Planning processes lost (admission.planning: process); "
-                                  "rounds plan in a worker thread after the first.",
+                                  "each is replaced, until 3 are lost in a row: rounds "
+                                  "plan in a worker thread from then on.",
                                   value=admitter.planner_failures_total)
         yield CounterMetricFamily("headstart_admitter_events_dropped",
                                   "Events the admitter gave up on: refused by the API, or "

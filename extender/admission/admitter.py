@@ -120,6 +120,11 @@ COMPONENT = "headstart-admitter"
 AUTOSCALER_STATUS_SECONDS = 30.0
 
 
+PLANNER_STARTS = 3
+"""Planning processes started in a row without one answering a round before rounds
+plan in a worker thread for good (a process killed by a memory limit each time would
+otherwise cost a start and the whole cache shipped every round)."""
+
 GIL_SWITCH_SECONDS = 0.001
 """The extender's thread switch interval (`sys.setswitchinterval`; Python's default is
 5 ms). With `admission.planning: thread` (or once the planning process is lost) a round
@@ -163,7 +168,8 @@ class Admitter:
         self.identity = identity
         self.planner = planner
         self.planner_failures_total = 0
-        """Planning processes lost (rounds plan in a thread after the first)."""
+        """Planning processes lost (each replaced, until `PLANNER_STARTS` in a row)."""
+        self._planner_losses = 0  # in a row, since the last round a process answered
         self.sizes_listed = sizes_listed
         self.batch_jobs = batch_jobs
         self._round_jobs: Mapping[JobName, JobSuspension] = {}  # the applied round's Jobs
@@ -422,13 +428,10 @@ class Admitter:
             try:
                 decided = await self.planner.plan(ask)
                 self.loop_seconds = self.planner.loop_seconds
+                self._planner_losses = 0
                 return decided
             except PlannerGone as gone:
-                self.planner.close()
-                self.planner = None
-                self.planner_failures_total += 1
-                log.error("rounds plan in a worker thread from now on",
-                          extra={"reason": str(gone)})
+                self._planner_lost(gone)
         started = time.perf_counter()
         inputs = snapshot_of(self.cache, self.config.gate, ask)
         self.loop_seconds = time.perf_counter() - started
@@ -439,9 +442,27 @@ class Admitter:
             return decide(inputs, now, self.locality, self.config, self._shapes, self._wider,
                           self._memo)
 
+    def _planner_lost(self, gone: PlannerGone) -> None:
+        """This round plans in a thread; the next in a new process, whose replica starts
+        from the cache as it is now, unless `PLANNER_STARTS` were lost in a row (a
+        process that cannot live here: rounds plan in a thread from then on)."""
+        assert self.planner is not None
+        self.planner.close()
+        self.planner = None
+        self.planner_failures_total += 1
+        self._planner_losses += 1
+        if self._planner_losses < PLANNER_STARTS:
+            self.start_planning_process()
+            log.error("planning process lost: a new one starts from the cache as it is",
+                      extra={"reason": str(gone), "lost_in_a_row": self._planner_losses})
+        else:
+            log.error("planning processes lost %d times in a row: rounds plan in a worker "
+                      "thread from now on", self._planner_losses, extra={"reason": str(gone)})
+
     def start_planning_process(self) -> None:
         """Plan rounds in a process of their own from now on (`admission.planning:
-        process`); before the cache's first change (`extender.admission.planner`)."""
+        process`; `extender.admission.planner`). The extender starts it before its
+        watches; started later, its first round ships the cache as it is."""
         self.planner = PlanningProcess(self.cache, self.locality, self.config, self._shapes,
                                        self._wider)
 

@@ -17,8 +17,10 @@ they are read back from a copy of the cache's own dicts made when the round was 
 (pods and node states are immutable), so the plan holds the very objects the thread
 would have given.
 
-The journal starts with the cache, before any list: a process that dies cannot be
-given its replica again, so the admitter plans in a thread from then on and logs why.
+The journal starts with what the cache holds when the process starts (the extender
+starts it before any list, so nothing): a process that dies is replaced by a new one
+whose replica starts from the cache as it is then, as a restarted extender's would
+(`Admitter` gives up after `PLANNER_STARTS` losses in a row and plans in a thread).
 
 Must not: decide admissions (the core does), read the cache off the event loop, talk
 to the API.
@@ -145,16 +147,14 @@ class PlannerGone(Exception):
 
 
 class PlanningProcess:
-    """A process that plans the admitter's rounds from a replica of `cache`. Create it
-    before the cache's first change (its journal starts here)."""
+    """A process that plans the admitter's rounds from a replica of `cache`. Its
+    journal starts with what the cache holds now (nothing, when started before the
+    watches, as the extender does), so its first round ships that whole."""
 
     def __init__(self, cache: ClusterCache, locality: LocalityConfig, config: AdmissionConfig,
                  shapes: Mapping[str, Resources], wider: Mapping[str, Sequence[str]]) -> None:
-        if cache.version:
-            raise ValueError("the planning process must start with the cache, before its "
-                             "first change: it replays the cache's journal from there")
         self.cache = cache
-        cache.journal = []
+        cache.journal = cache.as_changes() if cache.version else []
         # A plain child process (`python -m`), not multiprocessing's spawn, which would
         # import the extender's main module again; it talks over a socket of its own
         # (its stdout stays free for logs) and inherits stderr.

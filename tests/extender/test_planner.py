@@ -137,28 +137,55 @@ def test_every_change_of_the_cache_is_journaled():
     assert all(hasattr(getattr(ClusterCache, name), "__wrapped__") for name in CHANGES)
 
 
-def test_the_planning_process_must_start_with_the_cache():
+async def test_a_process_started_on_a_filled_cache_starts_from_it():
+    """As a lost process's replacement does: its replica starts from what the cache
+    holds, and plans what the thread would, with the cache's own objects."""
     cache = ClusterCache(LOCALITY)
-    cache.replace_nodes([node("a-0", "pg-a")])
-    with pytest.raises(ValueError, match="before its first change"):
-        PlanningProcess(cache, LOCALITY, CONFIG, {}, {})
+    cache.replace_nodes([node("a-0", "pg-a"), node("b-0", "pg-b")])
+    cache.replace_pods([pod("j1-0", "j1", 1)])
+    cache.apply_gang(GangRecord(JobKey("team", "gone"), GangState.RUNNING,
+                                Domain("placement-group", "pg-a"), size=1, name="gone"))
+    cache.replace_topologies([])
+    process = PlanningProcess(cache, LOCALITY, CONFIG, {}, wider_levels(LOCALITY))
+    try:
+        cache.apply_pod(pod("j2-0", "j2", 1))
+        now = time.time()
+        decided = await process.plan(RoundAsk(now))
+        assert same(decided, in_thread(cache, now))
+        assert {str(a.job) for a in decided.plan.admissions} == {"team/j1", "team/j2"}
+        assert [record.name for record in decided.orphans] == ["gone"]
+        for admission in decided.plan.admissions:
+            assert all(cache.pod(p.namespace, p.name) is p for p in admission.pods)
+    finally:
+        process.close()
 
 
-async def test_a_lost_process_leaves_rounds_to_a_worker_thread():
+async def test_a_lost_process_is_replaced_and_after_three_in_a_row_a_thread_plans():
     cache = ClusterCache(LOCALITY)
     admitter = Admitter(cache, LOCALITY, CONFIG, None, lambda: False)
     admitter.start_planning_process()
-    cache.replace_nodes([node("a-0", "pg-a")])
+    cache.replace_nodes([node("a-0", "pg-a"), node("a-1", "pg-a")])
     cache.replace_pods([pod("j1-0", "j1", 1)])
     await admitter.round(time.time())
     assert [str(a.job) for a in admitter.last_plan.admissions] == ["team/j1"]
-    os.kill(admitter.planner.pid, signal.SIGKILL)
+    first = admitter.planner.pid
+    os.kill(first, signal.SIGKILL)
     cache.apply_pod(pod("j2-0", "j2", 1))
-    await admitter.round(time.time())
-    assert admitter.planner is None and admitter.planner_failures_total == 1
-    assert cache.journal is None  # nothing kept for a replica that is gone
-    assert {str(a.job) for a in admitter.last_plan.admissions} == {"team/j1"}  # one node
-    assert [str(w.job) for w in admitter.last_plan.waiting] == ["team/j2"]
+    await admitter.round(time.time())  # planned in the thread; a new process started
+    assert admitter.planner_failures_total == 1
+    assert admitter.planner is not None and admitter.planner.pid != first
+    assert {str(a.job) for a in admitter.last_plan.admissions} == {"team/j1", "team/j2"}
+    cache.apply_pod(pod("j3-0", "j3", 1))
+    await admitter.round(time.time())  # the new process, from the cache as it was
+    assert admitter.loop_seconds > 0 and admitter.planner is not None
+    assert [str(w.job) for w in admitter.last_plan.waiting] == ["team/j3"]  # 2 nodes
+    for lost in (2, 3, 4):  # three in a row, none answering in between
+        assert admitter.planner is not None
+        os.kill(admitter.planner.pid, signal.SIGKILL)
+        await admitter.round(time.time())
+        assert admitter.planner_failures_total == lost
+    assert admitter.planner is None and cache.journal is None  # a thread plans for good
+    assert [str(w.job) for w in admitter.last_plan.waiting] == ["team/j3"]
     admitter.close()
 
 
