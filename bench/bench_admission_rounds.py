@@ -78,20 +78,19 @@ def gated_jobs(count: int, size: int = 8) -> list[dict]:
     return pods
 
 
-def serve(mode: str, jobs: int, pods: int, nodes: int, switch_seconds: float, interval: float,
-          ports: multiprocessing.Queue) -> None:
-    from aiohttp import web
-
-    from extender.admission.admitter import GIL_SWITCH_SECONDS, Admitter
+def admission_app(mode: str, nodes: int, jobs: int, pods: int):
+    """(the extender's app on bench_extender's `nodes`-node cache with `jobs` gated jobs
+    of `pods` pods added, its admitter): the admitter created before the cache's first
+    change, as the extender creates it, and its planning process started in `process`
+    mode; a follower (no API server), so it plans and writes nothing."""
+    from extender.admission.admitter import Admitter
     from extender.app import CACHE
     from locality.admission.config import AdmissionConfig
     from locality.parse import parse_pod
 
-    # As the extender sets it (extender/commands.py), unless --switch-seconds says otherwise.
-    sys.setswitchinterval(switch_seconds or GIL_SWITCH_SECONDS)
     admitters = []
 
-    def planner(cache) -> None:  # as the extender does: before the cache's first change
+    def planner(cache) -> None:
         admitter = Admitter(cache, cache.config, AdmissionConfig(), None, lambda: False)
         if mode == "process":
             admitter.start_planning_process()
@@ -101,7 +100,18 @@ def serve(mode: str, jobs: int, pods: int, nodes: int, switch_seconds: float, in
     cache = app[CACHE]
     for raw in gated_jobs(jobs, pods):
         cache.apply_pod(parse_pod(raw, cache.config))
-    admitter = admitters[0]
+    return app, admitters[0]
+
+
+def serve(mode: str, jobs: int, pods: int, nodes: int, switch_seconds: float, interval: float,
+          ports: multiprocessing.Queue) -> None:
+    from aiohttp import web
+
+    from extender.admission.admitter import GIL_SWITCH_SECONDS
+
+    # As the extender sets it (extender/commands.py), unless --switch-seconds says otherwise.
+    sys.setswitchinterval(switch_seconds or GIL_SWITCH_SECONDS)
+    app, admitter = admission_app(mode, nodes, jobs, pods)
     stats = {"rounds": 0, "seconds": [], "loop_seconds": [], "first_round_s": None}
 
     async def rounds() -> None:

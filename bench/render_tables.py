@@ -680,6 +680,20 @@ def admission_rounds_large(results: dict) -> str:
             f"{provenance(e)}{'; ' + e['note'] if e.get('note') else ''}).\n")
 
 
+def planner_memory(results: dict) -> str:
+    """The extender's and its planning process's memory (bench/bench_planner_memory.py)."""
+    e = results["planner-memory"]
+    f = e["figures"]
+    process, thread = f["modes"]["process"], f["modes"]["thread"]
+    return (f"At {f['nodes']:,} nodes and {process['pods']:,.0f} pods ({f['jobs']:,} gated "
+            f"{f['pods_per_job']}-pod jobs among them), after three rounds, the extender "
+            f"holds {process['extender_rss_mb']:.0f} MB and its planning process "
+            f"{process['planner_rss_mb']:.0f} MB (peaks {process['extender_peak_mb']:.0f} and "
+            f"{process['planner_peak_mb']:.0f} MB); planning in a thread, the extender holds "
+            f"{thread['extender_rss_mb']:.0f} MB (resident sets; medians of {f['runs']} runs; "
+            f"{provenance(e)}).\n")
+
+
 def round_transfer(results: dict) -> str:
     """What shipping a round's inputs to another process would cost
     (bench/bench_round_transfer.py)."""
@@ -759,6 +773,7 @@ def _x(value: float | None, base: float | None) -> str:
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "admission-rounds": admission_rounds,
     "round-transfer": round_transfer,
+    "planner-memory": planner_memory,
     "admission-rounds-20000": admission_rounds_large,
     "decode-limit": decode_limit,
     "round-memo": round_memo,

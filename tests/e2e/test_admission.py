@@ -15,12 +15,18 @@ preemption and cluster-autoscaler read it from there.
   by exactly one write.
 - cluster-autoscaler grows the group the job was given (pg-a and pg-b node groups; the
   job fits pg-a with fewer new nodes), never the other.
+- The extender's planning process killed -9, as a memory limit would kill it: the next
+  round plans in a thread, a new process starts from the extender's cache, and jobs
+  created before and after the kill are admitted whole.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -346,4 +352,53 @@ def test_a_job_a_headless_service_selects_still_lands_on_its_fewest_nodes(
     e2e_timings.record("admission: job behind a headless Service",
                        bound_since_created=time.monotonic() - created, nodes_used=len(nodes),
                        fewest_possible=2)
+    delete_all(cluster, namespace)
+
+
+def planning_processes(extender: Extender) -> list[int]:
+    """The pids of the extender's child processes: its planning process
+    (`admission.planning: process`, the shipped default)."""
+    pid = extender.process.pid
+    return [int(child) for child in
+            Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def planner_failures(extender: Extender) -> float:
+    [value] = [float(line.split()[-1]) for line in extender.get("/metrics").text.splitlines()
+               if line.startswith("headstart_admitter_planner_failures_total ")]
+    return value
+
+
+def test_the_planning_process_killed_a_new_one_plans_from_the_cache(
+        groups_cluster, namespace, e2e_timings):
+    cluster, extender, _ = groups_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    cluster.wait("the extender leading the admitter",
+                 lambda: lease_holder(cluster) == "headstart-extender" or NotYet(
+                     lease_holder(cluster)), 60, LOGS)
+    names_a = create(cluster, namespace, job(namespace, "before", 12))
+    cluster.wait("the first job bound whole", lambda: all_bound(cluster, namespace, names_a),
+                 120, LOGS)
+    failures = planner_failures(extender)
+    [planner] = planning_processes(extender)
+    os.kill(planner, signal.SIGKILL)
+    killed = time.monotonic()
+    names_b = create(cluster, namespace, job(namespace, "after", 12))
+    placed = cluster.wait("the job created after the kill bound whole",
+                          lambda: all_bound(cluster, namespace, names_b), 120, LOGS)
+    bound_s = time.monotonic() - killed
+    assert len({GROUPS[node] for node in placed.values()}) == 1, placed
+    assert planner_failures(extender) == failures + 1
+    replaced = planning_processes(extender)
+    assert len(replaced) == 1 and replaced != [planner], replaced
+    # The new process plans from then on: a third job, admitted by it.
+    names_c = create(cluster, namespace, job(namespace, "third", 4))
+    cluster.wait("the third job bound whole", lambda: all_bound(cluster, namespace, names_c),
+                 120, LOGS)
+    assert planner_failures(extender) == failures + 1
+    assert planning_processes(extender) == replaced
+    assert "a new one starts from the cache as it is" in extender.process.tail(400)
+    e2e_timings.record("admission: planning process killed -9",
+                       bound_after_kill=bound_s, jobs_before=len(names_a))
     delete_all(cluster, namespace)
