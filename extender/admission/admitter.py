@@ -407,8 +407,7 @@ class Admitter:
         snapshot taken here: the loop keeps answering kube-scheduler meanwhile), and
         apply when leading."""
         ask = self._ask(now)
-        records = dict(self.cache.gangs)  # as the plan sees them: no await in between
-        decided = await self._decided(ask)
+        decided, records = await self._decided(ask)
         self._jobs, self.last_headroom = decided.jobs, decided.headroom
         self.last_plan = decided.plan
         self.last_round_wall = now
@@ -420,22 +419,26 @@ class Admitter:
         self.patch_failures_total += outcome.failed
         return outcome
 
-    async def _decided(self, ask: RoundAsk) -> Decided:
-        """The round's decisions: from the planning process when there is one (it plans
-        the cache as it is now), else in a worker thread from a snapshot taken now.
-        Sets `loop_seconds`, what the round held the event loop for."""
+    async def _decided(self, ask: RoundAsk) -> tuple[Decided, dict[JobKey, GangRecord]]:
+        """The round's decisions and the gang records they were made from: from the
+        planning process when there is one (it plans the cache as it is now), else in a
+        worker thread from a snapshot taken now. Sets `loop_seconds`, what the round
+        held the event loop for."""
         if self.planner is not None:
+            # Read in the same step of the loop as the journal is taken (`plan` runs
+            # up to its first await before this one yields): the replica's records.
+            records = dict(self.cache.gangs)
             try:
                 decided = await self.planner.plan(ask)
                 self.loop_seconds = self.planner.loop_seconds
                 self._planner_losses = 0
-                return decided
+                return decided, records
             except PlannerGone as gone:
                 self._planner_lost(gone)
         started = time.perf_counter()
         inputs = snapshot_of(self.cache, self.config.gate, ask)
         self.loop_seconds = time.perf_counter() - started
-        return await asyncio.to_thread(self._decide, inputs, ask.now)
+        return await asyncio.to_thread(self._decide, inputs, ask.now), inputs.records
 
     def _decide(self, inputs: Inputs, now: float) -> Decided:
         with self._planning:
