@@ -450,7 +450,7 @@ class Admitter:
         from the cache as it is now, unless `PLANNER_STARTS` were lost in a row (a
         process that cannot live here: rounds plan in a thread from then on)."""
         assert self.planner is not None
-        self.planner.close()
+        self.planner.close(lost=True)
         self.planner = None
         self.planner_failures_total += 1
         self._planner_losses += 1

@@ -55,6 +55,11 @@ from locality.suspension import JobName, JobSuspension
 from locality.worker_plans import WorkerPlan
 
 PICKLE_PROTOCOL = 5
+ANSWER_TIMEOUT_SECONDS = 120.0
+"""The longest a round waits for the planning process's answer before taking it for
+lost (stopped, or stuck in a loop): 80 times a round at 20,000 nodes on 2 shared cores
+(bench/bench_admission_rounds.py), so only a process that will not answer reaches it;
+without it, a stuck process would end admissions silently."""
 NICENESS = 10
 """Added to the planning process's nice value: where the extender's CPUs are short,
 the process answering kube-scheduler runs first (raising it needs no privilege)."""
@@ -199,15 +204,22 @@ class PlanningProcess:
     def _exchange(self, changes: list[Change], ask: RoundAsk) -> bytes:
         try:
             self._conn.send_bytes(pickle.dumps((changes, ask), protocol=PICKLE_PROTOCOL))
+            if not self._conn.poll(ANSWER_TIMEOUT_SECONDS):
+                raise PlannerGone(f"the planning process (pid {self.pid}) did not answer "
+                                  f"within {ANSWER_TIMEOUT_SECONDS:g} s")
             return self._conn.recv_bytes()
         except (EOFError, OSError) as error:
             raise PlannerGone(f"the planning process (pid {self.pid}) stopped answering: "
                               f"{type(error).__name__}") from None
 
-    def close(self) -> None:
-        """Stop the process (the admitter's shutdown); the cache keeps no journal."""
+    def close(self, lost: bool = False) -> None:
+        """Stop the process: at the admitter's shutdown it sees the pipe close and
+        returns; a `lost` one (it may be stuck) is killed at once. The cache keeps no
+        journal."""
         self.cache.journal = None
-        self._conn.close()  # the process sees the pipe close and returns
+        self._conn.close()
+        if lost:
+            self._process.kill()
         try:
             self._process.wait(timeout=5)
         except subprocess.TimeoutExpired:

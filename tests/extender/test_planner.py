@@ -15,6 +15,7 @@ from dataclasses import replace
 import pytest
 
 from common.errors import ConfigError
+from extender.admission import planner as planner_module
 from extender.admission.admitter import Admitter
 from extender.admission.planner import PlanningProcess, RoundAsk, decide, snapshot_of
 from extender.cache import CHANGES, ClusterCache
@@ -126,6 +127,26 @@ async def test_a_signal_to_the_extenders_process_group_leaves_the_planner_runnin
     assert [str(a.job) for a in decided.plan.admissions] == ["team/j1"]
     process.close()
     assert process._process.returncode == 0  # it left when the pipe closed
+
+
+async def test_a_planning_process_that_stops_answering_is_killed_and_replaced(monkeypatch):
+    """A stopped (or stuck) process would otherwise leave every later round waiting."""
+    monkeypatch.setattr(planner_module, "ANSWER_TIMEOUT_SECONDS", 0.5)
+    cache = ClusterCache(LOCALITY)
+    admitter = Admitter(cache, LOCALITY, CONFIG, None, lambda: False)
+    admitter.start_planning_process()
+    cache.replace_nodes([node("a-0", "pg-a")])
+    cache.replace_pods([pod("j1-0", "j1", 1)])
+    await admitter.round(time.time())
+    stuck = admitter.planner
+    os.kill(stuck.pid, signal.SIGSTOP)
+    started = time.monotonic()
+    await admitter.round(time.time())  # planned in the thread after 0.5 s
+    assert time.monotonic() - started < 5
+    assert admitter.planner_failures_total == 1 and admitter.planner is not stuck
+    assert stuck._process.returncode == -signal.SIGKILL  # killed, and reaped
+    assert [str(a.job) for a in admitter.last_plan.admissions] == ["team/j1"]
+    admitter.close()
 
 
 def test_every_change_of_the_cache_is_journaled():
