@@ -57,9 +57,9 @@ from locality.worker_plans import WorkerPlan
 PICKLE_PROTOCOL = 5
 ANSWER_TIMEOUT_SECONDS = 120.0
 """The longest a round waits for the planning process's answer before taking it for
-lost (stopped, or stuck in a loop): 80 times a round at 20,000 nodes on 2 shared cores
-(bench/bench_admission_rounds.py), so only a process that will not answer reaches it;
-without it, a stuck process would end admissions silently."""
+lost (stopped, or stuck in a loop): some 400 times a round at 20,000 nodes on 2 shared
+cores (0.3 s: bench/bench_admission_rounds.py), so only a process that will not answer
+reaches it; without it, a stuck process would end admissions silently."""
 NICENESS = 10
 """Added to the planning process's nice value: where the extender's CPUs are short,
 the process answering kube-scheduler runs first (raising it needs no privilege)."""
