@@ -43,7 +43,13 @@ from tests.e2e.headstart import patch_as_extender
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node
 from tests.e2e.processes import free_ports
-from tests.e2e.suspension import BACKOFF_S, TIMEOUT_S, ghost_cluster, headstart_events
+from tests.e2e.suspension import (
+    BACKOFF_S,
+    TIMEOUT_S,
+    conditions,
+    ghost_cluster,
+    headstart_events,
+)
 from tests.e2e.test_gang import gang_state, indexed_job
 from tests.e2e.test_gang_recovery import GROUP_KEY, live
 
@@ -142,10 +148,6 @@ def jobset(name: str, size: int, labels: dict[str, str] | None = None,
             "metadata": {"name": name, "labels": dict(labels or {})},
             "spec": {"suspend": suspend, "replicatedJobs": [
                 {"name": "workers", "replicas": 1, "template": {"spec": job["spec"]}}]}}
-
-
-def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
 
 
 def test_a_jobsets_gang_is_evicted_by_suspending_the_jobset_and_resumed(

@@ -36,8 +36,13 @@ import pytest
 from tests.e2e.controlplane import ENV_VAR
 from tests.e2e.headstart import patch_as_extender
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import bound_node
-from tests.e2e.suspension import BACKOFF_S, TIMEOUT_S, ghost_cluster, headstart_events
+from tests.e2e.suspension import (
+    BACKOFF_S,
+    MARK,
+    TIMEOUT_S,
+    evicted_then_resumed,
+    ghost_cluster,
+)
 from tests.e2e.test_elastic_pytorchjob import (
     API,
     CRD,
@@ -50,14 +55,11 @@ from tests.e2e.test_elastic_pytorchjob import (
     replica,
     training_operator,
 )
-from tests.e2e.test_gang import gang_state
 from tests.e2e.test_gang_recovery import GROUP_KEY
-from tests.e2e.test_jobset_suspension import conditions
 
 LOGS = ["headstart-extender", "training-operator", "kube-controller-manager"]
 TF_CRD = Path("crds") / "kubeflow.org_tfjobs.yaml"
 MPI_CRD = Path("crds") / "kubeflow.org_mpijobs.yaml"
-MARK = "headstart.io/suspended"
 
 
 @pytest.fixture(scope="module")
@@ -110,49 +112,14 @@ def test_a_kubeflow_jobs_gang_is_evicted_by_suspending_it_and_resumed(
     collection = f"{API}/namespaces/{namespace}/{PLURALS[kind]}"
     path = f"{collection}/{name}"
     kube.create(collection, pinned(name, 2, kind, backoffLimit=0, cleanPodPolicy="None"))
-    cluster.wait("its Gang Admitted", lambda: gang_state(
-        cluster, namespace, name, "Admitted"), 90, LOGS)
-    admitted = time.monotonic()
-    first = {p["metadata"]["uid"] for p in live_pods(cluster, namespace, name)}
-    record = cluster.wait("its Gang Evicted", lambda: gang_state(
-        cluster, namespace, name, "Evicted"), TIMEOUT_S + 30, LOGS)
-    evicted_s = time.monotonic() - admitted
-    found = kube.get(path)
-    assert record["status"]["suspendedJobs"] == [
-        {"kind": kind, "name": name, "uid": found["metadata"]["uid"]}]
-
-    def suspended_then_resumed():
-        job = kube.get(path)
-        seen = conditions(job).get("Suspended")
-        if job["spec"]["runPolicy"].get("suspend") or seen is None \
-                or seen["status"] != "False":
-            return NotYet(f"suspend={job['spec']['runPolicy'].get('suspend')}, "
-                          f"Suspended={seen}")
-        return job
-
-    job = cluster.wait(f"the {kind} suspended by the admitter, then resumed",
-                       suspended_then_resumed, BACKOFF_S + 90, LOGS)
-    resumed_s = time.monotonic() - admitted
-    assert conditions(job)["Suspended"]["reason"] == f"{kind}Resumed", job["status"]
-    assert "Failed" not in conditions(job) or conditions(job)["Failed"]["status"] != "True", \
-        job["status"]
-    assert job["spec"]["runPolicy"]["backoffLimit"] == 0
-    assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
-    assert MARK not in (job["metadata"].get("labels") or {})
-    reasons = headstart_events(kube, namespace)
-    assert (kind, "HeadstartSuspended") in reasons, reasons
-    assert (kind, "HeadstartResumed") in reasons, reasons
-    assert not [r for r in reasons if r[1] == "HeadstartEvicted"], reasons
-    # The operator made new pods (the first ones were deleted), and they are gated.
-    pods = cluster.wait(f"the {kind}'s 3 new pods", lambda: (
-        pods := live_pods(cluster, namespace, name),
-        pods if len(pods) == 3 and not first & {p["metadata"]["uid"] for p in pods}
-        else NotYet(f"{len(pods)} live"))[1], 60, LOGS)
-    assert all(bound_node(p) is None for p in pods)
-    assert all({"name": "headstart.io/placement"} in (p["spec"].get("schedulingGates") or [])
-               for p in pods), [p["spec"].get("schedulingGates") for p in pods]
+    cycle = evicted_then_resumed(
+        cluster, namespace, kind, name, path, lambda: live_pods(cluster, namespace, name),
+        lambda job: job["spec"]["runPolicy"].get("suspend"), f"{kind}Resumed", LOGS)
+    assert cycle.job["spec"]["runPolicy"]["backoffLimit"] == 0
+    assert cycle.job["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
     e2e_timings.record(f"kubeflow: a {kind} suspended, not failed, resumed",
-                       evicted_since_admitted=evicted_s, resumed_since_admitted=resumed_s,
+                       evicted_since_admitted=cycle.evicted_s,
+                       resumed_since_admitted=cycle.resumed_s,
                        timeout_s=TIMEOUT_S, backoff_s=BACKOFF_S)
     kube.delete(f"{path}?propagationPolicy=Background")
     cluster.wait("its pods gone", lambda: not kube.list(

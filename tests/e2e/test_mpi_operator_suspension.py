@@ -39,11 +39,16 @@ import requests
 from tests.e2e.controlplane import ENV_VAR, optional_problem
 from tests.e2e.headstart import patch_as_extender
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER, bound_node
-from tests.e2e.suspension import BACKOFF_S, TIMEOUT_S, ghost_cluster, headstart_events
-from tests.e2e.test_gang import gang_state
+from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER
+from tests.e2e.suspension import (
+    BACKOFF_S,
+    MARK,
+    TIMEOUT_S,
+    conditions,
+    evicted_then_resumed,
+    ghost_cluster,
+)
 from tests.e2e.test_gang_recovery import GROUP_KEY
-from tests.e2e.test_jobset_suspension import conditions
 
 LOGS = ["headstart-extender", "mpi-operator", "kube-controller-manager"]
 OPERATOR = "mpi-operator"
@@ -51,7 +56,6 @@ CRD = Path("crds-mpi-operator") / "kubeflow.org_mpijobs.yaml"
 API = "kubeflow.org/v2beta1"
 JOB_LABEL = "training.kubeflow.org/job-name"
 HEALTH = "http://127.0.0.1:8080/healthz"  # fixed in mpi-operator
-MARK = "headstart.io/suspended"
 
 
 @pytest.fixture(scope="module")
@@ -114,50 +118,17 @@ def test_an_mpijobs_gang_is_evicted_by_suspending_it_and_resumed(
     kube.ensure_namespace(namespace)
     path = f"/apis/{API}/namespaces/{namespace}/mpijobs/mpi"
     kube.create(f"/apis/{API}/namespaces/{namespace}/mpijobs", mpijob("mpi", 2))
-    cluster.wait("its Gang Admitted", lambda: gang_state(
-        cluster, namespace, "mpi", "Admitted"), 90, LOGS)
-    admitted = time.monotonic()
-    first = {p["metadata"]["uid"] for p in live(cluster, namespace, "mpi")}
-    assert len(first) == 3, first
-    record = cluster.wait("its Gang Evicted", lambda: gang_state(
-        cluster, namespace, "mpi", "Evicted"), TIMEOUT_S + 30, LOGS)
-    evicted_s = time.monotonic() - admitted
-    found = kube.get(path)
-    assert record["status"]["suspendedJobs"] == [
-        {"kind": "MPIJob", "name": "mpi", "uid": found["metadata"]["uid"]}]
-
-    def suspended_then_resumed():
-        job = kube.get(path)
-        seen = conditions(job).get("Suspended")
-        if job["spec"]["runPolicy"].get("suspend") or seen is None \
-                or seen["status"] != "False":
-            return NotYet(f"suspend={job['spec']['runPolicy'].get('suspend')}, "
-                          f"Suspended={seen}")
-        return job
-
-    job = cluster.wait("the MPIJob suspended by the admitter, then resumed",
-                       suspended_then_resumed, BACKOFF_S + 90, LOGS)
-    resumed_s = time.monotonic() - admitted
-    assert conditions(job)["Suspended"]["reason"] == "MPIJobResumed", job["status"]
-    assert conditions(job).get("Failed", {}).get("status") != "True", job["status"]
-    assert job["spec"]["runPolicy"]["backoffLimit"] == 0
-    assert MARK not in (job["metadata"].get("labels") or {})
+    cycle = evicted_then_resumed(
+        cluster, namespace, "MPIJob", "mpi", path, lambda: live(cluster, namespace, "mpi"),
+        lambda job: job["spec"]["runPolicy"].get("suspend"), "MPIJobResumed", LOGS,
+        children=("Job",), first_pods=3)
+    assert cycle.job["spec"]["runPolicy"]["backoffLimit"] == 0
     launcher = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/mpi-launcher")
     assert not launcher["status"].get("failed") and "Failed" not in conditions(launcher), \
         launcher["status"]
-    reasons = headstart_events(kube, namespace)
-    assert ("MPIJob", "HeadstartSuspended") in reasons, reasons
-    assert ("MPIJob", "HeadstartResumed") in reasons, reasons
-    assert not [r for r in reasons if r[1] == "HeadstartEvicted" or r[0] == "Job"], reasons
-    pods = cluster.wait("the MPIJob's 3 new pods", lambda: (
-        pods := live(cluster, namespace, "mpi"),
-        pods if len(pods) == 3 and not first & {p["metadata"]["uid"] for p in pods}
-        else NotYet(f"{len(pods)} live"))[1], 60, LOGS)
-    assert all(bound_node(p) is None for p in pods)
-    assert all({"name": "headstart.io/placement"} in (p["spec"].get("schedulingGates") or [])
-               for p in pods), [p["spec"].get("schedulingGates") for p in pods]
     e2e_timings.record("mpi-operator: an MPIJob suspended, not failed, resumed",
-                       evicted_since_admitted=evicted_s, resumed_since_admitted=resumed_s,
+                       evicted_since_admitted=cycle.evicted_s,
+                       resumed_since_admitted=cycle.resumed_s,
                        timeout_s=TIMEOUT_S, backoff_s=BACKOFF_S)
     kube.delete(f"{path}?propagationPolicy=Background")
 

@@ -44,10 +44,16 @@ import yaml
 from tests.e2e.controlplane import ENV_VAR, optional_problem
 from tests.e2e.headstart import patch_as_extender
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER, bound_node
+from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER
 from tests.e2e.processes import free_ports
-from tests.e2e.suspension import BACKOFF_S, TIMEOUT_S, ghost_cluster, headstart_events
-from tests.e2e.test_gang import gang_state
+from tests.e2e.suspension import (
+    BACKOFF_S,
+    MARK,
+    TIMEOUT_S,
+    conditions,
+    evicted_then_resumed,
+    ghost_cluster,
+)
 from tests.e2e.test_gang_recovery import GROUP_KEY
 from tests.e2e.test_jobset_suspension import (
     CONTROLLER as JOBSET_CONTROLLER,
@@ -56,7 +62,6 @@ from tests.e2e.test_jobset_suspension import (
     CRD as JOBSET_CRD,
 )
 from tests.e2e.test_jobset_suspension import (
-    conditions,
     jobset_problem,
     start_jobset_controller,
 )
@@ -66,7 +71,6 @@ TRAINER = "trainer-controller-manager"
 CRDS = tuple(Path("crds") / f"trainer.kubeflow.org_{plural}.yaml"
              for plural in ("trainjobs", "trainingruntimes", "clustertrainingruntimes"))
 API = "trainer.kubeflow.org/v1alpha1"
-MARK = "headstart.io/suspended"
 RUNTIME = "torch-gpu"
 
 
@@ -193,48 +197,16 @@ def test_a_trainjobs_gang_is_evicted_by_suspending_the_trainjob_and_resumed(
     kube.ensure_namespace(namespace)
     path = f"/apis/{API}/namespaces/{namespace}/trainjobs/tj"
     kube.create(f"/apis/{API}/namespaces/{namespace}/trainjobs", trainjob("tj", 3))
-    cluster.wait("its Gang Admitted", lambda: gang_state(
-        cluster, namespace, "tj", "Admitted"), 90, LOGS)
-    admitted = time.monotonic()
-    first = {p["metadata"]["uid"] for p in live(cluster, namespace, "tj")}
-    assert len(first) == 3, first
-    record = cluster.wait("its Gang Evicted", lambda: gang_state(
-        cluster, namespace, "tj", "Evicted"), TIMEOUT_S + 30, LOGS)
-    evicted_s = time.monotonic() - admitted
-    found = kube.get(path)
-    assert record["status"]["suspendedJobs"] == [
-        {"kind": "TrainJob", "name": "tj", "uid": found["metadata"]["uid"]}]
-
-    def suspended_then_resumed():
-        job = kube.get(path)
-        seen = conditions(job).get("Suspended")
-        if job["spec"].get("suspend") or seen is None or seen["status"] != "False":
-            return NotYet(f"suspend={job['spec'].get('suspend')}, Suspended={seen}")
-        return job
-
-    job = cluster.wait("the TrainJob suspended by the admitter, then resumed",
-                       suspended_then_resumed, BACKOFF_S + 90, LOGS)
-    resumed_s = time.monotonic() - admitted
-    assert conditions(job)["Suspended"]["reason"] == "Resumed", job["status"]
-    assert conditions(job).get("Failed", {}).get("status") != "True", job["status"]
-    assert MARK not in (job["metadata"].get("labels") or {})
+    cycle = evicted_then_resumed(
+        cluster, namespace, "TrainJob", "tj", path, lambda: live(cluster, namespace, "tj"),
+        lambda job: job["spec"].get("suspend"), "Resumed", LOGS,
+        children=("JobSet", "Job"), first_pods=3)
     child = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/tj-node-0")
     assert not child["status"].get("failed") and "Failed" not in conditions(child), \
         child["status"]
-    reasons = headstart_events(kube, namespace)
-    assert ("TrainJob", "HeadstartSuspended") in reasons, reasons
-    assert ("TrainJob", "HeadstartResumed") in reasons, reasons
-    assert not [r for r in reasons if r[1] == "HeadstartEvicted"
-                or r[0] in ("JobSet", "Job")], reasons
-    pods = cluster.wait("the TrainJob's 3 new pods", lambda: (
-        pods := live(cluster, namespace, "tj"),
-        pods if len(pods) == 3 and not first & {p["metadata"]["uid"] for p in pods}
-        else NotYet(f"{len(pods)} live"))[1], 60, LOGS)
-    assert all(bound_node(p) is None for p in pods)
-    assert all({"name": "headstart.io/placement"} in (p["spec"].get("schedulingGates") or [])
-               for p in pods), [p["spec"].get("schedulingGates") for p in pods]
     e2e_timings.record("trainer: a TrainJob suspended, not failed, resumed",
-                       evicted_since_admitted=evicted_s, resumed_since_admitted=resumed_s,
+                       evicted_since_admitted=cycle.evicted_s,
+                       resumed_since_admitted=cycle.resumed_s,
                        timeout_s=TIMEOUT_S, backoff_s=BACKOFF_S)
     kube.delete(f"{path}?propagationPolicy=Background")
 
