@@ -71,14 +71,17 @@ CHANGES = ("replace_nodes", "apply_node", "delete_node", "replace_pods", "apply_
 
 def _journaled(method: Callable[..., None]) -> Callable[..., None]:
     """Appends the call to the cache's journal, when it keeps one, before making it;
-    the arguments are immutable parsed objects, iterables taken as lists."""
+    the arguments are immutable parsed objects, a `replace_*` method's one argument (an
+    iterable, maybe a generator) taken as a list, which the method is then given."""
+    name = method.__name__
+    listed = name.startswith("replace_")  # decided here, not per change: the watch path
 
     @functools.wraps(method)
     def change(self: ClusterCache, *args: Any) -> None:
         if self.journal is not None:
-            args = tuple(list(arg) if isinstance(arg, Iterable) and not isinstance(arg, str)
-                         else arg for arg in args)
-            self.journal.append((method.__name__, args))
+            if listed:
+                args = (list(args[0]),)
+            self.journal.append((name, args))
         method(self, *args)
 
     return change

@@ -156,6 +156,13 @@ def test_every_change_of_the_cache_is_journaled():
                 if name.startswith(("apply_", "replace_", "delete_", "set_"))}
     assert mutators - {"set_assumed"} == set(CHANGES)
     assert all(hasattr(getattr(ClusterCache, name), "__wrapped__") for name in CHANGES)
+    # A list given as a generator (as the watches may) is journaled, and listed, once.
+    cache = ClusterCache(LOCALITY)
+    cache.journal = []
+    cache.replace_nodes(node(f"a-{i}", "pg-a") for i in range(2))
+    [(name, (nodes,))] = cache.journal
+    assert name == "replace_nodes" and [n.name for n in nodes] == ["a-0", "a-1"]
+    assert sorted(cache.nodes) == ["a-0", "a-1"]
 
 
 async def test_a_process_started_on_a_filled_cache_starts_from_it():
