@@ -172,6 +172,8 @@ class PlanningProcess:
         self.loop_seconds = 0.0
         """What the last round held the event loop for (taking the journal, reading the
         answer)."""
+        self.answer_timeout_seconds = ANSWER_TIMEOUT_SECONDS
+        """How long a round waits for this process's answer before taking it for lost."""
         self._conn.send_bytes(pickle.dumps((locality, config, dict(shapes), dict(wider)),
                                            protocol=PICKLE_PROTOCOL))
 
@@ -204,24 +206,25 @@ class PlanningProcess:
     def _exchange(self, changes: list[Change], ask: RoundAsk) -> bytes:
         try:
             self._conn.send_bytes(pickle.dumps((changes, ask), protocol=PICKLE_PROTOCOL))
-            if not self._conn.poll(ANSWER_TIMEOUT_SECONDS):
+            if not self._conn.poll(self.answer_timeout_seconds):
                 raise PlannerGone(f"the planning process (pid {self.pid}) did not answer "
-                                  f"within {ANSWER_TIMEOUT_SECONDS:g} s")
+                                  f"within {self.answer_timeout_seconds:g} s")
             return self._conn.recv_bytes()
         except (EOFError, OSError) as error:
             raise PlannerGone(f"the planning process (pid {self.pid}) stopped answering: "
                               f"{type(error).__name__}") from None
 
-    def close(self, lost: bool = False) -> None:
+    def close(self, lost: bool = False, exit_wait_seconds: float = 5.0) -> None:
         """Stop the process: at the admitter's shutdown it sees the pipe close and
-        returns; a `lost` one (it may be stuck) is killed at once. The cache keeps no
-        journal."""
+        returns (killed if it has not within `exit_wait_seconds`: it holds nothing, and
+        the extender's shutdown must fit the pod's grace period); a `lost` one (it may be
+        stuck) is killed at once. The cache keeps no journal."""
         self.cache.journal = None
         self._conn.close()
         if lost:
             self._process.kill()
         try:
-            self._process.wait(timeout=5)
+            self._process.wait(timeout=exit_wait_seconds)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait(timeout=5)

@@ -125,24 +125,30 @@ async def test_a_signal_to_the_extenders_process_group_leaves_the_planner_runnin
     cache.apply_pod(pod("j2-0", "j2", 1))
     decided = await process.plan(RoundAsk(time.time()))
     assert [str(a.job) for a in decided.plan.admissions] == ["team/j1"]
-    process.close()
+    # Waited for as long as it takes: a niced process on a loaded machine may need
+    # seconds to run its exit, and only that it exits, not how fast, is in question.
+    process.close(exit_wait_seconds=planner_module.ANSWER_TIMEOUT_SECONDS)
     assert process._process.returncode == 0  # it left when the pipe closed
 
 
-async def test_a_planning_process_that_stops_answering_is_killed_and_replaced(monkeypatch):
-    """A stopped (or stuck) process would otherwise leave every later round waiting."""
-    monkeypatch.setattr(planner_module, "ANSWER_TIMEOUT_SECONDS", 0.5)
+async def test_a_planning_process_that_stops_answering_is_killed_and_replaced():
+    """A stopped (or stuck) process would otherwise leave every later round waiting.
+    The short timeout is the stopped process's alone, set after its first answer: a
+    process that is slow to start on a loaded machine is not what this is about."""
     cache = ClusterCache(LOCALITY)
     admitter = Admitter(cache, LOCALITY, CONFIG, None, lambda: False)
     admitter.start_planning_process()
     cache.replace_nodes([node("a-0", "pg-a")])
     cache.replace_pods([pod("j1-0", "j1", 1)])
     await admitter.round(time.time())
+    assert admitter.planner_failures_total == 0
     stuck = admitter.planner
+    stuck.answer_timeout_seconds = 0.5
     os.kill(stuck.pid, signal.SIGSTOP)
     started = time.monotonic()
-    await admitter.round(time.time())  # planned in the thread after 0.5 s
-    assert time.monotonic() - started < 5
+    await admitter.round(time.time())  # planned in the thread once 0.5 s have passed
+    # Far below the 120 s a stuck process would be waited for by default.
+    assert time.monotonic() - started < planner_module.ANSWER_TIMEOUT_SECONDS / 2
     assert admitter.planner_failures_total == 1 and admitter.planner is not stuck
     assert stuck._process.returncode == -signal.SIGKILL  # killed, and reaped
     assert [str(a.job) for a in admitter.last_plan.admissions] == ["team/j1"]
