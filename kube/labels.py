@@ -1,6 +1,7 @@
-"""Node label keys every headstart component reads the same way (DESIGN.md conventions).
+"""Label and annotation keys every headstart component reads the same way.
 
-Decides: which node labels name a placement group, in which order (first match wins).
+Decides: which node labels name a placement group, in which order (first match wins);
+the per-job annotations the admitter reads.
 One copy for every package (locality.config.DEFAULT_PLACEMENT_GROUP_LABELS is this tuple);
 the overprovisioner reads only its configured key (placeholders must select on it).
 """
@@ -14,3 +15,7 @@ PLACEMENT_GROUP_LABELS: tuple[str, ...] = (
     "cloud.google.com/gce-topology-block",
 )
 """EC2 placement groups have no node label of their own: the node group sets headstart's."""
+
+READY_TIMEOUT_ANNOTATION = "headstart.io/ready-timeout"
+"""On a job's pods: seconds its gang may take from admission to every member Ready,
+within the admin's bounds (`locality.admission.config.AdmissionConfig`)."""

@@ -179,6 +179,11 @@ class Pod:
     controller: tuple[str, str] | None = None
     preempts: bool = True
     """`spec.preemptionPolicy` is not `Never` (its PriorityClass lets it preempt)."""
+    ready: bool = False
+    """Its `Ready` condition is True (kubelet: every container started and passing its
+    readiness probe). A gang is Running once every live member is bound and Ready
+    (`locality.admission.recovery`); an image that cannot be pulled or a crash loop
+    keeps a bound pod un-Ready for ever."""
 
     @property
     def full_name(self) -> str:

@@ -122,7 +122,17 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         deleting=metadata.get("deletionTimestamp") is not None,
         controller=_controller(metadata.get("ownerReferences"),
                                f"{where}.metadata.ownerReferences"),
+        ready=_pod_ready(status.get("conditions"), f"{where}.status.conditions"),
     )
+
+
+def _pod_ready(conditions: Any, where: str) -> bool:
+    """The pod's `Ready` condition is True (absent: not Ready, as kubelet has not said)."""
+    for index, condition in enumerate(json_list(conditions, where)):
+        condition = json_object(condition, f"{where}[{index}]", required=True)
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
 
 
 def _controller(references: Any, where: str) -> tuple[str, str] | None:

@@ -223,12 +223,17 @@ def _problem(kind: str, version: str, metadata: Mapping[str, Any], spec: Mapping
     return None
 
 
-def suspend_patch(job: JobSuspension, resume_at: float) -> dict[str, Any]:
+FOR_GOOD = 253402300799
+"""The mark of an object suspended for good (9999-12-31T23:59:59Z): headstart never
+resumes it; its owner may, and headstart then removes the mark (`jobs_to_release`)."""
+
+
+def suspend_patch(job: JobSuspension, resume_at: float | None) -> dict[str, Any]:
     """The merge patch that suspends the object and marks it headstart's to resume at
-    `resume_at` (rounded up to a whole second); its uid a precondition (an object
-    deleted and created again under its name is refused)."""
-    return {"metadata": {"uid": job.uid,
-                         "labels": {SUSPENDED_LABEL: str(math.ceil(resume_at))}},
+    `resume_at` (rounded up to a whole second; None: `FOR_GOOD`); its uid a
+    precondition (an object deleted and created again under its name is refused)."""
+    mark = FOR_GOOD if resume_at is None else math.ceil(resume_at)
+    return {"metadata": {"uid": job.uid, "labels": {SUSPENDED_LABEL: str(mark)}},
             "spec": _suspend_field(job.kind, True)}
 
 

@@ -97,8 +97,14 @@ from locality.admission.model import (
     Waiting,
 )
 from locality.admission.nodepools import what_counts
-from locality.admission.record import GangRecord, GangState, gang_body, timestamp
-from locality.admission.recovery import Eviction, Transition
+from locality.admission.record import (
+    REQUEUE_LIMIT,
+    GangRecord,
+    GangState,
+    gang_body,
+    timestamp,
+)
+from locality.admission.recovery import Eviction, Transition, ready_timeout_of
 from locality.admission.round import Inputs, RoundMemo, plan_round, wider_levels
 from locality.admission.snapshot import LevelRoom
 from locality.admission.suspend import jobs_to_release, jobs_to_suspend, suspension_of
@@ -520,12 +526,14 @@ class Admitter:
                 admission: Admission | None = None, waiting: Waiting | None = None,
                 message: str = "", requeue_at: float | None = None,
                 counted: bool = True, size: int | None = None,
-                suspended: tuple[JobSuspension, ...] = ()) -> str | None:
+                suspended: tuple[JobSuspension, ...] = (),
+                reason: str | None = None) -> str | None:
         """Apply the job's gang record: its uid, None when it could not be written. The domain
         and evictions of its last record carry over unless an admission sets a domain;
-        an eviction adds one unless not `counted` (a preemption). size: a resize's new
-        size (else the job's declared size, or the record's). suspended: the Jobs an
-        eviction suspended."""
+        an eviction (Evicted, or Inadmissible past the requeue limit) adds one unless
+        not `counted` (a preemption, a fail-fast eviction). size: a resize's new size
+        (else the job's declared size, or the record's). suspended: the Jobs an eviction
+        suspended. reason: the record's reason (default: the state's name)."""
         assert self._records is not None
         gathered = self._jobs.get(job)
         record = self._seen_records.get(job)
@@ -548,10 +556,11 @@ class Admitter:
         else:
             assert record is not None
             keeps_domain = state.holds_domain
+            evicted = state is GangState.EVICTED or reason == REQUEUE_LIMIT
             body = gang_body(job, state, domain=record.domain if keeps_domain else None,
                              label_key=record.label_key if keeps_domain else None,
-                             reason=state.value, message=message,
-                             evictions=evictions + (state is GangState.EVICTED and counted),
+                             reason=reason or state.value, message=message,
+                             evictions=evictions + (evicted and counted),
                              requeue_at=requeue_at,
                              suspended_jobs=tuple((job.kind, job.name, job.uid)
                                                   for job in suspended),
@@ -571,13 +580,19 @@ class Admitter:
             if isinstance(action, Transition):
                 self._record(action.record.job, action.state, now, message=action.message)
                 continue
-            done, suspended = self._evict_gang(action.pods, action.message, action.requeue_at,
-                                               now)
-            if done:
-                self.evicted_jobs_total += 1
+            done, suspended = self._evict_gang(
+                action.pods, action.message, None if action.final else action.requeue_at, now)
+            if not done:
+                continue
+            self.evicted_jobs_total += 1
+            if action.final:  # past the requeue limit: never admitted again
+                self._record(action.record.job, GangState.INADMISSIBLE, now,
+                             message=action.message, reason=REQUEUE_LIMIT,
+                             counted=True)
+            else:
                 self._record(action.record.job, GangState.EVICTED, now,
                              message=action.message, requeue_at=action.requeue_at,
-                             suspended=suspended)
+                             suspended=suspended, counted=action.counted)
         for record in orphans:
             self._records.delete(record)
 
@@ -628,12 +643,13 @@ class Admitter:
         self._event_on(involved, "HeadstartResized",
                        f"{resize.before} -> {resize.after}: {resize.reason}", now)
 
-    def _evict_gang(self, pods: Sequence[Pod], message: str, requeue_at: float, now: float
-                    ) -> tuple[bool, tuple[JobSuspension, ...]]:
+    def _evict_gang(self, pods: Sequence[Pod], message: str, requeue_at: float | None,
+                    now: float) -> tuple[bool, tuple[JobSuspension, ...]]:
         """Evict a gang's `pods` whole: by suspending their Jobs until `requeue_at` where
-        that applies (`locality.admission.suspend`), else through the Eviction API, one
-        pod at a time. (whether all of it went, the Jobs suspended). A suspension the
-        API refuses falls back to evicting the pods."""
+        that applies (`locality.admission.suspend`; None: for good, headstart never
+        resumes them), else through the Eviction API, one pod at a time.
+        (whether all of it went, the Jobs suspended). A suspension the API refuses falls
+        back to evicting the pods."""
         jobs = jobs_to_suspend(pods, self._round_jobs) if self.config.suspend_jobs else ()
         assert self._resizer is not None
         suspended = []
@@ -642,9 +658,10 @@ class Admitter:
                 break
             suspended.append(job)
             self.suspended_jobs_total += 1
-            self._event_on(_job_reference(job), "HeadstartSuspended", (
-                f"{message}; suspended until {timestamp(requeue_at)}, then resumed by "
-                "headstart (its pods count as no failure)"), now, "Warning")
+            until = ("suspended for good: resume it yourself once fixed" if requeue_at is None
+                     else f"suspended until {timestamp(requeue_at)}, then resumed by headstart")
+            self._event_on(_job_reference(job), "HeadstartSuspended",
+                           f"{message}; {until} (its pods count as no failure)", now, "Warning")
         if jobs and len(suspended) == len(jobs):
             return True, tuple(suspended)
         # Not every Job could be suspended: the pods of the others go by eviction.
@@ -743,6 +760,10 @@ class Admitter:
                     current, self.config.gate, labels)), admission.pods)):
             return 0, len(admission.pods)
         done = sum(self._workers.map(one, admission.pods))
+        _, ignored = ready_timeout_of(admission.pods, self.config)
+        if done and ignored is not None:  # said once, on the job's first pod
+            self._event(admission.pods[0], "HeadstartReadyTimeoutIgnored", ignored, now,
+                        "Warning")
         return done, len(admission.pods) - done
 
     def _ungate(self, pod: Pod, domain: tuple[str, str, str] | None,
@@ -793,8 +814,8 @@ class Admitter:
         # waits for room in its running gang's domain leaves the gang's record (it holds
         # the domain, and recovery's clock): only the Events say why it waits.
         record = self._seen_records.get(waiting.job)
-        keep = waiting.code is WaitCode.BACKOFF or (record is not None
-                                                    and record.state.holds_domain)
+        keep = waiting.code is WaitCode.BACKOFF or (record is not None and (
+            record.state.holds_domain or record.deactivated))
         if not keep and not self._record(waiting.job, state, now, waiting=waiting):
             return
         self._announced[waiting.job] = waiting.code

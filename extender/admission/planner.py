@@ -141,8 +141,8 @@ def decide(inputs: Inputs, now: float, locality: LocalityConfig, config: Admissi
     process: the event loop only takes the snapshot and acts on the answer)."""
     planned, jobs, rooms = plan_round(inputs, now, locality, config, shapes, wider, memo)
     records = list(inputs.records.values())
-    after = recovery(records, inputs.pods_of_job, now, config.bind_timeout_seconds,
-                     config.backoff_base_seconds, config.backoff_max_seconds)
+    after = recovery(records, inputs.pods_of_job, now, config,
+                     {state.node.name for state in inputs.nodes}, planned.waiting)
     return Decided(planned, facts_of(jobs), headroom_of(rooms), after,
                    orphaned(records, inputs.pods_of_job, now))
 

@@ -58,9 +58,9 @@ class OwnerResizer:
             _content_type=MERGE_PATCH, _request_timeout=10, _preload_content=False),
             "could not resize an elastic job's owner", owner=owner.where, size=size)
 
-    def suspend(self, job: JobSuspension, resume_at: float) -> str | None:
-        """Suspend the Job or JobSet until `resume_at` (its pods go, counted as no
-        failure): None when done, else why not (logged)."""
+    def suspend(self, job: JobSuspension, resume_at: float | None) -> str | None:
+        """Suspend the Job or JobSet until `resume_at` (None: for good; its pods go,
+        counted as no failure): None when done, else why not (logged)."""
         return self._patch(job, suspend_patch(job, resume_at),
                            f"could not suspend a gang's {job.kind}; its pods are evicted "
                            "instead")

@@ -605,6 +605,8 @@ def _unplaced(job: GatedJob, asked: Asked, code: WaitCode, reason: str,
 def _incomplete(job: GatedJob, now: float, config: AdmissionConfig
                 ) -> tuple[WaitCode, str] | None:
     """Why the job is not whole yet (or not to be admitted yet), None when it is."""
+    if job.deactivated is not None:
+        return WaitCode.INADMISSIBLE, f"not admitted again: {job.deactivated}"
     if job.requeue_at is not None and now < job.requeue_at:
         return WaitCode.BACKOFF, (
             f"evicted for not being whole in time; admitted again, whole, from "

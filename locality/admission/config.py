@@ -132,6 +132,29 @@ class AdmissionConfig:
     have to be launched (4-6 minutes on EKS, plus about 90 s for the GPU device plugin),
     twice over, before the gang gives its GPUs back."""
 
+    ready_timeout_seconds: float = 1200.0
+    """An admitted job whose members are not all bound and Ready this long after
+    admission is evicted whole and admitted again after a backoff, as Kueue's
+    `waitForPodsReady` does (`locality.admission.recovery`); so is a Running one that
+    lost a member's readiness (a crash loop) and has not got it back this long after.
+    At least `bind_timeout_seconds`: binding comes first. 20 minutes: the bind timeout's
+    15, plus pulling a training image of several GB onto new nodes. A job may ask for
+    another value with the pod annotation `headstart.io/ready-timeout` (seconds), from
+    `bind_timeout_seconds` to `ready_timeout_max_seconds`."""
+
+    ready_timeout_max_seconds: float = 3600.0
+    """The most a job's `headstart.io/ready-timeout` may ask for (a job asking for more,
+    or for less than `bind_timeout_seconds`, gets `ready_timeout_seconds` and a Warning
+    Event saying why)."""
+
+    requeue_limit: int | None = None
+    """Evictions for not being whole or Ready in time after which a job is no longer
+    admitted: its record becomes `Inadmissible` (reason `RequeueLimit`) and its pods stay
+    gated, holding nothing, until its owner is deleted (Kueue's `backoffLimitCount`,
+    after which the Workload is deactivated). Unset (the default, as Kueue's): no limit.
+    Preemptions and fail-fast evictions (a lost member that its domain cannot replace)
+    do not count: they are not the job's doing."""
+
     pod_groups: bool = True
     """Give each admitted gang a scheduler-plugins PodGroup (`scheduling.x-k8s.io/v1alpha1`,
     minMember = its size) and label its pods with it, so the shipped scheduler's
@@ -260,8 +283,15 @@ class AdmissionConfig:
                 values[name] = _number(raw, where, 0.05)
             elif name == "api_qps":
                 values[name] = _positive(raw, where)
-            elif name == "bind_timeout_seconds":
+            elif name in ("bind_timeout_seconds", "ready_timeout_seconds",
+                          "ready_timeout_max_seconds"):
                 values[name] = _number(raw, where, 1)
+            elif name == "requeue_limit":
+                if raw is not None and (isinstance(raw, bool) or not isinstance(raw, int)
+                                        or raw < 1):
+                    raise ConfigError(f"{where}: expected a positive integer (evictions) or "
+                                      f"null for no limit, got {raw!r}")
+                values[name] = raw
             elif name in ("lease_duration_s", "renew_deadline_s", "retry_period_s",
                           "pod_group_timeout_seconds", "api_burst", "write_workers"):
                 if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
@@ -282,6 +312,15 @@ class AdmissionConfig:
             else:
                 values[name] = _string(raw, where)
         config = cls(**values)
+        if config.ready_timeout_seconds < config.bind_timeout_seconds:
+            raise ConfigError(
+                f"{source}: ready_timeout_seconds: {config.ready_timeout_seconds:g} is below "
+                f"bind_timeout_seconds ({config.bind_timeout_seconds:g}): a gang must be "
+                "bound before it can be Ready, so the ready timeout counts from admission too")
+        if config.ready_timeout_max_seconds < config.ready_timeout_seconds:
+            raise ConfigError(
+                f"{source}: ready_timeout_max_seconds: {config.ready_timeout_max_seconds:g} is "
+                f"below ready_timeout_seconds ({config.ready_timeout_seconds:g})")
         if not config.lease_duration_s > config.renew_deadline_s > config.retry_period_s:
             raise ConfigError(f"{source}: expected lease_duration_s > renew_deadline_s > "
                               "retry_period_s (a follower must not take over while the "

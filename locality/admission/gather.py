@@ -191,6 +191,7 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
         created_at=min(created), last_created_at=max(created), demand=demand_of(gated),
         recorded=recorded,
         requeue_at=requeue_at, preempts=all(pod.preempts for pod in gated),
+        deactivated=record.message if record is not None and record.deactivated else None,
         owner_size=max((p.owner_size for p in gated if p.owner_size is not None), default=None),
         elastic=elastic,
         group_size=_group_size(gated, size),

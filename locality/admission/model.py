@@ -110,6 +110,9 @@ class GatedJob:
     owner_wait: str | None = None
     requeue_at: float | None = None
     """Evicted earlier: not admitted again before this time (`recovery`)."""
+    deactivated: str | None = None
+    """Evicted past `admission.requeue_limit`: why it is never admitted again (its
+    record's message), else None."""
     preempts: bool = True
     """Every gated pod may preempt (none has `preemptionPolicy: Never`)."""
     owner_size: int | None = None

@@ -64,6 +64,11 @@ class GangState(enum.Enum):
         return self in (GangState.ADMITTED, GangState.RUNNING, GangState.RECOVERING)
 
 
+REQUEUE_LIMIT = "RequeueLimit"
+"""The reason of an `Inadmissible` record whose job was evicted past
+`admission.requeue_limit`: never admitted again (`recovery`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GangRecord:
     """A Gang as read back. domain: None unless admitted into one."""
@@ -88,6 +93,11 @@ class GangRecord:
     suspended_jobs: tuple[tuple[str, str, str], ...] = ()
     """Evicted by suspending these Jobs or JobSets (kind, name, uid;
     `locality.admission.suspend`): they are resumed once `requeue_at` has passed."""
+
+    @property
+    def deactivated(self) -> bool:
+        """Evicted past `admission.requeue_limit`: not admitted again."""
+        return self.state is GangState.INADMISSIBLE and self.reason == REQUEUE_LIMIT
 
 
 _NAME_OK = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")

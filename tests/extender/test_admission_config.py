@@ -54,6 +54,14 @@ def test_a_node_group_template_is_read():
     ({"bind_timeout_seconds": 0},
      "x.yaml: admission: bind_timeout_seconds: expected a number of seconds, at least 1"),
     ({"head_hold_seconds": "10m"}, "x.yaml: admission: head_hold_seconds: expected a number"),
+    ({"ready_timeout_seconds": 600},  # the default bind timeout is 900 s
+     "x.yaml: admission: ready_timeout_seconds: 600 is below bind_timeout_seconds (900)"),
+    ({"ready_timeout_max_seconds": 1000},
+     "x.yaml: admission: ready_timeout_max_seconds: 1000 is below ready_timeout_seconds"),
+    ({"backoff_base_seconds": -60},
+     "x.yaml: admission: backoff_base_seconds: expected a number of seconds, at least 0"),
+    ({"requeue_limit": 0}, "x.yaml: admission: requeue_limit: expected a positive integer"),
+    ({"requeue_limit": "3"}, "x.yaml: admission: requeue_limit: expected a positive integer"),
     ({"autoscaler": {"node_groups": [{"name": "g", "instance_type": "t", "domain": "d",
                                       "labels": {"gpu": 1}}]}},
      "x.yaml: admission: autoscaler: node_groups[0]: labels: expected a mapping of strings"),
@@ -62,7 +70,9 @@ def test_a_node_group_template_is_read():
      "x.yaml: admission: autoscaler: node_groups[0]: taints[0].key: expected a non-empty"),
 ], ids=["unknown-field", "not-a-bool", "negative-seconds", "missing-domain",
     "status-without-namespace", "unknown-level",
-        "lease-timing", "zero-bind-timeout", "hold-not-a-number", "label-not-a-string",
+        "lease-timing", "zero-bind-timeout", "hold-not-a-number", "ready-below-bind",
+        "ready-max-below-ready", "negative-backoff", "zero-requeue-limit",
+        "requeue-limit-a-string", "label-not-a-string",
         "taint-without-key"])
 def test_errors_name_the_file_and_the_field(admission, message):
     with pytest.raises(ConfigError) as error:
@@ -76,3 +86,15 @@ def test_node_group_max_size_may_come_from_the_autoscaler_status_alone():
             {"name": "p4d-a", "instance_type": "p4d.24xlarge", "domain": "pg-a"}]}}})
     (group,) = config.admission.node_groups
     assert (group.max_size, config.admission.autoscaler_status) == (None, "ca/status")
+
+
+def test_readiness_defaults_and_bounds():
+    admission = config_from_mapping({}, "x.yaml").admission
+    # Kueue's waitForPodsReady, counted from admission: binding (900 s) comes first.
+    assert (admission.bind_timeout_seconds, admission.ready_timeout_seconds,
+            admission.ready_timeout_max_seconds, admission.requeue_limit) == \
+        (900.0, 1200.0, 3600.0, None)
+    set_ = config_from_mapping({"admission": {"bind_timeout_seconds": 60,
+                                              "ready_timeout_seconds": 60,
+                                              "requeue_limit": 3}}, "x.yaml").admission
+    assert (set_.ready_timeout_seconds, set_.requeue_limit) == (60.0, 3)

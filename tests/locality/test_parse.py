@@ -148,6 +148,25 @@ def test_pod_phase(status, terminal, succeeded):
     assert (parsed.terminal, parsed.succeeded) == (terminal, succeeded)
 
 
+@pytest.mark.parametrize(("conditions", "ready"), [
+    pytest.param([{"type": "PodScheduled", "status": "True"},
+                  {"type": "Ready", "status": "True"}], True, id="ready"),
+    pytest.param([{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}],
+                 False, id="crash-loop-or-pulling"),
+    pytest.param([{"type": "PodScheduled", "status": "True"}], False, id="not-said-yet"),
+    pytest.param(None, False, id="no-conditions"),
+])
+def test_pod_readiness(conditions, ready):
+    parsed = parse_pod({**POD, "status": {"phase": "Running", "conditions": conditions}},
+                       CONFIG)
+    assert parsed.ready is ready
+
+
+def test_a_malformed_condition_is_named():
+    with pytest.raises(InputError, match=r"pod.status.conditions\[0\]: expected an object"):
+        parse_pod({**POD, "status": {"conditions": ["Ready"]}}, CONFIG)
+
+
 # A realistic object as NFD's topology updater publishes it (two NUMA nodes, GPUs
 # per zone from the device plugin, a memory resource and costs we do not use).
 NRT = {

@@ -209,7 +209,8 @@ class ClusterSide:
                 self._delete(victim)
                 self._pending_placeholder(node.type_index, node.group)
                 self.want_scan(now)
-        self.pods[pod.name] = replace(pod, node_name=node.name)
+        # Ready once bound: the replay models no image pull or probe.
+        self.pods[pod.name] = replace(pod, node_name=node.name, ready=True)
         self.where[pod.name] = node.name
         node.pods[pod.name] = None
         vector = node.held if pod.is_placeholder else node.real

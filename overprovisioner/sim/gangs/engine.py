@@ -370,9 +370,8 @@ class GangRun(ClusterSide):
         planned, gathered, _ = plan_round(inputs, now, self.locality, self.admission,
                                           None, self.wider, self.memo)
         after = recovery(list(self.records.values()), inputs.pods_of_job, now,
-                         self.admission.bind_timeout_seconds,
-                         self.admission.backoff_base_seconds,
-                         self.admission.backoff_max_seconds)
+                         self.admission, {state.node.name for state in inputs.nodes},
+                         planned.waiting)
         changed = self._apply(planned, gathered, now)
         for action in after:
             changed = True
@@ -384,7 +383,8 @@ class GangRun(ClusterSide):
                 record = action.record
                 self.records[record.job] = replace(
                     record, state=GangState.EVICTED, since=now, domain=None,
-                    requeue_at=action.requeue_at, evictions=record.evictions + 1)
+                    requeue_at=action.requeue_at,
+                    evictions=record.evictions + action.counted)
                 self._restart(self.by_name[record.job.name], now)
         if changed:
             self.want_round(now + self.config.interval_s)

@@ -6,9 +6,16 @@ from dataclasses import replace
 
 import pytest
 
-from locality.admission.model import Domain
+from locality.admission.config import AdmissionConfig
+from locality.admission.model import Domain, WaitCode, Waiting
 from locality.admission.record import GangRecord, GangState
-from locality.admission.recovery import Eviction, Transition, backoff_seconds, recovery
+from locality.admission.recovery import (
+    Eviction,
+    Transition,
+    backoff_seconds,
+    ready_timeout_of,
+    recovery,
+)
 from locality.model import JobKey
 from tests.locality.builders import make_pod
 
@@ -16,6 +23,7 @@ JOB = JobKey("ns", "a")
 PG_A = Domain("placement-group", "pg-a")
 NOW = 10_000.0
 TIMEOUT = 900.0
+READY = 1200.0
 
 
 def pod(name, node=None, owned=True, **changes):
@@ -28,13 +36,18 @@ def record(state, since, size=2, evictions=0):
     return GangRecord(JOB, state, PG_A, size=size, since=since, evictions=evictions, name="a")
 
 
-def act(state, since, pods, size=2, evictions=0):
-    return recovery([record(state, since, size, evictions)], lambda key: pods, NOW, TIMEOUT,
-                    60.0, 3600.0)
+CONFIG = AdmissionConfig(bind_timeout_seconds=TIMEOUT, ready_timeout_seconds=READY,
+                         backoff_base_seconds=60.0, backoff_max_seconds=3600.0)
 
 
-BOUND = [pod("a-0", node="n1"), pod("a-1", node="n2")]
-HALF = [pod("a-0", node="n1"), pod("a-1")]
+def act(state, since, pods, size=2, evictions=0, config=CONFIG, nodes=None, waiting=()):
+    return recovery([record(state, since, size, evictions)], lambda key: pods, NOW, config,
+                    nodes, waiting)
+
+
+BOUND = [pod("a-0", node="n1", ready=True), pod("a-1", node="n2", ready=True)]
+HALF = [pod("a-0", node="n1", ready=True), pod("a-1")]
+UNREADY = [BOUND[0], replace(BOUND[1], ready=False)]  # bound, one never Ready
 
 
 @pytest.mark.parametrize(("state", "since", "pods", "expected"), [
@@ -50,9 +63,19 @@ HALF = [pod("a-0", node="n1"), pod("a-1")]
     (GangState.RECOVERING, NOW - TIMEOUT - 1, HALF, "evict"),
     (GangState.WAITING, NOW - 5000, HALF, None),
     (GangState.EVICTED, NOW - 5000, HALF, None),
+    # Bound is not running: Running once every member is Ready too.
+    (GangState.ADMITTED, NOW - TIMEOUT, UNREADY, None),  # bound in time, Ready to come
+    (GangState.ADMITTED, NOW - READY + 1, UNREADY, None),
+    (GangState.ADMITTED, NOW - READY, UNREADY, "evict-unready"),  # 1 of 2 Ready at 1200 s
+    (GangState.RUNNING, NOW - 5000, UNREADY, GangState.RECOVERING),  # a crash loop
+    (GangState.RECOVERING, NOW - READY, UNREADY, "evict-unready"),
+    (GangState.RECOVERING, NOW - 10, BOUND, GangState.RUNNING),
 ], ids=["admitted-in-time", "admitted-whole", "admitted-too-long", "running-whole",
         "running-lost-a-member", "running-member-terminating", "recovering-refilled",
-        "recovering-in-time", "recovering-too-long", "waiting-untouched", "evicted-untouched"])
+        "recovering-in-time", "recovering-too-long", "waiting-untouched", "evicted-untouched",
+        "bound-not-ready-in-bind-time", "bound-not-ready-in-ready-time",
+        "not-ready-too-long", "running-member-unready", "recovering-unready-too-long",
+        "recovering-ready-again"])
 def test_recovery(state, since, pods, expected):
     actions = act(state, since, pods)
     if expected is None:
@@ -63,6 +86,12 @@ def test_recovery(state, since, pods, expected):
         assert [p.name for p in eviction.pods] == ["a-0", "a-1"]  # bound and pending alike
         assert eviction.requeue_at == NOW + 60  # first eviction: the base backoff
         assert "1 of 2 bound" in eviction.message
+    elif expected == "evict-unready":
+        (eviction,) = actions
+        assert isinstance(eviction, Eviction) and eviction.counted and not eviction.final
+        assert [p.name for p in eviction.pods] == ["a-0", "a-1"]
+        assert "not Ready 1200 s after" in eviction.message and "1 of 2 Ready" in eviction.message
+        assert eviction.requeue_at == NOW + 60
     else:
         (transition,) = actions
         assert isinstance(transition, Transition) and transition.state is expected
@@ -150,3 +179,72 @@ def test_otherwise_an_elastic_gang_is_evicted_whole(placed, minimum):
     (action,) = act(GangState.RECOVERING, NOW - TIMEOUT - 1,
                     elastic_pods(placed, size=4, minimum=minimum), size=4)
     assert isinstance(action, Eviction)
+
+
+@pytest.mark.parametrize(("annotation", "timeout", "problem"), [
+    (None, READY, None),
+    ("1800", 1800.0, None),
+    ("900", 900.0, None),  # the bind timeout: the least a job may ask for
+    ("899", READY, "from 900 (admission.bind_timeout_seconds)"),  # below binding: refused
+    ("3601", READY, "to 3600 (admission.ready_timeout_max_seconds)"),
+    ("10m", READY, "not a number of seconds"),
+    ("nan", READY, "not a number of seconds"),
+], ids=["none", "within-bounds", "at-bind-timeout", "below-bind", "above-max", "duration",
+        "nan"])
+def test_a_jobs_ready_timeout_is_taken_within_the_admins_bounds(annotation, timeout, problem):
+    annotations = {} if annotation is None else {"headstart.io/ready-timeout": annotation}
+    pods = [pod("a-0", annotations=annotations)]
+    got, why = ready_timeout_of(pods, CONFIG)
+    assert got == timeout
+    assert (why is None) if problem is None else (problem in why)
+
+
+def test_a_jobs_own_ready_timeout_decides_its_eviction():
+    slow = [replace(p, annotations={"headstart.io/ready-timeout": "3000"}) for p in UNREADY]
+    assert act(GangState.ADMITTED, NOW - 2999, slow) == []
+    (eviction,) = act(GangState.ADMITTED, NOW - 3000, slow)
+    assert "not Ready 3000 s after" in eviction.message
+    # A value outside the bounds shortens nothing: the admin's default applies.
+    bad = [replace(p, annotations={"headstart.io/ready-timeout": "5"}) for p in UNREADY]
+    assert act(GangState.ADMITTED, NOW - TIMEOUT, bad) == []
+
+
+def test_the_eviction_past_the_requeue_limit_is_the_last():
+    limited = replace(CONFIG, requeue_limit=2)
+    (second,) = act(GangState.ADMITTED, NOW - READY, UNREADY, evictions=1, config=limited)
+    assert not second.final and second.requeue_at == NOW + 120
+    (third,) = act(GangState.ADMITTED, NOW - READY, UNREADY, evictions=2, config=limited)
+    assert third.final and "past admission.requeue_limit 2" in third.message
+    assert "not admitted again" in third.message
+
+
+LOST = [pod("a-0", node="n1", ready=True), pod("a-1", node="gone", ready=True)]
+NO_ROOM = Waiting(JOB, (pod("a-2"),), WaitCode.NO_FIT, "its job was admitted into "
+                  "placement-group=pg-a, which holds 0 of these 1 pods now")
+
+
+def test_a_member_on_a_node_that_is_gone_is_lost_at_once():
+    # Its pod stays bound to the deleted node until PodGC: no longer counted as bound.
+    (transition,) = act(GangState.RUNNING, NOW - 5000, LOST, nodes={"n1", "n2"})
+    assert transition.state is GangState.RECOVERING and "1 of 2 bound" in transition.message
+    assert act(GangState.RUNNING, NOW - 5000, LOST) == []  # nodes unknown: as before
+
+
+@pytest.mark.parametrize("state", [GangState.RUNNING, GangState.RECOVERING,
+                                   GangState.ADMITTED])
+def test_a_gang_whose_domain_cannot_replace_a_lost_member_is_evicted_at_once(state):
+    survivors = [BOUND[0]]  # a-1 lost; its replacement a-2 waits, its domain full
+    (eviction,) = act(state, NOW - 10, survivors, nodes={"n1", "n2"}, waiting=(NO_ROOM,))
+    assert isinstance(eviction, Eviction)
+    assert eviction.requeue_at == NOW and not eviction.counted and not eviction.final
+    assert [p.name for p in eviction.pods] == ["a-0"]
+    assert "cannot replace now" in eviction.message
+
+
+def test_a_replacement_that_fits_or_waits_for_other_reasons_evicts_nothing():
+    survivors = [BOUND[0]]
+    held = replace(NO_ROOM, code=WaitCode.HELD)
+    (transition,) = act(GangState.RUNNING, NOW - 10, survivors, waiting=(held,))
+    assert transition.state is GangState.RECOVERING
+    # No survivor holds room (every member lost): admitted afresh, nothing to evict.
+    assert act(GangState.RECOVERING, NOW - 10, [pod("a-2")], waiting=(NO_ROOM,)) == []
