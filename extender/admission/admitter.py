@@ -269,7 +269,10 @@ class Admitter:
         job = job_key_of(pod, self.locality)
         for waiting in self.last_plan.waiting:
             if waiting.job == job:
-                return {"state": "waiting", "code": waiting.code.value, "reason": waiting.reason}
+                said = {"state": "waiting", "code": waiting.code.value, "reason": waiting.reason}
+                if waiting.position is not None:
+                    said["queue_position"], said["queue_length"] = waiting.position
+                return said
         for admission in self.last_plan.admissions:
             if admission.job == job:
                 return {"state": "admitting", "domain": str(admission.domain or ""),
@@ -285,7 +288,9 @@ class Admitter:
         return {
             "leader": self.is_leader(),
             "waiting": [{"job": str(w.job), "pods": len(w.pods), "code": w.code.value,
-                         "reason": w.reason} for w in last.waiting],
+                         "reason": w.reason,
+                         "queue_position": w.position[0] if w.position else None}
+                        for w in last.waiting],
             "admitting": [{"job": str(a.job), "pods": len(a.pods),
                            "domain": str(a.domain or ""), "new_nodes": a.new_nodes,
                            "note": a.note} for a in last.admissions],

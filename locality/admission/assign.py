@@ -55,9 +55,11 @@ The rule, in order:
    `head_reserve_after_seconds` since its last pod was created, takes all the room it
    can use in the domain that holds most of it. Jobs after it get only what is left, so
    capacity freed there goes to it, not to a stream of smaller jobs; a job that would
-   have fit but for that hold waits as `held`. Only the first such job holds room, and
-   only for `head_hold_seconds`: after that it waits without a hold and the next one may
-   hold instead.
+   have fit but for that hold waits as `held`. Only the first such job holds room; it
+   holds it while it waits (`head_hold_seconds` unset, Kueue's StrictFIFO head), or only
+   for `head_hold_seconds`, after which it waits without a hold and the next one may
+   hold instead. Every job waiting for room is told its place in this order
+   (`Waiting.position`).
 
 7. Elastic jobs (`locality.elastic`: the owner opted in with min/max sizes), with
    `admission.elastic.enabled`: a job that no domain at its level holds now at its
@@ -315,8 +317,9 @@ def plan(
                   f"the autoscaler can add; the most is {placed} in {domain}{notes}")
         _unplaced(job, asked, WaitCode.NO_FIT, reason, bins, ever, admissions, waiting)
         waited = now - job.last_created_at
+        expires = config.head_hold_seconds
         if (head is None and job.policy.placement_group is Locality.REQUIRED
-                and held <= waited < held + config.head_hold_seconds):
+                and held <= waited and (expires is None or waited < held + expires)):
             head = (job, domain, bins[domain])
             bins.take(domain, demand, job.pods_per_node)  # all of it that room holds
     if elastic and not any(w.code in _WANTS_ROOM for w in waiting):
@@ -331,8 +334,16 @@ def plan(
                       if a.job in problems else a for a in admissions]
         waiting = [replace(w, reason=f"{w.reason}; not resizable: {problems[w.job]}")
                    if w.job in problems else w for w in waiting]
-    return Plan(tuple(admissions), tuple(waiting), tuple(releases), tuple(preemptions),
-                tuple(unknown), tuple(resizes))
+    return Plan(tuple(admissions), tuple(_positioned(waiting)), tuple(releases),
+                tuple(preemptions), tuple(unknown), tuple(resizes))
+
+
+def _positioned(waiting: Sequence[Waiting]) -> list[Waiting]:
+    """The jobs waiting for room numbered in admission order (1: the next to get room),
+    as /explain and the Gang status show them; the others as they are."""
+    queued = [w for w in waiting if w.code in _WANTS_ROOM]
+    places = {w.job: (index + 1, len(queued)) for index, w in enumerate(queued)}
+    return [replace(w, position=places[w.job]) if w.job in places else w for w in waiting]
 
 
 def _plus(a: Mapping[str, Resources], b: Mapping[str, Resources]) -> dict[str, Resources]:

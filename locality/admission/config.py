@@ -118,12 +118,16 @@ class AdmissionConfig:
     (since its last pod was created), it holds the room it can use in its best domain:
     later jobs are admitted only with what it cannot use. 0: from the start."""
 
-    head_hold_seconds: float = 600.0
-    """How long one job may hold room that way: once it has waited
-    `head_reserve_after_seconds` + this, it waits without a hold and the next job that
-    does not fit may hold instead, so a job waiting for room that never frees (a gang
-    elsewhere that runs for days) does not keep a domain from every other job. 10
-    minutes: two node start-ups and a scale-down's unneeded time."""
+    head_hold_seconds: float | None = None
+    """How long one job may hold room that way. Unset (the default): for as long as it
+    waits and some domain could ever hold it, as Kueue's StrictFIFO keeps its head, so no
+    stream of smaller jobs of its priority starves it: it waits at most until the gangs
+    already running in its held domain give up the room it needs (they end, or a job
+    of higher priority preempts them), plus a node start-up where it counts on the
+    autoscaler. A number of seconds: once it has waited `head_reserve_after_seconds` +
+    this, it waits without a hold and the next job that does not fit may hold instead
+    (a job waiting for room a days-long gang keeps then does not keep a domain from
+    every other job, but a large job may wait for ever behind small ones)."""
 
     bind_timeout_seconds: float = 900.0
     """An admitted job not whole this long after admission, or a running one short of a
@@ -271,9 +275,11 @@ class AdmissionConfig:
                 if not isinstance(raw, bool):
                     raise ConfigError(f"{where}: expected true or false, got {raw!r}")
                 values[name] = raw
-            elif name in ("settle_seconds", "head_reserve_after_seconds", "head_hold_seconds",
+            elif name in ("settle_seconds", "head_reserve_after_seconds",
                           "backoff_base_seconds", "backoff_max_seconds"):
                 values[name] = _number(raw, where, 0)
+            elif name == "head_hold_seconds":
+                values[name] = None if raw is None else _number(raw, where, 0)
             elif name == "planning":
                 if raw not in PLANNING:
                     raise ConfigError(f"{where}: expected one of {', '.join(PLANNING)}, "

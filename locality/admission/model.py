@@ -164,12 +164,14 @@ class Admission:
 
 @dataclass(frozen=True, slots=True)
 class Waiting:
-    """`job` stays gated, whole, for `reason`."""
+    """`job` stays gated, whole, for `reason`. position: (its place, of how many) among
+    the jobs waiting for room, in admission order; None for other waits."""
 
     job: JobKey
     pods: tuple[Pod, ...]
     code: WaitCode
     reason: str
+    position: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

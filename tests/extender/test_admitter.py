@@ -367,6 +367,11 @@ async def test_the_decision_lives_in_a_gang_record(fake_kube, replicas):
         uid = pod_of(fake_kube, f"a-{index}")["metadata"]["uid"]
         assert await binder.bind(BindingArgs(f"a-{index}", "team", uid, "a1" if index else "a2")) \
             == ""
+    # Bound is not running: Admitted until kubelet says each pod is Ready.
+    await admitter.round(time.time())
+    assert recorded("a", "Admitted")
+    for index in range(2):
+        kubelet_ready(fake_kube, f"a-{index}")
     await settle(admitter, lambda: recorded("a", "Running"))
     for index in range(2):
         fake_kube.delete("v1", "Pod", f"a-{index}", "team")
@@ -694,6 +699,7 @@ async def test_a_replacement_waiting_for_room_keeps_its_gangs_record(fake_kube, 
     for index in range(2):
         uid = pod_of(fake_kube, f"a-{index}")["metadata"]["uid"]
         assert await binder.bind(BindingArgs(f"a-{index}", "team", uid, "a1")) == ""
+        kubelet_ready(fake_kube, f"a-{index}")
     await settle(admitter, lambda: gang_of(fake_kube, "a")["status"]["state"] == "Running")
     fake_kube.delete("v1", "Pod", "a-1", "team")  # lost; the other pod keeps pg-a's room
     fake_kube.create(make_pod("x", gpus=4, node="a1", phase="Running"))  # room taken
@@ -705,6 +711,15 @@ async def test_a_replacement_waiting_for_room_keeps_its_gangs_record(fake_kube, 
     record = gang_of(fake_kube, "a")["status"]
     assert record["state"] == "Recovering" and record["domain"] == "placement-group=pg-a"
     assert pod_of(fake_kube, "a-2")["spec"]["schedulingGates"] == [{"name": GATE}]
+
+
+def kubelet_ready(fake_kube, name):
+    """What kubelet writes once a bound pod's containers run and pass their probes (the
+    fake runs no kubelet)."""
+    pod = pod_of(fake_kube, name)
+    pod["status"] = {**pod.get("status", {}), "phase": "Running",
+                     "conditions": [{"type": "Ready", "status": "True"}]}
+    fake_kube.replace(pod)
 
 
 def owned(pod, job):
@@ -736,6 +751,7 @@ async def test_a_higher_priority_job_preempts_one_whole_gang(fake_kube, replicas
         node = "a1" if "pg-a" in str(pod["spec"]["affinity"]) else "b1"
         assert await binder.bind(BindingArgs(f"{job}-0", "team", pod["metadata"]["uid"],
                                              node)) == ""
+        kubelet_ready(fake_kube, f"{job}-0")
     await settle(admitter, lambda: state("low-a") == "Running" and state("low-b") == "Running")
     fake_kube.create(owned(gated_pod("high-0", "high", 1, extra_spec={"priority": 100}),
                            "high"))
@@ -1069,6 +1085,7 @@ async def test_a_running_elastic_gang_is_scaled_in_to_its_worker_plan(fake_kube,
     for index in range(2):
         uid = pod_of(fake_kube, f"plan-{index}")["metadata"]["uid"]
         assert await binder.bind(BindingArgs(f"plan-{index}", "team", uid, "a1")) == ""
+        kubelet_ready(fake_kube, f"plan-{index}")
     await settle(admitter, lambda: gang_of(fake_kube, "plan")["status"]["state"] == "Running")
     await admitter.refresh_worker_plans(0.0)
     assert admitter.summary()["worker_plans"] == (

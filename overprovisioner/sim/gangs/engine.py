@@ -451,7 +451,9 @@ class GangRun(ClusterSide):
                 times.append(record.requeue_at)
             elif record.state is GangState.WAITING:
                 start = self.admission.head_reserve_after_seconds + record.since
-                times += [start, start + self.admission.head_hold_seconds]
+                times.append(start)
+                if self.admission.head_hold_seconds is not None:
+                    times.append(start + self.admission.head_hold_seconds)
         later = [t + 1e-3 for t in times if t + 1e-3 > now]
         return min(later) if later else None
 

@@ -511,14 +511,15 @@ def test_an_unsatisfiable_job_does_not_starve_a_domain():
                                {"ns/big": WaitCode.INADMISSIBLE})
 
 
-def test_the_head_hold_expires():
+def test_the_head_hold_expires_when_configured_to():
     # As in the starvation test: big holds pg-a's 2 free nodes while it has waited
     # between 60 s and 60 + 600 s; after that s1 takes one.
     states = [replace_name(s, f"n{i}") for i, s in
               enumerate(nodes("pg-a", 2) + nodes("pg-a", 2, used=8))]
+    rotating = replace(CONFIG, head_hold_seconds=600.0)
     for waited, expected in ((100, WaitCode.HELD), (659, WaitCode.HELD), (661, None)):
         pods = job("big", 4, created=NOW - waited - 3) + job("s1", 1, created=NOW - 50)
-        admissions, waiting = summary(decide(pods, states))
+        admissions, waiting = summary(decide(pods, states, config=rotating))
         assert waiting.get("ns/s1") is expected, waited
         assert waiting["ns/big"] is WaitCode.NO_FIT
         assert ("ns/s1" in admissions) is (expected is None)
@@ -535,3 +536,21 @@ def test_an_evicted_job_waits_out_its_backoff():
     assert "30 s" in result.waiting[0].reason
     later = decide(job("a", 2), nodes("pg-a", 2), records={key: record}, now=NOW + 30)
     assert summary(later) == ({"ns/a": (f"{PG}=pg-a", 0)}, {})
+
+
+def test_by_default_the_head_holds_for_as_long_as_it_waits():
+    # big (4 nodes) behind a stream of 1-node jobs of its priority in pg-a (2 of 4 nodes
+    # busy): however long it has waited, each new small job waits `held`, so the busy
+    # nodes' room, once freed, goes to big (Kueue's StrictFIFO head).
+    states = [replace_name(s, f"n{i}") for i, s in
+              enumerate(nodes("pg-a", 2) + nodes("pg-a", 2, used=8))]
+    for waited in (100, 661, 86_400):
+        pods = job("big", 4, created=NOW - waited - 3) + job("s1", 1, created=NOW - 50)
+        result = decide(pods, states)
+        assert summary(result) == ({}, {"ns/big": WaitCode.NO_FIT, "ns/s1": WaitCode.HELD})
+        places = {str(w.job): w.position for w in result.waiting}
+        assert places == {"ns/big": (1, 2), "ns/s1": (2, 2)}  # admission order
+    # Freed: the busy nodes' gangs ended; big takes all four.
+    pods = job("big", 4, created=NOW - 86_403) + job("s1", 1, created=NOW - 50)
+    admissions, waiting = summary(decide(pods, nodes("pg-a", 4)))
+    assert "ns/big" in admissions and waiting == {"ns/s1": WaitCode.NO_FIT}
