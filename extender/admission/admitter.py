@@ -57,7 +57,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubernetes import client as k8s
@@ -65,6 +65,7 @@ from kubernetes.client.exceptions import ApiException
 
 from bucketing.catalog import BUILTIN_CATALOGS, load_catalog
 from bucketing.resources import Resources, resources_from_list
+from common.errors import InputError
 from extender.admission.patch import label_patch, ungate_patch
 from extender.admission.planner import (
     Decided,
@@ -102,6 +103,7 @@ from locality.admission.record import (
     GangRecord,
     GangState,
     gang_body,
+    parse_gang,
     timestamp,
 )
 from locality.admission.recovery import Eviction, Transition, ready_timeout_of
@@ -191,6 +193,10 @@ class Admitter:
             if api_client is not None else None
         self._workers = ThreadPoolExecutor(config.write_workers,
                                            thread_name_prefix="headstart-admitter-write")
+        self._written_records: list[dict[str, Any]] = []
+        """Gang records this round applied, as the API server answered (`_assume`)."""
+        self._ungated: list[Pod] = []
+        """Pods this round lifted the gate of (`_assume`)."""
         self._jobs: dict[JobKey, JobFacts] = {}  # the last round's jobs, for their records
         self._seen_records: dict[JobKey, GangRecord] = {}  # the round's records (a copy)
         self.last_plan = Plan()
@@ -425,10 +431,33 @@ class Admitter:
         if not self.is_leader() or self._core is None:
             return Outcome()
         self._round_jobs = ask.batch_jobs
-        outcome = await asyncio.to_thread(self._apply, decided.plan, now, records,
-                                          decided.after, decided.orphans)
+        self._written_records, self._ungated = [], []
+        try:
+            outcome = await asyncio.to_thread(self._apply, decided.plan, now, records,
+                                              decided.after, decided.orphans)
+        finally:
+            self._assume(records)
         self.patch_failures_total += outcome.failed
         return outcome
+
+    def _assume(self, records: Mapping[JobKey, GangRecord]) -> None:
+        """Put this round's own writes into the cache before the watch brings them (event
+        loop), as Kueue assumes a Workload it admitted: the next round must not place a
+        job again, or the rest of a job elsewhere, because the watch is late. A record
+        or pod the watch has changed since it was planned from is left as the watch has
+        it (newer than this round's view)."""
+        for applied in self._written_records:
+            try:
+                record = parse_gang(applied)
+            except InputError:
+                continue  # not the shape we wrote: the watch's copy decides
+            if self.cache.gangs.get(record.job) is records.get(record.job):
+                self.cache.apply_gang(record)
+        for pod in self._ungated:
+            if self.cache.pod(pod.namespace, pod.name) is pod:
+                self.cache.apply_pod(replace(pod, scheduling_gates=tuple(
+                    gate for gate in pod.scheduling_gates if gate != self.config.gate)))
+        self._written_records, self._ungated = [], []
 
     async def _decided(self, ask: RoundAsk) -> tuple[Decided, dict[JobKey, GangRecord]]:
         """The round's decisions and the gang records they were made from: from the
@@ -495,6 +524,14 @@ class Admitter:
         self._send_unsent_events()
         patched = failed = 0
         for admission in planned.admissions:
+            if not self.is_leader():
+                # Fenced by the lease: a replica that lost it stops between two jobs (and
+                # between two pods, `_admit`); the new leader completes a job cut short
+                # into the domain its record names.
+                log.warning("leadership lost mid-round: the rest is left to the new leader")
+                failed += sum(len(a.pods) for a in planned.admissions[
+                    planned.admissions.index(admission):])
+                return Outcome(patched, failed)
             gang_uid = self._record(admission.job, GangState.ADMITTED, now, admission=admission)
             group = self._pod_group(admission, gang_uid) if gang_uid else None
             if group is None:
@@ -570,7 +607,11 @@ class Admitter:
                              suspended_jobs=tuple((job.kind, job.name, job.uid)
                                                   for job in suspended),
                              **common)
-        return self._records.apply(body)
+        applied = self._records.apply(body)
+        if applied is None:
+            return None
+        self._written_records.append(applied)
+        return str((applied.get("metadata") or {}).get("uid") or "") or None
 
     def _keep_records(self, now: float, after: list[Transition | Eviction | Resize],
                       orphans: list[GangRecord]) -> None:
@@ -752,8 +793,11 @@ class Admitter:
             else ("HeadstartAdmitted", "Normal")
 
         def one(pod: Pod) -> bool:
+            if not self.is_leader():
+                return False  # the lease is lost mid-apply: the new leader completes it
             if not self._ungate(pod, domain, admission.locality, labels):
                 return False
+            self._ungated.append(pod)
             self._event(pod, reason, message, now, kind)
             return True
 

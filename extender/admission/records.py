@@ -35,8 +35,9 @@ class RecordWriter:
         self._custom = Throttled(custom, throttle) if throttle is not None else custom
         self._missing_logged = False
 
-    def apply(self, body: dict[str, Any]) -> str | None:
-        """The record's uid once applied, None when it could not be."""
+    def apply(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The record as the API server holds it once applied, None when it could not
+        be."""
         metadata = body["metadata"]
         try:
             raw = self._custom.patch_namespaced_custom_object(
@@ -47,7 +48,7 @@ class RecordWriter:
                 applied = json.loads(raw.data)
             finally:
                 raw.release_conn()
-            return str((applied.get("metadata") or {}).get("uid") or "") or None
+            return applied if isinstance(applied, dict) else None
         except ApiException as error:
             if error.status == 404 and not self._missing_logged:
                 self._missing_logged = True

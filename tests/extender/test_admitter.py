@@ -1169,3 +1169,59 @@ def test_every_member_is_labelled_for_its_pod_group_before_any_is_ungated():
     assert all(p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "train"
                and not p["spec"].get("schedulingGates") for p in core.pods.values())
     admitter.close()
+
+
+async def watched_then_deaf(fake_kube, nodes, pods):
+    """A cache filled by the watches, which then stop: what a round writes reaches it
+    only if the admitter assumes it."""
+    for name, group in nodes:
+        fake_kube.create(make_node(name, group=group))
+    for pod in pods:
+        fake_kube.create(pod)
+    api = fake_kube.api_client()
+    cache = ClusterCache(LOCALITY)
+    sync = ClusterSync(api, cache, LOCALITY, FAST, watch_topology=False, watch_dra=False,
+                       watch_pod_groups=False)
+    sync.start(asyncio.get_running_loop())
+    await eventually(lambda: cache.ready() and sync.sizes_listed()
+                     and len(cache.gated_pods()) == len(pods))
+    await sync.stop(timeout=5)
+    return api, cache
+
+
+async def test_a_rounds_own_writes_are_assumed_before_the_watch_brings_them(fake_kube):
+    # Kueue's AssumeWorkload: with the watch silent, the next round sees a's record
+    # Admitted into pg-a and its pods ungated, so it neither admits a again nor sends
+    # anything of it elsewhere.
+    api, cache = await watched_then_deaf(
+        fake_kube, (("a1", "pg-a"), ("b1", "pg-b")),
+        [gated_pod(f"a-{i}", "a", 2, gpus=4) for i in range(2)])
+    admitter = Admitter(cache, LOCALITY, ADMISSION, api, lambda: True, "solo")
+    outcome = await admitter.round(time.time())
+    assert outcome.patched == 2
+    record = cache.gangs[next(iter(cache.gangs))]
+    assert (record.state.value, str(record.domain)) == ("Admitted", "placement-group=pg-a")
+    assert record.uid == gang_of(fake_kube, "a")["metadata"]["uid"]
+    assert cache.gated_pods() == [] or all(
+        GATE not in pod.scheduling_gates for pod in cache.gated_pods())
+    again = await admitter.round(time.time())
+    assert again == type(again)() and admitter.last_plan.admissions == ()
+    admitter.close()
+
+
+async def test_a_replica_that_loses_its_lease_mid_apply_stops_writing(fake_kube):
+    # Leadership is read before every write: lost after the record and the first pod,
+    # the second pod keeps its gate (the next leader completes the job into pg-a).
+    api, cache = await watched_then_deaf(
+        fake_kube, (("a1", "pg-a"),),
+        [gated_pod(f"a-{i}", "a", 2, gpus=4) for i in range(2)])
+    answers = iter([True, True, True])  # the round, the job, one pod; then lost
+    config = replace(ADMISSION, write_workers=1)
+    admitter = Admitter(cache, LOCALITY, config, api, lambda: next(answers, False), "solo")
+    outcome = await admitter.round(time.time())
+    assert (outcome.patched, outcome.failed) == (1, 1)
+    gated = [name for name in ("a-0", "a-1")
+             if pod_of(fake_kube, name)["spec"].get("schedulingGates")]
+    assert len(gated) == 1
+    assert gang_of(fake_kube, "a")["status"]["state"] == "Admitted"
+    admitter.close()
