@@ -86,6 +86,7 @@ from extender.admission.throttle import Throttle, Throttled
 from extender.admission.worker_plans import WorkerPlanReader
 from extender.cache import ClusterCache
 from kube.autoscaler_status import AutoscalerStatus, parse_autoscaler_status
+from locality.admission.budgets import blocking, parse_budget
 from locality.admission.config import AdmissionConfig
 from locality.admission.coscheduling import POD_GROUP_LABEL, pod_group_body, pod_group_name
 from locality.admission.model import (
@@ -127,6 +128,11 @@ COMPONENT = "headstart-admitter"
 # size changes only when someone edits the group, its current size as nodes come.
 AUTOSCALER_STATUS_SECONDS = 30.0
 
+
+UNDISRUPTABLE_SECONDS = 60.0
+"""How long a gang whose eviction PodDisruptionBudgets refused is no preemption victim:
+long enough for a round to choose others, short enough to try it again once the
+budget's disruption controller has counted its pods anew."""
 
 PLANNER_STARTS = 3
 """Planning processes started in a row without one answering a round before rounds
@@ -193,6 +199,13 @@ class Admitter:
             if api_client is not None else None
         self._workers = ThreadPoolExecutor(config.write_workers,
                                            thread_name_prefix="headstart-admitter-write")
+        self._policy = Throttled(k8s.PolicyV1Api(api_client), self.throttle) \
+            if api_client is not None else None
+        self._undisruptable: dict[JobKey, float] = {}
+        """Gangs whose eviction PodDisruptionBudgets refused, until when they are no
+        preemption victims (`UNDISRUPTABLE_SECONDS` after; a new leader finds out anew)."""
+        self._blocked_said: dict[JobKey, str] = {}
+        """Why each gang's eviction was last refused (said once on its record)."""
         self._written_records: list[dict[str, Any]] = []
         """Gang records this round applied, as the API server answered (`_assume`)."""
         self._ungated: list[Pod] = []
@@ -254,11 +267,13 @@ class Admitter:
         return snapshot_of(self.cache, self.config.gate, self._ask(0.0))
 
     def _ask(self, now: float) -> RoundAsk:
+        self._undisruptable = {job: until for job, until in self._undisruptable.items()
+                               if until > now}
         return RoundAsk(now, self.autoscaler.groups, self.nodepools,
                         self.autoscaler.detail if self.autoscaler.found
                         and self.autoscaler.groups is None else None,
                         self._plans.plans if self._plans is not None else {},
-                        self.batch_jobs())
+                        self.batch_jobs(), frozenset(self._undisruptable))
 
     def plan(self, inputs: Inputs, now: float
              ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
@@ -627,7 +642,8 @@ class Admitter:
                 self._record(action.record.job, action.state, now, message=action.message)
                 continue
             done, suspended = self._evict_gang(
-                action.pods, action.message, None if action.final else action.requeue_at, now)
+                action.pods, action.message, None if action.final else action.requeue_at, now,
+                action.record)
             if not done:
                 continue
             self.evicted_jobs_total += 1
@@ -651,9 +667,10 @@ class Admitter:
                 message = (f"preempted whole by {preemption.job} (priority "
                            f"{preemption.priority}) in {preemption.domain}; admitted again, "
                            "whole, when there is room")
-                done, suspended = self._evict_gang(victim.pods, message, now, now)
+                record = self._seen_records.get(victim.job)
+                done, suspended = self._evict_gang(victim.pods, message, now, now, record)
                 if not done:
-                    continue  # the next round plans it again
+                    continue  # the next round plans it again (without it, if budgets refused)
                 self.preempted_gangs_total += 1
                 self._record(victim.job, GangState.EVICTED, now, message=message,
                              requeue_at=now, counted=False, suspended=suspended)
@@ -690,7 +707,8 @@ class Admitter:
                        f"{resize.before} -> {resize.after}: {resize.reason}", now)
 
     def _evict_gang(self, pods: Sequence[Pod], message: str, requeue_at: float | None,
-                    now: float) -> tuple[bool, tuple[JobSuspension, ...]]:
+                    now: float, record: GangRecord | None = None
+                    ) -> tuple[bool, tuple[JobSuspension, ...]]:
         """Evict a gang's `pods` whole: by suspending their Jobs until `requeue_at` where
         that applies (`locality.admission.suspend`; None: for good, headstart never
         resumes them), else through the Eviction API, one pod at a time.
@@ -718,8 +736,67 @@ class Admitter:
             return job is not None and job.key in taken
 
         rest = [pod for pod in pods if not suspended_with(pod)]
+        refused = self._budgets_refuse(rest)
+        if refused is None:
+            return False, tuple(suspended)  # budgets unreadable now: the next round tries
+        if refused:
+            self._eviction_refused(record, rest, refused, now)
+            return False, tuple(suspended)
         evicted = sum(self._evict(pod, message, now) for pod in rest)
         return evicted == len(rest), tuple(suspended)
+
+    def _budgets_refuse(self, pods: Sequence[Pod]) -> list[str] | None:
+        """Why PodDisruptionBudgets would stop the Eviction API part way through `pods`
+        (`locality.admission.budgets`; empty: they would not); None when they could not
+        be read (a fault: nothing is evicted this round). Budgets that are not served or
+        not readable to this account are not checked (each pod's eviction still honours
+        them), and that is logged."""
+        policy = self._policy
+        if policy is None or not pods:
+            return []
+        budgets = []
+        for namespace in sorted({pod.namespace for pod in pods}):
+            try:
+                raw = policy.list_namespaced_pod_disruption_budget(
+                    namespace, _preload_content=False, _request_timeout=10)
+                try:
+                    listed = _json(raw)
+                finally:
+                    raw.release_conn()
+                budgets += [parse_budget(item, f"PodDisruptionBudget in {namespace}")
+                            for item in listed.get("items") or ()]
+            except ApiException as error:
+                if error.status in (403, 404):
+                    log.warning("PodDisruptionBudgets unreadable: a gang is evicted pod by "
+                                "pod without checking them first",
+                                extra={"namespace": namespace, "status": error.status})
+                    return []
+                return None
+            except InputError as error:
+                log.warning("a PodDisruptionBudget could not be read; nothing evicted",
+                            extra={"error": str(error)})
+                return None
+            except Exception:  # noqa: BLE001 - transport faults: next round retries
+                return None
+        return blocking(pods, budgets)
+
+    def _eviction_refused(self, record: GangRecord | None, pods: Sequence[Pod],
+                          refused: list[str], now: float) -> None:
+        """Budgets would refuse part of the gang: none of it is evicted. As a preemption
+        victim it is passed over for `UNDISRUPTABLE_SECONDS`; why is said once on its
+        record (the state kept) and in the log."""
+        if not pods:
+            return
+        job = job_key_of(pods[0], self.locality)
+        self._undisruptable[job] = now + UNDISRUPTABLE_SECONDS
+        why = ("not evicted: " + "; ".join(refused) + " (a gang is evicted whole or not at "
+               "all: retried when the budgets allow it, other victims chosen meanwhile)")
+        log.warning("gang eviction refused by PodDisruptionBudgets",
+                    extra={"job": str(job), "why": why})
+        if record is None or self._blocked_said.get(job) == why:
+            return
+        self._blocked_said[job] = why
+        self._record(job, record.state, now, message=why)
 
     def _release_jobs(self, now: float) -> None:
         """Resume the Jobs headstart suspended whose time has come (or unmark those

@@ -76,6 +76,7 @@ class RoundAsk:
     status_unread: str | None = None
     worker_plans: Mapping[str, WorkerPlan] = field(default_factory=dict)
     batch_jobs: Mapping[JobName, JobSuspension] = field(default_factory=dict)
+    undisruptable: frozenset[JobKey] = frozenset()
 
 
 def snapshot_of(cache: ClusterCache, gate: str, ask: RoundAsk) -> Inputs:
@@ -90,7 +91,7 @@ def snapshot_of(cache: ClusterCache, gate: str, ask: RoundAsk) -> Inputs:
     jobs.update(records)
     return Inputs(gated, records, {job: tuple(cache.pods_of_job(job)) for job in jobs},
                   list(cache.nodes.values()), ask.groups, ask.nodepools, ask.status_unread,
-                  ask.worker_plans, ask.batch_jobs)
+                  ask.worker_plans, ask.batch_jobs, ask.undisruptable)
 
 
 @dataclass(frozen=True, slots=True)

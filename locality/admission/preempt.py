@@ -31,7 +31,7 @@ Must not: read the clock, log, mutate its inputs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from bucketing.resources import Resources
 from locality.admission.model import Demand, Domain, Gang, GatedJob, Preemption, bound_requests
@@ -41,11 +41,14 @@ from locality.model import JobKey, Pod
 
 
 def candidates(records: Iterable[GangRecord],
-               pods_of_job: Callable[[JobKey], Sequence[Pod]]) -> tuple[Gang, ...]:
-    """The gangs a higher-priority job may evict (any priority: `choose` compares)."""
+               pods_of_job: Callable[[JobKey], Sequence[Pod]],
+               undisruptable: Collection[JobKey] = ()) -> tuple[Gang, ...]:
+    """The gangs a higher-priority job may evict (any priority: `choose` compares), but
+    those whose eviction PodDisruptionBudgets refused lately (`undisruptable`: other
+    victims are chosen, or the job waits)."""
     gangs = []
     for record in records:
-        if not record.state.holds_domain:
+        if not record.state.holds_domain or record.job in undisruptable:
             continue
         live = tuple(pod for pod in pods_of_job(record.job)
                      if is_member(pod) and not pod.terminal)

@@ -54,6 +54,8 @@ class Inputs:
     round reads them at its `now`)."""
     batch_jobs: Mapping[JobName, JobSuspension] = field(default_factory=dict)
     """Every batch/v1 Job seen, as headstart may suspend it (`locality.suspension`)."""
+    undisruptable: frozenset[JobKey] = frozenset()
+    """Gangs whose eviction PodDisruptionBudgets refused lately: no preemption victims."""
 
     def pods_of_job(self, job: JobKey) -> tuple[Pod, ...]:
         """The job's pods as observed."""
@@ -110,7 +112,7 @@ def plan_round(inputs: Inputs, now: float, locality: LocalityConfig, config: Adm
                                inputs.group_sizes, shapes)
              for level in levels}
     planned = plan(gathered.jobs, rooms, gathered.reservations, now, config,
-                   gathered.releases, candidates(records, pods_of_job),
+                   gathered.releases, candidates(records, pods_of_job, inputs.undisruptable),
                    leaving(records, pods_of_job), unknown, wider, gangs,
                    shrinking(records, pods_of_job),
                    inputs.worker_plans if config.elastic.enabled else None, memo.trials)

@@ -390,6 +390,39 @@ async def test_a_follower_writes_no_record(fake_kube, replicas):
     assert fake_kube.list("headstart.io/v1alpha1", "Gang", "team") == []
 
 
+async def test_a_budget_that_would_stop_a_gangs_eviction_half_way_stops_all_of_it(
+        fake_kube, replicas):
+    # As below, but a PodDisruptionBudget allows 0 disruptions of a's running pod: the
+    # Eviction API would take a-1 (pending, no budget) and refuse a-0, leaving half a
+    # gang. Nothing is evicted, and the record says which budget and why.
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    for index in range(2):
+        fake_kube.create(owned(gated_pod(f"a-{index}", "a", 2), "a"))
+    fake_kube.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                      "metadata": {"name": "keep-a", "namespace": "team"},
+                      "spec": {"selector": {"matchLabels": {"headstart.io/job": "a"}}},
+                      "status": {"disruptionsAllowed": 0}})
+    admitter = replicas("solo", leading=True)
+    admitter.config = replace(ADMISSION, bind_timeout_seconds=3, backoff_base_seconds=30)
+    await settle(admitter, lambda: (gang_of(fake_kube, "a") or {}).get(
+        "status", {}).get("state") == "Admitted")
+    uid = pod_of(fake_kube, "a-0")["metadata"]["uid"]
+    assert await ApiBinder(fake_kube.api_client()).bind(
+        BindingArgs("a-0", "team", uid, "a1")) == ""
+    await eventually(lambda: admitter.cache.pod("team", "a-0").node_name == "a1")
+    await settle(admitter, lambda: "not evicted" in gang_of(fake_kube, "a")["status"].get(
+        "message", ""), timeout=20)
+    status = gang_of(fake_kube, "a")["status"]
+    assert status["state"] == "Admitted" and "evictions" not in status
+    assert ("PodDisruptionBudget team/keep-a allows 0 disruption(s) and 1 of the gang's "
+            "pods are under it") in status["message"]
+    assert pod_of(fake_kube, "a-0") is not None and pod_of(fake_kube, "a-1") is not None
+    assert not [e for e in fake_kube.list("v1", "Event", "team")
+                if e["reason"] == "HeadstartEvicted"]
+    assert admitter.evicted_jobs_total == 0
+
+
 async def test_a_gang_not_whole_in_time_is_evicted_whole_and_backs_off(fake_kube, replicas):
     # a (2 pods, owned by a Job) is admitted into pg-a, but only one pod ever binds. After
     # bind_timeout_seconds both are evicted (the Eviction API, so PDBs hold), the record
