@@ -143,7 +143,7 @@ def decide(inputs: Inputs, now: float, locality: LocalityConfig, config: Admissi
     planned, jobs, rooms = plan_round(inputs, now, locality, config, shapes, wider, memo)
     records = list(inputs.records.values())
     after = recovery(records, inputs.pods_of_job, now, config,
-                     {state.node.name for state in inputs.nodes}, planned.waiting)
+                     {state.node.name for state in inputs.nodes}, planned.waiting, rooms)
     return Decided(planned, facts_of(jobs), headroom_of(rooms), after,
                    orphaned(records, inputs.pods_of_job, now))
 

@@ -44,14 +44,16 @@ Must not: talk to the API, read the clock (`now` is passed), log.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kube.labels import READY_TIMEOUT_ANNOTATION
 from locality.admission.config import AdmissionConfig
-from locality.admission.model import Resize, WaitCode, Waiting
+from locality.admission.model import Resize, WaitCode, Waiting, demand_of
+from locality.admission.pack import open_bins, pack
 from locality.admission.record import GangRecord, GangState, is_member, whole
 from locality.admission.resize import pod_index, resized
+from locality.admission.snapshot import LevelRoom
 from locality.model import JobKey, Pod
 
 
@@ -114,11 +116,15 @@ def ready_timeout_of(pods: Sequence[Pod], config: AdmissionConfig
 
 def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequence[Pod]],
              now: float, config: AdmissionConfig, nodes: Collection[str] | None = None,
-             waiting: Sequence[Waiting] = ()) -> list[Transition | Eviction | Resize]:
+             waiting: Sequence[Waiting] = (), rooms: Mapping[str, LevelRoom] | None = None,
+             ) -> list[Transition | Eviction | Resize]:
     """What each admitted gang's state calls for now. nodes: the names of the nodes that
     exist (None: every node a pod names does); a member bound to another is lost.
     waiting: this round's waiting jobs (`assign`): a gang holding a domain whose
-    replacement waits for room it cannot have there is evicted at once."""
+    replacement waits for room it cannot have there is evicted at once. rooms: this
+    round's room per level (`snapshot.level_room`): a gang whose members on a lost node
+    its domain cannot hold now (free room, placeholders, new nodes) is evicted at once,
+    without waiting for PodGC and the owner's replacement."""
     blocked = {w.job: w.reason for w in waiting if w.code is WaitCode.NO_FIT}
     actions: list[Transition | Eviction | Resize] = []
     for record in records:
@@ -129,9 +135,15 @@ def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequ
         if nodes is not None:
             # A member bound to a node that is gone is lost, though its pod stays until
             # PodGC deletes it (about 40 s) and its owner replaces it.
+            lost = [pod for pod in members
+                    if pod.node_name is not None and pod.node_name not in nodes]
             pods = [_unbound(pod) if pod.node_name is not None and pod.node_name not in nodes
                     else pod for pod in pods]
             members = [pod for pod in pods if is_member(pod)]
+            if lost and rooms is not None and record.job not in blocked:
+                why = _unreplaceable(record, lost, rooms)
+                if why is not None:
+                    blocked[record.job] = why
         finished = bool(members) and all(pod.terminal for pod in members)
         is_whole = whole(record, pods)
         unready = [pod for pod in members if not pod.terminal and not pod.ready]
@@ -229,6 +241,26 @@ def _fail_fast(record: GangRecord, members: Sequence[Pod], now: float,
     if not owned:
         return None  # nothing an owner would give back: the timeouts apply as before
     return Eviction(record, owned, kept, now, message, counted=False)
+
+
+def _unreplaceable(record: GangRecord, lost: Sequence[Pod],
+                   rooms: Mapping[str, LevelRoom]) -> str | None:
+    """Why the gang's domain cannot hold its members lost with their node now, even with
+    the nodes the autoscaler can add; None when it can (or its level's room is not in
+    this round's view: the replacement's own wait decides then)."""
+    domain = record.domain
+    room = rooms.get(domain.level) if domain is not None else None
+    domain_room = room.domains.get(domain.value) if room is not None and domain else None
+    if domain is None or room is None:
+        return None
+    if domain_room is None:
+        return f"{domain} has no node now and no node group that can add one"
+    kinds = sorted({kind for pod in lost for kind, _ in pod.request.devices})
+    placed = pack(open_bins(domain_room, kinds), demand_of(lost))
+    if placed == len(lost):
+        return None
+    return (f"{domain} holds {placed} of the {len(lost)} pod(s) lost with their node now, "
+            "even with the nodes the autoscaler can add")
 
 
 def _unbound(pod: Pod) -> Pod:

@@ -367,11 +367,11 @@ class GangRun(ClusterSide):
                   for key in keys}
         inputs = Inputs(gated, dict(self.records), by_job, self._node_states(),
                         self._group_sizes())
-        planned, gathered, _ = plan_round(inputs, now, self.locality, self.admission,
-                                          None, self.wider, self.memo)
+        planned, gathered, rooms = plan_round(inputs, now, self.locality, self.admission,
+                                              None, self.wider, self.memo)
         after = recovery(list(self.records.values()), inputs.pods_of_job, now,
                          self.admission, {state.node.name for state in inputs.nodes},
-                         planned.waiting)
+                         planned.waiting, rooms)
         changed = self._apply(planned, gathered, now)
         for action in after:
             changed = True

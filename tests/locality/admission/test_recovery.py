@@ -248,3 +248,32 @@ def test_a_replacement_that_fits_or_waits_for_other_reasons_evicts_nothing():
     assert transition.state is GangState.RECOVERING
     # No survivor holds room (every member lost): admitted afresh, nothing to evict.
     assert act(GangState.RECOVERING, NOW - 10, [pod("a-2")], waiting=(NO_ROOM,)) == []
+
+
+def room(*free_gpus):
+    """pg-a's room this round: one node per entry with that many GPUs free."""
+    from bucketing.resources import Resources
+    from locality.admission.snapshot import DomainRoom, LevelRoom
+
+    nodes = tuple(Resources.of(gpus, 32, 256) for gpus in free_gpus)
+    return {"placement-group": LevelRoom("placement-group", {
+        "pg-a": DomainRoom("pg-a", "headstart.io/placement-group", nodes)})}
+
+
+@pytest.mark.parametrize(("free", "evicted"), [
+    ((), True),  # pg-a full: nothing can take the lost 8-GPU pod
+    ((4,), True),  # half a node free: still not
+    ((8,), False),  # a free node: the replacement will bind there
+], ids=["full", "too-little", "a-free-node"])
+def test_a_lost_node_is_judged_against_its_domains_room_at_once(free, evicted):
+    # No replacement pod yet (PodGC has not deleted the lost one): the domain's room
+    # decides, so the survivors do not hold their GPUs while PodGC and the bind timeout
+    # run.
+    actions = recovery([record(GangState.RUNNING, NOW - 5000)], lambda key: LOST, NOW,
+                       CONFIG, {"n1"}, (), room(*free))
+    (action,) = actions
+    if evicted:
+        assert isinstance(action, Eviction) and not action.counted
+        assert action.requeue_at == NOW and "lost with their node" in action.message
+    else:
+        assert isinstance(action, Transition) and action.state is GangState.RECOVERING
