@@ -848,7 +848,9 @@ class Admitter:
                 POD_GROUP_LABEL in pod.labels for pod in admission.pods):
             return {}, ""
         gathered = self._jobs.get(admission.job)
-        size = (gathered.size if gathered is not None else None) or len(admission.pods)
+        # A later stage's PodGroup counts only live pods: an earlier stage's Succeeded
+        # ones are gone from kube-scheduler's view, and Coscheduling would wait for them.
+        size = (gathered.live_size if gathered is not None else None) or len(admission.pods)
         body = pod_group_body(admission.job, size, self.config.pod_group_timeout_seconds,
                               gang_uid)
         outcome, uid = self._pod_groups.ensure(admission.job, body)

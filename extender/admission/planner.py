@@ -103,10 +103,14 @@ class JobFacts:
     level: str
     policy: str
     """Its placement-group policy (`Locality` value)."""
+    live_size: int | None = None
+    """Its size less its members that finished (`GatedJob.live_size`): its PodGroup's
+    minMember."""
 
 
 def facts_of(jobs: Mapping[JobKey, GatedJob]) -> dict[JobKey, JobFacts]:
-    return {key: JobFacts(job.size, job.level, job.policy.placement_group.value)
+    return {key: JobFacts(job.size, job.level, job.policy.placement_group.value,
+                          job.live_size)
             for key, job in jobs.items()}
 
 

@@ -192,6 +192,7 @@ def _job(key: JobKey, gated: list[Pod], all_pods: Sequence[Pod], locality: Local
         recorded=recorded,
         requeue_at=requeue_at, preempts=all(pod.preempts for pod in gated),
         deactivated=record.message if record is not None and record.deactivated else None,
+        finished=sum(1 for pod in all_pods if pod.succeeded and not beyond_size(pod)),
         owner_size=max((p.owner_size for p in gated if p.owner_size is not None), default=None),
         elastic=elastic,
         group_size=_group_size(gated, size),

@@ -110,6 +110,10 @@ class GatedJob:
     owner_wait: str | None = None
     requeue_at: float | None = None
     """Evicted earlier: not admitted again before this time (`recovery`)."""
+    finished: int = 0
+    """Its members that Succeeded (an earlier stage's pods: a JobSet's or TrainJob's
+    initializers): counted in its size, but gone from the scheduler's view, so never
+    counted in the PodGroup's `minMember` (`live_size`)."""
     deactivated: str | None = None
     """Evicted past `admission.requeue_limit`: why it is never admitted again (its
     record's message), else None."""
@@ -126,6 +130,13 @@ class GatedJob:
     """The pods the whole group will have when this is an earlier stage of it (a
     LeaderWorkerSet leader whose workers come once it is Ready): its domain is chosen to
     hold that many pods of its shape, so the later stage can join it."""
+
+    @property
+    def live_size(self) -> int | None:
+        """The members kube-scheduler will see together: its size less those that
+        finished (kube-scheduler's pod informer leaves out Succeeded and Failed pods, so
+        Coscheduling counts only live ones against `minMember`)."""
+        return None if self.size is None else max(self.size - self.finished, 1)
 
     @property
     def pods_per_node(self) -> int | None:

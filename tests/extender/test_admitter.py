@@ -862,6 +862,26 @@ async def test_a_gang_admitted_again_at_another_size_gets_that_minmember(fake_ku
         assert labels["scheduling.x-k8s.io/pod-group"] == "a"
 
 
+async def test_a_later_stage_gets_a_pod_group_of_its_live_pods(fake_kube, replicas):
+    # a declares 3 pods; its first stage (1 pod, an initializer) already Succeeded on
+    # a1. The 2 gated pods are the rest: the job is whole, and its PodGroup asks for 2
+    # members, the pods kube-scheduler will see (it never sees Succeeded ones).
+    fake_kube.serve("scheduling.x-k8s.io/v1alpha1")
+    fake_kube.create(make_node("a1", group="pg-a"))
+    fake_kube.create(make_node("a2", group="pg-a"))
+    done = make_pod("a-init", job="a", role="worker", gpus=8, node="a1", phase="Succeeded",
+                    annotations={"headstart.io/job-size": "3",
+                                 "headstart.io/placement-group": "required"})
+    fake_kube.create(done)
+    for index in range(2):
+        fake_kube.create(gated_pod(f"a-{index}", "a", 3))
+    admitter = replicas("solo", leading=True)
+    await settle(admitter, lambda: all(
+        not pod_of(fake_kube, f"a-{i}")["spec"].get("schedulingGates") for i in range(2)))
+    assert pod_group_of(fake_kube, "a")["spec"]["minMember"] == 2
+    assert gang_of(fake_kube, "a")["spec"]["size"] == 3  # the record keeps the job's size
+
+
 @pytest.mark.parametrize("case", ["name-taken", "pods-name-their-own", "turned-off"])
 async def test_no_pod_group_of_anyone_else_is_used_or_changed(fake_kube, replicas, case):
     fake_kube.serve("scheduling.x-k8s.io/v1alpha1")

@@ -410,6 +410,21 @@ def test_staged_jobset_takes_the_largest_size_its_gated_pods_declare():
     assert "2 of its 3 pods exist" in waiting.reason
 
 
+def test_a_later_stages_podgroup_counts_only_its_live_pods():
+    # A TrainJob: a dataset initializer (stage 0, 1 pod) that Succeeded, then 2 node pods
+    # (stage 1: size 1 + 2 = 3). The job is whole (3 of 3 exist) and admitted; its
+    # PodGroup's minMember is 2: kube-scheduler never sees the finished initializer, and
+    # Coscheduling would wait for it for ever (minMember 3 against 2 live pods).
+    init, *nodes_ = job("a", 3, size=0)
+    done = replace(init, owner_size=1, scheduling_gates=(), node_name="n0", terminal=True,
+                   succeeded=True)
+    gated = [replace(pod, owner_size=3) for pod in nodes_]
+    everything = [done, *gated]
+    gathered = gather(gated, {}, lambda key: everything, LOCALITY, CONFIG)
+    (whole,) = gathered.jobs
+    assert (whole.size, whole.known_pods, whole.finished, whole.live_size) == (3, 3, 1, 2)
+
+
 @pytest.mark.parametrize(("group", "sizes", "expected", "source"), [
     # Config says max 2 (1 seen: 1 more); CA's status says max 5, current 1: 4 more.
     # 4 pods x 8 GPUs: the node there + 3 new; CA's sizes win.
