@@ -44,7 +44,7 @@ import yaml
 from tests.e2e.controlplane import ENV_VAR, optional_problem
 from tests.e2e.headstart import patch_as_extender
 from tests.e2e.kube import NotYet
-from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER
+from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER, bound_node
 from tests.e2e.processes import free_ports
 from tests.e2e.suspension import (
     BACKOFF_S,
@@ -72,6 +72,7 @@ CRDS = tuple(Path("crds") / f"trainer.kubeflow.org_{plural}.yaml"
              for plural in ("trainjobs", "trainingruntimes", "clustertrainingruntimes"))
 API = "trainer.kubeflow.org/v1alpha1"
 RUNTIME = "torch-gpu"
+STAGED_RUNTIME = "torch-gpu-staged"
 
 
 def trainer_problem() -> str | None:
@@ -175,6 +176,25 @@ def runtime() -> dict[str, Any]:
                     "spec": {"backoffLimit": 0, "template": pod}}}]}}}}
 
 
+def staged_runtime() -> dict[str, Any]:
+    """`runtime()` with a dataset initializer before its nodes (`dependsOn` it Complete,
+    as the trainer's own torchtune runtimes): an 8-GPU pod on pg-c that kwok completes."""
+    staged = runtime()
+    staged["metadata"]["name"] = STAGED_RUNTIME
+    (node,) = staged["spec"]["template"]["spec"]["replicatedJobs"]
+    init_pod = yaml.safe_load(yaml.safe_dump(node["template"]["spec"]["template"]))
+    del init_pod["metadata"]["annotations"]["e2e/runs-until-deleted"]
+    init_pod["spec"]["containers"][0]["name"] = "dataset-initializer"
+    init_pod["spec"]["restartPolicy"] = "Never"
+    initializer = {"name": "dataset-initializer", "template": {
+        "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step":
+                                "dataset-initializer"}},
+        "spec": {"backoffLimit": 0, "template": init_pod}}}
+    node["dependsOn"] = [{"name": "dataset-initializer", "status": "Complete"}]
+    staged["spec"]["template"]["spec"]["replicatedJobs"] = [initializer, node]
+    return staged
+
+
 def live(cluster, namespace: str, name: str) -> list[dict[str, Any]]:
     """The TrainJob's pods not being deleted: its JobSet's (the trainer puts no label of
     its own on them)."""
@@ -209,6 +229,46 @@ def test_a_trainjobs_gang_is_evicted_by_suspending_the_trainjob_and_resumed(
                        resumed_since_admitted=cycle.resumed_s,
                        timeout_s=TIMEOUT_S, backoff_s=BACKOFF_S)
     kube.delete(f"{path}?propagationPolicy=Background")
+
+
+def test_a_trainjob_with_an_initializer_binds_its_nodes(trainer_cluster, namespace,
+                                                        e2e_timings):
+    # The TrainJob's gang is its initializer and its node (size 2); the node pod comes
+    # only once the initializer has Succeeded, so its PodGroup asks for the 1 live pod
+    # (issue 46: minMember 2 against 1 live pod never bound).
+    cluster, _ = trainer_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    kube.create(f"/apis/{API}/clustertrainingruntimes", staged_runtime())
+    job = trainjob("staged", 1)
+    job["spec"]["runtimeRef"]["name"] = STAGED_RUNTIME
+    kube.create(f"/apis/{API}/namespaces/{namespace}/trainjobs", job)
+    created = time.monotonic()
+
+    def node_bound():
+        pods = {p["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name"): p
+                for p in live(cluster, namespace, "staged")}
+        node = pods.get("node")
+        if node is None or not bound_node(node):
+            phases = {name: p["status"].get("phase") for name, p in pods.items()}
+            return NotYet(f"pods by replicated job: {phases}")
+        return pods
+
+    pods = cluster.wait("the TrainJob's node bound after its initializer", node_bound,
+                        120, LOGS)
+    bound_s = time.monotonic() - created
+    init = kube.list(f"/api/v1/namespaces/{namespace}/pods", label_selector=(
+        "jobset.sigs.k8s.io/replicatedjob-name=dataset-initializer"))
+    assert [p["status"]["phase"] for p in init] == ["Succeeded"]
+    group_name = pods["node"]["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"]
+    group = kube.get(f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/"
+                     f"podgroups/{group_name}")
+    assert group["spec"]["minMember"] == 1, group["spec"]
+    e2e_timings.record("trainer: a TrainJob's node bound after its initializer",
+                       bound_since_created=bound_s)
+    kube.delete(f"/apis/{API}/namespaces/{namespace}/trainjobs/staged?"
+                "propagationPolicy=Background")
+    kube.delete(f"/apis/{API}/clustertrainingruntimes/{STAGED_RUNTIME}")
 
 
 def test_the_extender_may_only_suspend_and_release_a_trainjob(trainer_cluster, namespace):
