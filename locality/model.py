@@ -22,6 +22,7 @@ from bucketing.resources import ZERO, Devices, Resources
 from locality.constraints import NO_CONSTRAINTS, PodConstraints, Taint
 from locality.elastic import ElasticOwner
 from locality.numa import NodeTopology, NumaDemand, NumaZone, pod_numa_demand
+from locality.pod_rules import NO_RULES, PodRules
 
 __all__ = [  # NodeTopology and NumaZone live in locality.numa; kept importable from here
     "JobIdentity", "JobKey", "JobPolicy", "Locality", "Node", "NodeState", "NodeTopology",
@@ -179,6 +180,9 @@ class Pod:
     controller: tuple[str, str] | None = None
     preempts: bool = True
     """`spec.preemptionPolicy` is not `Never` (its PriorityClass lets it preempt)."""
+    rules: PodRules = NO_RULES
+    """Its inter-pod rules as the admitter models them (`locality.pod_rules`): how many
+    of its job's pods one node may take, or the first rule it does not model."""
     ready: bool = False
     """Its `Ready` condition is True (kubelet: every container started and passing its
     readiness probe). A gang is Running once every live member is bound and Ready

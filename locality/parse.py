@@ -40,6 +40,7 @@ from locality.numa import (
 from locality.parse_constraints import json_list, node_taints, pod_constraints
 from locality.placeholders import controller_kind
 from locality.placeholders import is_placeholder as placeholder_rule
+from locality.pod_rules import pod_rules
 from locality.topology import LevelKeys, node_domains
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -123,6 +124,7 @@ def parse_pod(obj: Any, config: LocalityConfig, where: str = "pod") -> Pod:
         controller=_controller(metadata.get("ownerReferences"),
                                f"{where}.metadata.ownerReferences"),
         ready=_pod_ready(status.get("conditions"), f"{where}.status.conditions"),
+        rules=pod_rules(spec, labels, f"{where}.spec"),
     )
 
 

@@ -618,6 +618,12 @@ def _incomplete(job: GatedJob, now: float, config: AdmissionConfig
     """Why the job is not whole yet (or not to be admitted yet), None when it is."""
     if job.deactivated is not None:
         return WaitCode.INADMISSIBLE, f"not admitted again: {job.deactivated}"
+    if job.unmodelled is not None and job.policy.placement_group is not Locality.NONE:
+        return WaitCode.INADMISSIBLE, (
+            f"{job.unmodelled}: a rule headstart's admission does not model, so it could "
+            "admit the job where it cannot bind; remove the rule, or set the pod "
+            "annotation headstart.io/placement-group: none to let kube-scheduler place "
+            "the pods as they come")
     if job.requeue_at is not None and now < job.requeue_at:
         return WaitCode.BACKOFF, (
             f"evicted for not being whole in time; admitted again, whole, from "

@@ -110,6 +110,12 @@ class GatedJob:
     owner_wait: str | None = None
     requeue_at: float | None = None
     """Evicted earlier: not admitted again before this time (`recovery`)."""
+    rules_per_node: int | None = None
+    """At most this many of its pods on one node by their own rules (pod anti-affinity,
+    host ports, hostname spread: `locality.pod_rules`); None: no such rule."""
+    unmodelled: str | None = None
+    """The first inter-pod rule of its pods the admitter does not model (refused at once,
+    `assign`), else None."""
     finished: int = 0
     """Its members that Succeeded (an earlier stage's pods: a JobSet's or TrainJob's
     initializers): counted in its size, but gone from the scheduler's view, so never
@@ -140,8 +146,9 @@ class GatedJob:
 
     @property
     def pods_per_node(self) -> int | None:
-        """1 for a `spread` job (a node per pod), else no limit."""
-        return 1 if self.policy.packing.value == "spread" else None
+        """1 for a `spread` job (a node per pod), else its pods' own limit
+        (`rules_per_node`), else no limit."""
+        return 1 if self.policy.packing.value == "spread" else self.rules_per_node
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,10 @@ group's node is judged by its template (`snapshot.new_node_template`).
 
 Bounds, as cluster-autoscaler's binpacking estimator states its own: the greedy is
 conservative (a search might find a packing it misses, never the reverse); pods
-per node (`pods` allocatable), host ports, inter-pod affinity and topology spread are
-not modelled: kube-scheduler checks them when it places the pods.
+per node (`pods` allocatable) and host ports other jobs hold are not modelled:
+kube-scheduler checks them when it places the pods. A job's own rules that cap its pods
+per node (anti-affinity to itself, host ports, hostname spread: `locality.pod_rules`)
+come in as `pods_per_node`; the admitter refuses any other inter-pod rule at once.
 
 `Bins` is a working copy of one domain's room; `pack` changes the copy it is given
 (callers copy first when they only want to know). Must not: read the clock, log.

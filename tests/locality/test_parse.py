@@ -489,3 +489,9 @@ def test_a_placeholder_is_one_only_as_the_overprovisioner_makes_it(
     pod = parse_pod(raw, CONFIG)
     assert pod.is_placeholder is placeholder
     assert pod.placement_group == ("pg-a" if placeholder else None)
+
+
+def test_a_pods_inter_pod_rules_are_read_at_the_edge():
+    spec = {**POD["spec"], "containers": [{"name": "w", "ports": [{"hostPort": 8080}]}]}
+    assert parse_pod({**POD, "spec": spec}, CONFIG).rules.per_node == 1
+    assert parse_pod(POD, CONFIG).rules.per_node is None

@@ -569,3 +569,31 @@ def test_by_default_the_head_holds_for_as_long_as_it_waits():
     pods = job("big", 4, created=NOW - 86_403) + job("s1", 1, created=NOW - 50)
     admissions, waiting = summary(decide(pods, nodes("pg-a", 4)))
     assert "ns/big" in admissions and waiting == {"ns/s1": WaitCode.NO_FIT}
+
+
+def test_a_rule_the_admission_does_not_model_is_refused_at_once():
+    # A zone spread: admitted, it might never bind and would be evicted after the bind
+    # timeout; refused at once instead, the field named, holding nothing.
+    from locality.pod_rules import PodRules
+
+    why = "pod.spec.topologySpreadConstraints[0]: topology spread: topologyKey 'zone'"
+    pods = [replace(pod, rules=PodRules(None, why)) for pod in job("a", 2, gpus=4)]
+    (waiting,) = decide(pods, nodes("pg-a", 2)).waiting
+    assert waiting.code is WaitCode.INADMISSIBLE
+    assert why in waiting.reason and "headstart.io/placement-group: none" in waiting.reason
+    # Policy none: kube-scheduler places the pods as they come.
+    released = [replace(pod, rules=PodRules(None, why)) for pod in job("b", 2, gpus=4,
+                                                                       group="none")]
+    assert [a.job.name for a in decide(released, nodes("pg-a", 2)).admissions] == ["b"]
+
+
+def test_a_host_port_job_takes_a_node_per_pod():
+    # 2 pods of 4 GPUs would share one 8-GPU node; with a host port (or anti-affinity to
+    # its own pods) each needs a node of its own: pg-a (1 node) cannot hold it, pg-b can.
+    from locality.pod_rules import PodRules
+
+    pods = [replace(pod, rules=PodRules(1)) for pod in job("a", 2, gpus=4)]
+    states = nodes("pg-a", 1) + nodes("pg-b", 2)
+    assert summary(decide(pods, states)) == ({"ns/a": (f"{PG}=pg-b", 0)}, {})
+    plain = job("b", 2, gpus=4)
+    assert summary(decide(plain, states)) == ({"ns/b": (f"{PG}=pg-a", 0)}, {})
