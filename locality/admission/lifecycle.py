@@ -21,24 +21,31 @@ GONE = "deleted"
 TRANSITIONS: tuple[tuple[str, str, str], ...] = (
     (START, W.value, "pods gated, not whole or no room"),
     (START, A.value, "whole, and one domain holds it"),
-    (START, NEVER.value, "no domain could ever hold it"),
+    (START, NEVER.value, "no domain could ever hold it, or a rule it does not model"),
     (W.value, A.value, "room appears"),
     (W.value, NEVER.value, "no domain could ever hold it"),
     (NEVER.value, W.value, "nodes or node groups added"),
-    (A.value, R.value, "every member bound"),
-    (A.value, E.value, "not whole within bind_timeout_seconds, or preempted"),
-    (R.value, C.value, "a member lost (node, failure, eviction)"),
-    (C.value, R.value, "its replacement bound in the domain"),
+    (A.value, R.value, "every member bound and Ready"),
+    (A.value, E.value, "not bound within bind_timeout_seconds, not Ready within "
+                       "ready_timeout_seconds, a lost member its domain cannot replace, "
+                       "or preempted"),
+    (A.value, NEVER.value, "evicted past requeue_limit"),
+    (R.value, C.value, "a member lost (node, failure, eviction) or not Ready"),
+    (C.value, R.value, "its replacement bound and Ready in the domain"),
     (R.value, C.value, "elastic: scaled out, its new workers binding"),
     (C.value, R.value, "elastic: new workers found no room; resized back to the bound"),
-    (C.value, E.value, "still short after bind_timeout_seconds, or preempted"),
-    (R.value, E.value, "preempted whole by a higher-priority job"),
+    (C.value, E.value, "still short after bind_timeout_seconds, un-Ready after "
+                       "ready_timeout_seconds, or preempted"),
+    (R.value, E.value, "a lost member its domain cannot replace now (fail fast), or "
+                       "preempted whole by a higher-priority job"),
+    (C.value, NEVER.value, "evicted past requeue_limit"),
     (E.value, W.value, "owner recreated the pods; backoff over"),
     (E.value, A.value, "backoff over, and one domain holds it"),
     (R.value, A.value, "restarted: every pod new, admitted afresh"),
     (R.value, GONE, "no pod of the job left"),
     (W.value, GONE, "no pod of the job left"),
     (E.value, GONE, "no pod left after requeueAt"),
+    (NEVER.value, GONE, "no pod of the job left"),
 )
 
 
