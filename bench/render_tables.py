@@ -732,6 +732,19 @@ def round_memo(results: dict) -> str:
                                f"plans checked equal; {provenance(e)}.)\n")
 
 
+def preemption_round(results: dict) -> str:
+    """A round where preemption cannot satisfy many waiting jobs
+    (bench/bench_preemption.py)."""
+    e = results["preemption-round"]
+    f = e["figures"]
+    return (f"A round with {f['jobs']:,} waiting jobs, {f['unsatisfiable']} of them "
+            f"preemption cannot satisfy (each of its own shape), at {f['nodes']:,} nodes "
+            f"takes {f['shipped_s']:.2f} s, against {f['baseline_s']:.2f} s without the "
+            f"necessary-room check and the round's memory of unsatisfied questions "
+            f"({f['speedup']:.1f}x; medians of {f['repeats']}, the same plans checked "
+            f"equal; {provenance(e)}).\n")
+
+
 def elastic(results: dict) -> str:
     """The elastic table (bench/bench_elastic.py): per workload and node-group cap, each
     arm's times over the jobs every arm finished, its GPU-hours and resizes."""
@@ -777,6 +790,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "admission-rounds-20000": admission_rounds_large,
     "decode-limit": decode_limit,
     "round-memo": round_memo,
+    "preemption-round": preemption_round,
     "scheduler-real": scheduler_real,
     "extender-details": extender_details,
     "extender-job-size": extender_job_size,

@@ -127,7 +127,7 @@ from locality.admission.model import (
     demand_of,
 )
 from locality.admission.pack import Bins, open_bins, pack
-from locality.admission.preempt import choose
+from locality.admission.preempt import Unsatisfied, choose
 from locality.admission.resize import (
     ElasticGang,
     at_size,
@@ -206,6 +206,7 @@ def plan(
                    | {kind for gangs_here in elastic.values() for gang in gangs_here
                       for pod in gang.workers[:1] for kind, _ in pod.request.devices})
     bins = RoundBins(memo)
+    unsatisfied = Unsatisfied()  # preemption questions answered None this round
     for level, room in rooms.items():
         for value, domain_room in room.domains.items():
             bins.open(Domain(level, value), open_bins(domain_room, kinds))
@@ -299,9 +300,12 @@ def plan(
                     f"fits {domain} once the workers leaving it are gone")))
                 continue
         if job.preempts and (gangs or leaving) and not _cluster_holds(job, asked, bins):
-            preemption = choose(job, demand, {Domain(job.level, v): bins[Domain(job.level, v)]
-                                              for v in room.domains},
-                                gangs, leaving, frozenset(taken))
+            question = unsatisfied.key(job, asked, frozenset(taken), bins.changes)
+            preemption = None if unsatisfied.known(question) else choose(
+                job, demand, {Domain(job.level, v): bins[Domain(job.level, v)]
+                              for v in room.domains}, gangs, leaving, frozenset(taken))
+            if preemption is None:
+                unsatisfied.add(question)
             if preemption is not None:
                 preemptions.append(preemption)
                 taken.update(victim.job for victim in preemption.victims)

@@ -65,6 +65,35 @@ def leaving(records: Iterable[GangRecord],
                     if pod.deleting and not pod.terminal)
 
 
+ROOM_CHECK = True
+"""Skip a domain whose room with every lower gang freed falls short of the job's total
+request (a necessary condition: no subset of those gangs can do better); off only for
+bench/bench_preemption.py's baseline."""
+MEMORY = True
+"""`Unsatisfied` remembers shapes preemption could not satisfy within a round; off only
+for the benchmark's baseline."""
+
+
+class Unsatisfied:
+    """Within one round: the questions `choose` answered None, by the job's shape
+    (demand, pods per node, size, priority), the gangs already taken and the round's
+    room (`RoundBins.changes`): a later job asking the same question gets None without
+    packing (the answer is a function of exactly these)."""
+
+    def __init__(self) -> None:
+        self._asked: set[tuple] = set()
+
+    def key(self, job: GatedJob, asked: object, taken: frozenset[JobKey],
+            changes: int) -> tuple:
+        return (asked, len(job.gated), job.priority, job.level, taken, changes)
+
+    def known(self, key: tuple) -> bool:
+        return MEMORY and key in self._asked
+
+    def add(self, key: tuple) -> None:
+        self._asked.add(key)
+
+
 def choose(job: GatedJob, demand: Demand, domains: Mapping[Domain, Bins],
            gangs: Sequence[Gang], gone: Mapping[str, Resources],
            taken: frozenset[JobKey] = frozenset()) -> Preemption | None:
@@ -74,14 +103,29 @@ def choose(job: GatedJob, demand: Demand, domains: Mapping[Domain, Bins],
     size = len(job.gated)
     lower = [gang for gang in gangs if gang.priority < job.priority and gang.job not in taken]
     best: tuple[tuple, Preemption] | None = None
+    # Each lower gang under every domain it has a member in, in `lower`'s order: one
+    # pass over the gangs, not one per domain (200 jobs x 100 domains x 500 gangs asked
+    # `nodes` 10 million times: bench/bench_preemption.py).
+    domain_of = {node.name: domain for domain, bins in domains.items() for node in bins.nodes}
+    by_domain: dict[Domain, list[Gang]] = {}
+    for gang in lower:
+        for domain in dict.fromkeys(domain_of[name] for name in gang.nodes
+                                    if name in domain_of):
+            by_domain.setdefault(domain, []).append(gang)
+    wanted = _totals(request for request, _, count in demand for _ in range(count))
+    leaving_in: dict[Domain, list[Resources]] = {}
+    for name, resources in gone.items():
+        if name in domain_of:
+            leaving_in.setdefault(domain_of[name], []).append(resources)
     for domain, bins in domains.items():
-        names = {node.name for node in bins.nodes}
+        here = by_domain.get(domain, [])
+        if ROOM_CHECK and not _could_hold(bins, wanted, leaving_in.get(domain, ()), here):
+            continue  # not even with every lower gang here gone: no packing needed
         base = bins.freed(gone)  # only this domain's nodes count: `freed` skips others
         if _fits(base, demand, size, job):
             victims: list[Gang] = []
         else:
-            chosen = _enough(base, demand, size, job,
-                             [gang for gang in lower if gang.nodes & names])
+            chosen = _enough(base, demand, size, job, here)
             if chosen is None:
                 continue
             victims = chosen
@@ -108,6 +152,33 @@ def _enough(base: Bins, demand: Demand, size: int, job: GatedJob, lower: Sequenc
         if _fits(base.freed(_freed(rest)), demand, size, job):
             chosen = rest
     return chosen
+
+
+def _totals(requests: Iterable[Resources]) -> tuple[int, int, int]:
+    gpu = cpu = memory = 0
+    for request in requests:
+        gpu += request.gpu_milli
+        cpu += request.cpu_milli
+        memory += request.memory_bytes
+    return gpu, cpu, memory
+
+
+def _could_hold(bins: Bins, wanted: tuple[int, int, int], leaving: Iterable[Resources],
+                gangs: Sequence[Gang]) -> bool:
+    """Whether the domain's room with every one of `gangs` and the `leaving` pods gone
+    could cover the demand's totals (`wanted`: GPU, CPU, memory), its groups' new nodes
+    counted: an upper bound on that room (a row's negative room counted as none), so a
+    False is certain: no choice of those gangs lets any packing place the demand."""
+    room = bins.room
+    have = [int(room.gpu.clip(min=0).sum()), int(room.cpu.clip(min=0).sum()),
+            int(room.memory.clip(min=0).sum())]
+    for _, allocatable, count, _ in bins.pool:
+        have[0] += allocatable.gpu_milli * count
+        have[1] += allocatable.cpu_milli * count
+        have[2] += allocatable.memory_bytes * count
+    freed = _totals([*leaving, *(pod.request for gang in gangs for pod in gang.pods
+                                 if pod.node_name is not None)])
+    return all(h + f >= w for h, f, w in zip(have, freed, wanted, strict=True))
 
 
 def _fits(bins: Bins, demand: Demand, size: int, job: GatedJob) -> bool:

@@ -213,6 +213,12 @@ class RoundBins(MutableMapping[Domain, Bins]):
     def __iter__(self) -> Iterator[Domain]:
         return iter(self._bins)
 
+    @property
+    def changes(self) -> int:
+        """How many times any domain's room was replaced this round: equal counts, the
+        same rooms (a question answered at one count holds until it moves)."""
+        return len(self._changes)
+
     def __len__(self) -> int:
         return len(self._bins)
 

@@ -165,3 +165,37 @@ def test_an_inadmissible_job_preempts_nothing():
                     records=running(low))
     assert not result.preemptions
     assert codes(result) == {"ns/high": WaitCode.INADMISSIBLE}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_room_check_and_the_rounds_memory_change_no_decision(seed):
+    # Random groups of busy nodes, gangs of three priorities, and waiting jobs of a few
+    # shapes (several alike, so the memory answers some): the plan with the necessary-
+    # room check and the memory of unsatisfied shapes equals the plan without them.
+    import random
+    from unittest.mock import patch
+
+    from locality.admission import preempt
+
+    rng = random.Random(seed)
+    layout = {f"pg-{g}": rng.randint(2, 6) for g in range(4)}
+    bound, at = [], {group: 0 for group in layout}
+    for index in range(12):
+        group = rng.choice(list(layout))
+        count = rng.randint(1, 2)
+        if at[group] + count > layout[group]:
+            continue
+        bound += gang(f"run-{index}", group, at[group], count,
+                      priority=rng.choice((0, 5, 10)), gpus=rng.choice((4, 8)))
+        at[group] += count
+    pods = []
+    for index in range(10):
+        size = rng.choice((1, 2, 3, 7))
+        pods += [replace(p, priority=rng.choice((5, 10, 20)))
+                 for p in job(f"w-{index}", size, gpus=rng.choice((4, 8)))]
+    states = cluster(layout, bound)
+    shipped = decide(pods, states, extra=bound, records=running(bound))
+    with patch.multiple(preempt, ROOM_CHECK=False, MEMORY=False):
+        reference = decide(pods, states, extra=bound, records=running(bound))
+    assert shipped == reference
+    assert (preempting(shipped), codes(shipped)) == (preempting(reference), codes(reference))
