@@ -16,6 +16,8 @@ and `head_reserve_after_seconds: 0` (the head of the queue holds room at once).
 - A 4-node job waits behind a 2-node gang; 1-node jobs of its priority keep coming.
   None of them takes the 2 free nodes (each waits `held`); the 2-node gang ends and the
   4-node job binds whole within seconds.
+- On a cluster of its own, 20 jobs of 2 pods created in one burst on 10 groups of 4
+  nodes (the pool holds them exactly): each binds whole in one group.
 """
 
 from __future__ import annotations
@@ -141,3 +143,55 @@ def test_a_large_job_is_not_starved_by_a_stream_of_small_ones(busy_cluster, name
     e2e_timings.record("busy cluster: a 4-node job behind 1-node jobs",
                        bound_since_room_freed=bound_s, small_jobs_held=len(small))
     finish(cluster, namespace, "big", *small)
+
+
+GROUPS_AT_ONCE = {f"{g}-{i}": f"pg-{g}" for g in "abcdefghij" for i in range(4)}
+
+
+def test_tens_of_gangs_created_at_once_on_a_pool_they_fill_exactly_all_run_whole(
+        e2e_clusters, namespace, e2e_timings):
+    # 10 placement groups of 4 nodes, 20 jobs of 2 8-GPU pods created in one burst: the
+    # pool holds them exactly. Each binds whole in one group; none stays partly bound.
+    cluster, _, _ = extender_on(e2e_clusters, "gangs-at-once", [
+        kwok_node(name, memory="768Gi", group=group)
+        for name, group in GROUPS_AT_ONCE.items()], LOGS)
+    try:
+        kube = cluster.kube
+        kube.ensure_namespace(namespace)
+        jobs = [f"burst-{i}" for i in range(20)]
+        created = time.monotonic()
+        for name in jobs:
+            run_job(cluster, namespace, job_of(name, 2))
+        partial_since: dict[str, float] = {}
+        longest_partial = 0.0
+
+        def all_whole():
+            nonlocal longest_partial
+            now = time.monotonic()
+            whole = 0
+            for name in jobs:
+                pods = [p for p in pods_of(cluster, namespace, name)
+                        if not p["metadata"].get("deletionTimestamp")]
+                bound = [p for p in pods if bound_node(p)]
+                if len(bound) == 2:
+                    whole += 1
+                if len(bound) == 1:
+                    partial_since.setdefault(name, now)
+                    longest_partial = max(longest_partial, now - partial_since[name])
+                else:
+                    partial_since.pop(name, None)
+            return whole if whole == len(jobs) else NotYet(f"{whole} of {len(jobs)} whole")
+
+        cluster.wait("every job bound whole", all_whole, 240, LOGS)
+        bound_s = time.monotonic() - created
+        for name in jobs:
+            nodes = {bound_node(p) for p in pods_of(cluster, namespace, name)}
+            assert len({GROUPS_AT_ONCE[n] for n in nodes}) == 1, (name, nodes)
+        # Coscheduling holds a gang's first pod in Permit until its sibling is assumed:
+        # a pod seen bound alone is the API between two binds, never a stranded half.
+        assert longest_partial < 10, longest_partial
+        e2e_timings.record("busy cluster: 20 gangs at once on a pool they fill exactly",
+                           all_whole_since_created=bound_s,
+                           longest_half_bound_seen=longest_partial)
+    finally:
+        cluster.stop()
