@@ -17,9 +17,12 @@ Ready in time is evicted whole and admitted again, whole, after a backoff:
   `bind_timeout_seconds` later, or un-Ready `ready_timeout_seconds` later: evict.
 - Fail fast (Kueue TAS's node replacement): a gang holding a domain whose replacement
   pods wait because that domain cannot hold them now, even with the nodes the
-  autoscaler can add (`assign`'s `no_fit` for a job with a recorded domain), is evicted
-  at once and may be admitted again at once, elsewhere: waiting out the bind timeout
-  would only hold the survivors' GPUs. Not counted toward its backoff or its limit.
+  autoscaler can add (`assign`'s `no_fit` for a job with a recorded domain), or whose
+  members on a lost node it cannot hold now (`rooms`), is evicted at once and may be
+  admitted again at once, elsewhere: waiting out the bind timeout would only hold the
+  survivors' GPUs. Not counted toward its backoff or its limit. An elastic gang whose
+  missing workers are its newest, its minimum still bound, is resized back to its bound
+  workers at once instead (as below, without the wait).
 - Evicting: every member pod of the current attempt that an owner recreates (a
   controller owner reference) goes: the admitter suspends their owners when it may
   (`locality.admission.suspend`: a suspension counts no pod as a failure), else evicts
@@ -154,7 +157,8 @@ def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequ
         if record.state is GangState.RUNNING:
             if running:
                 continue
-            fast = _fail_fast(record, members, now, blocked[record.job]) \
+            fast = _fail_fast(record, members, now, blocked[record.job],
+                              config.bind_timeout_seconds) \
                 if not is_whole and record.job in blocked else None
             if fast is not None:
                 actions.append(fast)
@@ -171,7 +175,8 @@ def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequ
             actions.append(Transition(record, GangState.RUNNING,
                                       "every member bound and Ready"))
             continue
-        fast = _fail_fast(record, members, now, blocked[record.job]) \
+        fast = _fail_fast(record, members, now, blocked[record.job],
+                          config.bind_timeout_seconds) \
             if not is_whole and record.job in blocked else None
         if fast is not None:
             actions.append(fast)
@@ -225,12 +230,17 @@ def _evict(record: GangRecord, pods: Sequence[Pod], live: Sequence[Pod], now: fl
 
 
 def _fail_fast(record: GangRecord, members: Sequence[Pod], now: float,
-               reason: str) -> Eviction | None:
-    """Evict at once a gang whose lost members its domain cannot replace now; re-admitted
-    at once, wherever one domain holds it whole."""
+               reason: str, timeout: float) -> Eviction | Resize | None:
+    """A gang whose lost members its domain cannot replace now, at once: an elastic one
+    whose missing workers are its newest, with its minimum still bound, resized back to
+    its bound workers (`_shrink_back`); any other evicted, and re-admitted at once,
+    wherever one domain holds it whole."""
     live = [pod for pod in members if not pod.terminal]
     if not any(pod.node_name is not None for pod in live):
         return None  # no survivor holds room: the job is admitted afresh, wherever it fits
+    back = _shrink_back(record, live, timeout)
+    if back is not None:
+        return back
     owned = tuple(pod for pod in live if pod.controller is not None)
     kept = tuple(pod for pod in live if pod.controller is None)
     message = (f"lost members its domain cannot replace now ({reason}): evicted whole at "
@@ -295,8 +305,8 @@ def _shrink_back(record: GangRecord, live: Sequence[Pod], timeout: float) -> Res
             min(i for i in indices if i is not None):
         return None
     return Resize(record.job, owner, owner.size, len(bound), (
-        f"its {len(unbound)} newest worker(s) found no room in {record.domain} within "
-        f"{timeout:g} s: resized back to the {len(bound)} bound (minimum "
+        f"its {len(unbound)} newest worker(s) found no room in {record.domain} (waited "
+        f"at most {timeout:g} s): resized back to the {len(bound)} bound (minimum "
         f"{owner.bounds.minimum}) rather than evicted"))
 
 

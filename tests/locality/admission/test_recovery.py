@@ -277,3 +277,18 @@ def test_a_lost_node_is_judged_against_its_domains_room_at_once(free, evicted):
         assert action.requeue_at == NOW and "lost with their node" in action.message
     else:
         assert isinstance(action, Transition) and action.state is GangState.RECOVERING
+
+
+def test_an_elastic_gang_whose_new_worker_finds_no_room_is_resized_back_at_once():
+    # Grown 2 -> 3: index 2 waits, its domain full (no_fit). Its minimum (1) is bound,
+    # and the missing worker is its newest: resized back to 2 now, not evicted, and
+    # not after the bind timeout either.
+    grown = elastic_pods({0: "n1", 1: "n2", 2: None}, size=3)
+    blocked = Waiting(JOB, (grown[2],), WaitCode.NO_FIT, "pg-a holds 0 of these 1 pods")
+    (action,) = act(GangState.RECOVERING, NOW - 10, grown, size=3, waiting=(blocked,))
+    assert (action.before, action.after) == (3, 2)
+    # Below its minimum once the newest goes: evicted at once instead.
+    short = elastic_pods({0: "n1", 1: None}, size=2, minimum=2)
+    blocked = Waiting(JOB, (short[1],), WaitCode.NO_FIT, "no room")
+    (eviction,) = act(GangState.RUNNING, NOW - 10, short, waiting=(blocked,))
+    assert isinstance(eviction, Eviction) and not eviction.counted
