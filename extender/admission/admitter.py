@@ -796,7 +796,9 @@ class Admitter:
         if record is None or self._blocked_said.get(job) == why:
             return
         self._blocked_said[job] = why
-        self._record(job, record.state, now, message=why)
+        # Its state and the time it entered it are kept: the message alone changes, so
+        # the bind and ready timeouts keep counting.
+        self._record(job, record.state, record.since or now, message=why)
 
     def _release_jobs(self, now: float) -> None:
         """Resume the Jobs headstart suspended whose time has come (or unmark those

@@ -411,10 +411,12 @@ async def test_a_budget_that_would_stop_a_gangs_eviction_half_way_stops_all_of_i
     assert await ApiBinder(fake_kube.api_client()).bind(
         BindingArgs("a-0", "team", uid, "a1")) == ""
     await eventually(lambda: admitter.cache.pod("team", "a-0").node_name == "a1")
+    admitted_at = gang_of(fake_kube, "a")["status"]["lastTransitionTime"]
     await settle(admitter, lambda: "not evicted" in gang_of(fake_kube, "a")["status"].get(
         "message", ""), timeout=20)
     status = gang_of(fake_kube, "a")["status"]
     assert status["state"] == "Admitted" and "evictions" not in status
+    assert status["lastTransitionTime"] == admitted_at  # the timeouts keep counting
     assert ("PodDisruptionBudget team/keep-a allows 0 disruption(s) and 1 of the gang's "
             "pods are under it") in status["message"]
     assert pod_of(fake_kube, "a-0") is not None and pod_of(fake_kube, "a-1") is not None
