@@ -154,12 +154,12 @@ def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequ
             continue  # finished: a member gone since (its node deleted) is no loss
         running = is_whole and not unready
         ready_timeout, _ = ready_timeout_of(members, config)
+        fast = _fail_fast(record, members, now, blocked[record.job],
+                          config.bind_timeout_seconds) \
+            if not is_whole and record.job in blocked else None
         if record.state is GangState.RUNNING:
             if running:
                 continue
-            fast = _fail_fast(record, members, now, blocked[record.job],
-                              config.bind_timeout_seconds) \
-                if not is_whole and record.job in blocked else None
             if fast is not None:
                 actions.append(fast)
             elif not is_whole:
@@ -175,9 +175,6 @@ def recovery(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey], Sequ
             actions.append(Transition(record, GangState.RUNNING,
                                       "every member bound and Ready"))
             continue
-        fast = _fail_fast(record, members, now, blocked[record.job],
-                          config.bind_timeout_seconds) \
-            if not is_whole and record.job in blocked else None
         if fast is not None:
             actions.append(fast)
             continue

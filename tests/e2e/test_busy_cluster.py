@@ -31,7 +31,7 @@ from tests.e2e import installed
 from tests.e2e.headstart import extender_on
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node, kwok_node
-from tests.e2e.test_gang import gang, gang_state, pods_of, run_job
+from tests.e2e.test_gang import finish, gang, gang_state, pods_of, run_job
 from tests.e2e.test_gang_priority import running_pods
 from tests.e2e.test_gang_recovery import tolerant_job
 
@@ -60,14 +60,6 @@ def job_of(name: str, size: int, priority_class: str | None = None) -> dict[str,
     if priority_class is not None:
         job["spec"]["template"]["spec"]["priorityClassName"] = priority_class
     return job
-
-
-def finish(cluster, namespace: str, *jobs: str) -> None:
-    for job in jobs:
-        cluster.kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/{job}?"
-                            "propagationPolicy=Background")
-    cluster.wait("the jobs' pods to go", lambda: not any(
-        pods_of(cluster, namespace, job) for job in jobs) or NotYet("pods left"), 90, LOGS)
 
 
 def test_a_budget_on_a_victim_gang_holds_all_of_it_or_none(busy_cluster, namespace,
