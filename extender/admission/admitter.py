@@ -461,11 +461,15 @@ class Admitter:
         job again, or the rest of a job elsewhere, because the watch is late. A record
         or pod the watch has changed since it was planned from is left as the watch has
         it (newer than this round's view)."""
-        for applied in self._written_records:
+        assumed: set[JobKey] = set()
+        for applied in reversed(self._written_records):  # a job's last write is its record
             try:
                 record = parse_gang(applied)
             except InputError:
                 continue  # not the shape we wrote: the watch's copy decides
+            if record.job in assumed:
+                continue
+            assumed.add(record.job)
             if self.cache.gangs.get(record.job) is records.get(record.job):
                 self.cache.apply_gang(record)
         for pod in self._ungated:
