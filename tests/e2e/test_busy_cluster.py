@@ -32,12 +32,14 @@ from tests.e2e.headstart import extender_on
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import bound_node, kwok_node
 from tests.e2e.test_gang import finish, gang, gang_state, pods_of, run_job
-from tests.e2e.test_gang_priority import running_pods
-from tests.e2e.test_gang_recovery import tolerant_job
+from tests.e2e.test_gang_priority import (
+    create_priority_classes,
+    prioritized,
+    running_pods,
+)
 
 LOGS = ["headstart-scheduler", "headstart-extender", "kube-controller-manager"]
 NODES = {f"a-{i}": "pg-a" for i in range(4)}
-CLASSES = {"e2e-low": 100, "e2e-high": 1000}
 
 
 @pytest.fixture(scope="module")
@@ -47,19 +49,13 @@ def busy_cluster(e2e_clusters):
     cluster, extender, _ = extender_on(e2e_clusters, "busy-cluster", [
         kwok_node(name, memory="768Gi", group=group) for name, group in NODES.items()], LOGS,
         settings={"admission": admission})
-    for name, value in CLASSES.items():
-        cluster.kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", {
-            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-            "metadata": {"name": name}, "value": value, "globalDefault": False})
+    create_priority_classes(cluster)
     yield cluster, extender
     cluster.stop()
 
 
 def job_of(name: str, size: int, priority_class: str | None = None) -> dict[str, Any]:
-    job = tolerant_job(name, size, node_selector=None)
-    if priority_class is not None:
-        job["spec"]["template"]["spec"]["priorityClassName"] = priority_class
-    return job
+    return prioritized(name, size, priority_class)
 
 
 def test_a_budget_on_a_victim_gang_holds_all_of_it_or_none(busy_cluster, namespace,

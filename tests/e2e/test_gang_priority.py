@@ -36,17 +36,24 @@ CLASSES = {"e2e-low": 100, "e2e-high": 1000}
 def priority_cluster(e2e_clusters):
     cluster, extender, _ = extender_on(e2e_clusters, "gang-priority", [
         kwok_node(name, memory="768Gi", group=group) for name, group in NODES.items()], LOGS)
-    for name, value in CLASSES.items():
-        cluster.kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", {
-            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-            "metadata": {"name": name}, "value": value, "globalDefault": False})
+    create_priority_classes(cluster)
     yield cluster, extender
     cluster.stop()
 
 
-def prioritized(name: str, size: int, priority_class: str) -> dict[str, Any]:
+def create_priority_classes(cluster) -> None:
+    """The scenarios' PriorityClasses (`CLASSES`)."""
+    for name, value in CLASSES.items():
+        cluster.kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "globalDefault": False})
+
+
+def prioritized(name: str, size: int, priority_class: str | None) -> dict[str, Any]:
+    """`tolerant_job` in any placement group, of `priority_class` (None: the default)."""
     job = tolerant_job(name, size, node_selector=None)
-    job["spec"]["template"]["spec"]["priorityClassName"] = priority_class
+    if priority_class is not None:
+        job["spec"]["template"]["spec"]["priorityClassName"] = priority_class
     return job
 
 
