@@ -1,22 +1,18 @@
-"""How many pods a training workload object declares: replica counts, read once.
+"""Replica-count field readers the workload kinds share (`kube.kinds`): counts read once.
 
-Read by the overprovisioner's known-demand sources (`predictor.known`: pods announced
-before they exist) and by the extender's job admitter (`locality.owners`: a job's
-declared size). It lives in `kube`, below both, because `locality` and `predictor` may not
-import each other (pyproject.toml import-linter layers) and the rule must be written once.
+Read through `kube.kinds` by the overprovisioner's known-demand sources (pods announced
+before they exist) and by the extender's job admitter (a job's declared size). It lives
+in `kube`, below both, because `locality` and `predictor` may not import each other.
 
 Field names and defaults:
-- training-operator jobs (`kubeflow.org/v1` PyTorchJob, TFJob, MPIJob; kubeflow/
-  training-operator pkg/apis/kubeflow.org/v1): `spec.<kind>ReplicaSpecs` maps a replica
-  type to `{replicas (default 1), template}`;
-- a Job (`batch/v1`): min(`parallelism` (default 1), `completions` - succeeded) pods at
-  once (completions unset: `parallelism`);
-- a JobSet (`jobset.x-k8s.io/v1alpha2`, kubernetes-sigs/jobset api/jobset/v1alpha2/
-  jobset_types.go): `spec.replicatedJobs[]`, each `replicas` (default 1) Jobs of
-  `template` (a JobTemplateSpec) and `dependsOn` (the replicated jobs that must be
-  Ready or Complete before this one's Jobs are created);
-- a TrainJob (`trainer.kubeflow.org/v1alpha1`, kubeflow/trainer pkg/apis/trainer/
-  v1alpha1/trainjob_types.go): `spec.trainer.numNodes`, None when its runtime sizes it.
+- training-operator replica specs: replica type -> `{replicas (default 1), template}`;
+- a Job's pods at once: min(`parallelism` (default 1), `completions` - succeeded)
+  (completions unset: `parallelism`);
+- a JobSet's `spec.replicatedJobs[]` (kubernetes-sigs/jobset api/jobset/v1alpha2/
+  jobset_types.go), each `replicas` (default 1) Jobs of `template` (a JobTemplateSpec)
+  and `dependsOn`;
+- a TrainJob's `spec.trainer.numNodes` (kubeflow/trainer pkg/apis/trainer/v1alpha1/
+  trainjob_types.go), None when its runtime sizes it.
 
 Must not: do I/O, log; a malformed count raises `InputError` naming the field path.
 """
@@ -28,11 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.errors import InputError
-
-KUBEFLOW_REPLICA_SPECS: dict[str, str] = {
-    "PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs",
-}
-"""Kind -> the spec field holding its replica specs."""
 
 
 def mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -62,10 +53,10 @@ class ReplicaSpec:
     template: Any
 
 
-def kubeflow_replica_specs(spec: Mapping[str, Any], kind: str, where: str
+def kubeflow_replica_specs(spec: Mapping[str, Any], field_name: str, where: str
                            ) -> tuple[ReplicaSpec, ...]:
-    """The replica specs of a PyTorchJob, TFJob or MPIJob `spec`, by replica type."""
-    field_name = KUBEFLOW_REPLICA_SPECS[kind]
+    """The replica specs of a training-operator job's `spec.<field_name>`
+    (`pytorchReplicaSpecs`, ...), by replica type."""
     specs = []
     for replica_type, raw in mapping(spec.get(field_name), f"{where}.{field_name}").items():
         path = f"{where}.{field_name}.{replica_type}"

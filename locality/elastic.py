@@ -33,13 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.errors import InputError
-from kube.replicas import mapping, whole
+from kube.kinds import BY_KIND, KINDS, kubeflow, pytorchjob
+from kube.replicas import mapping
 
 MIN_SIZE_ANNOTATION = "headstart.io/min-size"
 MAX_SIZE_ANNOTATION = "headstart.io/max-size"
-KUBEFLOW_INDEX_LABEL = "training.kubeflow.org/replica-index"
-KUBEFLOW_TYPE_LABEL = "training.kubeflow.org/replica-type"
-PYTORCH_WORKER = "Worker"
+KUBEFLOW_INDEX_LABEL = kubeflow.REPLICA_INDEX_LABEL
+KUBEFLOW_TYPE_LABEL = kubeflow.REPLICA_TYPE_LABEL
+PYTORCH_WORKER = pytorchjob.WORKER
 
 
 class Removal(enum.Enum):
@@ -145,41 +146,20 @@ def _bounds(annotations: Mapping[str, Any], where: str) -> Bounds:
 
 def _size(spec: Mapping[str, Any], kind: str, bounds: Bounds, where: str) -> tuple[int, int]:
     """(the size a resize changes, the owner's other pods)."""
-    if kind == "Job":
-        parallelism = whole(spec.get("parallelism"), f"{where}: spec.parallelism", 1)
-        completions = spec.get("completions")
-        if spec.get("completionMode") != "Indexed" or completions is None or \
-                whole(completions, f"{where}: spec.completions", 1) != parallelism:
-            raise InputError(
-                f"{where}: only an Indexed Job with completions equal to parallelism can be "
-                "resized (Kubernetes changes both together); this Job cannot")
-        return parallelism, 0
-    if kind == "PyTorchJob":
-        specs = mapping(spec.get("pytorchReplicaSpecs"), f"{where}: spec.pytorchReplicaSpecs")
-        worker = mapping(specs.get(PYTORCH_WORKER),
-                         f"{where}: spec.pytorchReplicaSpecs.{PYTORCH_WORKER}")
-        if not worker:
-            raise InputError(f"{where}: spec.pytorchReplicaSpecs has no {PYTORCH_WORKER} to "
-                             "resize")
-        size = whole(worker.get("replicas"),
-                     f"{where}: spec.pytorchReplicaSpecs.{PYTORCH_WORKER}.replicas", 1)
-        policy = mapping(spec.get("elasticPolicy"), f"{where}: spec.elasticPolicy")
-        low = whole(policy.get("minReplicas"), f"{where}: spec.elasticPolicy.minReplicas", 1)
-        high = policy.get("maxReplicas")
-        high = None if high is None else whole(high, f"{where}: spec.elasticPolicy.maxReplicas",
-                                               0)
-        if bounds.minimum < low or (high is not None and bounds.maximum > high):
-            raise InputError(
-                f"{where}: {MIN_SIZE_ANNOTATION}..{MAX_SIZE_ANNOTATION} "
-                f"({bounds.minimum}..{bounds.maximum}) must lie within its elasticPolicy "
-                f"minReplicas..maxReplicas ({low}..{high if high is not None else 'unset'})")
-        others = sum(whole(mapping(replica, f"{where}: spec.pytorchReplicaSpecs.{name}")
-                           .get("replicas"), f"{where}: spec.pytorchReplicaSpecs.{name}.replicas",
-                           1)
-                     for name, replica in specs.items() if name != PYTORCH_WORKER)
-        return size, others
-    raise InputError(f"{where}: a {kind} cannot be resized by headstart (elastic jobs are "
-                     "Indexed Jobs and PyTorchJobs)")
+    resizing = BY_KIND[kind].resizing if kind in BY_KIND else None
+    if resizing is None:
+        kinds = " and ".join(f"{k.kind}s" for k in KINDS if k.resizing)
+        raise InputError(f"{where}: a {kind} cannot be resized by headstart (elastic jobs are "
+                         f"{kinds})")
+    elastic = resizing.read(spec, where)
+    if bounds.minimum < elastic.low or (elastic.high is not None
+                                        and bounds.maximum > elastic.high):
+        high = elastic.high if elastic.high is not None else "unset"
+        raise InputError(
+            f"{where}: {MIN_SIZE_ANNOTATION}..{MAX_SIZE_ANNOTATION} "
+            f"({bounds.minimum}..{bounds.maximum}) must lie within {elastic.limits} "
+            f"({elastic.low}..{high})")
+    return elastic.size, elastic.others
 
 
 def scale_patch(owner: ElasticOwner, size: int) -> dict[str, Any]:
@@ -188,8 +168,7 @@ def scale_patch(owner: ElasticOwner, size: int) -> dict[str, Any]:
     again next round)."""
     guard = {"metadata": {"resourceVersion": owner.resource_version}} \
         if owner.resource_version else {}
-    if owner.kind == "Job":
-        return guard | {"spec": {"parallelism": size, "completions": size}}
-    if owner.kind == "PyTorchJob":
-        return guard | {"spec": {"pytorchReplicaSpecs": {PYTORCH_WORKER: {"replicas": size}}}}
-    raise ValueError(f"{owner.where} is not resizable")
+    resizing = BY_KIND[owner.kind].resizing
+    if resizing is None:
+        raise ValueError(f"{owner.where} is not resizable")
+    return guard | {"spec": resizing.spec_patch(size)}

@@ -1,52 +1,28 @@
-"""A batch/v1 Job, a JobSet or a Kubeflow job as something headstart may suspend: to evict a
-gang whole without failing its job.
+"""A training workload as something headstart may suspend, to evict a gang whole unfailed.
 
 Evicting a Job's pods counts each as a failure toward its `backoffLimit` (the Job
 controller's `isPodFailed` counts a deleted pod that did not succeed), unless the Job's
 `podFailurePolicy` ignores `DisruptionTarget`: a default Job (backoffLimit 6) whose
-8-pod gang is evicted once fails for good. Suspending the Job instead (`spec.suspend`)
-makes the Job controller delete its active pods after removing their tracking
-finalizer, so they count as nothing, and create them again when it is resumed; Kueue
-evicts the Jobs it manages the same way. headstart marks a Job it suspended with the
+8-pod gang is evicted once fails for good. Suspending the owner instead makes its
+controller delete the pods as no failure and create them again on resume; Kueue evicts
+the jobs it manages the same way. Which kinds, at which versions, and where each keeps
+`suspend` and `managedBy` is the kind registry's (`kube.kinds.SUSPENDABLE`; each kind's
+module says what its controller does). headstart marks an object it suspended with the
 label `headstart.io/suspended=<when to resume it, seconds since the epoch>` and resumes
-only Jobs carrying it. The time is on the Job itself, so resuming never waits on the
-gang record's watch catching up (nor on the record existing at all); the Job's owner
-may change it, which gives them nothing they lack: they may resume their Job anyway.
-
-A JobSet (jobset.x-k8s.io/v1alpha2) is suspended the same way, through its own
-`spec.suspend` (the JobSet controller then suspends its child Jobs, and the Job
-controller deletes their pods as above; on resume it resumes them), with the same mark:
-a gang whose pods belong to a JobSet's Jobs is evicted by suspending the JobSet, since
-the JobSet controller decides its Jobs' suspension and would undo one of theirs.
-
-A PyTorchJob, TFJob or MPIJob (kubeflow.org/v1) is suspended through
-`spec.runPolicy.suspend`: the Kubeflow training operator then deletes its pods and
-Services (deleted pods are not failed ones: nothing counts toward its `backoffLimit`),
-says `Suspended` in its conditions, and creates them again when it is resumed; Kueue
-suspends the Kubeflow jobs it manages the same way. An MPIJob is suspended as the
-training operator's (`kubeflow.org/v1`) or as mpi-operator's (`v2beta1`, its
-`managedBy` `kubeflow.org/mpi-operator` or unset): mpi-operator deletes the workers and
-suspends its launcher Job (a Job the MPIJob controls), whose pod the Job controller
-deletes, and says `Suspended`.
-
-A TrainJob (trainer.kubeflow.org/v1alpha1) is suspended through its `spec.suspend`: the
-trainer then suspends the JobSet it made (pod -> Job -> JobSet -> TrainJob, each the
-next one's controller), which suspends its Jobs as above, and says `Suspended` in its
-conditions; it resumes the JobSet when the TrainJob is resumed.
+only objects carrying it. The time is on the object itself, so resuming never waits on
+the gang record's watch (nor on the record existing at all); the object's owner may
+change it, which gives them nothing they lack: they may resume it anyway.
 
 headstart suspends one of these only when it alone decides its suspension: not one
-whose `managedBy` (`spec.managedBy`; a Kubeflow job's `spec.runPolicy.managedBy`) names
-another controller, not one Kueue manages (its `kueue.x-k8s.io/queue-name` label), not
-one another object controls (a JobSet's Jobs, whose JobSet is suspended instead; a
-TrainJob's JobSet), except a Job a CronJob made (the CronJob controller never touches
-`suspend` of the Jobs it made). The ValidatingAdmissionPolicies
-`headstart-extender-job-edits`, `-jobset-edits`, `-pytorchjob-edits` and `-kubeflow-edits`
-(manifests/base/admission/owner-resize.yaml) enforce the same conditions on the
-extender's ServiceAccount.
+whose `managedBy` names another controller, not one Kueue manages (its
+`kueue.x-k8s.io/queue-name` label), not one another object controls (a JobSet's Jobs,
+whose JobSet is suspended instead; a TrainJob's JobSet), except a Job a CronJob made
+(the CronJob controller never touches `suspend` of the Jobs it made). The
+ValidatingAdmissionPolicies in manifests/base/admission/owner-resize.yaml enforce the
+same conditions on the extender's ServiceAccount.
 
-Decides: which kinds headstart suspends, how such an object reads as a `JobSuspension`, and the
-merge patches that suspend and release it. Must not: talk to the API, log, read the
-clock.
+Decides: how such an object reads as a `JobSuspension`, and the merge patches that
+suspend and release it. Must not: talk to the API, log, read the clock.
 """
 
 from __future__ import annotations
@@ -56,48 +32,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-SUSPENDED_LABEL = "headstart.io/suspended"
-"""On an object headstart suspended: when to resume it (whole seconds since the
-epoch); removed when headstart resumes it."""
+from kube.kinds import SUSPENDABLE
+from kube.labels import KUEUE_QUEUE_LABEL, SUSPENDED_LABEL
 
-@dataclass(frozen=True, slots=True)
-class SuspendableKind:
-    """A kind headstart suspends, and how."""
+__all__ = ["FOR_GOOD", "KUEUE_QUEUE_LABEL", "POD_CONTROLLER_KINDS", "SUSPENDABLE",
+           "SUSPENDABLE_KINDS", "SUSPENDED_LABEL", "JobName", "JobSuspension",
+           "job_suspension", "release_patch", "suspend_patch", "suspendable"]
 
-    group: str
-    plural: str
-    managers: Mapping[str, str]
-    """Per API version headstart reads and patches it at, the `managedBy` value (or
-    none) by which its own controller reconciles it there (batch/v1 JobSpec.managedBy;
-    JobSet's JobSetSpec.managedBy; Kubeflow's RunPolicy.managedBy)."""
-    run_policy: bool = False
-    """Its `suspend` and `managedBy` are in `spec.runPolicy` (Kubeflow's operators), not
-    in `spec`."""
-    controls_pods: bool = True
-    """Its pods name it as their controller (a JobSet's pods are its Jobs')."""
-
-
-_TRAINING_OPERATOR = "kubeflow.org/training-operator"
-SUSPENDABLE: dict[str, SuspendableKind] = {
-    "Job": SuspendableKind("batch", "jobs", {"v1": "kubernetes.io/job-controller"}),
-    "JobSet": SuspendableKind("jobset.x-k8s.io", "jobsets",
-                              {"v1alpha2": "jobset.sigs.k8s.io/jobset-controller"},
-                              controls_pods=False),
-    "PyTorchJob": SuspendableKind("kubeflow.org", "pytorchjobs", {"v1": _TRAINING_OPERATOR},
-                                  run_policy=True),
-    "TFJob": SuspendableKind("kubeflow.org", "tfjobs", {"v1": _TRAINING_OPERATOR},
-                             run_policy=True),
-    # The training operator's (v1) or mpi-operator's (v2beta1): a cluster serves one.
-    "MPIJob": SuspendableKind("kubeflow.org", "mpijobs",
-                              {"v1": _TRAINING_OPERATOR, "v2beta1": "kubeflow.org/mpi-operator"},
-                              run_policy=True),
-    "TrainJob": SuspendableKind("trainer.kubeflow.org", "trainjobs",
-                                {"v1alpha1": "trainer.kubeflow.org/trainjob-controller"},
-                                controls_pods=False),
-}
-"""The kinds headstart suspends. Each needs `patch` in the extender's ClusterRole and a
-ValidatingAdmissionPolicy bounding it at each version
-(manifests/base/admission/owner-resize.yaml)."""
 SUSPENDABLE_KINDS = tuple(SUSPENDABLE)
 POD_CONTROLLER_KINDS = tuple(kind for kind, how in SUSPENDABLE.items() if how.controls_pods)
 
@@ -106,9 +47,6 @@ def suspendable(kind: str, version: str) -> bool:
     """Whether headstart suspends a `kind` listed at API `version`."""
     return kind in SUSPENDABLE and version in SUSPENDABLE[kind].managers
 
-
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-"""Kueue manages what carries it (its gate and its suspension: `locality.admission.gate`)."""
 
 JobName = tuple[str, str, str]  # (kind, namespace, name)
 
@@ -140,7 +78,7 @@ class JobSuspension:
 
     @property
     def api_version(self) -> str:
-        return f"{SUSPENDABLE[self.kind].group}/{self.version}"
+        return SUSPENDABLE[self.kind].api_version(self.version)
 
     @property
     def ours(self) -> bool:

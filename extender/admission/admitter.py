@@ -86,6 +86,7 @@ from extender.admission.throttle import Throttle, Throttled
 from extender.admission.worker_plans import WorkerPlanReader
 from extender.cache import ClusterCache
 from kube.autoscaler_status import AutoscalerStatus, parse_autoscaler_status
+from kube.kinds import BY_KIND
 from locality.admission.budgets import blocking, parse_budget
 from locality.admission.config import AdmissionConfig
 from locality.admission.coscheduling import POD_GROUP_LABEL, pod_group_body, pod_group_name
@@ -686,9 +687,8 @@ class Admitter:
         an Event saying why. A refused write is decided again next round."""
         assert self._resizer is not None
         owner = resize.owner
-        api_version = "batch/v1" if owner.kind == "Job" else "kubeflow.org/v1"
-        involved = {"apiVersion": api_version, "kind": owner.kind, "name": owner.name,
-                    "namespace": owner.namespace}
+        involved = {"apiVersion": BY_KIND[owner.kind].api_version(), "kind": owner.kind,
+                    "name": owner.name, "namespace": owner.namespace}
         refused = self._resizer.resize(owner, resize.after)
         attempt = (owner.kind, owner.namespace, owner.name, resize.after)
         if refused is not None:

@@ -28,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 
 from extender.admission.throttle import Throttle, Throttled
 from kube.client import discard
+from kube.kinds import BY_KIND
 from locality.elastic import ElasticOwner, scale_patch
 from locality.suspension import (
     SUSPENDABLE,
@@ -53,8 +54,9 @@ class OwnerResizer:
         if owner.kind == "Job":
             return self._job(owner.namespace, owner.name, body,
                              "could not resize an elastic job's owner", size=size)
+        kind = BY_KIND[owner.kind]
         return self._send(lambda: self._custom.patch_namespaced_custom_object(
-            "kubeflow.org", "v1", owner.namespace, "pytorchjobs", owner.name, body,
+            kind.group, kind.versions[0], owner.namespace, kind.plural, owner.name, body,
             _content_type=MERGE_PATCH, _request_timeout=10, _preload_content=False),
             "could not resize an elastic job's owner", owner=owner.where, size=size)
 

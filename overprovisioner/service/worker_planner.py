@@ -48,6 +48,8 @@ import numpy as np
 from kubernetes.client.exceptions import ApiException
 
 from common.errors import HeadstartError, InputError
+from kube.kinds import KINDS
+from kube.kinds.job import JOB_NAME_LABEL
 from locality.elastic import elastic_owner
 from locality.worker_plans import WorkerPlan, encode, plan_key
 from overprovisioner.config import OverprovisionerConfig
@@ -82,11 +84,10 @@ from predictor.models.warm_start import WarmStartConfig
 
 log = logging.getLogger("headstart.overprovisioner.worker_plans")
 
-# (kind, list path, pod label naming the job)
-OWNERS = (
-    ("Job", "/apis/batch/v1/jobs", "batch.kubernetes.io/job-name"),
-    ("PyTorchJob", "/apis/kubeflow.org/v1/pytorchjobs", "training.kubeflow.org/job-name"),
-)
+# (kind, list path, pod label naming the job): the kinds headstart resizes (`kube.kinds`).
+OWNERS = tuple(
+    (kind.kind, f"/apis/{kind.api_version()}/{kind.plural}", kind.pod_label or JOB_NAME_LABEL)
+    for kind in KINDS if kind.resizing)
 
 
 @dataclass

@@ -36,10 +36,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bucketing.resources import Resources
+from kube.kinds.job import JOB
+from kube.kinds.jobset import JOBSET as JOBSET_KIND
 from kube.replicas import job_spec_pods, jobset_replicated_jobs
 from predictor.known.model import (
     JOBSET,
-    JOBSET_NAME_LABEL,
     KnownItem,
     Meta,
     condition_since,
@@ -69,10 +70,10 @@ class Job:
 
     @property
     def key(self) -> str:
-        jobset = self.meta.labels.get(JOBSET_NAME_LABEL)
+        jobset = self.meta.labels.get(JOBSET_KIND.pod_label)
         if jobset:
             return f"{JOBSET}/{self.meta.namespace}/{jobset}"
-        return workload_key("batch", "Job", self.meta.namespace, self.meta.name)
+        return workload_key(JOB.group, JOB.kind, self.meta.namespace, self.meta.name)
 
 
 def parse_job(obj: Mapping[str, Any], gpu_resource: str) -> Job:

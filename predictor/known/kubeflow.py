@@ -37,7 +37,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bucketing.resources import Resources, container_request
-from kube.replicas import KUBEFLOW_REPLICA_SPECS, kubeflow_replica_specs, trainjob_num_nodes
+from kube.kinds import WorkloadKind
+from kube.kinds.trainjob import NODE as TRAINJOB_NODE_ROLE
+from kube.replicas import trainjob_num_nodes
 from predictor.known.model import (
     JOBSET,
     KnownItem,
@@ -52,9 +54,6 @@ from predictor.known.model import (
     template_request,
     workload_key,
 )
-
-REPLICA_SPECS = KUBEFLOW_REPLICA_SPECS
-TRAINJOB_NODE_ROLE = "node"
 
 
 @dataclass(frozen=True)
@@ -80,25 +79,26 @@ class TrainingJob:
     """When headstart's admitter resumes it (its `headstart.io/suspended` label)."""
 
 
-def parse_training_job(obj: Mapping[str, Any], kind: str, gpu_resource: str) -> TrainingJob:
-    """A PyTorchJob, TFJob or MPIJob (kubeflow.org/v1, or v2beta1 for an MPIJob)."""
-    meta, where, spec, status = open_object(obj, kind)
-    replicas = [
-        Replicas(entry.replica_type, entry.replicas, template_request(
-            entry.template, gpu_resource,
-            f"{where}.spec.{REPLICA_SPECS[kind]}.{entry.replica_type}.template"))
-        for entry in kubeflow_replica_specs(spec, kind, f"{where}.spec")
-    ]
-    run_policy = mapping(spec.get("runPolicy"), f"{where}.spec.runPolicy")
+def parse_training_job(obj: Mapping[str, Any], workload: WorkloadKind,
+                       gpu_resource: str) -> TrainingJob:
+    """An object of a kind the registry reads by its pod sets (`demand: pod-sets`): a
+    PyTorchJob, TFJob or MPIJob (kubeflow.org/v1, or v2beta1 for an MPIJob), ..."""
+    meta, where, spec, status = open_object(obj, workload.kind)
+    version = str(obj.get("apiVersion", "")).rpartition("/")[2] or workload.versions[0]
+    sets = workload.pod_sets(spec, f"{where}.spec", version)
+    holder = spec
+    for step in workload.suspend_in[1:]:
+        holder = mapping(holder.get(step), f"{where}.spec.{step}")
     return TrainingJob(
-        kind=kind, meta=meta,
-        key=workload_key("kubeflow.org", kind, meta.namespace, meta.name),
-        suspended=run_policy.get("suspend") is True,
+        kind=workload.kind, meta=meta,
+        key=workload_key(workload.group, workload.kind, meta.namespace, meta.name),
+        suspended=holder.get("suspend") is True,
         suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
-        finished=condition_true(status, "Succeeded") or condition_true(status, "Failed"),
-        replicas=tuple(replicas),
-        uncounted=(frozenset({"Launcher"}) if kind == "MPIJob"
-                   and str(obj.get("apiVersion", "")).endswith("/v2beta1") else frozenset()),
+        finished=any(condition_true(status, c) for c in workload.finished_conditions),
+        replicas=tuple(Replicas(s.name, s.pods, template_request(s.template, gpu_resource,
+                                                                 s.template_at))
+                       for s in sets),
+        uncounted=frozenset(s.name for s in sets if not s.owned),
         resumed_at_s=headstart_resume_time(meta),
     )
 

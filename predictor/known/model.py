@@ -31,6 +31,9 @@ from typing import Any
 
 from bucketing.resources import Resources, pod_effective_request
 from common.errors import InputError
+from kube.kinds import PART_LABELS
+from kube.kinds.jobset import JOBSET as JOBSET_KIND
+from kube.labels import KUEUE_QUEUE_LABEL, SUSPENDED_LABEL
 from kube.replicas import mapping as mapping  # re-exported: the sources read fields with it
 from kube.replicas import whole as whole
 
@@ -45,29 +48,16 @@ SOURCES: tuple[str, ...] = ("kueue", "gated", "jobsets", "kubeflow", "jobs", "po
 # predictor.known.combine).
 EXISTING_POD_SOURCES = frozenset({"gated"})
 
-# Kueue manages a job that carries this label (kubernetes-sigs/kueue
-# pkg/controller/constants QueueLabel, read by jobframework.QueueNameForObject): it keeps
-# the job suspended until its Workload is admitted, so only the Workload says when.
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-HEADSTART_SUSPENDED_LABEL = "headstart.io/suspended"
-"""On a Job, JobSet or PyTorchJob headstart's admitter suspended to evict its gang whole:
-when it resumes it (seconds since the epoch). The same label as
-`locality.suspension.SUSPENDED_LABEL`, which this layer may not import
-(tests/predictor/test_known_sources.py checks both)."""
-
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
-KUBEFLOW_REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
-# mpi-operator v2 labels its pods with the role only (launcher, worker); training-operator
-# v1 also sets it, to `master` on a master, after the replica type read first.
-KUBEFLOW_JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+# Kueue keeps a job with its queue label (`KUEUE_QUEUE_LABEL`) suspended until its
+# Workload is admitted, so only the Workload says when.
+HEADSTART_SUSPENDED_LABEL = SUSPENDED_LABEL
 COSCHEDULING_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 # Stamped on every object headstart's manifests install (manifests/base/kustomization.yaml).
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 VOLCANO_GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 COSCHEDULING_POD_GROUP = "scheduling.x-k8s.io/PodGroup"
 VOLCANO_POD_GROUP = "scheduling.volcano.sh/PodGroup"
-JOBSET = "jobset.x-k8s.io/JobSet"
+JOBSET = f"{JOBSET_KIND.group}/{JOBSET_KIND.kind}"
 
 
 @dataclass(frozen=True)
@@ -232,18 +222,15 @@ def pod_ref(pod: Mapping[str, Any]) -> PodRef:
     keys = set()
     if meta.controller is not None:
         keys.add(owner_key(meta.controller, meta.namespace))
-    if meta.labels.get(JOBSET_NAME_LABEL):
-        keys.add(workload_key("jobset.x-k8s.io", "JobSet", meta.namespace,
-                              meta.labels[JOBSET_NAME_LABEL]))
+    if meta.labels.get(JOBSET_KIND.pod_label):
+        keys.add(f"{JOBSET}/{meta.namespace}/{meta.labels[JOBSET_KIND.pod_label]}")
     if meta.labels.get(COSCHEDULING_POD_GROUP_LABEL):
         keys.add(f"{COSCHEDULING_POD_GROUP}/{meta.namespace}/"
                  f"{meta.labels[COSCHEDULING_POD_GROUP_LABEL]}")
     for annotation in VOLCANO_GROUP_ANNOTATIONS:
         if meta.annotations.get(annotation):
             keys.add(f"{VOLCANO_POD_GROUP}/{meta.namespace}/{meta.annotations[annotation]}")
-    role = (meta.labels.get(KUBEFLOW_REPLICA_TYPE_LABEL)
-            or meta.labels.get(REPLICATED_JOB_LABEL)
-            or meta.labels.get(KUBEFLOW_JOB_ROLE_LABEL) or "")
+    role = next((meta.labels[label] for label in PART_LABELS if meta.labels.get(label)), "")
     return PodRef(meta.namespace, frozenset(keys), role.lower(), meta.created_s)
 
 

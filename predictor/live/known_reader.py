@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kube.informer import Informer, WatchSettings
+from kube.kinds import KINDS, WorkloadKind
 from predictor.known import batch, cron, gated, kubeflow, kueue, podgroups
 from predictor.known.combine import dedupe
 from predictor.known.config import KnownDemandConfig
@@ -59,30 +60,34 @@ class Watched:
         return f"{self.plural}.{self.group}"
 
 
-def _training(kind: str) -> Callable[[Mapping[str, Any], str], Any]:
-    return lambda obj, gpu: kubeflow.parse_training_job(obj, kind, gpu)
+_DEMAND_READERS: dict[str, Callable[[WorkloadKind], Callable[[Mapping[str, Any], str], Any]]] = {
+    "pod-sets": lambda kind: lambda obj, gpu: kubeflow.parse_training_job(obj, kind, gpu),
+    "job": lambda kind: batch.parse_job,
+    "jobset": lambda kind: batch.parse_jobset,
+    "trainjob": lambda kind: kubeflow.parse_trainjob,
+}
+"""How each `WorkloadKind.demand` is read (`kube.kinds`): the generic pod-set reader, or
+a kind's own."""
 
 
+def _workload(kind: WorkloadKind) -> Watched:
+    return Watched(kind.demand_source, kind.group, kind.versions, kind.plural,
+                   _DEMAND_READERS[kind.demand or ""](kind))
+
+
+_KUEUE_VERSIONS = ("v1beta2", "v1beta1")  # Kueue serves v1beta2 (storage) beside v1beta1 since 0.15
 WATCHED: tuple[Watched, ...] = (
-    # Kueue serves v1beta2 (storage) beside the deprecated v1beta1 since 0.15.
-    Watched("kueue", "kueue.x-k8s.io", ("v1beta2", "v1beta1"), "workloads",
-            kueue.parse_workload),
-    Watched("kueue", "kueue.x-k8s.io", ("v1beta2", "v1beta1"), "localqueues",
+    Watched("kueue", "kueue.x-k8s.io", _KUEUE_VERSIONS, "workloads", kueue.parse_workload),
+    Watched("kueue", "kueue.x-k8s.io", _KUEUE_VERSIONS, "localqueues",
             lambda obj, gpu: kueue.parse_local_queue(obj)),
-    Watched("kueue", "kueue.x-k8s.io", ("v1beta2", "v1beta1"), "clusterqueues",
+    Watched("kueue", "kueue.x-k8s.io", _KUEUE_VERSIONS, "clusterqueues",
             kueue.parse_cluster_queue),
     # Which controller runs each admission check: a ProvisioningRequest check means
     # cluster-autoscaler provisions the Workload's nodes itself (kueue.workload_items).
-    Watched("kueue", "kueue.x-k8s.io", ("v1beta2", "v1beta1"), "admissionchecks",
+    Watched("kueue", "kueue.x-k8s.io", _KUEUE_VERSIONS, "admissionchecks",
             lambda obj, gpu: kueue.parse_admission_check(obj)),
-    Watched("jobsets", "jobset.x-k8s.io", ("v1alpha2",), "jobsets", batch.parse_jobset),
-    Watched("kubeflow", "kubeflow.org", ("v1",), "pytorchjobs", _training("PyTorchJob")),
-    Watched("kubeflow", "kubeflow.org", ("v1",), "tfjobs", _training("TFJob")),
-    # training-operator v1 or mpi-operator v2: one CRD, one of the two served.
-    Watched("kubeflow", "kubeflow.org", ("v1", "v2beta1"), "mpijobs", _training("MPIJob")),
-    Watched("kubeflow", "trainer.kubeflow.org", ("v1alpha1",), "trainjobs",
-            kubeflow.parse_trainjob),
-    Watched("jobs", "batch", ("v1",), "jobs", batch.parse_job),
+    # The training workloads that announce demand, from the kind registry.
+    *(_workload(kind) for kind in KINDS if kind.demand),
     Watched("podgroups", "scheduling.x-k8s.io", ("v1alpha1",), "podgroups",
             lambda obj, gpu: podgroups.parse_pod_group(obj, COSCHEDULING_POD_GROUP, gpu)),
     Watched("podgroups", "scheduling.volcano.sh", ("v1beta1",), "podgroups",

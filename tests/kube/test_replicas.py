@@ -20,7 +20,7 @@ from kube.replicas import (
     ({}, []),
 ], ids=["default-one", "none"])
 def test_kubeflow_replica_specs(spec, expected) -> None:
-    got = kubeflow_replica_specs(spec, "PyTorchJob", "job.spec")
+    got = kubeflow_replica_specs(spec, "pytorchReplicaSpecs", "job.spec")
     assert [(s.replica_type, s.replicas) for s in got] == expected
 
 
@@ -52,7 +52,7 @@ def test_jobset_replicated_jobs_pods_and_dependencies() -> None:
 ], ids=["string", "negative"])
 def test_kubeflow_bad_count_names_the_field(spec, message) -> None:
     with pytest.raises(InputError, match=message.replace(".", r"\.")):
-        kubeflow_replica_specs(spec, "PyTorchJob", "job.spec")
+        kubeflow_replica_specs(spec, "pytorchReplicaSpecs", "job.spec")
 
 
 def test_trainjob_num_nodes() -> None:

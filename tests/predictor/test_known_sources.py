@@ -6,6 +6,7 @@ import pytest
 
 from bucketing.resources import Resources
 from common.errors import InputError
+from kube.kinds import BY_KIND
 from predictor.known import batch, cron, gated, kubeflow, kueue, podgroups
 from predictor.known.model import (
     COSCHEDULING_POD_GROUP,
@@ -191,7 +192,7 @@ def mpi_launcher():
     (mpijob_v2(suspend=True), [], [("kubeflow", "mpi", 1, 0), ("kubeflow", "mpi", 4, 0)]),
 ], ids=["workers-missing", "all-created", "suspended"])
 def test_mpi_operator_v2_jobs(obj, pods, expected):
-    parsed = kubeflow.parse_training_job(obj, "MPIJob", GPU)
+    parsed = kubeflow.parse_training_job(obj, BY_KIND["MPIJob"], GPU)
     counts = count_pods(pod_ref(p) for p in pods)
     assert summary(kubeflow.training_items([parsed], counts, NOW, HOUR)) == expected
 
@@ -199,7 +200,7 @@ def test_mpi_operator_v2_jobs(obj, pods, expected):
 @pytest.mark.parametrize("obj, pods, expected", [k[:3] for k in KUBEFLOW],
                          ids=[k[3] for k in KUBEFLOW])
 def test_training_operator_jobs(obj, pods, expected):
-    parsed = kubeflow.parse_training_job(obj, "PyTorchJob", GPU)
+    parsed = kubeflow.parse_training_job(obj, BY_KIND["PyTorchJob"], GPU)
     counts = count_pods(pod_ref(p) for p in pods)
     assert summary(kubeflow.training_items([parsed], counts, NOW, HOUR)) == expected
 
