@@ -18,6 +18,7 @@ from typing import Any
 
 from bucketing.resources import DEFAULT_GPU_RESOURCE, DeviceNames
 from common.errors import ConfigError
+from kube.kinds import JOB_LABELS
 from kube.labels import PLACEMENT_GROUP_LABELS
 from locality.model import Locality, Packing
 from locality.numa import TopologyManagerPolicy, TopologyManagerScope
@@ -39,16 +40,10 @@ class JobLabelKeys:
 
 
 DEFAULT_JOB_LABELS: tuple[JobLabelKeys, ...] = (
-    # Kubeflow training-operator v1 (TFJob, PyTorchJob, MPIJob v1: replica-type ps,
-    # worker, chief, master, launcher) and mpi-operator v2 (MPIJob: job-role launcher,
-    # worker; no replica-type label).
-    JobLabelKeys(
-        "training.kubeflow.org/job-name",
-        ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role"),
-    ),
-    # JobSet, and Kubeflow Trainer v2 TrainJobs (their JobSet carries the TrainJob's
-    # name; replicated jobs `node`, `launcher`, `dataset-initializer`, ...).
-    JobLabelKeys("jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/replicatedjob-name"),
+    # The training workloads' own (`kube.kinds`): Kubeflow's training operator and
+    # mpi-operator, JobSets and Trainer v2 TrainJobs (their JobSet carries the TrainJob's
+    # name; replicated jobs `node`, `launcher`, `dataset-initializer`, ...), KubeRay.
+    *(JobLabelKeys(job, roles if len(roles) > 1 else roles[0]) for job, roles in JOB_LABELS),
     JobLabelKeys("volcano.sh/job-name", "volcano.sh/task-spec"),
     JobLabelKeys("headstart.io/job", "headstart.io/role"),
 )

@@ -33,8 +33,8 @@ The default label keys and role values, checked in the operators' sources:
   (apis/scheduling/v1alpha1 `PodGroupLabel`).
 
 Roles: `ps` (and parameter-server spellings) is the PS; `worker`, `workers` and `node`
-(Trainer's trainer nodes) workers; `chief`, `master`, `leader`, `driver` and
-`coordinator` the coordinating worker (the job's centre when it has no PS: a
+(Trainer's trainer nodes) workers; `chief`, `master`, `leader`, `driver`, `head`
+(a Ray cluster's) and `coordinator` the coordinating worker (the job's centre when it has no PS: a
 PyTorchJob master, a JobSet leader); `launcher` the MPI launcher; anything else OTHER.
 
 Must not: look at other pods or nodes.
@@ -60,6 +60,7 @@ _ROLE_ALIASES: dict[str, Role] = {
     "master": Role.CHIEF,
     "leader": Role.CHIEF,
     "driver": Role.CHIEF,
+    "head": Role.CHIEF,
     "coordinator": Role.CHIEF,
     "launcher": Role.LAUNCHER,
 }

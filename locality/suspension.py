@@ -66,9 +66,9 @@ class JobSuspension:
     problem: str | None = None
     """Why headstart may not suspend it (None: it may)."""
     acknowledged: bool = False
-    """Its status says Suspended (condition `Suspended` True): its controller has acted
-    on the suspension (a Job's: deleted its running pods; a JobSet's: suspended its
-    Jobs)."""
+    """Its status says its controller has acted on the suspension (its kind's
+    `suspend_acknowledged`: a Job's condition `Suspended` once it deleted its running
+    pods; a JobSet's once it suspended its Jobs)."""
     kind: str = "Job"
     """One of `SUSPENDABLE_KINDS`."""
     controller: tuple[str, str] | None = None
@@ -113,10 +113,7 @@ def job_suspension(obj: Any, kind: str = "Job", version: str = "") -> JobSuspens
     resume_at = None if mark is None else \
         float(mark) if isinstance(mark, str) and mark.isdigit() else 0.0
     status = _mapping(obj.get("status"))
-    conditions = status.get("conditions")
-    acknowledged = any(
-        isinstance(c, Mapping) and c.get("type") == "Suspended" and c.get("status") == "True"
-        for c in (conditions if isinstance(conditions, list) else ()))
+    acknowledged = kind in SUSPENDABLE and SUSPENDABLE[kind].suspend_acknowledged(status)
     return JobSuspension(namespace, name, uid, spec.get("suspend") is True, resume_at,
                          _problem(kind, version, metadata, spec, labels, uid), acknowledged,
                          kind, _controller(metadata), version)

@@ -97,6 +97,8 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("kubeflow.org/v1", "tfjobs"): ("TFJob", True),
     ("kubeflow.org/v1", "mpijobs"): ("MPIJob", True),
     ("trainer.kubeflow.org/v1alpha1", "trainjobs"): ("TrainJob", True),
+    ("ray.io/v1", "rayclusters"): ("RayCluster", True),
+    ("ray.io/v1", "rayjobs"): ("RayJob", True),
     ("leaderworkerset.x-k8s.io/v1", "leaderworkersets"): ("LeaderWorkerSet", True),
     ("scheduling.x-k8s.io/v1alpha1", "podgroups"): ("PodGroup", True),
     ("scheduling.volcano.sh/v1beta1", "podgroups"): ("PodGroup", True),
@@ -111,6 +113,7 @@ CRD_GROUP_VERSIONS = frozenset({
     "kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1", "jobset.x-k8s.io/v1alpha2",
     "kubeflow.org/v1", "trainer.kubeflow.org/v1alpha1", "scheduling.x-k8s.io/v1alpha1",
     "scheduling.volcano.sh/v1beta1", "karpenter.sh/v1", "leaderworkerset.x-k8s.io/v1",
+    "ray.io/v1",
 })
 # A CRD is not installed until a test serves it. The two CapacityBuffer versions are
 # separate stores here; a real API server keeps one and converts between them.

@@ -17,11 +17,13 @@ from kube.kinds.leaderworkerset import LEADERWORKERSET
 from kube.kinds.model import PodSet, WorkloadKind
 from kube.kinds.mpijob import MPIJOB
 from kube.kinds.pytorchjob import PYTORCHJOB
+from kube.kinds.raycluster import RAYCLUSTER
+from kube.kinds.rayjob import RAYJOB
 from kube.kinds.tfjob import TFJOB
 from kube.kinds.trainjob import TRAINJOB
 
 KINDS: tuple[WorkloadKind, ...] = (
-    JOBSET, PYTORCHJOB, TFJOB, MPIJOB, TRAINJOB, LEADERWORKERSET, JOB,
+    JOBSET, PYTORCHJOB, TFJOB, MPIJOB, TRAINJOB, RAYCLUSTER, RAYJOB, LEADERWORKERSET, JOB,
 )
 BY_KIND: dict[str, WorkloadKind] = {kind.kind: kind for kind in KINDS}
 SUSPENDABLE: dict[str, WorkloadKind] = {kind.kind: kind for kind in KINDS if kind.suspendable}
@@ -30,6 +32,9 @@ POD_LABELS: tuple[str, ...] = tuple(dict.fromkeys(k.pod_label for k in KINDS if 
 """The labels naming a pod's owner, in the order they are tried."""
 PART_LABELS: tuple[str, ...] = tuple(dict.fromkeys(
     label for kind in KINDS for label in kind.part_labels))
+JOB_LABELS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(dict.fromkeys(
+    (kind.pod_label, kind.roles) for kind in KINDS if kind.pod_label and kind.roles))
+"""(label naming a pod's job, labels naming its role) of the kinds whose pods carry both."""
 """The labels naming a pod's part of its owner, in the order they are tried (a pod
 carries one kind's)."""
 
@@ -43,5 +48,5 @@ def kind_of(name: str) -> WorkloadKind:
                        f"({', '.join(BY_KIND)})") from None
 
 
-__all__ = ["BY_KIND", "KINDS", "PART_LABELS", "POD_LABELS", "SUSPENDABLE", "PodSet", "WorkloadKind",
-           "kind_of"]
+__all__ = ["BY_KIND", "JOB_LABELS", "KINDS", "PART_LABELS", "POD_LABELS", "SUSPENDABLE",
+           "PodSet", "WorkloadKind", "kind_of"]

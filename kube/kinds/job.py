@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.errors import InputError
-from kube.kinds.model import ElasticSize, PodSet, Resizing, WorkloadKind
+from kube.kinds.model import ElasticSize, PodSet, Resizing, WorkloadKind, any_condition
 from kube.replicas import whole
 
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
@@ -45,7 +45,7 @@ def _pod_sets(spec: Mapping[str, Any], where: str, version: str) -> tuple[PodSet
 JOB = WorkloadKind(
     kind="Job", group="batch", plural="jobs", versions=("v1",), pod_sets=_pod_sets,
     managers={"v1": "kubernetes.io/job-controller"}, demand="job", demand_source="jobs",
-    finished_conditions=("Complete", "Failed"),
+    finished=any_condition("Complete", "Failed"),
     resizing=Resizing(_elastic_size,
                       lambda size: {"parallelism": size, "completions": size}),
 )

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.errors import InputError
-from kube.kinds.model import PodSet, WorkloadKind
+from kube.kinds.model import PodSet, WorkloadKind, any_condition
 from kube.replicas import jobset_replicated_jobs
 
 GROUP = "jobset.x-k8s.io"
@@ -43,5 +43,5 @@ JOBSET = WorkloadKind(
     kind="JobSet", group=GROUP, plural="jobsets", versions=("v1alpha2",), pod_sets=_pod_sets,
     pod_label=NAME_LABEL, part_labels=(REPLICATED_JOB_LABEL,),
     managers={"v1alpha2": "jobset.sigs.k8s.io/jobset-controller"}, controls_pods=False,
-    demand="jobset", demand_source="jobsets", finished_conditions=("Completed", "Failed"),
+    demand="jobset", demand_source="jobsets", finished=any_condition("Completed", "Failed"),
 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kube.kinds.model import PodSet, PodSetsReader
+from kube.kinds.model import PodSet, PodSetsReader, any_condition
 from kube.replicas import kubeflow_replica_specs
 
 GROUP = "kubeflow.org"
@@ -27,7 +27,7 @@ REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 PART_LABELS = (REPLICA_TYPE_LABEL, JOB_ROLE_LABEL)
 TRAINING_OPERATOR = "kubeflow.org/training-operator"
 """The `runPolicy.managedBy` value by which the training operator reconciles a job."""
-FINISHED = ("Succeeded", "Failed")
+FINISHED = any_condition("Succeeded", "Failed")
 
 
 def replica_spec_sets(field_name: str) -> PodSetsReader:

@@ -46,5 +46,6 @@ def group_of(labels: Mapping[str, str]) -> tuple[str, bool] | None:
 
 LEADERWORKERSET = WorkloadKind(
     kind="LeaderWorkerSet", group="leaderworkerset.x-k8s.io", plural="leaderworkersets",
-    versions=("v1",), pod_sets=_pod_sets, pod_label=NAME_LABEL, controls_pods=False,
+    versions=("v1",), pod_sets=_pod_sets, pod_label=NAME_LABEL, role_labels=(),
+    controls_pods=False,
 )

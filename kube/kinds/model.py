@@ -14,6 +14,28 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+StatusTest = Callable[[Mapping[str, Any]], bool]
+"""An object's `status` -> whether it is in some state."""
+
+
+def any_condition(*types: str) -> StatusTest:
+    """True when a condition of one of `types` is True in `status.conditions`."""
+    def test(status: Mapping[str, Any]) -> bool:
+        conditions = status.get("conditions")
+        return any(isinstance(c, Mapping) and c.get("type") in types and c.get("status") == "True"
+                   for c in (conditions if isinstance(conditions, list) else ()))
+    return test
+
+
+def status_in(field_name: str, *values: str) -> StatusTest:
+    """True when `status.<field_name>` is one of `values`."""
+    return lambda status: status.get(field_name) in values
+
+
+def _never(status: Mapping[str, Any]) -> bool:
+    return False
+
+
 PodSetsReader = Callable[[Mapping[str, Any], str, str], tuple["PodSet", ...]]
 """(the object's spec, where for messages, the API version it was read at) -> its pods."""
 
@@ -78,6 +100,10 @@ class WorkloadKind:
     otherwise (an Indexed Job: their controller reference)."""
     part_labels: tuple[str, ...] = ()
     """Pod labels naming the pod's part (`PodSet.name`, case-insensitive), first present wins."""
+    role_labels: tuple[str, ...] | None = None
+    """Pod labels naming the pod's role in the job (PS, worker, chief: `locality.jobs`),
+    first present wins; None: its `part_labels`; (): its pods' job is found otherwise
+    (a LeaderWorkerSet's groups)."""
     managers: Mapping[str, str] = field(default_factory=dict)
     """Per version headstart may suspend it at: the `managedBy` value by which its own
     controller reconciles it there. Empty: headstart never suspends it."""
@@ -94,7 +120,11 @@ class WorkloadKind:
     sized_by: str | None = None
     """The kind of the object it makes whose pod sets size its pods, when that one is
     seen (a TrainJob's: the JobSet the trainer makes, with its initializers)."""
-    finished_conditions: tuple[str, ...] = ()
+    finished: StatusTest = _never
+    """Whether it is done and announces nothing more."""
+    suspend_acknowledged: StatusTest = any_condition("Suspended")
+    """Whether its controller has acted on its suspension (deleted its pods, suspended
+    what it made)."""
     resizing: Resizing | None = None
     """How an elastic job of this kind is resized (`locality.elastic`); None: it is not."""
     """Status conditions that, True, mean it is done and announces nothing more."""
@@ -103,6 +133,10 @@ class WorkloadKind:
     def family(self) -> str:
         """Which owner key its pods map to: the pod label, else the kind."""
         return self.pod_label or self.kind
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return self.part_labels if self.role_labels is None else self.role_labels
 
     @property
     def suspendable(self) -> bool:

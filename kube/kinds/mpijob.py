@@ -40,5 +40,5 @@ MPIJOB = WorkloadKind(
     pod_sets=_pod_sets, pod_label=kubeflow.JOB_NAME_LABEL, part_labels=kubeflow.PART_LABELS,
     managers={"v1": kubeflow.TRAINING_OPERATOR, "v2beta1": "kubeflow.org/mpi-operator"},
     suspend_in=("spec", "runPolicy"), demand="pod-sets", demand_source="kubeflow",
-    finished_conditions=kubeflow.FINISHED,
+    finished=kubeflow.FINISHED,
 )

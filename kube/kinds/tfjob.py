@@ -11,5 +11,5 @@ TFJOB = WorkloadKind(
     pod_sets=kubeflow.replica_spec_sets("tfReplicaSpecs"),
     pod_label=kubeflow.JOB_NAME_LABEL, part_labels=kubeflow.PART_LABELS,
     managers={"v1": kubeflow.TRAINING_OPERATOR}, suspend_in=("spec", "runPolicy"),
-    demand="pod-sets", demand_source="kubeflow", finished_conditions=kubeflow.FINISHED,
+    demand="pod-sets", demand_source="kubeflow", finished=kubeflow.FINISHED,
 )

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kube.kinds import jobset
-from kube.kinds.model import PodSet, WorkloadKind
+from kube.kinds.model import PodSet, WorkloadKind, any_condition
 from kube.replicas import trainjob_num_nodes
 
 NODE = "node"
@@ -28,5 +28,5 @@ TRAINJOB = WorkloadKind(
     pod_sets=_pod_sets, pod_label=jobset.NAME_LABEL, part_labels=(jobset.REPLICATED_JOB_LABEL,),
     managers={"v1alpha1": "trainer.kubeflow.org/trainjob-controller"}, controls_pods=False,
     sized_by=jobset.JOBSET.kind, demand="trainjob", demand_source="kubeflow",
-    finished_conditions=("Complete", "Failed"),
+    finished=any_condition("Complete", "Failed"),
 )

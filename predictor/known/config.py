@@ -30,6 +30,8 @@ class KnownDemandConfig:
     kubeflow: bool = True
     """Kubeflow PyTorchJob, TFJob, MPIJob (kubeflow.org/v1) and TrainJob
     (trainer.kubeflow.org/v1alpha1) whose pods are not all created."""
+    rayjobs: bool = True
+    """Suspended KubeRay RayJobs (ray.io/v1): their cluster spec's pods."""
     cronjobs: bool = True
     """The next run of each batch/v1 CronJob."""
     podgroups: bool = True

@@ -77,6 +77,8 @@ class TrainingJob:
     uncounted: frozenset[str] = frozenset()  # replica types whose pods cannot be matched
     resumed_at_s: float | None = None
     """When headstart's admitter resumes it (its `headstart.io/suspended` label)."""
+    source: str = "kubeflow"
+    """The known-demand source that reads it (its kind's `demand_source`)."""
 
 
 def parse_training_job(obj: Mapping[str, Any], workload: WorkloadKind,
@@ -94,12 +96,13 @@ def parse_training_job(obj: Mapping[str, Any], workload: WorkloadKind,
         key=workload_key(workload.group, workload.kind, meta.namespace, meta.name),
         suspended=holder.get("suspend") is True,
         suspended_since_s=condition_since(status, "Suspended", where) or meta.created_s,
-        finished=any(condition_true(status, c) for c in workload.finished_conditions),
+        finished=workload.finished(status),
         replicas=tuple(Replicas(s.name, s.pods, template_request(s.template, gpu_resource,
                                                                  s.template_at))
                        for s in sets),
         uncounted=frozenset(s.name for s in sets if not s.owned),
         resumed_at_s=headstart_resume_time(meta),
+        source=workload.demand_source,
     )
 
 
@@ -143,7 +146,7 @@ def training_items(jobs: Iterable[TrainingJob], pods: PodCounts, now_s: float,
             missing = replicas.replicas - existing
             if missing > 0:
                 items.append(KnownItem(
-                    "kubeflow", job.kind, job.meta.namespace, job.meta.name, job.key, missing,
+                    job.source, job.kind, job.meta.namespace, job.meta.name, job.key, missing,
                     replicas.request, expected, f"{replicas.replica_type}: {reason}",
                 ))
     return items

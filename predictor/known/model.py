@@ -41,8 +41,8 @@ from kube.replicas import whole as whole
 # queued job will be admitted; a JobSet describes all of a TrainJob's pods; a suspended
 # child Job is only part of its JobSet; a PodGroup is only a minimum. Gated pods are
 # keyed by the pod itself, which no other source uses for pods that exist.
-SOURCES: tuple[str, ...] = ("kueue", "gated", "jobsets", "kubeflow", "jobs", "podgroups",
-                            "cronjobs")
+SOURCES: tuple[str, ...] = ("kueue", "gated", "jobsets", "kubeflow", "rayjobs", "jobs",
+                            "podgroups", "cronjobs")
 
 # Sources whose items are pods that exist already (so never announced work, rule 4 of
 # predictor.known.combine).

@@ -70,6 +70,11 @@ _DEMAND_READERS: dict[str, Callable[[WorkloadKind], Callable[[Mapping[str, Any],
 a kind's own."""
 
 
+_POD_SET_SOURCES = frozenset(kind.demand_source for kind in KINDS
+                             if kind.demand in ("pod-sets", "trainjob"))
+"""The sources whose objects are read as pod sets (`kubeflow.TrainingJob`)."""
+
+
 def _workload(kind: WorkloadKind) -> Watched:
     return Watched(kind.demand_source, kind.group, kind.versions, kind.plural,
                    _DEMAND_READERS[kind.demand or ""](kind))
@@ -212,7 +217,7 @@ class KnownDemandReader:
                 items += batch.job_items(self._objects(source), now_s, window)
             elif source == "jobsets":
                 items += batch.jobset_items(self._objects(source), now_s, window)
-            elif source == "kubeflow":
+            elif source in _POD_SET_SOURCES:
                 items += kubeflow.training_items(self._objects(source), counts, now_s, window)
             elif source == "cronjobs":
                 items += cron.cron_items(self._objects(source), now_s,

@@ -185,7 +185,7 @@ async def test_stop_ends_every_watch_thread(fake_kube):
         "pytorchjobs.kubeflow.org", "tfjobs.kubeflow.org", "mpijobs.kubeflow.org",
         "mpijobs.v2beta1.kubeflow.org", "jobsets.jobset.x-k8s.io",
         "trainjobs.trainer.kubeflow.org", "jobs.batch", "gangs.headstart.io",
-        "leaderworkersets.leaderworkerset.x-k8s.io"}
+        "leaderworkersets.leaderworkerset.x-k8s.io", "rayclusters.ray.io", "rayjobs.ray.io"}
 
 
 def gpu_slice(name: str, node: str, gpus: int, mig: int = 0, generation: int = 1) -> dict:

@@ -15,10 +15,11 @@ def test_defaults_match_the_docs():
     assert config.default_packing is Packing.PACK
     assert config.default_placement_group is Locality.PREFERRED
     assert config.placement_group_labels[0] == "headstart.io/placement-group"
-    assert config.job_labels[0] == JobLabelKeys(
+    assert JobLabelKeys(
         "training.kubeflow.org/job-name",
         ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role"),
-    )
+    ) in config.job_labels
+    assert JobLabelKeys("ray.io/cluster", "ray.io/node-type") in config.job_labels
     assert [level.name for level in config.topology_levels] == [
         "block", "subblock", "placement-group", "nvlink"]
     assert config.gpu_resources == ("nvidia.com/gpu", "amd.com/gpu")

@@ -255,12 +255,26 @@ def seed_marked_trainjob(fake_kube) -> None:
         "spec": {"suspend": False, "trainer": {"numNodes": 1}}})
 
 
+def seed_marked_ray(fake_kube) -> None:
+    """A RayCluster and a RayJob carrying headstart's mark whose owners resumed them:
+    unmarked too."""
+    cluster = {"headGroupSpec": {"template": {"spec": {}}}, "workerGroupSpecs": [
+        {"groupName": "w", "replicas": 1, "template": {"spec": {}}}]}
+    for kind, spec in (("RayCluster", cluster), ("RayJob", {"rayClusterSpec": cluster})):
+        fake_kube.create({
+            "apiVersion": "ray.io/v1", "kind": kind,
+            "metadata": {"name": f"resumed-{kind.lower()}", "namespace": "default",
+                         "labels": {"headstart.io/suspended": "1"}},
+            "spec": {"suspend": False, **spec}})
+
+
 def jobset_unmarked(fake_kube) -> None:
     wait_until(lambda: "headstart.io/suspended" not in (fake_kube.get(
         "jobset.x-k8s.io/v1alpha2", "JobSet", "resumed", "default")["metadata"].get(
         "labels") or {}), 30, "the admitter to unmark the JobSet its owner resumed")
     for api, kind in (("kubeflow.org/v1", "TFJob"), ("kubeflow.org/v1", "MPIJob"),
-                      ("trainer.kubeflow.org/v1alpha1", "TrainJob")):
+                      ("trainer.kubeflow.org/v1alpha1", "TrainJob"), ("ray.io/v1", "RayCluster"),
+                      ("ray.io/v1", "RayJob")):
         wait_until(lambda api=api, kind=kind: "headstart.io/suspended" not in (fake_kube.get(
             api, kind, f"resumed-{kind.lower()}", "default")["metadata"].get(
             "labels") or {}), 30, f"the admitter to unmark the {kind} its owner resumed")
@@ -315,7 +329,8 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     # their watch rules too.
     for group_version in ("scheduling.volcano.sh/v1beta1", "scheduling.x-k8s.io/v1alpha1",
                           "kubeflow.org/v1", "jobset.x-k8s.io/v1alpha2",
-                          "trainer.kubeflow.org/v1alpha1", "leaderworkerset.x-k8s.io/v1"):
+                          "trainer.kubeflow.org/v1alpha1", "leaderworkerset.x-k8s.io/v1",
+                          "ray.io/v1"):
         fake_kube.serve(group_version)
     # `gated`'s PodGroup name is taken by a tenant's: the admitter's create gets 409 and
     # it reads that one back (not its own: left alone); `gone` gets its own.
@@ -326,6 +341,7 @@ def test_extender_rbac_matches_its_api_calls(fake_kube, rendered, tmp_path):
     seed_marked_jobset(fake_kube)
     seed_marked_tfjob(fake_kube)
     seed_marked_trainjob(fake_kube)
+    seed_marked_ray(fake_kube)
     port, ops_port = free_port(), free_port()
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     config = tmp_path / "extender.yaml"

@@ -430,10 +430,11 @@ def test_known_demand_section() -> None:
                            "known_demand": {"jobs": False, "gated": False, "cronjob_lead": "15m",
                                             "suspended_window": "30m"}}, "op.yaml")
     known = config.known_demand
-    assert known.enabled() == ("kueue", "jobsets", "kubeflow", "podgroups", "cronjobs")
+    assert known.enabled() == ("kueue", "jobsets", "kubeflow", "rayjobs", "podgroups",
+                               "cronjobs")
     assert (known.lead_s(config.horizon_s), known.suspended_window_s) == (900.0, 1800.0)
     default = parse_config({"instance_types": ["g5.xlarge"]}, "op.yaml").known_demand
-    assert len(default.enabled()) == 7
+    assert len(default.enabled()) == 8
     assert default.lead_s(390.0) == 390.0  # null lead = the horizon
 
 

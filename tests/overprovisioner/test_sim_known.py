@@ -20,8 +20,8 @@ from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 # 300-s tick, horizon 390 s: known demand counts within tick + horizon = 690 s
 SERVICE = OverprovisionerConfig()
 NO_SOURCES = replace(SERVICE, known_demand=KnownDemandConfig(
-    kueue=False, gated=False, jobs=False, jobsets=False, kubeflow=False, cronjobs=False,
-    podgroups=False))
+    kueue=False, gated=False, jobs=False, jobsets=False, kubeflow=False, rayjobs=False,
+    cronjobs=False, podgroups=False))
 
 # A job of 4 one-GPU pods every 7800 s (26 ticks), each running 10 minutes: its nodes are
 # removed (10 min unneeded) long before the next job, and the demand history shows a

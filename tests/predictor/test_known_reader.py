@@ -26,7 +26,7 @@ TICK = 300.0
 HORIZON = 600.0
 CRD_GROUPS = ("kueue.x-k8s.io/v1beta2", "jobset.x-k8s.io/v1alpha2", "kubeflow.org/v1",
               "trainer.kubeflow.org/v1alpha1", "scheduling.x-k8s.io/v1alpha1",
-              "scheduling.volcano.sh/v1beta1")
+              "scheduling.volcano.sh/v1beta1", "ray.io/v1")
 
 
 def recorder_config(tmp_path) -> RecorderConfig:
@@ -71,7 +71,7 @@ def test_absent_crds_are_skipped_with_one_log_line(fake_kube, tmp_path, caplog):
 
 def test_disabled_sources_are_not_even_discovered(fake_kube, tmp_path):
     config = KnownDemandConfig(kueue=False, jobs=False, jobsets=False, kubeflow=False,
-                               podgroups=False)
+                               rayjobs=False, podgroups=False)
     reader = make_known_reader(config, *watching(tmp_path), fake_kube.api_client(),
                                "nvidia.com/gpu", HORIZON)
     assert reader.served == {"cronjobs.batch": "v1"}

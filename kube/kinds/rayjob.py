@@ -1,0 +1,33 @@
+"""RayJob (`ray.io/v1`, KubeRay): a RayCluster made for one job, and the job's submitter.
+
+The operator makes a RayCluster named `<rayjob>-<5 random characters>` from
+`spec.rayClusterSpec` (its controller is the RayJob; the pods' is the RayCluster, and
+they carry only the cluster's name), and, once every pod is Ready, a submitter Job of
+the RayJob's name (`submissionMode: K8sJobMode`, the default): a later pod outside the
+gang. Suspended through `spec.suspend` (which needs `shutdownAfterJobFinishes`): the
+operator deletes the RayCluster and the submitter and says `jobDeploymentStatus:
+Suspended`; on resume it makes a new RayCluster. `managedBy` is immutable and names
+`ray.io/kuberay-operator` or MultiKueue. Its announced pods are its cluster spec's while
+it is suspended; while it runs its pods are its RayCluster's, which announces nothing.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from kube.kinds import ray
+from kube.kinds.model import PodSet, WorkloadKind, status_in
+from kube.replicas import mapping
+
+
+def _pod_sets(spec: Mapping[str, Any], where: str, version: str) -> tuple[PodSet, ...]:
+    return ray.cluster_pod_sets(mapping(spec.get("rayClusterSpec"), f"{where}.rayClusterSpec"),
+                                f"{where}.rayClusterSpec", owned=False)
+
+
+RAYJOB = WorkloadKind(
+    kind="RayJob", group=ray.GROUP, plural="rayjobs", versions=("v1",), pod_sets=_pod_sets,
+    managers={"v1": ray.OPERATOR}, controls_pods=False, demand="pod-sets",
+    demand_source="rayjobs",
+    finished=status_in("jobDeploymentStatus", "Complete", "Failed", "ValidationFailed"),
+    suspend_acknowledged=status_in("jobDeploymentStatus", "Suspended"),
+)
