@@ -25,7 +25,7 @@ COMMAND_MODULES = (
     "extender.cli",
     "overprovisioner.service.cli",
     "overprovisioner.service.expire_cli",
-    "overprovisioner.service.warm_start_cli",
+    "overprovisioner.jobsize.cli",
     "overprovisioner.sim.cli",
     "overprovisioner.sim.gangs.cli",
 )
@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HeadstartError as error:
-        print(f"headstart {args.command}: error: {error}", file=sys.stderr)
+        name = getattr(args, "command_name", args.command)
+        print(f"headstart {name}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
