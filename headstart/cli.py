@@ -5,7 +5,8 @@ Each package owns its subcommands in its own `cli.py`, which exposes
 contribute to, `headstart trace` (files: jobtraces; the Prometheus export: predictor),
 is built here, each module adding its subcommands with `add_trace_commands`. Every subcommand sets
 `func` (taking the parsed args, returning an exit code). A `HeadstartError`
-becomes one line on stderr and exit code 2, never a traceback.
+becomes one line on stderr and exit code 2, never a traceback; it names the command as
+`command_name` when a nested subcommand sets one (`size workers`), else the top-level one.
 """
 
 from __future__ import annotations
