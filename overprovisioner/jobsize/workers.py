@@ -50,6 +50,9 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
     model, fitted = _model(args)
     found = least_sufficient(model, rate, minimum, maximum)
     at = model.rate(np.array([found.workers, max(found.workers - 1, 1)], dtype=float))
+    if not np.isfinite(at).all():  # no JSON number for it, and no job is that fast
+        raise InputError(f"--thetas: {', '.join(f'{t:g}' for t in model.thetas)} make the "
+                         f"time per sample 0 at {found.workers} workers (an infinite rate)")
     if found.short:
         why = ("raise --max-workers: more workers may" if found.workers == maximum else
                "more workers only slow this job down")

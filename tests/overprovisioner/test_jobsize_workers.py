@@ -97,6 +97,8 @@ def test_an_asynchronous_model_and_the_bounds(capsys):
      "--thetas: expected numbers separated by commas, got '1,2,x,4'"),
     (["--rate", "1", *SYNC, "--thetas", "1,-2,3,4"],
      "--thetas: throughput model: thetas must be finite and non-negative"),
+    (["--rate", "1", "--model", "asynchronous", "--thetas", "0,0,0"],
+     "--thetas: 0, 0, 0 make the time per sample 0 at 1 workers (an infinite rate)"),
     (["--rate", "1", "--model", "sync", "--thetas", "1,2,3,4"],
      "--model: expected one of synchronous, asynchronous, got 'sync'"),
     (["--rate", "1", "--model", "synchronous", "--thetas", "1,2,3,4"],
@@ -114,8 +116,8 @@ def test_an_asynchronous_model_and_the_bounds(capsys):
      "--max-workers: at most 100,000"),
 ], ids=["too-few-sizes", "negative-rate-sample", "zero-workers", "no-colon", "never-reached",
         "beyond-max", "rate-text", "rate-negative", "theta-count", "theta-text",
-        "theta-negative", "model", "no-batch", "zero-batch", "no-source", "two-sources",
-        "bounds", "max-fraction", "max-huge"])
+        "theta-negative", "theta-zero", "model", "no-batch", "zero-batch", "no-source",
+        "two-sources", "bounds", "max-fraction", "max-huge"])
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert main(["size", "workers", *argv]) == 2
     err = capsys.readouterr().err
