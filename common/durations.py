@@ -48,9 +48,10 @@ def duration_seconds(value: Any) -> float:
     return sum(float(number) * UNIT_SECONDS[unit] for number, unit in parts)
 
 
-def parse_duration(text: Any, what: str = "duration") -> float:
-    """A positive duration for a command-line option: seconds, or InputError naming
-    `what` (the option, e.g. `--horizon`). A number without a unit is refused."""
+def parse_duration(text: Any, what: str = "duration", allow_zero: bool = False) -> float:
+    """A positive duration (zero too when `allow_zero`) for a command-line option:
+    seconds, or InputError naming `what` (the option, e.g. `--horizon`). A number
+    without a unit is refused."""
     if isinstance(text, str) and _NUMBER.fullmatch(text.strip()):
         number = text.strip()
         raise InputError(f"{what}: {number!r} has no unit; write {number}s, {number}m or "
@@ -59,6 +60,6 @@ def parse_duration(text: Any, what: str = "duration") -> float:
         seconds = duration_seconds(text)
     except ValueError as error:
         raise InputError(f"{what}: {error}") from None
-    if seconds <= 0:
+    if seconds < 0 or (seconds == 0 and not allow_zero):
         raise InputError(f"{what}: must be positive, got {text!r}")
     return seconds

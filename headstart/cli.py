@@ -5,7 +5,8 @@ Each package owns its subcommands in its own `cli.py`, which exposes
 contribute to, `headstart trace` (files: jobtraces; the Prometheus export: predictor),
 is built here, each module adding its subcommands with `add_trace_commands`. Every subcommand sets
 `func` (taking the parsed args, returning an exit code). A `HeadstartError`
-becomes one line on stderr and exit code 2, never a traceback.
+becomes one line on stderr and exit code 2, never a traceback; it names the command as
+`command_name` when a nested subcommand sets one (`size workers`), else the top-level one.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ COMMAND_MODULES = (
     "extender.cli",
     "overprovisioner.service.cli",
     "overprovisioner.service.expire_cli",
-    "overprovisioner.service.warm_start_cli",
+    "overprovisioner.jobsize.cli",
     "overprovisioner.sim.cli",
     "overprovisioner.sim.gangs.cli",
 )
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HeadstartError as error:
-        print(f"headstart {args.command}: error: {error}", file=sys.stderr)
+        name = getattr(args, "command_name", args.command)
+        print(f"headstart {name}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -73,8 +73,12 @@ def weight(minimum: int, request: Resources, waited_seconds: float,
     `request`, having waited `waited_seconds` (0 for a running job)."""
     size = units(request, config)
     base = 1.0 if size <= 0 else 1.0 / (1.0 + math.exp(-minimum / size))
-    starved = waited_seconds >= config.starvation_seconds
-    return base + (config.starvation_bonus if starved else 0.0)
+    return base + (config.starvation_bonus if starved(waited_seconds, config) else 0.0)
+
+
+def starved(waited_seconds: float, config: WeightConfig) -> bool:
+    """Whether a job that has waited this long gets the starvation bonus."""
+    return waited_seconds >= config.starvation_seconds
 
 
 SCALE_OUT_AFTER_SECONDS = 60.0

@@ -21,10 +21,12 @@ Must not: read the store or the clock, talk to the cluster, log.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from common.errors import InputError
 from kube.replicas import mapping, whole
 from locality.elastic import PYTORCH_WORKER, ElasticOwner
 from locality.worker_plans import WorkerPlan
@@ -144,9 +146,44 @@ def profile_json(profile: JobProfile) -> dict[str, Any]:
                       for role, s in profile.final.items()}}
 
 
-def profile_from_json(body: Mapping[str, Any]) -> JobProfile:
-    roles = {str(role): RoleShape(int(v[0]), float(v[1]), float(v[2]), float(v[3]))
-             for role, v in (body.get("roles") or {}).items()}
-    return JobProfile(str(body["name"]), str(body.get("image", "")),
-                      str(body.get("namespace", "")), dict(body.get("labels") or {}), roles,
-                      roles, float(body.get("finished", 0.0)))
+def profile_from_json(body: Any, where: str = "profile") -> JobProfile:
+    """A profile as `profile_json` wrote it; InputError naming `where` and the field that
+    does not parse (a history row or line written by hand or by another version)."""
+    if not isinstance(body, Mapping):
+        raise InputError(f"{where}: expected a JSON object, got {type(body).__name__}")
+    name = body.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{where}: name: expected a non-empty string, got {name!r}")
+    texts = {key: body.get(key, "") for key in ("image", "namespace")}
+    for key, value in texts.items():
+        if not isinstance(value, str):
+            raise InputError(f"{where}: {key}: expected a string, got {value!r}")
+    labels = body.get("labels") or {}
+    if not isinstance(labels, Mapping) or not all(
+            isinstance(v, str) for v in labels.values()):
+        raise InputError(f"{where}: labels: expected an object of strings, got {labels!r}")
+    finished = body.get("finished", 0.0)
+    if not _number(finished):
+        raise InputError(f"{where}: finished: expected Unix seconds, got {finished!r}")
+    raw_roles = body.get("roles") or {}
+    if not isinstance(raw_roles, Mapping):
+        raise InputError(f"{where}: roles: expected an object, got {raw_roles!r}")
+    roles = {str(role): _role_shape(value, f"{where}: roles.{role}")
+             for role, value in raw_roles.items()}
+    return JobProfile(name, texts["image"], texts["namespace"],
+                      {str(k): v for k, v in labels.items()}, roles, roles, float(finished))
+
+
+def _role_shape(value: Any, where: str) -> RoleShape:
+    shape = "[pods, cpu, memory_gib, gpus]"
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 4 or \
+            not all(_number(v) and v >= 0 for v in value):
+        raise InputError(f"{where}: expected {shape}, numbers >= 0, got {value!r}")
+    if value[0] != int(value[0]):
+        raise InputError(f"{where}: pods: expected a whole number, got {value[0]!r}")
+    return RoleShape(int(value[0]), float(value[1]), float(value[2]), float(value[3]))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and \
+        math.isfinite(value)

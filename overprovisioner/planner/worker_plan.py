@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from bucketing.resources import Resources, pod_effective_request
+from bucketing.resources import ZERO, Resources, pod_effective_request
 from common.errors import InputError
-from kube.replicas import mapping
+from kube.replicas import mapping, whole
 from locality.elastic import PYTORCH_WORKER, ElasticOwner, elastic_owner
 from locality.worker_plans import WorkerPlan
 from predictor.models.stabilize import stabilize
@@ -179,6 +179,30 @@ def worker_request(obj: Mapping[str, Any], kind: str, gpu_resource: str, where: 
     spec = mapping(obj.get("spec"), f"{where}: spec")
     return template_request(_worker_template(spec, kind, where), gpu_resource,
                             f"{where}: worker template")
+
+
+def request_at(obj: Mapping[str, Any], kind: str, owner: ElasticOwner, workers: int,
+               gpu_resource: str) -> Resources:
+    """The job's whole request with `workers` workers: that many of its worker template
+    plus its other replicas as they are (a PyTorchJob's Master), as the admitter sums
+    an elastic job's pods at a size (`locality.admission.resize.at_size`); KOD2's
+    weight divides the job's minimum by this at its minimum."""
+    where = owner.where
+    worker = worker_request(obj, kind, gpu_resource, where)
+    total = sum((worker for _ in range(workers)), ZERO)
+    if kind == "PyTorchJob":
+        spec = mapping(obj.get("spec"), f"{where}: spec")
+        specs = mapping(spec.get("pytorchReplicaSpecs"), f"{where}: spec.pytorchReplicaSpecs")
+        for role, replica in specs.items():
+            if role == PYTORCH_WORKER:
+                continue
+            part = mapping(replica, f"{where}: spec.pytorchReplicaSpecs.{role}")
+            template = mapping(part.get("template"), f"{where}: the {role} template")
+            count = whole(part.get("replicas", 1),
+                          f"{where}: spec.pytorchReplicaSpecs.{role}.replicas", 0)
+            pod = template_request(template, gpu_resource, f"{where}: {role} template")
+            total = sum((pod for _ in range(count)), total)
+    return total
 
 
 def _worker_template(spec: Mapping[str, Any], kind: str, where: str) -> Mapping[str, Any]:

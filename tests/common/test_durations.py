@@ -69,6 +69,14 @@ def test_a_command_line_duration_without_a_unit_is_refused(text, message) -> Non
     assert str(caught.value).startswith(message)
 
 
+def test_zero_is_a_duration_only_where_the_option_allows_it() -> None:
+    assert parse_duration("0s", "--waited", allow_zero=True) == 0.0
+    with pytest.raises(InputError, match="--waited: must be positive"):
+        parse_duration("0s", "--waited")
+    with pytest.raises(InputError, match="has no unit"):  # still needs its unit
+        parse_duration("0", "--waited", allow_zero=True)
+
+
 @pytest.mark.parametrize(
     "argv, option",
     [
@@ -79,8 +87,13 @@ def test_a_command_line_duration_without_a_unit_is_refused(text, message) -> Non
         (["buckets", "tune", "--trace", "t.csv", "--tick", "300"], "--tick"),
         (["trace", "export", "--prometheus", "http://127.0.0.1:9", "--since", "3600",
           "--out", "x.csv"], "--since"),
+        (["size", "weight", "--minimum", "1", "--cpu", "1", "--memory", "1Gi", "--waited",
+          "60"], "--waited"),
+        (["size", "weight", "--minimum", "1", "--cpu", "1", "--memory", "1Gi",
+          "--starvation", "600"], "--starvation"),
     ],
-    ids=["node-startup", "cpu-node-startup", "horizon", "trace-tick", "tune-tick", "since"],
+    ids=["node-startup", "cpu-node-startup", "horizon", "trace-tick", "tune-tick", "since",
+         "waited", "starvation"],
 )
 def test_every_duration_option_refuses_a_bare_number(argv, option, tmp_path, monkeypatch,
                                                      capsys) -> None:
