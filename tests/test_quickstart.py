@@ -22,7 +22,9 @@ def test_the_quick_start_runs_as_pasted(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     command = bin_dir / "headstart"
-    command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m headstart "$@"\n')
+    # This checkout's headstart, whatever an editable install points at.
+    command.write_text(f'#!/bin/sh\nPYTHONPATH="{REPO}" exec "{sys.executable}" '
+                       '-m headstart "$@"\n')
     command.chmod(0o755)
     work = tmp_path / "work"
     work.mkdir()

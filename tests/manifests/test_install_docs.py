@@ -77,11 +77,13 @@ esac
 
 
 def headstart_command(folder: Path) -> Path:
-    """A `headstart` for pasted blocks: this interpreter's, whatever PATH holds (a pyenv
-    shim or another install may shadow the virtualenv's command)."""
+    """A `headstart` for pasted blocks: this interpreter's on this checkout, whatever PATH
+    holds (a pyenv shim or another install may shadow the virtualenv's command, and an
+    editable install may point at another tree)."""
     folder.mkdir(parents=True, exist_ok=True)
     command = folder / "headstart"
-    command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m headstart "$@"\n')
+    command.write_text(f'#!/bin/sh\nPYTHONPATH="{checks.REPO}" exec "{sys.executable}" '
+                       '-m headstart "$@"\n')
     command.chmod(0o755)
     return command
 
@@ -194,6 +196,60 @@ def test_the_tuned_buckets_reach_the_overprovisioner_through_the_users_kustomiza
     assert config.catalog == shipped["catalog"] == tuned.catalog
     # Everything else is the overlay's own config.
     assert config.horizon_s > 0 and config.placeholders.scheduler_name == "headstart-scheduler"
+    set_aside = sorted(set(shipped["limits"]["per_bucket"]) - set(tuned.names))
+    assert set_aside or overlay == "gke"  # EKS: the one-day trace needs no p4d.24xlarge
+    every_command_runs_on(tmp_path, headstart, tmp_path / "root" / "my-cluster", trace,
+                          set_aside)
+
+
+def commands_taking(option: str) -> set[str]:
+    """The `headstart` subcommands with `option`."""
+    import argparse
+
+    from headstart.cli import build_parser
+
+    [subparsers] = [action for action in build_parser()._actions
+                    if isinstance(action, argparse._SubParsersAction)]
+    return {name for name, parser in subparsers.choices.items()
+            if any(option in action.option_strings for action in parser._actions)}
+
+
+WARNING = re.compile(r"(?:WARNING \S+: config|headstart simulate: warning): (.*)")
+
+
+def every_command_runs_on(tmp_path: Path, headstart: Path, folder: Path, trace: Path,
+                          set_aside: list[str]) -> None:
+    """Every command that takes the overprovisioner's `--config` runs on the copy the
+    docs leave in `folder` (`simulate` to the end; the two that need a cluster until
+    they reach for it), and each warns of the limits the tuning set aside (those of
+    `set_aside`) in the same words, from the same check."""
+    config = str(folder / "overprovisioner-config.yaml")
+    no_cluster = str(tmp_path / "no-kubeconfig")
+    commands = {
+        "simulate": ["simulate", "--config", config, "--trace", str(trace), "--policy",
+                     "reactive", "predictive", "--json"],
+        "overprovisioner": ["overprovisioner", "--config", config, "--dry-run",
+                            "--kubeconfig", no_cluster, "--log-format", "text"],
+        "expire-placeholders": ["expire-placeholders", "--config", config,
+                                "--kubeconfig", no_cluster, "--log-format", "text"],
+    }
+    assert set(commands) == commands_taking("--config") - {"extender"}  # its own config
+    warned = {}
+    for name, argv in commands.items():
+        ran = subprocess.run([headstart, *argv], capture_output=True, text=True,
+                             env={"PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg"})
+        errors = [line for line in ran.stderr.splitlines() if ": error: " in line]
+        if name == "simulate":
+            assert ran.returncode == 0 and not errors, ran.stderr
+        else:  # past the config: the service's history volume, or the cluster
+            assert ran.returncode == 2 and len(errors) == 1, ran.stderr
+            assert "limits" not in errors[0] and ("history_path" in errors[0]
+                                                  or no_cluster in errors[0]), errors[0]
+        warned[name] = [m.group(1) for m in map(WARNING.search, ran.stderr.splitlines()) if m]
+    assert warned["simulate"] == warned["overprovisioner"] == warned["expire-placeholders"]
+    assert [w.split(":")[1].strip() for w in warned["simulate"]] == [
+        f"limits.per_bucket.{name}" for name in set_aside]
+    assert all(w.startswith(f"{config}: ") and "buckets_file" in w for w in warned["simulate"])
 
 
 @pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
