@@ -24,7 +24,7 @@ from common.progress import HEARTBEAT_S
 from jobtraces.demand import resource_matrix
 from jobtraces.gpu_sharing import rounded_note
 from jobtraces.jobtable import JobTable, gpu_model_requirements, require_gpu_pods
-from jobtraces.load import load_trace
+from jobtraces.load import check_synthetic_options, load_trace
 from jobtraces.synthetic import SyntheticWorkload, generate
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.checked import load_checked_config
@@ -117,6 +117,9 @@ def _load(args: argparse.Namespace, synthetic: bool, catalog: Catalog,
 
 def load_table(args: argparse.Namespace, synthetic: bool) -> JobTable:
     if synthetic:
+        check_synthetic_options(args.format, args.gpu_sharing,
+                                "--synthetic" if getattr(args, "synthetic", False)
+                                else "the demo without --trace")
         return generate(SyntheticWorkload())
 
     table = load_trace(args.trace, args.format, gpu_sharing=args.gpu_sharing)
