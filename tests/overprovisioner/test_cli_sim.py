@@ -109,7 +109,7 @@ def test_demo_writes_report(tmp_path, capsys):
         (["--policy", "clairvoyant"], "unknown policy"),
         (["--policy", "static:-1"], "static:N"),
         (["--node-startup", "5x"], "not a duration"),
-        (["--node-startup=-5m"], "is not a duration"),
+        (["--node-startup=-5m"], "is negative; a duration is positive"),
         (["--policy", "predictive:1.5"], "0 < Q < 1"),
         (["--policy", "proportional:4,min=0"], "raises min 0 to 1"),
         (["--policy", "scheduled:08-20=4,18-22=1"], "overlaps another range"),
