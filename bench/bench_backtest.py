@@ -64,9 +64,9 @@ def run_series(source: tuple, path: Path) -> dict:
                                     else 1000 * found["predict_seconds"])})
     table = format_table(result.rows, series.source, series.tick_s,
                          simulate_command(args, result.rows)).splitlines()
-    ranking = [line.replace(str(path), f"../shared/traces/{file}") for line in table
+    ranking = [line.replace(str(path), f"$TRACES/{file}") for line in table
                if line.startswith(("best for", "ranks first", "  "))]
-    command = " ".join(["headstart", *argv]).replace(str(path), f"../shared/traces/{file}")
+    command = " ".join(["headstart", *argv]).replace(str(path), f"$TRACES/{file}")
     return {"name": name, "measure": measure, "series": row_series, "command": command,
             "bucket_series": len({r.series for r in result.rows} - {"total_gpus"})
             if options[0] == "--trace" else 0,

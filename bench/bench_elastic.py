@@ -41,7 +41,7 @@ class Spec:
     days: float | None = None
 
     def command(self, max_nodes: int) -> str:
-        source = "--synthetic" if self.trace is None else f"--trace $T/{self.trace}"
+        source = "--synthetic" if self.trace is None else f"--trace $TRACES/{self.trace}"
         days = f" --days {self.days:g}" if self.days else ""
         return f"headstart simulate-elastic {source}{days} --max-nodes {max_nodes}"
 

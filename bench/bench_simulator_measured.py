@@ -53,7 +53,7 @@ class Spec:
 
     def command(self) -> str:
         """The `headstart simulate` line that runs the same (README, docs)."""
-        source = "--synthetic" if self.trace is None else f"--trace $T/{self.trace}"
+        source = "--synthetic" if self.trace is None else f"--trace $TRACES/{self.trace}"
         parts = [f"headstart simulate {source}"]
         if self.buckets:
             parts.append("--buckets buckets.yaml  # instance_types: [" +

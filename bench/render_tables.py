@@ -769,7 +769,8 @@ def elastic(results: dict) -> str:
                  f"{_x(row['node_gpu_hours'], base['node_gpu_hours'])} node GPU-hours"
                  for row in best]
         notes.append(f"{run['workload']}, cap {run['max_nodes']} ({base['measured']:,} of "
-                     f"{base['jobs']:,} jobs timed; `{run['command']}`): against fixed, "
+                     f"{base['jobs']:,} jobs timed; `{run['command']}`, "
+                     f"{run['seconds']:g} s for the three arms): against fixed, "
                      + "; ".join(parts) + ".")
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + \
         f"\n\n({provenance(e)}.)\n"

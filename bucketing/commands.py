@@ -23,7 +23,7 @@ from common.outpath import check_output_file
 from common.progress import Progress
 from jobtraces.demand import snapshots
 from jobtraces.gpu_sharing import rounded_note
-from jobtraces.load import load_trace
+from jobtraces.load import check_synthetic_options, load_trace
 from jobtraces.synthetic import SyntheticWorkload, generate
 
 
@@ -115,8 +115,7 @@ def run_tune(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog, "--catalog")
     progress = Progress()
     if args.synthetic:
-        if args.format:
-            raise InputError("--format applies to --trace only")
+        check_synthetic_options(args.format, args.gpu_sharing)
         table = generate(SyntheticWorkload())
     else:
         with progress.meanwhile("loading the trace"):

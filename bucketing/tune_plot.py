@@ -1,8 +1,9 @@
 """Draw the tuner's picture: what each candidate bucket list costs, and its scale over time.
 
 Decides: the figure `headstart buckets tune --plot` writes (each candidate's cost
-against the recommended list's as bars on top; the scale needed over time below, for
-the recommended list and the full catalog). Uses the Agg backend, so it never needs a
+against the recommended list's as bars on top, the recommended row marked and its
+instance types named above them; the scale needed over time below, for the
+recommended list and the full catalog). Uses the Agg backend, so it never needs a
 display.
 
 Must not: compute anything the report does not already hold.
@@ -69,6 +70,18 @@ def tune_figure(report: TuneReport):
     bars_axes.barh(rows, above, color=colors)
     bars_axes.set_yticks(rows, names, fontsize=8)
     bars_axes.invert_yaxis()
+    # The recommended list's own bar is 0% long: mark its row, and name its types (the
+    # list the overprovisioner gets), or the figure never says which list to take.
+    chosen_row = report.candidates.index(chosen)
+    label = bars_axes.get_yticklabels()[chosen_row]
+    label.set_color("tab:red")
+    label.set_fontweight("bold")
+    bars_axes.plot([0.0], [chosen_row], marker="D", color="tab:red", linestyle="none",
+                   clip_on=False)
+    bars_axes.set_title("\n".join(textwrap.wrap(
+        f"recommended list ({chosen.label}, {len(report.recommended)} types): "
+        f"{', '.join(report.recommended)}", 110, break_on_hyphens=False)), fontsize=9,
+        color="tab:red", loc="left")
     for row, (candidate, extra) in enumerate(zip(report.candidates, above, strict=True)):
         note = "recommended" if candidate is chosen else f"{extra:+.1f}%"
         bars_axes.annotate(

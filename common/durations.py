@@ -42,6 +42,8 @@ def duration_seconds(value: Any) -> float:
     text = value.strip().lower()
     if _NUMBER.fullmatch(text):
         return float(text)
+    if text.startswith("-"):
+        raise ValueError(f"{value!r} is negative; a duration is positive ({EXAMPLES})")
     parts = _PART.findall(text)
     if not parts or "".join(number + unit for number, unit in parts) != text:
         raise ValueError(f"{value!r} is not a duration ({EXAMPLES})")

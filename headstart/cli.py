@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import re
 import sys
 
 from common.errors import HeadstartError
@@ -32,8 +33,21 @@ COMMAND_MODULES = (
 )
 
 
+class HeadstartParser(argparse.ArgumentParser):
+    """argparse, but a value that starts with a minus and a digit (`--tick -5m`) is the
+    option's value, not an unknown option: the option's own check then names it
+    ("--tick: '-5m' is negative"), where argparse 3.11/3.12 said only "expected one
+    argument". No headstart option looks like a negative number, and argparse 3.13 reads
+    such values this way itself (its `_negative_number_matcher`); subcommands' parsers
+    are of this class too (`add_subparsers` takes the parent's)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = HeadstartParser(
         prog="headstart",
         description="Locality-aware scheduling and predictive GPU overprovisioning "
         "for distributed training on autoscaled Kubernetes.",

@@ -1,4 +1,5 @@
-"""Reading a trace file into a JobTable: detect its format, parse, round GPUs.
+"""Reading a trace file into a JobTable: detect its format, parse, round GPUs; and the
+options that describe the file, which the generated synthetic workload refuses.
 
 Must not: write files.
 """
@@ -30,3 +31,14 @@ def load_trace(path: str | Path, format: str | None = None, *,
         parse = parser_for(detect_format(path))
     table = parse(read_csv(path))
     return table if gpu_sharing else whole_gpus(table)
+
+
+def check_synthetic_options(format: str | None, gpu_sharing: bool,
+                            source: str = "--synthetic") -> None:
+    """InputError naming a trace-file option given where the synthetic workload runs
+    (`source`: how it was asked for): it is generated, not read, so `--format` and
+    `--gpu-sharing` would be ignored silently."""
+    for option, given in (("--format", format), ("--gpu-sharing", gpu_sharing)):
+        if given:
+            raise InputError(f"{option} goes with --trace: {source} generates the workload, "
+                             "there is no file to read")

@@ -16,8 +16,6 @@ from typing import Any
 
 from common.later import later
 
-DEFAULT_EXCLUDED = ("headstart",)
-
 
 def add_trace_commands(commands: Any) -> None:
     """`trace export` (the `trace` family is built by headstart.cli)."""
@@ -41,10 +39,11 @@ def add_trace_commands(commands: Any) -> None:
     export.add_argument("--step", default="1m",
                         help="query_range step; times taken from samples are good to about "
                         "one step (default 1m)")
-    export.add_argument("--exclude-namespace", nargs="*", default=list(DEFAULT_EXCLUDED),
+    export.add_argument("--exclude-namespace", nargs="*", default=None,
                         metavar="NS", help="namespaces whose pods are not demand; replaces "
-                        "the default, so list headstart too (default: headstart, where the "
-                        "placeholders live; give the option alone to exclude none)")
+                        "the default, so list those too (default: headstart and "
+                        "headstart-placeholders, where headstart runs and keeps its "
+                        "placeholders; give the option alone to exclude none)")
     export.add_argument("--gpu-resource", default="nvidia.com/gpu",
                         help="the GPU extended resource (default nvidia.com/gpu)")
     export.add_argument("--timeout", default="60s",

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import re
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,15 +22,19 @@ from jobtraces.write import write_job_table
 from predictor.live.prometheus import PrometheusConfig
 from predictor.live.trace_export_fetch import fetch_job_table
 
+# What --until and --since accept, in their messages: a user who typed `yesterday`
+# learns the forms, and that a time without a zone is UTC.
+TIME_FORMS = "an ISO-8601 time, UTC unless it names a zone (2026-11-01, 2026-11-01T06:00:00Z)"
+SINCE_FORMS = f"a duration before --until (14d, 36h) or {TIME_FORMS}"
 
-def parse_time(text: str, option: str) -> float:
+
+def parse_time(text: str, option: str, forms: str = TIME_FORMS) -> float:
     """Unix seconds of an ISO-8601 time; a time without a zone is UTC."""
 
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise InputError(f"{option}: {text!r} is not a duration or an ISO-8601 time "
-                         "(like 14d or 2026-11-01T00:00:00Z)") from None
+        raise InputError(f"{option}: {text!r} is not {forms}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
@@ -39,9 +44,11 @@ def window(since: str, until: str, now_s: float) -> tuple[float, float]:
     """(since_s, until_s) in Unix seconds from the option texts; `now_s` is the clock."""
     until_s = now_s if until == "now" else parse_time(until, "--until")
     if re.match(r"\d{4}-\d\d-\d\d", since):
-        since_s = parse_time(since, "--since")
-    else:
+        since_s = parse_time(since, "--since", SINCE_FORMS)
+    elif re.match(r"-?\d", since.strip()):  # a duration, maybe a bad one: its own message
         since_s = until_s - parse_duration(since, "--since")
+    else:
+        raise InputError(f"--since: {since!r} is not {SINCE_FORMS}")
     if since_s >= until_s:
         raise InputError(f"--since: the window is empty ({since!r} is not before --until)")
     return since_s, until_s
@@ -62,9 +69,10 @@ def run_export(args: argparse.Namespace) -> int:
     config = PrometheusConfig(
         url=args.prometheus,
         gpu_resource=ksm_resource(args.gpu_resource),
-        exclude_namespaces=tuple(args.exclude_namespace),
         timeout_s=timeout_s,
     )
+    if args.exclude_namespace is not None:  # given, maybe empty: exclude exactly those
+        config = replace(config, exclude_namespaces=tuple(args.exclude_namespace))
     progress = Progress()
     with progress.meanwhile(f"querying {args.prometheus} and building one row per pod"):
         table, stats = asyncio.run(fetch_job_table(config, since_s, until_s, step_s))

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-TRACES = REPO.parent / "shared" / "traces"
+# The public traces (docs/traces.md says where to get them): the folder $TRACES names,
+# else the development machines' copy beside the checkout.
+TRACES = Path(os.environ.get("TRACES") or REPO.parent / "shared" / "traces")
 
 
 @pytest.fixture
 def traces_dir() -> Path:
-    """../shared/traces; tests that need the real traces skip when it is absent."""
+    """The public traces' folder; tests that need the real traces skip when it is absent."""
     if not TRACES.is_dir():
-        pytest.skip("../shared/traces is not present")
+        pytest.skip(f"{TRACES} is not present: set TRACES to the public traces' folder")
     return TRACES
 
 

@@ -30,7 +30,9 @@ def paste(block: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
     bin_dir = home / "bin"
     bin_dir.mkdir(exist_ok=True)
     command = bin_dir / "headstart"
-    command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m headstart "$@"\n')
+    # This checkout's headstart, whatever an editable install points at.
+    command.write_text(f'#!/bin/sh\nPYTHONPATH="{REPO}" exec "{sys.executable}" '
+                       '-m headstart "$@"\n')
     command.chmod(0o755)
     # PYTHONPATH: from another folder too, `python -m headstart` is this checkout's
     return subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=cwd,

@@ -32,8 +32,8 @@ from kube.informer import Informer
 from kube.leader import LeaderElector
 from kube.reachability import ApiReachability, monitor_reachability
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config.catalog import config_warnings, resolve_catalog
-from overprovisioner.config.load import load_config
+from overprovisioner.config.catalog import resolve_catalog
+from overprovisioner.config.checked import load_checked_config
 from overprovisioner.planner.forecasting import ModelLoader, ModelSaver
 from overprovisioner.service.apply import Applier, KubeApi
 from overprovisioner.service.demand import (
@@ -60,11 +60,11 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, args.log_level)
     # The client library's election logs every retry at INFO.
     logging.getLogger("leaderelection").setLevel(logging.WARNING)
-    config = load_config(args.config)
+    checked = load_checked_config(args.config)  # config errors before any cluster access
+    config = checked.config
     if args.dry_run:
         config = replace(config, dry_run=True)
-    catalog = resolve_catalog(config)  # config errors before any cluster access
-    for warning in config_warnings(config, catalog):
+    for warning in checked.warnings:
         log.warning("config: %s", warning)
     check_file_directories(config)
     api_client = load_api_client(args.kubeconfig)

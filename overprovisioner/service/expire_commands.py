@@ -31,7 +31,7 @@ from common.errors import HeadstartError
 from common.logs import configure_logging
 from kube.client import load_api_client
 from overprovisioner.config.catalog import make_plan_config
-from overprovisioner.config.load import load_config
+from overprovisioner.config.checked import load_checked_config
 from overprovisioner.service.apply import Applier, KubeApi
 from overprovisioner.service.expiry import shrink_to_floor
 
@@ -41,7 +41,11 @@ log = logging.getLogger("headstart.expire-placeholders")
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, "info")
     # A bad config or kubeconfig is a ConfigError: `headstart` prints it in one line, 2.
-    config = load_config(args.config)
+    # The file is checked as the overprovisioner checks it, with the same warnings.
+    checked = load_checked_config(args.config)
+    for warning in checked.warnings:
+        log.warning("config: %s", warning)
+    config = checked.config
     api_client = load_api_client(args.kubeconfig)
     try:
         shrunk = expire_once(config, api_client, time.time())

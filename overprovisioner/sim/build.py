@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from bucketing.catalog import Catalog
-from common.errors import ConfigError, InputError
+from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.catalog import make_plan_config
 from overprovisioner.planner.headroom import headroom_plan_config
@@ -59,11 +59,9 @@ def service_config(workload: Workload, catalog: Catalog, config: SimConfig,
     the catalog as the service validates it (errors name the config file and field)."""
     service = config.service
     names = tuple(kind.name for kind in workload.types)
-    for section in ("per_bucket", "placement_groups"):
-        for name in getattr(service.limits, section):
-            if name not in names:
-                raise ConfigError(f"{service.source}: limits.{section}.{name}: not one of the "
-                                  f"simulated instance types ({', '.join(names)})")
+    # A per-type limit for a type outside the list was ruled on when the file was read
+    # (`config.checked`: refused, or set aside with a warning when a `buckets_file` is
+    # the list): like the service, the run plans only the listed types.
     service = replace(
         service, instance_types=names,
         limits=replace(service.limits, placement_groups={

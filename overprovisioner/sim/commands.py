@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,10 @@ from common.progress import HEARTBEAT_S
 from jobtraces.demand import resource_matrix
 from jobtraces.gpu_sharing import rounded_note
 from jobtraces.jobtable import JobTable, gpu_model_requirements, require_gpu_pods
-from jobtraces.load import load_trace
+from jobtraces.load import check_synthetic_options, load_trace
 from jobtraces.synthetic import SyntheticWorkload, generate
 from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.config.catalog import resolve_catalog
-from overprovisioner.config.load import load_config
+from overprovisioner.config.checked import load_checked_config
 from overprovisioner.policy_names import parse_policy_name
 from overprovisioner.sim.compare import default_policies, run_policies
 from overprovisioner.sim.config import SimConfig
@@ -91,8 +91,8 @@ def check_types_used(path: str, table: JobTable, types: tuple[InstanceType, ...]
 
 
 def _service_config(args: argparse.Namespace) -> tuple[OverprovisionerConfig, Catalog]:
-    """(service config, catalog): the --config file loaded as the service loads it, or
-    the service's defaults with --catalog."""
+    """(service config, catalog): the --config file loaded and checked as the service
+    loads it (its warnings to stderr), or the service's defaults with --catalog."""
     path = getattr(args, "config", None)
     if not path:
         return OverprovisionerConfig(), load_catalog(getattr(args, "catalog", None) or "aws",
@@ -103,8 +103,10 @@ def _service_config(args: argparse.Namespace) -> tuple[OverprovisionerConfig, Ca
             raise InputError(f"{option}: the --config file names the instance types and the "
                              "catalog; give one or the other")
 
-    service = load_config(path)
-    return service, resolve_catalog(service)
+    checked = load_checked_config(path)
+    for warning in checked.warnings:  # what the service logs at start-up on this file
+        print(f"headstart simulate: warning: {warning}", file=sys.stderr)
+    return checked.config, checked.catalog
 
 
 def _load(args: argparse.Namespace, synthetic: bool, catalog: Catalog,
@@ -115,6 +117,9 @@ def _load(args: argparse.Namespace, synthetic: bool, catalog: Catalog,
 
 def load_table(args: argparse.Namespace, synthetic: bool) -> JobTable:
     if synthetic:
+        check_synthetic_options(args.format, args.gpu_sharing,
+                                "--synthetic" if getattr(args, "synthetic", False)
+                                else "the demo without --trace")
         return generate(SyntheticWorkload())
 
     table = load_trace(args.trace, args.format, gpu_sharing=args.gpu_sharing)

@@ -14,7 +14,8 @@ pod overhead and sidecar init containers are not visible in these metrics and ar
 left out. A pod is demand at a tick when its phase is Pending (counted pending) or
 Running (counted running). Placeholder pods (label `headstart.io/placeholder`) are not
 told apart: kube-state-metrics only exports labels on an allow-list, so exclude their
-namespace with `exclude_namespaces` (default: `headstart`).
+namespace with `exclude_namespaces` (default: `headstart` and `headstart-placeholders`,
+where the shipped manifests keep them; the service passes its own `placeholders.namespace`).
 
 A tick where no pod has a phase sample at all (kube-state-metrics or Prometheus was
 down) is a gap (NaN), never zero demand (a live cluster always runs some pod, if only
@@ -62,8 +63,9 @@ class PrometheusConfig:
     gpu_resource: str = "nvidia_com_gpu"
     """The GPU resource as kube-state-metrics labels it (dots and slashes become _)."""
 
-    exclude_namespaces: tuple[str, ...] = ("headstart",)
-    """Namespaces whose pods are not demand (headstart's own placeholders live there)."""
+    exclude_namespaces: tuple[str, ...] = ("headstart", "headstart-placeholders")
+    """Namespaces whose pods are not demand: headstart's own, and its placeholders' (the
+    shipped manifests' `placeholders.namespace`; the built-in default is `headstart`)."""
 
     timeout_s: float = 60.0
     """Per-request timeout in seconds."""

@@ -53,7 +53,7 @@ is a new row, named `namespace/pod@<uid prefix>`; otherwise the row is `namespac
             - anything else (Kueue Workloads, JobSets, Kubeflow jobs, PodGroups are not
               exported by kube-state-metrics): blank, known at creation
 Times are Unix seconds, so time of day and weekday stay real. Pods in the excluded
-namespaces (default `headstart`, the placeholders) are left out of the queries and again
+namespaces (default `headstart` and `headstart-placeholders`) are left out of the queries and again
 here. Resolution: a time taken from a tick is good to one step plus one scrape interval.
 
 Must not: do I/O, read the clock, or log; `now` is the caller's `until_s`.

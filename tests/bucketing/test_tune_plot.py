@@ -35,3 +35,27 @@ def test_title_and_labels_stay_inside_the_figure(tmp_path):
     path = tmp_path / "tune.png"
     plot_report(report, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_recommended_list_is_marked_and_named():
+    # Its bar is 0% long (the others are measured against it): without a mark the figure
+    # said "red = recommended" and showed no red, and named none of its types.
+    from matplotlib.colors import to_rgba
+
+    table = make_table(PODS)
+    report = tune(table, snapshots(table, 1800), CATALOG, gpu_model="T4")
+    figure = tune_figure(report)
+    try:
+        bars_axes = figure.axes[0]
+        [chosen_row] = [row for row, candidate in enumerate(report.candidates)
+                        if candidate.instance_types == report.recommended]
+        red = to_rgba("tab:red")
+        labels = bars_axes.get_yticklabels()
+        assert [to_rgba(label.get_color()) == red for label in labels] == [
+            row == chosen_row for row in range(len(labels))]
+        [marker] = bars_axes.get_lines()
+        assert list(marker.get_ydata()) == [chosen_row] and to_rgba(marker.get_color()) == red
+        title = bars_axes.get_title(loc="left").replace("\n", " ")
+        assert title.endswith(": " + ", ".join(report.recommended))
+    finally:
+        plt.close(figure)

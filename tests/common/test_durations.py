@@ -60,8 +60,9 @@ def test_a_command_line_duration_has_a_unit(text, seconds) -> None:
         (" 300 ", "--node-startup: '300' has no unit"),
         ("0s", "--node-startup: must be positive"),
         ("5 m", "--node-startup: '5 m' is not a duration"),
+        ("-5m", "--node-startup: '-5m' is negative; a duration is positive (like 90s"),
     ],
-    ids=["bare-int", "bare-float", "bare-spaces", "zero", "inner-space"],
+    ids=["bare-int", "bare-float", "bare-spaces", "zero", "inner-space", "negative"],
 )
 def test_a_command_line_duration_without_a_unit_is_refused(text, message) -> None:
     with pytest.raises(InputError) as caught:
@@ -106,3 +107,30 @@ def test_every_duration_option_refuses_a_bare_number(argv, option, tmp_path, mon
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"{option}: '" in err and "has no unit" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["trace", "inspect", "t.csv", "--tick", "-5m"],
+        ["trace", "inspect", "t.csv", "--tick=-5m"],
+        ["buckets", "tune", "--trace", "t.csv", "--tick", "-1h"],
+        ["simulate", "--trace", "t.csv", "--node-startup", "-5m"],
+        ["backtest", "--trace", "t.csv", "--horizon", "-.5h"],
+    ],
+    ids=["trace-tick", "trace-tick-equals", "tune-tick", "node-startup", "horizon"],
+)
+def test_a_negative_duration_is_the_options_value_and_refused_by_name(
+        argv, tmp_path, monkeypatch, capsys) -> None:
+    # argparse alone takes `-5m` for an unknown option ("expected one argument"), which
+    # names neither the value nor what is wrong with it.
+    from headstart.cli import main
+    from tests.jobtraces.test_traces_cli import OPENB
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.csv").write_text(OPENB)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    option, value = argv[-1].split("=") if "=" in argv[-1] else argv[-2:]
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"error: {option}: {value!r} is negative; a duration is positive" in err

@@ -137,3 +137,27 @@ def test_parse_duration(text, seconds):
 def test_parse_duration_rejects(text):
     with pytest.raises(InputError):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    "argv, option, source",
+    [
+        (["simulate", "--synthetic", "--format", "alibaba-openb"], "--format", "--synthetic"),
+        (["simulate-elastic", "--synthetic", "--gpu-sharing"], "--gpu-sharing", "--synthetic"),
+        (["buckets", "tune", "--synthetic", "--format", "headstart"], "--format",
+         "--synthetic"),
+        (["demo", "--quick", "--format", "headstart"], "--format", "the demo without --trace"),
+    ],
+    ids=["simulate", "simulate-elastic", "tune", "demo"],
+)
+def test_a_trace_file_option_with_the_synthetic_workload_is_refused(tmp_path, monkeypatch,
+                                                                    capsys, argv, option,
+                                                                    source):
+    # It used to be ignored: the generated workload has no file to detect or round.
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith(
+        f"error: {option} goes with --trace: {source} generates the workload, there is no "
+        "file to read")
+    assert list(tmp_path.iterdir()) == []  # refused before any work or report folder

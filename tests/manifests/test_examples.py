@@ -18,7 +18,9 @@ from tests.manifests import checks
 
 EKS = checks.MANIFESTS / "overlays" / "eks"
 GKE = checks.MANIFESTS / "overlays" / "gke"
+JOB_EXAMPLES = checks.MANIFESTS / "examples"  # the training jobs, for either cloud
 INSTALL_EKS = checks.REPO / "docs" / "install-eks.md"
+INSTALL_GKE = checks.REPO / "docs" / "install-gke.md"
 
 # ManagedNodeGroup fields the example may use (eksctl pkg/apis/eksctl.io/v1alpha5/types.go:
 # NodeGroupBase and ManagedNodeGroup JSON names): eksctl refuses unknown fields, so a
@@ -141,7 +143,7 @@ def test_the_training_job_examples_reach_the_extender(file, kind, specs_key, con
     from locality.jobs import identify, job_policy
     from locality.parse import parse_pod
 
-    job = load(EKS / "examples" / file)
+    job = load(JOB_EXAMPLES / file)
     assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", kind)
     assert set(job["spec"][specs_key]) == set(roles)
     config = LocalityConfig()
@@ -163,11 +165,13 @@ def test_the_training_job_examples_reach_the_extender(file, kind, specs_key, con
 
 
 @pytest.mark.parametrize("file", ["tfjob.yaml", "pytorchjob.yaml"])
-def test_the_install_guide_shows_the_example_files(file) -> None:
+def test_the_install_guides_show_and_apply_the_example_files(file) -> None:
     blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", INSTALL_EKS.read_text(),
                                                     flags=re.S)]
-    assert load(EKS / "examples" / file) in blocks
-    assert f"kubectl apply -f manifests/overlays/eks/examples/{file}" in INSTALL_EKS.read_text()
+    assert load(JOB_EXAMPLES / file) in blocks
+    for guide in (INSTALL_EKS, INSTALL_GKE):  # the same file on either cloud
+        assert f"kubectl apply -f manifests/examples/{file}" in guide.read_text()
+    assert "overlays/eks" not in INSTALL_GKE.read_text()  # GKE users never reach for EKS files
 
 
 def test_the_training_operator_is_installed_pinned_before_the_jobs() -> None:
@@ -209,7 +213,7 @@ def test_the_example_jobs_fit_the_example_node_groups(overlay, catalog, file, ki
     from bucketing.resources import pod_effective_request
 
     types = load_catalog(catalog)
-    job = load(EKS / "examples" / file)
+    job = load(JOB_EXAMPLES / file)
     groups = [(name, labels) for name, labels in example_node_groups(overlay)
               if "headstart.io/placement-group" in labels]  # the examples require a group
     # A group without the label never runs the examples' `required` jobs: nodes bought

@@ -86,3 +86,15 @@ def test_the_docs_kustomization_gives_the_extender_its_own_image_and_the_rest_th
         "headstart-placeholder-expiry": full,
         "headstart-scheduler": f"{scheduler['newName']}:{scheduler['newTag']}",
     }
+
+
+def test_the_docs_name_the_scheduler_image_the_base_runs() -> None:
+    # The base runs scheduler-plugins' kube-scheduler; the install block sets its tag.
+    from tests.manifests.test_install_docs import install_block
+
+    base = yaml.safe_load((checks.MANIFESTS / "base" / "kustomization.yaml").read_text())
+    (scheduler,) = [i for i in base["images"] if i["name"] == "kube-scheduler"]
+    [entry] = re.findall(r"`(\{name: registry\.k8s\.io/[^`]*\})`", DOC.read_text())
+    named = yaml.safe_load(entry)
+    assert named["name"] == scheduler["newName"]
+    assert f"33) TAG={named['newTag']} ;;" in install_block("docs/install-eks.md")

@@ -67,31 +67,39 @@ EXTENDER_IMAGE = ("123456789012.dkr.ecr.us-east-1.amazonaws.com/headstart-extend
 
 FAKE_KUBECTL = """#!/bin/sh
 # kubectl for blocks run without a cluster: answers the version and whether cert-manager
-# is installed as FAKE_MINOR and FAKE_CERT_MANAGER say; records and skips everything else.
+# is installed as FAKE_MINOR and FAKE_CERT_MANAGER say (FAKE_MINOR=unreachable: as kubectl
+# does with no cluster to reach); records and skips everything else.
 echo "$*" >> "$KUBECTL_CALLS"
 case "$*" in
-  "get --raw /version") printf '{"major": "1", "minor": "%s+"}\\n' "$FAKE_MINOR" ;;
+  "get --raw /version")
+    if [ "$FAKE_MINOR" = unreachable ]; then
+      echo "The connection to the server localhost:8080 was refused" >&2; exit 1
+    fi
+    printf '{"major": "1", "minor": "%s+"}\\n' "$FAKE_MINOR" ;;
   "get crd certificates.cert-manager.io") [ "$FAKE_CERT_MANAGER" = yes ] ;;
 esac
 """
 
 
 def headstart_command(folder: Path) -> Path:
-    """A `headstart` for pasted blocks: this interpreter's, whatever PATH holds (a pyenv
-    shim or another install may shadow the virtualenv's command)."""
+    """A `headstart` for pasted blocks: this interpreter's on this checkout, whatever PATH
+    holds (a pyenv shim or another install may shadow the virtualenv's command, and an
+    editable install may point at another tree)."""
     folder.mkdir(parents=True, exist_ok=True)
     command = folder / "headstart"
-    command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m headstart "$@"\n')
+    command.write_text(f'#!/bin/sh\nPYTHONPATH="{checks.REPO}" exec "{sys.executable}" '
+                       '-m headstart "$@"\n')
     command.chmod(0o755)
     return command
 
 
-def run_blocks(tmp_path: Path, blocks: str, minor: str, cert_manager: bool,
-               extra_path: str = "") -> list[dict[str, Any]]:
-    """Run pasted `blocks` from a folder holding a copy of manifests/ (the repository's
-    root, as the docs say), with IMAGE and EXTENDER_IMAGE as docs/image.md step 3 leaves
-    them and a kubectl that reports Kubernetes 1.`minor`; return what `my-cluster` renders to (the real
-    kustomize) and the kubectl calls the blocks made."""
+def paste(tmp_path: Path, blocks: str, minor: str, cert_manager: bool, extra_path: str = "",
+          images: dict[str, str] | None = None, shell: tuple[str, ...] = ("bash", "-euc")
+          ) -> subprocess.CompletedProcess:
+    """Run pasted `blocks` with `shell` from `tmp_path` holding a copy of manifests/ (the
+    repository's root, as the docs say), with `images` (default: IMAGE and
+    EXTENDER_IMAGE as docs/image.md step 3 leaves them) and a kubectl that reports
+    Kubernetes 1.`minor`; its calls go to `tmp_path / "kubectl-calls"`."""
     shutil.copytree(checks.MANIFESTS, tmp_path / "manifests")
     (tmp_path / "bin").mkdir()
     fake = tmp_path / "bin" / "kubectl"
@@ -99,12 +107,18 @@ def run_blocks(tmp_path: Path, blocks: str, minor: str, cert_manager: bool,
     fake.chmod(0o755)
     calls = tmp_path / "kubectl-calls"
     calls.touch()
-    ran = subprocess.run(["bash", "-euc", blocks], cwd=tmp_path, capture_output=True,
-                         text=True, env={
-                             "PATH": f"{tmp_path / 'bin'}:{extra_path}/usr/bin:/bin",
-                             "IMAGE": IMAGE, "EXTENDER_IMAGE": EXTENDER_IMAGE,
-                             "FAKE_MINOR": minor, "KUBECTL_CALLS": str(calls),
-                             "FAKE_CERT_MANAGER": "yes" if cert_manager else "no"})
+    images = {"IMAGE": IMAGE, "EXTENDER_IMAGE": EXTENDER_IMAGE} if images is None else images
+    return subprocess.run([*shell, blocks], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PATH": f"{tmp_path / 'bin'}:{extra_path}/usr/bin:/bin",
+                               **images, "FAKE_MINOR": minor, "KUBECTL_CALLS": str(calls),
+                               "FAKE_CERT_MANAGER": "yes" if cert_manager else "no"})
+
+
+def run_blocks(tmp_path: Path, blocks: str, minor: str, cert_manager: bool,
+               extra_path: str = "") -> list[dict[str, Any]]:
+    """`paste` the blocks, which must succeed; return what `my-cluster` renders to (the
+    real kustomize)."""
+    ran = paste(tmp_path, blocks, minor, cert_manager, extra_path)
     assert ran.returncode == 0, ran.stderr
     result = subprocess.run([shutil.which("kubectl"), "kustomize", str(tmp_path / "my-cluster")],
                             capture_output=True, text=True, timeout=120)
@@ -194,6 +208,60 @@ def test_the_tuned_buckets_reach_the_overprovisioner_through_the_users_kustomiza
     assert config.catalog == shipped["catalog"] == tuned.catalog
     # Everything else is the overlay's own config.
     assert config.horizon_s > 0 and config.placeholders.scheduler_name == "headstart-scheduler"
+    set_aside = sorted(set(shipped["limits"]["per_bucket"]) - set(tuned.names))
+    assert set_aside or overlay == "gke"  # EKS: the one-day trace needs no p4d.24xlarge
+    every_command_runs_on(tmp_path, headstart, tmp_path / "root" / "my-cluster", trace,
+                          set_aside)
+
+
+def commands_taking(option: str) -> set[str]:
+    """The `headstart` subcommands with `option`."""
+    import argparse
+
+    from headstart.cli import build_parser
+
+    [subparsers] = [action for action in build_parser()._actions
+                    if isinstance(action, argparse._SubParsersAction)]
+    return {name for name, parser in subparsers.choices.items()
+            if any(option in action.option_strings for action in parser._actions)}
+
+
+WARNING = re.compile(r"(?:WARNING \S+: config|headstart simulate: warning): (.*)")
+
+
+def every_command_runs_on(tmp_path: Path, headstart: Path, folder: Path, trace: Path,
+                          set_aside: list[str]) -> None:
+    """Every command that takes the overprovisioner's `--config` runs on the copy the
+    docs leave in `folder` (`simulate` to the end; the two that need a cluster until
+    they reach for it), and each warns of the limits the tuning set aside (those of
+    `set_aside`) in the same words, from the same check."""
+    config = str(folder / "overprovisioner-config.yaml")
+    no_cluster = str(tmp_path / "no-kubeconfig")
+    commands = {
+        "simulate": ["simulate", "--config", config, "--trace", str(trace), "--policy",
+                     "reactive", "predictive", "--json"],
+        "overprovisioner": ["overprovisioner", "--config", config, "--dry-run",
+                            "--kubeconfig", no_cluster, "--log-format", "text"],
+        "expire-placeholders": ["expire-placeholders", "--config", config,
+                                "--kubeconfig", no_cluster, "--log-format", "text"],
+    }
+    assert set(commands) == commands_taking("--config") - {"extender"}  # its own config
+    warned = {}
+    for name, argv in commands.items():
+        ran = subprocess.run([headstart, *argv], capture_output=True, text=True,
+                             env={"PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg"})
+        errors = [line for line in ran.stderr.splitlines() if ": error: " in line]
+        if name == "simulate":
+            assert ran.returncode == 0 and not errors, ran.stderr
+        else:  # past the config: the service's history volume, or the cluster
+            assert ran.returncode == 2 and len(errors) == 1, ran.stderr
+            assert "limits" not in errors[0] and ("history_path" in errors[0]
+                                                  or no_cluster in errors[0]), errors[0]
+        warned[name] = [m.group(1) for m in map(WARNING.search, ran.stderr.splitlines()) if m]
+    assert warned["simulate"] == warned["overprovisioner"] == warned["expire-placeholders"]
+    assert [w.split(":")[1].strip() for w in warned["simulate"]] == [
+        f"limits.per_bucket.{name}" for name in set_aside]
+    assert all(w.startswith(f"{config}: ") and "buckets_file" in w for w in warned["simulate"])
 
 
 @pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
@@ -202,13 +270,58 @@ def test_the_tuned_buckets_reach_the_overprovisioner_through_the_users_kustomiza
     ("30", "v0.30.12"), ("33", "v0.33.5"), ("34", "v0.34.7"),
     ("35", "v0.34.7"),  # one minor older than the control plane: within the skew policy
     ("36", "none"),  # no release yet: the upstream kube-scheduler, without Coscheduling
+    ("37", "none"), ("40", "none"),
+    ("29", None), ("", None), ("3", None),  # unsupported, or no minor read: stop
 ])
 def test_the_documented_release_for_each_minor(doc, minor, tag):
     block = install_block(doc)
     case = block[block.index("case "):block.index("esac") + len("esac")]
     found = subprocess.run(["bash", "-euc", case + '\necho "TAG=$TAG"'], env={
-        "PATH": "/usr/bin:/bin", "MINOR": minor}, capture_output=True, text=True, check=True)
-    assert found.stdout.strip().splitlines()[-1] == f"TAG={tag}"
+        "PATH": "/usr/bin:/bin", "MINOR": minor}, capture_output=True, text=True)
+    if tag is None:
+        assert found.returncode != 0 and "TAG=" not in found.stdout
+        assert found.stderr.startswith("stopped: no minor of 1.30 or newer")
+    else:
+        assert found.returncode == 0 and found.stdout.strip().splitlines()[-1] == f"TAG={tag}"
+
+
+@pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
+                         ids=["eks", "gke"])
+@pytest.mark.parametrize(("images", "minor", "message"), [
+    ({"EXTENDER_IMAGE": EXTENDER_IMAGE}, "33",
+     "IMAGE: set IMAGE to your headstart image by digest: docs/image.md, step 3"),
+    ({"IMAGE": IMAGE}, "33", "EXTENDER_IMAGE: set EXTENDER_IMAGE to your extender image"),
+    ({"IMAGE": IMAGE, "EXTENDER_IMAGE": ""}, "33", "EXTENDER_IMAGE: set EXTENDER_IMAGE"),
+    (None, "unreachable", "stopped: no minor of 1.30 or newer from kubectl get --raw "
+     "/version ('')"),
+    (None, "29", "stopped: no minor of 1.30 or newer from kubectl get --raw /version ('29')"),
+], ids=["no-image", "no-extender-image", "empty-extender-image", "no-cluster", "1.29"])
+def test_the_install_block_stops_on_a_mistake_and_leaves_the_shell(tmp_path, doc, images,
+                                                                  minor, message):
+    """Pasted into a shell without `set -e` (an interactive one): the block stops at the
+    mistake with a line naming it, writes no kustomization with an empty image or a
+    guessed minor and applies nothing; the shell it was pasted into goes on."""
+    ran = paste(tmp_path, install_block(doc) + "echo the-shell-goes-on\n", minor,
+                cert_manager=True, images=images, shell=("bash", "-c"))
+    assert ran.stdout.strip().splitlines()[-1] == "the-shell-goes-on"
+    assert message in ran.stderr, ran.stderr
+    assert "integer expression expected" not in ran.stderr
+    assert not (tmp_path / "my-cluster").exists()
+    assert "apply" not in (tmp_path / "kubectl-calls").read_text()
+
+
+@pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"],
+                         ids=["eks", "gke"])
+def test_the_certificate_and_tuning_blocks_stop_without_the_install_blocks_folder(tmp_path,
+                                                                                 doc):
+    for name, block in (("certificates", self_signed_block(doc)), ("tuning", buckets_block(doc))):
+        folder = tmp_path / name
+        folder.mkdir()
+        ran = paste(folder, block + "echo the-shell-goes-on\n", "33", cert_manager=False,
+                    shell=("bash", "-c"))
+        assert ran.stdout.strip().splitlines()[-1] == "the-shell-goes-on"
+        assert "my-cluster" in ran.stderr and "No such file or directory" in ran.stderr
+        assert (folder / "kubectl-calls").read_text() == ""
 
 
 def test_the_component_config_is_the_shipped_one_less_coscheduling():
@@ -276,3 +389,15 @@ def test_the_openssl_certificate_block_as_pasted(tmp_path, doc, minor):
         _verify(tmp_path, base64.b64decode(webhook["webhooks"][0]["clientConfig"]["caBundle"]),
                 data("headstart-extender-gate-tls", "tls.crt"), "-verify_hostname",
                 f"{service['name']}.{service['namespace']}.svc")
+
+
+def test_the_docs_look_for_placeholders_where_the_overlays_keep_them():
+    namespaces = {yaml.safe_load((checks.MANIFESTS / "overlays" / overlay /
+                                  "overprovisioner-config.yaml").read_text())
+                  ["placeholders"]["namespace"] for overlay in ("eks", "gke")}
+    [namespace] = namespaces
+    text = (checks.REPO / "docs" / "install-eks.md").read_text()
+    removing = text[text.index("## Removing it"):]
+    assert f"live in the `{namespace}` namespace" in removing
+    assert f"kubectl -n {namespace} get events --field-selector reason=NotTriggerScaleUp" in text
+    assert f"kubectl -n {namespace} get deploy -l headstart.io/placeholder=true" in text

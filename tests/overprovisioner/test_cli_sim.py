@@ -109,7 +109,7 @@ def test_demo_writes_report(tmp_path, capsys):
         (["--policy", "clairvoyant"], "unknown policy"),
         (["--policy", "static:-1"], "static:N"),
         (["--node-startup", "5x"], "not a duration"),
-        (["--node-startup=-5m"], "is not a duration"),
+        (["--node-startup=-5m"], "is negative; a duration is positive"),
         (["--policy", "predictive:1.5"], "0 < Q < 1"),
         (["--policy", "proportional:4,min=0"], "raises min 0 to 1"),
         (["--policy", "scheduled:08-20=4,18-22=1"], "overlaps another range"),
@@ -203,6 +203,27 @@ def test_bad_config_file_is_one_line_exit_2(trace_file, tmp_path, capsys, body, 
     assert len(err) == 1 and message in err[0]
     if not extra:  # the service's loader names the file
         assert str(path) in err[0]
+
+
+def test_a_limit_the_buckets_file_leaves_out_is_set_aside_with_the_services_warning(
+        trace_file, tmp_path, capsys):
+    # The install docs' tuned copy: the list comes from buckets_file, and a per-type limit
+    # kept for a type the tuning left out applies to nothing; the service warns and runs,
+    # so simulate does too, with the same line.
+    from overprovisioner.config.checked import load_checked_config
+
+    (tmp_path / "buckets.yaml").write_text(
+        "buckets:\n  catalog: aws\n  instance_types: [g4dn.xlarge]\n")
+    path = service_file(tmp_path, "catalog: aws\nbuckets_file: buckets.yaml\nlimits:\n"
+                                  "  per_bucket: {p4d.24xlarge: {min: 0, max: 1}}\n")
+    code = main(["simulate", "--trace", str(trace_file), "--config", str(path),
+                 "--policy", "reactive", "predictive", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert [r["policy"] for r in json.loads(captured.out)] == ["reactive", "predictive"]
+    (warning,) = load_checked_config(path).warnings
+    assert "limits.per_bucket.p4d.24xlarge: p4d.24xlarge is not in buckets_file" in warning
+    assert f"headstart simulate: warning: {warning}" in captured.err.splitlines()
 
 
 def test_peers_run_from_the_command_line(trace_file, capsys):

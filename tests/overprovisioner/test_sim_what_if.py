@@ -23,7 +23,8 @@ def test_lead_parses(text, seconds):
 
 @pytest.mark.parametrize(
     "text, message",
-    [("10", "--lead: '10' has no unit"), ("-5m", "--lead: '-5m' is not a duration"),
+    [("10", "--lead: '10' has no unit"),
+     ("-5m", "--lead: '-5m' is negative; a duration is positive"),
      ("soon", "--lead: 'soon' is not a duration"), ("", "--lead: '' is not a duration")],
     ids=["no-unit", "negative", "words", "empty"],
 )

@@ -156,16 +156,41 @@ async def test_excluded_namespaces_and_gpu_resource_reach_the_queries(aiohttp_se
     assert 'resource=~"amd_com_gpu|cpu|memory"' in requests["query"]
 
 
+@pytest.mark.parametrize("extra, matcher", [
+    # The shipped manifests keep placeholders in headstart-placeholders: not demand.
+    ((), 'namespace!~"headstart|headstart-placeholders"'),
+    (("--exclude-namespace",), None),  # the option alone: every namespace is demand
+], ids=["default", "none"])
+async def test_the_default_leaves_out_headstart_and_its_placeholders(aiohttp_server, run,
+                                                                     tmp_path, extra, matcher):
+    calls: list = []
+    server = await aiohttp_server(ranged_prometheus_app(RESULTS, calls))
+    code, _, stderr = await run(*export_args(str(server.make_url("/")), tmp_path / "x.csv",
+                                             *extra))
+    assert code == 0, stderr
+    if matcher:
+        assert all(matcher in c["query"] for c in calls)
+    else:
+        assert not any("namespace!~" in c["query"] for c in calls)
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
         (("--since", "0m"), "--since: must be positive"),
         (("--since", "2023-11-14T22:34:00Z"), "--since: the window is empty"),
-        (("--until", "yesterday"), "--until: 'yesterday' is not a duration or an ISO-8601"),
+        (("--until", "yesterday"), "--until: 'yesterday' is not an ISO-8601 time, UTC unless"),
+        # the forms it takes, a UTC time among them
+        (("--since", "yesterday"), "--since: 'yesterday' is not a duration before --until "
+         "(14d, 36h) or an ISO-8601 time, UTC unless it names a zone (2026-11-01, "
+         "2026-11-01T06:00:00Z)"),
+        (("--since", "2026-13-01"), "--since: '2026-13-01' is not a duration before"),
+        (("--since", "-14d"), "--since: '-14d' is negative"),
         (("--step", "fast"), "--step:"),
         (("--out", "no-such-dir/x.csv"), "is not a directory"),
     ],
-    ids=["zero-since", "since-after-until", "bad-until", "bad-step", "missing-out-dir"],
+    ids=["zero-since", "since-after-until", "bad-until", "words-since", "bad-date-since",
+         "negative-since", "bad-step", "missing-out-dir"],
 )
 async def test_bad_options_exit_2(run, tmp_path, argv, message):
     base = {"--since": "10m", "--until": UNTIL_TEXT, "--step": "1m",

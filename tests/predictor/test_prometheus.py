@@ -125,8 +125,8 @@ async def test_load_series_over_http(aiohttp_server):
     assert demand.totals["cpus_pending"].tolist()[:3] == [0.0, 3.0, 3.0]
     assert len(calls) == 3 and all(c["step"] == "300s" for c in calls)
     assert calls[0]["start"] == f"{T0:.3f}" and calls[0]["end"] == f"{T0 + 3 * TICK:.3f}"
-    # placeholders' namespace is excluded in every query
-    assert all('namespace!~"headstart"' in c["query"] for c in calls)
+    # headstart's and its placeholders' namespaces are excluded in every query
+    assert all('namespace!~"headstart|headstart-placeholders"' in c["query"] for c in calls)
 
 
 @pytest.mark.parametrize(
