@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "overprovisioner.service.warm_start_cli",
     "overprovisioner.sim.cli",
     "overprovisioner.sim.gangs.cli",
+    "headstart.check.cli",
 )
 
 
