@@ -63,7 +63,7 @@ def read_rights(api: Api, manifests: Path) -> tuple[tuple[AccountRights, ...], s
         except ApiRefused as also:
             return (), (f"may not create SubjectAccessReviews ({refused}) nor read the "
                         f"cluster's RBAC objects ({also})")
-        method = "the cluster's RBAC objects, as SubjectAccessReviews are not allowed"
+        method = f"the cluster's RBAC objects; SubjectAccessReview: {refused}"
     answers = tuple(AccountRights(
         account, method, tuple(e for e in wanted if e.account == account),
         tuple(sorted((e for e in denied if e.account == account), key=lambda e: e.access)),

@@ -79,7 +79,7 @@ def gate(observed: Observed, installed: Installed) -> Result:
         if extender is not None and not flag(extender.argv(), "gate-webhook-port") and \
                 not (installed.extender.value and installed.extender.value.gate_webhook_port):
             return fail(name, f"MutatingWebhookConfiguration {webhook.name} calls the extender, "
-                              f"but Deployment {extender} does not serve the webhook: pods "
+                              f"but {extender} does not serve the webhook: pods "
                               "for headstart-scheduler are refused", WEBHOOK_COMPONENTS)
         return ok(name, f"MutatingWebhookConfiguration {webhook.name} -> {webhook.service}")
     if observed.serves(ADMISSION, POLICIES):

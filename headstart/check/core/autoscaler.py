@@ -45,10 +45,10 @@ def autoscaler(observed: Observed) -> Result:
     found = []
     for ca in observed.autoscalers:
         if not ca.available:
-            return fail(name, f"cluster-autoscaler Deployment {ca} is not available "
+            return fail(name, f"cluster-autoscaler {ca} is not available "
                               f"({ca.problem})",
                         f"kubectl -n {ca.namespace} describe deployment {ca.name}")
-        found.append(f"cluster-autoscaler {ca}")
+        found.append(f"cluster-autoscaler ({ca})")
     status = observed.autoscaler_status
     if not observed.autoscalers and status.found:
         found.append("cluster-autoscaler outside the cluster's Deployments (its status "

@@ -81,7 +81,7 @@ def _load(workload: Workload | None, observed: Observed, parse: Any) -> Loaded:
         return Loaded("", error="its Deployment is missing")
     path = config_file(workload.argv())
     if path is None:
-        return Loaded(str(workload), error=f"Deployment {workload} passes no --config")
+        return Loaded(str(workload), error=f"{workload} passes no --config")
     source = workload.file_source(path)
     if source is None or source.kind != "configMap":
         return Loaded(str(workload), error=f"no ConfigMap is mounted at {path} in {workload}")

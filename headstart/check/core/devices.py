@@ -69,8 +69,8 @@ def device_plugin(observed: Observed) -> Result:
                     f"{plugins[0].name}, then read the log of its pod on that node")
     behind = [p for p in plugins if p.ready < p.desired]
     if behind:
-        return warn(name, f"DaemonSet {behind[0]}: {behind[0].ready} of {behind[0].desired} "
+        return warn(name, f"{behind[0]}: {behind[0].ready} of {behind[0].desired} "
                           "pods ready", f"kubectl -n {behind[0].namespace} describe daemonset "
                                         f"{behind[0].name}")
-    return ok(name, f"DaemonSet {', '.join(str(p) for p in plugins)} on {len(gpu_nodes)} GPU "
+    return ok(name, f"{', '.join(str(p) for p in plugins)} on {len(gpu_nodes)} GPU "
                     "node(s), each advertising nvidia.com/gpu")

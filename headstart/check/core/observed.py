@@ -98,7 +98,7 @@ class Workload:
     for a workload that is not available."""
 
     def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        return f"{self.kind} {self.namespace}/{self.name}"
 
     def argv(self) -> tuple[str, ...]:
         return tuple(arg for container in self.containers for arg in container.argv)

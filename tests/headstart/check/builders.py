@@ -46,6 +46,12 @@ def shipped(path: str) -> Any:
     return yaml.safe_load((REPO / path).read_text())
 
 
+def karpenter_pools() -> tuple[dict[str, Any], ...]:
+    """The example NodePools of docs/install-eks.md step 3b."""
+    return tuple(yaml.safe_load_all(shipped_text(
+        "manifests/overlays/eks/examples/karpenter-nodepools.yaml")))
+
+
 def shipped_text(path: str) -> str:
     return (REPO / path).read_text()
 
@@ -140,12 +146,12 @@ def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def authority(name: str = "headstart-scheduler-ca") -> Pair:
+def authority(name: str = "headstart-scheduler-ca", now: float = NOW) -> Pair:
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (x509.CertificateBuilder().subject_name(_name(name)).issuer_name(_name(name))
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(dt.datetime.fromtimestamp(NOW - 30 * DAY, dt.UTC))
-            .not_valid_after(dt.datetime.fromtimestamp(NOW + 3650 * DAY, dt.UTC))
+            .not_valid_before(dt.datetime.fromtimestamp(now - 30 * DAY, dt.UTC))
+            .not_valid_after(dt.datetime.fromtimestamp(now + 3650 * DAY, dt.UTC))
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .sign(key, hashes.SHA256()))
     return _pair(cert, key)
@@ -189,13 +195,13 @@ def secret_object(namespace: str, name: str, data: dict[str, bytes]) -> dict[str
             "data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
 
 
-def mutual_tls(ca: Pair | None = None) -> dict[str, dict[str, bytes]]:
+def mutual_tls(ca: Pair | None = None, now: float = NOW) -> dict[str, dict[str, bytes]]:
     """The two Secrets of mutual TLS between the scheduler and the extender, as the
-    docs' openssl block makes them: one CA, in both ca.crt."""
-    ca = ca or authority()
+    docs' openssl block makes them: one CA, in both ca.crt, valid a year from `now`."""
+    ca = ca or authority(now=now)
     server = issued(ca, "headstart-extender", ("headstart-extender.headstart.svc",),
-                    "serverAuth")
-    client = issued(ca, "headstart-scheduler", (), "clientAuth")
+                    "serverAuth", now - DAY, now + 365 * DAY)
+    client = issued(ca, "headstart-scheduler", (), "clientAuth", now - DAY, now + 365 * DAY)
     return {"headstart-extender-tls": tls_secret(server, ca),
             "headstart-scheduler-tls": tls_secret(client, ca)}
 
