@@ -175,6 +175,13 @@ def issued(ca: Pair, name: str, dns: tuple[str, ...] = (), usage: str | None = N
     return _pair(builder.sign(ca.private, hashes.SHA256()), key)
 
 
+def load_pair(cert_path: Path, key_path: Path) -> Pair:
+    """A certificate and key made elsewhere (the install docs' openssl block)."""
+    cert_pem, key_pem = cert_path.read_bytes(), key_path.read_bytes()
+    return Pair(cert_pem, key_pem, x509.load_pem_x509_certificate(cert_pem),
+                serialization.load_pem_private_key(key_pem, password=None))
+
+
 def _pair(cert: Any, key: Any) -> Pair:
     return Pair(cert.public_bytes(serialization.Encoding.PEM),
                 key.private_bytes(serialization.Encoding.PEM,
