@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from headstart.check.core import suite
 from headstart.check.core.observed import Version
 from headstart.check.core.result import Status, exit_status, fail, ok, skip, warn
@@ -63,6 +65,11 @@ def test_a_broken_config_fails_its_check_and_skips_those_that_need_it():
     for name in ("capacity-buffers", "placeholder-priority", "autoscaler-cutoff", "nodepools"):
         assert results[name].status is Status.SKIP
         assert "see config/overprovisioner" in results[name].message
+
+
+def test_every_warning_and_failure_carries_a_fix():
+    with pytest.raises(ValueError, match="a fail needs a fix"):
+        fail("x", "broken", "")
 
 
 def test_any_failure_exits_1_and_warnings_do_not():
