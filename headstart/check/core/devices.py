@@ -9,8 +9,11 @@ Decides:
   (`overprovisioner.planner.sizing.GPU_NODE_LABELS`) or advertise GPUs;
 - fail when GPU nodes exist without a plugin, when the plugin's pods cannot run on a GPU
   node (its taints, the pods' selector and affinity: kube-scheduler's own rule,
-  `locality.constraints`), or when a GPU node Ready for `SETTLE_S` advertises no GPU
-  (the plugin did not register there); warn when no GPU node exists yet and no plugin is
+  `locality.constraints`; taints Kubernetes itself sets and lifts, `node.kubernetes.io/...`
+  for a node's conditions and `node.cloudprovider.kubernetes.io/uninitialized`, describe
+  a moment, not the setup, and the DaemonSet controller tolerates most of them), or when
+  a GPU node Ready for `SETTLE_S` advertises no GPU (the plugin did not register there);
+  warn when no GPU node exists yet and no plugin is
   installed (the first node the autoscaler adds would have no GPUs), or when some of the
   plugin's pods are not ready.
 
@@ -23,8 +26,10 @@ from collections.abc import Sequence
 
 from headstart.check.core.observed import Node, Observed, Workload
 from headstart.check.core.result import Result, fail, ok, warn
+from locality.constraints import Taint
 from overprovisioner.planner.sizing import GPU_NODE_LABELS
 
+TRANSIENT_TAINTS = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
 SETTLE_S = 600.0
 """A GPU node this long after its creation should have its GPUs registered: the device
 plugin takes about 90 s after the node is Ready (docs/install-eks.md step 1)."""
@@ -42,6 +47,10 @@ def is_gpu_node(node: Node) -> bool:
     return node.gpus > 0 or any(label in node.labels for label in GPU_NODE_LABELS)
 
 
+def _set_by_kubernetes(taint: Taint) -> bool:
+    return taint.key.startswith(TRANSIENT_TAINTS)
+
+
 def device_plugin(observed: Observed) -> Result:
     name = "device-plugin"
     gpu_nodes = [n for n in observed.nodes if is_gpu_node(n)]
@@ -54,7 +63,8 @@ def device_plugin(observed: Observed) -> Result:
         return warn(name, "no NVIDIA device plugin DaemonSet: the GPU nodes the autoscaler "
                           "adds will advertise no GPUs", f"install it: {HELM}")
     for node in gpu_nodes:
-        refusals = [p.constraints.refusal(node.name, node.labels, node.taints) for p in plugins]
+        taints = tuple(t for t in node.taints if not _set_by_kubernetes(t))
+        refusals = [p.constraints.refusal(node.name, node.labels, taints) for p in plugins]
         if all(refusals):
             return fail(name, f"{plugins[0]} cannot run on GPU node {node.name}: {refusals[0]}",
                         "let its pods tolerate the GPU nodes' taints and select them: "

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from headstart.check.core import devices
 from headstart.check.core.result import Status
+from locality.constraints import Taint
 from tests.headstart.check.builders import device_plugin, gpu_node, installed
 
 EVERY_EFFECT = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
@@ -34,6 +37,14 @@ def test_the_device_plugin_on_gpu_nodes(nodes, plugins, status, words, fix):
     result = devices.device_plugin(installed(nodes=nodes, device_plugins=plugins))
     assert result.status is status and words in result.message, result
     assert fix in result.fix
+
+
+def test_taints_kubernetes_sets_for_a_moment_are_not_the_setups():
+    node = gpu_node()
+    taints = (*node.taints, Taint("node.kubernetes.io/not-ready", "", "NoSchedule"),
+              Taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule"))
+    observed = installed(nodes=(replace(node, taints=taints),))
+    assert devices.device_plugin(observed).status is Status.OK
 
 
 def test_the_device_plugin_is_told_by_its_name_or_image():
