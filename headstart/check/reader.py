@@ -38,7 +38,7 @@ from headstart.check.core.observed import (
 )
 from headstart.check.core.workloads import DEPLOYMENTS
 from headstart.check.reader_rights import read_rights
-from kube.autoscaler_status import parse_autoscaler_status
+from kube.autoscaler_status import AutoscalerStatus, parse_autoscaler_status
 from locality.admission import record
 from locality.admission.config import AdmissionConfig
 from overprovisioner.service.objects import CAPACITY_BUFFER_GROUP, CAPACITY_BUFFER_VERSIONS
@@ -71,24 +71,9 @@ def read_cluster(api: Api, namespace: str, now_s: float, after_install: bool,
                         namespace, now_s)
     if after_install:
         observed = _headstart(api, observed, attempt)
-    status_at = AdmissionConfig().autoscaler_status
-    extender = installed(observed).extender.value
-    if extender is not None:
-        status_at = extender.admission.autoscaler_status
-    status_ns, _, status_name = status_at.partition("/")
-    autoscalers = attempt("autoscaler", lambda: tuple(
-        w for w in map(parse_workload, _typed(api.items("/apis/apps/v1/deployments"),
-                                              "Deployment"))
-        if is_cluster_autoscaler(w)), ())
-    status = attempt("autoscaler", lambda: parse_autoscaler_status(api.get(
-        f"/api/v1/namespaces/{status_ns}/configmaps/{status_name}")) if status_at else
-        parse_autoscaler_status(None), parse_autoscaler_status(None))
-    pools = None
-    if observed.serves(*NODEPOOLS):
-        pools = attempt("autoscaler", lambda: tuple(api.items(f"/apis/{NODEPOOLS[0]}/"
-                                                              f"{NODEPOOLS[1]}")), ())
+    observed = _autoscaling(api, observed, attempt)
     observed = replace(
-        observed, autoscalers=autoscalers, autoscaler_status=status, nodepools=pools,
+        observed,
         priority_classes=attempt("priorityclasses", lambda: {
             str(p["metadata"]["name"]): parse_priority_class(p)
             for p in api.items("/apis/scheduling.k8s.io/v1/priorityclasses")}, {}),
@@ -107,6 +92,32 @@ def read_cluster(api: Api, namespace: str, now_s: float, after_install: bool,
             if problem:
                 unread["rights"] = problem
     return replace(observed, unread=dict(unread))
+
+
+def _autoscaling(api: Api, observed: Observed, attempt: Callable[..., Any]) -> Observed:
+    """cluster-autoscaler's Deployments and status ConfigMap (where the extender's config
+    says, else the default), and Karpenter's NodePools."""
+    extender = installed(observed).extender.value
+    status_at = (extender.admission if extender is not None
+                 else AdmissionConfig()).autoscaler_status
+
+    def status() -> AutoscalerStatus:
+        if not status_at:
+            return parse_autoscaler_status(None)
+        namespace, _, name = status_at.partition("/")
+        return parse_autoscaler_status(api.get(
+            f"/api/v1/namespaces/{namespace}/configmaps/{name}"))
+
+    deployments = attempt("autoscaler", lambda: _typed(
+        api.items("/apis/apps/v1/deployments"), "Deployment"), [])
+    pools = None
+    if observed.serves(*NODEPOOLS):
+        pools = tuple(attempt("autoscaler", lambda: api.items(
+            f"/apis/{NODEPOOLS[0]}/{NODEPOOLS[1]}"), []))
+    return replace(observed, autoscalers=tuple(
+        w for w in map(parse_workload, deployments) if is_cluster_autoscaler(w)),
+        autoscaler_status=attempt("autoscaler", status, parse_autoscaler_status(None)),
+        nodepools=pools)
 
 
 def _headstart(api: Api, observed: Observed, attempt: Callable[..., Any]) -> Observed:
