@@ -8,7 +8,7 @@ client code and aiohttp tests can use it.
 
 What it implements, as the real API server does:
 - discovery: `/api`, `/api/v1`, `/apis`, `/apis/{group}/{version}` (a group can be
-  switched off to test a missing CRD, e.g. CapacityBuffers);
+  switched off to test a missing CRD, e.g. CapacityBuffers), and `/version` (`version`);
 - list (all namespaces or one) with `labelSelector` and simple `fieldSelector`,
   list `metadata.resourceVersion`; list items carry no kind/apiVersion;
 - watch (`?watch=true&resourceVersion=N`): ADDED/MODIFIED/DELETED events after N as
@@ -69,10 +69,23 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("v1", "nodes"): ("Node", False),
     ("v1", "namespaces"): ("Namespace", False),
     ("v1", "configmaps"): ("ConfigMap", True),
+    ("v1", "secrets"): ("Secret", True),
     ("v1", "services"): ("Service", True),
     ("v1", "podtemplates"): ("PodTemplate", True),
     ("v1", "events"): ("Event", True),
     ("apps/v1", "deployments"): ("Deployment", True),
+    ("apps/v1", "daemonsets"): ("DaemonSet", True),
+    # What `headstart check` reads besides: RBAC objects and the placement gate.
+    ("rbac.authorization.k8s.io/v1", "roles"): ("Role", True),
+    ("rbac.authorization.k8s.io/v1", "rolebindings"): ("RoleBinding", True),
+    ("rbac.authorization.k8s.io/v1", "clusterroles"): ("ClusterRole", False),
+    ("rbac.authorization.k8s.io/v1", "clusterrolebindings"): ("ClusterRoleBinding", False),
+    ("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"):
+        ("MutatingWebhookConfiguration", False),
+    ("admissionregistration.k8s.io/v1", "mutatingadmissionpolicies"):
+        ("MutatingAdmissionPolicy", False),
+    ("admissionregistration.k8s.io/v1", "mutatingadmissionpolicybindings"):
+        ("MutatingAdmissionPolicyBinding", False),
     ("coordination.k8s.io/v1", "leases"): ("Lease", True),
     ("scheduling.k8s.io/v1", "priorityclasses"): ("PriorityClass", False),
     ("policy/v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True),
@@ -438,6 +451,8 @@ class FakeKube:
         self._injected: list[_Injected] = []
         self.requests: list[tuple[str, str, str]] = []
         self.applied_creations: list[str] = []
+        self.version = {"major": "1", "minor": "36", "gitVersion": "v1.36.0-fakekube"}
+        """What `/version` answers."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -876,6 +891,8 @@ class FakeKube:
                     await asyncio.sleep(injected.delay_s)
                     raise ApiError(504, "injected timeout")
                 raise ApiError(int(injected.status), f"injected {injected.status}")
+            if request.path == "/version" and request.method == "GET":
+                return web.json_response(self.version)
             located = self._parse_path(request.path)
             if located is None:
                 if request.method != "GET":

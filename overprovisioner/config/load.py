@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from bucketing.bucket_file import read_bucket_file
+from bucketing.bucket_file import BucketFile, read_bucket_file
 from common.yamlfile import load_yaml_file
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.parse import parse_config
@@ -33,6 +33,11 @@ def load_config(path: str | Path) -> OverprovisionerConfig:
 
 
 def _with_buckets_file(config: OverprovisionerConfig, path: Path) -> OverprovisionerConfig:
-    buckets = read_bucket_file(path, f"{config.source}: buckets_file: ")
+    return with_buckets(config, read_bucket_file(path, f"{config.source}: buckets_file: "))
+
+
+def with_buckets(config: OverprovisionerConfig, buckets: BucketFile) -> OverprovisionerConfig:
+    """`config` with the bucket file's catalog (when it names one) and instance types in
+    place of its own (also `headstart check`, which reads both from the ConfigMap)."""
     return replace(config, catalog=buckets.catalog or config.catalog,
                    instance_types=buckets.names)

@@ -111,7 +111,8 @@ def test_a_good_kubeconfig_makes_one_attempt_per_request(tmp_path) -> None:
     assert client.configuration.retries == 0
 
 
-@pytest.mark.parametrize("command", ["extender", "overprovisioner", "expire-placeholders"])
+@pytest.mark.parametrize("command", ["extender", "overprovisioner", "expire-placeholders",
+                                     "check"])
 @pytest.mark.parametrize("kind, content, message", [CASES[0], CASES[1], CASES[5]],
                          ids=["yaml-syntax", "binary", "unknown-context"])
 def test_every_command_with_kubeconfig_exits_2_with_one_line(
@@ -127,7 +128,8 @@ def test_every_command_with_kubeconfig_exits_2_with_one_line(
             "overprovisioner": ["overprovisioner", "--config", str(config),
                                 "--kubeconfig", str(path), "--dry-run"],
             "expire-placeholders": ["expire-placeholders", "--config", str(config),
-                                    "--kubeconfig", str(path)]}[command]
+                                    "--kubeconfig", str(path)],
+            "check": ["check", "--kubeconfig", str(path)]}[command]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -152,7 +154,7 @@ def test_the_kubeconfig_test_above_covers_every_command_that_takes_one() -> None
     from headstart.cli import build_parser
 
     assert sorted(_commands_with_kubeconfig(build_parser())) == [
-        ("expire-placeholders",), ("extender",), ("overprovisioner",)]
+        ("check",), ("expire-placeholders",), ("extender",), ("overprovisioner",)]
 
 
 def test_a_discarded_response_is_read_to_its_end_before_its_connection_is_reused():
