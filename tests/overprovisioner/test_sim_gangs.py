@@ -149,6 +149,30 @@ def test_announced_growth_keeps_placeholders_where_the_shrunk_gang_runs():
     assert text.splitlines()[0].startswith("arm") and "elastic+announced / fixed" in text
 
 
+def test_the_report_says_where_node_gpu_hours_and_completion_time_go():
+    # `a`: a 4-GPU PS and 2 workers of 4 GPUs; the group grows to 2 nodes, so elastic
+    # admits it at 1 worker and it trains at half speed for 2 h instead of 1. Its
+    # workers' GPU-hours are the same either way (4 GPUs x 2 h = 8 x 1 h); its PS holds
+    # its 4 GPUs an hour longer: 4 GPU-h that smaller gangs running longer cost.
+    rows = [pod("a-ps", 60, HOUR, gpus=4, cpu=4, memory_gib=16, job="a", role="ps")] + \
+        job("a", 2, 60, HOUR, ps=False)
+    results, _ = replay(rows, max_nodes=2, arms=(ARMS[1],))
+    elastic = results["elastic"]
+    parts = elastic.node_parts
+    assert sum(parts.values()) == pytest.approx(elastic.node_gpu_s, rel=1e-9)
+    assert parts["pods_full_size"] == pytest.approx(12 * HOUR, rel=1e-6)  # 12 GPUs x 1 h
+    assert parts["pods_smaller"] == pytest.approx(4 * HOUR, rel=1e-6)
+    assert parts["placeholders"] == parts["growth_nodes"] == 0  # nothing announced
+    (row,) = summaries([elastic])
+    by = row["jct_mean_by_h"]
+    assert (by["work"], by["smaller"]) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert by["stalled"] == pytest.approx(0.0, abs=1e-6)
+    assert sum(by.values()) == pytest.approx(row["jct_mean_h"], abs=1e-3)
+    assert sum(row["node_gpu_hours_by"].values()) == pytest.approx(row["node_gpu_hours"],
+                                                                   abs=0.5)
+    assert "where node GPU-hours go" in format_rows([row])
+
+
 def test_skipping_binds_scans_and_ticks_that_change_nothing_changes_no_result(monkeypatch):
     # Placeholders for announced growth stay pending while the group is full; the replay
     # skips the binds, scans and ticks that would find the same: the same results as

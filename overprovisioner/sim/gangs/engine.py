@@ -84,6 +84,7 @@ from overprovisioner.sim.gangs.cluster import (
     SimNode,
 )
 from overprovisioner.sim.gangs.jobs import GangJob, speed
+from overprovisioner.sim.gangs.ledger import Ledger
 from overprovisioner.sim.gangs.pods import PodTable
 from overprovisioner.sim.workload import Workload
 
@@ -122,6 +123,13 @@ class GangResult:
     launches: int
     placeholders: int = 0
     """Placeholder pods created (announced growth; recreated after a preemption too)."""
+    node_parts: dict[str, float] = field(default_factory=dict)
+    """Node GPU-seconds by where they went (`ledger.NODE_PARTS`; they add up to
+    node_gpu_s)."""
+    work: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Per job measured: its trace run (seconds at its trace size)."""
+    trained: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Per job measured: the seconds it trained (its rate above zero)."""
 
 
 class GangRun(ClusterSide):
@@ -170,6 +178,8 @@ class GangRun(ClusterSide):
                                  labels={self.type_label: t.name, self.group_label: g})
                        for t in self.types for g in config.groups]
         self.admission = replace(admission, node_groups=tuple(self.groups))
+        self.ledger = Ledger([sum(self._request(run.job, row)[0] for row in run.job.pods) / 1000
+                              for run in self.jobs], workload.start_s)
 
     # ----- events
     def push(self, time: float, kind: int, arg: int = 0) -> None:
@@ -222,11 +232,12 @@ class GangRun(ClusterSide):
     def _advance(self, time: float) -> None:
         dt = time - self.clock
         if dt > 0:
-            live = list(self.nodes.values())
-            self.node_gpu_s += dt * sum(self.types[n.type_index].gpus for n in live)
-            self.node_cost += dt / 3600 * sum(self.types[n.type_index].price_per_hour
-                                               for n in live)
+            live = [(self.types[n.type_index], n) for n in self.nodes.values()]
+            self.node_gpu_s += dt * sum(kind.gpus for kind, _ in live)
+            self.node_cost += dt / 3600 * sum(kind.price_per_hour for kind, _ in live)
             self.used_gpu_s += dt * self.used_gpu / 1000
+            self.ledger.advance(dt, ((kind.gpus, n.ready, n.real[0], n.held[0], bool(n.pods))
+                                     for kind, n in live))
             self.clock = time
 
     # ----- the owner: pods
@@ -244,9 +255,7 @@ class GangRun(ClusterSide):
     def _create(self, run: _Job, row: int, index: int, now: float, worker: bool = False) -> None:
         job = run.job
         type_name = self.types[int(self.w.bucket[row])].name
-        gpu, cpu, mem = (int(v) for v in self.w.request[row])
-        if job.worker_request is not None and str(self.w.role[row]) == "worker":
-            gpu, cpu, mem = job.worker_request  # the owner's one worker template
+        gpu, cpu, mem = self._request(job, row)
         labels = {"headstart.io/job": job.name, "headstart.io/role": str(self.w.role[row])}
         annotations = {self.locality.placement_group_annotation: "required"}
         elastic = None
@@ -269,6 +278,14 @@ class GangRun(ClusterSide):
                   constraints=PodConstraints(node_selector=((self.type_label, type_name),)))
         self.pods[name] = pod
         self.job_pods[job.name][name] = None
+
+    def _request(self, job: GangJob, row: int) -> tuple[int, int, int]:
+        """A pod's (GPU milli, CPU milli, bytes): its row's, a worker's the owner's one
+        template."""
+        if job.worker_request is not None and str(self.w.role[row]) == "worker":
+            return job.worker_request
+        gpu, cpu, mem = (int(v) for v in self.w.request[row])
+        return gpu, cpu, mem
 
     def _owner(self, run: _Job) -> ElasticOwner:
         low, high = run.job.bounds or (run.size, run.size)
@@ -341,6 +358,7 @@ class GangRun(ClusterSide):
             else:
                 rate = 1.0
         run.rate = rate
+        self.ledger.training(run.index, now, rate > 0)
         run.version += 1
         if rate > 0:
             self.push(now + max(run.work_left, 0.0) / rate, FINISH,
@@ -351,6 +369,7 @@ class GangRun(ClusterSide):
         if run.finished is not None or run.version % 1_000_000 != arg % 1_000_000:
             return
         run.work_left, run.rate, run.finished = 0.0, 0.0, now
+        self.ledger.training(run.index, now, False)
         self.cluster_version += 1
         for name in list(self.job_pods[run.job.name]):
             self._delete(name)
@@ -464,6 +483,9 @@ class GangRun(ClusterSide):
             for kind, count in run.resizes.items():
                 resizes[kind] = resizes.get(kind, 0) + count
         nan = math.nan
+        self.ledger.close(self.clock)
+        done = [run.job.work_s - max(run.work_left - run.rate * (self.clock - run.since), 0.0)
+                for run in self.jobs]
         return GangResult(
             self.name,
             np.array([run.job.submit_s for run in measured]),
@@ -472,5 +494,7 @@ class GangRun(ClusterSide):
             np.array([run.finished if run.finished is not None else nan for run in measured]),
             np.array([run.job.bounds is not None for run in measured]),
             self.node_gpu_s, self.used_gpu_s, self.node_cost, resizes, self.launches,
-            self.placeholder_pods)
+            self.placeholder_pods, self.ledger.node_parts(done),
+            np.array([run.job.work_s for run in measured]),
+            np.array([self.ledger.trained_s(run.index) for run in measured]))
 
