@@ -132,6 +132,7 @@ from locality.admission.resize import (
     ElasticGang,
     at_size,
     claimant_of,
+    job_weight,
     resized,
     scale_in,
     scale_out,
@@ -139,7 +140,6 @@ from locality.admission.resize import (
 )
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
 from locality.admission.trials import Asked, RoundBins, Trial, TrialMemo
-from locality.admission.weight import weight
 from locality.model import JobKey, Locality
 from locality.worker_plans import WorkerPlan, target_of
 
@@ -441,9 +441,8 @@ def _scale_in(job: GatedJob, room: LevelRoom, bins: RoundBins,
     pods = list(job.gated)
     if job.elastic is not None and job.elastic.bounds is not None:
         pods = at_size(pods, job.elastic.bounds.minimum)
-    request = sum((pod.request for pod in pods), ZERO)
-    claimant = claimant_of(job.key, pods, weight(len(pods), request, now - job.created_at,
-                                                 config.elastic.weight),
+    claimant = claimant_of(job.key, pods, job_weight(job.gated, now - job.created_at,
+                                                     config.elastic.weight),
                            job.created_at, job.pods_per_node, job.priority)
     best: tuple[tuple, Domain, tuple[Resize, ...]] | None = None
     for value in room.domains:

@@ -185,6 +185,36 @@ def test_a_pytorchjob_is_resized_by_its_workers_and_keeps_its_master():
                                                       "pt-worker-1"]
 
 
+def pytorchjob(name, workers, minimum, created):
+    """A PyTorchJob's pods: its Master and `workers` Workers (owner at that size,
+    `minimum`..`workers`), gated, created at `created`."""
+    owner = ElasticOwner("PyTorchJob", "ns", name, workers, Bounds(minimum, workers),
+                         uid=f"{name}-uid", others=1)
+    pods = []
+    for index, kind in enumerate(["Master"] + ["Worker"] * workers):
+        pod = job(name, 1, created=created)[0]
+        replica = index if kind == "Master" else index - 1
+        pod_name = f"{name}-{kind.lower()}-{replica}"
+        pods.append(replace(pod, name=pod_name, uid=pod_name, elastic=owner,
+                            owner_size=workers + 1, controller=("PyTorchJob", name),
+                            annotations={k: v for k, v in pod.annotations.items()
+                                         if k != "headstart.io/job-size"},
+                            labels={**pod.labels, "training.kubeflow.org/replica-type": kind,
+                                    "training.kubeflow.org/replica-index": str(replica)}))
+    return pods
+
+
+def test_an_identical_younger_pytorchjob_does_not_scale_the_older_in():
+    # Two identical PyTorchJobs (a Master and 3 Workers, minimum 1): the older fills
+    # pg-a; the younger, waiting, would fit were the older at its minimum. Equal
+    # weights keep the older job whole (KOD2), so the younger waits: its Master is no
+    # worker in its weight, as it is none in the running one's.
+    old = bound(pytorchjob("old", 3, 1, NOW - 3600), "pg-a")
+    young = pytorchjob("young", 3, 1, NOW - 100)
+    result = decide(young, running=old)
+    assert (resizes(result), codes(result)) == ({}, {"ns/young": WaitCode.NO_FIT})
+
+
 def test_while_the_workers_given_up_are_leaving_nothing_more_is_scaled_in():
     # The round after the scale-in: run's owner is at 2, its indices 2 and 3 Terminating
     # (still on their nodes). Run is not scaled in again; new waits for that room.
