@@ -16,8 +16,8 @@ Scale-in (`scale_in`), to admit a waiting job into a domain whose room it does n
   worker); never below a job's minimum. When even every candidate at its minimum does
   not make room, nothing is resized (None): room is never taken for a job that still
   would not fit.
-Scale-out (`scale_out`), when no job waits for room: each running elastic job that
-has run at its size for `scale_out_after_seconds`,
+Scale-out (`scale_out`), into room no waiting job could use (`growth.growth_room`):
+each running elastic job that has run at its size for `scale_out_after_seconds`,
 highest weight first (then the oldest), grows toward its maximum by as many workers of
 its own shape as the domain's idle room packs; a later job gets what the earlier left.
 A `spread` job (one pod per node) is not grown here: the packer does not know which

@@ -92,7 +92,7 @@ def summarize(result: GangResult, measured: np.ndarray) -> dict:
         "dollars": round(result.node_cost, 0),
         "resizes": dict(sorted(result.resizes.items())),
         "launches": result.launches,
-        "node_gpu_hours_by": {part: round(result.node_parts.get(part, 0.0) / 3600, 1)
+        "node_gpu_hours_by": {part: round(result.node_parts.get(part, 0.0) / 3600, 1) + 0.0
                               for part in NODE_PARTS},
         "jct_mean_by_h": {part: _stat(np.mean, values) for part, values in jct_parts.items()},
     }
