@@ -112,7 +112,7 @@ from dataclasses import replace
 
 from bucketing.resources import ZERO, Resources
 from locality.admission.config import AdmissionConfig
-from locality.admission.growth import Claim, claim_of, growth_room
+from locality.admission.growth import Claim, claim_of, contested, growth_room
 from locality.admission.model import (
     Admission,
     Demand,
@@ -329,12 +329,17 @@ def plan(
                 and held <= waited and (expires is None or waited < held + expires)):
             head = (job, domain, bins[domain])
             bins.take(domain, demand, job.pods_per_node)  # all of it that room holds
+    held: list[JobKey] = []
     if elastic:
         claims = _claims(waiting, ready, rooms, bins, ever)
         for domain, domain_gangs in sorted(elastic.items(), key=lambda item: str(item[0])):
             if domain in bins:
-                resizes.extend(scale_out(growth_room(bins[domain], claims), domain_gangs,
-                                         False, now, config.elastic.scale_out_after_seconds))
+                room = growth_room(bins[domain], claims)
+                resizes.extend(scale_out(room, domain_gangs, False, now,
+                                         config.elastic.scale_out_after_seconds))
+                held += [gang.job for gang in domain_gangs if gang.workers
+                         and gang.size < gang.limit
+                         and contested(bins[domain], room, gang.workers[0].constraints)]
     problems = {job.key: job.elastic_problem for job in ready if job.elastic_problem}
     problems |= {job.key: job.elastic_problem for job in jobs if job.elastic_problem}
     if problems:  # said wherever the job's state is read: kept at its size, and why
@@ -343,7 +348,7 @@ def plan(
         waiting = [replace(w, reason=f"{w.reason}; not resizable: {problems[w.job]}")
                    if w.job in problems else w for w in waiting]
     return Plan(tuple(admissions), tuple(_positioned(waiting)), tuple(releases),
-                tuple(preemptions), tuple(unknown), tuple(resizes))
+                tuple(preemptions), tuple(unknown), tuple(resizes), tuple(held))
 
 
 def _positioned(waiting: Sequence[Waiting]) -> list[Waiting]:

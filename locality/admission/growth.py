@@ -10,6 +10,8 @@ size it may be admitted at (`assign`'s test for `inadmissible`, per domain); a
 in every domain. Scale-out grows gangs into the rest of their domain's room
 (`growth_room`): a job that could never use that room, another domain's or nodes its
 pods may not use, does not hold a gang back, while room it could use is left to it.
+A gang below the size it grows to whose room a claim reaches (`contested`) is held
+back: growth announced for it is not likely to be used while that job waits.
 
 Must not: read the clock, log, mutate its inputs (rooms are copied).
 """
@@ -69,6 +71,18 @@ def growth_room(bins: Bins, claims: Sequence[Claim]) -> Bins:
                 entry[2] = 0
     copy.withheld = withheld if withheld.any() else None
     return copy
+
+
+def contested(bins: Bins, room: Bins, constraints: PodConstraints) -> bool:
+    """Whether `room` (`growth_room(bins, ...)`) withholds from pods with `constraints`
+    any of `bins`' room they may use: a row, or a node group's nodes to come."""
+    if room.withheld is not None:
+        allowed = bins.allowed(constraints)
+        usable = room.withheld if allowed is None else room.withheld & allowed[:len(room.withheld)]
+        if usable.any():
+            return True
+    return any(entry[2] > 0 and kept[2] == 0 and may_use(constraints, entry[3])
+               for entry, kept in zip(bins.pool, room.pool, strict=True))
 
 
 def _covers(claim: Claim, names: Sequence[str], bins: Bins) -> bool:

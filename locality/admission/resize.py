@@ -100,6 +100,11 @@ class ElasticGang:
     def removal(self) -> Removal:
         return self.owner.removal
 
+    @property
+    def limit(self) -> int:
+        """The size scale-out grows it toward: its target, else its maximum."""
+        return self.bounds.maximum if self.target is None else self.target
+
 
 @dataclass(frozen=True, slots=True)
 class Claimant:
@@ -207,8 +212,7 @@ def scale_out(bins: Bins, gangs: Sequence[ElasticGang], waiting: bool, now: floa
     out = []
     for gang in sorted(gangs, key=lambda gang: (-gang.weight, gang.created_at,
                                                 gang.job.namespace, gang.job.name)):
-        limit = gang.bounds.maximum if gang.target is None else gang.target
-        wanted = limit - gang.size
+        wanted = gang.limit - gang.size
         if wanted <= 0 or not gang.workers or gang.pods_per_node == 1 or \
                 now - gang.since < after_seconds:
             continue

@@ -149,6 +149,26 @@ def test_announced_growth_keeps_placeholders_where_the_shrunk_gang_runs():
     assert text.splitlines()[0].startswith("arm") and "elastic+announced / fixed" in text
 
 
+def test_announced_growth_a_waiting_job_holds_back_is_given_back():
+    # `a` (elastic, 2..4) runs at 2 beside `c` (2 nodes, 2 h) in a group of 4 nodes; at
+    # 1 h `w` comes, 3 nodes, and waits: it could use the room a would grow into but not
+    # fit it until a ends, so a does not grow. Its growth is then not likely to be used:
+    # given back, its placeholders do not keep c's nodes once c ends.
+    rows = [pod(f"c-w{i}", 60, 2 * HOUR, gpus=4, cpu=8, memory_gib=32, job="c", role="ps")
+            for i in range(2)] + job("a", 4, 90, 6 * HOUR, ps=False) + \
+        [pod(f"w-{i}", HOUR, HOUR, gpus=4, cpu=8, memory_gib=32, job="w", role="ps")
+         for i in range(3)]
+    results, _ = replay(rows, max_nodes=4, end=24 * HOUR, arms=ARMS[1:])
+    elastic, announced = results["elastic"], results["elastic+announced"]
+    assert announced.resizes == elastic.resizes == {"admitted_smaller": 1}
+    assert announced.placeholders >= 2  # announced until w came
+    # Kept, the placeholders held c's 2 nodes (8 GPUs) from 2 h until a ended (81 GPU-h);
+    # given back, only seconds at the start, a placeholder on a node of a's before its
+    # gang bound.
+    assert announced.node_parts["growth_nodes"] < 0.1 * HOUR
+    assert announced.node_gpu_s < elastic.node_gpu_s + 0.1 * HOUR
+
+
 def test_the_report_says_where_node_gpu_hours_and_completion_time_go():
     # `a`: a 4-GPU PS and 2 workers of 4 GPUs; the group grows to 2 nodes, so elastic
     # admits it at 1 worker and it trains at half speed for 2 h instead of 1. Its

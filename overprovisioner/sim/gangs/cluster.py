@@ -249,7 +249,7 @@ class ClusterSide:
             record = self.records.get(run.key)
             if (run.finished is None and run.job.bounds is not None and record is not None
                     and record.state.holds_domain and record.domain is not None
-                    and run.size < run.job.bounds[1]):
+                    and run.size < run.job.bounds[1] and run.key not in self.held_growth):
                 assert run.job.worker_request is not None
                 gpu, cpu, mem = run.job.worker_request
                 growths.append(Growth(run.job.name, run.job.bounds[1] - run.size,

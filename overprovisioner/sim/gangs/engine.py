@@ -29,7 +29,9 @@ the admitter's cache would hold them:
   its bound workers (`jobs.speed`); it finishes when its trace run's work is done, and
   its pods end (Succeeded) and are gone;
 - announced growth (`announce`): every `tick_s`, each admitted elastic gang below its
-  maximum is growth the overprovisioner is told of, embedded into nodes per
+  maximum whose growth the admitter's last round did not hold back for a waiting job
+  (`Plan.held_growth`: growth not likely to be used now, given back until it is not
+  held) is growth the overprovisioner is told of, embedded into nodes per
   (type, placement group) by `overprovisioner.planner.known_plan.growth_nodes`, the
   code the service runs for worker plans; that many whole-node placeholders (priority
   -5, the type's `placeholder_request`) are kept there, so the autoscaler launches the
@@ -162,6 +164,7 @@ class GangRun(ClusterSide):
         self.node_list: list[SimNode] = []  # every node ever launched, by index
         self.where: dict[str, str] = {}  # bound pod -> node
         self.placeholders: dict[tuple[int, str], int] = {}  # wanted per (type, group)
+        self.held_growth: frozenset[JobKey] = frozenset()  # the last round's
         self.heap: list[tuple[float, int, int, int]] = []
         self.seq = 0
         self.round_at = math.inf
@@ -388,6 +391,7 @@ class GangRun(ClusterSide):
                         self._group_sizes())
         planned, gathered, rooms = plan_round(inputs, now, self.locality, self.admission,
                                               None, self.wider, self.memo)
+        self.held_growth = frozenset(planned.held_growth)
         after = recovery(list(self.records.values()), inputs.pods_of_job, now,
                          self.admission, {state.node.name for state in inputs.nodes},
                          planned.waiting, rooms)

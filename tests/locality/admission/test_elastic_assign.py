@@ -177,16 +177,20 @@ def test_a_job_waiting_for_room_the_gang_cannot_take_does_not_stop_its_growth(la
             if kind == "a100"]
     group = "pg-b" if "pg-b" in layout else "pg-a"
     hold = bound([replace(p, constraints=A100) for p in job("hold", 2)], group, a100[0])
-    run = bound(elastic(job("run", 2), size=2, minimum=1, maximum=8), "pg-a")
+    run = bound([replace(p, constraints=P4D) for p in
+                 elastic(job("run", 2), size=2, minimum=1, maximum=8)], "pg-a")
     big = [replace(p, constraints=A100) for p in job("big", 2)]
     result = decide(big, running=run + hold, states=typed(layout, run + hold))
     assert codes(result) == {"ns/big": WaitCode.NO_FIT}
     assert resizes(result) == {"ns/run": (2, 4, [])}
-    # A job that could take that room still stops it (as in the test above).
+    assert result.held_growth == ()
+    # A job that could take that room still stops it (as in the test above), and says
+    # so: growth announced for run is not likely to be used while wide waits.
     p4d = [replace(p, constraints=P4D) for p in job("wide", 3)]
     result = decide(p4d, running=run + hold, states=typed(layout, run + hold))
     assert codes(result) == {"ns/wide": WaitCode.NO_FIT}
     assert resizes(result) == {}
+    assert result.held_growth == (JobKey("ns", "run"),)
 
 
 def test_an_owner_that_opted_in_but_cannot_be_resized_says_why_and_keeps_its_size():
