@@ -107,6 +107,10 @@ def test_a_job_no_domain_could_hold_whole_runs_smaller_only_when_elastic():
     rows = summaries(list(results.values()))
     assert rows[0]["unfinished"] == 1 and rows[1]["unfinished"] == 0
     assert rows[0]["measured"] == 0  # no job finished in every arm: no times compared
+    assert (rows[0]["unfinished_all"], rows[1]["unfinished_all"]) == (1, 0)
+    # Its work is missing from the fixed arm's GPU-hours: none at its trace size there.
+    assert rows[0]["node_gpu_hours_by"]["pods_full_size"] == 0
+    assert rows[1]["node_gpu_hours_by"]["pods_full_size"] == pytest.approx(16.0)  # 4 x 4 GPUs x 1 h
 
 
 def test_scale_in_admits_a_starving_job_and_scale_out_grows_the_shrunk_one_back():

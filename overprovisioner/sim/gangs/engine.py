@@ -132,6 +132,9 @@ class GangResult:
     """Per job measured: its trace run (seconds at its trace size)."""
     trained: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """Per job measured: the seconds it trained (its rate above zero)."""
+    unfinished_all: int = 0
+    """Jobs never finished among all, those running before the window too (their work
+    is missing from the GPU-hours)."""
 
 
 class GangRun(ClusterSide):
@@ -500,5 +503,6 @@ class GangRun(ClusterSide):
             self.node_gpu_s, self.used_gpu_s, self.node_cost, resizes, self.launches,
             self.placeholder_pods, self.ledger.node_parts(done),
             np.array([run.job.work_s for run in measured]),
-            np.array([self.ledger.trained_s(run.index) for run in measured]))
+            np.array([self.ledger.trained_s(run.index) for run in measured]),
+            sum(1 for run in self.jobs if run.finished is None))
 

@@ -82,6 +82,7 @@ def summarize(result: GangResult, measured: np.ndarray) -> dict:
         "elastic_jobs": int(result.elastic.sum()),
         "measured": int(measured.sum()),
         "unfinished": int(np.isnan(result.finished).sum()),
+        "unfinished_all": result.unfinished_all,
         "jct_mean_h": _stat(np.mean, jct),
         "jct_p50_h": _stat(np.median, jct),
         "jct_p95_h": _stat(lambda v: np.percentile(v, 95), jct),
@@ -122,6 +123,9 @@ def format_rows(rows: Sequence[dict]) -> str:
         lines.append(f"{row['arm']} / {base['arm']}: JCT mean {_ratio(row, base, 'jct_mean_h')}, "
                      f"queue mean {_ratio(row, base, 'queue_mean_min')}, node GPU-hours "
                      f"{_ratio(row, base, 'node_gpu_hours')}")
+    lines.append("jobs never finished, those running before the window too (their work is "
+                 "missing from the GPU-hours): " + ", ".join(
+                     f"{row['arm']} {row['unfinished_all']}" for row in rows))
     lines.append("")
     lines.append("where node GPU-hours go: " + ", ".join(PART_NAMES[p] for p in NODE_PARTS))
     for row in rows:
