@@ -773,7 +773,30 @@ def elastic(results: dict) -> str:
                      f"{run['seconds']:g} s for the three arms): against fixed, "
                      + "; ".join(parts) + ".")
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + \
-        f"\n\n({provenance(e)}.)\n"
+        "\n\n" + _elastic_parts(e["figures"]["runs"]) + f"\n({provenance(e)}.)\n"
+
+
+def _elastic_parts(runs: list) -> str:
+    """Where each arm's node GPU-hours and mean JCT go (`overprovisioner.sim.gangs.ledger`)."""
+    lines = ["Where they go: node GPU-hours by part, and the mean JCT (h) as queueing + the "
+             "trace run at its size + what smaller sizes added + stalled after the start.",
+             "",
+             "| workload | arm | pods at trace size | more by smaller gangs running longer | "
+             "pods bound, not training | placeholders (beside pods / nodes held only for "
+             "growth) | free beside pods | empty nodes | starting nodes | JCT = queue + run "
+             "+ smaller + stalled |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for run in runs:
+        for row in run["arms"]:
+            by, jct = row["node_gpu_hours_by"], row["jct_mean_by_h"]
+            lines.append(
+                f"| {run['workload']} | {row['arm']} | {by['pods_full_size']:,.0f} | "
+                f"{by['pods_smaller']:,.0f} | {by['pods_idle']:,.0f} | "
+                f"{by['placeholders']:,.0f} / {by['growth_nodes']:,.0f} | {by['free']:,.0f} | "
+                f"{by['empty']:,.0f} | {by['starting']:,.0f} | {_h(row['jct_mean_h'])} = "
+                + " + ".join(_h(jct[part]) for part in ("queueing", "work", "smaller",
+                                                         "stalled")) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _h(value: float | None, digits: int = 2) -> str:

@@ -73,12 +73,14 @@ The rule, in order:
    removed workers (then name); it waits `scaling_in` and is admitted once their
    workers are gone. An elastic job claims room at its minimum. A gang gives room to
    one job per round.
-9. KOD2's scale-out (`resize.scale_out`): when no job waits for room (no_fit, held,
-   preempting, resizing, scaling_in), Running elastic gangs grow toward their maximum
-   (their worker plan's target, when they have one) into the room left in their
-   domain, highest weight first. A plan's growth waits for that too: the
-   overprovisioner announces it (placeholders for the plan's `planned`), so the room is
-   usually there, and a waiting job still comes first.
+9. KOD2's scale-out (`resize.scale_out`): Running elastic gangs grow toward their
+   maximum (their worker plan's target, when they have one) into the room left in
+   their domain, highest weight first, less the room jobs waiting for room (no_fit,
+   held, preempting, resizing, scaling_in) could be admitted into (`growth`: the nodes
+   and node groups their pods may use in the domains that could ever hold them), so a
+   job that could never use a gang's room does not hold it back. A plan's growth waits
+   for that too: the overprovisioner announces it (placeholders for the plan's
+   `planned`), so the room is usually there, and a waiting job still comes first.
 7b. A waiting elastic job whose owner has a fresh worker plan of its own
    (`locality.worker_plans`: KALE's size or DLRover-RM's warm start, written by the
    overprovisioner) is first resized to the plan's size, within its bounds, when one
@@ -110,6 +112,7 @@ from dataclasses import replace
 
 from bucketing.resources import ZERO, Resources
 from locality.admission.config import AdmissionConfig
+from locality.admission.growth import Claim, claim_of, contested, growth_room
 from locality.admission.model import (
     Admission,
     Demand,
@@ -132,6 +135,7 @@ from locality.admission.resize import (
     ElasticGang,
     at_size,
     claimant_of,
+    job_weight,
     resized,
     scale_in,
     scale_out,
@@ -139,7 +143,6 @@ from locality.admission.resize import (
 )
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
 from locality.admission.trials import Asked, RoundBins, Trial, TrialMemo
-from locality.admission.weight import weight
 from locality.model import JobKey, Locality
 from locality.worker_plans import WorkerPlan, target_of
 
@@ -326,11 +329,17 @@ def plan(
                 and held <= waited and (expires is None or waited < held + expires)):
             head = (job, domain, bins[domain])
             bins.take(domain, demand, job.pods_per_node)  # all of it that room holds
-    if elastic and not any(w.code in _WANTS_ROOM for w in waiting):
+    held: list[JobKey] = []
+    if elastic:
+        claims = _claims(waiting, ready, rooms, bins, ever)
         for domain, domain_gangs in sorted(elastic.items(), key=lambda item: str(item[0])):
             if domain in bins:
-                resizes.extend(scale_out(bins[domain], domain_gangs, False, now,
+                room = growth_room(bins[domain], claims)
+                resizes.extend(scale_out(room, domain_gangs, False, now,
                                          config.elastic.scale_out_after_seconds))
+                held += [gang.job for gang in domain_gangs if gang.workers
+                         and gang.size < gang.limit
+                         and contested(bins[domain], room, gang.workers[0].constraints)]
     problems = {job.key: job.elastic_problem for job in ready if job.elastic_problem}
     problems |= {job.key: job.elastic_problem for job in jobs if job.elastic_problem}
     if problems:  # said wherever the job's state is read: kept at its size, and why
@@ -339,7 +348,7 @@ def plan(
         waiting = [replace(w, reason=f"{w.reason}; not resizable: {problems[w.job]}")
                    if w.job in problems else w for w in waiting]
     return Plan(tuple(admissions), tuple(_positioned(waiting)), tuple(releases),
-                tuple(preemptions), tuple(unknown), tuple(resizes))
+                tuple(preemptions), tuple(unknown), tuple(resizes), tuple(held))
 
 
 def _positioned(waiting: Sequence[Waiting]) -> list[Waiting]:
@@ -357,6 +366,33 @@ def _plus(a: Mapping[str, Resources], b: Mapping[str, Resources]) -> dict[str, R
 
 _WANTS_ROOM = frozenset({WaitCode.NO_FIT, WaitCode.HELD, WaitCode.PREEMPTING,
                          WaitCode.RESIZING, WaitCode.SCALING_IN})
+
+
+def _claims(waiting: Sequence[Waiting], ready: Sequence[GatedJob],
+            rooms: Mapping[str, LevelRoom], bins: RoundBins, ever: _Capacity) -> list[Claim]:
+    """Rule 9: the room each job waiting for room could be admitted into (`growth`)."""
+    by_key = {job.key: job for job in ready}
+    out = []
+    for entry in waiting:
+        job = by_key.get(entry.job)
+        if entry.code not in _WANTS_ROOM or job is None:
+            continue
+        if job.recorded is not None:
+            room = rooms.get(job.recorded.level)
+            found = room.domains.get(job.recorded.value) if room is not None else None
+            out.append(claim_of(job.gated, [found] if found is not None else []))
+        elif job.policy.placement_group is Locality.PREFERRED:
+            out.append(claim_of(job.gated, None))
+        else:
+            pods = job.gated
+            if job.elastic is not None and job.elastic.bounds is not None:
+                pods = at_size(pods, job.elastic.bounds.minimum)
+            asked = bins.asked(demand_of(pods), job.pods_per_node)
+            level = rooms.get(job.level)
+            domains = level.domains.items() if level is not None else ()
+            out.append(claim_of(job.gated, [room for value, room in domains if
+                                            ever.holds_in(asked, Domain(job.level, value))]))
+    return out
 
 
 def _planned(job: GatedJob, plans: Mapping[str, WorkerPlan], now: float, room: LevelRoom,
@@ -441,9 +477,8 @@ def _scale_in(job: GatedJob, room: LevelRoom, bins: RoundBins,
     pods = list(job.gated)
     if job.elastic is not None and job.elastic.bounds is not None:
         pods = at_size(pods, job.elastic.bounds.minimum)
-    request = sum((pod.request for pod in pods), ZERO)
-    claimant = claimant_of(job.key, pods, weight(len(pods), request, now - job.created_at,
-                                                 config.elastic.weight),
+    claimant = claimant_of(job.key, pods, job_weight(job.gated, now - job.created_at,
+                                                     config.elastic.weight),
                            job.created_at, job.pods_per_node, job.priority)
     best: tuple[tuple, Domain, tuple[Resize, ...]] | None = None
     for value in room.domains:
@@ -539,13 +574,17 @@ class _Capacity:
         room = self.rooms.get(level)
         if room is None:
             return False
-        for value, domain_room in room.domains.items():
-            domain = Domain(level, value)
-            if domain not in self._bins:
-                self._bins.open(domain, open_bins(domain_room, self.kinds, empty=True))
-            if self._bins.fits(domain, asked):
-                return True
-        return False
+        return any(self.holds_in(asked, Domain(level, value)) for value in room.domains)
+
+    def holds_in(self, asked: Asked, domain: Domain) -> bool:
+        """Whether `domain` could ever hold it (False: no such domain)."""
+        if domain not in self._bins:
+            room = self.rooms.get(domain.level)
+            domain_room = room.domains.get(domain.value) if room is not None else None
+            if domain_room is None:
+                return False
+            self._bins.open(domain, open_bins(domain_room, self.kinds, empty=True))
+        return self._bins.fits(domain, asked)
 
 
 def _join_recorded(job: GatedJob, demand: Demand, bins: RoundBins,

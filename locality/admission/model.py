@@ -243,6 +243,9 @@ class Plan:
     """The autoscaler's groups whose room the round could not know (`assign`, rule 4)."""
     resizes: tuple[Resize, ...] = ()
     """Elastic jobs whose owners are set to a new size (`assign`, rules 7-9)."""
+    held_growth: tuple[JobKey, ...] = ()
+    """Running elastic gangs below their size to grow to whose room a waiting job could
+    use (`growth.contested`): growth announced for them is not likely to be used now."""
 
 
 @dataclass(frozen=True, slots=True)

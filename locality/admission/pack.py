@@ -52,11 +52,14 @@ class Bins:
     opened_nodes: list[Node | None] = field(default_factory=list)
     masks: dict[PodConstraints, np.ndarray | None] = field(default_factory=dict)
     """Per constraints, which existing nodes a pod may use (None: all); shared by copies."""
+    withheld: np.ndarray | None = None
+    """Rows no pod may use (room left to others: `growth.growth_room`); rows opened
+    after it was set are not withheld. None: none."""
 
     def copy(self) -> Bins:
         # Room is a value: sharing it is safe, pack replaces it.
         return Bins(self.room, [list(entry) for entry in self.pool], self.kinds, self.opened,
-                    self.nodes, list(self.opened_nodes), self.masks)
+                    self.nodes, list(self.opened_nodes), self.masks, self.withheld)
 
     def freed(self, by_node: Mapping[str, Resources]) -> Bins:
         """A copy with each named existing node's room grown by what it frees (pods
@@ -76,18 +79,24 @@ class Bins:
     def allowed(self, constraints: PodConstraints) -> np.ndarray | None:
         """Which rows a pod with `constraints` may use; None: every row."""
         if constraints not in self.masks:
-            mask = np.array([_may_use(constraints, node) for node in self.nodes], dtype=bool)
+            mask = np.array([may_use(constraints, node) for node in self.nodes], dtype=bool)
             self.masks[constraints] = None if mask.all() else mask
         existing = self.masks[constraints]
-        opened = [_may_use(constraints, node) for node in self.opened_nodes]
-        if existing is None and all(opened):
+        opened = [may_use(constraints, node) for node in self.opened_nodes]
+        withheld = self.withheld
+        if existing is None and all(opened) and (withheld is None or not withheld.any()):
             return None
         rows = len(self.room) - len(opened)
-        return np.r_[existing if existing is not None else np.ones(rows, dtype=bool),
+        mask = np.r_[existing if existing is not None else np.ones(rows, dtype=bool),
                      np.array(opened, dtype=bool)]
+        if withheld is not None:
+            mask[:len(withheld)] &= ~withheld
+        return mask
 
 
-def _may_use(constraints: PodConstraints, node: Node | None) -> bool:
+def may_use(constraints: PodConstraints, node: Node | None) -> bool:
+    """Whether a pod with `constraints` may use `node` (None: a node known by nothing
+    but its room, which every pod may use)."""
     return node is None or constraints.refusal(node.name, node.labels, node.taints) is None
 
 
@@ -117,7 +126,7 @@ def pack(bins: Bins, demand: Demand, pods_per_node: int | None = None) -> int:
         while left > 0:
             found = next(((e, int(copies)) for e in bins.pool if e[2] > 0
                           and (copies := Room.of([e[1]], bins.kinds, per_node).copies(
-                              request)[0]) and _may_use(constraints, e[3])), None)
+                              request)[0]) and may_use(constraints, e[3])), None)
             if found is None:
                 break
             entry, per_new = found

@@ -16,8 +16,8 @@ Scale-in (`scale_in`), to admit a waiting job into a domain whose room it does n
   worker); never below a job's minimum. When even every candidate at its minimum does
   not make room, nothing is resized (None): room is never taken for a job that still
   would not fit.
-Scale-out (`scale_out`), when no job waits for room: each running elastic job that
-has run at its size for `scale_out_after_seconds`,
+Scale-out (`scale_out`), into room no waiting job could use (`growth.growth_room`):
+each running elastic job that has run at its size for `scale_out_after_seconds`,
 highest weight first (then the oldest), grows toward its maximum by as many workers of
 its own shape as the domain's idle room packs; a later job gets what the earlier left.
 A `spread` job (one pod per node) is not grown here: the packer does not know which
@@ -67,7 +67,7 @@ class ElasticGang:
 
     workers: its live members that the resize adds or removes (`resized`: an Indexed
     Job's pods, a PyTorchJob's workers); anchors: the nodes of its members that are never removed
-    (its PS, chief or master). weight: `locality.admission.weight.weight`.
+    (its PS, chief or master). weight: `job_weight`, as a waiting job's.
     """
 
     job: JobKey
@@ -99,6 +99,11 @@ class ElasticGang:
     @property
     def removal(self) -> Removal:
         return self.owner.removal
+
+    @property
+    def limit(self) -> int:
+        """The size scale-out grows it toward: its target, else its maximum."""
+        return self.bounds.maximum if self.target is None else self.target
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +212,7 @@ def scale_out(bins: Bins, gangs: Sequence[ElasticGang], waiting: bool, now: floa
     out = []
     for gang in sorted(gangs, key=lambda gang: (-gang.weight, gang.created_at,
                                                 gang.job.namespace, gang.job.name)):
-        limit = gang.bounds.maximum if gang.target is None else gang.target
-        wanted = limit - gang.size
+        wanted = gang.limit - gang.size
         if wanted <= 0 or not gang.workers or gang.pods_per_node == 1 or \
                 now - gang.since < after_seconds:
             continue
@@ -244,6 +248,20 @@ def _why_gives(gang: ElasticGang, claimant: Claimant) -> str:
     if gang.priority != claimant.priority:
         return f"priority {claimant.priority}; this job's {gang.priority}"
     return f"weight {claimant.weight:.3f}; this job's {gang.weight:.3f}"
+
+
+def job_weight(pods: Sequence[Pod], waited_seconds: float, weights: WeightConfig) -> float:
+    """KOD2's weight of a job from its pods, the one rule for a waiting job and a running
+    gang: its workers at its minimum (an elastic owner's resized pods, at its minimum;
+    every pod of any other job) over its whole request at that size (a PyTorchJob's
+    Master is in the request, never a worker)."""
+    owner = next((pod.elastic for pod in pods if resized(pod)), None)
+    if owner is not None and owner.bounds is not None:
+        pods = at_size(pods, owner.bounds.minimum)
+        workers = sum(1 for pod in pods if resized(pod))
+    else:
+        workers = len(pods)
+    return weight(workers, sum((pod.request for pod in pods), ZERO), waited_seconds, weights)
 
 
 def claimant_of(job: JobKey, pods: Sequence[Pod], weight: float, created_at: float,
@@ -311,13 +329,10 @@ def elastic_gangs(records: Iterable[GangRecord], pods_of_job: Callable[[JobKey],
         if len(workers) != owner.size:
             continue  # a change under way: resized again once it has settled
         others = [pod for pod in members if not resized(pod)]
-        request = sum((pod.request for pod in others), ZERO)
-        for _ in range(owner.bounds.minimum):
-            request = request + workers[0].request
         spread = job_policy(members[0], locality).packing is Packing.SPREAD
         target, why = _target(owner, plans or {}, now or 0.0)
         out.setdefault(record.domain, []).append(ElasticGang(
-            record.job, owner, weight(owner.bounds.minimum, request, 0.0, weights),
+            record.job, owner, job_weight(members, 0.0, weights),
             min(pod.created_at for pod in members), workers,
             frozenset(pod.node_name for pod in others if pod.node_name is not None),
             max(pod.priority for pod in members), 1 if spread else None, record.since,

@@ -121,7 +121,7 @@ class TrialMemo:
 
 
 def _same_node(a: Node | None, b: Node | None) -> bool:
-    """The same to a pod's constraints (`pack._may_use` reads these): a node object
+    """The same to a pod's constraints (`pack.may_use` reads these): a node object
     the cache replaced on a status update, or a node group's template built again for
     this round, is still the same node."""
     return a is b or (a is not None and b is not None and a.name == b.name

@@ -138,9 +138,10 @@ class ElasticConfig:
 
     weight: WeightConfig = WeightConfig()
     scale_out_after_seconds: float = SCALE_OUT_AFTER_SECONDS
-    """A gang grows only once it has been in its state (Running, at its size) this long
-    and no job waits for room: DRAGON scales up after 60 s without a scheduling action,
-    so a job scaled in is not grown back while the one it made room for is binding."""
+    """A gang grows only once it has been in its state (Running, at its size) this long,
+    into room no waiting job could use (`growth`): DRAGON scales up after 60 s without a
+    scheduling action, so a job scaled in is not grown back while the one it made room
+    for is binding."""
     worker_plans: WorkerPlansConfig = WorkerPlansConfig()
     """Where the overprovisioner's worker plans are read (KALE's sizes: each planned
     gang grows only to its plan's size and is scaled in to it)."""

@@ -16,8 +16,11 @@ Decides:
 - the plan (`decide`): the thetas given, else fitted from the recorded (workers,
   samples/s) pairs (`predictor.models.throughput.fit`: as many distinct sizes as the
   model has thetas); the least sufficient size for the rate observed last and for each
-  forecast step, stabilized (rho, tau); `size` is the stabilized size now, `planned` the
-  most over the horizon (never below `size`), valid for `valid_for_s`; KALE's
+  forecast step, stabilized (rho, tau) from the size the job runs at, so the size for
+  now is held through a dip shorter than tau like every later step; `size` is the
+  stabilized size now, never below what the rate now needs (a rise is taken at once),
+  `planned` the most over the horizon (never below `size`), valid for `valid_for_s`;
+  KALE's
   fallback: while the job's lag is above its bound, the model under-sizes it whatever it
   says, so `size` is at least one worker more than it runs now (within its maximum);
 - the growth to announce (`growth`): `planned - current` workers of the job's worker
@@ -230,7 +233,8 @@ class PlanSettings:
     rho: float = 1.0
     """Stabilization: a change of fewer than rho workers is not made (workers)."""
     tau_steps: int = 2
-    """Stabilization: a lower size is taken only after tau forecast steps in a row."""
+    """Stabilization: a lower size is taken only after tau forecast steps in a row (the
+    step now included, judged against the size the job runs at)."""
     valid_for_s: float = 600.0
     """How long a plan steers the job without being renewed."""
 
@@ -260,9 +264,13 @@ def decide(job: KaleJob, samples: Sequence[tuple[int, float]], rate_now: float,
         raise InputError(f"{owner.where}: the sample rate is not a number >= 0 ({rates})")
     sizes = [least_sufficient(model, rate, owner.bounds.minimum, owner.bounds.maximum)
              for rate in rates]
-    path = stabilize(np.array([s.workers for s in sizes], dtype=np.float64),
-                     rho=settings.rho, tau_ticks=settings.tau_steps).astype(int)
-    size, planned = int(path[0]), int(max(path))
+    # The size it runs at leads the series, so the size for now is stabilized like each
+    # later step: a dip in the rate for fewer than tau steps does not shrink it at once.
+    # A rise is taken at once: a job short of workers falls behind its stream.
+    path = stabilize(np.array([owner.size, *(s.workers for s in sizes)], dtype=np.float64),
+                     rho=settings.rho, tau_ticks=settings.tau_steps)[1:].astype(int)
+    size = max(int(path[0]), sizes[0].workers)
+    planned = max(size, int(max(path)))
     short = " (short: even its maximum falls behind)" if any(s.short for s in sizes) else ""
     reason = (f"KALE: {rate_now:,.0f} samples/s now needs {size} workers, the forecast "
               f"peak {max(rates):,.0f} needs {planned}{short}; f({size}) = "

@@ -107,6 +107,10 @@ def test_a_job_no_domain_could_hold_whole_runs_smaller_only_when_elastic():
     rows = summaries(list(results.values()))
     assert rows[0]["unfinished"] == 1 and rows[1]["unfinished"] == 0
     assert rows[0]["measured"] == 0  # no job finished in every arm: no times compared
+    assert (rows[0]["unfinished_all"], rows[1]["unfinished_all"]) == (1, 0)
+    # Its work is missing from the fixed arm's GPU-hours: none at its trace size there.
+    assert rows[0]["node_gpu_hours_by"]["pods_full_size"] == 0
+    assert rows[1]["node_gpu_hours_by"]["pods_full_size"] == pytest.approx(16.0)  # 4 x 4 GPUs x 1 h
 
 
 def test_scale_in_admits_a_starving_job_and_scale_out_grows_the_shrunk_one_back():
@@ -147,6 +151,50 @@ def test_announced_growth_keeps_placeholders_where_the_shrunk_gang_runs():
     rows = summaries(list(results.values()))
     text = format_rows(rows)
     assert text.splitlines()[0].startswith("arm") and "elastic+announced / fixed" in text
+
+
+def test_announced_growth_a_waiting_job_holds_back_is_given_back():
+    # `a` (elastic, 2..4) runs at 2 beside `c` (2 nodes, 2 h) in a group of 4 nodes; at
+    # 1 h `w` comes, 3 nodes, and waits: it could use the room a would grow into but not
+    # fit it until a ends, so a does not grow. Its growth is then not likely to be used:
+    # given back, its placeholders do not keep c's nodes once c ends.
+    rows = [pod(f"c-w{i}", 60, 2 * HOUR, gpus=4, cpu=8, memory_gib=32, job="c", role="ps")
+            for i in range(2)] + job("a", 4, 90, 6 * HOUR, ps=False) + \
+        [pod(f"w-{i}", HOUR, HOUR, gpus=4, cpu=8, memory_gib=32, job="w", role="ps")
+         for i in range(3)]
+    results, _ = replay(rows, max_nodes=4, end=24 * HOUR, arms=ARMS[1:])
+    elastic, announced = results["elastic"], results["elastic+announced"]
+    assert announced.resizes == elastic.resizes == {"admitted_smaller": 1}
+    assert announced.placeholders >= 2  # announced until w came
+    # Kept, the placeholders held c's 2 nodes (8 GPUs) from 2 h until a ended (81 GPU-h);
+    # given back, only seconds at the start, a placeholder on a node of a's before its
+    # gang bound.
+    assert announced.node_parts["growth_nodes"] < 0.1 * HOUR
+    assert announced.node_gpu_s < elastic.node_gpu_s + 0.1 * HOUR
+
+
+def test_the_report_says_where_node_gpu_hours_and_completion_time_go():
+    # `a`: a 4-GPU PS and 2 workers of 4 GPUs; the group grows to 2 nodes, so elastic
+    # admits it at 1 worker and it trains at half speed for 2 h instead of 1. Its
+    # workers' GPU-hours are the same either way (4 GPUs x 2 h = 8 x 1 h); its PS holds
+    # its 4 GPUs an hour longer: 4 GPU-h that smaller gangs running longer cost.
+    rows = [pod("a-ps", 60, HOUR, gpus=4, cpu=4, memory_gib=16, job="a", role="ps")] + \
+        job("a", 2, 60, HOUR, ps=False)
+    results, _ = replay(rows, max_nodes=2, arms=(ARMS[1],))
+    elastic = results["elastic"]
+    parts = elastic.node_parts
+    assert sum(parts.values()) == pytest.approx(elastic.node_gpu_s, rel=1e-9)
+    assert parts["pods_full_size"] == pytest.approx(12 * HOUR, rel=1e-6)  # 12 GPUs x 1 h
+    assert parts["pods_smaller"] == pytest.approx(4 * HOUR, rel=1e-6)
+    assert parts["placeholders"] == parts["growth_nodes"] == 0  # nothing announced
+    (row,) = summaries([elastic])
+    by = row["jct_mean_by_h"]
+    assert (by["work"], by["smaller"]) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert by["stalled"] == pytest.approx(0.0, abs=1e-6)
+    assert sum(by.values()) == pytest.approx(row["jct_mean_h"], abs=1e-3)
+    assert sum(row["node_gpu_hours_by"].values()) == pytest.approx(row["node_gpu_hours"],
+                                                                   abs=0.5)
+    assert "where node GPU-hours go" in format_rows([row])
 
 
 def test_skipping_binds_scans_and_ticks_that_change_nothing_changes_no_result(monkeypatch):

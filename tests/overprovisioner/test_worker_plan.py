@@ -92,6 +92,20 @@ def test_stabilization_keeps_a_short_dip_from_scaling_the_job_in():
     assert (held.size, held.planned) == (10, 10)
 
 
+@pytest.mark.parametrize("rate_now, forecast, size", [
+    (20_000, [30_000, 30_000], 10),  # a one-step dip now: f(4) would do, the job keeps 10
+    (20_000, [20_000, 20_000], 4),   # a lasting drop: scaled in to 4 at once
+    (30_000, [20_000, 20_000], 10),  # the drop to come is the plan's later, not now
+], ids=["dip-now", "lasting-drop", "drop-later"])
+def test_the_size_now_is_stabilized_from_the_size_the_job_runs_at(rate_now, forecast, size):
+    # The job runs 10 workers (f(10) = 30,005 >= 30,000). tau = 2 steps: a lower size
+    # lasting fewer than 2 steps is filled up to its neighbours, the first step too.
+    job = kale_job(job_object(size=10), "Job")
+    plan = decide(job, [], rate_now, forecast, NOW,
+                  PlanSettings(rho=1.0, tau_steps=2, valid_for_s=900.0))
+    assert plan.size == size
+
+
 @pytest.mark.parametrize("annotations, kind, message", [
     ({"headstart.io/min-size": None, "headstart.io/max-size": None}, "Job",
      "needs an elastic job"),

@@ -219,6 +219,7 @@ class ClusterSide:
         vector[2] += pod.request.memory_bytes
         if not pod.is_placeholder:
             self.used_gpu += pod.request.gpu_milli
+            self.ledger.pod(self._index_of(pod), now, pod.request.gpu_milli)
         node.empty_since = None
 
     def _unplace(self, node: SimNode, pod: Pod) -> None:
@@ -229,10 +230,14 @@ class ClusterSide:
         vector[2] -= pod.request.memory_bytes
         if not pod.is_placeholder:
             self.used_gpu -= pod.request.gpu_milli
+            self.ledger.pod(self._index_of(pod), self.clock, -pod.request.gpu_milli)
         if not node.pods and node.ready:
             node.empty_since = self.clock
             self.push(self.clock + self.config.sim.unneeded_s, EMPTY, node.index)
         self.want_round(self.clock + self.config.interval_s)
+
+    def _index_of(self, pod: Pod) -> int:
+        return self.by_name[pod.labels["headstart.io/job"]].index
 
     # ----- placeholders (announced growth)
     def _tick(self, now: float) -> None:
@@ -244,7 +249,7 @@ class ClusterSide:
             record = self.records.get(run.key)
             if (run.finished is None and run.job.bounds is not None and record is not None
                     and record.state.holds_domain and record.domain is not None
-                    and run.size < run.job.bounds[1]):
+                    and run.size < run.job.bounds[1] and run.key not in self.held_growth):
                 assert run.job.worker_request is not None
                 gpu, cpu, mem = run.job.worker_request
                 growths.append(Growth(run.job.name, run.job.bounds[1] - run.size,

@@ -29,7 +29,9 @@ the admitter's cache would hold them:
   its bound workers (`jobs.speed`); it finishes when its trace run's work is done, and
   its pods end (Succeeded) and are gone;
 - announced growth (`announce`): every `tick_s`, each admitted elastic gang below its
-  maximum is growth the overprovisioner is told of, embedded into nodes per
+  maximum whose growth the admitter's last round did not hold back for a waiting job
+  (`Plan.held_growth`: growth not likely to be used now, given back until it is not
+  held) is growth the overprovisioner is told of, embedded into nodes per
   (type, placement group) by `overprovisioner.planner.known_plan.growth_nodes`, the
   code the service runs for worker plans; that many whole-node placeholders (priority
   -5, the type's `placeholder_request`) are kept there, so the autoscaler launches the
@@ -84,6 +86,7 @@ from overprovisioner.sim.gangs.cluster import (
     SimNode,
 )
 from overprovisioner.sim.gangs.jobs import GangJob, speed
+from overprovisioner.sim.gangs.ledger import Ledger
 from overprovisioner.sim.gangs.pods import PodTable
 from overprovisioner.sim.workload import Workload
 
@@ -122,6 +125,16 @@ class GangResult:
     launches: int
     placeholders: int = 0
     """Placeholder pods created (announced growth; recreated after a preemption too)."""
+    node_parts: dict[str, float] = field(default_factory=dict)
+    """Node GPU-seconds by where they went (`ledger.NODE_PARTS`; they add up to
+    node_gpu_s)."""
+    work: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Per job measured: its trace run (seconds at its trace size)."""
+    trained: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Per job measured: the seconds it trained (its rate above zero)."""
+    unfinished_all: int = 0
+    """Jobs never finished among all, those running before the window too (their work
+    is missing from the GPU-hours)."""
 
 
 class GangRun(ClusterSide):
@@ -154,6 +167,7 @@ class GangRun(ClusterSide):
         self.node_list: list[SimNode] = []  # every node ever launched, by index
         self.where: dict[str, str] = {}  # bound pod -> node
         self.placeholders: dict[tuple[int, str], int] = {}  # wanted per (type, group)
+        self.held_growth: frozenset[JobKey] = frozenset()  # the last round's
         self.heap: list[tuple[float, int, int, int]] = []
         self.seq = 0
         self.round_at = math.inf
@@ -170,6 +184,8 @@ class GangRun(ClusterSide):
                                  labels={self.type_label: t.name, self.group_label: g})
                        for t in self.types for g in config.groups]
         self.admission = replace(admission, node_groups=tuple(self.groups))
+        self.ledger = Ledger([sum(self._request(run.job, row)[0] for row in run.job.pods) / 1000
+                              for run in self.jobs], workload.start_s)
 
     # ----- events
     def push(self, time: float, kind: int, arg: int = 0) -> None:
@@ -222,11 +238,12 @@ class GangRun(ClusterSide):
     def _advance(self, time: float) -> None:
         dt = time - self.clock
         if dt > 0:
-            live = list(self.nodes.values())
-            self.node_gpu_s += dt * sum(self.types[n.type_index].gpus for n in live)
-            self.node_cost += dt / 3600 * sum(self.types[n.type_index].price_per_hour
-                                               for n in live)
+            live = [(self.types[n.type_index], n) for n in self.nodes.values()]
+            self.node_gpu_s += dt * sum(kind.gpus for kind, _ in live)
+            self.node_cost += dt / 3600 * sum(kind.price_per_hour for kind, _ in live)
             self.used_gpu_s += dt * self.used_gpu / 1000
+            self.ledger.advance(dt, ((kind.gpus, n.ready, n.real[0], n.held[0], bool(n.pods))
+                                     for kind, n in live))
             self.clock = time
 
     # ----- the owner: pods
@@ -244,9 +261,7 @@ class GangRun(ClusterSide):
     def _create(self, run: _Job, row: int, index: int, now: float, worker: bool = False) -> None:
         job = run.job
         type_name = self.types[int(self.w.bucket[row])].name
-        gpu, cpu, mem = (int(v) for v in self.w.request[row])
-        if job.worker_request is not None and str(self.w.role[row]) == "worker":
-            gpu, cpu, mem = job.worker_request  # the owner's one worker template
+        gpu, cpu, mem = self._request(job, row)
         labels = {"headstart.io/job": job.name, "headstart.io/role": str(self.w.role[row])}
         annotations = {self.locality.placement_group_annotation: "required"}
         elastic = None
@@ -269,6 +284,14 @@ class GangRun(ClusterSide):
                   constraints=PodConstraints(node_selector=((self.type_label, type_name),)))
         self.pods[name] = pod
         self.job_pods[job.name][name] = None
+
+    def _request(self, job: GangJob, row: int) -> tuple[int, int, int]:
+        """A pod's (GPU milli, CPU milli, bytes): its row's, a worker's the owner's one
+        template."""
+        if job.worker_request is not None and str(self.w.role[row]) == "worker":
+            return job.worker_request
+        gpu, cpu, mem = (int(v) for v in self.w.request[row])
+        return gpu, cpu, mem
 
     def _owner(self, run: _Job) -> ElasticOwner:
         low, high = run.job.bounds or (run.size, run.size)
@@ -341,6 +364,7 @@ class GangRun(ClusterSide):
             else:
                 rate = 1.0
         run.rate = rate
+        self.ledger.training(run.index, now, rate > 0)
         run.version += 1
         if rate > 0:
             self.push(now + max(run.work_left, 0.0) / rate, FINISH,
@@ -351,6 +375,7 @@ class GangRun(ClusterSide):
         if run.finished is not None or run.version % 1_000_000 != arg % 1_000_000:
             return
         run.work_left, run.rate, run.finished = 0.0, 0.0, now
+        self.ledger.training(run.index, now, False)
         self.cluster_version += 1
         for name in list(self.job_pods[run.job.name]):
             self._delete(name)
@@ -369,6 +394,7 @@ class GangRun(ClusterSide):
                         self._group_sizes())
         planned, gathered, rooms = plan_round(inputs, now, self.locality, self.admission,
                                               None, self.wider, self.memo)
+        self.held_growth = frozenset(planned.held_growth)
         after = recovery(list(self.records.values()), inputs.pods_of_job, now,
                          self.admission, {state.node.name for state in inputs.nodes},
                          planned.waiting, rooms)
@@ -464,6 +490,9 @@ class GangRun(ClusterSide):
             for kind, count in run.resizes.items():
                 resizes[kind] = resizes.get(kind, 0) + count
         nan = math.nan
+        self.ledger.close(self.clock)
+        done = [run.job.work_s - max(run.work_left - run.rate * (self.clock - run.since), 0.0)
+                for run in self.jobs]
         return GangResult(
             self.name,
             np.array([run.job.submit_s for run in measured]),
@@ -472,5 +501,8 @@ class GangRun(ClusterSide):
             np.array([run.finished if run.finished is not None else nan for run in measured]),
             np.array([run.job.bounds is not None for run in measured]),
             self.node_gpu_s, self.used_gpu_s, self.node_cost, resizes, self.launches,
-            self.placeholder_pods)
+            self.placeholder_pods, self.ledger.node_parts(done),
+            np.array([run.job.work_s for run in measured]),
+            np.array([self.ledger.trained_s(run.index) for run in measured]),
+            sum(1 for run in self.jobs if run.finished is None))
 

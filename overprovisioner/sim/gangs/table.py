@@ -8,7 +8,11 @@ to finish) and queueing delay (submit to its gang first Running) over the jobs t
 not start before the window and that every arm finished (a job no domain can ever hold
 never finishes; it is counted apart, `unfinished`), GPU-hours of the nodes (launch to
 removal: what is billed) and of the pods, dollars at the catalog's prices, resizes by
-kind, node launches.
+kind, node launches; and where they go (`engine.ledger`): the node GPU-hours by part
+(pods at their work's trace size, the more smaller gangs held by running longer, pods
+bound while not training, placeholders, nodes held only for growth, free room, empty and
+starting nodes), and the mean completion time as queueing, the trace run, the time
+smaller sizes added and the time stalled after the start.
 
 Must not: read files, print.
 """
@@ -26,6 +30,7 @@ from locality.admission.config import AdmissionConfig
 from locality.admission.weight import ElasticConfig
 from overprovisioner.sim.gangs.engine import GangResult, GangRun, GangSimConfig
 from overprovisioner.sim.gangs.jobs import ElasticRule, GangJob
+from overprovisioner.sim.gangs.ledger import NODE_PARTS
 from overprovisioner.sim.workload import Workload
 
 
@@ -67,12 +72,17 @@ def summarize(result: GangResult, measured: np.ndarray) -> dict:
     minutes; None when there is none), GPU-hours and dollars over the whole run."""
     jct = ((result.finished - result.submit) / 3600)[measured]
     queue = ((result.first_running - result.submit) / 60)[measured]
+    work = (result.work / 3600)[measured]
+    trained = (result.trained / 3600)[measured]
+    jct_parts = {"queueing": queue / 60, "work": work, "smaller": trained - work,
+                 "stalled": jct - queue / 60 - trained}
     return {
         "arm": result.name,
         "jobs": int(len(result.submit)),
         "elastic_jobs": int(result.elastic.sum()),
         "measured": int(measured.sum()),
         "unfinished": int(np.isnan(result.finished).sum()),
+        "unfinished_all": result.unfinished_all,
         "jct_mean_h": _stat(np.mean, jct),
         "jct_p50_h": _stat(np.median, jct),
         "jct_p95_h": _stat(lambda v: np.percentile(v, 95), jct),
@@ -83,6 +93,9 @@ def summarize(result: GangResult, measured: np.ndarray) -> dict:
         "dollars": round(result.node_cost, 0),
         "resizes": dict(sorted(result.resizes.items())),
         "launches": result.launches,
+        "node_gpu_hours_by": {part: round(result.node_parts.get(part, 0.0) / 3600, 1) + 0.0
+                              for part in NODE_PARTS},
+        "jct_mean_by_h": {part: _stat(np.mean, values) for part, values in jct_parts.items()},
     }
 
 
@@ -90,7 +103,7 @@ def _stat(function, values: np.ndarray) -> float | None:
     if len(values) == 0:
         return None
     value = float(function(values))
-    return round(value, 3) if math.isfinite(value) else None
+    return round(value, 3) + 0.0 if math.isfinite(value) else None  # + 0.0: never -0.0
 
 
 def format_rows(rows: Sequence[dict]) -> str:
@@ -110,7 +123,33 @@ def format_rows(rows: Sequence[dict]) -> str:
         lines.append(f"{row['arm']} / {base['arm']}: JCT mean {_ratio(row, base, 'jct_mean_h')}, "
                      f"queue mean {_ratio(row, base, 'queue_mean_min')}, node GPU-hours "
                      f"{_ratio(row, base, 'node_gpu_hours')}")
+    lines.append("jobs never finished, those running before the window too (their work is "
+                 "missing from the GPU-hours): " + ", ".join(
+                     f"{row['arm']} {row['unfinished_all']}" for row in rows))
+    lines.append("")
+    lines.append("where node GPU-hours go: " + ", ".join(PART_NAMES[p] for p in NODE_PARTS))
+    for row in rows:
+        parts = row["node_gpu_hours_by"]
+        lines.append(f"{row['arm']:<18} " + " ".join(f"{parts[p]:>9,.0f}" for p in NODE_PARTS))
+    lines.append("where mean JCT goes (h): queueing, trace run at its size, added by smaller "
+                 "sizes, stalled after its start")
+    for row in rows:
+        lines.append(f"{row['arm']:<18} " + " ".join(f"{_num(v):>9}" for v in
+                                                     row["jct_mean_by_h"].values()))
     return "\n".join(lines)
+
+
+PART_NAMES = {
+    "pods_full_size": "pods at trace size",
+    "pods_smaller": "more held by smaller gangs running longer",
+    "pods_idle": "pods bound not training",
+    "placeholders": "placeholders beside pods",
+    "growth_nodes": "nodes held only for growth",
+    "free": "free beside pods",
+    "empty": "empty nodes",
+    "starting": "starting nodes",
+}
+"""How the report names each part of `ledger.NODE_PARTS`."""
 
 
 def _num(value: float | None) -> str:

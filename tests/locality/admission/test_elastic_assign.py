@@ -20,8 +20,9 @@ from locality.admission.record import GangRecord, GangState
 from locality.admission.resize import elastic_gangs, shrinking
 from locality.admission.snapshot import CLUSTER_LEVEL, level_room
 from locality.admission.weight import ElasticConfig
+from locality.constraints import PodConstraints
 from locality.elastic import Bounds, ElasticOwner
-from locality.model import JobKey
+from locality.model import JobKey, NodeState
 from locality.owners import INDEX_ANNOTATION
 from locality.worker_plans import WorkerPlan
 from tests.locality.admission.test_assign import LOCALITY, NOW, PG, PG_KEY, job
@@ -29,6 +30,8 @@ from tests.locality.admission.test_preempt import cluster
 from tests.locality.builders import make_state
 
 CONFIG = AdmissionConfig(head_reserve_after_seconds=60, settle_seconds=10)
+A100 = PodConstraints(node_selector=((LOCALITY.instance_type_label, "a100"),))
+P4D = PodConstraints(node_selector=((LOCALITY.instance_type_label, "p4d"),))
 
 
 def elastic(pods, size, minimum, maximum, cpu=None):
@@ -56,9 +59,9 @@ def bound(pods, group, first=0):
 
 
 def decide(gated, running=(), layout=None, config=CONFIG, now=NOW, since=NOW - 3600,
-           devices=False, plans=()):
+           devices=False, plans=(), states=None):
     """One round. running: bound pods of Running gangs (records in their node's group);
-    plans: the worker plans the admitter read."""
+    plans: the worker plans the admitter read; states: the nodes (default: `layout`'s)."""
     everything = list(gated) + list(running)
 
     def of_job(key):
@@ -70,7 +73,7 @@ def decide(gated, running=(), layout=None, config=CONFIG, now=NOW, since=NOW - 3
         group = pod.node_name.rsplit("-", 1)[0]
         records.setdefault(key, GangRecord(key, GangState.RUNNING, Domain(PG, group), PG_KEY,
                                            name=key.name, since=since))
-    states = cluster(layout or {"pg-a": 4}, list(running))
+    states = states or cluster(layout or {"pg-a": 4}, list(running))
     if devices:  # GPUs advertised per kind too, as a real node's nvidia.com/gpu is
         states = [make_state(s.node.name, group=s.node.placement_group,
                              devices=[("nvidia.com/gpu", 8)],
@@ -148,6 +151,48 @@ def test_idle_room_grows_a_running_elastic_job_once_nothing_waits():
     assert resizes(decide([], running=run, since=NOW - 10)) == {}
 
 
+def typed(layout, bound):
+    """layout: {group: [instance type per node]}: nodes named {group}-{index}, labelled
+    with their type; bound: the pods charged to them."""
+    states = []
+    for group, kinds in layout.items():
+        for index, kind in enumerate(kinds):
+            name = f"{group}-{index}"
+            state = make_state(name, gpus=8, group=group,
+                               pods=[p for p in bound if p.node_name == name])
+            states.append(NodeState(replace(state.node, instance_type=kind,
+                                            labels={LOCALITY.instance_type_label: kind}),
+                                    state.requested, state.placeholder_requested))
+    return states
+
+
+@pytest.mark.parametrize("layout", [
+    {"pg-a": ["p4d"] * 4, "pg-b": ["a100"] * 2},  # its type only in pg-b
+    {"pg-a": ["p4d"] * 4 + ["a100"] * 2},  # in pg-a too, on nodes the gang never uses
+], ids=["other-domain", "other-nodes-of-the-domain"])
+def test_a_job_waiting_for_room_the_gang_cannot_take_does_not_stop_its_growth(layout):
+    # run (p4d workers) could grow onto pg-a's 2 idle p4d nodes; big waits for 2 a100
+    # nodes (hold has them now). Growing run takes nothing big could ever use.
+    a100 = [index for group in layout for index, kind in enumerate(layout[group])
+            if kind == "a100"]
+    group = "pg-b" if "pg-b" in layout else "pg-a"
+    hold = bound([replace(p, constraints=A100) for p in job("hold", 2)], group, a100[0])
+    run = bound([replace(p, constraints=P4D) for p in
+                 elastic(job("run", 2), size=2, minimum=1, maximum=8)], "pg-a")
+    big = [replace(p, constraints=A100) for p in job("big", 2)]
+    result = decide(big, running=run + hold, states=typed(layout, run + hold))
+    assert codes(result) == {"ns/big": WaitCode.NO_FIT}
+    assert resizes(result) == {"ns/run": (2, 4, [])}
+    assert result.held_growth == ()
+    # A job that could take that room still stops it (as in the test above), and says
+    # so: growth announced for run is not likely to be used while wide waits.
+    p4d = [replace(p, constraints=P4D) for p in job("wide", 3)]
+    result = decide(p4d, running=run + hold, states=typed(layout, run + hold))
+    assert codes(result) == {"ns/wide": WaitCode.NO_FIT}
+    assert resizes(result) == {}
+    assert result.held_growth == (JobKey("ns", "run"),)
+
+
 def test_an_owner_that_opted_in_but_cannot_be_resized_says_why_and_keeps_its_size():
     problem = "Job ns/e: headstart.io/min-size=5 is above headstart.io/max-size=3"
     owner = ElasticOwner("Job", "ns", "e", 0, None, problem=problem)
@@ -183,6 +228,36 @@ def test_a_pytorchjob_is_resized_by_its_workers_and_keeps_its_master():
     (admission,) = decide(shrunk, layout={"pg-a": 3}).admissions
     assert sorted(p.name for p in admission.pods) == ["pt-master-0", "pt-worker-0",
                                                       "pt-worker-1"]
+
+
+def pytorchjob(name, workers, minimum, created):
+    """A PyTorchJob's pods: its Master and `workers` Workers (owner at that size,
+    `minimum`..`workers`), gated, created at `created`."""
+    owner = ElasticOwner("PyTorchJob", "ns", name, workers, Bounds(minimum, workers),
+                         uid=f"{name}-uid", others=1)
+    pods = []
+    for index, kind in enumerate(["Master"] + ["Worker"] * workers):
+        pod = job(name, 1, created=created)[0]
+        replica = index if kind == "Master" else index - 1
+        pod_name = f"{name}-{kind.lower()}-{replica}"
+        pods.append(replace(pod, name=pod_name, uid=pod_name, elastic=owner,
+                            owner_size=workers + 1, controller=("PyTorchJob", name),
+                            annotations={k: v for k, v in pod.annotations.items()
+                                         if k != "headstart.io/job-size"},
+                            labels={**pod.labels, "training.kubeflow.org/replica-type": kind,
+                                    "training.kubeflow.org/replica-index": str(replica)}))
+    return pods
+
+
+def test_an_identical_younger_pytorchjob_does_not_scale_the_older_in():
+    # Two identical PyTorchJobs (a Master and 3 Workers, minimum 1): the older fills
+    # pg-a; the younger, waiting, would fit were the older at its minimum. Equal
+    # weights keep the older job whole (KOD2), so the younger waits: its Master is no
+    # worker in its weight, as it is none in the running one's.
+    old = bound(pytorchjob("old", 3, 1, NOW - 3600), "pg-a")
+    young = pytorchjob("young", 3, 1, NOW - 100)
+    result = decide(young, running=old)
+    assert (resizes(result), codes(result)) == ({}, {"ns/young": WaitCode.NO_FIT})
 
 
 def test_while_the_workers_given_up_are_leaving_nothing_more_is_scaled_in():

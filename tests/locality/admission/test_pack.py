@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bucketing.resources import Resources
-from locality.admission.pack import Bins, _fill_allowed, _may_use, pack
+from locality.admission.pack import Bins, _fill_allowed, may_use, pack
 from locality.constraints import PodConstraints, Taint, Toleration
 from locality.firstfit import Room
 from locality.model import Node
@@ -29,7 +29,7 @@ def one_at_a_time(bins: Bins, demand, pods_per_node=None) -> int:
         while left > 0:
             entry = next((e for e in bins.pool if e[2] > 0
                           and Room.of([e[1]], bins.kinds, 1).copies(request)[0]
-                          and _may_use(constraints, e[3])), None)
+                          and may_use(constraints, e[3])), None)
             if entry is None:
                 break
             entry[2] -= 1
