@@ -23,10 +23,14 @@ The cluster: pg-a, 2 8-GPU kwok nodes; the shipped extender.
   operator deletes the RayCluster and says Suspended, and
   the admitter resumes it: a new RayCluster, its 4 pods gated while the high job runs.
 - The high job deleted, the new RayCluster's gang is admitted and bound whole, 4 pods.
+- The bound on the extender's right: with its token, the shipped policy
+  `headstart-extender-jobset-edits` refuses suspending a RayJob without
+  `shutdownAfterJobFinishes: true` (KubeRay would mark it ValidationFailed for good).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -38,7 +42,7 @@ import pytest
 import requests
 
 from tests.e2e.controlplane import ENV_VAR, optional_problem
-from tests.e2e.headstart import extender_on
+from tests.e2e.headstart import extender_on, patch_as_extender
 from tests.e2e.kube import NotYet
 from tests.e2e.objects import GPU_TOLERATION, HEADSTART_SCHEDULER, bound_node, kwok_node
 from tests.e2e.processes import free_ports
@@ -179,33 +183,31 @@ def assert_one_gang_of(cluster, namespace: str, name: str, size: int) -> list[di
 
 
 class Versions:
-    """Every version of one object, from a watch (its own session, in a thread): what
-    polling would miss between two reads."""
+    """Every version of one object, from a watch read in a daemon thread with a session
+    of its own: what polling would miss between two reads. The API server ends the
+    watch after `TIMEOUT_S` (closing a response another thread reads can deadlock)."""
+
+    TIMEOUT_S = 300
 
     def __init__(self, kube, collection: str, name: str) -> None:
         self.seen: list[dict[str, Any]] = []
-        self.session = requests.Session()
-        self.session.trust_env = False
-        self.session.verify, self.session.cert = kube.session.verify, kube.session.cert
+        session = requests.Session()
+        session.trust_env = False
+        session.verify, session.cert = kube.session.verify, kube.session.cert
         version = kube.request("GET", collection)["metadata"]["resourceVersion"]
-        self.response = self.session.get(
-            kube.server + collection, stream=True, timeout=(15, 600),
-            params={"watch": "1", "resourceVersion": version,
-                    "fieldSelector": f"metadata.name={name}"})
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
+        self.response = session.get(
+            kube.server + collection, stream=True, timeout=(15, self.TIMEOUT_S + 30),
+            params={"watch": "1", "resourceVersion": version, "timeoutSeconds":
+                    str(self.TIMEOUT_S), "fieldSelector": f"metadata.name={name}"})
+        threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        try:
+        with contextlib.suppress(requests.RequestException, ValueError):
             for line in self.response.iter_lines():
                 if line:
                     self.seen.append(json.loads(line)["object"])
-        except (requests.RequestException, ValueError, AttributeError):
-            pass  # closed by stop()
 
-    def stop(self) -> list[dict[str, Any]]:
-        self.response.close()
-        self.session.close()
+    def so_far(self) -> list[dict[str, Any]]:
         return list(self.seen)
 
 
@@ -256,7 +258,7 @@ def test_a_rayjob_is_one_gang_preempted_whole_by_suspending_it_and_admitted_agai
         job["status"]
     states = [(v["spec"].get("suspend"), MARK in (v["metadata"].get("labels") or {}),
                (v.get("status") or {}).get("jobDeploymentStatus"))
-              for v in versions.stop()]
+              for v in versions.so_far()]
     # Marked and suspended in one patch; Suspended said by the operator while still
     # marked; unmarked and resumed in one patch.
     assert (True, True, "Suspended") in states, states
@@ -290,3 +292,20 @@ def test_a_rayjob_is_one_gang_preempted_whole_by_suspending_it_and_admitted_agai
                        high_created_to_bound=high_bound_s,
                        room_freed_to_gang_running=readmitted_s)
     kube.delete(f"{path}?propagationPolicy=Background")
+
+
+def test_the_extender_may_not_suspend_a_rayjob_kuberay_would_fail(ray_cluster, namespace):
+    cluster, _ = ray_cluster
+    kube = cluster.kube
+    kube.ensure_namespace(namespace)
+    loose = rayjob("loose", 1, "e2e-low")
+    loose["spec"]["shutdownAfterJobFinishes"] = False
+    kube.create(f"{API}/namespaces/{namespace}/rayjobs", loose)
+    mark = {MARK: str(int(time.time()) + 60)}
+    code, err = patch_as_extender(cluster, namespace, "rayjobs", "loose", {
+        "metadata": {"labels": mark}, "spec": {"suspend": True}}, api="ray.io/v1")
+    assert code in (403, 422) and "headstart-extender-jobset-edits" in err, (code, err)
+    assert "KubeRay would fail" in err, err
+    found = kube.get(f"{API}/namespaces/{namespace}/rayjobs/loose")
+    assert not found["spec"].get("suspend") and MARK not in found["metadata"].get("labels", {})
+    kube.delete(f"{API}/namespaces/{namespace}/rayjobs/loose?propagationPolicy=Background")
