@@ -15,8 +15,10 @@ change it, which gives them nothing they lack: they may resume it anyway.
 
 headstart suspends one of these only when it alone decides its suspension: not one
 whose `managedBy` names another controller, not one Kueue manages (its
-`kueue.x-k8s.io/queue-name` label), not one another object controls (a JobSet's Jobs,
-whose JobSet is suspended instead; a TrainJob's JobSet), except a Job a CronJob made
+`kueue.x-k8s.io/queue-name` label), not one its controller would refuse to suspend
+(the kind's `suspend_refused`: a RayJob KubeRay would fail), not one another object
+controls (a JobSet's Jobs, whose JobSet is suspended instead; a TrainJob's JobSet; a
+RayJob's RayCluster), except a Job a CronJob made
 (the CronJob controller never touches `suspend` of the Jobs it made). The
 ValidatingAdmissionPolicies in manifests/base/admission/owner-resize.yaml enforce the
 same conditions on the extender's ServiceAccount.
@@ -146,6 +148,9 @@ def _problem(kind: str, version: str, metadata: Mapping[str, Any], spec: Mapping
     if spec.get("managedBy") not in (None, SUSPENDABLE[kind].managers[version]):
         field = "spec.runPolicy.managedBy" if SUSPENDABLE[kind].run_policy else "spec.managedBy"
         return f"its {field} names {spec.get('managedBy')!r}, which decides its suspension"
+    refused = SUSPENDABLE[kind].suspend_refused(spec)
+    if refused is not None:
+        return refused
     if KUEUE_QUEUE_LABEL in labels:
         return f"Kueue manages it (label {KUEUE_QUEUE_LABEL})"
     owners = metadata.get("ownerReferences")

@@ -125,6 +125,9 @@ class WorkloadKind:
     suspend_acknowledged: StatusTest = any_condition("Suspended")
     """Whether its controller has acted on its suspension (deleted its pods, suspended
     what it made)."""
+    suspend_refused: Callable[[Mapping[str, Any]], str | None] = lambda spec: None
+    """(its spec) -> why its controller would refuse a suspension of this object (a
+    RayJob's operator fails one it may not suspend), None: it would not."""
     resizing: Resizing | None = None
     """How an elastic job of this kind is resized (`locality.elastic`); None: it is not."""
     """Status conditions that, True, mean it is done and announces nothing more."""

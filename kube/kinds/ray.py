@@ -35,6 +35,8 @@ OPERATOR = "ray.io/kuberay-operator"
 def cluster_pod_sets(spec: Mapping[str, Any], where: str, owned: bool = True
                      ) -> tuple[PodSet, ...]:
     """The head and worker groups of a RayClusterSpec at `where`."""
+    if spec.get("headGroupSpec") is None:
+        raise InputError(f"{where}.headGroupSpec: expected an object (the head group)")
     head = mapping(spec.get("headGroupSpec"), f"{where}.headGroupSpec")
     sets = [PodSet(HEAD_GROUP, 1, 0, head.get("template"), f"{where}.headGroupSpec.template",
                    owned)]

@@ -218,6 +218,26 @@ def test_every_other_update_of_a_jobset_is_refused(case):
     assert refusals(old, merged(old, patch), JOBSET_POLICY), f"{case}: allowed"
 
 
+def rayjob(**spec):
+    """A RayJob (ray.io/v1) KubeRay may suspend: it shuts its cluster down when done."""
+    obj = job()
+    obj.update(apiVersion="ray.io/v1", kind="RayJob")
+    obj["spec"] = {"entrypoint": "python train.py", "shutdownAfterJobFinishes": True,
+                   "rayClusterSpec": {"headGroupSpec": {"template": {"spec": {}}}}, **spec}
+    return {**obj, "spec": {k: v for k, v in obj["spec"].items() if v is not None}}
+
+
+def test_a_rayjob_kuberay_would_fail_when_suspended_is_refused():
+    plain = rayjob()
+    suspended = merged(plain, suspend_patch(job_suspension(plain, "RayJob"), 1764370000.4))
+    assert refusals(plain, suspended, JOBSET_POLICY) == []
+    assert refusals(suspended, merged(suspended, release_patch(
+        job_suspension(suspended, "RayJob"))), JOBSET_POLICY) == []
+    for spec in ({"shutdownAfterJobFinishes": False}, {"shutdownAfterJobFinishes": None},
+                 {"clusterSelector": {"ray.io/cluster": "shared"}}):
+        assert refusals(rayjob(**spec), merged(rayjob(**spec), SUSPEND), JOBSET_POLICY), spec
+
+
 def trainjob(labels=None, owners=None, **spec):
     """A TrainJob (trainer.kubeflow.org/v1alpha1) of 2 nodes on a cluster runtime."""
     obj = job(labels, owners=owners)

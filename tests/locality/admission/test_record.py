@@ -20,6 +20,7 @@ from locality.admission.record import (
     whole,
 )
 from locality.model import JobKey
+from locality.suspension import SUSPENDABLE_KINDS
 from tests.locality.builders import make_pod
 
 GATE = "headstart.io/placement"
@@ -157,7 +158,9 @@ def _body_fields(body, prefix=()):
 @pytest.mark.parametrize("state", list(GangState), ids=lambda s: s.value)
 def test_every_record_the_admitter_writes_is_valid_for_the_shipped_crd(state):
     # kube-apiserver refuses (422) what the CRD's schema does not allow, and silently
-    # prunes fields it does not declare: each state, with every optional field set.
+    # prunes fields it does not declare: each state, with every optional field set and
+    # every kind headstart suspends in suspendedJobs (a kind the enum lacked made the
+    # RayJob's record a 422, found by tests/e2e/test_rayjob.py).
     from pathlib import Path
 
     import jsonschema
@@ -169,7 +172,8 @@ def test_every_record_the_admitter_writes_is_valid_for_the_shipped_crd(state):
     body = gang_body(JOB, state, size=4, level="placement-group", policy="required",
                      domain=PG_A, label_key="headstart.io/placement-group", new_nodes=1,
                      reason="r", message="m" * 2000, now=0.0, evictions=2, requeue_at=60.0,
-                     suspended_jobs=(("Job", "a", "uid-a"), ("JobSet", "b", "uid-b")))
+                     suspended_jobs=tuple((kind, f"n-{index}", f"uid-{index}")
+                                          for index, kind in enumerate(SUSPENDABLE_KINDS)))
     jsonschema.validate(body, schema)
     kept = _schema_fields(schema)
     pruned = {path for path in _body_fields(body) if path[:1] != ("metadata",)} - kept
