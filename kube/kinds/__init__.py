@@ -1,9 +1,12 @@
 """The workload-kind registry: every kind of training workload headstart admits, one module each.
 
-Adding a kind is one module here (a `WorkloadKind`), its line in `KINDS`, and its RBAC
-(the extender's ClusterRole: list and watch, patch where it is suspendable; a
-ValidatingAdmissionPolicy bounding the patch; the overprovisioner's, where it
-announces demand): tests/kube/test_kinds.py checks the manifests against `KINDS`.
+Adding a kind is one module here (a `WorkloadKind`), its line in `KINDS`, and its lines
+in the manifests (the extender's ClusterRole: list and watch, patch where it is
+suspendable; a ValidatingAdmissionPolicy bounding the patch and the Gang CRD's
+`suspendedJobs` kinds; the overprovisioner's ClusterRole, where it announces demand):
+tests/kube/test_kinds.py checks the manifests against `KINDS`. A kind announced by a
+known-demand source of its own adds that source (`predictor.known`: its switch and
+its place in the precedence).
 
 Decides: which kinds exist and in which order a pod's labels are tried (first match
 wins: a TrainJob's pods carry its JobSet's label). Must not: do I/O.

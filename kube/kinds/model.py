@@ -130,7 +130,6 @@ class WorkloadKind:
     RayJob's operator fails one it may not suspend), None: it would not."""
     resizing: Resizing | None = None
     """How an elastic job of this kind is resized (`locality.elastic`); None: it is not."""
-    """Status conditions that, True, mean it is done and announces nothing more."""
 
     @property
     def family(self) -> str:

@@ -54,6 +54,17 @@ def test_every_suspendable_kind_and_version_is_bounded_by_a_policy(rendered):
                 "must bound the extender's edits (manifests/base/admission/owner-resize.yaml)"
 
 
+def test_the_gang_record_names_every_kind_headstart_suspends():
+    import yaml
+
+    crd = yaml.safe_load((REPO / "manifests" / "base" / "crds" / "gangs.headstart.io.yaml")
+                         .read_text())
+    status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    kinds = status["properties"]["suspendedJobs"]["items"]["properties"]["kind"]["enum"]
+    assert set(kinds) == set(SUSPENDABLE), \
+        "the Gang CRD's status.suspendedJobs[].kind enum must list exactly the suspendable kinds"
+
+
 def _code_strings(path: Path) -> list[tuple[int, str]]:
     """String literals of a module that are not docstrings (nor other bare strings)."""
     tree = ast.parse(path.read_text())
