@@ -203,7 +203,7 @@ class AdmissionConfig:
     api_qps: float = 200.0
     """The admitter's requests per second to the API server at most, bursts of
     `api_burst` (Karpenter's client defaults, 200 and 300; `extender.admission.throttle`);
-    a request answered 429 or 5xx is retried after its `Retry-After`."""
+    a request answered 408, 429 or 5xx is retried after its `Retry-After` (`kube.retry`)."""
 
     api_burst: int = 300
     """Requests the admitter may send at once before `api_qps` paces them."""

@@ -303,7 +303,8 @@ class ApiConfig:
     timeout_s: float = 10.0
     """Per-request timeout; a timeout counts as a temporary error."""
     max_attempts: int = 4
-    """Attempts per call for temporary errors (429, 5xx, timeouts, resourceVersion conflicts)."""
+    """Attempts per call for the errors `kube.retry` sends again (408, 429, 5xx but 501,
+    timeouts, connection errors); a 409 conflict is decided again at the next tick."""
     backoff_base_s: float = 0.5
     """First retry waits about this long; each further retry doubles it (with jitter)."""
     backoff_max_s: float = 8.0

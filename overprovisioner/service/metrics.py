@@ -101,7 +101,8 @@ class Metrics:
             registry=r)
         self.api_errors = Counter(
             PREFIX + "api_errors",
-            "Failed Kubernetes API attempts by class (temporary: retried; permanent: reported).",
+            "Failed Kubernetes API attempts by class (temporary: retried, or decided again at the "
+            "next tick; permanent: reported).",
             ("class",), registry=r)
         self.leader = Gauge(
             PREFIX + "is_leader", "1 while this replica holds the Lease and may write.",

@@ -50,6 +50,7 @@ from kubernetes.client.exceptions import ApiException
 from common.errors import HeadstartError, InputError
 from kube.kinds import KINDS
 from kube.kinds.job import JOB_NAME_LABEL
+from kube.retry import RetryPolicy
 from locality.elastic import elastic_owner
 from locality.worker_plans import WorkerPlan, encode, plan_key
 from overprovisioner.config import OverprovisionerConfig
@@ -74,7 +75,7 @@ from overprovisioner.planner.worker_plan import (
     worker_request,
 )
 from overprovisioner.service.apply import APPLY_CONTENT_TYPE, FIELD_MANAGER, KubeApi
-from overprovisioner.service.errors import ErrorClass, RetryPolicy, call_with_retry
+from overprovisioner.service.errors import ErrorClass, call_with_retry
 from overprovisioner.service.objects import headstart_labels
 from predictor.live.prometheus import PrometheusConfig, PrometheusError, fetch_range, samples
 from predictor.live.store import HistoryStore

@@ -10,7 +10,7 @@ import pytest
 from overprovisioner.config.catalog import resolve_catalog
 from overprovisioner.config.parse import parse_config
 from overprovisioner.service.apply import Applier, KubeApi
-from overprovisioner.service.errors import RetryPolicy
+from kube.retry import RetryPolicy
 from overprovisioner.service.loop import OverprovisionerLoop
 from overprovisioner.service.metrics import Metrics
 from overprovisioner.service.observe import ClusterReader

@@ -186,7 +186,7 @@ def _reader_with_cache(fake_kube, informer):
     import numpy as np
 
     from overprovisioner.service.apply import KubeApi
-    from overprovisioner.service.errors import RetryPolicy
+    from kube.retry import RetryPolicy
     from overprovisioner.service.observe import ClusterReader, PodCache
 
     api = KubeApi(fake_kube.api_client(), 5.0)
