@@ -19,7 +19,18 @@ from typing import Any
 from bucketing.resources import DEFAULT_GPU_RESOURCE, DeviceNames
 from common.errors import ConfigError
 from kube.kinds import JOB_LABELS
-from kube.labels import PLACEMENT_GROUP_LABELS
+from kube.labels import (
+    JOB_LABEL,
+    JOB_SIZE_ANNOTATION,
+    NUMA_ANNOTATION,
+    PACKING_ANNOTATION,
+    PLACEHOLDER_LABEL,
+    PLACEMENT_GROUP_ANNOTATION,
+    PLACEMENT_GROUP_LABEL,
+    PLACEMENT_GROUP_LABELS,
+    ROLE_LABEL,
+    TOPOLOGY_LEVEL_ANNOTATION,
+)
 from locality.model import Locality, Packing
 from locality.numa import TopologyManagerPolicy, TopologyManagerScope
 
@@ -45,7 +56,7 @@ DEFAULT_JOB_LABELS: tuple[JobLabelKeys, ...] = (
     # name; replicated jobs `node`, `launcher`, `dataset-initializer`, ...), KubeRay.
     *(JobLabelKeys(job, roles if len(roles) > 1 else roles[0]) for job, roles in JOB_LABELS),
     JobLabelKeys("volcano.sh/job-name", "volcano.sh/task-spec"),
-    JobLabelKeys("headstart.io/job", "headstart.io/role"),
+    JobLabelKeys(JOB_LABEL, ROLE_LABEL),
 )
 
 
@@ -132,20 +143,20 @@ class LocalityConfig:
     job_labels: tuple[JobLabelKeys, ...] = DEFAULT_JOB_LABELS
     """Label pairs (job name, role) tried in order; the first whose job key is on the pod wins."""
 
-    packing_annotation: str = "headstart.io/packing"
+    packing_annotation: str = PACKING_ANNOTATION
     """Pod annotation choosing `pack` or `spread`."""
 
-    placement_group_annotation: str = "headstart.io/placement-group"
+    placement_group_annotation: str = PLACEMENT_GROUP_ANNOTATION
     """Pod annotation choosing placement-group locality `required`, `preferred` or `none`."""
 
-    topology_level_annotation: str = "headstart.io/topology-level"
+    topology_level_annotation: str = TOPOLOGY_LEVEL_ANNOTATION
     """Pod annotation naming the topology level (`topology_levels`) that a `required`
     placement-group policy holds the job to; absent: the placement-group level."""
 
-    numa_annotation: str = "headstart.io/numa"
+    numa_annotation: str = NUMA_ANNOTATION
     """Pod annotation choosing single-NUMA fit `required`, `preferred` or `none` (GPU pods)."""
 
-    job_size_annotation: str = "headstart.io/job-size"
+    job_size_annotation: str = JOB_SIZE_ANNOTATION
     """Pod annotation with the job's total pod count, for jobs whose pods are not all
     created at once; pods the cache has not seen are assumed to request what this pod does."""
 
@@ -176,7 +187,7 @@ class LocalityConfig:
     instance_type_label: str = "node.kubernetes.io/instance-type"
     """Node label with the instance type."""
 
-    placeholder_label: str = "headstart.io/placeholder"
+    placeholder_label: str = PLACEHOLDER_LABEL
     """Pod label marking a headstart placeholder (value "true"), honoured only in
     `placeholder_namespaces`."""
 
@@ -191,7 +202,7 @@ class LocalityConfig:
     `placeholders.priority_class_name`): with the label, a placeholders' namespace and a
     ReplicaSet as its controller, what makes a pod a placeholder (locality.placeholders)."""
 
-    placeholder_group_label: str = "headstart.io/placement-group"
+    placeholder_group_label: str = PLACEMENT_GROUP_LABEL
     """Placeholder pod label naming the placement group it holds capacity in."""
 
     unavailable_node_taints: tuple[str, ...] = DEFAULT_UNAVAILABLE_NODE_TAINTS
@@ -367,7 +378,7 @@ def _topology_levels(raw: Any, where: str) -> tuple[TopologyLevel, ...]:
                                                             f"{item_where}.labels")))
     if not any(level.name == PLACEMENT_GROUP_LEVEL for level in levels):
         raise ConfigError(f"{where}: expected a level named {PLACEMENT_GROUP_LEVEL} (the level "
-                          "of the headstart.io/placement-group policy)")
+                          f"of the {PLACEMENT_GROUP_ANNOTATION} policy)")
     return tuple(levels)
 
 

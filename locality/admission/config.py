@@ -17,12 +17,11 @@ from typing import Any
 
 from bucketing.resources import DeviceNames, Resources, resources_from_list
 from common.errors import ConfigError, InputError
+from kube.labels import DOMAIN_ANNOTATION
+from kube.labels import PLACEMENT_GATE as GATE
 from locality.admission.weight import ElasticConfig
 from locality.constraints import Taint
 from locality.parse_constraints import node_taints
-
-GATE = "headstart.io/placement"
-DOMAIN_ANNOTATION = "headstart.io/domain"
 
 # Gates and annotations of other admitters: a pod carrying one is theirs (Kueue:
 # pkg/controller/jobs/pod/constants SchedulingGateName, apis/kueue/v1beta2

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
+from kube.labels import PLACEMENT_GROUP_LABEL
 from predictor.known.config import KnownDemandConfig
 from predictor.models.registry import DEFAULT_MODEL
 
@@ -192,7 +193,7 @@ class PlaceholderConfig:
     daemonset_overhead: Resources | None = None
     """Requests of the daemonsets on every node, subtracted from a type's allocatable to
     size a placeholder; null = the catalog's `daemonset_overhead`."""
-    placement_group_label: str = "headstart.io/placement-group"
+    placement_group_label: str = PLACEMENT_GROUP_LABEL
     """Node label key a placeholder selects its placement group with (GKE compact
     placement: `cloud.google.com/gke-placement-group`)."""
     gpu_tolerations: tuple[Toleration, ...] = (Toleration("nvidia.com/gpu", "Exists"),)

@@ -26,6 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from common.errors import HeadstartError
 from kube import retry as kube_retry
+from kube.labels import OWNER_ANNOTATION
 from kube.retry import API_FAULTS, RetryPolicy, status_message
 
 ErrorClass = Literal["temporary", "permanent"]
@@ -59,7 +60,7 @@ class NotOwnedError(HeadstartError):
     def __init__(self, what: str) -> None:
         super().__init__(
             f"{what} exists but is not managed by headstart's overprovisioner (no annotation "
-            "headstart.io/owner=overprovisioner); headstart leaves it untouched. Delete or "
+            f"{OWNER_ANNOTATION}=overprovisioner); headstart leaves it untouched. Delete or "
             "rename it, or point headstart at another namespace"
         )
         self.what = what

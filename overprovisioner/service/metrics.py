@@ -20,6 +20,8 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from kube.labels import VALID_UNTIL_ANNOTATION
+
 PREFIX = "headstart_overprovisioner_"
 BUCKET = ("instance_type", "placement_group")
 
@@ -123,8 +125,8 @@ class Metrics:
             registry=r)
         self.expired = Counter(
             PREFIX + "placeholders_expired",
-            "Placeholder objects scaled down to the floor because their headstart.io/"
-            "valid-until passed with no successful tick renewing them (the dead-man's "
+            f"Placeholder objects scaled down to the floor because their {VALID_UNTIL_ANNOTATION}"
+            " passed with no successful tick renewing them (the dead-man's "
             "switch), by who did it: leader (its writes failing), standby (the Lease held "
             "by nobody).", ("by",), registry=r)
         self.fault = Gauge(

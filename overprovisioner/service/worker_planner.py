@@ -50,6 +50,7 @@ from kubernetes.client.exceptions import ApiException
 from common.errors import HeadstartError, InputError
 from kube.kinds import KINDS
 from kube.kinds.job import JOB_NAME_LABEL
+from kube.labels import MIN_SIZE_ANNOTATION
 from kube.retry import RetryPolicy
 from locality.elastic import elastic_owner
 from locality.worker_plans import WorkerPlan, encode, plan_key
@@ -216,7 +217,7 @@ class WorkerPlanner:
             if owner is None or owner.bounds is None:
                 result.problems[key] = (owner.problem if owner is not None else
                                         f"{kind} {key}: {WARM_START} needs an elastic job "
-                                        "(the headstart.io/min-size and max-size annotations)")
+                                        f"(the {MIN_SIZE_ANNOTATION} and max-size annotations)")
                 continue
             if history is None:
                 history = [profile_from_json(body) for body in self.store.job_profiles()] \
