@@ -11,8 +11,8 @@ last_adaptive,last,seasonal,hw,conditional`, parsed by headstart's own argument 
 and computed by the command's own code (`predictor.cli.compute_backtest`). Recorded per
 series: each model's row of the table (the trace's total-GPU row for DLRM, whose bucket
 series are summarised by the ranking), the command's ranking lines, and the seconds it
-took. The traces are read from ../shared/traces (`--traces`); a missing one is skipped
-with a line saying so.
+took. The public traces are read from the folder `--traces` names (docs/traces.md
+says where to get them); a missing one is skipped with a line saying so.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ Every run uses the command's defaults (the rule: every job with two or more work
 one GPU shape elastic between half and all its trace workers, linear scaling; 2
 placement groups; the extender's admission defaults; cluster-autoscaler's delays and a
 5-minute GPU start-up) and is deterministic (seed 0), so one run per setting is the
-figure. The DLRM trace is read from ../shared/traces (`--traces`): the first 60% of
-its window; a missing trace is skipped with a line saying so.
+figure. The DLRM trace is read from the folder `--traces` names (docs/traces.md):
+the first 60% of its window; a missing trace is skipped with a line saying so.
 """
 
 from __future__ import annotations

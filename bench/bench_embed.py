@@ -42,7 +42,8 @@ def make_pods(count: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def python_loop_embed(vectors: np.ndarray, buckets: np.ndarray) -> list[float]:
-    """The baseline: DESIGN's rule one pod at a time in plain Python."""
+    """The baseline: the embedding rule (docs/buckets.md, "Algorithms") one pod at a time in
+    plain Python."""
     order = sorted(range(len(buckets)), key=lambda i: tuple(buckets[i]))
     rows = [tuple(map(float, b)) for b in buckets]
     sums = [[0.0, 0.0, 0.0] for _ in buckets]

@@ -16,8 +16,9 @@ configuration, 5-minute GPU start-up, 2 placement groups per GPU type, headstart
 scoring, cluster-autoscaler's delays, whole GPUs per pod (no GPU sharing). Judged runs
 (predictive*, rate-oracle) are assessed as `simulate` assesses them: the cut in pending
 GPU-minutes against reactive, the extra GPU-hours, and each peer family's cost for the
-same cut. The traces are read from ../shared/traces (`--traces`); a workload whose
-trace is missing is skipped with a line saying so.
+same cut. The public traces are read from the folder `--traces` names (docs/traces.md
+says where to get them); a workload whose trace is missing is skipped with a line
+saying so.
 """
 
 from __future__ import annotations

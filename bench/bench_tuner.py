@@ -9,8 +9,9 @@ defaults: the GPU model chosen automatically, at most 4 types, whole GPUs per po
 Recorded per trace: the recommended list and what it costs to pack the trace, the
 cheapest list the tuner would pick without the type limit and its cost, the pods no
 type holds, the seconds the tune took, and the text the command prints and the
-`--out` snippet it writes (docs/buckets.md's sample output). The traces are read
-from ../shared/traces (`--traces`); a missing one is skipped with a line saying so.
+`--out` snippet it writes (docs/buckets.md's sample output). The public traces are
+read from the folder `--traces` names (docs/traces.md); a missing one is skipped with
+a line saying so.
 """
 
 from __future__ import annotations

@@ -113,8 +113,8 @@ def _pct(value: float) -> str:
     return f"{value:.1f}" if value > 99 else f"{value:.0f}"
 
 
-# The cut of each real trace the figures come from: ../shared/traces holds the first 60%
-# of each public trace (the developers' cut; the rest is held out), so a reader with the
+# The cut of each real trace the figures come from: the first 60% of each public trace
+# (the developers' cut; the rest is held out), so a reader with the
 # public file gets other numbers unless they cut it the same way (docs/traces.md).
 CUTS = {"openb": "openb (first 60%)", "dlrm": "DLRM (first 60%)", "synthetic": "synthetic"}
 _RECORDED_TRACE_WORDS = ("openb as published", "openb", "DLRM", "synthetic")

@@ -1,4 +1,5 @@
-"""Base-instance selection (DESIGN "Algorithms"): which small types a bucket list can do without.
+"""Base-instance selection (docs/buckets.md, "Algorithms"): which small types a bucket list
+can do without.
 
 Decides: starting from the full bucket list sorted increasingly in cost order, drop
 the smallest type while dropping it does not increase the scale needed over the

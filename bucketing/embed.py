@@ -1,4 +1,5 @@
-"""The embedding of a demand snapshot into instance-type bucket counts (DESIGN "Algorithms").
+"""The embedding of a demand snapshot into instance-type bucket counts (docs/buckets.md,
+"Algorithms").
 
 Decides: which bucket each pod's resource vector goes to, and how many of each
 bucket a snapshot needs as a lower bound on nodes.
@@ -37,7 +38,7 @@ class EmbedResult:
     """One snapshot embedded into buckets.
 
     raw_counts: (B,) the largest per-dimension ratio of each bucket's summed vectors
-        to the bucket vector, before rounding (DESIGN's 1.5 and 1).
+        to the bucket vector, before rounding (docs/buckets.md's worked example: 1 and 1.5).
     counts: (B,) raw_counts rounded up: buckets needed, a lower bound on nodes.
     bucket_of: (N,) the bucket index (caller's order) of each vector; -1 = fits none.
     unbucketable: indices of the vectors that fit no bucket element-wise.

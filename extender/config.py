@@ -12,12 +12,12 @@ Must not: start anything, talk to the API, or read any file other than the one n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from common.errors import ConfigError
+from common.fields import FieldReader
 from common.logs import LOG_FORMATS
 from common.yamlfile import load_yaml_file
 from locality.admission.config import AdmissionConfig
@@ -227,59 +227,49 @@ def config_from_mapping(data: Any, source: str = "config") -> ExtenderConfig:
     """Validate a mapping into an ExtenderConfig; errors name `source` and the field."""
     if data is None:
         return ExtenderConfig()
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{source}: expected a mapping at the top level")
-    known = {f.name for f in fields(ExtenderConfig)}
-    unknown = sorted(str(key) for key in set(data) - known)
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-        )
+    reader = FieldReader(source)
+    data = reader.mapping(data, "")
+    reader.known(data, "", {f.name for f in fields(ExtenderConfig)})
     values: dict[str, Any] = {}
     for name, raw in data.items():
-        where = f"{source}: {name}"
         if name == "locality":
-            values[name] = LocalityConfig.from_mapping(raw, f"{source}: locality")
+            values[name] = LocalityConfig.from_mapping(raw, reader.at("locality"))
         elif name == "admission":
             continue  # after locality: node groups name its levels and GPU resources
         elif name in ("node_cache_capable", "bind_enabled", "watch_topology", "watch_dra",
                       "watch_pod_groups", "watch_owners", "ops_tls"):
-            values[name] = _bool(raw, where)
+            values[name] = reader.as_bool(raw, name)
         elif name in ("port", "ops_port"):
-            values[name] = _int(raw, where, 1, 65535)
+            values[name] = reader.as_int(raw, name, 1, 65535)
         elif name == "gate_webhook_port":
-            values[name] = None if raw is None else _int(raw, where, 1, 65535)
+            values[name] = None if raw is None else reader.as_int(raw, name, 1, 65535)
         elif name == "max_body_bytes":
-            values[name] = _int(raw, where, 1024, 2**40)
+            values[name] = reader.as_int(raw, name, 1024, 2**40)
         elif name == "watch_timeout_seconds":
-            values[name] = _int(raw, where, 1, 3600)
+            values[name] = reader.as_int(raw, name, 1, 3600)
         elif name == "bind_scheduler_names":
-            if not isinstance(raw, list):
-                raise ConfigError(f"{where}: expected a list of scheduler names, got {raw!r}")
-            values[name] = tuple(_string(item, f"{where}[{index}]")
-                                 for index, item in enumerate(raw))
+            values[name] = reader.as_strings(raw, name, allow_empty=True,
+                                             expected="a list of scheduler names")
         elif name == "bind_wait_seconds":
-            if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 2:
-                raise ConfigError(f"{where}: expected a number of seconds from 0 to 2, got {raw!r}")
-            values[name] = float(raw)
+            values[name] = reader.as_number(raw, name, low=0, high=2, unit="seconds")
         elif name in (
             "shutdown_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
             "stale_after_seconds", "bind_timeout_seconds", "scheduler_http_timeout_seconds",
             "body_read_timeout_seconds",
         ):
-            values[name] = _positive_float(raw, where)
+            values[name] = reader.as_number(raw, name, positive=True)
         elif name == "log_format":
-            values[name] = _choice(raw, where, LOG_FORMATS)
+            values[name] = reader.as_choice(raw, name, LOG_FORMATS, fold_case=True)
         elif name == "log_level":
-            values[name] = _choice(raw, where, _LOG_LEVELS)
+            values[name] = reader.as_choice(raw, name, _LOG_LEVELS, fold_case=True)
         elif name in ("tls_cert_file", "tls_key_file", "tls_client_ca_file",
                       "gate_webhook_cert_file", "gate_webhook_key_file"):
-            values[name] = None if raw is None else _string(raw, where)
+            values[name] = None if raw is None else reader.as_string(raw, name)
         else:  # host
-            values[name] = _string(raw, where)
+            values[name] = reader.as_string(raw, name)
     locality = values.get("locality", LocalityConfig())
     if "admission" in data:
-        values["admission"] = _admission(data["admission"], f"{source}: admission", locality)
+        values["admission"] = _admission(data["admission"], reader.at("admission"), locality)
     config = ExtenderConfig(**values)
     if (config.tls_cert_file is None) != (config.tls_key_file is None):
         raise ConfigError(f"{source}: tls_cert_file and tls_key_file must be set together")
@@ -338,33 +328,3 @@ def _admission(raw: Any, where: str, locality: LocalityConfig) -> AdmissionConfi
                 f"{where}: autoscaler: node_groups[{index}]: level: {group.level!r} is not "
                 f"one of locality.topology_levels ({', '.join(levels)})")
     return admission
-
-
-def _bool(raw: Any, where: str) -> bool:
-    if not isinstance(raw, bool):
-        raise ConfigError(f"{where}: expected true or false, got {raw!r}")
-    return raw
-
-
-def _int(raw: Any, where: str, low: int, high: int) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int) or not low <= raw <= high:
-        raise ConfigError(f"{where}: expected an integer from {low} to {high}, got {raw!r}")
-    return raw
-
-
-def _positive_float(raw: Any, where: str) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw <= 0:
-        raise ConfigError(f"{where}: expected a positive number, got {raw!r}")
-    return float(raw)
-
-
-def _string(raw: Any, where: str) -> str:
-    if not isinstance(raw, str) or not raw:
-        raise ConfigError(f"{where}: expected a non-empty string, got {raw!r}")
-    return raw
-
-
-def _choice(raw: Any, where: str, allowed: tuple[str, ...]) -> str:
-    if not isinstance(raw, str) or raw.lower() not in allowed:
-        raise ConfigError(f"{where}: expected one of {', '.join(allowed)}, got {raw!r}")
-    return raw.lower()

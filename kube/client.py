@@ -11,8 +11,8 @@ Decides:
   installed), never a traceback from deep inside the client;
 - that the client makes one attempt per request (`retries = 0`): urllib3's own retries
   log a "Retrying (Retry(total=...))" warning per attempt, and every caller already
-  retries with its own backoff (the watches, the informers, the overprovisioner's
-  RetryPolicy, leader election).
+  retries with its own backoff (the watches, the informers, `kube.retry`, leader
+  election).
 
 Must not: contact the API server (an unreachable server is not a start-up error: the
 services retry, see kube.reachability).

@@ -17,9 +17,20 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from bucketing.resources import DEFAULT_GPU_RESOURCE, DeviceNames
-from common.errors import ConfigError
+from common.fields import FieldReader
 from kube.kinds import JOB_LABELS
-from kube.labels import PLACEMENT_GROUP_LABELS
+from kube.labels import (
+    JOB_LABEL,
+    JOB_SIZE_ANNOTATION,
+    NUMA_ANNOTATION,
+    PACKING_ANNOTATION,
+    PLACEHOLDER_LABEL,
+    PLACEMENT_GROUP_ANNOTATION,
+    PLACEMENT_GROUP_LABEL,
+    PLACEMENT_GROUP_LABELS,
+    ROLE_LABEL,
+    TOPOLOGY_LEVEL_ANNOTATION,
+)
 from locality.model import Locality, Packing
 from locality.numa import TopologyManagerPolicy, TopologyManagerScope
 
@@ -45,7 +56,7 @@ DEFAULT_JOB_LABELS: tuple[JobLabelKeys, ...] = (
     # name; replicated jobs `node`, `launcher`, `dataset-initializer`, ...), KubeRay.
     *(JobLabelKeys(job, roles if len(roles) > 1 else roles[0]) for job, roles in JOB_LABELS),
     JobLabelKeys("volcano.sh/job-name", "volcano.sh/task-spec"),
-    JobLabelKeys("headstart.io/job", "headstart.io/role"),
+    JobLabelKeys(JOB_LABEL, ROLE_LABEL),
 )
 
 
@@ -132,20 +143,20 @@ class LocalityConfig:
     job_labels: tuple[JobLabelKeys, ...] = DEFAULT_JOB_LABELS
     """Label pairs (job name, role) tried in order; the first whose job key is on the pod wins."""
 
-    packing_annotation: str = "headstart.io/packing"
+    packing_annotation: str = PACKING_ANNOTATION
     """Pod annotation choosing `pack` or `spread`."""
 
-    placement_group_annotation: str = "headstart.io/placement-group"
+    placement_group_annotation: str = PLACEMENT_GROUP_ANNOTATION
     """Pod annotation choosing placement-group locality `required`, `preferred` or `none`."""
 
-    topology_level_annotation: str = "headstart.io/topology-level"
+    topology_level_annotation: str = TOPOLOGY_LEVEL_ANNOTATION
     """Pod annotation naming the topology level (`topology_levels`) that a `required`
     placement-group policy holds the job to; absent: the placement-group level."""
 
-    numa_annotation: str = "headstart.io/numa"
+    numa_annotation: str = NUMA_ANNOTATION
     """Pod annotation choosing single-NUMA fit `required`, `preferred` or `none` (GPU pods)."""
 
-    job_size_annotation: str = "headstart.io/job-size"
+    job_size_annotation: str = JOB_SIZE_ANNOTATION
     """Pod annotation with the job's total pod count, for jobs whose pods are not all
     created at once; pods the cache has not seen are assumed to request what this pod does."""
 
@@ -176,7 +187,7 @@ class LocalityConfig:
     instance_type_label: str = "node.kubernetes.io/instance-type"
     """Node label with the instance type."""
 
-    placeholder_label: str = "headstart.io/placeholder"
+    placeholder_label: str = PLACEHOLDER_LABEL
     """Pod label marking a headstart placeholder (value "true"), honoured only in
     `placeholder_namespaces`."""
 
@@ -191,7 +202,7 @@ class LocalityConfig:
     `placeholders.priority_class_name`): with the label, a placeholders' namespace and a
     ReplicaSet as its controller, what makes a pod a placeholder (locality.placeholders)."""
 
-    placeholder_group_label: str = "headstart.io/placement-group"
+    placeholder_group_label: str = PLACEMENT_GROUP_LABEL
     """Placeholder pod label naming the placement group it holds capacity in."""
 
     unavailable_node_taints: tuple[str, ...] = DEFAULT_UNAVAILABLE_NODE_TAINTS
@@ -242,50 +253,38 @@ class LocalityConfig:
         """
         if data is None:
             return cls()
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{source}: expected a mapping, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)} | {"gpu_resource"}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(
-                f"{source}: unknown field(s) {', '.join(map(str, unknown))}; "
-                f"known: {', '.join(sorted(known))}"
-            )
+        reader = FieldReader(source)
+        data = reader.mapping(data, "")
+        reader.known(data, "", {f.name for f in fields(cls)} | {"gpu_resource"})
         if "gpu_resource" in data and "gpu_resources" in data:
-            raise ConfigError(f"{source}: gpu_resource: give gpu_resources or gpu_resource, "
-                              "not both")
+            raise reader.fail("gpu_resource", "give gpu_resources or gpu_resource, not both")
         values: dict[str, Any] = {}
         for name, raw in data.items():
-            where = f"{source}: {name}"
             if name == "job_labels":
-                values[name] = _job_labels(raw, where)
+                values[name] = _job_labels(reader, raw, name)
             elif name in ("placement_group_labels", "unavailable_node_taints", "gpu_resources",
                           "placeholder_namespaces"):
-                values[name] = _string_tuple(raw, where)
+                values[name] = reader.as_strings(raw, name)
             elif name == "device_resource_prefixes":
-                values[name] = _string_tuple(raw, where, allow_empty=True)
+                values[name] = reader.as_strings(raw, name, allow_empty=True)
             elif name == "gpu_resource":
-                values["gpu_resources"] = (_string(raw, where),)
+                values["gpu_resources"] = (reader.as_string(raw, name),)
             elif name == "topology_levels":
-                values[name] = _topology_levels(raw, where)
+                values[name] = _topology_levels(reader, raw, name)
             elif name == "dra_gpus":
-                values[name] = _dra_gpus(raw, where)
+                values[name] = _dra_gpus(reader, raw, name)
             elif name == "numa_default_policy":
-                values[name] = _enum(TopologyManagerPolicy, raw, where)
+                values[name] = _enum(reader, TopologyManagerPolicy, raw, name)
             elif name == "numa_default_scope":
-                values[name] = _enum(TopologyManagerScope, raw, where)
+                values[name] = _enum(reader, TopologyManagerScope, raw, name)
             elif name == "default_packing":
-                values[name] = _enum(Packing, raw, where)
+                values[name] = _enum(reader, Packing, raw, name)
             elif name in ("default_placement_group", "default_numa"):
-                values[name] = _enum(Locality, raw, where)
+                values[name] = _enum(reader, Locality, raw, name)
             elif name == "assumed_ttl_seconds":
-                if isinstance(raw, bool) or not isinstance(raw, int | float) or raw <= 0:
-                    raise ConfigError(
-                        f"{where}: expected a positive number of seconds, got {raw!r}"
-                    )
-                values[name] = float(raw)
+                values[name] = reader.as_number(raw, name, positive=True, unit="seconds")
             else:
-                values[name] = _string(raw, where)
+                values[name] = reader.as_string(raw, name)
         return cls(**values)
 
     @property
@@ -318,85 +317,73 @@ class LocalityConfig:
         return self.placement_group_labels if level.name == PLACEMENT_GROUP_LEVEL else level.labels
 
 
-def _string(raw: Any, where: str) -> str:
-    if not isinstance(raw, str) or not raw:
-        raise ConfigError(f"{where}: expected a non-empty string, got {raw!r}")
-    return raw
-
-
-def _string_tuple(raw: Any, where: str, allow_empty: bool = False) -> tuple[str, ...]:
-    if not isinstance(raw, list | tuple) or (not raw and not allow_empty):
-        raise ConfigError(f"{where}: expected a non-empty list of strings, got {raw!r}")
-    return tuple(_string(item, f"{where}[{index}]") for index, item in enumerate(raw))
-
-
-def _job_labels(raw: Any, where: str) -> tuple[JobLabelKeys, ...]:
+def _job_labels(reader: FieldReader, raw: Any, path: str) -> tuple[JobLabelKeys, ...]:
     if not isinstance(raw, list | tuple) or not raw:
-        raise ConfigError(f"{where}: expected a non-empty list of {{job: ..., role: ...}}")
+        raise reader.fail(path, "expected a non-empty list of {job: ..., role: ...}")
     pairs = []
     for index, item in enumerate(raw):
-        item_where = f"{where}[{index}]"
+        at = f"{path}[{index}]"
         if not isinstance(item, Mapping) or set(item) != {"job", "role"}:
-            raise ConfigError(f"{item_where}: expected exactly the keys job and role, got {item!r}")
+            raise reader.fail(at, f"expected exactly the keys job and role, got {item!r}")
         role = item["role"]
-        roles = (_string_tuple(role, f"{item_where}.role") if isinstance(role, list | tuple)
-                 else _string(role, f"{item_where}.role"))
-        pairs.append(JobLabelKeys(_string(item["job"], f"{item_where}.job"), roles))
+        roles = (reader.as_strings(role, f"{at}.role") if isinstance(role, list | tuple)
+                 else reader.as_string(role, f"{at}.role"))
+        pairs.append(JobLabelKeys(reader.as_string(item["job"], f"{at}.job"), roles))
     return tuple(pairs)
 
 
-def _topology_levels(raw: Any, where: str) -> tuple[TopologyLevel, ...]:
+def _topology_levels(reader: FieldReader, raw: Any, path: str) -> tuple[TopologyLevel, ...]:
     if not isinstance(raw, list | tuple) or not raw:
-        raise ConfigError(f"{where}: expected a non-empty list of {{name: ..., labels: [...]}}")
+        raise reader.fail(path, "expected a non-empty list of {name: ..., labels: [...]}")
     levels: list[TopologyLevel] = []
     for index, item in enumerate(raw):
-        item_where = f"{where}[{index}]"
+        at = f"{path}[{index}]"
         if not isinstance(item, Mapping) or not set(item) <= {"name", "labels"} \
                 or "name" not in item:
-            raise ConfigError(f"{item_where}: expected the keys name and labels, got {item!r}")
-        name = _string(item["name"], f"{item_where}.name")
+            raise reader.fail(at, f"expected the keys name and labels, got {item!r}")
+        name = reader.as_string(item["name"], f"{at}.name")
         if any(level.name == name for level in levels):
-            raise ConfigError(f"{item_where}.name: level {name!r} is listed twice")
+            raise reader.fail(f"{at}.name", f"level {name!r} is listed twice")
         if name == PLACEMENT_GROUP_LEVEL:
             if "labels" in item:
-                raise ConfigError(f"{item_where}.labels: the placement-group level takes its "
-                                  "labels from placement_group_labels")
+                raise reader.fail(f"{at}.labels", "the placement-group level takes its "
+                                                  "labels from placement_group_labels")
             levels.append(TopologyLevel(name))
         else:
-            levels.append(TopologyLevel(name, _string_tuple(item.get("labels"),
-                                                            f"{item_where}.labels")))
+            levels.append(TopologyLevel(name, reader.as_strings(item.get("labels"),
+                                                                f"{at}.labels")))
     if not any(level.name == PLACEMENT_GROUP_LEVEL for level in levels):
-        raise ConfigError(f"{where}: expected a level named {PLACEMENT_GROUP_LEVEL} (the level "
-                          "of the headstart.io/placement-group policy)")
+        raise reader.fail(path, f"expected a level named {PLACEMENT_GROUP_LEVEL} (the level "
+                                f"of the {PLACEMENT_GROUP_ANNOTATION} policy)")
     return tuple(levels)
 
 
-def _dra_gpus(raw: Any, where: str) -> tuple[DraGpuSource, ...]:
+def _dra_gpus(reader: FieldReader, raw: Any, path: str) -> tuple[DraGpuSource, ...]:
     if not isinstance(raw, list | tuple):
-        raise ConfigError(f"{where}: expected a list of {{driver, resource, device_classes, "
-                          "attributes}}")
+        raise reader.fail(path, "expected a list of {driver, resource, device_classes, "
+                                "attributes}")
     sources = []
     allowed = {"driver", "resource", "device_classes", "attributes"}
     for index, item in enumerate(raw):
-        item_where = f"{where}[{index}]"
+        at = f"{path}[{index}]"
         if not isinstance(item, Mapping) or not set(item) <= allowed \
                 or not {"driver", "resource"} <= set(item):
-            raise ConfigError(f"{item_where}: expected driver and resource (and optionally "
-                              f"device_classes, attributes), got {item!r}")
+            raise reader.fail(at, "expected driver and resource (and optionally "
+                                  f"device_classes, attributes), got {item!r}")
         attributes = item.get("attributes") or {}
         if not isinstance(attributes, Mapping):
-            raise ConfigError(f"{item_where}.attributes: expected a map of attribute to value")
+            raise reader.fail(f"{at}.attributes", "expected a map of attribute to value")
         pairs = []
         for key, value in attributes.items():
             if not isinstance(value, str | int | bool) or isinstance(value, float):
-                raise ConfigError(f"{item_where}.attributes.{key}: expected a string, integer "
-                                  f"or boolean, got {value!r}")
-            pairs.append((_string(key, f"{item_where}.attributes"), _attribute_text(value)))
+                raise reader.fail(f"{at}.attributes.{key}", "expected a string, integer or "
+                                                            f"boolean, got {value!r}")
+            pairs.append((reader.as_string(key, f"{at}.attributes"), _attribute_text(value)))
         sources.append(DraGpuSource(
-            _string(item["driver"], f"{item_where}.driver"),
-            _string(item["resource"], f"{item_where}.resource"),
-            _string_tuple(item.get("device_classes", []), f"{item_where}.device_classes",
-                          allow_empty=True),
+            reader.as_string(item["driver"], f"{at}.driver"),
+            reader.as_string(item["resource"], f"{at}.resource"),
+            reader.as_strings(item.get("device_classes", []), f"{at}.device_classes",
+                              allow_empty=True),
             tuple(sorted(pairs)),
         ))
     return tuple(sources)
@@ -409,8 +396,6 @@ def _attribute_text(value: str | int | bool) -> str:
     return str(value)
 
 
-def _enum(enum_type: Any, raw: Any, where: str) -> Any:
-    allowed = [member.value for member in enum_type]
-    if not isinstance(raw, str) or raw.lower() not in allowed:
-        raise ConfigError(f"{where}: expected one of {', '.join(allowed)}, got {raw!r}")
-    return enum_type(raw.lower())
+def _enum(reader: FieldReader, enum_type: Any, raw: Any, path: str) -> Any:
+    return enum_type(reader.as_choice(raw, path, [member.value for member in enum_type],
+                                      fold_case=True))

@@ -34,10 +34,9 @@ from typing import Any
 
 from common.errors import InputError
 from kube.kinds import BY_KIND, KINDS, kubeflow, pytorchjob
+from kube.labels import MAX_SIZE_ANNOTATION, MIN_SIZE_ANNOTATION
 from kube.replicas import mapping
 
-MIN_SIZE_ANNOTATION = "headstart.io/min-size"
-MAX_SIZE_ANNOTATION = "headstart.io/max-size"
 KUBEFLOW_INDEX_LABEL = kubeflow.REPLICA_INDEX_LABEL
 KUBEFLOW_TYPE_LABEL = kubeflow.REPLICA_TYPE_LABEL
 PYTORCH_WORKER = pytorchjob.WORKER

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.errors import InputError
+from common.fields import FieldReader
 from locality.constraints import (
     HARD_TAINT_EFFECTS,
     LABEL_OPERATORS,
@@ -28,6 +29,8 @@ from locality.constraints import (
 )
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_FIELDS = FieldReader("", InputError, mapping_noun="an object")
+"""Request bodies: the paths name the object (`pod.spec...`), errors are InputErrors."""
 
 
 def pod_constraints(spec: Mapping[str, Any], where: str) -> PodConstraints:
@@ -39,12 +42,9 @@ def pod_constraints(spec: Mapping[str, Any], where: str) -> PodConstraints:
         return NO_CONSTRAINTS
     pairs = []
     if selector is not None:
-        if not isinstance(selector, Mapping):
-            raise InputError(f"{where}.nodeSelector: expected an object")
-        for key, value in selector.items():
-            if not isinstance(value, str):
-                raise InputError(f"{where}.nodeSelector.{key}: expected a string")
-            pairs.append((str(key), value))
+        for key, value in _FIELDS.mapping(selector, f"{where}.nodeSelector").items():
+            pairs.append((str(key), _FIELDS.as_string(value, f"{where}.nodeSelector.{key}",
+                                                      allow_empty=True)))
     return PodConstraints(tuple(sorted(pairs)), _terms(affinity, f"{where}.affinity"),
                           _tolerations(tolerations, f"{where}.tolerations"))
 
@@ -54,38 +54,32 @@ def node_taints(taints: Any, where: str) -> tuple[Taint, ...]:
     found = []
     for index, raw in enumerate(json_list(taints, where)):
         path = f"{where}[{index}]"
-        if not isinstance(raw, Mapping):
-            raise InputError(f"{path}: expected an object")
+        raw = _FIELDS.mapping(raw, path, optional=False)
         effect = raw.get("effect")
         if not isinstance(effect, str) or effect not in HARD_TAINT_EFFECTS:
             continue
-        found.append(Taint(_string(raw.get("key"), f"{path}.key"),
-                           _string(raw.get("value", ""), f"{path}.value", empty=True), effect))
+        found.append(Taint(_FIELDS.as_string(raw.get("key"), f"{path}.key"),
+                           _FIELDS.as_string(raw.get("value"), f"{path}.value",
+                                             allow_empty=True), effect))
     return tuple(found)
 
 
 def _terms(affinity: Any, where: str) -> tuple[Term, ...] | None:
     if affinity is None:
         return None
-    if not isinstance(affinity, Mapping):
-        raise InputError(f"{where}: expected an object")
-    node_affinity = affinity.get("nodeAffinity")
+    node_affinity = _FIELDS.mapping(affinity, where).get("nodeAffinity")
     if node_affinity is None:
         return None
-    if not isinstance(node_affinity, Mapping):
-        raise InputError(f"{where}.nodeAffinity: expected an object")
-    required = node_affinity.get(_REQUIRED)
+    required = _FIELDS.mapping(node_affinity, f"{where}.nodeAffinity").get(_REQUIRED)
     if required is None:
         return None
     path = f"{where}.nodeAffinity.{_REQUIRED}"
-    if not isinstance(required, Mapping):
-        raise InputError(f"{path}: expected an object")
     terms = []
-    for index, term in enumerate(json_list(required.get("nodeSelectorTerms"),
-                                       f"{path}.nodeSelectorTerms")):
+    for index, term in enumerate(json_list(_FIELDS.mapping(required, path)
+                                           .get("nodeSelectorTerms"),
+                                           f"{path}.nodeSelectorTerms")):
         at = f"{path}.nodeSelectorTerms[{index}]"
-        if not isinstance(term, Mapping):
-            raise InputError(f"{at}: expected an object")
+        term = _FIELDS.mapping(term, at, optional=False)
         terms.append(Term(_requirements(term.get("matchExpressions"), f"{at}.matchExpressions"),
                           _requirements(term.get("matchFields"), f"{at}.matchFields",
                                         fields=True)))
@@ -96,17 +90,14 @@ def _requirements(raw: Any, where: str, fields: bool = False) -> tuple[Requireme
     found = []
     for index, entry in enumerate(json_list(raw, where)):
         at = f"{where}[{index}]"
-        if not isinstance(entry, Mapping):
-            raise InputError(f"{at}: expected an object")
-        key = _string(entry.get("key"), f"{at}.key")
+        entry = _FIELDS.mapping(entry, at, optional=False)
+        key = _FIELDS.as_string(entry.get("key"), f"{at}.key")
         if fields and key != NODE_NAME_FIELD:
             raise InputError(f"{at}.key: matchFields supports only {NODE_NAME_FIELD}, "
                              f"got {key!r}")
-        operator = entry.get("operator")
-        if operator not in LABEL_OPERATORS:
-            raise InputError(f"{at}.operator: expected one of "
-                             f"{', '.join(sorted(LABEL_OPERATORS))}, got {operator!r}")
-        values = tuple(_string(value, f"{at}.values[{i}]", empty=True)
+        operator = _FIELDS.as_choice(entry.get("operator"), f"{at}.operator",
+                                     sorted(LABEL_OPERATORS))
+        values = tuple(_FIELDS.as_string(value, f"{at}.values[{i}]", allow_empty=True)
                        for i, value in enumerate(json_list(entry.get("values"), f"{at}.values")))
         found.append(Requirement(key, operator, values))
     return tuple(found)
@@ -116,31 +107,16 @@ def _tolerations(raw: Any, where: str) -> tuple[Toleration, ...]:
     found = []
     for index, entry in enumerate(json_list(raw, where)):
         at = f"{where}[{index}]"
-        if not isinstance(entry, Mapping):
-            raise InputError(f"{at}: expected an object")
-        operator = entry.get("operator") or "Equal"
-        if operator not in ("Equal", "Exists"):
-            raise InputError(f"{at}.operator: expected Equal or Exists, got {operator!r}")
+        entry = _FIELDS.mapping(entry, at, optional=False)
+        operator = _FIELDS.as_choice(entry.get("operator") or "Equal", f"{at}.operator",
+                                     ("Equal", "Exists"))
         found.append(Toleration(
-            _string(entry.get("key", ""), f"{at}.key", empty=True), operator,
-            _string(entry.get("value", ""), f"{at}.value", empty=True),
-            _string(entry.get("effect", ""), f"{at}.effect", empty=True)))
+            _FIELDS.as_string(entry.get("key"), f"{at}.key", allow_empty=True), operator,
+            _FIELDS.as_string(entry.get("value"), f"{at}.value", allow_empty=True),
+            _FIELDS.as_string(entry.get("effect"), f"{at}.effect", allow_empty=True)))
     return tuple(found)
-
-
-def _string(value: Any, where: str, empty: bool = False) -> str:
-    if value is None and empty:
-        return ""
-    if not isinstance(value, str) or (not value and not empty):
-        raise InputError(f"{where}: expected a{'' if empty else ' non-empty'} string, "
-                         f"got {value!r}")
-    return value
 
 
 def json_list(value: Any, where: str) -> list[Any]:
     """A JSON list at `where` (None: empty); anything else is an InputError naming it."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InputError(f"{where}: expected a list, got {type(value).__name__}")
-    return value
+    return _FIELDS.as_list(value, where)

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-PLACEHOLDER_LABEL = "headstart.io/placeholder"
+from kube.labels import PLACEHOLDER_LABEL
+
 PLACEHOLDER_OWNER_KIND = "ReplicaSet"
 
 

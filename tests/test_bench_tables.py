@@ -65,7 +65,7 @@ def test_an_unknown_region_names_the_page():
     ("synthetic-tuned", "synthetic, tuned list, 14.0 days", "synthetic, tuned list, 14.0 days"),
 ])
 def test_a_real_traces_figures_name_the_cut_they_come_from(key, recorded, shown):
-    """../shared/traces holds the first 60% of each public trace: a row labelled as the
+    """The figures come from the first 60% of each public trace: a row labelled as the
     published trace misleads a reader who downloads the whole file."""
     assert renderer().workload_name({"key": key, "name": recorded}) == shown
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kube.labels import DOMAIN_ANNOTATION
 from locality.model import Locality
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -44,7 +45,7 @@ def ungate_patch(
     gate: str,
     domain: tuple[str, str, str] | None = None,
     locality: Locality = Locality.REQUIRED,
-    domain_annotation: str = "headstart.io/domain",
+    domain_annotation: str = DOMAIN_ANNOTATION,
     labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]] | None:
     """The operations, None when the pod no longer carries `gate`.

@@ -1,12 +1,13 @@
 """How the admitter's writes reach the API server: at most `qps` a second (bursts of
-`burst`), each retried on 429 and 5xx after the server's `Retry-After` or a doubling
-backoff, as client-go's rate limiter and `WithRetry` do.
+`burst`), each failed call retried by `kube.retry`'s rule, as client-go's rate limiter
+and `WithRetry` do.
 
-Decides: when a call may go (a token bucket shared by every worker thread), whether a
-failed call is retried (429 Too Many Requests, 500, 502, 503, 504, and transport
-faults, `attempts` times in all) and how long to wait first (`Retry-After` seconds,
-at most `MAX_WAIT_SECONDS`, else 0.2 s doubling). Other errors (404, 409, 422: the
-object changed or is gone) are the caller's, at once.
+Decides: when a call may go (a token bucket shared by every worker thread), and the
+admitter's retry settings: `attempts` tries in all, waits of the server's `Retry-After`
+or 0.2 s doubling, at most `MAX_WAIT_SECONDS` (no jitter: the token bucket already
+spreads the workers). Which failures are retried is `kube.retry`'s (408, 429, 5xx but
+501, transport faults); the others (404, 409, 422: the object changed or is gone) are
+the caller's, at once.
 
 Must not: decide what to write; log (the caller logs what finally failed).
 """
@@ -19,10 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError as TransportError
+from kube.retry import RetryPolicy, call_with_retry
 
-RETRIED = frozenset({429, 500, 502, 503, 504})
 FIRST_WAIT_SECONDS = 0.2
 MAX_WAIT_SECONDS = 10.0
 """The longest wait before a retry, whatever `Retry-After` asks (the round that
@@ -39,7 +38,7 @@ class Throttle:
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.qps = qps
         self.burst = burst
-        self.attempts = attempts
+        self.policy = RetryPolicy(attempts, FIRST_WAIT_SECONDS, MAX_WAIT_SECONDS)
         self._clock = clock
         self._sleep = sleep
         self._tokens = float(burst)
@@ -64,21 +63,12 @@ class Throttle:
 
     def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """`function(*args, **kwargs)` once a token is free, retried as the module says."""
-        for attempt in range(self.attempts):
-            self.acquire()
-            try:
-                return function(*args, **kwargs)
-            except ApiException as error:
-                if error.status not in RETRIED or attempt == self.attempts - 1:
-                    raise
-                wait = retry_after(error) or FIRST_WAIT_SECONDS * 2 ** attempt
-            except (TransportError, OSError):
-                if attempt == self.attempts - 1:
-                    raise
-                wait = FIRST_WAIT_SECONDS * 2 ** attempt
+        return call_with_retry(functools.partial(function, *args, **kwargs), self.policy,
+                               self._sleep, before=self.acquire, on_failure=self._failed)
+
+    def _failed(self, error: BaseException, retrying: bool) -> None:
+        if retrying:
             self.retries_total += 1
-            self._sleep(min(wait, MAX_WAIT_SECONDS))
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 class Throttled:
@@ -94,15 +84,3 @@ class Throttled:
         if not callable(attribute):
             return attribute
         return functools.partial(self._throttle.call, attribute)
-
-
-def retry_after(error: ApiException) -> float | None:
-    """The `Retry-After` header's seconds (the API server's priority and fairness sends
-    it with 429), None when absent or not a number."""
-    headers = error.headers or {}
-    raw = headers.get("Retry-After") or headers.get("retry-after")
-    try:
-        seconds = float(raw)
-    except (TypeError, ValueError):
-        return None
-    return seconds if seconds >= 0 else None

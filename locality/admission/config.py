@@ -17,12 +17,12 @@ from typing import Any
 
 from bucketing.resources import DeviceNames, Resources, resources_from_list
 from common.errors import ConfigError, InputError
+from common.fields import FieldReader
+from kube.labels import DOMAIN_ANNOTATION
+from kube.labels import PLACEMENT_GATE as GATE
 from locality.admission.weight import ElasticConfig
 from locality.constraints import Taint
 from locality.parse_constraints import node_taints
-
-GATE = "headstart.io/placement"
-DOMAIN_ANNOTATION = "headstart.io/domain"
 
 # Gates and annotations of other admitters: a pod carrying one is theirs (Kueue:
 # pkg/controller/jobs/pod/constants SchedulingGateName, apis/kueue/v1beta2
@@ -203,7 +203,7 @@ class AdmissionConfig:
     api_qps: float = 200.0
     """The admitter's requests per second to the API server at most, bursts of
     `api_burst` (Karpenter's client defaults, 200 and 300; `extender.admission.throttle`);
-    a request answered 429 or 5xx is retried after its `Retry-After`."""
+    a request answered 408, 429 or 5xx is retried after its `Retry-After` (`kube.retry`)."""
 
     api_burst: int = 300
     """Requests the admitter may send at once before `api_qps` paces them."""
@@ -260,134 +260,109 @@ class AdmissionConfig:
         `allocatable`, read as a node's is."""
         if data is None:
             return cls()
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{source}: expected a mapping")
-        known = {f.name for f in fields(cls)} - {"node_groups", "autoscaler_status",
-                                                  "nodepools"} | {"autoscaler"}
-        unknown = sorted(str(key) for key in set(data) - known)
-        if unknown:
-            raise ConfigError(f"{source}: unknown field(s) {', '.join(unknown)}; "
-                              f"known: {', '.join(sorted(known))}")
+        reader = FieldReader(source)
+        data = reader.mapping(data, "")
+        reader.known(data, "", {f.name for f in fields(cls)}
+                     - {"node_groups", "autoscaler_status", "nodepools"} | {"autoscaler"})
         values: dict[str, Any] = {}
         for name, raw in data.items():
-            where = f"{source}: {name}"
             if name in ("enabled", "pod_groups", "suspend_jobs"):
-                if not isinstance(raw, bool):
-                    raise ConfigError(f"{where}: expected true or false, got {raw!r}")
-                values[name] = raw
+                values[name] = reader.as_bool(raw, name)
             elif name in ("settle_seconds", "head_reserve_after_seconds",
                           "backoff_base_seconds", "backoff_max_seconds"):
-                values[name] = _number(raw, where, 0)
+                values[name] = reader.as_number(raw, name, low=0, unit="seconds")
             elif name == "head_hold_seconds":
-                values[name] = None if raw is None else _number(raw, where, 0)
+                values[name] = (None if raw is None
+                                else reader.as_number(raw, name, low=0, unit="seconds"))
             elif name == "planning":
-                if raw not in PLANNING:
-                    raise ConfigError(f"{where}: expected one of {', '.join(PLANNING)}, "
-                                      f"got {raw!r}")
-                values[name] = raw
+                values[name] = reader.as_choice(raw, name, PLANNING)
             elif name == "interval_seconds":
-                values[name] = _number(raw, where, 0.05)
+                values[name] = reader.as_number(raw, name, low=0.05, unit="seconds")
             elif name == "api_qps":
-                values[name] = _positive(raw, where)
+                values[name] = reader.as_number(raw, name, positive=True)
             elif name in ("bind_timeout_seconds", "ready_timeout_seconds",
                           "ready_timeout_max_seconds"):
-                values[name] = _number(raw, where, 1)
+                values[name] = reader.as_number(raw, name, low=1, unit="seconds")
             elif name == "requeue_limit":
-                if raw is not None and (isinstance(raw, bool) or not isinstance(raw, int)
-                                        or raw < 1):
-                    raise ConfigError(f"{where}: expected a positive integer (evictions) or "
-                                      f"null for no limit, got {raw!r}")
-                values[name] = raw
+                values[name] = None if raw is None else reader.as_int(
+                    raw, name, low=1,
+                    expected="a positive integer (evictions) or null for no limit")
             elif name in ("lease_duration_s", "renew_deadline_s", "retry_period_s",
                           "pod_group_timeout_seconds", "api_burst", "write_workers"):
-                if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
-                    raise ConfigError(f"{where}: expected a positive integer, got {raw!r}")
-                values[name] = raw
+                values[name] = reader.as_int(raw, name, low=1)
             elif name == "elastic":
-                values[name] = ElasticConfig.from_mapping(raw, where)
+                values[name] = ElasticConfig.from_mapping(raw, reader.at(name))
             elif name == "autoscaler":
-                values["node_groups"] = _autoscaler(raw, where, gpu_resources, devices)
-                if "nodepools" in raw:
-                    if not isinstance(raw["nodepools"], bool):
-                        raise ConfigError(f"{where}: nodepools: expected true or false, got "
-                                          f"{raw['nodepools']!r}")
-                    values["nodepools"] = raw["nodepools"]
-                if "status" in raw:
-                    values["autoscaler_status"] = _status_reference(raw["status"],
-                                                                    f"{where}: status")
+                section = reader.mapping(raw, name)
+                reader.known(section, name, {"node_groups", "status", "nodepools"})
+                values["node_groups"] = _node_groups(reader, section.get("node_groups"),
+                                                     f"{name}: node_groups", gpu_resources,
+                                                     devices)
+                if "nodepools" in section:
+                    values["nodepools"] = reader.as_bool(section["nodepools"],
+                                                         f"{name}: nodepools")
+                if "status" in section:
+                    values["autoscaler_status"] = _status_reference(
+                        reader, section["status"], f"{name}: status")
             else:
-                values[name] = _string(raw, where)
+                values[name] = reader.as_string(raw, name)
         config = cls(**values)
         if config.ready_timeout_seconds < config.bind_timeout_seconds:
-            raise ConfigError(
-                f"{source}: ready_timeout_seconds: {config.ready_timeout_seconds:g} is below "
+            raise reader.fail(
+                "ready_timeout_seconds", f"{config.ready_timeout_seconds:g} is below "
                 f"bind_timeout_seconds ({config.bind_timeout_seconds:g}): a gang must be "
                 "bound before it can be Ready, so the ready timeout counts from admission too")
         if config.ready_timeout_max_seconds < config.ready_timeout_seconds:
-            raise ConfigError(
-                f"{source}: ready_timeout_max_seconds: {config.ready_timeout_max_seconds:g} is "
+            raise reader.fail(
+                "ready_timeout_max_seconds", f"{config.ready_timeout_max_seconds:g} is "
                 f"below ready_timeout_seconds ({config.ready_timeout_seconds:g})")
         if not config.lease_duration_s > config.renew_deadline_s > config.retry_period_s:
-            raise ConfigError(f"{source}: expected lease_duration_s > renew_deadline_s > "
-                              "retry_period_s (a follower must not take over while the "
-                              "leader may still be admitting)")
+            raise reader.fail("", "expected lease_duration_s > renew_deadline_s > "
+                                  "retry_period_s (a follower must not take over while the "
+                                  "leader may still be admitting)")
         return config
 
 
-def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...],
-                devices: DeviceNames | None) -> tuple[NodeGroup, ...]:
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: expected a mapping with node_groups")
-    unknown = sorted(str(key) for key in set(raw) - {"node_groups", "status", "nodepools"})
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; "
-                          "known: node_groups, nodepools, status")
-    entries = raw.get("node_groups") or []
-    if not isinstance(entries, list):
-        raise ConfigError(f"{where}: node_groups: expected a list")
+def _node_groups(reader: FieldReader, raw: Any, path: str, gpu_resources: tuple[str, ...],
+                 devices: DeviceNames | None) -> tuple[NodeGroup, ...]:
     groups = []
     allowed = {"name", "instance_type", "domain", "max_size", "level", "allocatable",
                "labels", "taints"}
-    for index, entry in enumerate(entries):
-        at = f"{where}: node_groups[{index}]"
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f"{at}: expected a mapping")
-        unknown = sorted(str(key) for key in set(entry) - allowed)
-        if unknown:
-            raise ConfigError(f"{at}: unknown field(s) {', '.join(unknown)}; "
-                              f"known: {', '.join(sorted(allowed))}")
+    for index, entry in enumerate(reader.as_list(raw, path)):
+        at = f"{path}[{index}]"
+        entry = reader.mapping(entry, at, optional=False)
+        reader.known(entry, at, allowed)
         for required in ("name", "instance_type", "domain"):
             if required not in entry:
-                raise ConfigError(f"{at}: {required}: required")
+                raise reader.fail(f"{at}: {required}", "required")
         max_size = entry.get("max_size")
-        if max_size is not None and (isinstance(max_size, bool) or not isinstance(max_size, int)
-                                     or max_size < 0):
-            raise ConfigError(f"{at}: max_size: expected a non-negative integer, "
-                              f"got {max_size!r}")
+        if max_size is not None:
+            reader.as_int(max_size, f"{at}: max_size", low=0)
         allocatable = None
         if entry.get("allocatable") is not None:
             try:
                 allocatable = resources_from_list(
-                    entry["allocatable"], gpu_resources, f"{at}: allocatable", devices)
+                    entry["allocatable"], gpu_resources, reader.at(f"{at}: allocatable"),
+                    devices)
             except InputError as error:
                 raise ConfigError(str(error)) from None
         labels = entry.get("labels")
         if labels is not None and (not isinstance(labels, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in labels.items())):
-            raise ConfigError(f"{at}: labels: expected a mapping of strings to strings, "
-                              f"got {labels!r}")
+            raise reader.fail(f"{at}: labels", "expected a mapping of strings to strings, "
+                                               f"got {labels!r}")
         taints = None
         if entry.get("taints") is not None:
             try:
-                taints = node_taints(entry["taints"], f"{at}: taints")
+                taints = node_taints(entry["taints"], reader.at(f"{at}: taints"))
             except InputError as error:
                 raise ConfigError(str(error)) from None
         groups.append(NodeGroup(
-            _string(entry["name"], f"{at}: name"),
-            _string(entry["instance_type"], f"{at}: instance_type"),
-            _string(str(entry["domain"]), f"{at}: domain"),
+            reader.as_string(entry["name"], f"{at}: name"),
+            reader.as_string(entry["instance_type"], f"{at}: instance_type"),
+            reader.as_string(str(entry["domain"]), f"{at}: domain"),
             max_size,
-            _string(entry.get("level", "placement-group"), f"{at}: level"),
+            reader.as_string(entry.get("level", "placement-group"), f"{at}: level"),
             allocatable,
             dict(labels) if labels is not None else None,
             taints,
@@ -395,28 +370,10 @@ def _autoscaler(raw: Any, where: str, gpu_resources: tuple[str, ...],
     return tuple(groups)
 
 
-def _status_reference(raw: Any, where: str) -> str:
+def _status_reference(reader: FieldReader, raw: Any, path: str) -> str:
     if raw == "":
         return ""
-    namespace, _, name = _string(raw, where).partition("/")
+    namespace, _, name = reader.as_string(raw, path).partition("/")
     if not namespace or not name or "/" in name:
-        raise ConfigError(f"{where}: expected NAMESPACE/NAME or \"\", got {raw!r}")
-    return raw
-
-
-def _positive(raw: Any, where: str) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw <= 0:
-        raise ConfigError(f"{where}: expected a positive number, got {raw!r}")
-    return float(raw)
-
-
-def _number(raw: Any, where: str, low: float) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw < low:
-        raise ConfigError(f"{where}: expected a number of seconds, at least {low}, got {raw!r}")
-    return float(raw)
-
-
-def _string(raw: Any, where: str) -> str:
-    if not isinstance(raw, str) or not raw:
-        raise ConfigError(f"{where}: expected a non-empty string, got {raw!r}")
+        raise reader.fail(path, f"expected NAMESPACE/NAME or \"\", got {raw!r}")
     return raw

@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from common.errors import InputError
+from kube.labels import GANG_JOB_ANNOTATION as JOB_ANNOTATION
 from locality.admission.model import Domain, Reservation, demand_of
 from locality.model import JobKey, Pod
 from locality.parse import rfc3339_seconds
@@ -47,8 +48,6 @@ PLURAL = "gangs"
 KIND = "Gang"
 API_VERSION = f"{GROUP}/{VERSION}"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "headstart"}
-JOB_ANNOTATION = "headstart.io/job"
-"""The job label value the record is for (its name may be a sanitised form of it)."""
 
 
 class GangState(enum.Enum):

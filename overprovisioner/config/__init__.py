@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
+from kube.labels import PLACEMENT_GROUP_LABEL
 from predictor.known.config import KnownDemandConfig
 from predictor.models.registry import DEFAULT_MODEL
 
@@ -192,7 +193,7 @@ class PlaceholderConfig:
     daemonset_overhead: Resources | None = None
     """Requests of the daemonsets on every node, subtracted from a type's allocatable to
     size a placeholder; null = the catalog's `daemonset_overhead`."""
-    placement_group_label: str = "headstart.io/placement-group"
+    placement_group_label: str = PLACEMENT_GROUP_LABEL
     """Node label key a placeholder selects its placement group with (GKE compact
     placement: `cloud.google.com/gke-placement-group`)."""
     gpu_tolerations: tuple[Toleration, ...] = (Toleration("nvidia.com/gpu", "Exists"),)
@@ -303,7 +304,8 @@ class ApiConfig:
     timeout_s: float = 10.0
     """Per-request timeout; a timeout counts as a temporary error."""
     max_attempts: int = 4
-    """Attempts per call for temporary errors (429, 5xx, timeouts, resourceVersion conflicts)."""
+    """Attempts per call for the errors `kube.retry` sends again (408, 429, 5xx but 501,
+    timeouts, connection errors); a 409 conflict is decided again at the next tick."""
     backoff_base_s: float = 0.5
     """First retry waits about this long; each further retry doubles it (with jitter)."""
     backoff_max_s: float = 8.0

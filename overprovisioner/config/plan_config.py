@@ -44,7 +44,8 @@ class PlanConfig:
     placement_groups: per instance type, the placement groups its node groups span
         (absent or empty = the type has no groups; placeholders carry group "").
     virtual_instance_nodes: nodes in one scale-up of one virtual instance; such a
-        block of placeholders is kept inside one placement group (DESIGN "Algorithms").
+        block of placeholders is kept inside one placement group (docs/overprovisioner.md,
+        "What one tick does").
     """
 
     quantile: float = 0.9

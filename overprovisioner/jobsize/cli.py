@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from common.later import later
+from kube.labels import MIN_SIZE_ANNOTATION
 
 PACKAGE = "overprovisioner.jobsize"
 
@@ -75,7 +76,7 @@ def _weight(commands: argparse._SubParsersAction) -> None:
                     "(docs/extender.md, \"KOD2's weight\"). The job is an elastic owner's "
                     "manifest, or --minimum with one worker's --cpu and --memory.")
     parser.add_argument("job", nargs="?", metavar="JOB.yaml",
-                        help="an elastic Job or PyTorchJob (headstart.io/min-size, max-size)")
+                        help=f"an elastic Job or PyTorchJob ({MIN_SIZE_ANNOTATION}, max-size)")
     parser.add_argument("--minimum", metavar="N", help="the job's minimum workers")
     parser.add_argument("--cpu", metavar="QTY", help="one worker's CPU request (4, 500m)")
     parser.add_argument("--memory", metavar="QTY", help="one worker's memory (16Gi)")

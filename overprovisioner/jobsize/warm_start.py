@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from common.errors import InputError
+from kube.labels import MIN_SIZE_ANNOTATION
 from locality.elastic import elastic_owner
 from overprovisioner.jobsize.flags import number, whole
 from overprovisioner.jobsize.history import read_profiles
@@ -79,6 +80,6 @@ def text(answer: dict[str, Any], history: str) -> str:
     if answer["plan_size"] is not None:
         lines.append(f"  plan: {answer['plan_size']} ({answer['plan_reason']})")
     elif not answer["elastic"]:
-        lines.append("  not elastic (no headstart.io/min-size and max-size): nothing would "
+        lines.append(f"  not elastic (no {MIN_SIZE_ANNOTATION} and max-size): nothing would "
                      "be applied")
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from typing import Any
 from bucketing.resources import Resources, parse_resource_quantity
 from common.durations import parse_duration
 from common.errors import ConfigError, InputError
+from kube.labels import MIN_SIZE_ANNOTATION
 from locality.admission.weight import WeightConfig, starved, units, weight
 from locality.elastic import elastic_owner
 from overprovisioner.jobsize.flags import number, whole
@@ -79,7 +80,7 @@ def _job(args: argparse.Namespace) -> tuple[str | None, int, Resources]:
         obj, kind = read_job(args.job)
         owner = elastic_owner(obj, kind)
         if owner is None:
-            raise InputError(f"{args.job}: not an elastic job (no headstart.io/min-size and "
+            raise InputError(f"{args.job}: not an elastic job (no {MIN_SIZE_ANNOTATION} and "
                              "max-size annotations); for any job give --minimum, --cpu and "
                              "--memory instead")
         if owner.bounds is None:

@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from common.errors import InputError
+from kube.labels import WARM_START_ANNOTATION as WARM_START
 from kube.replicas import mapping, whole
 from locality.elastic import PYTORCH_WORKER, ElasticOwner
 from locality.worker_plans import WorkerPlan
@@ -39,7 +40,6 @@ from predictor.models.warm_start import (
     recommend,
 )
 
-WARM_START = "headstart.io/warm-start"
 JOB_ROLE = "worker"
 FINISHED = {"Job": "Complete", "PyTorchJob": "Succeeded"}
 GIB = 2**30

@@ -5,7 +5,7 @@ per (instance type, placement group) and why. One placeholder fills one node of 
 type, so placeholders are counted in nodes.
 
 The rules, in the order they apply (per instance type, summed over its groups):
-1. Delta, never negative (DESIGN "Scale only by the delta"): the placeholders wanted are
+1. Delta, never negative: the placeholders wanted are
    the forecast less the capacity real demand already holds or is already getting:
    wanted = ceil(forecast - in_use - pending), at least 0, where in_use is the nodes
    its running pods use and pending the nodes cluster-autoscaler is launching for its
@@ -29,7 +29,7 @@ The rules, in the order they apply (per instance type, summed over its groups):
    placeholder of the most expensive type still above its min. Expensive first
    because one expensive placeholder frees the most budget per node given up and
    its idle node is the costliest mistake; config validation guarantees the mins fit.
-4. Placement-group balance (DESIGN "Placement-group balance"): existing placeholders
+4. Placement-group balance: existing placeholders
    stay in their groups; placeholders added first take the free nodes of their type's
    groups (one at a time, to the group with free nodes holding the fewest
    placeholders; nothing is launched for them), and the rest are cut into blocks of

@@ -39,19 +39,20 @@ import numpy as np
 
 from bucketing.resources import ZERO, Resources, pod_effective_request
 from common.errors import InputError
+from kube.labels import GLOBAL_BATCH_ANNOTATION as GLOBAL_BATCH
+from kube.labels import LAG_QUERY_ANNOTATION as LAG_QUERY
+from kube.labels import MAX_LAG_ANNOTATION as MAX_LAG
+from kube.labels import MAX_SIZE_ANNOTATION, MIN_SIZE_ANNOTATION
+from kube.labels import SAMPLE_RATE_QUERY_ANNOTATION as SAMPLE_RATE_QUERY
+from kube.labels import THROUGHPUT_MODEL_ANNOTATION as THROUGHPUT_MODEL
+from kube.labels import THROUGHPUT_QUERY_ANNOTATION as THROUGHPUT_QUERY
+from kube.labels import THROUGHPUT_THETAS_ANNOTATION as THROUGHPUT_THETAS
 from kube.replicas import mapping, whole
 from locality.elastic import PYTORCH_WORKER, ElasticOwner, elastic_owner
 from locality.worker_plans import WorkerPlan
 from predictor.models.stabilize import stabilize
 from predictor.models.throughput import THETAS, ThroughputModel, fit, least_sufficient
 
-SAMPLE_RATE_QUERY = "headstart.io/sample-rate-query"
-THROUGHPUT_QUERY = "headstart.io/throughput-query"
-THROUGHPUT_MODEL = "headstart.io/throughput-model"
-GLOBAL_BATCH = "headstart.io/global-batch"
-THROUGHPUT_THETAS = "headstart.io/throughput-thetas"
-LAG_QUERY = "headstart.io/lag-query"
-MAX_LAG = "headstart.io/max-lag-seconds"
 MAX_QUERY_CHARS = 2_000
 
 
@@ -92,7 +93,7 @@ def kale_job(obj: Mapping[str, Any], kind: str, gpu_resource: str = "nvidia.com/
                              str((obj.get("metadata") or {}).get("name") or ""), 0, None)
         return KaleJob(owner, problem=(
             f"{owner.where}: {SAMPLE_RATE_QUERY} needs an elastic job (the "
-            "headstart.io/min-size and headstart.io/max-size annotations)"))
+            f"{MIN_SIZE_ANNOTATION} and {MAX_SIZE_ANNOTATION} annotations)"))
     if owner.problem is not None:
         return KaleJob(owner, problem=owner.problem)
     try:

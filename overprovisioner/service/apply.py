@@ -27,7 +27,9 @@ the safety rules around them:
 - hand-over: a bucket whose new-backend object fails keeps its old-backend objects,
   written to the plan, until the new one is written (see `apply_plan`).
 
-Every call goes through `call_with_retry` (errors.py). One object failing does not stop
+Every call goes through `call_with_retry` (errors.py, on `kube.retry`); a 409 is never
+sent again as it was: the next pass decides on a fresh look (the PriorityClass's
+create reads what someone else created). One object failing does not stop
 the others, nor the prune of buckets the plan dropped; a failed observation stops the
 whole apply (the loop's expiry rule then bounds how long the previous placeholders
 stay, overprovisioner.service.expiry).
@@ -46,13 +48,13 @@ import numpy as np
 from kubernetes.client.exceptions import ApiException
 
 from common.errors import HeadstartError
+from kube.retry import RetryPolicy
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.service.diff import needs_write
 from overprovisioner.service.errors import (
     ApiCallError,
     ErrorClass,
     NotOwnedError,
-    RetryPolicy,
     call_with_retry,
 )
 from overprovisioner.service.objects import (
@@ -368,10 +370,19 @@ class Applier:
             # A plain create: the account may create it and never patch it, and the
             # ValidatingAdmissionPolicy headstart-overprovisioner-priority-class refuses
             # any PriorityClass but this one (create cannot be narrowed by name in RBAC).
-            self._call(f"create {label}", "POST",
-                       resource_path(desired.api_version, desired.kind, None),
-                       query=[("fieldManager", FIELD_MANAGER)], body=dict(desired.body))
-            return "created"
+            try:
+                self._call(f"create {label}", "POST",
+                           resource_path(desired.api_version, desired.kind, None),
+                           query=[("fieldManager", FIELD_MANAGER)], body=dict(desired.body))
+                return "created"
+            except ApiCallError as error:
+                if error.status != 409:
+                    raise
+            # Created by someone else since the look (409 AlreadyExists): verify that one.
+            current = self._get_if_exists(desired)
+            if current is None:
+                raise ApiCallError(label, "temporary", 409,
+                                   "created and deleted by someone else meanwhile")
         value = current.get("value")
         policy = current.get("preemptionPolicy", "PreemptLowerPriority")
         if value != desired.body["value"] or policy != "Never":

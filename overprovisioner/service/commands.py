@@ -31,6 +31,7 @@ from kube.client import load_api_client
 from kube.informer import Informer
 from kube.leader import LeaderElector
 from kube.reachability import ApiReachability, monitor_reachability
+from kube.retry import RetryPolicy
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.catalog import resolve_catalog
 from overprovisioner.config.checked import load_checked_config
@@ -42,7 +43,6 @@ from overprovisioner.service.demand import (
     prometheus_backfill,
     recorder_config,
 )
-from overprovisioner.service.errors import RetryPolicy
 from overprovisioner.service.loop import OverprovisionerLoop
 from overprovisioner.service.metrics import Metrics
 from overprovisioner.service.observe import ClusterReader, PodCache

@@ -12,6 +12,7 @@ import argparse
 
 from common.later import later
 from common.logs import LOG_FORMATS
+from kube.labels import VALID_UNTIL_ANNOTATION
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
              "overprovisioner)",
         description=(
             "One pass of the overprovisioner's dead-man's switch: placeholder objects whose "
-            "headstart.io/valid-until has passed are scaled down to the configured minimum. "
+            f"{VALID_UNTIL_ANNOTATION} has passed are scaled down to the configured minimum. "
             "Shipped as a CronJob with its own ServiceAccount (docs/overprovisioner.md, "
             "\"Placeholders cannot outlive the overprovisioner\")."
         ),

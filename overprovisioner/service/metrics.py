@@ -20,6 +20,8 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from kube.labels import VALID_UNTIL_ANNOTATION
+
 PREFIX = "headstart_overprovisioner_"
 BUCKET = ("instance_type", "placement_group")
 
@@ -101,7 +103,8 @@ class Metrics:
             registry=r)
         self.api_errors = Counter(
             PREFIX + "api_errors",
-            "Failed Kubernetes API attempts by class (temporary: retried; permanent: reported).",
+            "Failed Kubernetes API attempts by class (temporary: retried, or decided again at the "
+            "next tick; permanent: reported).",
             ("class",), registry=r)
         self.leader = Gauge(
             PREFIX + "is_leader", "1 while this replica holds the Lease and may write.",
@@ -122,8 +125,8 @@ class Metrics:
             registry=r)
         self.expired = Counter(
             PREFIX + "placeholders_expired",
-            "Placeholder objects scaled down to the floor because their headstart.io/"
-            "valid-until passed with no successful tick renewing them (the dead-man's "
+            f"Placeholder objects scaled down to the floor because their {VALID_UNTIL_ANNOTATION}"
+            " passed with no successful tick renewing them (the dead-man's "
             "switch), by who did it: leader (its writes failing), standby (the Lease held "
             "by nobody).", ("by",), registry=r)
         self.fault = Gauge(

@@ -51,6 +51,16 @@ from typing import Any, Protocol
 from bucketing.catalog import Catalog
 from bucketing.resources import Resources
 from common.errors import InputError
+from kube.labels import (
+    CAPACITY_TYPE_LABEL,
+    INSTANCE_TYPE_LABEL,
+    PLACEMENT_GROUP_LABEL,
+    ZONE_LABEL,
+)
+from kube.labels import OWNER_ANNOTATION as OWNER
+from kube.labels import PLACEHOLDER_LABEL as PLACEHOLDER
+from kube.labels import SPEC_HASH_ANNOTATION as SPEC_HASH
+from kube.labels import VALID_UNTIL_ANNOTATION as VALID_UNTIL
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.catalog import capacity_type_label, placeholder_request
 from overprovisioner.planner.pin_selectors import pin_constraints
@@ -60,14 +70,6 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 PART_OF = "app.kubernetes.io/part-of"
 COMPONENT = "app.kubernetes.io/component"
 INSTANCE = "app.kubernetes.io/instance"
-PLACEHOLDER = "headstart.io/placeholder"
-INSTANCE_TYPE_LABEL = "headstart.io/instance-type"
-PLACEMENT_GROUP_LABEL = "headstart.io/placement-group"
-ZONE_LABEL = "headstart.io/zone"
-CAPACITY_TYPE_LABEL = "headstart.io/capacity-type"
-SPEC_HASH = "headstart.io/spec-hash"
-VALID_UNTIL = "headstart.io/valid-until"
-OWNER = "headstart.io/owner"
 OWNER_VALUE = "overprovisioner"
 NODE_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 COMPONENT_NAME = "placeholder"

@@ -35,10 +35,11 @@ import numpy as np
 from kubernetes.client.exceptions import ApiException
 
 from bucketing.resources import DEFAULT_GPU_RESOURCE, ZERO, Resources, pod_effective_request
+from kube.retry import RetryPolicy
 from locality.config import LocalityConfig
 from locality.parse import parse_node as parse_locality_node
 from overprovisioner.planner.sizing import GPU_NODE_LABELS, NodeRoom
-from overprovisioner.service.errors import ErrorClass, RetryPolicy, call_with_retry
+from overprovisioner.service.errors import ErrorClass, call_with_retry
 from overprovisioner.service.objects import NAME_PREFIX, NODE_INSTANCE_TYPE, PLACEHOLDER
 
 TERMINAL_PHASES = ("Succeeded", "Failed")

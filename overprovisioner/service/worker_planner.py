@@ -50,6 +50,8 @@ from kubernetes.client.exceptions import ApiException
 from common.errors import HeadstartError, InputError
 from kube.kinds import KINDS
 from kube.kinds.job import JOB_NAME_LABEL
+from kube.labels import MIN_SIZE_ANNOTATION
+from kube.retry import RetryPolicy
 from locality.elastic import elastic_owner
 from locality.worker_plans import WorkerPlan, encode, plan_key
 from overprovisioner.config import OverprovisionerConfig
@@ -74,7 +76,7 @@ from overprovisioner.planner.worker_plan import (
     worker_request,
 )
 from overprovisioner.service.apply import APPLY_CONTENT_TYPE, FIELD_MANAGER, KubeApi
-from overprovisioner.service.errors import ErrorClass, RetryPolicy, call_with_retry
+from overprovisioner.service.errors import ErrorClass, call_with_retry
 from overprovisioner.service.objects import headstart_labels
 from predictor.live.prometheus import PrometheusConfig, PrometheusError, fetch_range, samples
 from predictor.live.store import HistoryStore
@@ -215,7 +217,7 @@ class WorkerPlanner:
             if owner is None or owner.bounds is None:
                 result.problems[key] = (owner.problem if owner is not None else
                                         f"{kind} {key}: {WARM_START} needs an elastic job "
-                                        "(the headstart.io/min-size and max-size annotations)")
+                                        f"(the {MIN_SIZE_ANNOTATION} and max-size annotations)")
                 continue
             if history is None:
                 history = [profile_from_json(body) for body in self.store.job_profiles()] \

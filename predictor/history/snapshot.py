@@ -42,11 +42,10 @@ from bucketing.catalog import InstanceType
 from bucketing.embed import embed
 from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, pod_effective_request
 from common.errors import InputError
-from kube.labels import PLACEMENT_GROUP_LABELS
+from kube.labels import PLACEHOLDER_LABEL, PLACEMENT_GROUP_LABELS
 from predictor.history.pinning import UNPINNED, Pin, pinned_column, pod_pin
 from predictor.history.series import TOTAL_PREFIX, bucket_vectors, series_column
 
-PLACEHOLDER_LABEL = "headstart.io/placeholder"
 DEMAND_PHASES = frozenset({"Pending", "Running"})
 
 

@@ -1,4 +1,5 @@
-"""Fallback to reactive behaviour when the forecast misses badly (DESIGN.md "Algorithms").
+"""Fallback to reactive behaviour when the forecast misses badly (docs/forecasters.md,
+"Reactive fallback").
 
 Decides, per series (bucket) and tick, whether the plan follows the forecast or
 the reactive value (the demand observed now, what a reactive autoscaler would

@@ -1,4 +1,4 @@
-"""Stabilization of a planned series (DESIGN.md "Algorithms": rho, tau).
+"""Stabilization of a planned series (docs/forecasters.md, "Stabilization": rho, tau).
 
 Decides: which short-lived levels of a planned node count are smoothed away so
 the autoscaler is not asked to scale up and down for a blip. Walk the series;

@@ -85,7 +85,7 @@ def torch_threads(threads: int | None) -> Iterator[None]:
 
 
 class TransformerForecaster:
-    """Encoder-decoder Transformer over all series jointly (DESIGN.md "Algorithms").
+    """Encoder-decoder Transformer over all series jointly (docs/forecasters.md, "Transformer").
 
     periods_ticks: seasonal periods for the positional encoding (288, 2016 = day,
         week at 5-minute ticks).

@@ -22,7 +22,7 @@ def vecs(*rows: tuple[float, float, float]) -> np.ndarray:
 
 
 def reference_assign(vectors: np.ndarray, buckets: np.ndarray) -> list[int]:
-    """DESIGN's rule written the slow, obvious way, one vector at a time."""
+    """The embedding rule (docs/buckets.md) written the slow, obvious way, one vector at a time."""
     order = sorted(range(len(buckets)), key=lambda i: (tuple(buckets[i]), i))
     result = []
     for v in vectors:
@@ -32,8 +32,8 @@ def reference_assign(vectors: np.ndarray, buckets: np.ndarray) -> list[int]:
     return result
 
 
-def test_design_worked_example():
-    # DESIGN: vectors (0,1,1), (0,1,2), (1,2,4) into buckets (0,1,2), (1,2,4).
+def test_the_worked_example():
+    # docs/buckets.md's example: vectors (0,1,1), (0,1,2), (1,2,4) into buckets (0,1,2), (1,2,4).
     # (0,1,1) < (0,1,2) -> bucket 0; (0,1,2) equals bucket 0, so -> (1,2,4);
     # (1,2,4) is smaller than nothing it fits -> the last it fits, (1,2,4).
     # bucket 0: (0,1,1)/(0,1,2) -> max(0/0 ignored, 1/1, 1/2) = 1

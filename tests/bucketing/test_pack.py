@@ -66,7 +66,7 @@ def test_grouped_ffd_equals_one_item_at_a_time(seed):
 
 
 def test_pack_reports_nodes_beside_the_embedding_lower_bound():
-    # DESIGN example: bucket (0,1,2) holds (0,1,1) -> 1 node;
+    # docs/buckets.md's example: bucket (0,1,2) holds (0,1,1) -> 1 node;
     # bucket (1,2,4) holds (0,1,2) and (1,2,4): (1,3,6) > (1,2,4), two nodes; bound ceil 1.5 = 2
     result = pack(vecs((0, 1, 1), (0, 1, 2), (1, 2, 4)), vecs((0, 1, 2), (1, 2, 4)))
     assert result.nodes.tolist() == [1, 2]

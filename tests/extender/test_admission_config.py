@@ -39,7 +39,7 @@ def test_a_node_group_template_is_read():
 
 
 @pytest.mark.parametrize("admission, message", [
-    ({"gates": "x"}, "x.yaml: admission: unknown field(s) gates"),
+    ({"gates": "x"}, "x.yaml: admission: gates: unknown field"),
     ({"enabled": "yes"}, "x.yaml: admission: enabled: expected true or false"),
     ({"settle_seconds": -1}, "x.yaml: admission: settle_seconds: expected a number"),
     ({"autoscaler": {"node_groups": [{"name": "g", "instance_type": "t", "max_size": 3}]}},

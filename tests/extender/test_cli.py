@@ -25,7 +25,7 @@ from tests.tlscerts import authority, signed
     "text, message",
     [
         ("port: 0\n", "port: expected an integer from 1 to 65535, got 0"),
-        ("prot: 8888\n", "unknown field(s) prot"),
+        ("prot: 8888\n", "prot: unknown field (known here: admission,"),
         ("locality:\n  default_packing: tight\n", "locality: default_packing: expected one of"),
         ("tls_cert_file: /x.pem\n", "tls_cert_file and tls_key_file must be set together"),
         ("port: [\n", "not valid YAML"),

@@ -7,7 +7,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError
 
-from extender.admission.throttle import MAX_WAIT_SECONDS, Throttle, retry_after
+from extender.admission.throttle import MAX_WAIT_SECONDS, Throttle
+from kube.retry import retry_after
 
 
 class Clock:

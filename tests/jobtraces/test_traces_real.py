@@ -1,4 +1,4 @@
-"""Loaders on the real Alibaba traces in ../shared/traces (skipped when absent).
+"""Loaders on the real Alibaba traces in $TRACES (docs/traces.md; skipped when absent).
 
 Expected counts are derived from the raw files with plain pandas here, so the test
 checks the loader's mapping, not numbers copied from its own output.

@@ -3,17 +3,11 @@ and product code are checked against it."""
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 
 from kube.kinds import BY_KIND, KINDS, POD_LABELS, SUSPENDABLE, kind_of
 from tests.manifests import checks
-
-REPO = Path(__file__).resolve().parents[2]
-PRODUCT = ("common", "kube", "jobtraces", "bucketing", "locality", "predictor",
-           "overprovisioner", "extender", "headstart")
+from tests.product_code import REPO, code_strings, product_modules
 
 
 @pytest.fixture(scope="module")
@@ -65,23 +59,13 @@ def test_the_gang_record_names_every_kind_headstart_suspends():
         "the Gang CRD's status.suspendedJobs[].kind enum must list exactly the suspendable kinds"
 
 
-def _code_strings(path: Path) -> list[tuple[int, str]]:
-    """String literals of a module that are not docstrings (nor other bare strings)."""
-    tree = ast.parse(path.read_text())
-    bare = {id(node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and id(node) not in bare]
-
-
 def test_a_kinds_api_group_appears_in_product_code_only_in_its_module():
     # `batch` is also CronJob's group (a known-demand source, not a training kind).
     groups = {kind.group for kind in KINDS if kind.group != "batch"}
     found = [f"{path.relative_to(REPO)}:{line}: {text!r}"
-             for package in PRODUCT for path in sorted((REPO / package).rglob("*.py"))
+             for path in product_modules()
              if path.parent != REPO / "kube" / "kinds"
-             for line, text in _code_strings(path)
+             for line, text in code_strings(path)
              if any(group in text for group in groups)]
     assert found == [], "a kind's API group outside kube/kinds: read it from the registry"
 

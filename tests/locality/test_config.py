@@ -78,7 +78,7 @@ def test_from_mapping_reads_the_topology_device_and_numa_fields():
     ("data", "message"),
     [
         pytest.param([], "f.yaml: expected a mapping, got list", id="not-mapping"),
-        pytest.param({"packing": "pack"}, "f.yaml: unknown field(s) packing", id="unknown"),
+        pytest.param({"packing": "pack"}, "f.yaml: packing: unknown field", id="unknown"),
         pytest.param({"default_packing": "tight"},
                      "f.yaml: default_packing: expected one of pack, spread, got 'tight'",
                      id="bad-enum"),

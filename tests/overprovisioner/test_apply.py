@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from overprovisioner.config.catalog import resolve_catalog
 from overprovisioner.config.parse import parse_config
@@ -249,10 +250,20 @@ def test_a_failed_observation_writes_nothing(harness) -> None:
     assert harness.writes()[before:] == []
 
 
-def test_conflict_on_resource_version_is_temporary(harness) -> None:
+def test_a_conflict_is_not_sent_again_but_decided_again_at_the_next_pass(harness) -> None:
+    # The object changed since the pass looked (409): the same apply is not repeated
+    # blindly (kube.retry); it is a temporary error, and the next pass, on a fresh look,
+    # writes the placeholders.
     harness.fake.fail_next("PATCH", "/deployments/", 409)
     result, _ = harness.run([bucket(wanted=1)])
-    assert result.ok and harness.errors == ["temporary"]
+    (error,) = result.errors
+    assert isinstance(error, ApiCallError) and (error.kind, error.status) == ("temporary", 409)
+    assert harness.errors == ["temporary"] and harness.sleeps == []
+    assert len([p for m, p in harness.writes() if m == "PATCH" and "/deployments/" in p]) == 1
+    result, _ = harness.run([bucket(wanted=1)])
+    assert result.ok
+    assert harness.fake.get(*DEPLOY, "headstart-placeholder-g5-xlarge", NS)["spec"][
+        "replicas"] == 1
 
 
 def test_capacitybuffer_forced_without_the_crd_is_a_clear_error(fake_kube) -> None:
@@ -491,7 +502,7 @@ def test_prune_deletes_only_the_object_it_observed(harness) -> None:
     assert name not in " ".join(pruned)
     assert any("Precondition failed" in str(error) for error in errors), errors
     deletes = [p for m, p, _ in harness.fake.requests if m == "DELETE" and name in p]
-    assert len(deletes) == 1  # permanent: not retried
+    assert len(deletes) == 1  # a conflict: not sent again
 
 
 class RecordingApi:
@@ -517,3 +528,35 @@ def test_a_scale_is_guarded_by_the_uid_and_resource_version_it_was_decided_on():
     assert guarded == {"spec": {"replicas": 0},
                        "metadata": {"uid": "u-1", "resourceVersion": "42"}}
     assert bare == {"spec": {"replicas": 1}}
+
+
+class PriorityClassRace(RecordingApi):
+    """The PriorityClass is absent when looked at, then another writer creates it before
+    headstart's create arrives (409 AlreadyExists) with `value`."""
+
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+
+    def request(self, method, path, query=(), body=None, content_type=None):
+        self.calls.append((method, path, body, content_type))
+        if method == "POST":
+            raise ApiException(status=409, reason="Conflict")
+        if len(self.calls) == 1:
+            raise ApiException(status=404, reason="Not Found")
+        return {"value": self.value, "preemptionPolicy": "Never"}
+
+
+@pytest.mark.parametrize("value, outcome", [(-5, "unchanged"), (7, "error")],
+                         ids=["same-value", "other-value"])
+def test_a_priority_class_created_meanwhile_is_read_and_checked_not_created_again(
+        value, outcome):
+    api = PriorityClassRace(value)
+    sleeps = []
+    applier = Applier(api, make_config(), np.random.default_rng(0), sleeps.append)
+    if outcome == "error":
+        with pytest.raises(ApiCallError, match="exists with value 7"):
+            applier.ensure_priority_class(priority_class(applier.config))
+    else:
+        assert applier.ensure_priority_class(priority_class(applier.config)) == outcome
+    assert [method for method, *_ in api.calls] == ["GET", "POST", "GET"] and sleeps == []

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from bucketing.resources import Resources
+from common.durations import duration_seconds as parse_duration
 from common.errors import ConfigError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.config.catalog import (
@@ -17,7 +18,6 @@ from overprovisioner.config.catalog import (
     placeholder_request,
     resolve_catalog,
 )
-from overprovisioner.config.fields import parse_duration
 from overprovisioner.config.load import load_config
 from overprovisioner.config.parse import parse_config
 
@@ -127,7 +127,7 @@ BAD = [
     ({"instance_types": ["g5.xlarge"], "limits": {"default": {"maxx": 3}}},
      "limits.default.maxx", "unknown field"),
     ({"instance_types": ["g5.xlarge"], "limits": {"default": {"max": -1}}},
-     "limits.default.max", "at least 0"),
+     "limits.default.max", "expected a non-negative integer, got -1"),
     ({"instance_types": ["g5.xlarge"], "limits": {"default": {"min": 3, "max": 2}}},
      "limits.default.min", "exceeds max"),
     ({"instance_types": ["g5.xlarge"], "placeholders": {"backend": "karpenter"}},
@@ -157,7 +157,7 @@ BAD = [
      "placeholders.gpu_tolerations[0].operator", "not Exists or Equal"),
     ({}, "instance_types", "list the bucket instance types"),
     ({"instance_types": ["g5.xlarge", "g5.xlarge"]}, "instance_types", "twice"),
-    ({"instance_types": ["g5.xlarge"], "port": 70000}, "port", "at most 65535"),
+    ({"instance_types": ["g5.xlarge"], "port": 70000}, "port", "from 1 to 65535, got 70000"),
     ({"instance_types": ["g5.xlarge"], "placeholders": {"request_gpus": "no"}},
      "placeholders.request_gpus", "expected true or false, got 'no'"),
     ({"instance_types": ["g5.xlarge"], "placeholders": {"request_gpus": 0}},

@@ -7,10 +7,10 @@ import asyncio
 import numpy as np
 import pytest
 
+from kube.retry import RetryPolicy
 from overprovisioner.config.catalog import resolve_catalog
 from overprovisioner.config.parse import parse_config
 from overprovisioner.service.apply import Applier, KubeApi
-from overprovisioner.service.errors import RetryPolicy
 from overprovisioner.service.loop import OverprovisionerLoop
 from overprovisioner.service.metrics import Metrics
 from overprovisioner.service.observe import ClusterReader

@@ -185,8 +185,8 @@ def test_buffer_nodes_taken(free_before, real_now, replicas, expected) -> None:
 def _reader_with_cache(fake_kube, informer):
     import numpy as np
 
+    from kube.retry import RetryPolicy
     from overprovisioner.service.apply import KubeApi
-    from overprovisioner.service.errors import RetryPolicy
     from overprovisioner.service.observe import ClusterReader, PodCache
 
     api = KubeApi(fake_kube.api_client(), 5.0)

@@ -1,4 +1,4 @@
-"""The simulator on a slice of the real Alibaba openb trace (skipped without ../shared/traces)."""
+"""The simulator on a slice of the real Alibaba openb trace (skipped without $TRACES)."""
 
 from __future__ import annotations
 

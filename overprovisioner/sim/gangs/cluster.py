@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from bucketing.resources import Resources
 from kube.autoscaler_status import GroupSize
+from kube.labels import JOB_LABEL, PLACEHOLDER_LABEL
 from locality.admission.record import GangState
 from locality.config import LocalityConfig
 from locality.constraints import PodConstraints
@@ -129,7 +130,7 @@ class ClusterSide:
         before = self.state()
         pending: dict[str, list[str]] = {}
         for name in self.pods.pending():
-            job = self.pods[name].labels.get("headstart.io/job", "")
+            job = self.pods[name].labels.get(JOB_LABEL, "")
             pending.setdefault(job, []).append(name)
         changed = []
         for job, names in pending.items():
@@ -237,7 +238,7 @@ class ClusterSide:
         self.want_round(self.clock + self.config.interval_s)
 
     def _index_of(self, pod: Pod) -> int:
-        return self.by_name[pod.labels["headstart.io/job"]].index
+        return self.by_name[pod.labels[JOB_LABEL]].index
 
     # ----- placeholders (announced growth)
     def _tick(self, now: float) -> None:
@@ -281,7 +282,7 @@ class ClusterSide:
         self.placeholder_pods += 1
         name = f"placeholder-{kind.name}-{group}-{self.seq}"
         self.pods[name] = Pod(
-            NAMESPACE, name, f"uid-{name}", {"headstart.io/placeholder": "true"}, {},
+            NAMESPACE, name, f"uid-{name}", {PLACEHOLDER_LABEL: "true"}, {},
             kind.placeholder_request, priority=-5, is_placeholder=True,
             placement_group=group,
             constraints=PodConstraints(node_selector=((self.type_label, kind.name),)))
@@ -351,7 +352,7 @@ class ClusterSide:
         self.want_scan(now + self.config.sim.scan_s)
 
     def _group_of(self, pod: Pod) -> str | None:
-        record = self.records.get(JobKey(NAMESPACE, pod.labels.get("headstart.io/job", "")))
+        record = self.records.get(JobKey(NAMESPACE, pod.labels.get(JOB_LABEL, "")))
         return record.domain.value if record is not None and record.domain else None
 
     def _launch(self, type_index: int, group: str, now: float) -> None:

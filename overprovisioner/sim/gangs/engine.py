@@ -58,6 +58,7 @@ import numpy as np
 
 from bucketing.catalog import InstanceType
 from bucketing.resources import Resources
+from kube.labels import JOB_LABEL, ROLE_LABEL
 from locality.admission.config import AdmissionConfig, NodeGroup
 from locality.admission.model import Plan, Resize, WaitCode
 from locality.admission.record import GangRecord, GangState
@@ -262,7 +263,7 @@ class GangRun(ClusterSide):
         job = run.job
         type_name = self.types[int(self.w.bucket[row])].name
         gpu, cpu, mem = self._request(job, row)
-        labels = {"headstart.io/job": job.name, "headstart.io/role": str(self.w.role[row])}
+        labels = {JOB_LABEL: job.name, ROLE_LABEL: str(self.w.role[row])}
         annotations = {self.locality.placement_group_annotation: "required"}
         elastic = None
         if worker:
@@ -332,7 +333,7 @@ class GangRun(ClusterSide):
 
     def _delete(self, name: str) -> None:
         pod = self.pods.pop(name)
-        self.job_pods[pod.labels.get("headstart.io/job", "")].pop(name, None)
+        self.job_pods[pod.labels.get(JOB_LABEL, "")].pop(name, None)
         node_name = self.where.pop(name, None)
         if node_name is not None:
             self._unplace(self.nodes[node_name], pod)
@@ -386,7 +387,7 @@ class GangRun(ClusterSide):
     def _round(self, now: float) -> None:
         self.cluster_version += 1  # records, sizes and recovery change here
         gated = [pod for pod in self.pods.values() if self.admission.gate in pod.scheduling_gates]
-        keys = {JobKey(NAMESPACE, pod.labels["headstart.io/job"]) for pod in gated}
+        keys = {JobKey(NAMESPACE, pod.labels[JOB_LABEL]) for pod in gated}
         keys.update(self.records)
         by_job = {key: tuple(self.pods[name] for name in self.job_pods.get(key.name, ()))
                   for key in keys}

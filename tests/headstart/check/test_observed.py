@@ -67,7 +67,7 @@ def test_the_shipped_configs_load_from_their_configmaps():
 
 @pytest.mark.parametrize(("config", "error"), [
     ("port: [\n", "not valid YAML"),
-    ("prot: 8888\n", "unknown field(s) prot"),
+    ("prot: 8888\n", "prot: unknown field"),
 ], ids=["yaml", "unknown-field"])
 def test_a_config_the_process_would_refuse_is_an_error_naming_its_configmap(config, error):
     found = installed_configs(with_config(installed(), "headstart-extender-config", config))
