@@ -4,16 +4,11 @@ Observe -> plan -> apply, every `interval_seconds` after the cache changed:
 - observe: the cache's gated pods, the gang records (`headstart.io/v1alpha1` Gangs,
   watched like pods: an admitted job's unbound pods reserve room in its record's
   domain, read back from the API, so a new leader or a restarted replica counts the
-  same), the nodes' room per topology level, and the
-  node groups' sizes from cluster-autoscaler's status ConfigMap
-  (`admission.autoscaler_status`, one GET every `AUTOSCALER_STATUS_SECONDS`; unreadable
-  or absent: the configured `max_size`s, and /admission says which source each
-  domain's headroom came from), and Karpenter's NodePools (`admission.nodepools`, one
-  LIST as often, where `karpenter.sh/v1` is served: `locality.admission.nodepools`);
-  groups whose room is unknown are passed on, so jobs are released rather than held;
-  and the overprovisioner's worker plans (`admission.elastic.worker_plans`, one GET
-  every `refresh_seconds`: `extender.admission.worker_plans`), which steer Running
-  elastic gangs' sizes; absent, forbidden or unreadable: no plans (KOD2's rules alone);
+  same), the nodes' room per topology level (`planner.snapshot_of`), and what
+  `extender.admission.observe` last read besides: the node groups' sizes from
+  cluster-autoscaler's status ConfigMap, Karpenter's NodePools (groups whose room is
+  unknown are passed on, so jobs are released rather than held) and the
+  overprovisioner's worker plans, which steer Running elastic gangs' sizes;
 - plan: `locality.admission` (pure);
 - apply, only while this replica leads (`kube.leader`, Lease
   `admission.lease_name`): for each admitted job, first its gang record (state
@@ -50,8 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
-import json
 import logging
 import threading
 import time
@@ -63,9 +56,8 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from bucketing.catalog import BUILTIN_CATALOGS, load_catalog
-from bucketing.resources import Resources, resources_from_list
 from common.errors import InputError
+from extender.admission.observe import AdmissionReader, catalog_shapes, read_json
 from extender.admission.patch import label_patch, ungate_patch
 from extender.admission.planner import (
     Decided,
@@ -83,11 +75,9 @@ from extender.admission.podgroups import PodGroupWriter
 from extender.admission.records import RecordWriter
 from extender.admission.resizer import OwnerResizer
 from extender.admission.throttle import Throttle, Throttled
-from extender.admission.worker_plans import WorkerPlanReader
 from extender.cache import ClusterCache
-from kube.autoscaler_status import AutoscalerStatus, parse_autoscaler_status
 from kube.kinds import BY_KIND
-from locality.admission.budgets import blocking, parse_budget
+from locality.admission.budgets import blocking
 from locality.admission.config import AdmissionConfig
 from locality.admission.coscheduling import POD_GROUP_LABEL, pod_group_body, pod_group_name
 from locality.admission.model import (
@@ -99,7 +89,6 @@ from locality.admission.model import (
     WaitCode,
     Waiting,
 )
-from locality.admission.nodepools import what_counts
 from locality.admission.record import (
     REQUEUE_LIMIT,
     GangRecord,
@@ -125,9 +114,6 @@ UNSENT_EVENTS = 1000
 log = logging.getLogger("headstart.extender.admitter")
 
 COMPONENT = "headstart-admitter"
-# cluster-autoscaler rewrites its status every scan (10 s by default); a group's max
-# size changes only when someone edits the group, its current size as nodes come.
-AUTOSCALER_STATUS_SECONDS = 30.0
 
 
 UNDISRUPTABLE_SECONDS = 60.0
@@ -200,8 +186,12 @@ class Admitter:
             if api_client is not None else None
         self._workers = ThreadPoolExecutor(config.write_workers,
                                            thread_name_prefix="headstart-admitter-write")
-        self._policy = Throttled(k8s.PolicyV1Api(api_client), self.throttle) \
-            if api_client is not None else None
+        custom = policy = None
+        if api_client is not None:
+            custom = Throttled(k8s.CustomObjectsApi(api_client), self.throttle)
+            policy = Throttled(k8s.PolicyV1Api(api_client), self.throttle)
+        self.reader = AdmissionReader(self._core, custom, policy, config)
+        """The reads besides the cache (`extender.admission.observe`)."""
         self._undisruptable: dict[JobKey, float] = {}
         """Gangs whose eviction PodDisruptionBudgets refused, until when they are no
         preemption victims (`UNDISRUPTABLE_SECONDS` after; a new leader finds out anew)."""
@@ -231,18 +221,8 @@ class Admitter:
         self.events_dropped_total = 0
         self._announced: dict[JobKey, WaitCode] = {}
         self._seen_version = -1
-        self.autoscaler = AutoscalerStatus()
-        """The last read of cluster-autoscaler's status ConfigMap."""
         self.last_headroom: list[dict[str, Any]] = []
         """The last round's nodes to come per domain (`planner.headroom_of`)."""
-        self._status_read_at: float | None = None
-        self._custom = Throttled(k8s.CustomObjectsApi(api_client), self.throttle) \
-            if api_client is not None else None
-        self.nodepools: tuple[Mapping[str, Any], ...] = ()
-        """The NodePools of the last read (empty: none, not served or not read)."""
-        self.nodepools_detail = "not read"
-        self._plans = WorkerPlanReader(self._core, config.elastic.worker_plans) \
-            if self._core is not None else None
         self._shapes = catalog_shapes(locality)
         self._wider = wider_levels(locality)
         self._memo = RoundMemo()
@@ -270,11 +250,7 @@ class Admitter:
     def _ask(self, now: float) -> RoundAsk:
         self._undisruptable = {job: until for job, until in self._undisruptable.items()
                                if until > now}
-        return RoundAsk(now, self.autoscaler.groups, self.nodepools,
-                        self.autoscaler.detail if self.autoscaler.found
-                        and self.autoscaler.groups is None else None,
-                        self._plans.plans if self._plans is not None else {},
-                        self.batch_jobs(), frozenset(self._undisruptable))
+        return self.reader.observe(now, self.batch_jobs(), frozenset(self._undisruptable))
 
     def plan(self, inputs: Inputs, now: float
              ) -> tuple[Plan, dict[JobKey, GatedJob], dict[str, LevelRoom]]:
@@ -321,10 +297,7 @@ class Admitter:
             "preempting": [{"job": str(p.job), "domain": str(p.domain),
                             "victims": [str(v.job) for v in p.victims]}
                            for p in last.preemptions],
-            "autoscaler_status": self.autoscaler.detail,
-            "nodepools": self.nodepools_detail,
-            "worker_plans": self._plans.detail if self._plans is not None else "not read",
-            "worker_plan_problems": list(self._plans.problems) if self._plans else [],
+            **self.reader.summary(),
             "unknown_room": list(last.unknown_room),
             "headroom": self.last_headroom,
         }
@@ -369,71 +342,17 @@ class Admitter:
                 log.exception("admission round failed")
 
     async def refresh_autoscaler(self, now: float) -> None:
-        """Read CA's status ConfigMap and Karpenter's NodePools when
-        `AUTOSCALER_STATUS_SECONDS` have passed since the last read (now:
-        time.monotonic()); a change of either replans."""
-        if self._core is None:
-            return
-        if self._status_read_at is not None and \
-                now - self._status_read_at < AUTOSCALER_STATUS_SECONDS:
-            return
-        self._status_read_at = now
-        reference = self.config.autoscaler_status
-        if reference:
-            status = await asyncio.to_thread(self._read_status, reference)
-            if status.groups != self.autoscaler.groups:
-                self._seen_version = -1  # the headroom changed: plan again now
-            self.autoscaler = status
-        if self.config.nodepools:
-            pools, self.nodepools_detail = await asyncio.to_thread(self._read_nodepools)
-            if pools is not None and [what_counts(p) for p in pools] != [
-                    what_counts(p) for p in self.nodepools]:
-                self.nodepools = pools
-                self._seen_version = -1  # what the pools can add changed: plan again now
+        """Read CA's status ConfigMap and Karpenter's NodePools when their time has come
+        (`observe.AUTOSCALER_STATUS_SECONDS`; now: time.monotonic()); a change of either
+        replans."""
+        if await self.reader.refresh_autoscaler(now):
+            self._seen_version = -1  # the headroom changed: plan again now
 
     async def refresh_worker_plans(self, now: float) -> None:
         """Read the worker plans when `refresh_seconds` have passed (now:
-        time.monotonic()); a change replans. Every replica reads them, so a new leader's
-        first round and a follower's /explain follow the same plans."""
-        if self._plans is not None and self.config.elastic.enabled and \
-                await self._plans.refresh(now, self.config.elastic.worker_plans):
+        time.monotonic()); a change replans."""
+        if await self.reader.refresh_worker_plans(now):
             self._seen_version = -1  # the sizes asked changed: plan again now
-
-    def _read_nodepools(self) -> tuple[tuple[Mapping[str, Any], ...] | None, str]:
-        """(the NodePools, what the read found); None: keep the last ones (a fault)."""
-        custom = self._custom
-        assert custom is not None
-        try:
-            listed = custom.list_cluster_custom_object("karpenter.sh", "v1", "nodepools",
-                                                       _request_timeout=10)
-        except ApiException as error:
-            if error.status == 404:
-                return (), "karpenter.sh/v1 NodePools not served (Karpenter not installed)"
-            return None, f"NodePools unreadable (API status {error.status}): last read kept"
-        except Exception as error:  # noqa: BLE001 - transport faults: last read kept
-            return None, f"NodePools unreadable ({type(error).__name__}): last read kept"
-        pools = tuple(item for item in listed.get("items") or () if isinstance(item, Mapping))
-        return pools, f"{len(pools)} NodePool(s) read"
-
-    def _read_status(self, reference: str) -> AutoscalerStatus:
-        core = self._core
-        assert core is not None
-        namespace, _, name = reference.partition("/")
-        try:
-            raw = core.read_namespaced_config_map(name, namespace, _preload_content=False,
-                                                  _request_timeout=10)
-            try:
-                return parse_autoscaler_status(_json(raw))
-            finally:
-                raw.release_conn()
-        except ApiException as error:
-            if error.status == 404:
-                return parse_autoscaler_status(None)
-            return AutoscalerStatus(detail=f"{reference} unreadable (API status "
-                                           f"{error.status}): the configured max_size used")
-        except Exception as error:  # noqa: BLE001 - transport faults: config until next read
-            return AutoscalerStatus(detail=f"{reference} unreadable ({type(error).__name__}): "
-                                           "the configured max_size used")
 
     async def round(self, now: float) -> Outcome:
         """Plan off the event loop (the planning process, or a worker thread from a
@@ -752,37 +671,9 @@ class Admitter:
     def _budgets_refuse(self, pods: Sequence[Pod]) -> list[str] | None:
         """Why PodDisruptionBudgets would stop the Eviction API part way through `pods`
         (`locality.admission.budgets`; empty: they would not); None when they could not
-        be read (a fault: nothing is evicted this round). Budgets that are not served or
-        not readable to this account are not checked (each pod's eviction still honours
-        them), and that is logged."""
-        policy = self._policy
-        if policy is None or not pods:
-            return []
-        budgets = []
-        for namespace in sorted({pod.namespace for pod in pods}):
-            try:
-                raw = policy.list_namespaced_pod_disruption_budget(
-                    namespace, _preload_content=False, _request_timeout=10)
-                try:
-                    listed = _json(raw)
-                finally:
-                    raw.release_conn()
-                budgets += [parse_budget(item, f"PodDisruptionBudget in {namespace}")
-                            for item in listed.get("items") or ()]
-            except ApiException as error:
-                if error.status in (403, 404):
-                    log.warning("PodDisruptionBudgets unreadable: a gang is evicted pod by "
-                                "pod without checking them first",
-                                extra={"namespace": namespace, "status": error.status})
-                    return []
-                return None
-            except InputError as error:
-                log.warning("a PodDisruptionBudget could not be read; nothing evicted",
-                            extra={"error": str(error)})
-                return None
-            except Exception:  # noqa: BLE001 - transport faults: next round retries
-                return None
-        return blocking(pods, budgets)
+        be read (a fault: nothing is evicted this round)."""
+        budgets = self.reader.disruption_budgets(pods)
+        return None if budgets is None else blocking(pods, budgets)
 
     def _eviction_refused(self, record: GangRecord | None, pods: Sequence[Pod],
                           refused: list[str], now: float) -> None:
@@ -914,7 +805,7 @@ class Admitter:
             raw = core.read_namespaced_pod(pod.name, pod.namespace,
                                            _preload_content=False, _request_timeout=10)
             try:
-                current = _json(raw)
+                current = read_json(raw)
             finally:
                 raw.release_conn()
             if (current.get("metadata") or {}).get("uid") != pod.uid:
@@ -1008,28 +899,6 @@ class Admitter:
         for _ in range(len(self._unsent_events)):
             tries, body = self._unsent_events.popleft()
             self._send_event(body, tries)
-
-
-@functools.cache
-def catalog_shapes(locality: LocalityConfig) -> Mapping[str, Resources]:
-    """One node's allocatable per instance type of the built-in catalogs (aws, gcp), read
-    as a Node's allocatable is (`locality`'s GPU and device names): the room of a node
-    group's node while none of its type exists (scale from zero)."""
-    shapes = {}
-    for name in BUILTIN_CATALOGS:
-        catalog = load_catalog(name)
-        for instance_type in catalog.instance_types:
-            room = instance_type.allocatable
-            listed = {"cpu": f"{room.cpu_milli}m", "memory": str(room.memory_bytes),
-                      catalog.gpu_resource: f"{room.gpu_milli}m"}
-            shapes[instance_type.name] = resources_from_list(
-                listed, locality.gpu_resources, f"catalog {name}: {instance_type.name}",
-                locality.device_names)
-    return shapes
-
-
-def _json(response: Any) -> dict[str, Any]:
-    return json.loads(response.data)
 
 
 def _job_reference(job: JobSuspension) -> dict[str, str]:

@@ -10,7 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from extender.admission.admitter import AUTOSCALER_STATUS_SECONDS, Admitter, _job_reference
+from extender.admission.admitter import Admitter, _job_reference
+from extender.admission.observe import AUTOSCALER_STATUS_SECONDS
 from extender.binder import ApiBinder
 from extender.cache import ClusterCache
 from extender.sync import ClusterSync
@@ -1177,7 +1178,7 @@ async def test_a_running_elastic_gang_is_scaled_in_to_its_worker_plan(fake_kube,
     assert admitter.summary()["worker_plans"] == (
         "1 plan(s) of the last read kept: headstart-placeholders/headstart-worker-plans "
         "unreadable (API status 403)")
-    assert list(admitter._plans.plans) == ["Job.team.plan"]
+    assert list(admitter.reader.plans.plans) == ["Job.team.plan"]
     assert caplog.text.count("worker plans unreadable") == 1
     assert caplog.text.count("a worker plan is not read") == 1
 
