@@ -30,7 +30,8 @@ then each job whole (1) in admission order (2) through `rules.RULES`, the per-jo
    room (placeholders count as free) less what earlier jobs took, then whole new nodes
    of the domain's node groups (judged by their node templates). Among the domains that
    hold it: fewest new nodes, then least free GPU left (best fit keeps big holes for big
-   jobs), then name. The job takes that room.
+   jobs), then name (`ranking.best_fit`: every order domains are ranked by is there).
+   The job takes that room.
 4. No domain holds it now. A `preferred` job is widened first: the nearest wider
    topology level (`wider`: subblock, then block, for a placement group) with a domain
    that holds it now takes it, chosen as in 3. Else, if no domain could hold it even
@@ -45,7 +46,7 @@ then each job whole (1) in admission order (2) through `rules.RULES`, the per-jo
    known: `node_groups`, `nodepools`), a job that would wait here (no fit, or
    inadmissible on what is known) and that the cluster does not take now as
    `preferred` is not held: it is admitted into the domain that holds the most of its
-   pods (fewest new nodes, then name), with `Admission.room_unknown` set, for the
+   pods (`ranking.most_placed`), with `Admission.room_unknown` set, for the
    autoscaler to grow; Coscheduling still binds it whole or not at all, and the bind
    timeout evicts it whole if no node comes (`recovery`).
 5. Priority: a job that would wait for room (4) and whose pods may preempt, and that

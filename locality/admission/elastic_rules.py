@@ -8,6 +8,7 @@ Must not: read the clock (`state.now` is passed), log, mutate its inputs.
 from __future__ import annotations
 
 from locality.admission.model import Domain, Resize, WaitCode, Waiting, demand_of
+from locality.admission.ranking import fewest_removed, largest_size
 from locality.admission.resize import at_size, claimant_of, job_weight, resized, scale_in
 from locality.admission.round_state import Candidate, Decision, RoundState, cluster_holds
 from locality.admission.trials import Asked, Trial
@@ -34,7 +35,7 @@ def resize_to_worker_plan(candidate: Candidate, state: RoundState) -> Decision |
         extra = workers[-1]
         demand = (*demand, (extra.request, extra.constraints, size - owner.size))
     asked = bins.asked(demand, job.pods_per_node)
-    best = bins.search(job.level, room.domains, asked).best  # chosen as in 3
+    best = bins.search(job.level, room.domains, asked).best  # `ranking.best_fit`, as in 3
     if best is None:
         return None
     _, domain = best
@@ -77,7 +78,7 @@ def resize_to_fit(candidate: Candidate, state: RoundState) -> Decision | None:
         if found is None:
             continue
         size, trial = found
-        rank = (-size, trial.new_nodes, trial.free_gpu_milli, value)
+        rank = largest_size(size, trial.new_nodes, trial.free_gpu_milli, value)
         if best is None or rank < best[0]:
             best = (rank, size, domain)
     if best is None:
@@ -114,7 +115,7 @@ def scale_in_lighter(candidate: Candidate, state: RoundState) -> Decision | None
         made = scale_in(claimant, bins[domain].freed(state.shrinking), gangs)
         if made is None:
             continue
-        rank = (sum(len(resize.removed) for resize in made), value)
+        rank = fewest_removed(sum(len(resize.removed) for resize in made), value)
         if best is None or rank < best[0]:
             best = (rank, domain, made)
     if best is None:
