@@ -75,12 +75,12 @@ def measure(jobs: int, pods: int, nodes: int, repeats: int) -> dict:
     every, first, following = [], [], []
     plans = []
     for _ in range(repeats):
-        admitter._memo = RoundMemo(TrialMemo(capacity=0))
+        admitter.decider.memo = RoundMemo(TrialMemo(capacity=0))
         with patch.object(RoundBins, "search", every_domain):
             seconds, planned = timed(admitter, now)
         every.append(seconds)
         plans.append(planned)
-        admitter._memo = RoundMemo()
+        admitter.decider.memo = RoundMemo()
         seconds, planned = timed(admitter, now)
         first.append(seconds)
         plans.append(planned)

@@ -20,7 +20,8 @@ would have given.
 The journal starts with what the cache holds when the process starts (the extender
 starts it before any list, so nothing): a process that dies is replaced by a new one
 whose replica starts from the cache as it is then, as a restarted extender's would
-(`Admitter` gives up after `PLANNER_STARTS` losses in a row and plans in a thread).
+(`deciding.RoundDecider` gives up after `PLANNER_STARTS` losses in a row and plans in a
+thread).
 
 Must not: decide admissions (the core does), read the cache off the event loop, talk
 to the API.

@@ -1,6 +1,9 @@
 """Which gated jobs are admitted now, into which domain, and why the others wait.
 
-The rule, in order:
+The policy, numbered as the rules' docstrings cite it. `plan` runs it: rule 10 first,
+then each job whole (1) in admission order (2) through `rules.RULES`, the per-job rules
+(3 to 8) as an ordered list of named functions, the first that decides deciding
+(`python -m locality.admission.rules` lists them), then rule 9:
 
 1. A job evicted for not being whole in time waits until its record's `requeueAt`
    (`backoff`). A job declaring more pods than its owner creates waits with that
@@ -27,7 +30,8 @@ The rule, in order:
    room (placeholders count as free) less what earlier jobs took, then whole new nodes
    of the domain's node groups (judged by their node templates). Among the domains that
    hold it: fewest new nodes, then least free GPU left (best fit keeps big holes for big
-   jobs), then name. The job takes that room.
+   jobs), then name (`ranking.best_fit`: every order domains are ranked by is there).
+   The job takes that room.
 4. No domain holds it now. A `preferred` job is widened first: the nearest wider
    topology level (`wider`: subblock, then block, for a placement group) with a domain
    that holds it now takes it, chosen as in 3. Else, if no domain could hold it even
@@ -42,7 +46,7 @@ The rule, in order:
    known: `node_groups`, `nodepools`), a job that would wait here (no fit, or
    inadmissible on what is known) and that the cluster does not take now as
    `preferred` is not held: it is admitted into the domain that holds the most of its
-   pods (fewest new nodes, then name), with `Admission.room_unknown` set, for the
+   pods (`ranking.most_placed`), with `Admission.room_unknown` set, for the
    autoscaler to grow; Coscheduling still binds it whole or not at all, and the bind
    timeout evicts it whole if no node comes (`recovery`).
 5. Priority: a job that would wait for room (4) and whose pods may preempt, and that
@@ -115,7 +119,6 @@ from locality.admission.config import AdmissionConfig
 from locality.admission.growth import Claim, claim_of, contested, growth_room
 from locality.admission.model import (
     Admission,
-    Demand,
     Domain,
     Gang,
     GatedJob,
@@ -129,22 +132,19 @@ from locality.admission.model import (
     bound_requests,
     demand_of,
 )
-from locality.admission.pack import Bins, open_bins, pack
-from locality.admission.preempt import Unsatisfied, choose
+from locality.admission.pack import open_bins
 from locality.admission.resize import (
     ElasticGang,
     at_size,
-    claimant_of,
-    job_weight,
-    resized,
-    scale_in,
     scale_out,
     scale_to_plan,
 )
-from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
-from locality.admission.trials import Asked, RoundBins, Trial, TrialMemo
+from locality.admission.round_state import Candidate, Capacity, RoundState
+from locality.admission.rules import decide
+from locality.admission.snapshot import LevelRoom
+from locality.admission.trials import RoundBins, TrialMemo
 from locality.model import JobKey, Locality
-from locality.worker_plans import WorkerPlan, target_of
+from locality.worker_plans import WorkerPlan
 
 
 def admission_order(job: GatedJob) -> tuple:
@@ -209,126 +209,28 @@ def plan(
                    | {kind for gangs_here in elastic.values() for gang in gangs_here
                       for pod in gang.workers[:1] for kind, _ in pod.request.devices})
     bins = RoundBins(memo)
-    unsatisfied = Unsatisfied()  # preemption questions answered None this round
     for level, room in rooms.items():
         for value, domain_room in room.domains.items():
             bins.open(Domain(level, value), open_bins(domain_room, kinds))
     for reservation in reservations:
         if reservation.domain in bins:
             bins.take(reservation.domain, reservation.demand)
-    ever = _Capacity(rooms, kinds, bins.memo)
-
+    ever = Capacity(rooms, kinds, bins.memo)
+    state = RoundState(bins, rooms, ever, now, config, unknown, wider or {}, gangs, leaving,
+                       elastic, shrinking, plans, donors=donors)
     admissions: list[Admission] = []
     preemptions: list[Preemption] = []
-    taken: set[JobKey] = set()  # gangs a job of this round evicts already
-    head: tuple[GatedJob, Domain, Bins] | None = None  # the held domain, before the hold
     for job in sorted(ready, key=admission_order):
-        size = len(job.gated)
-        demand = job.demand
-        asked = bins.asked(demand, job.pods_per_node)
-        if job.recorded is not None:
-            _join_recorded(job, demand, bins, rooms, admissions, waiting)
-            continue
-        if job.policy.placement_group is Locality.NONE:
-            admissions.append(Admission(job.key, job.gated, None, None, Locality.NONE, 0,
-                                        "placement-group policy none: no domain"))
-            continue
-        room = rooms.get(job.level)
-        if room is None or not room.domains:
-            reason = (f"no node carries a {job.level} label and no node group names a "
-                      f"{job.level} domain")
-            if unknown:
-                reason += f"; unknown room: {_described(unknown)}"
-            _unplaced(job, asked, WaitCode.NO_LEVEL, reason, bins, ever, admissions, waiting)
-            continue
-        if resizing and job.elastic is not None and plans:
-            toward = _planned(job, plans, now, room, bins)
-            if toward is not None:
-                resizes.append(toward)
-                waiting.append(Waiting(job.key, job.gated, WaitCode.RESIZING, toward.reason))
-                continue
-        whole = _whole_group(job, room, bins)
-        found = bins.search(job.level, room.domains, asked, None if whole is None else
-                            frozenset(domain.value for domain in whole))
-        best, most = found.best, found.most
-        if best is not None:
-            _, domain = best
-            new_nodes = bins.take(domain, demand, job.pods_per_node)
-            admissions.append(Admission(
-                job.key, job.gated, domain, room.domains[domain.value].label_key,
-                job.policy.placement_group, new_nodes,
-                f"fits {domain}" + (f" with {new_nodes} new node(s)" if new_nodes else "")))
-            continue
-        if resizing and job.elastic is not None:
-            smaller = _smaller(job, room, bins)
-            if smaller is not None:
-                resizes.append(smaller)
-                waiting.append(Waiting(job.key, job.gated, WaitCode.RESIZING, smaller.reason))
-                continue
-        if job.policy.placement_group is Locality.PREFERRED:
-            wide = _widened(job, asked, rooms, bins, (wider or {}).get(job.level, ()))
-            if wide is not None:
-                admissions.append(wide)
-                continue
-        notes = ""
-        if room.unlabeled:
-            notes += f" ({room.unlabeled} node(s) carry no {job.level} label: not counted)"
-        if room.notes:
-            notes += "; " + "; ".join(room.notes)
-        assert most is not None
-        if not unknown and not ever.holds(asked, job.level):
-            _unplaced(job, asked, WaitCode.INADMISSIBLE, (
-                f"no {job.level} domain could hold its {size} pods even empty, with every "
-                f"node the autoscaler can add, counting only the nodes its pods may use "
-                f"(nodeSelector, node affinity, tolerations){notes}"),
-                bins, ever, admissions, waiting)
-            continue
-        held = config.head_reserve_after_seconds
-        if head is not None and job.policy.placement_group is Locality.REQUIRED:
-            held_job, held_domain, before = head
-            if bins.trial(held_domain, asked, before).placed == size:
-                waiting.append(Waiting(job.key, job.gated, WaitCode.HELD, (
-                    f"{held_domain} would hold it, but that room is held for {held_job.key} "
-                    f"(higher in admission order and waiting longer than {held:g} s)")))
-                continue
-        _, domain, placed = most
-        if (elastic or shrinking) and not _cluster_holds(job, asked, bins):
-            made = _scale_in(job, room, bins, elastic, donors, shrinking, now, config)
-            if made is not None:
-                domain, resized = made
-                resizes.extend(resized)
-                donors.update(resize.job for resize in resized)
-                waiting.append(Waiting(job.key, job.gated, WaitCode.SCALING_IN, "; ".join(
-                    f"{resize.job} {resize.reason}" for resize in resized) or (
-                    f"fits {domain} once the workers leaving it are gone")))
-                continue
-        if job.preempts and (gangs or leaving) and not _cluster_holds(job, asked, bins):
-            question = unsatisfied.key(job, asked, frozenset(taken), bins.changes)
-            preemption = None if unsatisfied.known(question) else choose(
-                job, demand, {Domain(job.level, v): bins[Domain(job.level, v)]
-                              for v in room.domains}, gangs, leaving, frozenset(taken))
-            if preemption is None:
-                unsatisfied.add(question)
-            if preemption is not None:
-                preemptions.append(preemption)
-                taken.update(victim.job for victim in preemption.victims)
-                waiting.append(Waiting(job.key, job.gated, WaitCode.PREEMPTING,
-                                       preemption.note))
-                # What it can use there now is its: no job after it takes that room.
-                bins.take(preemption.domain, demand, job.pods_per_node)
-                continue
-        if unknown and not _cluster_holds(job, asked, bins):
-            admissions.append(_unknown_room(job, room, most, bins, unknown))
-            continue
-        reason = (f"no {job.level} domain holds its {size} pods now, even with the nodes "
-                  f"the autoscaler can add; the most is {placed} in {domain}{notes}")
-        _unplaced(job, asked, WaitCode.NO_FIT, reason, bins, ever, admissions, waiting)
-        waited = now - job.last_created_at
-        expires = config.head_hold_seconds
-        if (head is None and job.policy.placement_group is Locality.REQUIRED
-                and held <= waited and (expires is None or waited < held + expires)):
-            head = (job, domain, bins[domain])
-            bins.take(domain, demand, job.pods_per_node)  # all of it that room holds
+        candidate = Candidate(job, bins.asked(job.demand, job.pods_per_node),
+                              rooms.get(job.level))
+        decision = decide(candidate, state)  # `rules.RULES`, in order
+        if decision.admission is not None:
+            admissions.append(decision.admission)
+        if decision.waiting is not None:
+            waiting.append(decision.waiting)
+        if decision.preemption is not None:
+            preemptions.append(decision.preemption)
+        resizes.extend(decision.resizes)
     held: list[JobKey] = []
     if elastic:
         claims = _claims(waiting, ready, rooms, bins, ever)
@@ -369,7 +271,7 @@ _WANTS_ROOM = frozenset({WaitCode.NO_FIT, WaitCode.HELD, WaitCode.PREEMPTING,
 
 
 def _claims(waiting: Sequence[Waiting], ready: Sequence[GatedJob],
-            rooms: Mapping[str, LevelRoom], bins: RoundBins, ever: _Capacity) -> list[Claim]:
+            rooms: Mapping[str, LevelRoom], bins: RoundBins, ever: Capacity) -> list[Claim]:
     """Rule 9: the room each job waiting for room could be admitted into (`growth`)."""
     by_key = {job.key: job for job in ready}
     out = []
@@ -393,267 +295,6 @@ def _claims(waiting: Sequence[Waiting], ready: Sequence[GatedJob],
             out.append(claim_of(job.gated, [room for value, room in domains if
                                             ever.holds_in(asked, Domain(job.level, value))]))
     return out
-
-
-def _planned(job: GatedJob, plans: Mapping[str, WorkerPlan], now: float, room: LevelRoom,
-             bins: RoundBins) -> Resize | None:
-    """Rule 7b: the waiting elastic job resized to its worker plan's size, taking the room
-    of the domain that holds it at that size (chosen as in 3); None without a fresh plan
-    of its own, at its size already, or when no domain holds that size now."""
-    owner = job.elastic
-    assert owner is not None
-    found = target_of(plans, owner.kind, owner.namespace, owner.name, owner.uid, now)
-    if found is None or owner.bounds is None:
-        return None
-    size = owner.bounds.clamp(found.size)
-    workers = [pod for pod in job.gated if resized(pod)]
-    if size == owner.size or not workers:
-        return None
-    demand = demand_of(at_size(job.gated, min(size, owner.size)))
-    if size > owner.size:
-        extra = workers[-1]
-        demand = (*demand, (extra.request, extra.constraints, size - owner.size))
-    asked = bins.asked(demand, job.pods_per_node)
-    best = bins.search(job.level, room.domains, asked).best
-    if best is None:
-        return None
-    _, domain = best
-    bins.take(domain, demand, job.pods_per_node)
-    return Resize(job.key, owner, owner.size, size, (
-        f"resized from {owner.size} to {size} by its worker plan ({found.reason}), which "
-        f"{domain} holds: admitted once its owner has that size"))
-
-
-def _smaller(job: GatedJob, room: LevelRoom, bins: RoundBins) -> Resize | None:
-    """Rule 7: the elastic job resized to the largest size a domain of its level holds
-    now (its lowest-index pods), taking that room; None when not even its minimum fits.
-    Per domain the largest size is found by bisection (a domain that holds k pods of the
-    job holds k - 1), so a job of thousands of workers costs a few packs per domain."""
-    owner = job.elastic
-    assert owner is not None and owner.bounds is not None
-
-    asked: dict[int, Asked] = {}  # per size tried (a few per domain, shared by domains)
-
-    def at(size: int) -> Asked:
-        if size not in asked:
-            asked[size] = bins.asked(demand_of(at_size(job.gated, size)), job.pods_per_node)
-        return asked[size]
-
-    best: tuple[tuple, int, Domain] | None = None
-    for value in room.domains:
-        domain = Domain(job.level, value)
-        low, high = owner.bounds.minimum, owner.size - 1
-        found: tuple[int, Trial] | None = None
-        while low <= high:
-            middle = (low + high + 1) // 2
-            trial = bins.trial(domain, at(middle))
-            if trial.placed == at(middle).pods:
-                found, low = (middle, trial), middle + 1
-            else:
-                high = middle - 1
-        if found is None:
-            continue
-        size, trial = found
-        rank = (-size, trial.new_nodes, trial.free_gpu_milli, value)
-        if best is None or rank < best[0]:
-            best = (rank, size, domain)
-    if best is None:
-        return None
-    _, size, domain = best
-    bins.take(domain, asked[size].demand, job.pods_per_node)
-    return Resize(job.key, owner, owner.size, size, (
-        f"no {job.level} domain holds all {owner.size} pods now; resized to {size} "
-        f"(its minimum is {owner.bounds.minimum}), which {domain} holds: admitted "
-        "once its owner has that size"))
-
-
-def _scale_in(job: GatedJob, room: LevelRoom, bins: RoundBins,
-              elastic: Mapping[Domain, Sequence[ElasticGang]], donors: set[JobKey],
-              shrinking: Mapping[str, Resources], now: float, config: AdmissionConfig
-              ) -> tuple[Domain, tuple[Resize, ...]] | None:
-    """Rule 8: the resizes of lighter elastic gangs in the one domain of the job's level
-    that makes room for it with the fewest workers removed (none: the room of workers
-    a scale-in already sent away is enough); None when no domain does."""
-    pods = list(job.gated)
-    if job.elastic is not None and job.elastic.bounds is not None:
-        pods = at_size(pods, job.elastic.bounds.minimum)
-    claimant = claimant_of(job.key, pods, job_weight(job.gated, now - job.created_at,
-                                                     config.elastic.weight),
-                           job.created_at, job.pods_per_node, job.priority)
-    best: tuple[tuple, Domain, tuple[Resize, ...]] | None = None
-    for value in room.domains:
-        domain = Domain(job.level, value)
-        if domain not in bins:
-            continue
-        gangs = [gang for gang in elastic.get(domain, ()) if gang.job not in donors]
-        made = scale_in(claimant, bins[domain].freed(shrinking), gangs)
-        if made is None:
-            continue
-        rank = (sum(len(resize.removed) for resize in made), value)
-        if best is None or rank < best[0]:
-            best = (rank, domain, made)
-    if best is None:
-        return None
-    _, domain, made = best
-    bins.take(domain, claimant.demand, job.pods_per_node)  # what it can use now is its
-    return domain, made
-
-
-def _whole_group(job: GatedJob, room: LevelRoom, bins: RoundBins) -> set[Domain] | None:
-    """For an earlier stage of a group (`GatedJob.group_size`), the domains that hold the
-    whole group at this stage's shape now; None when it is no such stage or none does
-    (then it is placed as itself)."""
-    if job.group_size is None:
-        return None
-    group = list(job.gated) + [job.gated[0]] * (job.group_size - len(job.gated))
-    asked = bins.asked(demand_of(group), job.pods_per_node)
-    holding = {Domain(job.level, value) for value in room.domains
-               if bins.fits(Domain(job.level, value), asked)}
-    return holding or None
-
-
-def _widened(job: GatedJob, asked: Asked, rooms: Mapping[str, LevelRoom],
-             bins: RoundBins, levels: Sequence[str]) -> Admission | None:
-    """Rule 4's widening of a `preferred` job: the nearest wider level with a domain that
-    holds it now (fewest new nodes, then best fit, then name), None when none does."""
-    for level in levels:
-        room = rooms.get(level)
-        if room is None:
-            continue
-        best = bins.search(level, room.domains, asked).best
-        if best is not None:
-            _, domain = best
-            new_nodes = bins.take(domain, asked.demand, asked.per_node)
-            return Admission(
-                job.key, job.gated, domain, room.domains[domain.value].label_key,
-                Locality.PREFERRED, new_nodes,
-                f"no {job.level} domain holds it; widened (policy preferred) to {domain}"
-                + (f" with {new_nodes} new node(s)" if new_nodes else ""))
-    return None
-
-
-def _unknown_room(job: GatedJob, room: LevelRoom, most: tuple[tuple, Domain, int],
-                  bins: RoundBins, unknown: Sequence[str]) -> Admission:
-    """Rule 4's release when room is unknown: into the domain holding most of it."""
-    _, domain, placed = most
-    new_nodes = bins.take(domain, job.demand, job.pods_per_node)
-    return Admission(
-        job.key, job.gated, domain, room.domains[domain.value].label_key,
-        job.policy.placement_group, new_nodes,
-        f"released into {domain} for the autoscaler to grow: what is known holds "
-        f"{placed} of its {len(job.gated)} pods there, and the room of "
-        f"{_described(unknown)} is unknown (docs/extender.md, \"Room the autoscaler can "
-        "add\": make it known, and jobs wait for known room instead)",
-        tuple(unknown))
-
-
-def _described(unknown: Sequence[str]) -> str:
-    shown = "; ".join(unknown[:3])
-    return shown + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
-
-
-class _Capacity:
-    """Whether a job could ever fit: one domain's nodes empty plus every node its groups
-    can add. Bins per domain are opened once per round, on first use; their trials are
-    remembered in the round's memo like any other (the empty room rarely changes)."""
-
-    def __init__(self, rooms: Mapping[str, LevelRoom], kinds: Sequence[str],
-                 memo: TrialMemo) -> None:
-        self.rooms = rooms
-        self.kinds = kinds
-        self._bins = RoundBins(memo)
-        self._answers: dict[tuple[str, Asked], bool] = {}
-
-    def holds(self, asked: Asked, level: str) -> bool:
-        key = (level, asked)
-        if key not in self._answers:  # asked once per shape: the empty room never changes
-            self._answers[key] = self._holds(asked, level)
-        return self._answers[key]
-
-    def _holds(self, asked: Asked, level: str) -> bool:
-        room = self.rooms.get(level)
-        if room is None:
-            return False
-        return any(self.holds_in(asked, Domain(level, value)) for value in room.domains)
-
-    def holds_in(self, asked: Asked, domain: Domain) -> bool:
-        """Whether `domain` could ever hold it (False: no such domain)."""
-        if domain not in self._bins:
-            room = self.rooms.get(domain.level)
-            domain_room = room.domains.get(domain.value) if room is not None else None
-            if domain_room is None:
-                return False
-            self._bins.open(domain, open_bins(domain_room, self.kinds, empty=True))
-        return self._bins.fits(domain, asked)
-
-
-def _join_recorded(job: GatedJob, demand: Demand, bins: RoundBins,
-                   rooms: Mapping[str, LevelRoom], admissions: list[Admission],
-                   waiting: list[Waiting]) -> None:
-    """A job whose pods already carry a domain (an admission cut short, or a replacement
-    pod of a running gang) joins it when the domain has room for these pods; else waits."""
-    recorded = job.recorded
-    assert recorded is not None
-    target = bins.get(recorded)
-    room = rooms.get(recorded.level)
-    domain_room = room.domains.get(recorded.value) if room else None
-    if target is None or domain_room is None:
-        waiting.append(Waiting(job.key, job.gated, WaitCode.NO_FIT, (
-            f"its job was admitted into {recorded}, which has no node now and no node "
-            "group that can add one")))
-        return
-    trial = target.copy()
-    placed = pack(trial, demand, job.pods_per_node)
-    if placed < len(job.gated):
-        waiting.append(Waiting(job.key, job.gated, WaitCode.NO_FIT, (
-            f"its job was admitted into {recorded}, which holds {placed} of these "
-            f"{len(job.gated)} pods now, even with the nodes the autoscaler can add")))
-        return
-    new_nodes = trial.opened - target.opened
-    bins[recorded] = trial
-    admissions.append(Admission(
-        job.key, job.gated, recorded, domain_room.label_key, job.policy.placement_group,
-        new_nodes, f"joins {recorded}, where its other pods were admitted"))
-
-
-def _cluster_holds(job: GatedJob, asked: Asked, bins: RoundBins) -> bool:
-    """A `preferred` job the whole cluster holds now: released there, no preemption."""
-    if job.policy.placement_group is not Locality.PREFERRED:
-        return False
-    cluster = Domain(CLUSTER_LEVEL, CLUSTER_LEVEL)
-    return cluster in bins and bins.fits(cluster, asked)
-
-
-def _unplaced(job: GatedJob, asked: Asked, code: WaitCode, reason: str,
-              bins: RoundBins, ever: _Capacity, admissions: list[Admission],
-              waiting: list[Waiting]) -> None:
-    """`required` waits, whole. `preferred` is released without a domain when the whole
-    cluster's room holds all its pods now (which it then takes), never in part: else it
-    waits, whole, and is inadmissible when the cluster could never hold it."""
-    if job.policy.placement_group is Locality.REQUIRED:
-        waiting.append(Waiting(job.key, job.gated, code, reason))
-        return
-    cluster = Domain(CLUSTER_LEVEL, CLUSTER_LEVEL)
-    whole = bins.get(cluster)
-    size = len(job.gated)
-    if whole is not None:
-        if bins.fits(cluster, asked):
-            bins.take(cluster, asked.demand, asked.per_node)
-            admissions.append(Admission(
-                job.key, job.gated, None, None, Locality.PREFERRED, 0,
-                f"released without a domain (policy preferred): {reason}; the cluster holds "
-                f"all {size} pods"))
-            return
-    if whole is None or not ever.holds(asked, CLUSTER_LEVEL):
-        waiting.append(Waiting(job.key, job.gated, WaitCode.INADMISSIBLE, (
-            f"{reason}; the whole cluster could not hold its {size} pods even empty, with "
-            "every node the autoscaler can add (policy preferred never binds part of a job)")))
-        return
-    # The cluster could hold it: it waits for room, even if no single domain ever could.
-    code = WaitCode.NO_FIT if code is WaitCode.INADMISSIBLE else code
-    waiting.append(Waiting(job.key, job.gated, code, (
-        f"{reason}; the whole cluster does not hold its {size} pods now either (policy "
-        "preferred never binds part of a job)")))
 
 
 def _incomplete(job: GatedJob, now: float, config: AdmissionConfig

@@ -2,9 +2,9 @@
 
 `TRANSITIONS` lists them (the states are `record.GangState`); `mermaid()` renders the
 diagram docs/extender.md shows (`python -m locality.admission.lifecycle` prints it; a
-test checks the page holds this rendering). The rules themselves live in `assign`
-(admission and waiting), `preempt` (which gangs a higher-priority job evicts) and
-`recovery` (after admission).
+test checks the page holds this rendering). The rules themselves live in `assign` and
+`rules` (admission and waiting, `rules.RULES` their order), `preempt` (which gangs a
+higher-priority job evicts) and `recovery` (after admission).
 
 Must not: decide anything.
 """

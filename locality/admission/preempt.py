@@ -22,7 +22,8 @@ Rule:
   first, then fewest GPUs, then name, are added until the job's pods all pack with
   their bound members' room given back; then each chosen victim, last first, is kept
   when the job still fits without it (Kueue's minimal set). Domains compare by the
-  highest victim priority, then the victims' GPUs, then their number, then name.
+  highest victim priority, then the victims' GPUs, then their number, then name
+  (`ranking.gentlest_preemption`).
 - Members not bound free nothing here (their room is a reservation `assign` packed
   already): a conservative count, never an optimistic one.
 
@@ -36,6 +37,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from bucketing.resources import Resources
 from locality.admission.model import Demand, Domain, Gang, GatedJob, Preemption, bound_requests
 from locality.admission.pack import Bins, pack
+from locality.admission.ranking import gentlest_preemption
 from locality.admission.record import GangRecord, is_member
 from locality.model import JobKey, Pod
 
@@ -129,8 +131,7 @@ def choose(job: GatedJob, demand: Demand, domains: Mapping[Domain, Bins],
             if chosen is None:
                 continue
             victims = chosen
-        rank = (max((v.priority for v in victims), default=-2**31),
-                sum(v.gpu_milli for v in victims), len(victims), domain.value)
+        rank = gentlest_preemption(victims, domain.value)
         if best is None or rank < best[0]:
             best = (rank, Preemption(job.key, job.priority, domain, tuple(victims),
                                      _note(job, domain, victims)))

@@ -31,6 +31,7 @@ import numpy as np
 
 from locality.admission.model import Demand, Domain
 from locality.admission.pack import Bins, pack
+from locality.admission.ranking import best_fit, most_placed
 from locality.model import Node
 
 
@@ -155,11 +156,11 @@ def digest(bins: Bins, domain: Domain, generation: int) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class Search:
-    """The domains of a level ranked for one demand, as `assign` ranks them.
+    """The domains of a level ranked for one demand (`ranking`).
 
-    best: among the domains that hold all its pods, (fewest new nodes, least free GPU
-    left, name) and that domain; None when none does. most: among all, (most pods
-    placed negated, nodes opened after, name), that domain and the pods it places."""
+    best: among the domains that hold all its pods, the first by `ranking.best_fit`
+    (its rank and that domain); None when none does. most: among all, the first by
+    `ranking.most_placed`, that domain and the pods it places."""
 
     best: tuple[tuple, Domain] | None
     most: tuple[tuple, Domain, int] | None
@@ -267,10 +268,11 @@ class RoundBins(MutableMapping[Domain, Bins]):
             stamp = ranking.stamps[domain] = self._stamps[domain]
             if trial.placed == asked.pods:
                 heapq.heappush(ranking.fits, (
-                    (trial.new_nodes, trial.free_gpu_milli, domain.value), stamp, domain))
+                    best_fit(trial.new_nodes, trial.free_gpu_milli, domain.value), stamp,
+                    domain))
             heapq.heappush(ranking.most, (
-                (-trial.placed, self._bins[domain].opened + trial.new_nodes, domain.value),
-                stamp, domain, trial.placed))
+                most_placed(trial.placed, self._bins[domain].opened + trial.new_nodes,
+                            domain.value), stamp, domain, trial.placed))
         stamps = ranking.stamps
         while ranking.fits and stamps[ranking.fits[0][2]] != ranking.fits[0][1]:
             heapq.heappop(ranking.fits)

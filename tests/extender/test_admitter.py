@@ -10,7 +10,10 @@ from dataclasses import replace
 
 import pytest
 
-from extender.admission.admitter import AUTOSCALER_STATUS_SECONDS, Admitter, _job_reference
+from extender.admission.admitter import Admitter
+from extender.admission.events import EventRecorder, job_reference
+from extender.admission.observe import AUTOSCALER_STATUS_SECONDS
+from extender.admission.ungate import GatePatcher
 from extender.binder import ApiBinder
 from extender.cache import ClusterCache
 from extender.sync import ClusterSync
@@ -668,18 +671,18 @@ async def test_an_event_the_api_failed_to_take_is_sent_at_the_next_round(fake_ku
     # round (client-go's recorder retries the same way), not lost; a 4xx refusal drops
     # it and counts it.
     admitter, _ = await evicted_job_gang(fake_kube, replicas)
-    job = _job_reference(admitter._round_jobs[("Job", "team", "a")])
+    job = job_reference(admitter.writer.evictor.batch_jobs[("Job", "team", "a")])
 
     def reasons():
         return [r for r, _ in events_for(fake_kube, "a")]
 
     fake_kube.fail_next("POST", "/events", 503, count=4)
-    admitter._event_on(job, "HeadstartKept", "sent again", time.time())
+    admitter.writer.events.on(job, "HeadstartKept", "sent again", time.time())
     assert "HeadstartKept" not in reasons()
     await settle(admitter, lambda: "HeadstartKept" in reasons())
     assert admitter.events_dropped_total == 0
     fake_kube.fail_next("POST", "/events", 403)
-    admitter._event_on(job, "HeadstartRefused", "dropped", time.time())
+    admitter.writer.events.on(job, "HeadstartRefused", "dropped", time.time())
     for _ in range(2):
         await admitter.round(time.time())
     assert admitter.events_dropped_total == 1 and "HeadstartRefused" not in reasons()
@@ -1177,13 +1180,13 @@ async def test_a_running_elastic_gang_is_scaled_in_to_its_worker_plan(fake_kube,
     assert admitter.summary()["worker_plans"] == (
         "1 plan(s) of the last read kept: headstart-placeholders/headstart-worker-plans "
         "unreadable (API status 403)")
-    assert list(admitter._plans.plans) == ["Job.team.plan"]
+    assert list(admitter.reader.plans.plans) == ["Job.team.plan"]
     assert caplog.text.count("worker plans unreadable") == 1
     assert caplog.text.count("a worker plan is not read") == 1
 
 
 class RecordingCore:
-    """A CoreV1Api stand-in for `Admitter._patch_pod`: serves pods from a dict and
+    """A CoreV1Api stand-in for `GatePatcher._patch_pod`: serves pods from a dict and
     applies and records each JSON patch (the label pass, then the gate's removal)."""
 
     def __init__(self, pods):
@@ -1209,12 +1212,12 @@ def test_every_member_is_labelled_for_its_pod_group_before_any_is_ungated():
     raws = [gated_pod(f"w{i}", "train", 3) for i in range(3)]
     for i, raw in enumerate(raws):
         raw["metadata"].update(uid=f"u{i}", resourceVersion="1")
-    admitter = Admitter(ClusterCache(LOCALITY), LOCALITY, ADMISSION, None, lambda: True)
-    admitter._core = core = RecordingCore(raws)
+    core = RecordingCore(raws)
+    gates = GatePatcher(core, ADMISSION, lambda: True, EventRecorder(core, "test"), None)
     admission = Admission(None, tuple(parse_pod(raw, LOCALITY) for raw in raws), None, None,
                           Locality.REQUIRED, 0, "test")
-    assert admitter._admit(admission, time.time(),
-                           {"scheduling.x-k8s.io/pod-group": "train"}) == (3, 0)
+    assert gates.admit(admission, time.time(),
+                       {"scheduling.x-k8s.io/pod-group": "train"}) == (3, 0)
     removes = [i for i, (_, ops) in enumerate(core.patches)
                if any(op["op"] == "remove" and "schedulingGates" in op["path"] for op in ops)]
     labels = [i for i, (_, ops) in enumerate(core.patches)
@@ -1223,7 +1226,6 @@ def test_every_member_is_labelled_for_its_pod_group_before_any_is_ungated():
     assert max(labels) < min(removes), core.patches
     assert all(p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "train"
                and not p["spec"].get("schedulingGates") for p in core.pods.values())
-    admitter.close()
 
 
 async def watched_then_deaf(fake_kube, nodes, pods):

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from bucketing.resources import Resources
-from extender.admission.admitter import catalog_shapes
+from extender.admission.observe import catalog_shapes
 from locality.admission.assign import plan
 from locality.admission.gather import gather
 from locality.admission.nodepools import (
