@@ -497,6 +497,22 @@ def demo(results: dict) -> str:
             f"`headstart demo --quick` {f['quick']['median_s']:g} s ({provenance(e)}).\n")
 
 
+def parallel(results: dict) -> str:
+    """docs/simulator.md's table of bench_parallel: each command in one process and with
+    a worker per core, medians of alternating runs."""
+    e = results["parallel"]
+    f = e["figures"]
+    lines = [f"| command | runs | `--jobs 1` | `--jobs {f['cores']}` | ratio |",
+             "|---|---:|---:|---:|---:|"]
+    for c in f["commands"].values():
+        lines.append(f"| `headstart {' '.join(c['argv'])}` | {c['runs']} | "
+                     f"{c['serial_median_s']:.1f} s | {c['parallel_median_s']:.1f} s | "
+                     f"{c['ratio']:.2f}x |")
+    return ("\n".join(lines) + f"\n\nMedians of {f['repeats']} runs of each, one process and "
+            f"{f['cores']} in alternation, the outputs of both checked equal "
+            f"({provenance(e)}).\n")
+
+
 def demo_output(results: dict) -> str:
     """docs/simulator.md's sample: the verdict block `headstart demo` printed."""
     e = results["demo"]
@@ -800,6 +816,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "elastic": elastic,
     "simulator-direction": simulator_direction,
     "demo-output": demo_output,
+    "parallel": parallel,
     "embed": embed,
     "transformer": transformer,
     "simulator": simulator,
