@@ -91,21 +91,26 @@ class Workers:
         self.close(abandon=kind is not None)
 
     def map(self, function: Callable[[Task], Result], tasks: Sequence[Task],
-            labels: Sequence[str], done: Callable[[str], None] | None = None) -> list[Result]:
-        """`[function(task) for task in tasks]`, with `done(label)` as each finishes."""
+            labels: Sequence[str], done: Callable[[str], None] | None = None,
+            start_order: Sequence[int] | None = None) -> list[Result]:
+        """`[function(task) for task in tasks]`, with `done(label)` as each finishes;
+        `start_order`: the tasks' indices in the order to start them (default: theirs;
+        the slowest first keeps a worker from starting it last, alone)."""
         if len(labels) != len(tasks):
             raise ValueError(f"{len(tasks)} tasks but {len(labels)} labels")
-        if self.jobs == 1 or len(tasks) <= 1:
-            results = []
-            for task, label in zip(tasks, labels, strict=True):
-                results.append(function(task))
-                if done:
-                    done(label)
-            return results
-        pool = self._started()
-        futures: dict[Future[Result], int] = {pool.submit(function, task): index
-                                              for index, task in enumerate(tasks)}
+        order = list(range(len(tasks)) if start_order is None else start_order)
+        if sorted(order) != list(range(len(tasks))):
+            raise ValueError(f"start_order {order} is not an order of {len(tasks)} tasks")
         results_by_index: dict[int, Result] = {}
+        if self.jobs == 1 or len(tasks) <= 1:
+            for index in order:
+                results_by_index[index] = function(tasks[index])
+                if done:
+                    done(labels[index])
+            return [results_by_index[index] for index in range(len(tasks))]
+        pool = self._started()
+        futures: dict[Future[Result], int] = {pool.submit(function, tasks[index]): index
+                                              for index in order}
         try:
             for future in as_completed(futures):
                 index = futures[future]

@@ -91,6 +91,17 @@ def test_one_job_runs_in_this_process_in_order():
     assert said == ["a", "b", "c"]
 
 
+def test_tasks_start_in_the_order_asked_and_come_back_in_theirs():
+    said = []
+    with Workers(1) as workers:
+        results = workers.map(square_and_pid, [3, 1, 2], ["a", "b", "c"], said.append,
+                              start_order=[2, 0, 1])
+        with pytest.raises(ValueError, match="not an order of 3 tasks"):
+            workers.map(square_and_pid, [3, 1, 2], ["a", "b", "c"], start_order=[0, 0, 1])
+    assert said == ["c", "a", "b"]
+    assert [value for value, _ in results] == [9, 1, 4]
+
+
 def test_workers_return_results_in_task_order_and_say_each_as_it_finishes(tmp_path):
     # Task "first" waits until task "second" has written its file: "second" finishes first.
     first, second = tmp_path / "first", tmp_path / "second"
