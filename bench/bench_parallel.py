@@ -11,7 +11,10 @@ in a scratch folder the demo's report is written into), `--repeats` times, seria
 parallel in alternation so that a load spike hits both alike, and records the wall
 times, their medians and the ratio of the medians. The two outputs are checked equal
 (simulate's JSON; the demo's summary without its wall-time and report lines) before
-anything is recorded, so the figures are for the same work.
+anything is recorded, so the figures are for the same work. Beside each pair, a fixed
+CPU loop run N times in this process and once in each of N spawned processes says how
+much parallelism the machine gave at that moment (2 idle cores: 0.5x; cores busy with
+other work: nearer 1x), so a ratio measured on a loaded machine can be read as such.
 """
 
 from __future__ import annotations
@@ -54,6 +57,32 @@ def run(argv: list[str], jobs: int) -> tuple[float, str]:
     return took, done.stdout
 
 
+def spin(count: int) -> int:
+    """A fixed CPU loop (pure Python: one core, no library threads)."""
+    total = 0
+    for value in range(count):
+        total += value
+    return total
+
+
+def loop_ratio(cores: int, count: int = 20_000_000) -> float:
+    """Wall time of `cores` loops in as many spawned processes over the same loops one
+    after another here (workers started before the clock)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    started = time.perf_counter()
+    for _ in range(cores):
+        spin(count)
+    serial = time.perf_counter() - started
+    with ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(spin, [1] * cores))
+        started = time.perf_counter()
+        list(pool.map(spin, [count] * cores))
+        parallel = time.perf_counter() - started
+    return parallel / serial
+
+
 def comparable(stdout: str) -> list[str]:
     """What the command printed that does not depend on the wall clock: all but the
     demo's "(N runs in S s)" and the report's folder."""
@@ -81,7 +110,9 @@ def main() -> int:
     for name, argv in COMMANDS.items():
         times: dict[int, list[float]] = {1: [], cores: []}
         printed: dict[int, str] = {}
+        loops: list[float] = []
         for _ in range(args.repeats):
+            loops.append(loop_ratio(cores))
             for jobs in (1, cores):
                 took, printed[jobs] = run(argv, jobs)
                 times[jobs].append(took)
@@ -94,9 +125,12 @@ def main() -> int:
             "serial_s": [round(t, 1) for t in times[1]],
             "parallel_s": [round(t, 1) for t in times[cores]],
             "serial_median_s": round(serial, 1), "parallel_median_s": round(parallel, 1),
-            "ratio": round(parallel / serial, 2)}
+            "ratio": round(parallel / serial, 2),
+            "loop_ratios": [round(r, 2) for r in loops],
+            "loop_ratio": round(statistics.median(loops), 2)}
         print(f"{name}: {serial:.1f} s with --jobs 1, {parallel:.1f} s with --jobs {cores} "
-              f"({parallel / serial:.2f}x)", flush=True)
+              f"({parallel / serial:.2f}x; a CPU loop: {statistics.median(loops):.2f}x)",
+              flush=True)
     if args.record:
         record("parallel", figures, load_before,
                note="medians of alternating runs; the outputs of both checked equal")
