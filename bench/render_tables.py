@@ -497,6 +497,25 @@ def demo(results: dict) -> str:
             f"`headstart demo --quick` {f['quick']['median_s']:g} s ({provenance(e)}).\n")
 
 
+def parallel(results: dict) -> str:
+    """docs/simulator.md's table of bench_parallel: each command in one process and with
+    a worker per core, medians of alternating runs, beside what a fixed CPU loop gained
+    from as many processes at the same moments (how many cores the machine really gave)."""
+    e = results["parallel"]
+    f = e["figures"]
+    n = f["cores"]
+    lines = [f"| command | runs | `--jobs 1` | `--jobs {n}` | ratio | CPU loop, {n} processes "
+             "against 1 |", "|---|---:|---:|---:|---:|---:|"]
+    for c in f["commands"].values():
+        lines.append(f"| `headstart {' '.join(c['argv'])}` | {c['runs']} | "
+                     f"{c['serial_median_s']:.1f} s | {c['parallel_median_s']:.1f} s | "
+                     f"{c['ratio']:.2f}x | {c['loop_ratio']:.2f}x |")
+    return ("\n".join(lines) + f"\n\nMedians of {f['repeats']} runs of each, one process and "
+            f"{n} in alternation, the outputs of both checked equal; the CPU loop's ratio is "
+            f"1/{n} ({1 / n:.2f}x) on {n} idle cores and 1x where other work holds all but "
+            f"one ({provenance(e)}).\n")
+
+
 def demo_output(results: dict) -> str:
     """docs/simulator.md's sample: the verdict block `headstart demo` printed."""
     e = results["demo"]
@@ -824,6 +843,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "elastic": elastic,
     "simulator-direction": simulator_direction,
     "demo-output": demo_output,
+    "parallel": parallel,
     "embed": embed,
     "transformer": transformer,
     "simulator": simulator,

@@ -21,8 +21,8 @@ HEARTBEAT_S = 10.0
 
 
 class Progress:
-    """Progress on stderr (stdout stays the table or pure JSON): one line per run with
-    its number and the time so far."""
+    """Progress on stderr (stdout stays the table or pure JSON): one line per run as it
+    finishes, with how many have finished and the time so far."""
 
     def __init__(self) -> None:
         self.started = time.perf_counter()
@@ -68,9 +68,9 @@ class Progress:
     def __call__(self, name: str) -> None:
         self.done += 1
         if not self.total:
-            self.say(f"run {self.done}: {name}")
+            self.say(f"run {self.done} done: {name}")
         elif self.total >= self.done:
-            self.say(f"run {self.done}/{self.total}: {name}")
+            self.say(f"run {self.done}/{self.total} done: {name}")
         else:  # the per-type counts in hindsight, a run without limits: known only now
-            self.say(f"run {self.done} ({self.done - self.total} beyond the {self.total} "
-                     f"listed, chosen from their results): {name}")
+            self.say(f"run {self.done} done ({self.done - self.total} beyond the "
+                     f"{self.total} listed, chosen from their results): {name}")

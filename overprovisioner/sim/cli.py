@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from common.later import later
+from common.parallel import add_jobs_option
 from jobtraces.gpu_sharing import GPU_SHARING_HELP
 from overprovisioner.sim.summary import QUICK_DAYS
 
@@ -93,6 +94,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       "policies: reactive, static:1, static:2, the middle proportional ratio "
                       "and schedule, predictive, predictive:0.97, oracle (drops static:4 and "
                       ":8, the other ratios and schedules, predictive:0.99)")
+    add_jobs_option(demo)
     demo.set_defaults(func=later("overprovisioner.sim.commands", "demo_command"))
 
 
@@ -156,3 +158,4 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-scoring-comparison", action="store_true",
                         help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help="seed for CA's tie-breaks")
+    add_jobs_option(parser)

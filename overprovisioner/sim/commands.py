@@ -20,6 +20,7 @@ from bucketing.fit import unused_types
 from common.durations import parse_duration
 from common.errors import ConfigError, InputError
 from common.outpath import check_output_folder
+from common.parallel import Workers, resolve_jobs
 from common.progress import HEARTBEAT_S
 from jobtraces.demand import resource_matrix
 from jobtraces.gpu_sharing import rounded_note
@@ -175,6 +176,7 @@ def with_models(policies: tuple[str, ...], models: str | None, configured: str
 
 
 def simulate_command(args: argparse.Namespace) -> int:
+    jobs = resolve_jobs(args.jobs)
     for name in args.policy or ():
         parse_policy_name(name)
     with_models((), args.models, "")  # before any work
@@ -191,16 +193,17 @@ def simulate_command(args: argparse.Namespace) -> int:
                            service.forecast.model)
     if what_if is not None and what_if.curve:
         return _lead_curve_command(args, table, workload, catalog, service, config, policies,
-                                   what_if, progress)
+                                   what_if, progress, jobs)
     lead = None
     if what_if is not None:
         lead = what_if.leads[0]
         workload = replay_workload(args, what_if.apply(table, lead), catalog, service,
                              workload.types)
     progress.total = len(policies) + int(args.compare_scoring)
-    with progress.meanwhile("simulating the policies"):  # says again every 10 s
+    with progress.meanwhile("simulating the policies"), Workers(jobs) as workers:
         results = run_policies(workload, catalog, policies, config,
-                               compare_scoring=args.compare_scoring, progress=progress)
+                               compare_scoring=args.compare_scoring, progress=progress,
+                               workers=workers)
     metrics = [m for _, m in results]
     verdict = build_verdict_for(metrics, config, workload)
     if args.plot:
@@ -231,16 +234,16 @@ def json_row(metrics: Metrics, lead: float | None) -> dict[str, Any]:
 def _lead_curve_command(args: argparse.Namespace, table: JobTable, workload: Workload,
                         catalog: Catalog, service: OverprovisionerConfig, config: SimConfig,
                         policies: tuple[str, ...], what_if: WhatIf,
-                        progress: Progress) -> int:
+                        progress: Progress, jobs: int) -> int:
     if not judged(policies):
         raise InputError("--lead-curve: needs a predictive policy in --policy (only "
                          "predictive reads known demand)")
     names = judged(policies)
     progress.total = len(policies) - len(names) + len(names) * len(what_if.leads)
-    with progress.meanwhile("simulating the policies at each lead"):
+    with progress.meanwhile("simulating the policies at each lead"), Workers(jobs) as workers:
         runs, curve = run_lead_curve(
             table, lambda t: replay_workload(args, t, catalog, service, workload.types), catalog,
-            policies, config, what_if, progress=progress)
+            policies, config, what_if, progress=progress, workers=workers)
     if args.plot:
         from overprovisioner.sim.lead_plot import write_lead_plot
 
@@ -305,6 +308,7 @@ def demo_command(args: argparse.Namespace) -> int:
     args.catalog = "aws"
     if args.quick and args.days is None:
         args.days = QUICK_DAYS
+    jobs = resolve_jobs(args.jobs)
     progress = Progress()
     out = Path(args.out) if args.out else Path(f"headstart-demo-{time.strftime('%Y%m%d-%H%M%S')}")
     check_output_folder(out, "--out")  # before any work: a bad folder must not cost a run
@@ -318,9 +322,10 @@ def demo_command(args: argparse.Namespace) -> int:
         policies = quick_policies(policies)
     policies = with_models(policies, args.models, service.forecast.model)
     progress.total = len(policies) + int(args.compare_scoring)
-    with progress.meanwhile("simulating the policies"):
+    with progress.meanwhile("simulating the policies"), Workers(jobs) as workers:
         results = run_policies(workload, catalog, policies, config,
-                               compare_scoring=args.compare_scoring, progress=progress)
+                               compare_scoring=args.compare_scoring, progress=progress,
+                               workers=workers)
     metrics = [m for _, m in results]
     progress.say("writing the report")
     verdict = build_verdict_for(metrics, config, workload)

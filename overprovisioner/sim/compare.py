@@ -1,17 +1,22 @@
 """Running several policies on one workload: which ones by default, the runs themselves,
 and the runs added for the verdict (hindsight headroom, the recommended run lifted).
 
-Decides the default policy list per workload; how runs are judged is
-`overprovisioner.sim.assess`.
+Decides the default policy list per workload, and which runs wait for which: the listed
+policies (and the scoring comparison) are independent, so they go to the workers
+(`common.parallel.Workers`) together; the runs chosen from their results follow, again
+together. How runs are judged is `overprovisioner.sim.assess`.
 
-Must not: read files or print (the CLI does); runs work on their own state.
+Must not: read files or print (the CLI does); runs work on their own state, so where one
+runs (this process or a worker) changes nothing in it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from bucketing.catalog import Catalog
+from common.parallel import Workers
 from overprovisioner.policy_names import (
     parse_policy_name,
     schedule_name,
@@ -65,6 +70,22 @@ def default_policies(workload: Workload, demo: bool = False) -> tuple[str, ...]:
             + (DEMO_EXTRA if demo else ()))
 
 
+@dataclass(frozen=True)
+class PolicyRun:
+    """One run to do, whole: what a worker process receives."""
+
+    workload: Workload
+    catalog: Catalog
+    policy: str
+    config: SimConfig
+
+
+def run_measured(task: PolicyRun) -> tuple[RunResult, Metrics]:
+    """The run `task` names and what it measured."""
+    result = run(task.workload, task.catalog, task.policy, task.config)
+    return result, measure(result)
+
+
 def run_policies(
     workload: Workload,
     catalog: Catalog,
@@ -74,6 +95,7 @@ def run_policies(
     progress: Callable[[str], None] | None = None,
     hindsight: bool = True,
     lifted: bool = True,
+    workers: Workers | None = None,
 ) -> list[tuple[RunResult, Metrics]]:
     """One run per policy (headstart scoring as configured); with `hindsight` and static
     runs to search, one more run per predictive run's cut: the cheapest count per type
@@ -83,37 +105,46 @@ def run_policies(
     verdict reports), and the per-type peer for its cut; with
     compare_scoring (opt-in: it is one more run) and multi-pod jobs in the workload, one
     more run of the locality-relevant policy (the predictive one if listed, else the
-    first) with the other scorer."""
+    first) with the other scorer. `workers`: where the runs go (default: this process,
+    one after another); `progress(name)` as each run finishes. The list is in that order
+    (the listed policies, the hindsight runs, the lifted run, the scoring comparison)
+    however many workers ran it."""
+    workers = workers or Workers(1)
     for name in policies:  # fail before the first run, not after it
         spec = parse_policy_name(name)
         if spec.kind == "scheduled":
             check_schedule_matches(spec, workload)
 
-    def one(name: str) -> tuple[RunResult, Metrics]:
-        if progress:
-            progress(name)
-        result = run(workload, catalog, name, config)
-        return result, measure(result)
+    def many(names: Sequence[str]) -> list[tuple[RunResult, Metrics]]:
+        return workers.map(run_measured, [PolicyRun(workload, catalog, name, config)
+                                          for name in names], list(names), progress)
 
-    results = [one(name) for name in policies]
-    type_names = [t.name for t in workload.types]
-    if hindsight:
-        results = add_hindsight_runs(results, one, type_names)
-    if lifted:
-        chosen = recommend(assess_all([m for _, m in results]))
-        added = lifted_runs(results, one, chosen.policy if chosen else None)
-        results += added
-        if hindsight and added:  # the per-type peer for the lifted run's cut too
-            results = add_hindsight_runs(results, one, type_names)
+    tasks = [PolicyRun(workload, catalog, name, config) for name in policies]
+    labels = list(policies)
     if compare_scoring and (workload.job >= 0).any() and policies:
+        # Independent of every other run: it goes with the first batch, and stays last.
         chosen = next((p for p in policies if parse_policy_name(p).kind == "predictive"),
                       policies[0])
         other = "default" if config.scoring == "headstart" else "headstart"
-        if progress:
-            progress(f"{chosen} ({other} scoring)")
-        alt = run(workload, catalog, chosen, _with_scoring(config, other))
-        results.append((alt, measure(alt)))
-    return results
+        tasks.append(PolicyRun(workload, catalog, chosen, _with_scoring(config, other)))
+        labels.append(f"{chosen} ({other} scoring)")
+    # Predictive runs fit a forecaster every tick, several times any other run's work:
+    # started first, none is left running alone at the end of the batch.
+    slowest_first = sorted(range(len(tasks)), key=lambda i: parse_policy_name(
+        tasks[i].policy).kind != "predictive")
+    first = workers.map(run_measured, tasks, labels, progress, start_order=slowest_first)
+    results, scoring_run = first[:len(policies)], first[len(policies):]
+    type_names = [t.name for t in workload.types]
+    if hindsight:
+        results = add_hindsight_runs(results, many, type_names)
+    if lifted:
+        chosen_run = recommend(assess_all([m for _, m in results]))
+        added = lifted_runs(results, lambda name: many([name])[0],
+                            chosen_run.policy if chosen_run else None)
+        results += added
+        if hindsight and added:  # the per-type peer for the lifted run's cut too
+            results = add_hindsight_runs(results, many, type_names)
+    return results + scoring_run
 
 
 def lifted_runs(results: Sequence[tuple[RunResult, Metrics]],

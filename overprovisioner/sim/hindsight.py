@@ -114,8 +114,11 @@ def hindsight_policies(results: Sequence[tuple[RunResult, Metrics]],
     return names
 
 
-def add_hindsight_runs(results: list[tuple[RunResult, Metrics]],
-                       run_policy: Callable[[str], tuple[RunResult, Metrics]],
-                       type_names: Sequence[str]) -> list[tuple[RunResult, Metrics]]:
-    """`results` plus a run of each `hindsight_policies` vector (`run_policy(name)`)."""
-    return results + [run_policy(name) for name in hindsight_policies(results, type_names)]
+def add_hindsight_runs(
+    results: list[tuple[RunResult, Metrics]],
+    run_policies: Callable[[Sequence[str]], list[tuple[RunResult, Metrics]]],
+    type_names: Sequence[str],
+) -> list[tuple[RunResult, Metrics]]:
+    """`results` plus a run of each `hindsight_policies` vector (`run_policies(names)`,
+    all at once: they are independent of each other)."""
+    return results + run_policies(hindsight_policies(results, type_names))

@@ -9,6 +9,9 @@ at every lead: one seed). Each of those runs is judged like any predictive run
 GPU-hours, what the cheapest peer family needs for the same reduction, and the oracle.
 The peers include, for each lead's cut, the cheapest count per type that reaches it
 chosen in hindsight (`sim.hindsight`), run on the trace as it is like every peer.
+The runs go to `common.parallel.Workers` in three batches, each waiting for the one
+before: the runs on the trace as it is, the judged runs at every lead, the per-type
+counts their cuts call for; the list of runs is in the same order however they ran.
 
 Must not: read files or print (the CLI does); runs work on their own state.
 """
@@ -19,13 +22,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bucketing.catalog import Catalog
+from common.parallel import Workers
 from jobtraces.jobtable import JobTable
 from overprovisioner.policy_names import parse_policy_name
 from overprovisioner.sim.assess import Assessment, assess
+from overprovisioner.sim.compare import PolicyRun, run_measured
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.engine import run
 from overprovisioner.sim.hindsight import hindsight_policies
-from overprovisioner.sim.metrics import Metrics, measure
+from overprovisioner.sim.metrics import Metrics
 from overprovisioner.sim.result import RunResult
 from overprovisioner.sim.what_if import WhatIf
 from overprovisioner.sim.workload import Workload
@@ -72,43 +76,54 @@ def run_lead_curve(
     config: SimConfig,
     what_if: WhatIf,
     progress: Callable[[str], None] | None = None,
+    workers: Workers | None = None,
 ) -> tuple[list[tuple[RunResult, Metrics, float | None]], LeadCurve]:
     """Every run (result, metrics, lead: None for runs on the trace as it is) and the
-    curve. `build` turns a job table into the workload (window and types)."""
+    curve. `build` turns a job table into the workload (window and types); `workers`:
+    where the runs go (default: this process); `progress(name)` as each finishes. The
+    runs are listed as the baseline, then each judged run followed by the per-type
+    counts its cut added."""
     for name in policies:
         parse_policy_name(name)
     names = judged(policies)
     if not names:
         raise ValueError("a lead curve needs a predictive policy")
-    runs: list[tuple[RunResult, Metrics, float | None]] = []
+    workers = workers or Workers(1)
     base = build(table)
-    for name in policies:
-        if name in names:
-            continue
-        if progress:
-            progress(name)
-        result = run(base, catalog, name, config)
-        runs.append((result, measure(result), None))
-    peers = [(r, m) for r, m, _ in runs]  # grows with the per-type runs searched
+
+    def run_all(tasks: list[PolicyRun], labels: list[str]
+                ) -> list[tuple[RunResult, Metrics]]:
+        return workers.map(run_measured, tasks, labels, progress)
+
+    others = [name for name in policies if name not in names]
+    baseline_runs = run_all([PolicyRun(base, catalog, name, config) for name in others],
+                            others)
+    at_lead = [(lead, name) for lead in what_if.leads for name in names]
+    workloads = {lead: build(what_if.apply(table, lead)) for lead in what_if.leads}
+    judged_results = run_all(
+        [PolicyRun(workloads[lead], catalog, name, config) for lead, name in at_lead],
+        [f"{name} at lead {lead:g} s" for lead, name in at_lead])
+    # The per-type count chosen in hindsight for each cut: a peer reads no known demand,
+    # so it runs on the trace as it is, like the other peers. The search reads only the
+    # reactive and static:N runs, so each judged run's vectors are known before any runs.
     type_names = [t.name for t in base.types]
+    vectors: list[list[str]] = []
+    chosen: list[str] = []
+    for judged_run in judged_results:
+        added = [v for v in hindsight_policies([*baseline_runs, judged_run], type_names)
+                 if v not in chosen]
+        vectors.append(added)
+        chosen += added
+    peer_runs = dict(zip(chosen, run_all([PolicyRun(base, catalog, v, config)
+                                          for v in chosen], chosen), strict=True))
+    runs: list[tuple[RunResult, Metrics, float | None]] = [
+        (result, metrics, None) for result, metrics in baseline_runs]
     judged_runs = []
-    for lead in what_if.leads:
-        workload = build(what_if.apply(table, lead))
-        for name in names:
-            if progress:
-                progress(f"{name} at lead {lead:g} s")
-            result = run(workload, catalog, name, config)
-            metrics = measure(result)
-            runs.append((result, metrics, lead))
-            judged_runs.append((name, lead, metrics))
-            # The per-type count chosen in hindsight for this cut: a peer reads no known
-            # demand, so it runs on the trace as it is, like the other peers.
-            for vector in hindsight_policies([*peers, (result, metrics)], type_names):
-                if progress:
-                    progress(vector)
-                peer = run(base, catalog, vector, config)
-                peers.append((peer, measure(peer)))
-                runs.append((*peers[-1], None))
+    for (lead, name), (result, metrics), added in zip(at_lead, judged_results, vectors,
+                                                      strict=True):
+        runs.append((result, metrics, lead))
+        judged_runs.append((name, lead, metrics))
+        runs += [(*peer_runs[v], None) for v in added]
     baseline = tuple(m for _, m, lead in runs if lead is None)
     points = [LeadPoint(name, lead, metrics.known_share, metrics,
                         assess([*baseline, metrics], name))

@@ -23,8 +23,8 @@ def test_long_block_repeats_the_latest_line(capsys):
     lines = [line.split("] ", 1)[1] for line in capsys.readouterr().err.splitlines()]
     assert lines[0] == "packing"
     assert "still: packing" in lines
-    assert "run 1: run one" in lines
-    assert lines[-1] == "still: run 1: run one"
+    assert "run 1 done: run one" in lines
+    assert lines[-1] == "still: run 1 done: run one"
     time.sleep(0.3)  # the block is over: nothing more
     assert capsys.readouterr().err == ""
 
@@ -37,6 +37,6 @@ def test_runs_beyond_the_listed_ones_say_why_the_count_grew(capsys):
     for name in ("reactive", "predictive", "static:g5.xlarge=2"):
         progress(name)
     lines = [line.split("] ", 1)[1] for line in capsys.readouterr().err.splitlines()]
-    assert lines == ["run 1/2: reactive", "run 2/2: predictive",
-                     "run 3 (1 beyond the 2 listed, chosen from their results): "
+    assert lines == ["run 1/2 done: reactive", "run 2/2 done: predictive",
+                     "run 3 done (1 beyond the 2 listed, chosen from their results): "
                      "static:g5.xlarge=2"]

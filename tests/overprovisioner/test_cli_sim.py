@@ -241,9 +241,10 @@ def test_json_stays_pure_while_progress_goes_to_stderr(trace_file, capsys):
     captured = capsys.readouterr()
     assert code == 0
     assert [r["policy"] for r in json.loads(captured.out)] == ["reactive", "static:1"]
-    runs = [line for line in captured.err.splitlines() if "run " in line]
-    assert [line.split("] ", 1)[1] for line in runs] == ["run 1/2: reactive",
-                                                        "run 2/2: static:1"]
+    runs = [line.split("] ", 1)[1] for line in captured.err.splitlines() if "run " in line]
+    # A line as each run finishes: counted in order, the runs in the order they finished.
+    assert [line.split(" done: ")[0] for line in runs] == ["run 1/2", "run 2/2"]
+    assert sorted(line.split(" done: ")[1] for line in runs) == ["reactive", "static:1"]
 
 
 @pytest.mark.parametrize("extra, scorings", [

@@ -232,11 +232,13 @@ def test_skipping_binds_scans_and_ticks_that_change_nothing_changes_no_result(mo
 
 def test_skipping_changes_nothing_on_the_synthetic_workload(monkeypatch, capsys):
     # Two days of the seeded synthetic workload (hundreds of jobs, scale-in and out,
-    # placeholders): the command's JSON is the same byte for byte either way.
+    # placeholders): the command's JSON is the same byte for byte either way. In this
+    # process (--jobs 1): the patch does not reach worker processes.
     from headstart.cli import main
     from overprovisioner.sim.gangs.cluster import ClusterSide
 
-    argv = ["simulate-elastic", "--synthetic", "--days", "2", "--max-nodes", "6", "--json"]
+    argv = ["simulate-elastic", "--synthetic", "--days", "2", "--max-nodes", "6", "--json",
+            "--jobs", "1"]
     assert main(argv) == 0
     skipping = capsys.readouterr().out
     monkeypatch.setattr(ClusterSide, "skip_unchanged", False)

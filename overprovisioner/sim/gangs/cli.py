@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from common.later import later
+from common.parallel import add_jobs_option
 from jobtraces.gpu_sharing import GPU_SHARING_HELP
 
 
@@ -62,5 +63,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="how a job's training rate follows its workers (default linear)")
     parser.add_argument("--seed", type=int, default=0, help="seed for node start-up times")
     parser.add_argument("--json", action="store_true", help="print the arms as JSON")
+    add_jobs_option(parser)
     parser.set_defaults(func=later("overprovisioner.sim.gangs.commands",
                                    "simulate_elastic_command"))

@@ -1,8 +1,9 @@
 """What `headstart simulate-elastic` does, once its options are parsed (cli.py).
 
 An adapter: loads the workload as `headstart simulate` does (`overprovisioner.sim.commands`),
-runs the arms (`overprovisioner.sim.gangs.table`) and prints the table or JSON. Progress
-goes to stderr.
+runs the arms (`overprovisioner.sim.gangs.table`) on `--jobs` processes
+(`common.parallel`) and prints the table or JSON. Progress goes to stderr, a line as each
+arm finishes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from bucketing.catalog import load_catalog
 from common.errors import InputError
+from common.parallel import Workers, resolve_jobs
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.sim.commands import load_table, replay_workload
 from overprovisioner.sim.config import SimConfig
@@ -27,6 +29,7 @@ from overprovisioner.sim.workload import Workload
 
 
 def simulate_elastic_command(args: argparse.Namespace) -> int:
+    processes = resolve_jobs(args.jobs)
     if args.max_nodes < 1:
         raise InputError(f"--max-nodes: expected 1 or more, got {args.max_nodes}")
     if not 1 <= args.groups <= 26:
@@ -40,10 +43,13 @@ def simulate_elastic_command(args: argparse.Namespace) -> int:
     groups = tuple(f"pg-{chr(ord('a') + i)}" for i in range(args.groups))
     config = GangSimConfig(replace(SimConfig(), seed=args.seed), groups, args.max_nodes)
     started = time.monotonic()
-    results = []
-    for arm in ARMS:
-        results += run_arms(workload, jobs, workload.types, rule, config, arms=(arm,))
-        print(f"{arm.name}: done ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+
+    def done(arm: str) -> None:
+        print(f"{arm}: done ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+
+    with Workers(processes) as workers:
+        results = run_arms(workload, jobs, workload.types, rule, config, arms=ARMS,
+                           workers=workers, done=done)
     rows = summaries(results)
     if args.json:
         print(json.dumps({"source": table.source, "rule": _rule(rule),

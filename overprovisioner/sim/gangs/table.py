@@ -12,7 +12,8 @@ kind, node launches; and where they go (`engine.ledger`): the node GPU-hours by 
 (pods at their work's trace size, the more smaller gangs held by running longer, pods
 bound while not training, placeholders, nodes held only for growth, free room, empty and
 starting nodes), and the mean completion time as queueing, the trace run, the time
-smaller sizes added and the time stalled after the start.
+smaller sizes added and the time stalled after the start. The arms are independent runs:
+they go to `common.parallel.Workers` together and come back in `ARMS` order.
 
 Must not: read files, print.
 """
@@ -20,12 +21,13 @@ Must not: read files, print.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from bucketing.catalog import InstanceType
+from common.parallel import Workers
 from locality.admission.config import AdmissionConfig
 from locality.admission.weight import ElasticConfig
 from overprovisioner.sim.gangs.engine import GangResult, GangRun, GangSimConfig
@@ -45,20 +47,41 @@ ARMS = (Arm("fixed", False, False), Arm("elastic", True, False),
         Arm("elastic+announced", True, True))
 
 
+@dataclass(frozen=True)
+class ArmRun:
+    """One arm to run, whole: what a worker process receives."""
+
+    workload: Workload
+    jobs: tuple[GangJob, ...]
+    types: tuple[InstanceType, ...]
+    config: GangSimConfig
+    admission: AdmissionConfig
+    scaling: str
+    arm: Arm
+
+
+def run_arm(task: ArmRun) -> GangResult:
+    """The arm `task` names, run to the end."""
+    arm, admission = task.arm, task.admission
+    settings = replace(admission, elastic=replace(admission.elastic, enabled=arm.elastic)
+                       if admission.elastic else ElasticConfig(enabled=arm.elastic))
+    return GangRun(task.workload, task.jobs, task.types, task.config, settings, task.scaling,
+                   arm.elastic, arm.announce, arm.name).execute()
+
+
 def run_arms(workload: Workload, jobs: Sequence[GangJob], types: Sequence[InstanceType],
              rule: ElasticRule, config: GangSimConfig,
              admission: AdmissionConfig | None = None,
-             arms: Sequence[Arm] = ARMS) -> list[GangResult]:
-    """Each arm on the same jobs and cluster; `admission`: the extender's settings (its
-    defaults when None), with elastic resizing switched per arm."""
+             arms: Sequence[Arm] = ARMS, workers: Workers | None = None,
+             done: Callable[[str], None] | None = None) -> list[GangResult]:
+    """Each arm on the same jobs and cluster, in `arms` order; `admission`: the
+    extender's settings (its defaults when None), with elastic resizing switched per
+    arm. `workers`: where the arms run (default: this process, one after another);
+    `done(arm name)` as each finishes."""
     admission = admission or AdmissionConfig()
-    out = []
-    for arm in arms:
-        settings = replace(admission, elastic=replace(admission.elastic, enabled=arm.elastic)
-                           if admission.elastic else ElasticConfig(enabled=arm.elastic))
-        out.append(GangRun(workload, jobs, types, config, settings, rule.scaling, arm.elastic,
-                           arm.announce, arm.name).execute())
-    return out
+    tasks = [ArmRun(workload, tuple(jobs), tuple(types), config, admission, rule.scaling, arm)
+             for arm in arms]
+    return (workers or Workers(1)).map(run_arm, tasks, [arm.name for arm in arms], done)
 
 
 def summaries(results: Sequence[GangResult]) -> list[dict]:
