@@ -246,7 +246,9 @@ class ClusterSide:
         """Keep the placeholders wanted now: with a policy (`headroom`), its plan's, the
         growth announced to it as known demand; else one per node the announced
         growth needs. `again`: a policy's re-plan after a preemption."""
-        if self.headroom is None and self.unchanged("tick"):
+        skippable = self.headroom is None or (self.headroom.steady and not again
+                                              and now < self.w.end_s)
+        if skippable and self.unchanged("tick"):
             return
         before = self.state()
         growths = self._growths() if self.announce else []

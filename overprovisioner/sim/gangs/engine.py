@@ -253,11 +253,12 @@ class GangRun(ClusterSide):
                 self._scan(time)
             elif kind == TICK:
                 self._tick(time)
-                if self.heap and (self.headroom is None or time < self.w.end_s):
-                    # else nothing is left to change (the replay is over), or the window
-                    # is: a policy keeps no placeholder past it (`gangs.headroom`)
-                    self.push(time + (self.config.tick_s if self.headroom is None
-                                      else self.headroom.policy.tick_s), TICK)
+                if self.headroom is not None:
+                    if time < self.w.end_s:  # a policy keeps placeholders up to the
+                        # window's end, and none past it (`gangs.headroom`)
+                        self.push(time + self.headroom.policy.tick_s, TICK)
+                elif self.heap:  # else nothing is left to change: the replay is over
+                    self.push(time + self.config.tick_s, TICK)
             elif kind == REPLAN:
                 self.replan_at = math.inf
                 self._tick(time, again=True)

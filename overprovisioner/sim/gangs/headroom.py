@@ -34,7 +34,7 @@ from bucketing.catalog import InstanceType
 from locality.model import Pod
 from overprovisioner.planner.known_plan import growth_nodes
 from overprovisioner.planner.worker_plan import Growth
-from overprovisioner.sim.policies import Policy, TickView
+from overprovisioner.sim.policies import Headroom, Policy, TickView
 from overprovisioner.sim.predictive import Predictive
 from overprovisioner.sim.recording import Recording, add_request, embedded
 from overprovisioner.sim.workload import bucket_vectors
@@ -102,6 +102,11 @@ class PolicyHeadroom:
         self.gated_known = (isinstance(policy, Predictive)
                             and policy.service.known_demand.gated)
         self.last_tick = 0
+        # A headroom without a schedule plans from the cluster alone: a tick at the
+        # state of one that changed nothing would change nothing (`ClusterSide.unchanged`).
+        self.steady = isinstance(policy, Headroom) and not any(
+            spec is not None and (spec.kind == "scheduled" or spec.hours)
+            for spec in (policy.spec, *policy.specs))
 
     def targets(self, now: float, nodes: Sequence[tuple[int, str, bool, bool]],
                 placeholders: dict[tuple[int, str], int], growths: Sequence[Growth],

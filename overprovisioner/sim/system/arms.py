@@ -13,7 +13,8 @@ the admitter's own round, the same jobs, cluster and seed:
 - each part off (`PARTS`): the forecast (the plan for known demand alone), known-ahead
   work (every known-demand source off in the service's config: the trace's
   announcements and the gated pods), elastic sizing (every job at its trace size, and so
-  no growth to announce), announced growth (the growth is not told);
+  no growth to announce), announced growth (the growth is not told), and every
+  placeholder at once (the admitter with elastic sizing alone, no overprovisioner);
 - a peer (`peer_arm`): what a user runs today, Kueue-style FIFO gang admission (the
   admitter's round with elastic sizing off: whole jobs, priority then age, the queue's
   head holding its room as Kueue's StrictFIFO does) with a headroom policy of `headstart
@@ -70,6 +71,8 @@ PARTS = (
               part="known-ahead work"),
     SystemArm("without elastic", False, False, "predictive", part="elastic sizing"),
     SystemArm("without announced growth", True, False, "predictive", part="announced growth"),
+    SystemArm("without placeholders", True, False, None,
+              part="every placeholder (the overprovisioner)"),
 )
 
 

@@ -58,7 +58,8 @@ def replay_command(args: argparse.Namespace) -> int:
 
 def as_json(report: SystemReport, source: str) -> dict:
     return {"source": source, "verdict": list(report.verdict.lines),
-            "run": report.verdict.run, "tie": report.tie,
+            "run": report.verdict.run, "configuration": report.chosen["arm"],
+            "tie": report.tie,
             "strongest_peer": report.strongest["arm"] if report.strongest else None,
             "cheapest_peer_reaching": report.reaching["arm"] if report.reaching else None,
             "hindsight": list(report.hindsight), "contributions": report.contributions,

@@ -15,8 +15,10 @@ Decides:
   with the least queueing within the whole system's node GPU-hours
   (`hindsight.best_within`), each then run for real as `static:TYPE=N,...`;
 - from the measured runs (`choose`): the strongest peer, the least mean queueing among
-  the peers whose node GPU-hours are within the tie margin of the whole system's, and
-  the cheapest peer reaching its mean queueing (within the tie margin).
+  the peers whose node GPU-hours are within the tie margin of headstart's
+  configuration's (the whole system, or a part-off one doing better:
+  `verdict.best_configuration`), and the cheapest peer reaching its mean queueing
+  (within the tie margin).
 
 A job that never started adds no queueing minutes to its type's sum.
 
@@ -65,9 +67,10 @@ def curves(runs: Sequence[tuple[str, GangResult]], types: int) -> Curves:
 
 def hindsight_policies(runs: Sequence[tuple[str, GangResult]], whole: GangResult,
                        type_names: Sequence[str]) -> list[str]:
-    """`static:TYPE=N,...` names of the cheapest vector reaching the whole system's
-    queueing and of the least-queueing vector within its node GPU-hours (without those
-    `runs` holds, or that one count for every type already ran)."""
+    """`static:TYPE=N,...` names of the cheapest vector reaching the queueing of `whole`
+    (headstart's configuration) and of the least-queueing vector within its node
+    GPU-hours (without those `runs` holds, or that one count for every type already
+    ran)."""
     found = curves(runs, len(type_names))
     if len(found) < 2:
         return []
@@ -91,9 +94,10 @@ def within(value: float | None, limit: float | None, tie: float) -> bool:
 
 def choose(whole: dict, peers: Sequence[dict], tie: float) -> tuple[dict | None, dict | None]:
     """(strongest, cheapest reaching) among the peer rows (`gangs.table.summarize`):
-    the least mean queueing within the whole system's node GPU-hours, and the least node
-    GPU-hours at its mean queueing or less, each within the tie margin; None where no
-    peer qualifies. Ties go to the lower other figure, then the name."""
+    the least mean queueing within the node GPU-hours of `whole` (headstart's
+    configuration), and the least node GPU-hours at its mean queueing or less, each
+    within the tie margin; None where no peer qualifies. Ties go to the lower other
+    figure, then the name."""
     affordable = [row for row in peers
                   if within(row["node_gpu_hours"], whole["node_gpu_hours"], tie)
                   and row["queue_mean_min"] is not None]

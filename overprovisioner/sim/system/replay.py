@@ -2,11 +2,14 @@
 Kueue-style FIFO peer under every headroom tried, on one workload, and the verdict.
 
 Decides the order of the runs (`arms.WHOLE`, `arms.PARTS`, the peer grid, then the
-per-type counts chosen in hindsight against the whole system's figures:
+per-type counts chosen in hindsight against headstart's configuration:
 `peers.hindsight_policies`), the jobs every figure is taken over (those every arm
 finished: `gangs.table.summaries`), and the report: the rows, what each part
-contributes (the part's arm less the whole system), the strongest peer, the cheapest
-peer reaching the whole system's queueing and the verdict (`verdict.verdict`).
+contributes (the part's arm less the whole system), headstart's configuration (the
+whole system, or a part-off one doing better: `verdict.best_configuration`, chosen
+once on headstart's arms for the hindsight search and again on the final rows), the
+strongest peer and the cheapest peer reaching its queueing (`peers.choose`) and the
+verdict (`verdict.verdict`).
 
 Must not: read files, print (progress goes to the `progress` callback).
 """
@@ -23,7 +26,7 @@ from overprovisioner.sim.gangs.jobs import ElasticRule, GangJob
 from overprovisioner.sim.gangs.table import summaries
 from overprovisioner.sim.system.arms import PARTS, WHOLE, SystemArm, peer_arm, run_arm
 from overprovisioner.sim.system.peers import choose, grid, hindsight_policies
-from overprovisioner.sim.system.verdict import TIE, Verdict, verdict
+from overprovisioner.sim.system.verdict import TIE, Verdict, best_configuration, verdict
 from overprovisioner.sim.workload import Workload
 
 CONTRIBUTION_KEYS = ("queue_mean_min", "queue_p95_min", "jct_mean_h", "jct_p95_h",
@@ -39,6 +42,7 @@ class SystemReport:
     `peers.choose` picked (None: none qualified); hindsight: the per-type peers added."""
 
     rows: tuple[dict, ...]
+    chosen: dict
     contributions: dict[str, dict[str, float | None]]
     strongest: dict | None
     reaching: dict | None
@@ -64,23 +68,26 @@ def run_system(workload: Workload, jobs: Sequence[GangJob], catalog: Catalog,
 
     whole = one(WHOLE)
     part_results = [one(arm) for arm in parts]
+    own = [whole, *part_results]
+    first = summaries(own)
+    chosen = own[first.index(best_configuration(first[0], first[1:], tie))]
     policies = list(peers if peers is not None else grid(workload))
     peer_runs = [(policy, one(peer_arm(policy))) for policy in policies]
-    added = hindsight_policies(peer_runs, whole, [t.name for t in workload.types])
+    added = hindsight_policies(peer_runs, chosen, [t.name for t in workload.types])
     peer_runs += [(policy, one(peer_arm(policy))) for policy in added]
-    rows = summaries([whole, *part_results, *(result for _, result in peer_runs)])
+    rows = summaries([*own, *(result for _, result in peer_runs)])
     rows[0]["role"], rows[0]["part"] = "headstart", None
-    for row, arm in zip(rows[1:1 + len(parts)], parts, strict=True):
+    for row, arm in zip(rows[1:len(own)], parts, strict=True):
         row["role"], row["part"] = "part", arm.part
-    for row in rows[1 + len(parts):]:
+    for row in rows[len(own):]:
         row["role"], row["part"] = "peer", None
-    peer_rows = rows[1 + len(parts):]
-    strongest, reaching = choose(rows[0], peer_rows, tie)
+    best = best_configuration(rows[0], rows[1:len(own)], tie)
+    strongest, reaching = choose(best, rows[len(own):], tie)
     contributions = {row["part"]: {key: _less(row[key], rows[0][key])
                                    for key in CONTRIBUTION_KEYS}
-                     for row in rows[1:1 + len(parts)]}
-    return SystemReport(tuple(rows), contributions, strongest, reaching, tuple(added),
-                        verdict(rows[0], strongest, reaching, tie), tie)
+                     for row in rows[1:len(own)]}
+    return SystemReport(tuple(rows), best, contributions, strongest, reaching, tuple(added),
+                        verdict(best, strongest, reaching, tie, rows[0]), tie)
 
 
 def _less(value: float | None, base: float | None) -> float | None:

@@ -38,8 +38,9 @@ def format_report(report: SystemReport) -> str:
             f"{_num(row['queue_p95_min'], 1):>8} {row['node_gpu_hours']:>10,.0f} "
             f"{row['dollars']:>8,.0f} {sum(row['resizes'].values()):>8} "
             f"{row['unfinished']:>10}")
-    lines.append("* the strongest peer: least mean queueing within headstart's node GPU-hours "
-                 f"(+{report.tie:.0%}); + the cheapest peer reaching its mean queueing")
+    lines.append(f"* the strongest peer: least mean queueing within the node GPU-hours "
+                 f"(+{report.tie:.0%}) of {report.chosen['arm']}; + the cheapest peer "
+                 "reaching its mean queueing")
     if report.hindsight:
         lines.append("per-type headroom chosen in hindsight: " + ", ".join(report.hindsight))
     measured = report.rows[0]

@@ -13,7 +13,11 @@ node GPU-hours) and the cheapest peer reaching its queueing:
   queueing bought with later completions (smaller gangs run longer) is called a
   trade-off, with both figures;
 - without a peer within the whole system's node GPU-hours, the cheapest peer reaching
-  its queueing decides: headstart when none does, or when reaching it costs more.
+  its queueing decides: headstart when none does, or when reaching it costs more;
+- headstart's configuration (`best_configuration`): the whole system, unless switching a
+  part off does better on the trace (no worse in mean queueing, node GPU-hours and mean
+  JCT, better in one, ties as above): then that configuration, the least queueing first;
+  the verdict names it and says what it gains over the whole system.
 
 Must not: run replays, read files, print.
 """
@@ -45,25 +49,42 @@ def compare(value: float | None, base: float | None, tie: float = TIE) -> int:
     return 0
 
 
-def verdict(whole: dict, strongest: dict | None, reaching: dict | None,
-            tie: float = TIE) -> Verdict:
+JUDGED = ("queue_mean_min", "node_gpu_hours", "jct_mean_h")
+
+
+def best_configuration(whole: dict, parts: list[dict], tie: float = TIE) -> dict:
+    """The whole system's row, or the part-off row that does better (module docstring)."""
+    better = [row for row in parts if _better(row, whole, tie)]
+    return min(better, key=lambda r: (r["queue_mean_min"], r["node_gpu_hours"], r["arm"]),
+               default=whole)
+
+
+def _better(row: dict, base: dict, tie: float) -> bool:
+    signs = [compare(row[key], base[key], tie) for key in JUDGED]
+    return all(sign <= 0 for sign in signs) and any(sign < 0 for sign in signs)
+
+
+def verdict(chosen: dict, strongest: dict | None, reaching: dict | None,
+            tie: float = TIE, whole: dict | None = None) -> Verdict:
+    """`chosen`: headstart's configuration (`best_configuration`), `whole` the whole
+    system's row when that is another."""
+    whole = whole or chosen
+    name = "headstart's whole system" if chosen is whole else f"headstart {chosen['arm']}"
     peer = strongest or reaching
     if peer is None:
-        return Verdict(whole["arm"], (
-            f"Verdict: run headstart's whole system; no FIFO headroom tried was within "
-            f"its node GPU-hours or reached its queueing ({_figures(whole)}).",))
-    queue = compare(whole["queue_mean_min"], peer["queue_mean_min"], tie)
-    hours = compare(whole["node_gpu_hours"], peer["node_gpu_hours"], tie)
-    jct = compare(whole["jct_mean_h"], peer["jct_mean_h"], tie)
+        return Verdict(chosen["arm"], (
+            f"Verdict: run {name}; no FIFO headroom tried was within its node GPU-hours or "
+            f"reached its queueing ({_figures(chosen)}).", *_instead(chosen, whole, tie)))
+    queue = compare(chosen["queue_mean_min"], peer["queue_mean_min"], tie)
+    hours = compare(chosen["node_gpu_hours"], peer["node_gpu_hours"], tie)
+    jct = compare(chosen["jct_mean_h"], peer["jct_mean_h"], tie)
     if strongest is None:  # every peer costs more than headstart: the cheapest reaching it
-        run = whole["arm"] if queue <= 0 and hours <= 0 else peer["arm"]
-        head = "run headstart's whole system" if run == whole["arm"] else \
-            f"keep {peer['arm']}"
+        run = chosen["arm"] if queue <= 0 and hours <= 0 else peer["arm"]
+        head = f"run {name}" if run == chosen["arm"] else f"keep {peer['arm']}"
     elif queue < 0 and jct > 0:
-        run, head = None, "a trade-off: headstart's whole system queues less but its jobs " \
-                          "finish later"
+        run, head = None, f"a trade-off: {name} queues less but its jobs finish later"
     elif queue < 0 or (queue == 0 and (hours < 0 or (hours == 0 and jct < 0))):
-        run, head = whole["arm"], "run headstart's whole system"
+        run, head = chosen["arm"], f"run {name}"
     elif queue > 0 or hours > 0 or jct > 0:
         run, head = peer["arm"], f"keep {peer['arm']}"
     else:
@@ -72,25 +93,35 @@ def verdict(whole: dict, strongest: dict | None, reaching: dict | None,
         "the cheapest peer reaching its queueing"
     lines = [
         f"Verdict: {head}. Against {against}, {peer['arm']}: mean queueing "
-        f"{_cmp(whole, peer, 'queue_mean_min', 'min', tie)}, p95 "
-        f"{_cmp(whole, peer, 'queue_p95_min', 'min', tie)}; mean JCT "
-        f"{_cmp(whole, peer, 'jct_mean_h', 'h', tie)}, p95 "
-        f"{_cmp(whole, peer, 'jct_p95_h', 'h', tie)}; node GPU-hours "
-        f"{_cmp(whole, peer, 'node_gpu_hours', '', tie)}, dollars "
-        f"{_cmp(whole, peer, 'dollars', '$', tie)}."]
+        f"{_cmp(chosen, peer, 'queue_mean_min', 'min', tie)}, p95 "
+        f"{_cmp(chosen, peer, 'queue_p95_min', 'min', tie)}; mean JCT "
+        f"{_cmp(chosen, peer, 'jct_mean_h', 'h', tie)}, p95 "
+        f"{_cmp(chosen, peer, 'jct_p95_h', 'h', tie)}; node GPU-hours "
+        f"{_cmp(chosen, peer, 'node_gpu_hours', '', tie)}, dollars "
+        f"{_cmp(chosen, peer, 'dollars', '$', tie)}.", *_instead(chosen, whole, tie)]
     if reaching is None:
-        lines.append("No FIFO headroom tried reaches headstart's mean queueing.")
+        lines.append(f"No FIFO headroom tried reaches the mean queueing of {name}.")
     elif reaching is not peer:
-        lines.append(f"The cheapest FIFO headroom reaching headstart's mean queueing, "
+        lines.append(f"The cheapest FIFO headroom reaching the mean queueing of {name}, "
                      f"{reaching['arm']}, takes {reaching['node_gpu_hours']:,.0f} node "
-                     f"GPU-hours (${reaching['dollars']:,.0f}) against headstart's "
-                     f"{whole['node_gpu_hours']:,.0f} (${whole['dollars']:,.0f}).")
-    lines.append(f"(A tie: within {tie:.0%} of the peer's figure.)")
+                     f"GPU-hours (${reaching['dollars']:,.0f}) against "
+                     f"{chosen['node_gpu_hours']:,.0f} (${chosen['dollars']:,.0f}).")
+    lines.append(f"(A tie: within {tie:.0%} of the other figure.)")
     return Verdict(run, tuple(lines))
 
 
-def _cmp(whole: dict, peer: dict, key: str, unit: str, tie: float) -> str:
-    a, b = whole[key], peer[key]
+def _instead(chosen: dict, whole: dict, tie: float) -> tuple[str, ...]:
+    """The line saying what the chosen configuration gains over the whole system."""
+    if chosen is whole:
+        return ()
+    return (f"On this trace headstart does better {chosen['arm']} than whole: mean queueing "
+            f"{_cmp(chosen, whole, 'queue_mean_min', 'min', tie)}, node GPU-hours "
+            f"{_cmp(chosen, whole, 'node_gpu_hours', '', tie)}, mean JCT "
+            f"{_cmp(chosen, whole, 'jct_mean_h', 'h', tie)}.",)
+
+
+def _cmp(row: dict, other: dict, key: str, unit: str, tie: float) -> str:
+    a, b = row[key], other[key]
     if a is None or b is None:
         return "-"
     text = f"{_num(a, unit)} against {_num(b, unit)}"
@@ -108,5 +139,7 @@ def _num(value: float, unit: str) -> str:
 
 
 def _figures(row: dict) -> str:
-    return (f"mean queueing {_num(row['queue_mean_min'], 'min')}, mean JCT "
-            f"{_num(row['jct_mean_h'], 'h')}, {row['node_gpu_hours']:,.0f} node GPU-hours")
+    queue, jct = row["queue_mean_min"], row["jct_mean_h"]
+    return (f"mean queueing {'-' if queue is None else _num(queue, 'min')}, mean JCT "
+            f"{'-' if jct is None else _num(jct, 'h')}, {row['node_gpu_hours']:,.0f} node "
+            "GPU-hours")
