@@ -807,7 +807,99 @@ def _x(value: float | None, base: float | None) -> str:
     return "-" if value is None or not base else f"{value / base:.2f}x"
 
 
+SPREAD_WORDS = {"queue_mean_min": "mean queueing", "jct_mean_h": "mean JCT",
+                "node_gpu_hours": "node GPU-hours"}
+SYSTEM_PARTS = ("queue_mean_min", "queue_p95_min", "jct_mean_h", "jct_p95_h", "node_gpu_hours",
+                "dollars")
+
+
+def system(results: dict) -> str:
+    """The whole-system replay (bench/bench_system.py): per workload the verdict as the
+    command prints it, every arm, what each part contributes, the target and the spread
+    across seeds."""
+    e = results["system"]
+    out = []
+    for run in e["figures"]["runs"]:
+        rows = run["arms"]
+        whole = rows[0]
+        out += [f"**{run['workload']}**, node groups of at most {run['max_nodes']} "
+                f"(`{run['command']}`, {run['seconds']:g} s for its {len(rows)} replays; "
+                f"{whole['measured']:,} of {whole['jobs']:,} jobs timed):", ""]
+        out += [f"> {line}" for line in run["verdict"]]
+        out += ["", "| arm | JCT mean / p95 (h) | queue mean / p95 (min) | node GPU-h | $ | "
+                "resizes | placeholder GPU-h |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for row in rows:
+            by = row["node_gpu_hours_by"]
+            out.append(f"| {row['arm']}{_system_marks(run, row['arm'])} | "
+                       f"{_h(row['jct_mean_h'])} / {_h(row['jct_p95_h'])} | "
+                       f"{_h(row['queue_mean_min'], 1)} / {_h(row['queue_p95_min'], 1)} | "
+                       f"{row['node_gpu_hours']:,.0f} | {row['dollars']:,.0f} | "
+                       f"{sum(row['resizes'].values())} | "
+                       f"{by['placeholders'] + by['growth_nodes']:,.0f} |")
+        out += ["", "What each part contributes: its arm less the whole system (a positive "
+                "queueing or JCT: the part cuts it; a negative one: the replay does better "
+                "without it).", "",
+                "| part switched off | mean queueing (min) | p95 queueing (min) | mean JCT (h) | "
+                "p95 JCT (h) | node GPU-h | $ |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for part, change in run["contributions"].items():
+            out.append(f"| {part} | " + " | ".join(_signed(change[key], key)
+                                                  for key in SYSTEM_PARTS) + " |")
+        out += ["", _system_target(run), _system_spread(run), ""]
+    return "\n".join(out) + f"({provenance(e)}.)\n"
+
+
+def _system_marks(run: dict, arm: str) -> str:
+    notes = []
+    if arm == run["configuration"] and arm != run["arms"][0]["arm"]:
+        notes.append("the verdict's configuration")
+    if arm == run["strongest_peer"]:
+        notes.append("strongest peer")
+    if arm == run["cheapest_peer_reaching"]:
+        notes.append("cheapest peer reaching its queueing")
+    return f" ({', '.join(notes)})" if notes else ""
+
+
+def _signed(value: float | None, key: str) -> str:
+    if value is None:
+        return "-"
+    if key in ("node_gpu_hours", "dollars"):
+        return f"{value:+,.0f}"
+    return f"{value:+.1f}" if key.startswith("queue") else f"{value:+.2f}"
+
+
+def _system_target(run: dict) -> str:
+    """The issue's target, not tuned to: the whole system at most 0.5x the strongest
+    peer's mean queueing at no more node GPU-hours (within the tie)."""
+    rows = {row["arm"]: row for row in run["arms"]}
+    whole, peer = run["arms"][0], rows.get(run["strongest_peer"] or "")
+    if peer is None or not peer["queue_mean_min"] or not peer["node_gpu_hours"]:
+        return "Target (0.5x the strongest peer's queueing at no more GPU-hours): no peer " \
+               "within the budget to judge it by."
+    queue = whole["queue_mean_min"] / peer["queue_mean_min"]
+    hours = whole["node_gpu_hours"] / peer["node_gpu_hours"]
+    met_queue, met_hours = queue <= 0.5, hours <= 1 + run["tie"]
+    verdict = "met" if met_queue and met_hours else (
+        "queueing met, node GPU-hours not" if met_queue else
+        "node GPU-hours met, queueing not" if met_hours else "not met")
+    return (f"Target, aimed at and not tuned to (the whole system at most 0.5x the strongest "
+            f"peer's mean queueing at no more node GPU-hours, {run['tie']:.0%} a tie): "
+            f"{queue:.2f}x its mean queueing at {hours:.2f}x its node GPU-hours: {verdict}.")
+
+
+def _system_spread(run: dict) -> str:
+    spread = run["spread"]
+    if len(spread["seeds"]) < 2:
+        return "No other seed was run: the spread across start-up draws is not measured."
+    parts = []
+    for arm, keys in spread["arms"].items():
+        parts.append(f"{arm}: " + ", ".join(
+            f"{SPREAD_WORDS[key]} {v['relative']:.1%}" for key, v in keys.items()))
+    return (f"Spread across node start-up seeds {', '.join(map(str, spread['seeds']))} "
+            f"((largest - smallest) / smallest): " + "; ".join(parts) + ".")
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
+    "system": system,
     "admission-rounds": admission_rounds,
     "round-transfer": round_transfer,
     "planner-memory": planner_memory,

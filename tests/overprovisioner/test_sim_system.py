@@ -250,6 +250,21 @@ def test_the_command_leads_with_the_verdict_and_is_deterministic(jobs_file, caps
     assert printed["configuration"] in roles
 
 
+def test_the_same_seed_gives_the_same_bytes_in_another_process(jobs_file):
+    # Another process hashes strings differently: no order the replay decides by may
+    # follow a set's.
+    import os
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "headstart", "replay", "--trace", str(jobs_file),
+            "--max-nodes", "4", "--groups", "2", "--json"]
+    outputs = {subprocess.run(argv, capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+               for seed in ("1", "2")}
+    assert len(outputs) == 1 and json.loads(outputs.pop())["arms"]
+
+
 def test_a_trace_without_jobs_is_refused_in_one_line(tmp_path, capsys):
     from headstart.cli import main
     from jobtraces.write import write_job_table

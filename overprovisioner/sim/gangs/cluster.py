@@ -266,7 +266,8 @@ class ClusterSide:
             index = {t.name: i for i, t in enumerate(self.types)}
             target = {(index[name], group): math.ceil(nodes - 1e-9)
                       for (name, group), nodes in wanted.items()}
-        for key in set(target) | set(self.placeholders):
+        for key in sorted(set(target) | set(self.placeholders)):  # not hash order: a
+            # placeholder's name, and so which one goes first, must not depend on it
             self._keep_placeholders(key, target.get(key, 0), now)
         self._ran("tick", before)
 
