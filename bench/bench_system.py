@@ -3,18 +3,16 @@ workload, recorded so docs/simulator.md's "The whole system" table, each part's
 contribution and the strongest peer are rendered from bench/results.json (entry
 system), never typed.
 
-    python bench/bench_system.py --record          # synthetic, seed 0, plus the spread
+    python bench/bench_system.py --record          # synthetic, 3 seeds
     python bench/bench_system.py --workloads dlrm  # the DLRM trace's first-60% cut
-    python bench/bench_system.py --seeds 0         # no spread runs
     python bench/render_tables.py                  # then the tables
 
-Each replay is deterministic for its seed (the seed draws node start-up times), so one
-run per arm is the figure; the spread across seeds is measured apart: headstart's
-configuration and the strongest peer, each again at every other seed of `--seeds`,
-and the largest relative distance between two seeds' means is recorded beside the 2%
-the verdict calls a tie. The DLRM trace is read from ../shared/traces (`--traces`):
-the first 60% of its window, as the file holds it; a missing trace is skipped with a
-line saying so.
+It records what `headstart replay` reports (`overprovisioner.sim.system.replay`): every
+arm once at seed 0 (each replay is deterministic for its seed, which draws node
+start-up times), and the arms the verdict compares at seeds 0, 1 and 2, whose medians
+it compares and whose spread across seeds widens what it calls a tie. The DLRM trace
+is read from ../shared/traces (`--traces`): the first 60% of its window, as the file
+holds it; a missing trace is skipped with a line saying so.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -32,7 +30,6 @@ from results_file import load_average, record  # noqa: E402
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 DLRM = "alibaba-gpu-2025-disaggregated_DLRM_trace.csv.gz"
-SPREAD_KEYS = ("queue_mean_min", "jct_mean_h", "node_gpu_hours")
 
 
 @dataclass(frozen=True)
@@ -74,47 +71,27 @@ def load(spec: Spec, traces: Path):
     return catalog, workload, rule, gang_jobs(workload, rule)
 
 
-def run(spec: Spec, traces: Path, seeds: list[int]) -> dict:
-    from overprovisioner.sim.config import SimConfig
+def run(spec: Spec, traces: Path, repeats: int) -> dict:
     from overprovisioner.sim.gangs.engine import GangSimConfig
-    from overprovisioner.sim.gangs.table import summaries
-    from overprovisioner.sim.system.arms import PARTS, WHOLE, peer_arm, run_arm
     from overprovisioner.sim.system.replay import run_system
 
     catalog, workload, rule, jobs = load(spec, traces)
-    config = GangSimConfig(max_nodes=spec.max_nodes)
     started = time.monotonic()
 
     def progress(name: str) -> None:
         print(f"  {spec.key} {name}: {time.monotonic() - started:.0f} s", flush=True)
 
-    report = run_system(workload, jobs, catalog, rule, config, progress=progress)
-    seconds = round(time.monotonic() - started, 1)
-    arms = {arm.name: arm for arm in (WHOLE, *PARTS)}
-    chosen = arms[report.chosen["arm"]]
-    peer = report.strongest or report.reaching
-    spread: dict = {"seeds": seeds[:1], "arms": {}}
-    if len(seeds) > 1 and peer is not None:
-        spread["seeds"] = seeds
-        pair = (chosen, peer_arm(peer["arm"].split(" + ", 1)[1]))
-        by_seed = {seeds[0]: [report.chosen, peer]}
-        for seed in seeds[1:]:
-            seeded = replace(config, sim=replace(SimConfig(), seed=seed))
-            by_seed[seed] = summaries([run_arm(arm, workload, jobs, catalog, rule, seeded)
-                                       for arm in pair])
-            progress(f"seed {seed}")
-        for index, arm in enumerate(pair):
-            values = {key: [by_seed[s][index][key] for s in seeds] for key in SPREAD_KEYS}
-            spread["arms"][arm.name] = {
-                key: {"values": v, "relative": round((max(v) - min(v)) / min(v), 4)
-                      if min(v) else None} for key, v in values.items()}
+    report = run_system(workload, jobs, catalog, rule, GangSimConfig(max_nodes=spec.max_nodes),
+                        progress=progress, repeats=repeats)
     return {"workload": spec.name, "key": spec.key, "max_nodes": spec.max_nodes,
-            "command": spec.command(), "seconds": seconds, "verdict": list(report.verdict.lines),
-            "run": report.verdict.run, "configuration": report.chosen["arm"],
+            "command": spec.command(), "seconds": round(time.monotonic() - started, 1),
+            "verdict": list(report.verdict.lines), "run": report.verdict.run,
+            "configuration": report.chosen["arm"],
             "strongest_peer": report.strongest["arm"] if report.strongest else None,
             "cheapest_peer_reaching": report.reaching["arm"] if report.reaching else None,
             "hindsight": list(report.hindsight), "contributions": report.contributions,
-            "tie": report.tie, "spread": spread, "arms": list(report.rows)}
+            "tie": report.tie, "seeds": list(report.seeds), "repeated": list(report.repeated),
+            "arms": list(report.rows)}
 
 
 def main() -> int:
@@ -122,8 +99,8 @@ def main() -> int:
     parser.add_argument("--workloads", nargs="+", default=["synthetic"],
                         choices=[s.key for s in SPECS])
     parser.add_argument("--traces", type=Path, default=TRACES)
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2],
-                        help="the first seeds the report; the others the spread runs")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="seeds (0, 1, ...) the compared arms run at (default 3)")
     parser.add_argument("--record", action="store_true",
                         help="write the figures into bench/results.json (entry system; "
                         "workloads not run keep their recorded figures)")
@@ -136,7 +113,7 @@ def main() -> int:
         if spec.trace is not None and not (args.traces / spec.trace).exists():
             print(f"{spec.key}: skipped, {args.traces / spec.trace} is missing")
             continue
-        result = run(spec, args.traces, args.seeds)
+        result = run(spec, args.traces, args.repeats)
         runs.append(result)
         print(f"{spec.key}: {result['verdict'][0]} ({result['seconds']} s)", flush=True)
     if args.record:
@@ -150,8 +127,8 @@ def main() -> int:
             pass
         order = [s.key for s in SPECS]
         record("system", {"runs": sorted(kept + runs, key=lambda r: order.index(r["key"]))},
-               before, note="one deterministic run per arm (seed 0); the spread: headstart's "
-               "configuration and the strongest peer again at the other seeds")
+               before, note="one deterministic run per arm at seed 0; headstart's "
+               "configuration and the peers the verdict names also at seeds 1 and 2 (medians)")
     return 0
 
 

@@ -21,7 +21,8 @@ from overprovisioner.sim.gangs.jobs import ElasticRule, gang_jobs
 from overprovisioner.sim.predictive import Predictive
 from overprovisioner.sim.system.arms import PARTS, WHOLE, SystemArm, peer_arm, run_arm
 from overprovisioner.sim.system.peers import choose
-from overprovisioner.sim.system.verdict import best_configuration, compare, verdict
+from overprovisioner.sim.system.repeats import FIGURES, over_seeds
+from overprovisioner.sim.system.verdict import band, best_configuration, compare, verdict
 from overprovisioner.sim.workload import build_workload
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 
@@ -202,6 +203,37 @@ def test_a_part_off_doing_better_is_the_configuration_the_verdict_names():
                                    "growth than whole: mean queueing 10.9 min against 12.5")
 
 
+def test_medians_over_seeds_and_their_spread():
+    rows = [{"arm": "x", **dict.fromkeys(FIGURES, 1.0), "queue_mean_min": q}
+            for q in (10.9, 12.6, 17.8)]
+    row = over_seeds(rows, (0, 1, 2))
+    assert row["queue_mean_min"] == 12.6  # the median
+    assert row["spread"]["queue_mean_min"] == pytest.approx((17.8 - 10.9) / 12.6, abs=1e-4)
+    assert row["spread"]["jct_mean_h"] == 0.0
+    assert row["seeds"]["queue_mean_min"] == [10.9, 12.6, 17.8]
+
+
+def test_the_spread_across_seeds_widens_the_tie():
+    def row(arm, queue, hours, jct=3.0, spread=None):
+        out = {"arm": arm, "queue_mean_min": queue, "queue_p95_min": queue,
+               "jct_mean_h": jct, "jct_p95_h": jct, "node_gpu_hours": hours, "dollars": hours}
+        if spread is not None:
+            out["spread"] = {"queue_mean_min": spread}
+        return out
+
+    noisy = row("headstart", 12.5, 14_842, spread=0.64)
+    part = row("without announced growth", 10.9, 14_861)
+    assert band(noisy, part, "queue_mean_min") == 0.64 and band(noisy, part, "jct_mean_h") == 0.02
+    # 0.87x the whole system's queueing, well within its 64% spread: not better.
+    assert best_configuration(noisy, [part]) is noisy
+    assert best_configuration(row("headstart", 12.5, 14_842), [part]) is part
+    # Against a peer queueing 1.3x more, with 40% spread: a tie on queueing.
+    got = verdict(noisy, row("FIFO + reactive", 16.3, 14_842, spread=0.4), None)
+    assert got.run is None and got.lines[0].startswith("Verdict: a tie: either.")
+    assert got.lines[-1] == ("(A tie: within 2% of the other figure, or within the spread "
+                             "across seeds where larger: mean queueing 64%.)")
+
+
 def test_compare_calls_two_percent_a_tie():
     assert compare(101.9, 100.0) == 0 and compare(98.1, 100.0) == 0
     assert compare(102.1, 100.0) == 1 and compare(97.9, 100.0) == -1
@@ -248,6 +280,12 @@ def test_the_command_leads_with_the_verdict_and_is_deterministic(jobs_file, caps
     assert all(not row["resizes"] for row in printed["arms"] if row["role"] == "peer")
     assert printed["verdict"][0].startswith("Verdict: ")
     assert printed["configuration"] in roles
+    # headstart's configuration and the peers the verdict names, at 3 seeds each.
+    repeated = {row["arm"]: row for row in printed["repeated"]}
+    assert "headstart" in repeated and printed["strongest_peer"] in repeated
+    assert all(row["seed_list"] == [0, 1, 2] for row in repeated.values())
+    assert printed["contributions"]["elastic sizing"]["within_noise"].keys() >= {
+        "queue_mean_min", "node_gpu_hours"}
 
 
 def test_the_same_seed_gives_the_same_bytes_in_another_process(jobs_file):

@@ -28,6 +28,8 @@ from overprovisioner.sim.system.table import format_report
 
 
 def replay_command(args: argparse.Namespace) -> int:
+    if args.repeats < 1:
+        raise InputError(f"--repeats: expected 1 or more, got {args.repeats}")
     if args.max_nodes < 1:
         raise InputError(f"--max-nodes: expected 1 or more, got {args.max_nodes}")
     if not 1 <= args.groups <= 26:
@@ -46,7 +48,8 @@ def replay_command(args: argparse.Namespace) -> int:
     def progress(name: str) -> None:
         print(f"{name}: done ({time.monotonic() - started:.0f} s)", file=sys.stderr)
 
-    report = run_system(workload, jobs, catalog, rule, config, progress=progress)
+    report = run_system(workload, jobs, catalog, rule, config, progress=progress,
+                        repeats=args.repeats)
     if args.json:
         print(json.dumps(as_json(report, table.source), indent=2))
         return 0
@@ -59,8 +62,8 @@ def replay_command(args: argparse.Namespace) -> int:
 def as_json(report: SystemReport, source: str) -> dict:
     return {"source": source, "verdict": list(report.verdict.lines),
             "run": report.verdict.run, "configuration": report.chosen["arm"],
-            "tie": report.tie,
+            "tie": report.tie, "seeds": list(report.seeds),
             "strongest_peer": report.strongest["arm"] if report.strongest else None,
             "cheapest_peer_reaching": report.reaching["arm"] if report.reaching else None,
             "hindsight": list(report.hindsight), "contributions": report.contributions,
-            "arms": list(report.rows)}
+            "repeated": list(report.repeated), "arms": list(report.rows)}

@@ -15,10 +15,10 @@ Decides:
   with the least queueing within the whole system's node GPU-hours
   (`hindsight.best_within`), each then run for real as `static:TYPE=N,...`;
 - from the measured runs (`choose`): the strongest peer, the least mean queueing among
-  the peers whose node GPU-hours are within the tie margin of headstart's
+  the peers whose node GPU-hours are within the tie band of headstart's
   configuration's (the whole system, or a part-off one doing better:
   `verdict.best_configuration`), and the cheapest peer reaching its mean queueing
-  (within the tie margin).
+  (within the tie band).
 
 A job that never started adds no queueing minutes to its type's sum.
 
@@ -35,6 +35,7 @@ from overprovisioner.policy_names import parse_policy_name, per_type_name
 from overprovisioner.sim.compare import proportional_policies
 from overprovisioner.sim.gangs.engine import GangResult
 from overprovisioner.sim.hindsight import Curves, best_within, cheapest_vector
+from overprovisioner.sim.system.verdict import band
 from overprovisioner.sim.workload import Workload
 
 STATIC_COUNTS = (1, 2, 4, 8)
@@ -92,19 +93,21 @@ def within(value: float | None, limit: float | None, tie: float) -> bool:
     return value is not None and limit is not None and value <= limit * (1 + tie) + 1e-9
 
 
-def choose(whole: dict, peers: Sequence[dict], tie: float) -> tuple[dict | None, dict | None]:
+def choose(best: dict, peers: Sequence[dict], tie: float) -> tuple[dict | None, dict | None]:
     """(strongest, cheapest reaching) among the peer rows (`gangs.table.summarize`):
-    the least mean queueing within the node GPU-hours of `whole` (headstart's
+    the least mean queueing within the node GPU-hours of `best` (headstart's
     configuration), and the least node GPU-hours at its mean queueing or less, each
-    within the tie margin; None where no peer qualifies. Ties go to the lower other
-    figure, then the name."""
+    within the tie band (`verdict.band`: 2%, or `best`'s spread across seeds where
+    larger); None where no peer qualifies. Ties go to the lower other figure, then the
+    name."""
+    def fits(row: dict, key: str) -> bool:
+        return within(row[key], best[key], band(row, best, key, tie))
+
     affordable = [row for row in peers
-                  if within(row["node_gpu_hours"], whole["node_gpu_hours"], tie)
-                  and row["queue_mean_min"] is not None]
+                  if fits(row, "node_gpu_hours") and row["queue_mean_min"] is not None]
     strongest = min(affordable, key=lambda r: (r["queue_mean_min"], r["node_gpu_hours"],
                                                r["arm"]), default=None)
-    reaching = [row for row in peers
-                if within(row["queue_mean_min"], whole["queue_mean_min"], tie)]
+    reaching = [row for row in peers if fits(row, "queue_mean_min")]
     cheapest = min(reaching, key=lambda r: (r["node_gpu_hours"], r["queue_mean_min"],
                                             r["arm"]), default=None)
     return strongest, cheapest
