@@ -848,7 +848,7 @@ def system(results: dict) -> str:
             out.append(f"| {row['arm']} | {_h(row['jct_mean_h'])} | "
                        f"{_h(row['queue_mean_min'], 1)} / {_h(row['queue_p95_min'], 1)} | "
                        f"{row['node_gpu_hours']:,.0f} | {row['dollars']:,.0f} | " + " / ".join(
-                           f"{spread[key]:.0%}" if spread[key] is not None else "-"
+                           _share(spread[key])
                            for key in ("queue_mean_min", "jct_mean_h", "node_gpu_hours")) + " |")
         out += ["", f"What each part contributes: its arm less the whole system, at seed "
                 f"{run['seeds'][0]} (a positive queueing or JCT: the part cuts it; a negative "
@@ -864,6 +864,13 @@ def system(results: dict) -> str:
                     for key in SYSTEM_FIGURES) + " |")
         out += ["", _system_target(run), ""]
     return "\n".join(out) + f"({provenance(e)}.)\n"
+
+
+def _share(value: float | None) -> str:
+    """A spread as a percent: whole above 10%, one decimal below (0.4% is not 0%)."""
+    if value is None:
+        return "-"
+    return f"{value:.0%}" if value >= 0.1 else f"{value:.1%}"
 
 
 def _system_marks(run: dict, arm: str) -> str:

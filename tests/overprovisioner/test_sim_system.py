@@ -325,3 +325,16 @@ def test_the_seed_moves_start_ups_only():
     again, _ = replay(table(rows, end=6 * HOUR), peer_arm("reactive"), seed=0)
     np.testing.assert_array_equal(one.first_running, again.first_running)
     assert one.first_running[0] != two.first_running[0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--repeats", "0"], "--repeats: expected 1 or more, got 0"),
+    (["--max-nodes", "0"], "--max-nodes: expected 1 or more, got 0"),
+    (["--min-fraction", "2"], "--min-fraction: expected above 0 and at most 1, got 2"),
+])
+def test_bad_options_are_refused_in_one_line(jobs_file, capsys, argv, message):
+    from headstart.cli import main
+
+    assert main(["replay", "--trace", str(jobs_file), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]

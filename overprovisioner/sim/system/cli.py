@@ -30,8 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "three proportional ratios and the per-type counts chosen in hindsight. Prints the "
         "verdict (which to run, the gain in queueing and completion time, the cost), the "
         "table and what each part contributes. The predictive policy runs the service's "
-        "default config. Progress goes to stderr; 16 to 18 replays, and 4 to 8 more for the "
-        "repeats.",
+        "default config. Progress goes to stderr; 14 to 16 replays at the first seed and 2 "
+        "to 8 more for the repeats (about 10 minutes on the synthetic workload on 2 busy "
+        "cores).",
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--trace", metavar="PATH", help="a trace file with jobs (headstart "
