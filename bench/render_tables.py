@@ -826,7 +826,114 @@ def _x(value: float | None, base: float | None) -> str:
     return "-" if value is None or not base else f"{value / base:.2f}x"
 
 
+SYSTEM_FIGURES = ("queue_mean_min", "queue_p95_min", "jct_mean_h", "jct_p95_h",
+                  "node_gpu_hours", "dollars")
+SYSTEM_PARTS = ("forecast placeholders", "known-ahead work", "elastic sizing",
+                "announced growth", "every placeholder (the overprovisioner)")
+
+
+def system(results: dict) -> str:
+    """The whole-system replay (bench/bench_system.py): per workload the verdict as the
+    command prints it, every arm at seed 0, the repeated arms' medians and spreads, what
+    each part contributes and the issue's target."""
+    e = results["system"]
+    out = []
+    for run in e["figures"]["runs"]:
+        rows = run["arms"]
+        whole = rows[0]
+        seeds = ", ".join(map(str, run["seeds"]))
+        out += [f"**{run['workload']}**, node groups of at most {run['max_nodes']} "
+                f"(`{run['command']}`, {run['seconds']:g} s for its "
+                f"{len(rows) + (len(run['seeds']) - 1) * len(run['repeated'])} replays; "
+                f"{whole['measured']:,} of {whole['jobs']:,} jobs timed):", ""]
+        out += [f"> {line}" for line in run["verdict"]]
+        out += ["", f"Every arm at seed {run['seeds'][0]}:", "",
+                "| arm | JCT mean / p95 (h) | queue mean / p95 (min) | node GPU-h | $ | "
+                "resizes | placeholder GPU-h |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for row in rows:
+            by = row["node_gpu_hours_by"]
+            out.append(f"| {row['arm']}{_system_marks(run, row['arm'])} | "
+                       f"{_h(row['jct_mean_h'])} / {_h(row['jct_p95_h'])} | "
+                       f"{_h(row['queue_mean_min'], 1)} / {_h(row['queue_p95_min'], 1)} | "
+                       f"{row['node_gpu_hours']:,.0f} | {row['dollars']:,.0f} | "
+                       f"{sum(row['resizes'].values())} | "
+                       f"{by['placeholders'] + by['growth_nodes']:,.0f} |")
+        out += ["", f"The arms the verdict compares, medians over seeds {seeds} (spread: "
+                "(largest - smallest) / median, the run-to-run noise that widens a tie):", "",
+                "| arm | JCT mean (h) | queue mean / p95 (min) | node GPU-h | $ | spread: "
+                "queue mean / JCT mean / node GPU-h |", "|---|---:|---:|---:|---:|---:|"]
+        for row in run["repeated"]:
+            spread = row["spread"]
+            out.append(f"| {row['arm']} | {_h(row['jct_mean_h'])} | "
+                       f"{_h(row['queue_mean_min'], 1)} / {_h(row['queue_p95_min'], 1)} | "
+                       f"{row['node_gpu_hours']:,.0f} | {row['dollars']:,.0f} | " + " / ".join(
+                           _share(spread[key])
+                           for key in ("queue_mean_min", "jct_mean_h", "node_gpu_hours")) + " |")
+        out += ["", f"What each part contributes: its arm less the whole system, at seed "
+                f"{run['seeds'][0]} (a positive queueing or JCT: the part cuts it; a negative "
+                "one: the replay did better without it; ~: within the whole system's tie band, "
+                "no difference to speak of).", "",
+                "| part switched off | mean queueing (min) | p95 queueing (min) | mean JCT (h) | "
+                "p95 JCT (h) | node GPU-h | $ |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for part in SYSTEM_PARTS:
+            change = run["contributions"].get(part)
+            if change is not None:
+                out.append(f"| {part} | " + " | ".join(
+                    _signed(change[key], key) + ("~" if change["within_noise"][key] else "")
+                    for key in SYSTEM_FIGURES) + " |")
+        out += ["", _system_target(run), ""]
+    return "\n".join(out) + f"({provenance(e)}.)\n"
+
+
+def _share(value: float | None) -> str:
+    """A spread as a percent: whole above 10%, one decimal below (0.4% is not 0%)."""
+    if value is None:
+        return "-"
+    return f"{value:.0%}" if value >= 0.1 else f"{value:.1%}"
+
+
+def _system_marks(run: dict, arm: str) -> str:
+    notes = []
+    if arm == run["configuration"] and arm != run["arms"][0]["arm"]:
+        notes.append("the verdict's configuration")
+    if arm == run["strongest_peer"]:
+        notes.append("strongest peer")
+    if arm == run["cheapest_peer_reaching"]:
+        notes.append("cheapest peer reaching its queueing")
+    return f" ({', '.join(notes)})" if notes else ""
+
+
+def _signed(value: float | None, key: str) -> str:
+    if value is None:
+        return "-"
+    if key in ("node_gpu_hours", "dollars"):
+        return f"{value:+,.0f}"
+    return f"{value:+.1f}" if key.startswith("queue") else f"{value:+.2f}"
+
+
+def _system_target(run: dict) -> str:
+    """The issue's target, not tuned to: the whole system at most 0.5x the strongest
+    peer's mean queueing at no more node GPU-hours (within the tie), on the medians."""
+    rows = {row["arm"]: row for row in run["repeated"]}
+    whole, peer = run["repeated"][0], rows.get(run["strongest_peer"] or "")
+    if peer is None or not peer["queue_mean_min"] or not peer["node_gpu_hours"]:
+        return ("Target (the whole system at most 0.5x the strongest peer's mean queueing at "
+                "no more node GPU-hours): no peer within its node GPU-hours to judge it by.")
+    queue = whole["queue_mean_min"] / peer["queue_mean_min"]
+    hours = whole["node_gpu_hours"] / peer["node_gpu_hours"]
+    allowed = max(run["tie"], whole["spread"]["node_gpu_hours"] or 0.0,
+                  peer["spread"]["node_gpu_hours"] or 0.0)
+    met_queue, met_hours = queue <= 0.5, hours <= 1 + allowed
+    verdict = "met" if met_queue and met_hours else (
+        "queueing met, node GPU-hours not" if met_queue else
+        "node GPU-hours met, queueing not" if met_hours else "not met")
+    return (f"Target, aimed at and not tuned to (the whole system at most 0.5x the strongest "
+            f"peer's mean queueing at no more node GPU-hours, a tie allowed), on the medians: "
+            f"{queue:.2f}x its mean queueing at {hours:.2f}x its node GPU-hours: {verdict}.")
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
+    "system": system,
     "admission-rounds": admission_rounds,
     "round-transfer": round_transfer,
     "planner-memory": planner_memory,

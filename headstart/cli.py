@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "overprovisioner.jobsize.cli",
     "overprovisioner.sim.cli",
     "overprovisioner.sim.gangs.cli",
+    "overprovisioner.sim.system.cli",
     "headstart.check.cli",
 )
 

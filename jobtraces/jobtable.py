@@ -125,6 +125,22 @@ def require_gpu_pods(table: JobTable, why: str) -> None:
         raise InputError(f"{table.source}: no pod asks for a GPU; {why}")
 
 
+JOB_COLUMNS_HELP = (
+    "each pod's job (job_id; role ps or worker for elastic sizing): the headstart job-table "
+    "CSV (columns job_id, role) and alibaba-dlrm (app_name, role) have it, alibaba-openb "
+    "gives every pod a job of its own")
+"""Which columns give a trace its jobs, and which formats have them."""
+
+
+def require_jobs(table: JobTable, command: str) -> None:
+    """InputError naming the trace when no job of it has two pods or more: `command`
+    (what replays jobs as gangs) needs the job columns (`JOB_COLUMNS_HELP`)."""
+    ids = table.frame["job_id"].astype(str)
+    if not ids[ids != ""].duplicated().any():
+        raise InputError(f"{table.source}: no job has more than one pod; {command} needs "
+                         f"{JOB_COLUMNS_HELP}")
+
+
 def validate_frame(frame: pd.DataFrame, source: str) -> None:
     """Raise InputError naming the source, column and first bad row of a non-canonical frame."""
     missing = [name for name in COLUMNS if name not in frame.columns]

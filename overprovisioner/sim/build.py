@@ -101,7 +101,9 @@ def check_schedule_matches(spec: PolicySpec, workload: Workload) -> None:
 
 
 def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConfig,
-                groups: dict[int, tuple[str, ...]]) -> Policy:
+                groups: dict[int, tuple[str, ...]], forecasting: bool = True) -> Policy:
+    """The policy `name` wired to its plan; `forecasting` off: predictive plans for its
+    known demand alone (`Predictive`)."""
     spec = parse_policy_name(name)
     if spec.kind == "reactive":
         return Reactive(config.peer_tick_s)
@@ -139,4 +141,5 @@ def make_policy(name: str, workload: Workload, catalog: Catalog, config: SimConf
         return RateOracle(context, workload, service.forecast.quantile, window, tick,
                           name=name)
     ticks = int(math.ceil((workload.end_s - workload.start_s) / tick)) + 1  # as the engine
-    return Predictive(context, service, name=name, known=replay_known(workload, service, ticks))
+    return Predictive(context, service, name=name, known=replay_known(workload, service, ticks),
+                      forecasting=forecasting)

@@ -16,6 +16,10 @@ reach the target is found by exhaustive search up to `EXHAUSTIVE` combinations, 
 greedily by cut per extra GPU-hour. Each vector is then run for real as a
 `static:TYPE=N,...` policy, so the verdict quotes a measured run, not a sum.
 
+`best_within` is the same search the other way round: the least pending within a
+budget of GPU-hours (the gang replay's strongest peer at the whole system's cost,
+`overprovisioner.sim.system.peers`).
+
 Must not: print, read files.
 """
 
@@ -69,6 +73,43 @@ def cheapest_vector(curves: Curves, target_pending: float) -> tuple[int, ...] | 
         costs = np.where(reaching, hours[choices, columns].sum(axis=1), np.inf)
         return tuple(levels[i] for i in choices[int(np.argmin(costs))])
     return _greedy(levels, pending, hours, target_pending)
+
+
+def best_within(curves: Curves, budget_hours: float) -> tuple[int, ...] | None:
+    """Per type, the count (one of the curves' N) whose summed pending GPU-minutes are
+    least among the vectors whose summed GPU-hours are at most `budget_hours` (the
+    strongest headroom at a cost); None when even 0 everywhere costs more. The search is
+    `cheapest_vector`'s turned round, exhaustive up to `EXHAUSTIVE` combinations, else
+    greedy by cut per extra GPU-hour while the budget lasts."""
+    levels = sorted(curves)
+    if not levels:
+        return None
+    pending = np.array([curves[n][0] for n in levels])
+    hours = np.array([curves[n][1] for n in levels])
+    types = pending.shape[1]
+    if hours.min(axis=0).sum() > budget_hours + 1e-9:
+        return None
+    if len(levels) ** types <= EXHAUSTIVE:
+        choices = np.array(list(itertools.product(range(len(levels)), repeat=types)))
+        columns = np.arange(types)
+        within = hours[choices, columns].sum(axis=1) <= budget_hours + 1e-9
+        waits = np.where(within, pending[choices, columns].sum(axis=1), np.inf)
+        return tuple(levels[i] for i in choices[int(np.argmin(waits))])
+    choice = [int(np.argmin(hours[:, t])) for t in range(types)]
+    while True:
+        spent = hours[choice, np.arange(types)].sum()
+        best: tuple[float, int, int] | None = None
+        for t, i in enumerate(choice):
+            for j in range(len(levels)):
+                cut = pending[i, t] - pending[j, t]
+                extra = hours[j, t] - hours[i, t]
+                if cut > 0 and spent + extra <= budget_hours + 1e-9:
+                    rate = cut / max(extra, 1e-9)
+                    if best is None or rate > best[0]:
+                        best = (rate, t, j)
+        if best is None:
+            return tuple(levels[i] for i in choice)
+        choice[best[1]] = best[2]
 
 
 def _greedy(levels: list[int], pending: np.ndarray, hours: np.ndarray,

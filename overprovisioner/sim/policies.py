@@ -30,6 +30,7 @@ Must not: touch the cluster (it reads a `TickView` and returns a plan).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -57,6 +58,10 @@ class TickView:
     `announced` mask; None for policies that record none.
     tick_time: the time of the tick (a re-plan after a preemption runs later within it,
     and the service records it at the tick's time).
+    known: nodes of known demand the cluster's own objects give, per (type index,
+    group): a gang replay's pods held by the admitter's gate (due now) and its elastic
+    gangs' planned growth (`sim.gangs.headroom`); the predictive policy adds them to the
+    trace's known demand. Empty in a pod replay.
     """
 
     now: float
@@ -68,6 +73,7 @@ class TickView:
     nodes: tuple[int, ...] = ()
     recording: Recording | None = None
     tick_time: float = 0.0
+    known: Mapping[tuple[int, str], float] = field(default_factory=dict)
 
 
 class Policy(Protocol):

@@ -15,7 +15,9 @@ read to the service's own code (`overprovisioner.planner.tick_core`, the loop's 
   horizon at the tick (at a re-plan, as the recorder reads it then: `KnownReplay.at`),
   in the types' own columns as the recorder counts pods not yet bound; the announced
   part of the history is what the engine recorded for the pods the replay calls
-  announced;
+  announced; plus the known demand the cluster's own objects give (`TickView.known`: a
+  gang replay's gated pods and planned growth), added bucket by bucket as the service
+  adds planned growth (`known_plan.with_growth`);
 - the cluster as the service observes it: free nodes and placeholders per (type,
   group); with the forecasts and known demand, the tick's `TickObservation`, the
   plan's one input in the service too;
@@ -23,6 +25,8 @@ read to the service's own code (`overprovisioner.planner.tick_core`, the loop's 
   forecast, the fallback mode per type, the service's limits.
 A re-plan after a preemption is the same tick run again (the service's pod watch wakes
 its loop, which records, forecasts and plans again at the same tick time).
+With `forecasting` off (a replay switching the forecast off to measure what it adds),
+every tick plans in the planner's fallback mode: placeholders for known demand alone.
 
 Must not: touch the cluster (it reads a `TickView` and returns a plan).
 """
@@ -37,6 +41,7 @@ import numpy as np
 from common.errors import InputError
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.planner.forecasting import BucketForecast, NoMetrics, ServiceForecaster
+from overprovisioner.planner.known_plan import with_growth
 from overprovisioner.planner.plan import BucketObservation, Plan
 from overprovisioner.planner.tick_core import (
     TickMode,
@@ -58,8 +63,10 @@ class Predictive:
     replans = True
 
     def __init__(self, context: PlanContext, service: OverprovisionerConfig,
-                 name: str = "predictive", known: KnownReplay | None = None) -> None:
+                 name: str = "predictive", known: KnownReplay | None = None,
+                 forecasting: bool = True) -> None:
         self.context = context
+        self.forecasting = forecasting
         self.replay = known
         # The engine records these pods' demand apart (Recording.announced).
         self.announced = known.announced if known is not None else None
@@ -82,14 +89,22 @@ class Predictive:
 
     def known_demand(self, view: TickView) -> dict[Bucket, float]:
         """Nodes of demand known ahead and due within the horizon at this tick, per
-        bucket: the types' own columns (known pods are not bound)."""
-        if self.replay is None:
-            return {}
-        nodes = self.replay.at(view.tick, view.now)
-        return {(kind.name, ""): float(nodes[b])
-                for b, kind in enumerate(self.context.types) if nodes[b]}
+        bucket: the types' own columns (known pods are not bound), plus the view's own
+        known demand in its buckets."""
+        types = self.context.types
+        replayed: dict[Bucket, float] = {}
+        if self.replay is not None:
+            nodes = self.replay.at(view.tick, view.now)
+            replayed = {(kind.name, ""): float(nodes[b])
+                        for b, kind in enumerate(types) if nodes[b]}
+        if not view.known:
+            return replayed
+        return with_growth(replayed, {(types[b].name, group): nodes
+                                      for (b, group), nodes in view.known.items()})
 
     def decide(self, view: TickView) -> tuple[Plan | None, np.ndarray | None]:
+        if not self.forecasting:
+            return self._known_only(view), None
         recording = view.recording
         assert recording is not None
         first = max(0, view.tick - self.window_ticks + 1)
@@ -125,6 +140,14 @@ class Predictive:
             if name in index:
                 forecast[index[name]] += max(f.quantile, 0.0)
         return plan, forecast
+
+    def _known_only(self, view: TickView) -> Plan:
+        """The plan for known demand alone (the planner's fallback mode everywhere)."""
+        types = self.context.types
+        seen = TickObservation(view.tick_time, "forecast", {}, self.known_demand(view),
+                               {(types[b].name, g): n for (b, g), n in view.free.items()},
+                               {(types[b].name, g): n for (b, g), n in view.placeholders.items()})
+        return self._plan("fallback", {}, observations(self.service, self.context.config, seen))
 
     def _plan(self, mode: str, forecasts: dict[Bucket, BucketForecast],
               observed: list[BucketObservation]) -> Plan:

@@ -13,7 +13,7 @@ from overprovisioner.sim.assess import assess
 from overprovisioner.sim.compare import run_policies
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.engine import run
-from overprovisioner.sim.hindsight import cheapest_vector, hindsight_policies
+from overprovisioner.sim.hindsight import best_within, cheapest_vector, hindsight_policies
 from overprovisioner.sim.metrics import measure, per_type
 from overprovisioner.sim.workload import build_workload
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types
@@ -67,6 +67,26 @@ def test_the_greedy_search_for_many_types_reaches_the_cut(monkeypatch):
               1: (np.array([10.0, 45.0]), np.array([1.0, 4.0])),
               2: (np.array([0.0, 44.0]), np.array([2.0, 8.0]))}
     assert cheapest_vector(curves, 60.0) == (1, 0)
+
+
+@pytest.mark.parametrize("exhaustive", [20_000, 1], ids=["exhaustive", "greedy"])
+def test_the_search_within_a_budget_takes_the_least_waiting(monkeypatch, exhaustive):
+    import overprovisioner.sim.hindsight as hindsight
+
+    monkeypatch.setattr(hindsight, "EXHAUSTIVE", exhaustive)
+    # The curves above. Budget 2 GPU-hours: (1, 0) waits 10 + 50 = 60 for 1; (2, 0)
+    # waits 0 + 50 = 50 for 2; (0, 1) waits 145 for 4 (over). Budget 5: (1, 1) waits
+    # 10 + 45 = 55 for 5, more than (2, 0)'s 50: (2, 0). Budget 9: (2, 1) waits 45 for
+    # 6 ((2, 2) would take 10). Budget 10: (2, 2) waits 44.
+    curves = {0: (np.array([100.0, 50.0]), np.array([0.0, 0.0])),
+              1: (np.array([10.0, 45.0]), np.array([1.0, 4.0])),
+              2: (np.array([0.0, 44.0]), np.array([2.0, 8.0]))}
+    assert best_within(curves, 2.0) == (2, 0)
+    assert best_within(curves, 5.0) == (2, 0)
+    assert best_within(curves, 9.0) == (2, 1)
+    assert best_within(curves, 10.0) == (2, 2)
+    assert best_within(curves, 0.0) == (0, 0)
+    assert best_within({0: (np.array([1.0]), np.array([3.0]))}, 2.0) is None
 
 
 def test_per_type_figures_sum_to_the_runs_totals():

@@ -5,7 +5,8 @@ Decides (the rules are the engine's docstring's, `overprovisioner.sim.gangs.engi
 where a pod binds (its gang all at once onto ready nodes of its domain and type, fullest
 first, placeholders evicted where that makes room; a pod joining a bound gang alone),
 when cluster-autoscaler launches and removes nodes, and how many placeholders each
-(type, placement group) keeps for the growth of shrunk elastic gangs.
+(type, placement group) keeps: for the growth of shrunk elastic gangs, or, with a
+placeholder policy, what its plan wants (`gangs.headroom`).
 
 `ClusterSide` is the half of `engine.GangRun` that is the cluster: it reads the
 engine's pods, records and jobs and asks it for rounds (`want_round`); the engine is
@@ -31,7 +32,7 @@ from overprovisioner.planner.worker_plan import Growth
 from overprovisioner.sim.config import SimConfig
 
 NAMESPACE = "sim"
-ARRIVE, READY, FINISH, EMPTY, SCAN, TICK, ROUND = range(7)
+ARRIVE, READY, FINISH, EMPTY, SCAN, TICK, ROUND, REPLAN = range(8)
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,7 @@ class ClusterSide:
                 self._delete(victim)
                 self._pending_placeholder(node.type_index, node.group)
                 self.want_scan(now)
+                self.preempted(now)
         # Ready once bound: the replay models no image pull or probe.
         self.pods[pod.name] = replace(pod, node_name=node.name, ready=True)
         self.where[pod.name] = node.name
@@ -240,11 +242,39 @@ class ClusterSide:
     def _index_of(self, pod: Pod) -> int:
         return self.by_name[pod.labels[JOB_LABEL]].index
 
-    # ----- placeholders (announced growth)
-    def _tick(self, now: float) -> None:
-        if self.unchanged("tick"):
+    # ----- placeholders (announced growth; a policy's)
+    def _tick(self, now: float, again: bool = False) -> None:
+        """Keep the placeholders wanted now: with a policy (`headroom`), its plan's, the
+        growth announced to it as known demand; else one per node the announced
+        growth needs. `again`: a policy's re-plan after a preemption."""
+        skippable = self.headroom is None or (self.headroom.steady and not again
+                                              and now < self.w.end_s)
+        if skippable and self.unchanged("tick"):
             return
         before = self.state()
+        growths = self._growths() if self.announce else []
+        if self.headroom is not None:
+            held: dict[tuple[int, str], int] = {}
+            index = {t.name: i for i, t in enumerate(self.types)}
+            for name in self.job_pods.get("", ()):
+                pod = self.pods[name]
+                key = (index[pod.constraints.node_selector[0][1]], pod.placement_group or "")
+                held[key] = held.get(key, 0) + 1
+            nodes = [(n.type_index, n.group, n.ready, not n.pods) for n in self.nodes.values()]
+            target = self.headroom.targets(now, nodes, held, growths, again)
+        else:
+            wanted = growth_nodes(growths, self.types) if growths else {}
+            index = {t.name: i for i, t in enumerate(self.types)}
+            target = {(index[name], group): math.ceil(nodes - 1e-9)
+                      for (name, group), nodes in wanted.items()}
+        for key in sorted(set(target) | set(self.placeholders)):  # not hash order: a
+            # placeholder's name, and so which one goes first, must not depend on it
+            self._keep_placeholders(key, target.get(key, 0), now)
+        self._ran("tick", before)
+
+    def _growths(self) -> list[Growth]:
+        """The growth of each admitted elastic gang below its maximum whose growth the
+        admitter's last round did not hold back."""
         growths = []
         for run in self.jobs:
             record = self.records.get(run.key)
@@ -255,13 +285,7 @@ class ClusterSide:
                 gpu, cpu, mem = run.job.worker_request
                 growths.append(Growth(run.job.name, run.job.bounds[1] - run.size,
                                       Resources(gpu, cpu, mem), record.domain.value, True))
-        wanted = growth_nodes(growths, self.types) if growths else {}
-        index = {t.name: i for i, t in enumerate(self.types)}
-        target = {(index[name], group): math.ceil(nodes - 1e-9)
-                  for (name, group), nodes in wanted.items()}
-        for key in set(target) | set(self.placeholders):
-            self._keep_placeholders(key, target.get(key, 0), now)
-        self._ran("tick", before)
+        return growths
 
     def _keep_placeholders(self, key: tuple[int, str], count: int, now: float) -> None:
         type_index, group = key

@@ -35,13 +35,19 @@ the admitter's cache would hold them:
   (type, placement group) by `overprovisioner.planner.known_plan.growth_nodes`, the
   code the service runs for worker plans; that many whole-node placeholders (priority
   -5, the type's `placeholder_request`) are kept there, so the autoscaler launches the
-  nodes and the admitter's scale-out finds the room.
+  nodes and the admitter's scale-out finds the room;
+- a placeholder policy (`policy`, optional): every policy tick (the service's tick for
+  predictive) the policy plans from what it sees of the cluster (`gangs.headroom`:
+  demand as the service's recorder counts it, the gated pods and the announced growth
+  as known demand) and its plan's placeholders replace the growth's own; a preempted
+  one is recreated at once, and a policy that re-plans (the service) runs its tick
+  again `wake_debounce` later, as `headstart simulate` replays it; no placeholder is
+  kept past the trace's window.
 
 The cluster's half (binding, cluster-autoscaler, placeholders) is `cluster.ClusterSide`;
 this module is the owners' and the admitter's.
 
-Bounds: no forecast placeholders (the arms differ by sizing and announced growth
-alone); nodes never fail; pods bind the moment they fit and end the moment their job
+Bounds: nodes never fail; pods bind the moment they fit and end the moment their job
 does; API writes never fail; the admitter leads throughout.
 
 Must not: read files, log, mutate the workload or the jobs.
@@ -79,6 +85,7 @@ from overprovisioner.sim.gangs.cluster import (
     FINISH,
     NAMESPACE,
     READY,
+    REPLAN,
     ROUND,
     SCAN,
     TICK,
@@ -86,9 +93,11 @@ from overprovisioner.sim.gangs.cluster import (
     GangSimConfig,
     SimNode,
 )
+from overprovisioner.sim.gangs.headroom import PolicyHeadroom
 from overprovisioner.sim.gangs.jobs import GangJob, speed
 from overprovisioner.sim.gangs.ledger import Ledger
 from overprovisioner.sim.gangs.pods import PodTable
+from overprovisioner.sim.policies import Policy
 from overprovisioner.sim.workload import Workload
 
 
@@ -136,15 +145,21 @@ class GangResult:
     unfinished_all: int = 0
     """Jobs never finished among all, those running before the window too (their work
     is missing from the GPU-hours)."""
+    node_gpu_s_by_type: tuple[float, ...] = ()
+    """node_gpu_s per instance type, in the run's type order."""
+    job_type: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Per job measured: the type of its largest GPU request (its first pod's type
+    for a job without GPUs)."""
 
 
 class GangRun(ClusterSide):
     """One arm: `elastic` resizes the jobs that have bounds; `announce` tells the
-    overprovisioner of their growth."""
+    overprovisioner of their growth; `policy` keeps placeholders by its plan."""
 
     def __init__(self, workload: Workload, jobs: Sequence[GangJob], types: Sequence[InstanceType],
                  config: GangSimConfig, admission: AdmissionConfig, scaling: str,
-                 elastic: bool, announce: bool, name: str) -> None:
+                 elastic: bool, announce: bool, name: str, policy: Policy | None = None
+                 ) -> None:
         self.w, self.types, self.config = workload, tuple(types), config
         self.admission, self.scaling, self.name = admission, scaling, name
         self.elastic, self.announce = elastic, announce
@@ -178,6 +193,7 @@ class GangRun(ClusterSide):
         self.launches = 0
         self.placeholder_pods = 0
         self.node_gpu_s = self.used_gpu_s = self.node_cost = 0.0
+        self.node_gpu_s_by_type = [0.0] * len(self.types)
         self.used_gpu = 0  # milli-GPUs bound now
         self.clock = workload.start_s
         self.groups = [NodeGroup(f"{t.name}-{g}", t.name, g, config.max_nodes,
@@ -187,6 +203,16 @@ class GangRun(ClusterSide):
         self.admission = replace(admission, node_groups=tuple(self.groups))
         self.ledger = Ledger([sum(self._request(run.job, row)[0] for row in run.job.pods) / 1000
                               for run in self.jobs], workload.start_s)
+        self.headroom: PolicyHeadroom | None = None
+        self.replan_at = math.inf
+        if policy is not None:
+            mask = getattr(policy, "announced", None)
+            announced = None if mask is None else frozenset(
+                run.job.name for run in self.jobs if any(mask[row] for row in run.job.pods))
+            self.headroom = PolicyHeadroom(policy, self.types, config.groups,
+                                           (workload.start_s, workload.end_s), announced,
+                                           lambda name: self.nodes[name].group)
+            self.pods.listener = self.headroom.demand.change
 
     # ----- events
     def push(self, time: float, kind: int, arg: int = 0) -> None:
@@ -210,7 +236,7 @@ class GangRun(ClusterSide):
     def execute(self) -> GangResult:
         for index, run in enumerate(self.jobs):
             self.push(max(run.job.submit_s, self.w.start_s), ARRIVE, index)
-        if self.announce:
+        if self.announce or self.headroom is not None:
             self.push(self.w.start_s, TICK)
         while self.heap:
             time, kind, _, arg = heapq.heappop(self.heap)
@@ -228,8 +254,15 @@ class GangRun(ClusterSide):
                 self._scan(time)
             elif kind == TICK:
                 self._tick(time)
-                if self.heap:  # else nothing is left to change: the replay is over
+                if self.headroom is not None:
+                    if time < self.w.end_s:  # a policy keeps placeholders up to the
+                        # window's end, and none past it (`gangs.headroom`)
+                        self.push(time + self.headroom.policy.tick_s, TICK)
+                elif self.heap:  # else nothing is left to change: the replay is over
                     self.push(time + self.config.tick_s, TICK)
+            elif kind == REPLAN:
+                self.replan_at = math.inf
+                self._tick(time, again=True)
             elif kind == ROUND and time >= self.round_at - 1e-9:
                 self.round_at = math.inf
                 self._round(time)
@@ -241,11 +274,24 @@ class GangRun(ClusterSide):
         if dt > 0:
             live = [(self.types[n.type_index], n) for n in self.nodes.values()]
             self.node_gpu_s += dt * sum(kind.gpus for kind, _ in live)
+            for kind, node in live:
+                self.node_gpu_s_by_type[node.type_index] += dt * kind.gpus
             self.node_cost += dt / 3600 * sum(kind.price_per_hour for kind, _ in live)
             self.used_gpu_s += dt * self.used_gpu / 1000
             self.ledger.advance(dt, ((kind.gpus, n.ready, n.real[0], n.held[0], bool(n.pods))
                                      for kind, n in live))
             self.clock = time
+
+    def preempted(self, now: float) -> None:
+        """A placeholder was preempted: a policy that re-plans (the service's pod watch
+        wakes its loop) runs its tick again `wake_debounce` later (later preemptions join
+        that re-plan), as `headstart simulate` replays it."""
+        if self.headroom is None or not self.headroom.policy.replans:
+            return
+        latency = self.config.sim.service.placeholders.wake_debounce_s
+        if latency > 0 and self.replan_at == math.inf and now < self.w.end_s:
+            self.replan_at = now + latency
+            self.push(self.replan_at, REPLAN)
 
     # ----- the owner: pods
     def _arrive(self, run: _Job, now: float) -> None:
@@ -505,5 +551,11 @@ class GangRun(ClusterSide):
             self.placeholder_pods, self.ledger.node_parts(done),
             np.array([run.job.work_s for run in measured]),
             np.array([self.ledger.trained_s(run.index) for run in measured]),
-            sum(1 for run in self.jobs if run.finished is None))
+            sum(1 for run in self.jobs if run.finished is None),
+            tuple(self.node_gpu_s_by_type),
+            np.array([self._job_type(run.job) for run in measured], dtype=np.int64))
+
+    def _job_type(self, job: GangJob) -> int:
+        rows = sorted(job.pods, key=lambda row: -int(self.w.request[row][0]))
+        return int(self.w.bucket[rows[0]])
 
