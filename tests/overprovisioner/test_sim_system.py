@@ -259,21 +259,25 @@ def jobs_file(tmp_path):
     return write_job_table(table(rows, end=6 * HOUR), tmp_path / "jobs.csv")
 
 
-def test_the_command_leads_with_the_verdict_and_is_deterministic(jobs_file, capsys):
+def test_the_command_leads_with_the_verdict_and_is_deterministic(jobs_file, capsys,
+                                                               monkeypatch):
+    import common.parallel
     from headstart.cli import main
 
+    monkeypatch.setattr(common.parallel, "available_cores", lambda: 2)
     argv = ["replay", "--trace", str(jobs_file), "--max-nodes", "4", "--groups", "1"]
-    assert main(argv) == 0
+    assert main([*argv, "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Verdict: ")
     assert "What each part contributes" in out
     for part in ("forecast placeholders", "known-ahead work", "elastic sizing",
                  "announced growth", "every placeholder (the overprovisioner)"):
         assert f"  {part}: mean queueing" in out
-    assert main([*argv, "--json"]) == 0
+    assert main([*argv, "--json", "--jobs", "1"]) == 0
     first = capsys.readouterr().out
-    assert main([*argv, "--json"]) == 0
-    assert capsys.readouterr().out == first  # same seed, same bytes
+    # In two worker processes, batch by batch: the same bytes as one after another.
+    assert main([*argv, "--json", "--jobs", "2"]) == 0
+    assert capsys.readouterr().out == first
     printed = json.loads(first)
     roles = {row["arm"]: row["role"] for row in printed["arms"]}
     assert roles["headstart"] == "headstart" and roles["FIFO + reactive"] == "peer"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from common.later import later
+from common.parallel import add_jobs_option
 from jobtraces.gpu_sharing import GPU_SHARING_HELP
 
 
@@ -70,5 +71,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "the peers the verdict names): the verdict compares their medians, "
                         "and a difference within their spread across seeds is a tie "
                         "(default 3; 1: one run each, a tie within 2%%)")
+    add_jobs_option(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=later("overprovisioner.sim.system.commands", "replay_command"))

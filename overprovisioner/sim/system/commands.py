@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from bucketing.catalog import load_catalog
 from common.errors import InputError
+from common.parallel import Workers, resolve_jobs
 from jobtraces.jobtable import require_jobs
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.sim.commands import load_table, replay_workload
@@ -28,6 +29,7 @@ from overprovisioner.sim.system.table import format_report
 
 
 def replay_command(args: argparse.Namespace) -> int:
+    processes = resolve_jobs(args.jobs)
     if args.repeats < 1:
         raise InputError(f"--repeats: expected 1 or more, got {args.repeats}")
     if args.max_nodes < 1:
@@ -48,8 +50,9 @@ def replay_command(args: argparse.Namespace) -> int:
     def progress(name: str) -> None:
         print(f"{name}: done ({time.monotonic() - started:.0f} s)", file=sys.stderr)
 
-    report = run_system(workload, jobs, catalog, rule, config, progress=progress,
-                        repeats=args.repeats)
+    with Workers(processes) as workers:
+        report = run_system(workload, jobs, catalog, rule, config, progress=progress,
+                            repeats=args.repeats, workers=workers)
     if args.json:
         print(json.dumps(as_json(report, table.source), indent=2))
         return 0

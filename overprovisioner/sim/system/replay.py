@@ -17,6 +17,9 @@ Decides the runs and what is read from them:
    whether that is within the tie band); the verdict on the medians
    (`verdict.verdict`).
 
+The runs that do not wait on another's result go out together, in three batches (1 with
+3's peer grid, 2 with the hindsight peers, 3's repeats), to `common.parallel.Workers`.
+
 Must not: read files, print (progress goes to the `progress` callback).
 """
 
@@ -26,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from bucketing.catalog import Catalog
+from common.parallel import Workers
 from locality.admission.config import AdmissionConfig
 from overprovisioner.sim.gangs.engine import GangResult, GangSimConfig
 from overprovisioner.sim.gangs.jobs import ElasticRule, GangJob
@@ -66,29 +70,68 @@ class SystemReport:
     seeds: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class ArmSeed:
+    """One replay: an arm at a seed, everything it needs sent to a worker process."""
+
+    arm: SystemArm
+    seed: int
+    workload: Workload
+    jobs: Sequence[GangJob]
+    catalog: Catalog
+    rule: ElasticRule
+    config: GangSimConfig
+    admission: AdmissionConfig | None
+
+
+def run_arm_seed(task: ArmSeed) -> GangResult:
+    seeded = replace(task.config, sim=replace(task.config.sim, seed=task.seed))
+    return run_arm(task.arm, task.workload, task.jobs, task.catalog, task.rule, seeded,
+                   task.admission)
+
+
 def run_system(workload: Workload, jobs: Sequence[GangJob], catalog: Catalog,
                rule: ElasticRule, config: GangSimConfig,
                admission: AdmissionConfig | None = None,
                progress: Callable[[str], None] | None = None,
                peers: Sequence[str] | None = None, parts: Sequence[SystemArm] = PARTS,
-               tie: float = TIE, repeats: int = 3) -> SystemReport:
+               tie: float = TIE, repeats: int = 3, workers: Workers | None = None
+               ) -> SystemReport:
     """Every arm on the same jobs and cluster (module docstring); `peers`: the peer's
     headroom policies (default `peers.grid`), to which the hindsight ones are added;
     `parts`: the parts switched off (default all); `repeats`: the seeds, from
-    `config.sim.seed` on (1: no repeats, the tie is `tie`)."""
+    `config.sim.seed` on (1: no repeats, the tie is `tie`); `workers`: where the runs of
+    one batch go (default: one after another here), the report the same either way."""
     seeds = tuple(config.sim.seed + i for i in range(max(1, repeats)))
+    done: dict[tuple[str, int], GangResult] = {}
+
+    def run(wanted: Sequence[tuple[SystemArm, int]]) -> None:
+        """Every (arm, seed) not run yet, as one batch over `workers` (independent runs)."""
+        todo = [(arm, seed) for arm, seed in dict.fromkeys(wanted)
+                if (arm.name, seed) not in done]
+        tasks = [ArmSeed(arm, seed, workload, jobs, catalog, rule, config, admission)
+                 for arm, seed in todo]
+        labels = [arm.name if seed == seeds[0] else f"{arm.name} (seed {seed})"
+                  for arm, seed in todo]
+        results = (workers or Workers(1)).map(run_arm_seed, tasks, labels, progress)
+        done.update({(arm.name, seed): result
+                     for (arm, seed), result in zip(todo, results, strict=True)})
 
     def one(arm: SystemArm, seed: int = seeds[0]) -> GangResult:
-        seeded = replace(config, sim=replace(config.sim, seed=seed))
-        result = run_arm(arm, workload, jobs, catalog, rule, seeded, admission)
-        if progress:
-            progress(arm.name if seed == seeds[0] else f"{arm.name} (seed {seed})")
-        return result
+        run([(arm, seed)])
+        return done[(arm.name, seed)]
 
     def repeated(arm: SystemArm, first: GangResult) -> dict:
-        rows = [summaries([first])[0]] + [summaries([one(arm, seed)])[0] for seed in seeds[1:]]
+        run([(arm, seed) for seed in seeds[1:]])
+        rows = [summaries([first])[0]] + [summaries([done[(arm.name, seed)]])[0]
+                                          for seed in seeds[1:]]
         return over_seeds(rows, seeds)
 
+    policies = list(peers if peers is not None else grid(workload))
+    # What does not depend on another run's result goes in the first batch.
+    run([(WHOLE, seeds[0]), *((arm, seeds[0]) for arm in parts),
+         *((WHOLE, seed) for seed in seeds[1:]),
+         *((peer_arm(policy), seeds[0]) for policy in policies)])
     own = [one(WHOLE), *(one(arm) for arm in parts)]
     whole = repeated(WHOLE, own[0])
     first = summaries(own)
@@ -98,9 +141,9 @@ def run_system(workload: Workload, jobs: Sequence[GangJob], catalog: Catalog,
     arms = (WHOLE, *parts)
     chosen = whole if index == 0 else repeated(arms[index], own[index])
 
-    policies = list(peers if peers is not None else grid(workload))
     peer_runs = [(policy, one(peer_arm(policy))) for policy in policies]
     added = hindsight_policies(peer_runs, own[index], [t.name for t in workload.types])
+    run([(peer_arm(policy), seeds[0]) for policy in added])
     peer_runs += [(policy, one(peer_arm(policy))) for policy in added]
     rows = summaries([*own, *(result for _, result in peer_runs)])
     for row, arm in zip(rows, arms, strict=False):
@@ -111,6 +154,8 @@ def run_system(workload: Workload, jobs: Sequence[GangJob], catalog: Catalog,
                zip(rows[len(own):], (result for _, result in peer_runs), strict=True)}
     strongest, reaching = choose(chosen, rows[len(own):], tie)
     medians = {}
+    run([(peer_arm(row["arm"].split(" + ", 1)[1]), seed) for row in (strongest, reaching)
+         if row is not None for seed in seeds[1:]])
     for row in (strongest, reaching):
         if row is not None and row["arm"] not in medians:
             policy = row["arm"].split(" + ", 1)[1]
