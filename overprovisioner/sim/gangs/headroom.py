@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from bucketing.catalog import InstanceType
+from kube.labels import JOB_LABEL
 from locality.model import Pod
 from overprovisioner.planner.known_plan import growth_nodes
 from overprovisioner.planner.worker_plan import Growth
@@ -85,7 +86,7 @@ class GangDemand:
             add_request(self.gated[b], request, sign)
             return
         add_request(self.pending[b] if column == PENDING else self.running[b], request, sign)
-        announced = pod.labels.get("headstart.io/job", "") in self.announced_jobs
+        announced = pod.labels.get(JOB_LABEL, "") in self.announced_jobs
         self.recording.move(b, column or None, request, sign, announced)
 
 

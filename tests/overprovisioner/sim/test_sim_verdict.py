@@ -18,8 +18,8 @@ from overprovisioner.sim.metrics import measure
 from overprovisioner.sim.table import format_table, table_header, table_rows
 from overprovisioner.sim.verdict import build_verdict, display_name, recommend
 from overprovisioner.sim.workload import build_workload, default_types
+from tests.overprovisioner.sim.test_sim_compare import metrics
 from tests.overprovisioner.simbuild import CATALOG
-from tests.overprovisioner.test_sim_compare import metrics
 
 
 def run(policy, pending, gpu_hours, cost):

@@ -17,7 +17,7 @@ from overprovisioner.sim.report_plots import (  # noqa: E402
     plot_tradeoff,
     story_runs,
 )
-from tests.overprovisioner.test_sim_compare import metrics  # noqa: E402
+from tests.overprovisioner.sim.test_sim_compare import metrics  # noqa: E402
 
 RUNS = [metrics("reactive", 1000.0, 100.0), metrics("static:1", 500.0, 110.0),
         metrics("proportional:4", 600.0, 108.0),

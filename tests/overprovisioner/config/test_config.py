@@ -21,7 +21,7 @@ from overprovisioner.config.catalog import (
 from overprovisioner.config.load import load_config
 from overprovisioner.config.parse import parse_config
 
-EXAMPLE = Path(__file__).parents[2] / "overprovisioner" / "example-config.yaml"
+EXAMPLE = Path(__file__).parents[3] / "overprovisioner" / "example-config.yaml"
 
 
 def write(tmp_path: Path, document: dict, name: str = "op.yaml") -> Path:
@@ -58,7 +58,7 @@ def test_example_config_loads() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [EXAMPLE, *sorted((Path(__file__).parents[2] / "manifests" / "overlays").glob(
+    [EXAMPLE, *sorted((Path(__file__).parents[3] / "manifests" / "overlays").glob(
         "*/overprovisioner-config.yaml"))],
     ids=lambda p: p.parent.name if p.name != "example-config.yaml" else "example",
 )

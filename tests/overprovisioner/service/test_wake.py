@@ -9,7 +9,7 @@ import time
 import pytest
 
 from overprovisioner.service.wake import PreemptionSignal, preempted_by_scheduler
-from tests.overprovisioner.test_loop import (
+from tests.overprovisioner.service.test_loop import (
     NS,
     RISING,
     MemoryDemand,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import yaml
 
 from overprovisioner.service.server import plan_document
-from tests.overprovisioner.test_loop import (
+from tests.overprovisioner.service.test_loop import (
     DEPLOY,
     NS,
     RISING,

@@ -18,9 +18,9 @@ from overprovisioner.jobsize.history import read_profiles
 from overprovisioner.planner.job_profile import profile_json, profile_of, warm_start_plan
 from predictor.live.store import HistoryStore
 from predictor.models.warm_start import WarmStartConfig
-from tests.overprovisioner.test_job_profile import indexed_job
+from tests.overprovisioner.planner.test_job_profile import indexed_job
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "docs" / "examples"
 
 

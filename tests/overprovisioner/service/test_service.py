@@ -8,7 +8,13 @@ from kube.leader import LeaderElector
 from overprovisioner.config import LeaderElectionConfig
 from overprovisioner.service.server import create_app
 from predictor.live.known_reader import WATCHED
-from tests.overprovisioner.test_loop import RISING, MemoryDemand, at_tick, make_config, make_loop
+from tests.overprovisioner.service.test_loop import (
+    RISING,
+    MemoryDemand,
+    at_tick,
+    make_config,
+    make_loop,
+)
 
 
 async def test_endpoints_before_and_after_the_first_tick(aiohttp_client, fake_kube) -> None:

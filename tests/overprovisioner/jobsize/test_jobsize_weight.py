@@ -12,7 +12,7 @@ import yaml
 from bucketing.resources import Resources
 from headstart.cli import main
 from locality.admission.weight import WeightConfig, weight
-from tests.overprovisioner.test_job_profile import indexed_job, pytorch_job
+from tests.overprovisioner.planner.test_job_profile import indexed_job, pytorch_job
 
 
 def manifest(tmp_path, job):

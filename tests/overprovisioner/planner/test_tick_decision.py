@@ -12,7 +12,7 @@ from overprovisioner.planner.forecasting import BucketForecast
 from overprovisioner.planner.tick_core import PinnedWindow, TickObservation
 from overprovisioner.planner.tick_decision import decide_tick, nodes_per_type, placed_buckets
 from overprovisioner.policy_names import parse_headroom
-from tests.overprovisioner.test_loop import make_config
+from tests.overprovisioner.service.test_loop import make_config
 
 NOW = 1_700_000_100.0
 G5 = ("g5.xlarge", "")

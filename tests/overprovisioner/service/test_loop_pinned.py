@@ -8,7 +8,7 @@ import pandas as pd
 from overprovisioner.service.objects import placeholder_name
 from overprovisioner.service.server import plan_document
 from predictor.history.pinning import Pin
-from tests.overprovisioner.test_loop import (
+from tests.overprovisioner.service.test_loop import (
     DEPLOY,
     NS,
     RISING,

@@ -36,7 +36,7 @@ from overprovisioner.service.objects import (
 )
 from tests.manifests.checks import KUBERNETES_VERSIONS
 
-CRD_FILE = Path(__file__).parent / "data" / "autoscaling.x-k8s.io_capacitybuffers.yaml"
+CRD_FILE = Path(__file__).parents[1] / "data" / "autoscaling.x-k8s.io_capacitybuffers.yaml"
 CRD = next(doc for doc in yaml.safe_load_all(CRD_FILE.read_text()) if doc)
 SERVED = {v["name"]: v for v in CRD["spec"]["versions"] if v.get("served")}
 

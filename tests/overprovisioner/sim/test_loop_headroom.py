@@ -13,8 +13,7 @@ from overprovisioner.policy_names import parse_headroom
 from overprovisioner.sim.build import make_policy
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.workload import build_workload
-from tests.overprovisioner.simbuild import CATALOG, pod, table, types
-from tests.overprovisioner.test_loop import (
+from tests.overprovisioner.service.test_loop import (
     DEPLOY,
     NS,
     RISING,
@@ -23,6 +22,7 @@ from tests.overprovisioner.test_loop import (
     make_config,
     make_loop,
 )
+from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 
 G5 = "headstart-placeholder-g5-xlarge"
 P4D = "headstart-placeholder-p4d-24xlarge"

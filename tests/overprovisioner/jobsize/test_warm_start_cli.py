@@ -9,7 +9,7 @@ import yaml
 from headstart.cli import main
 from overprovisioner.planner.job_profile import profile_json, profile_of
 from predictor.live.store import HistoryStore
-from tests.overprovisioner.test_job_profile import indexed_job
+from tests.overprovisioner.planner.test_job_profile import indexed_job
 
 
 def history_file(tmp_path, sizes=(8, 12)):

@@ -20,7 +20,7 @@ import yaml
 from overprovisioner.service.server import SHUTDOWN_BUDGET_S
 from tests.fakekube import FakeKube
 
-REPO = Path(__file__).resolve().parent.parent.parent
+REPO = Path(__file__).resolve().parents[3]
 
 
 def free_port() -> int:
