@@ -11,8 +11,8 @@ It records what `headstart replay` reports (`overprovisioner.sim.system.replay`)
 arm once at seed 0 (each replay is deterministic for its seed, which draws node
 start-up times), and the arms the verdict compares at seeds 0, 1 and 2, whose medians
 it compares and whose spread across seeds widens what it calls a tie. The DLRM trace
-is read from ../shared/traces (`--traces`): the first 60% of its window, as the file
-holds it; a missing trace is skipped with a line saying so.
+is read from the folder `--traces` names (docs/traces.md): the first 60% of its window,
+as the file holds it; a missing trace is skipped with a line saying so.
 """
 
 from __future__ import annotations
