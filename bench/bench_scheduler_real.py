@@ -44,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -244,37 +245,53 @@ def start_extender(cluster: ControlPlane, extender: Any, nodes: int) -> None:
                  lambda: extender.readyz()["nodes"] >= nodes, 120, [extender.name])
 
 
-def one_run(cluster: ControlPlane, mode: str, rep: int, pods: int) -> dict[str, float]:
-    namespace = f"{mode}-{rep}"
-    kube = cluster.kube
-    kube.ensure_namespace(namespace, service_account_timeout_s=None)  # no kcm here
+def fresh_namespace(cluster: ControlPlane, namespace: str) -> None:
+    cluster.kube.ensure_namespace(namespace, service_account_timeout_s=None)  # no kcm here
     # No controller-manager: the ServiceAccount admission plugin needs this one.
-    kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts",
-                {"metadata": {"name": "default"}})
-    bodies = job_pods(namespace, f"bench-{mode}", pods)
+    cluster.kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts",
+                        {"metadata": {"name": "default"}})
+
+
+def timed_burst(cluster: ControlPlane, namespace: str, pods: list[dict], logs: list[str],
+                first: Sequence[tuple[str, dict]] = ()) -> dict[str, float]:
+    """Create `first` (API path, body: e.g. the gangs' PodGroups), then `pods`, each over
+    CREATE_THREADS clients, and wait until every pod is bound: pods/s from the first
+    create to the last binding, the seconds, and how long the pods' creation took."""
     watch = BindingWatch(cluster.client(), namespace)
     created: list[float] = []
     started = time.monotonic()
+    parallel(cluster, list(first), lambda client, item: client.create(*item))
 
     def create(client: Kube, body: dict) -> None:
         client.create(f"/api/v1/namespaces/{namespace}/pods", body)
         created.append(time.monotonic())
 
-    parallel(cluster, bodies, create)
-    cluster.wait(f"all {pods} pods of {namespace} bound",
-                 lambda: len(watch.bound) == pods or NotYet(watch.state()),
-                 RUN_TIMEOUT_S, [f"bench-{mode}"])
+    parallel(cluster, pods, create)
+    cluster.wait(f"all {len(pods)} pods of {namespace} bound",
+                 lambda: len(watch.bound) == len(pods) or NotYet(watch.state()),
+                 RUN_TIMEOUT_S, logs)
     watch.close()
     last_bound = max(watch.bound.values())
-    result = {"pods_per_s": pods / (last_bound - started),
-              "seconds": last_bound - started, "create_seconds": max(created) - started}
+    return {"pods_per_s": len(pods) / (last_bound - started),
+            "seconds": last_bound - started, "create_seconds": max(created) - started}
+
+
+def delete_pods(cluster: ControlPlane, namespace: str, names: list[str]) -> None:
     # One DELETE per pod from the client threads: a deletecollection runs one delete at
     # a time in the API server (--delete-collection-workers=1), minutes for 2,000 pods.
-    parallel(cluster, [b["metadata"]["name"] for b in bodies],
+    parallel(cluster, names,
              lambda client, name: client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}",
                                                 grace_period_s=0))
     cluster.wait(f"the pods of {namespace} deleted",
-                 lambda: not kube.list(f"/api/v1/namespaces/{namespace}/pods"), 600)
+                 lambda: not cluster.kube.list(f"/api/v1/namespaces/{namespace}/pods"), 600)
+
+
+def one_run(cluster: ControlPlane, mode: str, rep: int, pods: int) -> dict[str, float]:
+    namespace = f"{mode}-{rep}"
+    fresh_namespace(cluster, namespace)
+    bodies = job_pods(namespace, f"bench-{mode}", pods)
+    result = timed_burst(cluster, namespace, bodies, [f"bench-{mode}"])
+    delete_pods(cluster, namespace, [b["metadata"]["name"] for b in bodies])
     return result
 
 
