@@ -620,6 +620,7 @@ def scheduler_real(results: dict) -> str:
 GANG_MODES = {"coscheduling": "Coscheduling, no extender",
               "headstart": "headstart (admitter + extender)",
               "gang-scheduling": "1.36 in-tree GangScheduling"}
+GANG_RATIOS = {"headstart": "headstart", "gang-scheduling": "in-tree"}
 
 
 def _runs(values: list[float]) -> str:
@@ -636,7 +637,7 @@ def scheduler_gangs(nodes: int) -> Callable[[dict], str]:
         modes = [mode for mode in GANG_MODES if mode in f["modes"]]
         others = [mode for mode in modes if mode != "coscheduling"]
         lines = ["| gang size | " + " | ".join(GANG_MODES[m] for m in modes) + " | " +
-                 " | ".join(f"{m} / Coscheduling" for m in others) + " |",
+                 " | ".join(f"{GANG_RATIOS[m]} / Coscheduling" for m in others) + " |",
                  "|---|" + "---|" * (len(modes) + len(others))]
         for size in f["gang_sizes"]:
             row = f["gangs"][str(size)]
@@ -644,13 +645,14 @@ def scheduler_gangs(nodes: int) -> Callable[[dict], str]:
             cells[0] += " pods/s"
             ratios = [f"{row[m]['vs_coscheduling']:.2f}" for m in others]
             lines.append(f"| {size} | " + " | ".join(cells + ratios) + " |")
-        note = f" {e['note']}" if e.get("note") else ""
+        runs = (f"medians of {f['runs']} runs" if f["runs"] > 1
+                else "one run (no median)")
         return ("\n".join(lines) + f"\n\n{f['pods']:,} one-GPU pods per run on {f['nodes']:,} "
-                f"kwok nodes, medians of {f['runs']} run{'s' if f['runs'] > 1 else ''} per "
-                f"mode and gang size, pods/s from the first create to the last binding; "
+                f"kwok nodes, {runs} per mode and gang size, in alternation, pods/s from "
+                f"the first create to the last binding; "
                 f"the whole invocation took {f['seconds'] / 60:.0f} minutes, 1-minute load "
                 f"{f['load_range'][0]:.1f}-{f['load_range'][1]:.1f} after each run "
-                f"({provenance(e)}).{note}\n")
+                f"({provenance(e)}).\n")
     return render
 
 
