@@ -14,8 +14,8 @@ kube-schedulers started from the SHIPPED headstart-scheduler configuration
 aiohttp extender that parses each request and accepts every node with score 0
 (bench/bench_extender.py's baseline), and binds as the shipped config's `bindVerb`
 asks (one POST of the Binding): same protocol, nodeCacheCapable true, the shipped
-mutual TLS; (3) `headstart
-extender`, run as users run it (its own process, list+watch of the cluster, bind on).
+mutual TLS; (3) `headstart extender`, run as users run it (its own process,
+list+watch of the cluster, bind on).
 Each has its own schedulerName, leader election off, and client QPS/burst `--qps` (with
 kube-scheduler's default, 50, the scheduler without extender binds at most about 51
 pods/s here, a cap that hides part of what the extender costs; pass --qps 50 to measure
