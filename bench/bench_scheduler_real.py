@@ -13,8 +13,9 @@ kube-schedulers started from the SHIPPED headstart-scheduler configuration
 100), differing only in their extender: (1) none (kube-scheduler binds); (2) a do-nothing
 aiohttp extender that parses each request and accepts every node with score 0
 (bench/bench_extender.py's baseline), and binds as the shipped config's `bindVerb`
-asks (one POST of the Binding): same protocol, nodeCacheCapable true; (3) `headstart
-extender`, run as users run it (its own process, list+watch of the cluster, bind on).
+asks (one POST of the Binding): same protocol, nodeCacheCapable true, the shipped
+mutual TLS; (3) `headstart extender`, run as users run it (its own process,
+list+watch of the cluster, bind on).
 Each has its own schedulerName, leader election off, and client QPS/burst `--qps` (with
 kube-scheduler's default, 50, the scheduler without extender binds at most about 51
 pods/s here, a cap that hides part of what the extender costs; pass --qps 50 to measure
@@ -44,6 +45,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -58,6 +60,7 @@ from tests.e2e.controlplane import (  # noqa: E402 - after the path fix, as the 
     ClusterSpec,
     ControlPlane,
     binaries_problem,
+    pod_group_crd,
 )
 from tests.e2e.kube import Kube, NotYet  # noqa: E402
 
@@ -79,10 +82,13 @@ def scheduler_configs(noop_url: str, headstart_url: str, qps: int) -> dict[str, 
     return configs
 
 
-def serve_do_nothing(port: int, server: str, ca: str, cert: str, key: str) -> None:
+def serve_do_nothing(port: int, server: str, ca: str, cert: str, key: str,
+                     tls_cert: str, tls_key: str, client_ca: str) -> None:
     """The do-nothing extender (child process): bench_extender's app, which parses each
     request and accepts every node, plus the bind verb the shipped configuration
-    registers: one POST of the pod's Binding, as any binding extender must make."""
+    registers: one POST of the pod's Binding, as any binding extender must make. It
+    serves the shipped mutual TLS as headstart's does (`tls_cert`, `tls_key`; clients
+    signed by `client_ca`), so the two differ only in what they decide."""
     import ssl
 
     from aiohttp import ClientSession, web
@@ -110,7 +116,11 @@ def serve_do_nothing(port: int, server: str, ca: str, cert: str, key: str) -> No
 
     app = do_nothing_app(bind)
     app.cleanup_ctx.append(client)
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+    serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=client_ca)
+    serving.load_cert_chain(tls_cert, tls_key)
+    serving.verify_mode = ssl.CERT_REQUIRED
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None,
+                ssl_context=serving)
 
 
 def stages_without_heartbeats(directory: Path) -> Path:
@@ -244,37 +254,53 @@ def start_extender(cluster: ControlPlane, extender: Any, nodes: int) -> None:
                  lambda: extender.readyz()["nodes"] >= nodes, 120, [extender.name])
 
 
-def one_run(cluster: ControlPlane, mode: str, rep: int, pods: int) -> dict[str, float]:
-    namespace = f"{mode}-{rep}"
-    kube = cluster.kube
-    kube.ensure_namespace(namespace, service_account_timeout_s=None)  # no kcm here
+def fresh_namespace(cluster: ControlPlane, namespace: str) -> None:
+    cluster.kube.ensure_namespace(namespace, service_account_timeout_s=None)  # no kcm here
     # No controller-manager: the ServiceAccount admission plugin needs this one.
-    kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts",
-                {"metadata": {"name": "default"}})
-    bodies = job_pods(namespace, f"bench-{mode}", pods)
+    cluster.kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts",
+                        {"metadata": {"name": "default"}})
+
+
+def timed_burst(cluster: ControlPlane, namespace: str, pods: list[dict], logs: list[str],
+                first: Sequence[tuple[str, dict]] = ()) -> dict[str, float]:
+    """Create `first` (API path, body: e.g. the gangs' PodGroups), then `pods`, each over
+    CREATE_THREADS clients, and wait until every pod is bound: pods/s from the first
+    create to the last binding, the seconds, and how long the pods' creation took."""
     watch = BindingWatch(cluster.client(), namespace)
     created: list[float] = []
     started = time.monotonic()
+    parallel(cluster, list(first), lambda client, item: client.create(*item))
 
     def create(client: Kube, body: dict) -> None:
         client.create(f"/api/v1/namespaces/{namespace}/pods", body)
         created.append(time.monotonic())
 
-    parallel(cluster, bodies, create)
-    cluster.wait(f"all {pods} pods of {namespace} bound",
-                 lambda: len(watch.bound) == pods or NotYet(watch.state()),
-                 RUN_TIMEOUT_S, [f"bench-{mode}"])
+    parallel(cluster, pods, create)
+    cluster.wait(f"all {len(pods)} pods of {namespace} bound",
+                 lambda: len(watch.bound) == len(pods) or NotYet(watch.state()),
+                 RUN_TIMEOUT_S, logs)
     watch.close()
     last_bound = max(watch.bound.values())
-    result = {"pods_per_s": pods / (last_bound - started),
-              "seconds": last_bound - started, "create_seconds": max(created) - started}
+    return {"pods_per_s": len(pods) / (last_bound - started),
+            "seconds": last_bound - started, "create_seconds": max(created) - started}
+
+
+def delete_pods(cluster: ControlPlane, namespace: str, names: list[str]) -> None:
     # One DELETE per pod from the client threads: a deletecollection runs one delete at
     # a time in the API server (--delete-collection-workers=1), minutes for 2,000 pods.
-    parallel(cluster, [b["metadata"]["name"] for b in bodies],
+    parallel(cluster, names,
              lambda client, name: client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}",
                                                 grace_period_s=0))
     cluster.wait(f"the pods of {namespace} deleted",
-                 lambda: not kube.list(f"/api/v1/namespaces/{namespace}/pods"), 600)
+                 lambda: not cluster.kube.list(f"/api/v1/namespaces/{namespace}/pods"), 600)
+
+
+def one_run(cluster: ControlPlane, mode: str, rep: int, pods: int) -> dict[str, float]:
+    namespace = f"{mode}-{rep}"
+    fresh_namespace(cluster, namespace)
+    bodies = job_pods(namespace, f"bench-{mode}", pods)
+    result = timed_burst(cluster, namespace, bodies, [f"bench-{mode}"])
+    delete_pods(cluster, namespace, [b["metadata"]["name"] for b in bodies])
     return result
 
 
@@ -285,8 +311,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--qps", type=int, default=1000,
                         help="kube-schedulers' client QPS and burst (default 1000)")
-    parser.add_argument("--serve-do-nothing", nargs=5, help=argparse.SUPPRESS,
-                        metavar=("PORT", "SERVER", "CA", "CERT", "KEY"))
+    parser.add_argument("--serve-do-nothing", nargs=8, help=argparse.SUPPRESS,
+                        metavar=("PORT", "SERVER", "CA", "CERT", "KEY", "TLS_CERT",
+                                 "TLS_KEY", "CLIENT_CA"))
     args = parser.parse_args()
     if args.serve_do_nothing:
         port, *rest = args.serve_do_nothing
@@ -299,21 +326,26 @@ def main() -> int:
 
     import os
 
-    from tests.e2e.headstart import Extender
+    from tests.e2e.headstart import Extender, extender_url
     from tests.e2e.pki import ADMIN, Pki
     from tests.e2e.processes import free_ports
+    from tests.e2e.scheduler_tls import scheduler_pki
 
     began = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="bench-scheduler-real-"))
     noop_port, headstart_port = free_ports(2)
-    noop_url = f"http://127.0.0.1:{noop_port}"
+    # Both extenders in the shipped scheme (mutual TLS, the e2e harness's certificates).
+    noop_url, tls = extender_url(noop_port), scheduler_pki()
     spec = ClusterSpec(
         controller_manager=False, anchor_node=False, audit_policy=None,
         # Without a controller-manager nothing would lift the not-ready taint this
         # admission plugin puts on every new node (kcm's node lifecycle controller does).
         apiserver_args=("--disable-admission-plugins=TaintNodesByCondition",),
-        schedulers=scheduler_configs(noop_url, f"http://127.0.0.1:{headstart_port}", args.qps),
+        schedulers=scheduler_configs(noop_url, extender_url(headstart_port), args.qps),
         kwok_stages=stages_without_heartbeats(work), kwok_node_lease_s=0,
+        # The shipped profile runs Coscheduling (scheduler-plugins' kube-scheduler),
+        # whose informer waits for PodGroups to be served before it schedules anything.
+        crds=(pod_group_crd(),),
     )
     pki = Pki(work / "pki")
     cluster = ControlPlane(Path(os.environ["HEADSTART_E2E_BIN"]), work / "cluster", pki, spec)
@@ -321,10 +353,12 @@ def main() -> int:
     try:
         cluster.run("do-nothing-extender", [
             sys.executable, __file__, "--serve-do-nothing", str(noop_port), cluster.server,
-            str(pki.ca_cert), *map(str, pki.client(ADMIN))])
+            str(pki.ca_cert), *map(str, pki.client(ADMIN)), *map(str, tls.server),
+            str(tls.ca)])
         cluster.start()
         cluster.wait("the do-nothing extender to answer",  # 405: GET on a POST route
-                     lambda: requests.get(noop_url + "/filter", timeout=2).status_code == 405,
+                     lambda: requests.get(noop_url + "/filter", timeout=2, verify=str(tls.ca),
+                                          cert=tuple(map(str, tls.client))).status_code == 405,
                      60, ["do-nothing-extender"])
         print(f"cluster up in {cluster.timings['total']:.1f} s (logs: {cluster.logs})",
               flush=True)

@@ -636,6 +636,45 @@ def scheduler_real(results: dict) -> str:
             f"({provenance(e)}).\n")
 
 
+GANG_MODES = {"coscheduling": "Coscheduling, no extender",
+              "headstart": "headstart (admitter + extender)",
+              "gang-scheduling": "1.36 in-tree GangScheduling"}
+GANG_RATIOS = {"headstart": "headstart", "gang-scheduling": "in-tree"}
+
+
+def _runs(values: list[float]) -> str:
+    return ", ".join(f"{x:.1f}" for x in values)
+
+
+def scheduler_gangs(nodes: int) -> Callable[[dict], str]:
+    """docs/extender.md's table of one bench_scheduler_gangs invocation (`--nodes`): per
+    gang size, each mode's median pods/s (its runs in brackets) and its median against
+    Coscheduling's of the same gang size."""
+    def render(results: dict) -> str:
+        e = results[f"scheduler-gangs-{nodes}"]
+        f = e["figures"]
+        modes = [mode for mode in GANG_MODES if mode in f["modes"]]
+        others = [mode for mode in modes if mode != "coscheduling"]
+        lines = ["| gang size | " + " | ".join(GANG_MODES[m] for m in modes) + " | " +
+                 " | ".join(f"{GANG_RATIOS[m]} / Coscheduling" for m in others) + " |",
+                 "|---|" + "---|" * (len(modes) + len(others))]
+        for size in f["gang_sizes"]:
+            row = f["gangs"][str(size)]
+            cells = [f"{row[m]['median']:.1f} ({_runs(row[m]['pods_per_s'])})" for m in modes]
+            cells[0] += " pods/s"
+            ratios = [f"{row[m]['vs_coscheduling']:.2f}" for m in others]
+            lines.append(f"| {size} | " + " | ".join(cells + ratios) + " |")
+        runs = (f"medians of {f['runs']} runs" if f["runs"] > 1
+                else "one run (no median)")
+        return ("\n".join(lines) + f"\n\n{f['pods']:,} one-GPU pods per run on {f['nodes']:,} "
+                f"kwok nodes, {runs} per mode and gang size, in alternation, pods/s from "
+                f"the first create to the last binding; "
+                f"the whole invocation took {f['seconds'] / 60:.0f} minutes, 1-minute load "
+                f"{f['load_range'][0]:.1f}-{f['load_range'][1]:.1f} after each run "
+                f"({provenance(e)}).\n")
+    return render
+
+
 def admission(results: dict) -> str:
     e = results["admission"]
     f = e["figures"]
@@ -942,6 +981,8 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "round-memo": round_memo,
     "preemption-round": preemption_round,
     "scheduler-real": scheduler_real,
+    "scheduler-gangs-1000": scheduler_gangs(1000),
+    "scheduler-gangs-5000": scheduler_gangs(5000),
     "extender-details": extender_details,
     "extender-job-size": extender_job_size,
     "simulator-headline": simulator_headline,

@@ -153,6 +153,9 @@ class ClusterSpec:
     schedulers: Mapping[str, Mapping[str, Any]] = field(
         default_factory=lambda: {"kube-scheduler": default_scheduler_config()})
     """Process name -> KubeSchedulerConfiguration (clientConnection is filled in here)."""
+    scheduler_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Process name -> more command-line flags for that scheduler (`--feature-gates=...`:
+    kube-scheduler takes its feature gates only from the command line)."""
     kwok: bool = True
     """kwok, driving every node annotated kwok.x-k8s.io/node=fake."""
     kwok_stages: Path = DATA / "kwok-stages.yaml"
@@ -442,7 +445,8 @@ class ControlPlane:
             path.write_text(yaml.safe_dump(body, sort_keys=False))
             # kube-scheduler ignores --kubeconfig once --config is given: the file says it.
             self.run(name, [self.bin / scheduler_binary(config), f"--config={path}",
-                            *scheduler_auth, f"--secure-port={port}"])
+                            *scheduler_auth, f"--secure-port={port}",
+                            *self.spec.scheduler_args.get(name, ())])
             checks.append((name, f"https://127.0.0.1:{port}/readyz", "ok"))
         if self.spec.kwok:
             port = self.ports["kwok"]

@@ -85,12 +85,15 @@ def tls_files(shipped: Mapping[str, Any]) -> dict[str, str]:
     return {name: path for name, path in ours.items() if shipped.get(name)}
 
 
-def scheduler_variant(name: str, extender_url: str | None) -> dict[str, Any]:
+def scheduler_variant(name: str, extender_url: str | None,
+                      coscheduling: bool = True) -> dict[str, Any]:
     """The shipped configuration as one more scheduler, `name` (its profile's
     schedulerName), leader election off; with `extender_url` None, without the extender
-    (the same profile, kube-scheduler binding): the control for what the extender adds."""
+    (the same profile, kube-scheduler binding): the control for what the extender adds.
+    Not `coscheduling`: the without-coscheduling component's configuration."""
     config = headstart_scheduler_config(extender_url or "http://unused",
-                                        lease_in_headstart_namespace=False)
+                                        lease_in_headstart_namespace=False,
+                                        coscheduling=coscheduling)
     config["profiles"][0]["schedulerName"] = name
     config["leaderElection"] = {"leaderElect": False}
     if extender_url is None:
