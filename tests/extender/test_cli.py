@@ -135,9 +135,11 @@ def test_the_process_syncs_serves_and_stops_on_sigterm(fake_kube, tmp_path):
     finally:
         code, logs = stop(process)
     assert code == 0, logs
-    first = json.loads(logs.splitlines()[0])  # structured logs: one JSON object per line
-    assert first["message"] == "starting" and (first["port"], first["ops_port"]) == (
-        port, ops_port)
+    # Structured logs: one JSON object per line. The leader elector's thread may log
+    # before the main thread says it is starting: the order of those two is not ours.
+    lines = [json.loads(line) for line in logs.splitlines()]
+    starting = next(line for line in lines if line["message"] == "starting")
+    assert (starting["port"], starting["ops_port"]) == (port, ops_port)
 
 
 def test_tls_serves_https_with_the_configured_certificate(fake_kube, tmp_path):
