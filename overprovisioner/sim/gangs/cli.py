@@ -29,9 +29,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Which jobs are elastic, and their bounds, follow a stated rule "
         "(docs/simulator.md, \"Elastic jobs\").",
     )
+    add_gang_options(parser, seed_help="seed for node start-up times")
+    parser.add_argument("--json", action="store_true", help="print the arms as JSON")
+    add_jobs_option(parser)
+    parser.set_defaults(func=later("overprovisioner.sim.gangs.commands",
+                                   "simulate_elastic_command"))
+
+
+def add_gang_options(parser: argparse.ArgumentParser, seed_help: str) -> None:
+    """The workload, cluster and elastic-rule options every gang replay takes
+    (`simulate-elastic`, `replay`)."""
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--trace", metavar="PATH", help="a trace file with jobs (e.g. "
-                        "Alibaba DLRM; gzip allowed)")
+    source.add_argument("--trace", metavar="PATH", help="a trace file with jobs (headstart "
+                        "CSV with job_id and role, Alibaba DLRM; gzip allowed)")
     source.add_argument("--synthetic", action="store_true",
                         help="the seeded synthetic workload (14 days of PS/worker jobs)")
     parser.add_argument("--format", default=None, help="trace format (default: detected)")
@@ -61,8 +71,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default 1: never above what the trace ran)")
     parser.add_argument("--scaling", choices=("linear", "kale"), default="linear",
                         help="how a job's training rate follows its workers (default linear)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for node start-up times")
-    parser.add_argument("--json", action="store_true", help="print the arms as JSON")
-    add_jobs_option(parser)
-    parser.set_defaults(func=later("overprovisioner.sim.gangs.commands",
-                                   "simulate_elastic_command"))
+    parser.add_argument("--seed", type=int, default=0, help=seed_help)

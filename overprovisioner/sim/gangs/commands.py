@@ -13,12 +13,13 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from bucketing.catalog import load_catalog
+from bucketing.catalog import Catalog, load_catalog
 from common.errors import InputError
 from common.parallel import Workers, resolve_jobs
+from jobtraces.jobtable import JobTable, require_jobs
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.sim.commands import load_table, replay_workload
 from overprovisioner.sim.config import SimConfig
@@ -28,8 +29,22 @@ from overprovisioner.sim.gangs.table import ARMS, format_rows, run_arms, summari
 from overprovisioner.sim.workload import Workload
 
 
-def simulate_elastic_command(args: argparse.Namespace) -> int:
-    processes = resolve_jobs(args.jobs)
+@dataclass(frozen=True)
+class GangReplay:
+    """What every gang replay reads from its options (`cli.add_gang_options`)."""
+
+    rule: ElasticRule
+    catalog: Catalog
+    table: JobTable
+    workload: Workload
+    jobs: Sequence[GangJob]
+    groups: tuple[str, ...]
+    config: GangSimConfig
+
+
+def gang_replay(args: argparse.Namespace, needs_jobs: str | None = None) -> GangReplay:
+    """The options checked, the trace read and its jobs made gangs; `needs_jobs`: what
+    refuses a trace without job structure (`require_jobs`), None: nothing does."""
     if args.max_nodes < 1:
         raise InputError(f"--max-nodes: expected 1 or more, got {args.max_nodes}")
     if not 1 <= args.groups <= 26:
@@ -38,10 +53,20 @@ def simulate_elastic_command(args: argparse.Namespace) -> int:
                        args.scaling).validate()
     catalog = load_catalog(args.catalog)
     table = load_table(args, args.synthetic)
+    if needs_jobs is not None:
+        require_jobs(table, needs_jobs)
     workload = replay_workload(args, table, catalog, OverprovisionerConfig())
-    jobs = gang_jobs(workload, rule)
     groups = tuple(f"pg-{chr(ord('a') + i)}" for i in range(args.groups))
     config = GangSimConfig(replace(SimConfig(), seed=args.seed), groups, args.max_nodes)
+    return GangReplay(rule, catalog, table, workload, gang_jobs(workload, rule), groups,
+                      config)
+
+
+def simulate_elastic_command(args: argparse.Namespace) -> int:
+    processes = resolve_jobs(args.jobs)
+    replay = gang_replay(args)
+    rule, table, workload, jobs, groups, config = (
+        replay.rule, replay.table, replay.workload, replay.jobs, replay.groups, replay.config)
     started = time.monotonic()
 
     def done(arm: str) -> None:

@@ -12,7 +12,7 @@ import argparse
 
 from common.later import later
 from common.parallel import add_jobs_option
-from jobtraces.gpu_sharing import GPU_SHARING_HELP
+from overprovisioner.sim.gangs.cli import add_gang_options
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,37 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "to 8 more for the repeats (about 10 minutes on the synthetic workload on 2 busy "
         "cores).",
     )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--trace", metavar="PATH", help="a trace file with jobs (headstart "
-                        "CSV with job_id and role, Alibaba DLRM; gzip allowed)")
-    source.add_argument("--synthetic", action="store_true",
-                        help="the seeded synthetic workload (14 days of PS/worker jobs)")
-    parser.add_argument("--format", default=None, help="trace format (default: detected)")
-    parser.add_argument("--gpu-sharing", action="store_true", help=GPU_SHARING_HELP)
-    parser.add_argument("--catalog", default="aws", help="instance catalog: aws, gcp or a "
-                        "YAML path (default aws)")
-    parser.add_argument("--days", type=float, default=None,
-                        help="replay only the first N days of the window")
-    parser.add_argument("--from-day", type=float, default=0.0,
-                        help="start the window N days after the trace start (default 0)")
-    parser.add_argument("--max-nodes", type=int, default=8, metavar="N",
-                        help="each node group's maximum size, per instance type and "
-                        "placement group (default 8)")
-    parser.add_argument("--groups", type=int, default=2, metavar="N",
-                        help="placement groups, each with a node group of every type "
-                        "(default 2)")
-    parser.add_argument("--elastic-share", type=float, default=1.0, metavar="F",
-                        help="share of eligible jobs replayed as elastic (default 1)")
-    parser.add_argument("--min-fraction", type=float, default=0.5, metavar="F",
-                        help="an elastic job's minimum: ceil(F x its trace workers) "
-                        "(default 0.5)")
-    parser.add_argument("--max-factor", type=float, default=1.0, metavar="F",
-                        help="its maximum: max(trace workers, floor(F x trace workers)) "
-                        "(default 1)")
-    parser.add_argument("--scaling", choices=("linear", "kale"), default="linear",
-                        help="how a job's training rate follows its workers (default linear)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for node start-up times "
-                        "(the first of the repeats)")
+    add_gang_options(parser, seed_help="seed for node start-up times (the first of the "
+                     "repeats)")
     parser.add_argument("--repeats", type=int, default=3, metavar="N",
                         help="seeds the compared arms run at (headstart's configuration and "
                         "the peers the verdict names): the verdict compares their medians, "

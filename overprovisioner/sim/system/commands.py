@@ -12,18 +12,10 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 
-from bucketing.catalog import load_catalog
 from common.errors import InputError
 from common.parallel import Workers, resolve_jobs
-from jobtraces.jobtable import require_jobs
-from overprovisioner.config import OverprovisionerConfig
-from overprovisioner.sim.commands import load_table, replay_workload
-from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.gangs.commands import describe
-from overprovisioner.sim.gangs.engine import GangSimConfig
-from overprovisioner.sim.gangs.jobs import ElasticRule, gang_jobs
+from overprovisioner.sim.gangs.commands import describe, gang_replay
 from overprovisioner.sim.system.replay import SystemReport, run_system
 from overprovisioner.sim.system.table import format_report
 
@@ -32,19 +24,10 @@ def replay_command(args: argparse.Namespace) -> int:
     processes = resolve_jobs(args.jobs)
     if args.repeats < 1:
         raise InputError(f"--repeats: expected 1 or more, got {args.repeats}")
-    if args.max_nodes < 1:
-        raise InputError(f"--max-nodes: expected 1 or more, got {args.max_nodes}")
-    if not 1 <= args.groups <= 26:
-        raise InputError(f"--groups: expected 1 to 26, got {args.groups}")
-    rule = ElasticRule(args.elastic_share, args.min_fraction, args.max_factor,
-                       args.scaling).validate()
-    catalog = load_catalog(args.catalog)
-    table = load_table(args, args.synthetic)
-    require_jobs(table, "the whole-system replay admits jobs as gangs, so it")
-    workload = replay_workload(args, table, catalog, OverprovisionerConfig())
-    jobs = gang_jobs(workload, rule)
-    groups = tuple(f"pg-{chr(ord('a') + i)}" for i in range(args.groups))
-    config = GangSimConfig(replace(SimConfig(), seed=args.seed), groups, args.max_nodes)
+    replay = gang_replay(args, "the whole-system replay admits jobs as gangs, so it")
+    rule, catalog, table, workload, jobs, groups, config = (
+        replay.rule, replay.catalog, replay.table, replay.workload, replay.jobs, replay.groups,
+        replay.config)
     started = time.monotonic()
 
     def progress(name: str) -> None:
