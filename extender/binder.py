@@ -14,6 +14,7 @@ Must not: record placements (the handler does, once the Binding exists).
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from kubernetes import client as k8s
@@ -32,11 +33,14 @@ class Binder(Protocol):
 class ApiBinder:
     """Creates `pods/binding` subresources with the official client."""
 
-    def __init__(self, api_client: k8s.ApiClient, request_timeout_seconds: float = 3.0):
+    def __init__(self, api_client: k8s.ApiClient, request_timeout_seconds: float = 3.0,
+                 workers: int = 32):
         """request_timeout_seconds: below the scheduler's httpTimeout
-        (`ExtenderConfig.bind_timeout_seconds`, checked at start-up)."""
+        (`ExtenderConfig.bind_timeout_seconds`, checked at start-up); workers: Bindings
+        created at once (`ExtenderConfig.bind_workers`)."""
         self._core = k8s.CoreV1Api(api_client)
         self._timeout = request_timeout_seconds
+        self._workers = ThreadPoolExecutor(workers, thread_name_prefix="headstart-bind")
 
     async def bind(self, args: BindingArgs) -> str:
         metadata = {"name": args.pod_name, "namespace": args.pod_namespace}
@@ -61,7 +65,7 @@ class ApiBinder:
             discard(response)  # an unread body would poison the pooled connection
 
         try:
-            await asyncio.get_running_loop().run_in_executor(None, create)
+            await asyncio.get_running_loop().run_in_executor(self._workers, create)
         except ApiException as error:
             return (
                 f"binding {args.pod_namespace}/{args.pod_name} to {args.node} failed: "

@@ -35,6 +35,9 @@ from kube.informer import WatchSettings
 from kube.leader import LeaderElector
 from kube.reachability import monitor_reachability
 
+WATCH_CONNECTIONS = 24
+"""Streaming connections the watches may hold (13 as shipped, with room for more kinds)."""
+
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config).with_overrides(
@@ -42,8 +45,11 @@ def run(args: argparse.Namespace) -> int:
         gate_webhook_tls_dir=args.gate_webhook_tls_dir)
     configure_logging(args.log_format or config.log_format, config.log_level)
     # One streaming connection per watch (nodes, pods, NRT, 3 DRA kinds, 2 PodGroup
-    # APIs, 5 owner kinds: 13) plus the admitter's and binder's calls.
-    api_client = load_api_client(args.kubeconfig, connections=32)
+    # APIs, owner kinds), one per thread that writes at once (the admitter's, the
+    # binder's), and a few for the rest: a thread finding the pool empty would open a
+    # new TLS connection for each call and throw it away after.
+    connections = WATCH_CONNECTIONS + config.admission.write_workers + config.bind_workers + 8
+    api_client = load_api_client(args.kubeconfig, connections=connections)
     monitor_reachability(api_client)
     serve(config, api_client)
     return 0
@@ -83,7 +89,8 @@ def serve(config, api_client) -> None:
         watch_dra=config.watch_dra, watch_pod_groups=config.watch_pod_groups,
         watch_owners=config.watch_owners,
     )
-    binder = ApiBinder(api_client, config.bind_timeout_seconds) if config.bind_enabled else None
+    binder = ApiBinder(api_client, config.bind_timeout_seconds, config.bind_workers) \
+        if config.bind_enabled else None
     admitter = None
     elector = None
     if config.admission.enabled:

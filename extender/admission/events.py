@@ -15,6 +15,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from kube.client import discard
 from locality.admission.record import timestamp
 from locality.model import Pod
 from locality.suspension import JobSuspension
@@ -68,8 +69,10 @@ class EventRecorder:
 
     def _send(self, body: dict[str, Any], tries: int) -> None:
         try:
-            self._core.create_namespaced_event(body["metadata"]["namespace"], body,
-                                               _request_timeout=10)
+            # The answer unread into the client's model (milliseconds of CPU per Event).
+            discard(self._core.create_namespaced_event(
+                body["metadata"]["namespace"], body, _preload_content=False,
+                _request_timeout=10))
             return
         except ApiException as error:
             if error.status is not None and 400 <= error.status < 500 and error.status != 429:

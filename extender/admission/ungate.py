@@ -3,11 +3,14 @@
 For one admission: the gang's PodGroup first, when Coscheduling is used
 (`admission.pod_groups`: created and owned by its Gang, `extender.admission.podgroups`),
 then every member labelled for it before any is ungated (`patch.label_patch` says why),
-then each pod read fresh and patched, `write_workers` pods at once (domain affinity,
-domain annotation and gate removal in one JSON patch guarded by `test`s:
-`patch.ungate_patch`), with an Event on each. A failed patch (422: the pod changed; 404:
-gone; any API fault) is left for the next round, which plans again from the cache; the
-lease is asked again before each pod, so a replica that lost it stops between two pods.
+then each pod patched, `write_workers` pods at once (domain affinity, domain annotation
+and gate removal in one JSON patch guarded by `test`s: `patch.ungate_patch`), computed
+from the pod as the label patch answered it (else read fresh), then an Event on each
+once all are ungated (the members reach kube-scheduler together: Coscheduling turns
+away a member whose siblings are still gated). A failed patch (422: the pod changed;
+404: gone; any API fault) is left for the next round, which plans again from the
+cache; the lease is asked again before each pod, so a replica that lost it stops
+between two pods.
 
 Must not: decide admissions (the core does), touch the cache (the pods it ungated are
 listed in `ungated` for the admitter to assume on the event loop).
@@ -89,59 +92,79 @@ class GatePatcher:
         def one(pod: Pod) -> bool:
             if not self.is_leader():
                 return False  # the lease is lost mid-apply: the new leader completes it
-            if not self.ungate(pod, domain, admission.locality, labels):
-                return False
-            self.ungated.append(pod)
-            self._events.on_pod(pod, reason, message, now, kind)
-            return True
+            return self._patch_pod(pod, lambda current: ungate_patch(
+                current, self.config.gate, domain, admission.locality,
+                self.config.domain_annotation, labels), labelled.get(pod.uid)) is not None
 
         # Every member carries the gang's PodGroup label before any is ungated
         # (`patch.label_patch` says why); then the pods at once (`write_workers`), paced
-        # by the throttle. A member not labelled leaves the job to the next round.
-        if labels and not all(self._workers.map(
-                lambda pod: self._patch_pod(pod, lambda current: label_patch(
-                    current, self.config.gate, labels)), admission.pods)):
-            return 0, len(admission.pods)
-        done = sum(self._workers.map(one, admission.pods))
+        # by the throttle, each patch computed from the label patch's answer. A member
+        # not labelled leaves the job to the next round.
+        labelled: dict[str, dict[str, Any]] = {}
+        if labels:
+            answers = list(self._workers.map(lambda pod: self._patch_pod(
+                pod, lambda current: label_patch(current, self.config.gate, labels)),
+                admission.pods))
+            if any(answer is None for answer in answers):
+                return 0, len(admission.pods)
+            labelled = {pod.uid: answer for pod, answer in zip(admission.pods, answers,
+                                                               strict=True)}
+        ungated = [pod for pod, done in zip(admission.pods,
+                                            self._workers.map(one, admission.pods),
+                                            strict=True) if done]
+        self.ungated.extend(ungated)
+        list(self._workers.map(
+            lambda pod: self._events.on_pod(pod, reason, message, now, kind), ungated))
         _, ignored = ready_timeout_of(admission.pods, self.config)
-        if done and ignored is not None:  # said once, on the job's first pod
+        if ungated and ignored is not None:  # said once, on the job's first pod
             self._events.on_pod(admission.pods[0], "HeadstartReadyTimeoutIgnored", ignored,
                                 now, "Warning")
-        return done, len(admission.pods) - done
+        return len(ungated), len(admission.pods) - len(ungated)
 
     def ungate(self, pod: Pod, domain: tuple[str, str, str] | None,
                locality: Locality, labels: dict[str, str] | None = None) -> bool:
         """Lift the pod's gate (with its domain, when one): whether it was done."""
         return self._patch_pod(pod, lambda current: ungate_patch(
-            current, self.config.gate, domain, locality, self.config.domain_annotation, labels))
+            current, self.config.gate, domain, locality, self.config.domain_annotation,
+            labels)) is not None
 
-    def _patch_pod(self, pod: Pod, operations: Callable[[dict[str, Any]], Any]) -> bool:
-        """Read the pod and apply the JSON patch `operations` makes of it (None: nothing
-        to do); False when it failed or the pod was replaced (the next round retries)."""
+    def _patch_pod(self, pod: Pod, operations: Callable[[dict[str, Any]], Any],
+                   current: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """Apply the JSON patch `operations` makes of the pod (None: nothing to do), from
+        `current` (as an earlier patch answered) or read now: the pod as the API server
+        last showed it; None when it failed or the pod was replaced (the next round
+        retries)."""
         core = self._core
         try:
-            raw = core.read_namespaced_pod(pod.name, pod.namespace,
-                                           _preload_content=False, _request_timeout=10)
-            try:
-                current = json.loads(raw.data)
-            finally:
-                raw.release_conn()
+            if current is None:
+                current = _json(core.read_namespaced_pod(
+                    pod.name, pod.namespace, _preload_content=False, _request_timeout=10))
             if (current.get("metadata") or {}).get("uid") != pod.uid:
-                return False  # replaced by a pod of the same name: plan it afresh
+                return None  # replaced by a pod of the same name: plan it afresh
             ops = operations(current)
             if ops is None:
-                return True  # nothing left to do (someone lifted the gate already)
-            core.patch_namespaced_pod(pod.name, pod.namespace, ops,
-                                      _content_type="application/json-patch+json",
-                                      _request_timeout=10)
-            return True
+                return current  # nothing left to do (someone lifted the gate already)
+            # The answer read raw: the client's model of a Pod costs milliseconds of
+            # CPU per pod, which a gang of hundreds pays on the extender's cores.
+            return _json(core.patch_namespaced_pod(
+                pod.name, pod.namespace, ops, _content_type="application/json-patch+json",
+                _preload_content=False, _request_timeout=10))
         except ApiException as error:
             level = logging.DEBUG if error.status in (404, 409, 422) else logging.WARNING
             log.log(level, "could not patch the pod (label or gate); next round retries",
                     extra={"pod": pod.full_name, "status": error.status,
                            "error": str(error.reason)})
-            return False
+            return None
         except Exception as error:  # noqa: BLE001 - transport faults: next round retries
             log.warning("could not patch the pod (label or gate); next round retries",
                         extra={"pod": pod.full_name, "error": f"{type(error).__name__}: {error}"})
-            return False
+            return None
+
+
+def _json(response: Any) -> dict[str, Any]:
+    """The body of a response made with `_preload_content=False`, its connection given
+    back to the pool."""
+    try:
+        return json.loads(response.data)
+    finally:
+        response.release_conn()

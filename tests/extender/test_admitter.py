@@ -1186,22 +1186,35 @@ async def test_a_running_elastic_gang_is_scaled_in_to_its_worker_plan(fake_kube,
 
 
 class RecordingCore:
-    """A CoreV1Api stand-in for `GatePatcher._patch_pod`: serves pods from a dict and
-    applies and records each JSON patch (the label pass, then the gate's removal)."""
+    """A CoreV1Api stand-in for `GatePatcher._patch_pod`: serves pods from a dict,
+    applies and records each JSON patch (the label pass, then the gate's removal) and
+    answers it with the patched pod, raw (`_preload_content=False`), as the API does;
+    counts the reads."""
 
     def __init__(self, pods):
         self.pods = {p["metadata"]["name"]: p for p in pods}
         self.patches = []
+        self.reads = 0
+
+    @staticmethod
+    def _raw(pod):
+        body = json.dumps(pod).encode()
+        return type("Raw", (), {"data": body, "release_conn": lambda self: None})()
 
     def read_namespaced_pod(self, name, namespace, **_):
-        body = json.dumps(self.pods[name]).encode()
-        return type("Raw", (), {"data": body, "release_conn": lambda self: None})()
+        self.reads += 1
+        return self._raw(self.pods[name])
 
     def patch_namespaced_pod(self, name, namespace, ops, **_):
         from tests.fakekube import apply_json_patch
 
         self.patches.append((name, ops))
         self.pods[name] = apply_json_patch(self.pods[name], ops)
+        return self._raw(self.pods[name])
+
+    def create_namespaced_event(self, namespace, body, **_):
+        return type("Raw", (), {"drain_conn": lambda self: None,
+                                "release_conn": lambda self: None})()
 
 
 def test_every_member_is_labelled_for_its_pod_group_before_any_is_ungated():
@@ -1224,6 +1237,8 @@ def test_every_member_is_labelled_for_its_pod_group_before_any_is_ungated():
               if any("pod-group" in op["path"] for op in ops)]
     assert len(labels) == 3 and len(removes) == 3
     assert max(labels) < min(removes), core.patches
+    # The gate's patch is computed from the label patch's answer: each pod read once.
+    assert core.reads == 3
     assert all(p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "train"
                and not p["spec"].get("schedulingGates") for p in core.pods.values())
 

@@ -305,6 +305,27 @@ async def test_api_binder_creates_the_binding_and_reports_conflicts(fake_kube):
     assert ("POST", "/api/v1/namespaces/team/pods/w-0/binding", "") in fake_kube.requests
 
 
+async def test_api_binder_binds_while_the_loops_default_executor_is_busy(fake_kube):
+    """A gang released at once is bound at once: the binds never queue behind the
+    admitter's work on the event loop's default executor."""
+    import threading
+
+    fake_kube.create(make_node("n1"))
+    created = fake_kube.create(make_pod("w-0", gpus=1, job="j", role="worker"))
+    loop = asyncio.get_running_loop()
+    released = threading.Event()
+    # The default executor has at most 32 threads (min(32, CPUs + 4)): all of them held.
+    busy = [loop.run_in_executor(None, released.wait) for _ in range(64)]
+    try:
+        binder = ApiBinder(fake_kube.api_client(), workers=2)
+        bound = await asyncio.wait_for(
+            binder.bind(BindingArgs("w-0", "team", created["metadata"]["uid"], "n1")), 30)
+        assert bound == ""
+    finally:
+        released.set()
+        await asyncio.gather(*busy)
+
+
 async def test_api_binder_never_binds_a_pod_recreated_under_the_same_name(fake_kube):
     fake_kube.create(make_node("n1"))
     fake_kube.create(make_pod("w-0", gpus=1, job="j", role="worker"))
