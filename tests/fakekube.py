@@ -164,6 +164,21 @@ class _Injected:
     delay_s: float
 
 
+@dataclass
+class Gathering:
+    """Requests held until `count` of them are in flight together (`FakeKube.gather`):
+    `met` says whether they ever were."""
+
+    method: str
+    path_contains: str
+    count: int
+    timeout_s: float
+    arrived: int = 0
+    """Held now (all that ever came once met)."""
+    met: bool = False
+    released: asyncio.Event | None = None
+
+
 @dataclass(frozen=True)
 class _Event:
     resource_version: int
@@ -449,6 +464,7 @@ class FakeKube:
         # (group/version, plural) -> namespaced, overriding RESOURCES (`scope`)
         self._scope: dict[tuple[str, str], bool] = {}
         self._injected: list[_Injected] = []
+        self._gatherings: list[Gathering] = []
         self.requests: list[tuple[str, str, str]] = []
         self.applied_creations: list[str] = []
         self.version = {"major": "1", "minor": "36", "gitVersion": "v1.36.0-fakekube"}
@@ -534,6 +550,40 @@ class FakeKube:
         "timeout": hold the request `delay_s` seconds, then 504)."""
         with self._lock:
             self._injected.append(_Injected(method.upper(), path_contains, status, count, delay_s))
+
+    def gather(self, method: str, path_contains: str, count: int,
+               timeout_s: float = 10.0) -> Gathering:
+        """Hold the first `count` matching requests until all `count` are in flight at
+        once, then answer them normally; each is let go after `timeout_s` if the others
+        never come (so a client sending them one at a time is slowed, not stuck). Read
+        `met` on the answer: whether the client had them in flight together."""
+        gathering = Gathering(method.upper(), path_contains, count, timeout_s)
+        with self._lock:
+            self._gatherings.append(gathering)
+        return gathering
+
+    async def _gathered(self, request: web.Request) -> None:
+        """Wait here while `request` belongs to a gathering not yet met."""
+        with self._lock:
+            gathering = next((g for g in self._gatherings if g.arrived < g.count
+                              and g.method in (request.method, "*")
+                              and g.path_contains in request.path), None)
+            if gathering is None:
+                return
+            if gathering.released is None:
+                gathering.released = asyncio.Event()
+            gathering.arrived += 1
+            if gathering.arrived == gathering.count:
+                gathering.met = True
+                gathering.released.set()
+                return
+            released = gathering.released
+        try:
+            await asyncio.wait_for(released.wait(), gathering.timeout_s)
+        except TimeoutError:
+            with self._lock:
+                if not gathering.met:
+                    gathering.arrived -= 1  # no longer in flight with the next one
 
     def heal(self) -> None:
         """Drop every failure `fail_next` still holds: the API answers normally again."""
@@ -884,6 +934,7 @@ class FakeKube:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.requests.append((request.method, request.path, request.query_string))
+        await self._gathered(request)
         try:
             injected = self._take_injection(request)
             if injected is not None:

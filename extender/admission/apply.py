@@ -1,11 +1,11 @@
 """The admitter's writes: one round's decisions applied, in the admitter's worker thread.
 
-In order, while this replica leads (asked again between two jobs, and between two pods):
-- for each admitted job, first its gang record (state Admitted, the domain:
-  `extender.admission.records`; a job whose record cannot be written is not admitted
-  this round), then its PodGroup and its pods (`extender.admission.ungate`); a job cut
-  short between two pods' patches is completed into the same domain by a later round
-  (`locality.admission.assign`);
+In order, while this replica leads (asked again before each job, and before each pod):
+- the admitted jobs, `job_workers` at once, each first its gang record (state Admitted,
+  the domain: `extender.admission.records`; a job whose record cannot be written is not
+  admitted this round), then its PodGroup and its pods (`extender.admission.ungate`); a
+  job cut short between two pods' patches is completed into the same domain by a later
+  round (`locality.admission.assign`);
 - pods that are not the admitter's are released (`HeadstartReleased`);
 - a waiting job's record and `HeadstartWaiting` Events when its wait code changes
   (Waiting, or Inadmissible);
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,8 @@ class RoundWriter:
         self.gates = GatePatcher(core, config, is_leader, self.events, self._pod_groups)
         self.evictor = GangEvictor(core, self._resizer, self.events, budgets, locality,
                                    config)
+        self._jobs_at_once = ThreadPoolExecutor(config.job_workers,
+                                                thread_name_prefix="headstart-admitter-job")
         self.written: list[dict[str, Any]] = []
         """Gang records this round applied, as the API server answered."""
         self._jobs: Mapping[JobKey, JobFacts] = {}  # the round's gated jobs
@@ -99,17 +102,22 @@ class RoundWriter:
         self.evictor.batch_jobs = batch_jobs
         self.events.send_unsent()
         patched = failed = 0
-        for index, admission in enumerate(planned.admissions):
-            if not self.is_leader():
-                # Fenced by the lease: a replica that lost it stops between two jobs (and
-                # between two pods, `GatePatcher.admit`); the new leader completes a job
-                # cut short into the domain its record names.
-                log.warning("leadership lost mid-round: the rest is left to the new leader")
-                failed += sum(len(a.pods) for a in planned.admissions[index:])
-                return Outcome(patched, failed)
-            done, missed = self._admit(admission, now)
+        # Jobs are independent (their domains are decided, their pods disjoint): a few
+        # at once, so a round of many small gangs is not a queue of round trips.
+        for admission, (done, missed) in zip(planned.admissions, self._jobs_at_once.map(
+                lambda admission: self._admit(admission, now), planned.admissions),
+                strict=True):
             patched += done
             failed += missed
+            if not missed:
+                self.admitted_jobs_total += 1
+                self._announced.pop(admission.job, None)
+        if not self.is_leader():
+            # Fenced by the lease: a replica that lost it stops before each job (and each
+            # pod, `GatePatcher.admit`); the new leader completes a job cut short into the
+            # domain its record names.
+            log.warning("leadership lost mid-round: the rest is left to the new leader")
+            return Outcome(patched, failed)
         for release in planned.releases:
             if self.gates.ungate(release.pod, None, Locality.NONE):
                 patched += 1
@@ -135,7 +143,10 @@ class RoundWriter:
         return Outcome(patched, failed)
 
     def _admit(self, admission: Admission, now: float) -> tuple[int, int]:
-        """The job's record, its PodGroup, then its pods: (pods ungated, pods left)."""
+        """The job's record, its PodGroup, then its pods: (pods ungated, pods left); none
+        once this replica no longer leads (a job worker's thread)."""
+        if not self.is_leader():
+            return 0, len(admission.pods)
         gang_uid = self._record(admission.job, GangState.ADMITTED, now, admission=admission)
         group = self.gates.pod_group(admission, gang_uid, self._jobs.get(admission.job)) \
             if gang_uid else None
@@ -148,9 +159,6 @@ class RoundWriter:
             # PodGroup's update makes kube-scheduler try them all again now.
             self._pod_groups.touch(admission.job.namespace, labels[POD_GROUP_LABEL],
                                    group_uid, timestamp(now))
-        if not missed:
-            self.admitted_jobs_total += 1
-            self._announced.pop(admission.job, None)
         return done, missed
 
     def _record(self, job: JobKey, state: GangState, now: float,

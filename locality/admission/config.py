@@ -212,6 +212,11 @@ class AdmissionConfig:
     """Pods of an admitted job patched at once (each read, patched and given its Event
     in one worker); 1: one after another."""
 
+    job_workers: int = 4
+    """Admitted jobs of a round written at once (each its record, PodGroup and pods, in
+    that order); 1: one after another. A round admitting hundreds of small gangs waits
+    on a few round trips per job, not on the API server's capacity."""
+
     lease_name: str = "headstart-extender-admitter"
     """Lease (coordination.k8s.io/v1) of the admitter's leader election."""
 
@@ -288,7 +293,8 @@ class AdmissionConfig:
                     raw, name, low=1,
                     expected="a positive integer (evictions) or null for no limit")
             elif name in ("lease_duration_s", "renew_deadline_s", "retry_period_s",
-                          "pod_group_timeout_seconds", "api_burst", "write_workers"):
+                          "pod_group_timeout_seconds", "api_burst", "write_workers",
+                          "job_workers"):
                 values[name] = reader.as_int(raw, name, low=1)
             elif name == "elastic":
                 values[name] = ElasticConfig.from_mapping(raw, reader.at(name))

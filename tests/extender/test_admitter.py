@@ -1297,3 +1297,22 @@ async def test_a_replica_that_loses_its_lease_mid_apply_stops_writing(fake_kube)
     assert len(gated) == 1
     assert gang_of(fake_kube, "a")["status"]["state"] == "Admitted"
     admitter.close()
+
+
+@pytest.mark.parametrize("job_workers", [4, 1])
+async def test_a_rounds_jobs_are_written_several_at_once(fake_kube, job_workers):
+    # Four one-pod jobs, each fitting its own group: their Gang records are in flight
+    # together with job_workers 4, one after another with 1.
+    groups = ("pg-a", "pg-b", "pg-c", "pg-d")
+    api, cache = await watched_then_deaf(
+        fake_kube, tuple((f"{g}-1", g) for g in groups),
+        [gated_pod(f"{j}-0", j, 1) for j in ("a", "b", "c", "d")])
+    together = fake_kube.gather("*", "/gangs", 4, timeout_s=1.0)
+    config = replace(ADMISSION, job_workers=job_workers)
+    admitter = Admitter(cache, LOCALITY, config, api, lambda: True, "solo")
+    outcome = await admitter.round(time.time())
+    assert (outcome.patched, outcome.failed) == (4, 0)
+    assert together.met is (job_workers == 4)
+    assert all(gang_of(fake_kube, j)["status"]["state"] == "Admitted" for j in "abcd")
+    assert admitter.writer.admitted_jobs_total == 4
+    admitter.close()
