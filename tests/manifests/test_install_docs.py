@@ -401,3 +401,26 @@ def test_the_docs_look_for_placeholders_where_the_overlays_keep_them():
     assert f"live in the `{namespace}` namespace" in removing
     assert f"kubectl -n {namespace} get events --field-selector reason=NotTriggerScaleUp" in text
     assert f"kubectl -n {namespace} get deploy -l headstart.io/placeholder=true" in text
+
+
+LOOKS = ("kubectl get", "kubectl -n", "kubectl describe", "kubectl logs", "curl ", "aws autoscaling describe")
+"""Commands that only read (or forward a port to read): a block of them is pasted a
+command at a time, and one failing stops nothing."""
+
+
+@pytest.mark.parametrize("doc", ["docs/install-eks.md", "docs/install-gke.md"])
+def test_every_block_that_changes_the_cluster_stops_at_its_first_mistake(doc):
+    # A pasted block of several commands runs on after a failed one (a wrong context, a
+    # missing file) unless it runs under set -e; a subshell keeps the user's shell.
+    text = (checks.REPO / doc).read_text()
+    unguarded = []
+    for block in re.finditer(r"^( *)```sh\n(.*?)^\1```", text, re.S | re.M):
+        commands = [line.strip() for line in block.group(2).replace("\\\n", "").splitlines()
+                    if line.strip() and not line.strip().startswith("#")]
+        if len(commands) < 2 or commands[0].startswith("( set -eu"):
+            continue
+        changes = [c for c in commands
+                   if not c.startswith(LOOKS) or c.startswith("kubectl -n kubeflow rollout")]
+        if changes:
+            unguarded.append(f"{doc}:{text[:block.start()].count(chr(10)) + 1}: {changes[0]}")
+    assert not unguarded, unguarded
