@@ -6,10 +6,12 @@ demo paragraph is rendered from bench/results.json (entry demo), never typed.
 
 Runs `headstart demo` and `headstart demo --quick` as a user does (a subprocess, in a
 scratch folder the report is written into), `--repeats` times each, alternating, and
-records the median wall time of each, the machine's load, the verdict's first line and
-the run it names (the line that starts "The headroom to run instead", if any), and the
-whole verdict block (every line before the first blank one: the verdict and its config
-lines), which docs/simulator.md shows as the sample output.
+records the median wall time of each, the machine's load, the whole system's verdict
+(the first line that starts "Verdict:"), the placeholders' verdict (the first such line
+after "Placeholders alone") and the run it names (the line that starts "The headroom to
+run instead", if any), and both verdict blocks (every line before the second blank one:
+the whole system's verdict, the placeholders' and its config lines), which
+docs/simulator.md shows as the sample output.
 """
 
 from __future__ import annotations
@@ -61,10 +63,14 @@ def main() -> int:
     for name, _ in VARIANTS:
         lines = said[name]
         instead = next((line for line in lines if line.startswith("The headroom to run")), "")
+        verdicts = [line for line in lines if line.startswith("Verdict:")]
+        blanks = [i for i, line in enumerate(lines) if not line]
         figures[name] = {"median_s": round(statistics.median(times[name]), 1),
                          "runs_s": [round(t, 1) for t in times[name]],
-                         "verdict": lines[0] if lines else "", "instead": instead,
-                         "head": lines[:lines.index("")] if "" in lines else lines}
+                         "system_verdict": verdicts[0] if verdicts else "",
+                         "verdict": verdicts[1] if len(verdicts) > 1 else "",
+                         "instead": instead,
+                         "head": lines[:blanks[1]] if len(blanks) > 1 else lines}
         print(f"{name}: median {figures[name]['median_s']} s; {figures[name]['verdict'][:100]}")
     if args.record:
         record("demo", figures, load_before)

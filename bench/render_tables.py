@@ -492,7 +492,10 @@ def demo(results: dict) -> str:
     f = e["figures"]
     verdict = f["demo"]["verdict"].split(". On this trace")[0] + "."
     instead = f" {f['demo']['instead']}" if f["demo"]["instead"] else ""
-    return (f"On this build its verdict begins: \"{verdict}\"{instead} It took "
+    system = f["demo"].get("system_verdict", "").split(". Against")[0]
+    lead = (f"On this build the whole system's verdict begins: \"{system}.\" The "
+            "placeholders' verdict: " if system else "On this build its verdict begins: ")
+    return (f"{lead}\"{verdict}\"{instead} It took "
             f"{f['demo']['median_s']:g} s (median of {len(f['demo']['runs_s'])}), and "
             f"`headstart demo --quick` {f['quick']['median_s']:g} s ({provenance(e)}).\n")
 

@@ -95,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       "and schedule, predictive, predictive:0.97, oracle (drops static:4 and "
                       ":8, the other ratios and schedules, predictive:0.99)")
     add_jobs_option(demo)
-    demo.set_defaults(func=later("overprovisioner.sim.commands", "demo_command"))
+    demo.set_defaults(func=later("overprovisioner.sim.demo", "demo_command"))
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +33,7 @@ from overprovisioner.sim.compare import default_policies, run_policies
 from overprovisioner.sim.config import SimConfig
 from overprovisioner.sim.lead_curve import LeadCurve, judged, run_lead_curve
 from overprovisioner.sim.metrics import Metrics
-from overprovisioner.sim.summary import (
-    QUICK_DAYS,
-    Progress,
-    build_verdict_for,
-    print_summary,
-    quick_policies,
-)
+from overprovisioner.sim.summary import Progress, build_verdict_for, print_summary
 from overprovisioner.sim.table import format_table
 from overprovisioner.sim.what_if import WhatIf, parse_what_if
 from overprovisioner.sim.workload import Workload, build_workload, default_types
@@ -91,7 +84,7 @@ def check_types_used(path: str, table: JobTable, types: tuple[InstanceType, ...]
                           "list the types the trace uses (headstart buckets tune --out)")
 
 
-def _service_config(args: argparse.Namespace) -> tuple[OverprovisionerConfig, Catalog]:
+def service_config(args: argparse.Namespace) -> tuple[OverprovisionerConfig, Catalog]:
     """(service config, catalog): the --config file loaded and checked as the service
     loads it (its warnings to stderr), or the service's defaults with --catalog."""
     path = getattr(args, "config", None)
@@ -110,7 +103,7 @@ def _service_config(args: argparse.Namespace) -> tuple[OverprovisionerConfig, Ca
     return checked.config, checked.catalog
 
 
-def _load(args: argparse.Namespace, synthetic: bool, catalog: Catalog,
+def load_workload(args: argparse.Namespace, synthetic: bool, catalog: Catalog,
           service: OverprovisionerConfig) -> tuple[JobTable, Workload]:
     table = load_table(args, synthetic)
     return table, replay_workload(args, table, catalog, service)
@@ -183,7 +176,7 @@ def simulate_command(args: argparse.Namespace) -> int:
     what_if = parse_what_if(args.lead_share, args.lead, args.lead_curve, args.seed)
     if args.plot:  # before any work: a bad folder must not cost a run
         check_output_folder(args.plot, "--plot")
-    service, catalog = _service_config(args)
+    service, catalog = service_config(args)
     config = _config(args, service)
     progress = Progress()
     with progress.meanwhile("loading the trace"):
@@ -298,46 +291,6 @@ def format_lead_curve(curve: LeadCurve) -> str:
         lines.append(f"oracle: {first.oracle_reduction:.1%} cut for "
                      f"{first.oracle_extra_gpu_hours:+.1f} GPU-hours")
     return "\n".join(lines)
-
-
-def demo_command(args: argparse.Namespace) -> int:
-    from overprovisioner.sim.report import write_report  # matplotlib: the demo only
-
-    args.buckets = None
-    args.from_day = 0.0
-    args.catalog = "aws"
-    if args.quick and args.days is None:
-        args.days = QUICK_DAYS
-    jobs = resolve_jobs(args.jobs)
-    progress = Progress()
-    out = Path(args.out) if args.out else Path(f"headstart-demo-{time.strftime('%Y%m%d-%H%M%S')}")
-    check_output_folder(out, "--out")  # before any work: a bad folder must not cost a run
-    with_models((), args.models, "")  # an unknown model, before any work
-    service, catalog = _service_config(args)
-    with progress.meanwhile("loading the trace"):
-        table, workload = _load(args, args.trace is None, catalog, service)
-    config = SimConfig(service=service).validate()
-    policies = default_policies(workload, demo=True)
-    if args.quick:
-        policies = quick_policies(policies)
-    policies = with_models(policies, args.models, service.forecast.model)
-    progress.total = len(policies) + int(args.compare_scoring)
-    with progress.meanwhile("simulating the policies"), Workers(jobs) as workers:
-        results = run_policies(workload, catalog, policies, config,
-                               compare_scoring=args.compare_scoring, progress=progress,
-                               workers=workers)
-    metrics = [m for _, m in results]
-    progress.say("writing the report")
-    verdict = build_verdict_for(metrics, config, workload)
-    with progress.meanwhile("writing the report", after_s=HEARTBEAT_S):
-        index = write_report(results, out, title=f"headstart demo: {table.source}",
-                             workload_text=describe_workload(table, workload) + ". "
-                             + describe_service(config) + ".", verdict=verdict)
-    print_summary(verdict, describe_workload(table, workload), describe_service(config),
-                  metrics)
-    print(f"({len(results)} runs in {progress.elapsed():.1f} s)")
-    print(f"report: {index}")
-    return 0
 
 
 def describe_service(config: SimConfig) -> str:

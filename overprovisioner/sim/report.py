@@ -18,8 +18,10 @@ __all__ = ["story_runs", "write_plots", "write_report"]
 
 
 def write_report(results: Sequence, folder: Path, title: str, workload_text: str,
-                 verdict=None) -> Path:
-    """Write plots and index.html into `folder`; return the page's path."""
+                 verdict=None, system: Sequence[str] = (), system_table: str = "") -> Path:
+    """Write plots and index.html into `folder`; return the page's path. system: the
+    whole system's verdict, which leads the page, and `system_table` its replay's table
+    (`overprovisioner.sim.system.demo`)."""
     from overprovisioner.sim.assess import assess_all
     from overprovisioner.sim.table import LEGEND, table_header, table_rows
 
@@ -37,6 +39,11 @@ def write_report(results: Sequence, folder: Path, title: str, workload_text: str
         for first, *rest in (judged.lines() for judged in assess_all(metrics)))
     lead = "".join(f"<p>{html.escape(line)}</p>" for line in verdict.lines) if verdict else ""
     snippet = f"<pre>{html.escape(verdict.snippet)}</pre>" if verdict and verdict.snippet else ""
+    whole = ""
+    if system:
+        whole = ('<h2>The whole system</h2><div class="verdict">'
+                 + "".join(f"<p>{html.escape(line)}</p>" for line in system) + "</div>"
+                 + (f"<pre>{html.escape(system_table)}</pre>" if system_table else ""))
     tradeoff, timelines = paths[0], paths[1:]
     images = "".join(
         f'<figure><img src="{p.name}" alt="{html.escape(p.stem)}"></figure>' for p in timelines
@@ -51,6 +58,8 @@ td:first-child,th:first-child{{text-align:left;white-space:nowrap}}
 .verdict{{background:#eef6ee;padding:0.5em 1em;border-left:4px solid #2a2}}
 pre{{background:#f4f4f4;padding:0.5em}}img{{max-width:100%}}</style></head><body>
 <h1>{html.escape(title)}</h1>
+{whole}
+<h2>Placeholders</h2>
 <div class="verdict">{lead}{snippet}</div>
 <p>{html.escape(workload_text)}</p>
 <h2>Waiting against cost</h2>

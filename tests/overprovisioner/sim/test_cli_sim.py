@@ -7,6 +7,7 @@ import json
 import pytest
 
 from headstart.cli import main
+from jobtraces.jobtable import JOB_COLUMNS_HELP
 from tests.overprovisioner.simbuild import pod, table
 
 REQUIRED = {"policy", "pods", "pending_seconds_mean", "pending_seconds_p95", "gpu_hours",
@@ -92,15 +93,33 @@ def test_demo_writes_report(tmp_path, capsys):
     assert f"report: {out / 'index.html'}" in printed
     page = (out / "index.html").read_text()
     assert "predictive" in page and "tradeoff.png" in page
-    # It speaks to the user: a verdict first, the yardstick named, no tracker talk.
-    assert printed.startswith("Verdict: ")
+    # It speaks to the user: the whole system's verdict first, then the placeholders',
+    # the yardstick named, no tracker talk.
+    lines = printed.splitlines()
+    assert lines[0].startswith("The whole system (jobs as gangs") and "first 1 days" in lines[0]
+    assert lines[1].startswith(("Verdict: run ", "Verdict: a tie"))
+    placeholders = lines.index("Placeholders alone, pod by pod:")
+    assert lines[placeholders + 1].startswith("Verdict: ")
+    assert "FIFO + reactive" in printed and "What each part contributes" in printed
     assert "oracle (yardstick)" in printed and "oracle (yardstick)" in page
+    assert page.index("<h2>The whole system</h2>") < page.index("<h2>Placeholders</h2>")
     assert '<div class="verdict"><p>Verdict: ' in page
     # The runs table has a dozen columns: it scrolls inside the page's 1,400 px rather
     # than widening the page past it.
     assert '<div class="wide"><table>' in page and ".wide{max-width:100%;overflow-x:auto}" in page
     for text in (printed, page):
         assert "issue" not in text.lower() and "target" not in text.lower()
+
+
+def test_a_demo_on_a_trace_without_jobs_says_why_the_whole_system_is_not_replayed(
+        trace_file, tmp_path, capsys):
+    code = main(["demo", "--trace", str(trace_file), "--quick", "--out", str(tmp_path / "d")])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("Whole system: not replayed: trace.csv (headstart): no job has more "
+                        "than one pod; the demo's whole-system replay admits jobs as gangs, "
+                        f"so it needs {JOB_COLUMNS_HELP}")
+    assert lines[lines.index("Placeholders alone, pod by pod:") + 1].startswith("Verdict: ")
 
 
 @pytest.mark.parametrize(
