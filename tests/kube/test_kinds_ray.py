@@ -11,7 +11,7 @@ import pytest
 
 from common.errors import InputError
 from kube.kinds import BY_KIND
-from locality.admission.suspend import jobs_to_release, jobs_to_suspend, suspension_of
+from locality.admission.suspend_owners import jobs_to_release, jobs_to_suspend, suspension_of
 from locality.config import LocalityConfig
 from locality.jobs import identify
 from locality.model import JobKey, Role
