@@ -28,8 +28,8 @@ from locality.admission.round import RoundMemo, wider_levels
 from locality.config import LocalityConfig
 from locality.model import JobKey
 from locality.parse import parse_node, parse_pod
+from tests.extender.admission.test_admitter import ADMISSION, gated_pod, pod_of
 from tests.extender.builders import make_node
-from tests.extender.test_admitter import ADMISSION, gated_pod, pod_of
 from tests.extender.test_sync import FAST, eventually
 
 LOCALITY = LocalityConfig()
