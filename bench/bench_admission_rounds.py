@@ -2,7 +2,7 @@
 through real HTTP while 1,000 gated 8-pod jobs wait at 5,000 nodes, with no rounds,
 with rounds run on the event loop (the admitter before it planned elsewhere), with
 rounds planned in a worker thread (`admission.planning: thread`) and with rounds
-planned in the planning process (`process`, the default: `extender.admission.planner`).
+planned in the planning process (`process`, the default: `extender.admission.planning_process`).
 
     python bench/bench_admission_rounds.py             # 3 runs of 20 s per mode
     python bench/bench_admission_rounds.py --quick     # 1 run of 8 s per mode

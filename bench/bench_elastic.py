@@ -54,7 +54,7 @@ SPECS = (
 
 def run(spec: Spec, max_nodes: int, traces: Path) -> dict:
     from bucketing.catalog import load_catalog
-    from overprovisioner.sim.gangs.engine import GangSimConfig
+    from overprovisioner.sim.gangs.gang_engine import GangSimConfig
     from overprovisioner.sim.gangs.jobs import ElasticRule, gang_jobs
     from overprovisioner.sim.gangs.table import run_arms, summaries
     from overprovisioner.sim.workload import build_workload, default_types

@@ -101,9 +101,9 @@ def timed_round(round_inputs, now: float):
 
 def baseline():
     """The round without the necessary-room check and the within-round memory."""
-    from locality.admission import preempt
+    from locality.admission import gang_preemption
 
-    return patch.multiple(preempt, ROOM_CHECK=False, MEMORY=False)
+    return patch.multiple(gang_preemption, ROOM_CHECK=False, MEMORY=False)
 
 
 def main() -> int:

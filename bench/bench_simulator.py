@@ -79,7 +79,7 @@ def main() -> int:
         return 0
     from bucketing.catalog import load_catalog
     from overprovisioner.sim.config import SimConfig
-    from overprovisioner.sim.engine import run
+    from overprovisioner.sim.pod_engine import run
     from overprovisioner.sim.workload import build_workload, default_types
 
     catalog = load_catalog("aws")

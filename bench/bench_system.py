@@ -72,7 +72,7 @@ def load(spec: Spec, traces: Path):
 
 
 def run(spec: Spec, traces: Path, repeats: int) -> dict:
-    from overprovisioner.sim.gangs.engine import GangSimConfig
+    from overprovisioner.sim.gangs.gang_engine import GangSimConfig
     from overprovisioner.sim.system.replay import run_system
 
     catalog, workload, rule, jobs = load(spec, traces)

@@ -91,7 +91,7 @@ class SharedObjects(dict[str, Any]):
     """A copy of the cache's pods by key (`pod_key`), and of its node states and nodes,
     read as `shared[("state", name)]` and `shared[("node", name)]`. Pods are looked up
     in the dict itself, so a C caller reads each without a Python call
-    (`extender.admission.planner`: tens of thousands per plan with many jobs waiting);
+    (`extender.admission.planning_process`: tens of thousands per plan with many jobs waiting);
     the rest go through `__missing__`."""
 
     def __init__(self, pods: Mapping[str, Any], others: Mapping[str, Mapping[str, Any]]
@@ -158,7 +158,7 @@ class ClusterCache:
         self.journal: list[Change] | None = None
         """When a list: every change, appended as made (the method's name and its
         arguments, iterables as lists), for a replica elsewhere to replay in order
-        (`extender.admission.planner`). None: not kept."""
+        (`extender.admission.planning_process`). None: not kept."""
         self.resolve_pod: Callable[[Pod], Pod] = _as_parsed
         """Adds what a pod takes from other objects (DRA claims, its PodGroup's size);
         `extender.sync` sets it, the request path calls it on kube-scheduler's pod."""
@@ -170,14 +170,14 @@ class ClusterCache:
 
     def shared_objects(self) -> SharedObjects:
         """The pods, node states and nodes as they are now, copied: their values are
-        immutable, so the copy holds this moment's view (`extender.admission.planner`)."""
+        immutable, so the copy holds this moment's view (`extender.admission.planning_process`)."""
         return SharedObjects(self._pods, {"state": dict(self.nodes),
                                           "node": dict(self._node_objects)})
 
     def as_changes(self) -> list[Change]:
         """The changes that make an empty cache hold what this one holds now, as first
         lists would (a planning process started on a filled cache, or again after one
-        was lost, starts its replica from these: `extender.admission.planner`)."""
+        was lost, starts its replica from these: `extender.admission.planning_process`)."""
         return [("replace_nodes", (list(self._node_objects.values()),)),
                 ("replace_topologies", (list(self._topologies.values()),)),
                 ("replace_pods", (list(self._pods.values()),)),

@@ -49,7 +49,7 @@ from locality.jobs import job_key_of
 from locality.model import Locality, NodeState, Pod, node_state
 from locality.parse import parse_node, parse_pod
 from locality.placement import assumption_for
-from locality.preemption import gang_member, preemption_verdict
+from locality.preempt_verb import gang_member, preemption_verdict
 from locality.reasons import UNKNOWN_NODE_REASON
 from locality.score import score_table, score_totals
 
@@ -113,7 +113,7 @@ class Decider:
         self, args: PreemptionArgs, now: float
     ) -> tuple[dict[str, Victims], dict[str, ReasonCode]]:
         """(the candidate nodes kept, with their victims unchanged; the codes of those
-        dropped): `locality.preemption`. A node the cache does not know is kept, unless
+        dropped): `locality.preempt_verb`. A node the cache does not know is kept, unless
         the pod's placement-group policy is `required`, as the filter judges it."""
         pod = self.parse_pod(args.pod)
         context = self.context(pod, now)

@@ -32,7 +32,7 @@ class ReasonCode(StrEnum):
     NUMA = "numa"  # kubelet's Topology Manager would reject, or policy required unmet
     UNKNOWN_NODE = "unknown_node"  # only the numpy path: a name its table does not know
     # The preempt verb: a victim is a member of a gang headstart admitted (gangs are
-    # preempted whole, by the admitter: locality.admission.preempt).
+    # preempted whole, by the admitter: locality.admission.gang_preemption).
     GANG_MEMBER = "gang_member"
     # No rule yields OTHER today; it keeps the documented label set stable for a future rule
     # that does not deserve its own label.

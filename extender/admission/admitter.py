@@ -22,7 +22,7 @@ A follower plans too (for /explain and the metric) but writes nothing.
 Threads and processes: the round's inputs are copied from the cache on the event loop
 (`snapshot`: references to immutable pods and node states, milliseconds at 5,000
 nodes and 8,000 gated pods); the plan is made in the planning process from its replica
-of the cache (`extender.admission.planner`, `admission.planning: process`), or from the
+of the cache (`extender.admission.planning_process`, `admission.planning: process`), or from the
 snapshot in a worker thread (`thread`, or once that process is lost), and the API calls
 run in a worker thread too, so kube-scheduler's filter and bind keep being answered
 during a round (bench/bench_admission_rounds.py; a planning thread holds the GIL while
@@ -49,7 +49,7 @@ from extender.admission.apply import Outcome, RoundWriter
 from extender.admission.deciding import RoundDecider
 from extender.admission.events import COMPONENT
 from extender.admission.observe import AdmissionReader
-from extender.admission.planner import (
+from extender.admission.planning_process import (
     PlanningProcess,
     RoundAsk,
     headroom_of,
@@ -116,7 +116,7 @@ class Admitter:
         """sizes_listed: whether the objects that size jobs (PodGroups, owners) have
         been listed once; no round runs before (`ClusterSync.sizes_listed`). batch_jobs:
         the batch/v1 Jobs seen (`Resolver.batch_jobs`), read on the event loop. planner:
-        the process that plans rounds (`extender.admission.planner`); None: a worker
+        the process that plans rounds (`extender.admission.planning_process`); None: a worker
         thread plans them. api_client None: nothing is read or written (plans only)."""
         self.cache = cache
         self.locality = locality

@@ -34,7 +34,7 @@ from kubernetes import client as k8s
 
 from extender.admission.events import EventRecorder
 from extender.admission.evictions import GangEvictor
-from extender.admission.planner import Decided, JobFacts
+from extender.admission.planning_process import Decided, JobFacts
 from extender.admission.podgroups import PodGroupWriter
 from extender.admission.records import RecordWriter
 from extender.admission.resizer import OwnerResizer

@@ -2,7 +2,7 @@
 
 The decision itself is pure (`planner.decide`: `locality.admission.round.plan_round`,
 then recovery and orphaned records). With `admission.planning: process` it is made in
-the planning process from its replica of the cache (`extender.admission.planner`);
+the planning process from its replica of the cache (`extender.admission.planning_process`);
 with `thread`, or once that process is lost, from a snapshot of the cache taken on the
 event loop, in a worker thread. A lost process is replaced by a new one, whose replica
 starts from the cache as it is then, until `PLANNER_STARTS` were lost in a row: rounds
@@ -20,7 +20,7 @@ import threading
 import time
 
 from extender.admission.observe import catalog_shapes
-from extender.admission.planner import (
+from extender.admission.planning_process import (
     Decided,
     PlannerGone,
     PlanningProcess,

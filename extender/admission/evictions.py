@@ -1,6 +1,6 @@
 """Evicts a gang whole for the admitter: by suspending its Jobs, else pod by pod.
 
-Where `admission.suspend_jobs` applies (`locality.admission.suspend`), the gang's
+Where `admission.suspend_jobs` applies (`locality.admission.suspend_owners`), the gang's
 batch/v1 Jobs and JobSets are suspended until its requeue time (for good when there is
 none) and resumed by `release` once it comes; a suspension the API refuses falls back
 to evicting the pods. The rest go through the Eviction API, one pod at a time (its uid a
@@ -29,7 +29,7 @@ from extender.admission.resizer import OwnerResizer
 from locality.admission.budgets import Budget, blocking
 from locality.admission.config import AdmissionConfig
 from locality.admission.record import timestamp
-from locality.admission.suspend import jobs_to_release, jobs_to_suspend, suspension_of
+from locality.admission.suspend_owners import jobs_to_release, jobs_to_suspend, suspension_of
 from locality.config import LocalityConfig
 from locality.jobs import job_key_of
 from locality.model import JobKey, Pod

@@ -37,7 +37,7 @@ from kubernetes.client.exceptions import ApiException
 from bucketing.catalog import BUILTIN_CATALOGS, load_catalog
 from bucketing.resources import Resources, resources_from_list
 from common.errors import InputError
-from extender.admission.planner import RoundAsk
+from extender.admission.planning_process import RoundAsk
 from extender.admission.worker_plans import WorkerPlanReader
 from kube.autoscaler_status import AutoscalerStatus, parse_autoscaler_status
 from locality.admission.budgets import Budget, parse_budget

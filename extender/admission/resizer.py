@@ -1,6 +1,6 @@
 """Writes to the owners of gangs' pods: an elastic job's new size
 (`locality.elastic.scale_patch`), and a batch/v1 Job's or a JobSet's suspension and
-release (`locality.suspension`, decided by `locality.admission.suspend`).
+release (`locality.suspension`, decided by `locality.admission.suspend_owners`).
 
 The owner's controller does the rest: the Job controller (or the training operator)
 creates the missing indices, which pass the placement gate into the job's domain, or

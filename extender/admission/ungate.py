@@ -28,7 +28,7 @@ from kubernetes.client.exceptions import ApiException
 
 from extender.admission.events import EventRecorder
 from extender.admission.patch import label_patch, ungate_patch
-from extender.admission.planner import JobFacts
+from extender.admission.planning_process import JobFacts
 from extender.admission.podgroups import Outcome as PodGroupOutcome
 from extender.admission.podgroups import PodGroupWriter
 from locality.admission.config import AdmissionConfig

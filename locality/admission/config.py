@@ -178,7 +178,7 @@ class AdmissionConfig:
     Kubeflow job's `spec.runPolicy.suspend`)
     until its backoff is over, rather than evicting its pods: evicted pods count as
     failures toward a Job's `backoffLimit` (a default Job of 8 pods fails at its first
-    eviction), pods deleted by a suspension do not (`locality.admission.suspend`). false:
+    eviction), pods deleted by a suspension do not (`locality.admission.suspend_owners`). false:
     evict the pods, as for every other owner."""
 
     backoff_base_seconds: float = 60.0
@@ -194,7 +194,7 @@ class AdmissionConfig:
     planning: str = "process"
     """Where rounds are planned: `process`, a process of the extender's own with a
     replica of its cache, so planning never holds the interpreter that answers
-    kube-scheduler (`extender.admission.planner`; the replica costs about the cache's
+    kube-scheduler (`extender.admission.planning_process`; the replica costs about the cache's
     memory again); `thread`, a worker thread of the extender's process, which takes the
     interpreter from the event loop while it packs (filter p99 3.2x that without rounds
     at 20,000 nodes, against 1.1x: bench/bench_admission_rounds.py), for a memory

@@ -18,7 +18,7 @@ Running and lost a member: a node lost, a pod failed or evicted; its replacement
 fill it in its domain), `Evicted` (not whole in time: its pods were evicted for its
 owner to recreate behind the gate, or its Jobs suspended until then, `suspendedJobs`;
 `requeueAt` says when it may be admitted again, `evictions` how often it was:
-`locality.admission.recovery`, `locality.admission.suspend`). A record whose job has no
+`locality.admission.recovery`, `locality.admission.suspend_owners`). A record whose job has no
 pod left is deleted by the admitter that wrote it.
 
 Decides: the record's name and body, how one is read back, which records reserve room,
@@ -91,7 +91,7 @@ class GangRecord:
     resource_version: str = ""
     suspended_jobs: tuple[tuple[str, str, str], ...] = ()
     """Evicted by suspending these Jobs or JobSets (kind, name, uid;
-    `locality.admission.suspend`): they are resumed once `requeue_at` has passed."""
+    `locality.admission.suspend_owners`): they are resumed once `requeue_at` has passed."""
 
     @property
     def deactivated(self) -> bool:

@@ -25,7 +25,7 @@ Ready in time is evicted whole and admitted again, whole, after a backoff:
   workers at once instead (as below, without the wait).
 - Evicting: every member pod of the current attempt that an owner recreates (a
   controller owner reference) goes: the admitter suspends their owners when it may
-  (`locality.admission.suspend`: a suspension counts no pod as a failure), else evicts
+  (`locality.admission.suspend_owners`: a suspension counts no pod as a failure), else evicts
   each through the Eviction API; the record becomes `Evicted` with `requeueAt` = now +
   backoff, backoff = `backoff_base_seconds` x 2^(evictions - 1), at most
   `backoff_max_seconds` (Kueue's requeuing strategy: 60 s, doubling, capped at an

@@ -19,11 +19,11 @@ from bucketing.resources import Resources
 from kube.autoscaler_status import GroupSize
 from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
+from locality.admission.gang_preemption import candidates, leaving
 from locality.admission.gather import JobMemo, gather
 from locality.admission.model import GatedJob, Plan
 from locality.admission.node_groups import resolve
 from locality.admission.nodepools import nodepool_groups
-from locality.admission.preempt import candidates, leaving
 from locality.admission.record import GangRecord
 from locality.admission.resize import elastic_gangs, shrinking
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom, level_room

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from bucketing.resources import Resources
 from locality.admission.config import AdmissionConfig
+from locality.admission.gang_preemption import Unsatisfied
 from locality.admission.model import (
     Admission,
     Domain,
@@ -23,7 +24,6 @@ from locality.admission.model import (
     demand_of,
 )
 from locality.admission.pack import Bins, open_bins
-from locality.admission.preempt import Unsatisfied
 from locality.admission.resize import ElasticGang
 from locality.admission.snapshot import CLUSTER_LEVEL, LevelRoom
 from locality.admission.trials import Asked, RoundBins, Search, TrialMemo

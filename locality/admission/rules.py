@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from locality.admission.elastic_rules import resize_to_fit, resize_to_worker_plan, scale_in_lighter
+from locality.admission.gang_preemption import choose
 from locality.admission.model import Admission, Domain, WaitCode, Waiting
 from locality.admission.pack import pack
-from locality.admission.preempt import choose
 from locality.admission.round_state import (
     Candidate,
     Decision,

@@ -25,9 +25,9 @@ from overprovisioner.policy_names import (
 from overprovisioner.sim.assess import assess_all
 from overprovisioner.sim.build import check_schedule_matches
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.engine import run
 from overprovisioner.sim.hindsight import add_hindsight_runs
 from overprovisioner.sim.metrics import Metrics, measure
+from overprovisioner.sim.pod_engine import run
 from overprovisioner.sim.result import RunResult
 from overprovisioner.sim.verdict import recommend
 from overprovisioner.sim.workload import Workload, busy_hours, true_demand

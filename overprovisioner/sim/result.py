@@ -1,6 +1,6 @@
 """What one simulated run measured (`RunResult`), assembled from the finished run.
 
-The engine (`engine.py`) decides what happens; this file only turns its bookkeeping
+The engine (`pod_engine.py`) decides what happens; this file only turns its bookkeeping
 (nodes, timeline rows, the policy's own counters) into arrays for the metrics, the
 report and the plots. Must not: change the run it reads.
 """

@@ -1,7 +1,7 @@
 """cluster-autoscaler's scale-down of a node that is not empty: how used it is, and where
 its pods would go.
 
-Decides, on the simulated cluster (engine.py acts on it):
+Decides, on the simulated cluster (pod_engine.py acts on it):
 - `utilization`: CA's share of a node its pods request (simulator/utilization in CA):
   for a node with GPUs the GPU share alone ("GPU nodes are judged by their GPUs"), for
   any other the larger of the CPU and memory shares; a placeholder fills its node, so a

@@ -11,7 +11,7 @@ import pytest
 
 from common.errors import InputError
 from kube.kinds import BY_KIND
-from locality.admission.suspend import jobs_to_release, jobs_to_suspend, suspension_of
+from locality.admission.suspend_owners import jobs_to_release, jobs_to_suspend, suspension_of
 from locality.config import LocalityConfig
 from locality.jobs import identify
 from locality.model import JobKey, Role
@@ -20,7 +20,7 @@ from locality.suspension import SUSPENDED_LABEL, job_suspension, release_patch, 
 from predictor.known import kubeflow
 from predictor.known.model import count_pods, pod_ref
 from tests.locality.builders import make_pod
-from tests.predictor.known_builders import NOW, meta, pod, template
+from tests.predictor.known.known_builders import NOW, meta, pod, template
 
 GPU = "nvidia.com/gpu"
 HOUR = 3600.0

@@ -17,8 +17,8 @@ import predictor.live.prometheus as prometheus
 from jobtraces.load import load_trace
 from predictor.live.prometheus import grid
 from predictor.live.trace_export import job_table_from_results
-from tests.predictor.test_prometheus import matrix, prometheus_app
-from tests.predictor.test_trace_export import CONFIG, RESULTS, SINCE, STEP, UNTIL
+from tests.predictor.live.test_prometheus import matrix, prometheus_app
+from tests.predictor.live.test_trace_export import CONFIG, RESULTS, SINCE, STEP, UNTIL
 
 # Which metric each role's query reads (the fake answers by the metric in the query).
 NEEDLES = {

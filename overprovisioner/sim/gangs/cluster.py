@@ -1,7 +1,7 @@
 """The cluster side of a gang replay: nodes, kube-scheduler with Coscheduling,
 cluster-autoscaler and the overprovisioner's placeholders for announced growth.
 
-Decides (the rules are the engine's docstring's, `overprovisioner.sim.gangs.engine`):
+Decides (the rules are the engine's docstring's, `overprovisioner.sim.gangs.gang_engine`):
 where a pod binds (its gang all at once onto ready nodes of its domain and type, fullest
 first, placeholders evicted where that makes room; a pod joining a bound gang alone),
 when cluster-autoscaler launches and removes nodes, and how many placeholders each

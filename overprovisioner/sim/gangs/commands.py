@@ -23,7 +23,7 @@ from jobtraces.jobtable import JobTable, require_jobs
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.sim.commands import load_table, replay_workload
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.gangs.engine import GangSimConfig
+from overprovisioner.sim.gangs.gang_engine import GangSimConfig
 from overprovisioner.sim.gangs.jobs import ElasticRule, GangJob, gang_jobs
 from overprovisioner.sim.gangs.table import ARMS, format_rows, run_arms, summaries
 from overprovisioner.sim.workload import Workload

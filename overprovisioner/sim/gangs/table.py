@@ -30,7 +30,7 @@ from bucketing.catalog import InstanceType
 from common.parallel import Workers
 from locality.admission.config import AdmissionConfig
 from locality.admission.weight import ElasticConfig
-from overprovisioner.sim.gangs.engine import GangResult, GangRun, GangSimConfig
+from overprovisioner.sim.gangs.gang_engine import GangResult, GangRun, GangSimConfig
 from overprovisioner.sim.gangs.jobs import ElasticRule, GangJob
 from overprovisioner.sim.gangs.ledger import NODE_PARTS
 from overprovisioner.sim.workload import Workload

@@ -1,7 +1,7 @@
 """The arms of the whole-system replay: headstart's whole system, each of its parts
 switched off in turn, and the Kueue-style FIFO peer under a headroom policy.
 
-Decides what each arm runs, on the gang engine (`overprovisioner.sim.gangs.engine`) with
+Decides what each arm runs, on the gang engine (`overprovisioner.sim.gangs.gang_engine`) with
 the admitter's own round, the same jobs, cluster and seed:
 - `headstart`: elastic sizing (the admitter's `admission.elastic`: KOD2's admission at a
   smaller size, scale-in and scale-out; a job's rate at each size linear or KALE's
@@ -36,7 +36,7 @@ from bucketing.catalog import Catalog
 from locality.admission.config import AdmissionConfig
 from locality.admission.weight import ElasticConfig
 from overprovisioner.sim.build import make_policy
-from overprovisioner.sim.gangs.engine import GangResult, GangRun, GangSimConfig
+from overprovisioner.sim.gangs.gang_engine import GangResult, GangRun, GangSimConfig
 from overprovisioner.sim.gangs.jobs import ElasticRule, GangJob
 from overprovisioner.sim.workload import Workload
 

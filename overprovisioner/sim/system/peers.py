@@ -33,7 +33,7 @@ import numpy as np
 
 from overprovisioner.policy_names import parse_policy_name, per_type_name
 from overprovisioner.sim.compare import proportional_policies
-from overprovisioner.sim.gangs.engine import GangResult
+from overprovisioner.sim.gangs.gang_engine import GangResult
 from overprovisioner.sim.hindsight import Curves, best_within, cheapest_vector
 from overprovisioner.sim.system.verdict import band
 from overprovisioner.sim.workload import Workload

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from bucketing.catalog import Catalog
 from common.parallel import Workers
 from locality.admission.config import AdmissionConfig
-from overprovisioner.sim.gangs.engine import GangResult, GangSimConfig
+from overprovisioner.sim.gangs.gang_engine import GangResult, GangSimConfig
 from overprovisioner.sim.gangs.jobs import ElasticRule, GangJob
 from overprovisioner.sim.gangs.table import summaries
 from overprovisioner.sim.system.arms import PARTS, WHOLE, SystemArm, peer_arm, run_arm

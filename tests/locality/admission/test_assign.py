@@ -14,9 +14,9 @@ from bucketing.resources import Resources
 from kube.autoscaler_status import GroupSize
 from locality.admission.assign import plan
 from locality.admission.config import GATE, AdmissionConfig, NodeGroup
+from locality.admission.gang_preemption import candidates, leaving
 from locality.admission.gather import gather
 from locality.admission.model import Domain, WaitCode
-from locality.admission.preempt import candidates, leaving
 from locality.admission.record import GangRecord, GangState
 from locality.admission.snapshot import CLUSTER_LEVEL, level_room
 from locality.config import PLACEMENT_GROUP_LEVEL, LocalityConfig

@@ -13,9 +13,9 @@ import pytest
 
 from locality.admission.assign import plan
 from locality.admission.config import AdmissionConfig
+from locality.admission.gang_preemption import candidates, leaving
 from locality.admission.gather import gather
 from locality.admission.model import Domain, WaitCode
-from locality.admission.preempt import candidates, leaving
 from locality.admission.record import GangRecord, GangState
 from locality.admission.resize import elastic_gangs, shrinking
 from locality.admission.snapshot import CLUSTER_LEVEL, level_room
@@ -26,7 +26,7 @@ from locality.model import JobKey, NodeState
 from locality.owners import INDEX_ANNOTATION
 from locality.worker_plans import WorkerPlan
 from tests.locality.admission.test_assign import LOCALITY, NOW, PG, PG_KEY, job
-from tests.locality.admission.test_preempt import cluster
+from tests.locality.admission.test_gang_preemption import cluster
 from tests.locality.builders import make_state
 
 CONFIG = AdmissionConfig(head_reserve_after_seconds=60, settle_seconds=10)

@@ -297,7 +297,7 @@ async def test_an_empty_history_is_backfilled_from_prometheus_once(aiohttp_serve
     from overprovisioner.service.demand import RecorderDemand, prometheus_backfill
     from predictor.live.recorder import Recorder, RecorderConfig
     from predictor.live.store import HistoryStore
-    from tests.predictor.test_prometheus import matrix, prometheus_app
+    from tests.predictor.live.test_prometheus import matrix, prometheus_app
 
     tick = 300.0
     now = at_tick(29) + 10.0

@@ -17,8 +17,8 @@ import pytest
 
 from overprovisioner.config import ForecastConfig, OverprovisionerConfig
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.engine import run
 from overprovisioner.sim.metrics import measure
+from overprovisioner.sim.pod_engine import run
 from overprovisioner.sim.workload import build_workload
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 

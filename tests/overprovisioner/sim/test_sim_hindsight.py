@@ -12,9 +12,9 @@ from overprovisioner.policy_names import parse_policy_name, per_type_name
 from overprovisioner.sim.assess import assess
 from overprovisioner.sim.compare import run_policies
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.engine import run
 from overprovisioner.sim.hindsight import best_within, cheapest_vector, hindsight_policies
 from overprovisioner.sim.metrics import measure, per_type
+from overprovisioner.sim.pod_engine import run
 from overprovisioner.sim.workload import build_workload
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 

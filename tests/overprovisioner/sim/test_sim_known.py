@@ -10,9 +10,9 @@ import pytest
 from bucketing.known_ahead import with_lead
 from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.engine import run
 from overprovisioner.sim.known import replay_known
 from overprovisioner.sim.metrics import measure
+from overprovisioner.sim.pod_engine import run
 from overprovisioner.sim.workload import build_workload
 from predictor.known.config import KnownDemandConfig
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types

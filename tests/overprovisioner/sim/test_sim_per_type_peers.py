@@ -12,8 +12,8 @@ from overprovisioner.config import OverprovisionerConfig
 from overprovisioner.policy_names import parse_policy_name, peer_size
 from overprovisioner.sim.build import make_policy, placement_groups
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.engine import run
 from overprovisioner.sim.metrics import measure
+from overprovisioner.sim.pod_engine import run
 from overprovisioner.sim.workload import build_workload
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types
 

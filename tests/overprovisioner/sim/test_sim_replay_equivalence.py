@@ -24,7 +24,7 @@ from overprovisioner.service.loop import OverprovisionerLoop
 from overprovisioner.service.metrics import Metrics
 from overprovisioner.service.observe import ClusterView
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.engine import _Run
+from overprovisioner.sim.pod_engine import _Run
 from overprovisioner.sim.workload import build_workload
 from predictor.history.series import TOTAL_PREFIX
 from predictor.history.snapshot import PodDemand, snapshot_values

@@ -18,7 +18,7 @@ import math
 import pytest
 
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.engine import run
+from overprovisioner.sim.pod_engine import run
 from overprovisioner.sim.scale_down import utilization
 from overprovisioner.sim.workload import build_workload
 from tests.overprovisioner.simbuild import CATALOG, pod, table, types

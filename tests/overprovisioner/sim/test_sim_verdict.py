@@ -13,8 +13,8 @@ from jobtraces.synthetic import SyntheticWorkload, generate
 from overprovisioner.config.parse import parse_config
 from overprovisioner.sim.assess import assess_all
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.engine import run as simulate_run
 from overprovisioner.sim.metrics import measure
+from overprovisioner.sim.pod_engine import run as simulate_run
 from overprovisioner.sim.table import format_table, table_header, table_rows
 from overprovisioner.sim.verdict import build_verdict, display_name, recommend
 from overprovisioner.sim.workload import build_workload, default_types

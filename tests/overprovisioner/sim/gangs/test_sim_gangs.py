@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from common.errors import InputError
-from overprovisioner.sim.gangs.engine import GangSimConfig
+from overprovisioner.sim.gangs.gang_engine import GangSimConfig
 from overprovisioner.sim.gangs.jobs import KALE_PEAK, ElasticRule, _kale, gang_jobs, speed
 from overprovisioner.sim.gangs.table import ARMS, format_rows, run_arms, summaries
 from overprovisioner.sim.workload import build_workload
@@ -202,7 +202,7 @@ def test_skipping_binds_scans_and_ticks_that_change_nothing_changes_no_result(mo
     # skips the binds, scans and ticks that would find the same: the same results as
     # running every one, with fewer steps.
     from overprovisioner.sim.gangs.cluster import ClusterSide
-    from overprovisioner.sim.gangs.engine import GangRun
+    from overprovisioner.sim.gangs.gang_engine import GangRun
 
     rows = [pod(f"c-w{i}", 60, 2 * HOUR, gpus=4, cpu=8, memory_gib=32, job="c", role="ps")
             for i in range(2)] + job("a", 4, 90, 6 * HOUR, ps=False) + \

@@ -16,7 +16,7 @@ import pytest
 
 from jobtraces.jobtable import COLUMNS, KNOWN_AT, JobTable
 from overprovisioner.sim.config import SimConfig
-from overprovisioner.sim.gangs.engine import GangSimConfig
+from overprovisioner.sim.gangs.gang_engine import GangSimConfig
 from overprovisioner.sim.gangs.jobs import ElasticRule, gang_jobs
 from overprovisioner.sim.predictive import Predictive
 from overprovisioner.sim.system.arms import PARTS, WHOLE, SystemArm, peer_arm, run_arm

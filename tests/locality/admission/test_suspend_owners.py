@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from locality.admission.suspend import MAX_JOBS, jobs_to_release, jobs_to_suspend
+from locality.admission.suspend_owners import MAX_JOBS, jobs_to_release, jobs_to_suspend
 from locality.suspension import JobSuspension
 from tests.locality.builders import make_pod
 

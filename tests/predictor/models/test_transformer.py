@@ -21,7 +21,7 @@ from predictor.models.transformer_model import (
     pinball,
     time_features,
 )
-from tests.predictor.test_forecasters import TINY_TRANSFORMER, make_history
+from tests.predictor.models.test_forecasters import TINY_TRANSFORMER, make_history
 
 
 @pytest.fixture(autouse=True)

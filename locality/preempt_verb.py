@@ -26,7 +26,7 @@ Gangs: a candidate whose victims include a member of a gang headstart admitted (
 record Admitted, Running or Recovering) is dropped (`gang_member`), whoever the
 preemptor is: DefaultPreemption chooses victims node by node and would leave the rest
 of that gang holding its GPUs. Gangs are preempted whole by the admitter
-(`locality.admission.preempt`), before their room is counted for the job that needs it.
+(`locality.admission.gang_preemption`), before their room is counted for the job that needs it.
 
 Must not: read the clock, log, mutate its inputs.
 """

@@ -10,7 +10,7 @@ import torch
 
 from common.errors import ConfigError
 from predictor.live.persist import ModelFileError, load, save
-from tests.predictor.test_forecasters import MODELS, make_history, make_model
+from tests.predictor.models.test_forecasters import MODELS, make_history, make_model
 
 BUCKETS = ["g4dn.xlarge", "p4d.24xlarge"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from locality.filter import ReasonCode
-from locality.preemption import preemption_verdict
+from locality.preempt_verb import preemption_verdict
 from tests.locality.builders import context_for, make_pod, make_state
 
 PS_A = make_pod("ps", cpu=4, job="j", role="ps", node="a-1")

@@ -18,8 +18,8 @@ from predictor.live.known_reader import WATCHED, make_known_reader
 from predictor.live.known_recording import make_known_recorder
 from predictor.live.recorder import RecorderConfig, make_recorder
 from predictor.live.store import StoreConfig
-from tests.predictor.known_builders import NOW, condition, job, meta, pod, stamp, template
-from tests.predictor.test_recorder import wait_for
+from tests.predictor.known.known_builders import NOW, condition, job, meta, pod, stamp, template
+from tests.predictor.live.test_recorder import wait_for
 
 CATALOG = load_catalog("aws").subset(["g5.xlarge", "g5.12xlarge"])
 TICK = 300.0

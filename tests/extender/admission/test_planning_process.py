@@ -1,4 +1,4 @@
-"""Admission rounds planned in a process of their own (`extender.admission.planner`):
+"""Admission rounds planned in a process of their own (`extender.admission.planning_process`):
 the process's replica, fed the cache's journal, plans what the extender's own cache
 would give, with the extender's own pod and node objects in the plan; a lost process
 leaves rounds to a worker thread; the production order (planner before the watches)
@@ -15,9 +15,9 @@ from dataclasses import replace
 import pytest
 
 from common.errors import ConfigError
-from extender.admission import planner as planner_module
+from extender.admission import planning_process as planner_module
 from extender.admission.admitter import Admitter
-from extender.admission.planner import PlanningProcess, RoundAsk, decide, snapshot_of
+from extender.admission.planning_process import PlanningProcess, RoundAsk, decide, snapshot_of
 from extender.cache import CHANGES, ClusterCache
 from extender.sync import ClusterSync
 from locality.admission.config import GATE, AdmissionConfig
@@ -28,8 +28,8 @@ from locality.admission.round import RoundMemo, wider_levels
 from locality.config import LocalityConfig
 from locality.model import JobKey
 from locality.parse import parse_node, parse_pod
+from tests.extender.admission.test_admitter import ADMISSION, gated_pod, pod_of
 from tests.extender.builders import make_node
-from tests.extender.test_admitter import ADMISSION, gated_pod, pod_of
 from tests.extender.test_sync import FAST, eventually
 
 LOCALITY = LocalityConfig()

@@ -240,7 +240,7 @@ class PlanningProcess:
 
 
 def main() -> None:
-    """`python -m extender.admission.planner FD`: serve rounds on the socket FD, its
+    """`python -m extender.admission.planning_process FD`: serve rounds on the socket FD, its
     first message the settings (locality, admission config, shapes, wider levels)."""
     conn = Connection(int(sys.argv[1]))
     os.nice(NICENESS)
@@ -304,7 +304,7 @@ class _Sender(pickle.Pickler):
 
 if __name__ == "__main__":
     # Run as the importable module, not `__main__`: what it pickles back must name
-    # classes the extender can find (`extender.admission.planner.JobFacts`).
-    from extender.admission.planner import main as serve
+    # classes the extender can find (`extender.admission.planning_process.JobFacts`).
+    from extender.admission.planning_process import main as serve
 
     serve()

@@ -15,7 +15,7 @@ from predictor.known.model import (
     pod_ref,
 )
 from predictor.known.pods import live_pod
-from tests.predictor.known_builders import NOW, condition, job, meta, pod, stamp, template
+from tests.predictor.known.known_builders import NOW, condition, job, meta, pod, stamp, template
 
 GPU = "nvidia.com/gpu"
 HOUR = 3600.0

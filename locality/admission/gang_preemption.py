@@ -5,7 +5,7 @@ Why: kube-scheduler's DefaultPreemption picks victims node by node, so a job of 
 pods could take one member from each of eight gangs and leave every one of them holding
 its GPUs, broken. Here the unit is the gang, as Kueue's preemption takes whole
 Workloads, and the extender's preempt verb refuses candidates that would take a member
-of a gang (`locality.preemption`), so the two agree.
+of a gang (`locality.preempt_verb`), so the two agree.
 
 Rule:
 - Only a job that no domain at its level holds now, even with the nodes the autoscaler

@@ -175,7 +175,7 @@ def test_the_room_check_and_the_rounds_memory_change_no_decision(seed):
     import random
     from unittest.mock import patch
 
-    from locality.admission import preempt
+    from locality.admission import gang_preemption
 
     rng = random.Random(seed)
     layout = {f"pg-{g}": rng.randint(2, 6) for g in range(4)}
@@ -195,7 +195,7 @@ def test_the_room_check_and_the_rounds_memory_change_no_decision(seed):
                  for p in job(f"w-{index}", size, gpus=rng.choice((4, 8)))]
     states = cluster(layout, bound)
     shipped = decide(pods, states, extra=bound, records=running(bound))
-    with patch.multiple(preempt, ROOM_CHECK=False, MEMORY=False):
+    with patch.multiple(gang_preemption, ROOM_CHECK=False, MEMORY=False):
         reference = decide(pods, states, extra=bound, records=running(bound))
     assert shipped == reference
     assert (preempting(shipped), codes(shipped)) == (preempting(reference), codes(reference))
