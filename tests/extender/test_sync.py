@@ -30,7 +30,9 @@ FAST = WatchSettings(
 GPU = 1000  # milli-GPUs per GPU
 
 
-async def eventually(predicate, timeout: float = 10.0) -> None:
+async def eventually(predicate, timeout: float = 60.0) -> None:
+    """Wait until `predicate()`, which ends the wait at once; the bound only ends a test
+    that never gets there (a loaded machine gets there later, not never)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
