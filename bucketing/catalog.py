@@ -9,7 +9,6 @@ Must not: fetch prices, or guess a missing field.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources as package_files
@@ -18,6 +17,7 @@ from typing import Any
 
 from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, parse_resource_quantity
 from common.errors import ConfigError, InputError
+from common.fields import FieldReader
 from common.yamlfile import load_yaml_file, parse_yaml_text
 
 BUILTIN_CATALOGS = ("aws", "gcp")
@@ -99,61 +99,61 @@ def load_catalog(ref: str | Path, where: str = "catalog") -> Catalog:
 
 
 def parse_catalog(document: Any, source: str) -> Catalog:
-    """Validate a parsed YAML document into a Catalog; errors name `source` and the field."""
-    if not isinstance(document, Mapping):
-        raise ConfigError(f"{source}: expected a mapping at the top level")
-    reader = _FieldReader(source)
-    provider = reader.string(document, "provider")
-    region = reader.string(document, "region", default="")
-    price_source = reader.string(document, "price_source", default="")
+    """Validate a parsed YAML document into a Catalog; errors name `source` and the field
+    (`common.fields.FieldReader`, as every headstart config)."""
+    reader = FieldReader(source)
+    document = reader.mapping(document, "the top level", optional=False)
+    provider = reader.string(document, "provider", "", None)
+    region = reader.string(document, "region", "", "", allow_empty=True)
+    price_source = reader.string(document, "price_source", "", "", allow_empty=True)
     price_date = str(document.get("price_date", ""))
-    gpu_resource = reader.string(document, "gpu_resource", default=DEFAULT_GPU_RESOURCE)
-    overhead = reader.resources(document.get("daemonset_overhead") or {}, "daemonset_overhead")
+    gpu_resource = reader.string(document, "gpu_resource", "", DEFAULT_GPU_RESOURCE)
+    overhead = _resources(reader, document.get("daemonset_overhead") or {},
+                          "daemonset_overhead")
     raw_types = document.get("instance_types")
     if not isinstance(raw_types, list) or not raw_types:
-        raise ConfigError(f"{source}: instance_types: expected a non-empty list")
+        raise reader.fail("instance_types", "expected a non-empty list")
     types: list[InstanceType] = []
     seen: set[str] = set()
     for index, raw in enumerate(raw_types):
         path = f"instance_types[{index}]"
-        if not isinstance(raw, Mapping):
-            raise ConfigError(f"{source}: {path}: expected a mapping")
-        name = reader.string(raw, "name", path)
+        raw = reader.mapping(raw, path, optional=False)
+        name = reader.string(raw, "name", path, None)
         if name in seen:
-            raise ConfigError(f"{source}: {path}.name: {name!r} appears twice")
+            raise reader.fail(f"{path}.name", f"{name!r} appears twice")
         seen.add(name)
-        gpus = reader.number(raw, "gpus", path, integer=True)
-        allocatable = reader.resources(raw.get("allocatable"), f"{path}.allocatable")
-        vcpu = int(reader.number(raw, "vcpu", path, integer=True, positive=True))
-        memory_gib = float(reader.number(raw, "memory_gib", path, positive=True))
+        gpus = reader.as_int(raw.get("gpus"), f"{path}.gpus", low=0)
+        allocatable = _resources(reader, raw.get("allocatable"), f"{path}.allocatable")
+        vcpu = reader.as_int(raw.get("vcpu"), f"{path}.vcpu", low=1)
+        memory_gib = reader.as_number(raw.get("memory_gib"), f"{path}.memory_gib",
+                                      positive=True)
         if allocatable.gpu_milli > gpus * 1000:
-            raise ConfigError(f"{source}: {path}.allocatable.gpus exceeds gpus ({gpus})")
+            raise reader.fail(f"{path}.allocatable.gpus", f"exceeds gpus ({gpus})")
         # Allocatable is capacity less reservations; more than the capacity is a unit slip
         # (GB for GiB, cores for millicores) that would make every node look bigger.
         if allocatable.cpu_milli > vcpu * 1000:
-            raise ConfigError(f"{source}: {path}.allocatable.cpu exceeds vcpu ({vcpu})")
+            raise reader.fail(f"{path}.allocatable.cpu", f"exceeds vcpu ({vcpu})")
         if allocatable.memory_bytes > round(memory_gib * 2**30):
-            raise ConfigError(
-                f"{source}: {path}.allocatable.memory exceeds memory_gib ({memory_gib:g} GiB)"
-            )
+            raise reader.fail(f"{path}.allocatable.memory",
+                              f"exceeds memory_gib ({memory_gib:g} GiB)")
         placeholder = allocatable - overhead
         if min(placeholder.cpu_milli, placeholder.memory_bytes) <= 0:
-            raise ConfigError(
-                f"{source}: {path}.allocatable: daemonset_overhead leaves nothing for pods"
-            )
+            raise reader.fail(f"{path}.allocatable",
+                              "daemonset_overhead leaves nothing for pods")
         labels = raw.get("labels") or {}
         if not isinstance(labels, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
         ):
-            raise ConfigError(f"{source}: {path}.labels: expected a map of strings to strings")
+            raise reader.fail(f"{path}.labels", "expected a map of strings to strings")
         types.append(
             InstanceType(
                 name=name,
                 vcpu=vcpu,
                 memory_gib=memory_gib,
-                gpus=int(gpus),
+                gpus=gpus,
                 gpu_model=raw.get("gpu_model"),
-                price_per_hour=float(reader.number(raw, "price_per_hour", path, positive=True)),
+                price_per_hour=reader.as_number(raw.get("price_per_hour"),
+                                                f"{path}.price_per_hour", positive=True),
                 price_source=str(raw.get("price_source", price_source)),
                 price_date=str(raw.get("price_date", price_date)),
                 allocatable=allocatable,
@@ -164,45 +164,15 @@ def parse_catalog(document: Any, source: str) -> Catalog:
     return Catalog(source, provider, region, gpu_resource, overhead, tuple(types))
 
 
-@dataclass(frozen=True)
-class _FieldReader:
-    source: str
-
-    def fail(self, path: str, message: str) -> ConfigError:
-        return ConfigError(f"{self.source}: {path}: {message}")
-
-    def string(self, raw: Mapping, key: str, parent: str = "", default: str | None = None) -> str:
-        path = f"{parent}.{key}" if parent else key
-        value = raw.get(key, default)
-        if not isinstance(value, str) or not value and default is None:
-            raise self.fail(path, "expected a non-empty string")
-        return value
-
-    def number(
-        self, raw: Mapping, key: str, parent: str, integer: bool = False, positive: bool = False
-    ) -> float:
-        path = f"{parent}.{key}"
-        value = raw.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.fail(path, f"expected a number, got {value!r}")
-        if not math.isfinite(value):
-            raise self.fail(path, f"must be a finite number, got {value!r}")
-        if value < 0 or (positive and value == 0):
-            raise self.fail(path, f"must be {'positive' if positive else 'non-negative'}")
-        if integer and int(value) != value:
-            raise self.fail(path, "must be a whole number")
-        return value
-
-    def resources(self, raw: Any, path: str) -> Resources:
-        if not isinstance(raw, Mapping):
-            raise self.fail(path, "expected a mapping with cpu, memory and optionally gpus")
-        unknown = set(raw) - {"cpu", "memory", "gpus"}
-        if unknown:
-            raise self.fail(path, f"unknown field(s) {', '.join(sorted(unknown))}")
-        try:
-            cpu = parse_resource_quantity(raw.get("cpu", 0), f"{path}.cpu")
-            memory = parse_resource_quantity(raw.get("memory", 0), f"{path}.memory")
-            gpus = parse_resource_quantity(raw.get("gpus", 0), f"{path}.gpus")
-        except InputError as error:
-            raise ConfigError(f"{self.source}: {error}") from None
-        return Resources(int(gpus * 1000), int(cpu * 1000), int(memory))
+def _resources(reader: FieldReader, raw: Any, path: str) -> Resources:
+    """cpu, memory and gpus as Kubernetes quantities (`bucketing.resources`)."""
+    if not isinstance(raw, Mapping):
+        raise reader.fail(path, "expected a mapping with cpu, memory and optionally gpus")
+    reader.known(raw, path, {"cpu", "memory", "gpus"})
+    try:
+        cpu = parse_resource_quantity(raw.get("cpu", 0), f"{path}.cpu")
+        memory = parse_resource_quantity(raw.get("memory", 0), f"{path}.memory")
+        gpus = parse_resource_quantity(raw.get("gpus", 0), f"{path}.gpus")
+    except InputError as error:
+        raise ConfigError(f"{reader.source}: {error}") from None
+    return Resources(int(gpus * 1000), int(cpu * 1000), int(memory))

@@ -49,6 +49,9 @@ from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 from kube.reachability import unreachable_reason
 
 log = logging.getLogger("headstart.leader")
+# The library logs every renewal at INFO ("has successfully acquired lease", every
+# retry_period); this module says when leading starts and stops, once each.
+logging.getLogger("leaderelection").setLevel(logging.WARNING)
 
 
 class LeaderElectionConfig(Protocol):

@@ -5,7 +5,7 @@ In order, while this replica leads (asked again before each job, and before each
   the domain: `extender.admission.records`; a job whose record cannot be written is not
   admitted this round), then its PodGroup and its pods (`extender.admission.ungate`); a
   job cut short between two pods' patches is completed into the same domain by a later
-  round (`locality.admission.assign`);
+  round (`locality.admission.assign`); then the admitted pods' Events;
 - pods that are not the admitter's are released (`HeadstartReleased`);
 - a waiting job's record and `HeadstartWaiting` Events when its wait code changes
   (Waiting, or Inadmissible);
@@ -112,6 +112,7 @@ class RoundWriter:
             if not missed:
                 self.admitted_jobs_total += 1
                 self._announced.pop(admission.job, None)
+        self.gates.send_events()  # after every gate of the round is lifted
         if not self.is_leader():
             # Fenced by the lease: a replica that lost it stops before each job (and each
             # pod, `GatePatcher.admit`); the new leader completes a job cut short into the

@@ -5,9 +5,10 @@ For one admission: the gang's PodGroup first, when Coscheduling is used
 then every member labelled for it before any is ungated (`patch.label_patch` says why),
 then each pod patched, `write_workers` pods at once (domain affinity, domain annotation
 and gate removal in one JSON patch guarded by `test`s: `patch.ungate_patch`), computed
-from the pod as the label patch answered it (else read fresh), then an Event on each
-once all are ungated (the members reach kube-scheduler together: Coscheduling turns
-away a member whose siblings are still gated). A failed patch (422: the pod changed;
+from the pod as the label patch answered it (else read fresh); an Event on each once
+the round's gates are all lifted (`send_events`: the members, and the next jobs',
+reach kube-scheduler sooner; Coscheduling turns away a member whose siblings are still
+gated). A failed patch (422: the pod changed;
 404: gone; any API fault) is left for the next round, which plans again from the
 cache; the lease is asked again before each pod, so a replica that lost it stops
 between two pods.
@@ -54,6 +55,8 @@ class GatePatcher:
                                            thread_name_prefix="headstart-admitter-write")
         self.ungated: list[Pod] = []
         """Pods whose gate this round lifted (the admitter assumes them)."""
+        self._events_due: list[tuple[Pod, str, str, float, str]] = []
+        """Their Events, sent by `send_events` (pod, reason, message, time, type)."""
 
     def pod_group(self, admission: Admission, gang_uid: str, facts: JobFacts | None
                   ) -> tuple[dict[str, str], str] | None:
@@ -113,13 +116,19 @@ class GatePatcher:
                                             self._workers.map(one, admission.pods),
                                             strict=True) if done]
         self.ungated.extend(ungated)
-        list(self._workers.map(
-            lambda pod: self._events.on_pod(pod, reason, message, now, kind), ungated))
+        self._events_due.extend((pod, reason, message, now, kind) for pod in ungated)
         _, ignored = ready_timeout_of(admission.pods, self.config)
         if ungated and ignored is not None:  # said once, on the job's first pod
-            self._events.on_pod(admission.pods[0], "HeadstartReadyTimeoutIgnored", ignored,
-                                now, "Warning")
+            self._events_due.append((admission.pods[0], "HeadstartReadyTimeoutIgnored",
+                                     ignored, now, "Warning"))
         return len(ungated), len(admission.pods) - len(ungated)
+
+    def send_events(self) -> None:
+        """The Events of the pods admitted since the last call, `write_workers` at once:
+        sent once the round's gates are lifted, so the next jobs' pods are not paced
+        behind them by the API rate limit."""
+        due, self._events_due = self._events_due, []
+        list(self._workers.map(lambda event: self._events.on_pod(*event), due))
 
     def ungate(self, pod: Pod, domain: tuple[str, str, str] | None,
                locality: Locality, labels: dict[str, str] | None = None) -> bool:

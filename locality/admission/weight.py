@@ -26,12 +26,12 @@ Must not: read the clock (`waited_seconds` is passed), log.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from bucketing.resources import GIB, Resources
 from common.errors import ConfigError
+from common.fields import FieldReader
 from locality.worker_plans import CONFIGMAP_NAME
 
 
@@ -56,6 +56,11 @@ class WeightConfig:
         if not isinstance(self.starvation_bonus, int | float) or self.starvation_bonus < 0:
             raise ConfigError("starvation_bonus: expected a number "
                               f">= 0, got {self.starvation_bonus!r}")
+
+
+WEIGHT_FIELDS = frozenset(("cpu_cores_per_unit", "memory_gib_per_unit", "gpus_per_unit",
+                           "starvation_seconds", "starvation_bonus"))
+"""`admission.elastic.weight`'s fields: WeightConfig's."""
 
 
 def units(request: Resources, config: WeightConfig) -> float:
@@ -100,30 +105,15 @@ class WorkerPlansConfig:
 
     @classmethod
     def from_mapping(cls, raw: Any, where: str) -> WorkerPlansConfig:
-        if raw is None:
-            return cls()
-        if not isinstance(raw, Mapping):
-            raise ConfigError(f"{where}: expected a mapping")
-        known = {"namespace", "name", "refresh_seconds"}
-        unknown = sorted(str(key) for key in set(raw) - known)
-        if unknown:
-            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: "
-                              f"{', '.join(sorted(known))}")
-        values: dict[str, Any] = {}
-        for name in ("namespace", "name"):
-            if name in raw:
-                value = raw[name]
-                if not isinstance(value, str) or not value:
-                    raise ConfigError(f"{where}: {name}: expected a non-empty string, "
-                                      f"got {value!r}")
-                values[name] = value
-        if "refresh_seconds" in raw:
-            every = raw["refresh_seconds"]
-            if isinstance(every, bool) or not isinstance(every, int | float) or every < 1:
-                raise ConfigError(f"{where}: refresh_seconds: expected a number of seconds, "
-                                  f"at least 1, got {every!r}")
-            values["refresh_seconds"] = float(every)
-        return cls(**values)
+        """`where`: the file and path of the section, which errors name."""
+        reader = FieldReader(where)
+        raw = reader.mapping(raw, "")
+        reader.known(raw, "", {"namespace", "name", "refresh_seconds"})
+        defaults = cls()
+        return cls(reader.string(raw, "namespace", "", defaults.namespace),
+                   reader.string(raw, "name", "", defaults.name),
+                   reader.as_number(raw.get("refresh_seconds", defaults.refresh_seconds),
+                                    "refresh_seconds", low=1, unit="seconds"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,35 +138,20 @@ class ElasticConfig:
 
     @classmethod
     def from_mapping(cls, raw: Any, where: str) -> ElasticConfig:
-        if raw is None:
-            return cls()
-        if not isinstance(raw, Mapping):
-            raise ConfigError(f"{where}: expected a mapping")
-        known = {"enabled", "weight", "scale_out_after_seconds", "worker_plans"}
-        unknown = sorted(str(key) for key in set(raw) - known)
-        if unknown:
-            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: "
-                              f"{', '.join(sorted(known))}")
-        enabled = raw.get("enabled", True)
-        if not isinstance(enabled, bool):
-            raise ConfigError(f"{where}: enabled: expected true or false, got {enabled!r}")
-        after = raw.get("scale_out_after_seconds", SCALE_OUT_AFTER_SECONDS)
-        if isinstance(after, bool) or not isinstance(after, int | float) or after < 0:
-            raise ConfigError(f"{where}: scale_out_after_seconds: expected a number >= 0, "
-                              f"got {after!r}")
-        weights = raw.get("weight") or {}
-        if not isinstance(weights, Mapping):
-            raise ConfigError(f"{where}: weight: expected a mapping")
-        names = {"cpu_cores_per_unit", "memory_gib_per_unit", "gpus_per_unit",
-                 "starvation_seconds", "starvation_bonus"}
-        unknown = sorted(str(key) for key in set(weights) - names)
-        if unknown:
-            raise ConfigError(f"{where}: weight: unknown field(s) {', '.join(unknown)}; "
-                              f"known: {', '.join(sorted(names))}")
-        try:
-            weight = WeightConfig(**weights)
-        except ConfigError as error:
-            raise ConfigError(f"{where}: weight: {error}") from None
+        """`where`: the file and path of the section, which errors name."""
+        reader = FieldReader(where)
+        raw = reader.mapping(raw, "")
+        reader.known(raw, "", {"enabled", "weight", "scale_out_after_seconds", "worker_plans"})
+        enabled = reader.boolean(raw, "enabled", "", True)
+        after = reader.as_number(raw.get("scale_out_after_seconds", SCALE_OUT_AFTER_SECONDS),
+                                 "scale_out_after_seconds", low=0, unit="seconds")
+        weights = reader.mapping(raw.get("weight"), "weight")
+        reader.known(weights, "weight", WEIGHT_FIELDS)
+        weight = WeightConfig(**{
+            name: None if name == "gpus_per_unit" and value is None else reader.as_number(
+                value, f"weight.{name}", low=0 if name == "starvation_bonus" else None,
+                positive=name != "starvation_bonus")
+            for name, value in weights.items()})
         plans = WorkerPlansConfig.from_mapping(raw.get("worker_plans"),
                                                f"{where}: worker_plans")
-        return cls(enabled, weight, float(after), plans)
+        return cls(enabled, weight, after, plans)

@@ -58,8 +58,6 @@ log = logging.getLogger("headstart.overprovisioner")
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, args.log_level)
-    # The client library's election logs every retry at INFO.
-    logging.getLogger("leaderelection").setLevel(logging.WARNING)
     checked = load_checked_config(args.config)  # config errors before any cluster access
     config = checked.config
     if args.dry_run:

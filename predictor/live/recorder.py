@@ -23,6 +23,7 @@ from typing import Any
 
 from bucketing.catalog import InstanceType
 from common.errors import ConfigError
+from common.fields import FieldReader
 from kube.informer import Informer, WatchSettings
 from kube.labels import PLACEMENT_GROUP_LABELS
 from predictor.history.snapshot import (
@@ -85,55 +86,41 @@ class RecorderConfig:
 
 
 def recorder_config_from_mapping(raw: Any, source: str) -> RecorderConfig:
-    """Validate a parsed YAML mapping into a RecorderConfig; errors name source and field."""
+    """Validate a parsed YAML mapping into a RecorderConfig; errors name source and field
+    (`common.fields.FieldReader`, as every headstart config)."""
     if raw is None:
         return RecorderConfig()
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{source}: recorder: expected a mapping")
-    known = set(RecorderConfig.__dataclass_fields__)
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ConfigError(f"{source}: recorder.{unknown[0]}: unknown field "
-                          f"(known: {', '.join(sorted(known))})")
+    reader = FieldReader(source)
+    raw = reader.mapping(raw, "recorder", optional=False)
+    reader.known(raw, "recorder", set(RecorderConfig.__dataclass_fields__))
     values: dict[str, Any] = {}
-    for name in ("tick_s", "max_stale_ticks", "backoff_initial_s", "backoff_max_s",
-                 "watch_timeout_s"):
+    for name in ("tick_s", "max_stale_ticks", "backoff_initial_s", "backoff_max_s"):
         if name in raw:
-            value = raw[name]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ConfigError(f"{source}: recorder.{name}: expected a positive number, "
-                                  f"got {value!r}")
-            values[name] = int(value) if name == "watch_timeout_s" else float(value)
-    for name in ("catalog", "namespace"):
-        if name in raw:
-            if not isinstance(raw[name], str):
-                raise ConfigError(f"{source}: recorder.{name}: expected a string")
-            values[name] = raw[name]
+            values[name] = reader.as_number(raw[name], f"recorder.{name}", positive=True)
+    if "watch_timeout_s" in raw:
+        values["watch_timeout_s"] = reader.as_int(raw["watch_timeout_s"],
+                                                  "recorder.watch_timeout_s", low=1)
+    if "catalog" in raw:
+        values["catalog"] = reader.as_string(raw["catalog"], "recorder.catalog")
+    if "namespace" in raw:  # "" (or left out): every namespace
+        values["namespace"] = reader.as_string(raw["namespace"], "recorder.namespace",
+                                               allow_empty=True)
     if "placement_group_labels" in raw:
-        keys = raw["placement_group_labels"]
-        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k
-                                                             for k in keys):
-            raise ConfigError(f"{source}: recorder.placement_group_labels: expected a list of "
-                              "node label keys")
-        values["placement_group_labels"] = tuple(keys)
+        values["placement_group_labels"] = reader.as_strings(
+            raw["placement_group_labels"], "recorder.placement_group_labels",
+            expected="a non-empty list of node label keys")
     if "buckets" in raw:
-        buckets = raw["buckets"]
-        if not isinstance(buckets, list) or not all(isinstance(b, str) and b for b in buckets):
-            raise ConfigError(f"{source}: recorder.buckets: expected a list of type names")
-        values["buckets"] = tuple(buckets)
+        values["buckets"] = reader.as_strings(raw["buckets"], "recorder.buckets",
+                                              allow_empty=True,
+                                              expected="a list of type names")
     if "store" in raw:
-        store = raw["store"]
-        if not isinstance(store, Mapping) or set(store) - {"path", "retention_days"}:
-            raise ConfigError(f"{source}: recorder.store: expected a mapping with path and "
-                              "retention_days")
-        path = store.get("path", StoreConfig.path)
-        days = store.get("retention_days", StoreConfig.retention_days)
-        if not isinstance(path, str) or not path:
-            raise ConfigError(f"{source}: recorder.store.path: expected a file path")
-        if isinstance(days, bool) or not isinstance(days, (int, float)) or not days > 0:
-            raise ConfigError(f"{source}: recorder.store.retention_days: expected a positive "
-                              f"number, got {days!r}")
-        values["store"] = StoreConfig(path=path, retention_days=float(days))
+        store = reader.mapping(raw["store"], "recorder.store", optional=False)
+        reader.known(store, "recorder.store", {"path", "retention_days"})
+        values["store"] = StoreConfig(
+            path=reader.string(store, "path", "recorder.store", StoreConfig.path),
+            retention_days=reader.as_number(
+                store.get("retention_days", StoreConfig.retention_days),
+                "recorder.store.retention_days", positive=True, unit="days"))
     return RecorderConfig(**values)
 
 

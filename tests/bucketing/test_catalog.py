@@ -108,15 +108,15 @@ MALFORMED = [
     ),
     (("instance_types", 0, "labels"), {"a": 1}, "instance_types[0].labels", "label-not-string"),
     # inf used to pass the checks and crash int() with an OverflowError traceback.
-    (("instance_types", 0, "vcpu"), float("inf"), "instance_types[0].vcpu: must be a finite",
-     "vcpu-infinite"),
+    (("instance_types", 0, "vcpu"), float("inf"),
+     "instance_types[0].vcpu: expected a positive integer, got inf", "vcpu-infinite"),
     (("instance_types", 0, "price_per_hour"), float("inf"),
-     "instance_types[0].price_per_hour: must be a finite", "price-infinite"),
+     "instance_types[0].price_per_hour: expected a positive number, got inf", "price-infinite"),
     # 4 vCPUs = 4000m < 4100m; 16 GiB < 17Gi: allocatable above capacity is a unit slip.
     (("instance_types", 0, "allocatable", "cpu"), "4100m",
-     "instance_types[0].allocatable.cpu exceeds vcpu (4)", "allocatable-cpu-over-capacity"),
+     "instance_types[0].allocatable.cpu: exceeds vcpu (4)", "allocatable-cpu-over-capacity"),
     (("instance_types", 0, "allocatable", "memory"), "17Gi",
-     "instance_types[0].allocatable.memory exceeds memory_gib (16 GiB)",
+     "instance_types[0].allocatable.memory: exceeds memory_gib (16 GiB)",
      "allocatable-memory-over-capacity"),
     (
         ("daemonset_overhead", "cpu"),
@@ -154,7 +154,7 @@ def test_duplicate_instance_type_is_rejected(tmp_path):
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("a: [1, 2", "not valid YAML"), ("- 1\n- 2\n", "expected a mapping at the top level")],
+    [("a: [1, 2", "not valid YAML"), ("- 1\n- 2\n", "the top level: expected a mapping, got list")],
     ids=["invalid-yaml", "not-a-mapping"],
 )
 def test_unreadable_catalog(tmp_path, text, expected):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from bucketing.resources import Resources
@@ -46,6 +48,26 @@ def pending(*answered: tuple[str, str, float]) -> PendingBinds:
 )
 def test_wait_deadline(answered, asking, now, expected):
     assert pending(*answered).wait_deadline(asking, now) == expected
+
+
+def grouped(uid: str, min_member: int | None) -> Pod:
+    """A pod of PodGroup team/g (its minMember as the PodGroup watch shows it)."""
+    return replace(pod(uid), pod_group=("team", "g"), group_min_member=min_member)
+
+
+@pytest.mark.parametrize("min_member, answered, expected", [
+    (4, 3, None),   # 3 of 4 answered: Permit holds their binds until this one passes
+    (4, 4, 1.25),   # all answered: the binds come together, worth the wait
+    (None, 3, 1.25),  # the PodGroup not seen: no knowing, wait as for any job
+], ids=["held", "complete", "unknown-min-member"])
+def test_a_gangs_binds_held_by_permit_are_not_waited_for(min_member, answered, expected):
+    binds = PendingBinds(WAIT, TTL)
+    for index in range(answered):
+        binds.answered(grouped(f"g{index}", min_member), JobKey("team", "g"), 1.0)
+    assert binds.wait_deadline("g9", 1.1) == expected
+    # Another job's pod in flight is still waited for beside a held gang.
+    binds.answered(pod("b0"), JobKey("team", "b"), 1.05)
+    assert binds.wait_deadline("c0", 1.1) == 1.3
 
 
 def test_a_bind_ends_its_wait_and_drops_its_jobs_overdue_pods():

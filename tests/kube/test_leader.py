@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -158,3 +159,22 @@ def test_a_standby_never_sees_a_live_leaders_lease_as_vacant(fake_kube) -> None:
     finally:
         for elector in electors:
             elector.stop()
+
+
+def test_a_leader_says_it_leads_once_not_at_every_renewal(fake_kube, caplog) -> None:
+    # The library logs each renewal at INFO; a user's logs get one line when leading
+    # starts, however many renewals follow.
+    caplog.set_level(logging.INFO)
+    elector = LeaderElector(fake_kube.api_client(), "headstart", FAST, identity="solo")
+    elector.start()
+
+    def renewals() -> int:
+        return sum(1 for method, _, _ in fake_kube.requests if method == "PUT")
+
+    try:
+        assert wait_for(lambda: elector.is_leader() and renewals() >= 3, 30)
+    finally:
+        elector.stop()
+    said = [record.getMessage() for record in caplog.records]
+    assert sum("solo started leading" in line for line in said) == 1, said
+    assert not [line for line in said if "successfully acquired" in line]

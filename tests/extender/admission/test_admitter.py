@@ -1196,6 +1196,7 @@ class RecordingCore:
         self.pods = {p["metadata"]["name"]: p for p in pods}
         self.patches = []
         self.reads = 0
+        self.events = []
 
     @staticmethod
     def _raw(pod):
@@ -1214,6 +1215,7 @@ class RecordingCore:
         return self._raw(self.pods[name])
 
     def create_namespaced_event(self, namespace, body, **_):
+        self.events.append((body["involvedObject"]["name"], body["reason"]))
         return type("Raw", (), {"drain_conn": lambda self: None,
                                 "release_conn": lambda self: None})()
 
@@ -1240,6 +1242,10 @@ def test_every_member_is_labelled_for_its_pod_group_before_any_is_ungated():
     assert max(labels) < min(removes), core.patches
     # The gate's patch is computed from the label patch's answer: each pod read once.
     assert core.reads == 3
+    # The Events wait until the round's gates are all lifted (the writer sends them).
+    assert core.events == []
+    gates.send_events()
+    assert sorted(core.events) == [(f"w{i}", "HeadstartAdmitted") for i in range(3)]
     assert all(p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "train"
                and not p["spec"].get("schedulingGates") for p in core.pods.values())
 

@@ -46,7 +46,7 @@ def test_a_starved_job_outweighs_every_job_that_has_not_starved():
                                          ("gpus_per_unit", "x"), ("starvation_seconds", 0),
                                          ("starvation_bonus", -0.5)])
 def test_bad_settings_name_the_file_and_the_field(field, value):
-    with pytest.raises(ConfigError, match=f"extender.yaml: elastic: weight: {field}: expected"):
+    with pytest.raises(ConfigError, match=f"extender.yaml: elastic: weight.{field}: expected"):
         AdmissionConfig.from_mapping({"elastic": {"weight": {field: value}}}, "extender.yaml")
 
 
@@ -56,9 +56,9 @@ def test_the_elastic_section_reads_its_fields_and_refuses_unknown_ones():
                      "weight": {"gpus_per_unit": 2}}}, "x.yaml").elastic
     assert config == ElasticConfig(False, WeightConfig(gpus_per_unit=2), 5.0)
     assert AdmissionConfig().elastic == ElasticConfig()
-    with pytest.raises(ConfigError, match="x.yaml: elastic: unknown field.*scale_in"):
+    with pytest.raises(ConfigError, match="x.yaml: elastic: scale_in: unknown field"):
         AdmissionConfig.from_mapping({"elastic": {"scale_in": 1}}, "x.yaml")
-    with pytest.raises(ConfigError, match="x.yaml: elastic: weight: unknown field.*gpu"):
+    with pytest.raises(ConfigError, match="x.yaml: elastic: weight.gpu: unknown field"):
         AdmissionConfig.from_mapping({"elastic": {"weight": {"gpu": 1}}}, "x.yaml")
 
 
@@ -76,9 +76,9 @@ def test_the_worker_plans_settings_default_to_the_overprovisioners_configmap():
     ({"name": ""}, "worker_plans: name: expected a non-empty string"),
     ({"namespace": 3}, "worker_plans: namespace: expected a non-empty string"),
     ({"refresh_seconds": 0}, "worker_plans: refresh_seconds: expected a number of seconds, "
-                             "at least 1"),
+                             "at least 1, got 0"),
     ({"refresh_seconds": True}, "worker_plans: refresh_seconds: expected"),
-    ({"every": 5}, "worker_plans: unknown field.*every; known: name, namespace, "
+    ({"every": 5}, r"worker_plans: every: unknown field \(known here: name, namespace, "
                    "refresh_seconds"),
 ], ids=["not-a-mapping", "empty-name", "namespace-not-a-string", "refresh-zero",
         "refresh-bool", "unknown-field"])

@@ -187,8 +187,13 @@ def test_plan_tick(last, now, tick_time, gap_from, gap_to):
         ({"store": {"path": ""}}, "recorder.store.path"),
         ({"store": {"retention_days": -1}}, "recorder.store.retention_days"),
         ({"placement_group_labels": []}, "recorder.placement_group_labels"),
+        ({"watch_timeout_s": 2.5}, "recorder.watch_timeout_s: expected a positive integer"),
+        ({"catalog": ""}, "recorder.catalog: expected a non-empty string"),
+        ({"store": {"path": "h.db", "days": 3}}, r"recorder.store.days: unknown field"),
+        ("tick_s: 300", "cfg.yaml: recorder: expected a mapping, got str"),
     ],
-    ids=["tick", "unknown", "buckets", "path", "retention", "group-labels"],
+    ids=["tick", "unknown", "buckets", "path", "retention", "group-labels", "watch-timeout",
+         "catalog", "store-unknown", "not-a-mapping"],
 )
 def test_config_errors_name_the_field(raw, message):
     with pytest.raises(ConfigError, match=message):
