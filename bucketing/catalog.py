@@ -15,8 +15,8 @@ from importlib import resources as package_files
 from pathlib import Path
 from typing import Any
 
-from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, parse_resource_quantity
-from common.errors import ConfigError, InputError
+from bucketing.resources import DEFAULT_GPU_RESOURCE, Resources, read_resources
+from common.errors import ConfigError
 from common.fields import FieldReader
 from common.yamlfile import load_yaml_file, parse_yaml_text
 
@@ -108,8 +108,8 @@ def parse_catalog(document: Any, source: str) -> Catalog:
     price_source = reader.string(document, "price_source", "", "", allow_empty=True)
     price_date = str(document.get("price_date", ""))
     gpu_resource = reader.string(document, "gpu_resource", "", DEFAULT_GPU_RESOURCE)
-    overhead = _resources(reader, document.get("daemonset_overhead") or {},
-                          "daemonset_overhead")
+    overhead = read_resources(reader, document.get("daemonset_overhead"),
+                              "daemonset_overhead")
     raw_types = document.get("instance_types")
     if not isinstance(raw_types, list) or not raw_types:
         raise reader.fail("instance_types", "expected a non-empty list")
@@ -123,7 +123,10 @@ def parse_catalog(document: Any, source: str) -> Catalog:
             raise reader.fail(f"{path}.name", f"{name!r} appears twice")
         seen.add(name)
         gpus = reader.as_int(raw.get("gpus"), f"{path}.gpus", low=0)
-        allocatable = _resources(reader, raw.get("allocatable"), f"{path}.allocatable")
+        if raw.get("allocatable") is None:
+            raise reader.fail(f"{path}.allocatable", "required: a mapping with cpu, memory "
+                              "and optionally gpus")
+        allocatable = read_resources(reader, raw.get("allocatable"), f"{path}.allocatable")
         vcpu = reader.as_int(raw.get("vcpu"), f"{path}.vcpu", low=1)
         memory_gib = reader.as_number(raw.get("memory_gib"), f"{path}.memory_gib",
                                       positive=True)
@@ -162,17 +165,3 @@ def parse_catalog(document: Any, source: str) -> Catalog:
             )
         )
     return Catalog(source, provider, region, gpu_resource, overhead, tuple(types))
-
-
-def _resources(reader: FieldReader, raw: Any, path: str) -> Resources:
-    """cpu, memory and gpus as Kubernetes quantities (`bucketing.resources`)."""
-    if not isinstance(raw, Mapping):
-        raise reader.fail(path, "expected a mapping with cpu, memory and optionally gpus")
-    reader.known(raw, path, {"cpu", "memory", "gpus"})
-    try:
-        cpu = parse_resource_quantity(raw.get("cpu", 0), f"{path}.cpu")
-        memory = parse_resource_quantity(raw.get("memory", 0), f"{path}.memory")
-        gpus = parse_resource_quantity(raw.get("gpus", 0), f"{path}.gpus")
-    except InputError as error:
-        raise ConfigError(f"{reader.source}: {error}") from None
-    return Resources(int(gpus * 1000), int(cpu * 1000), int(memory))

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 from kubernetes.utils.quantity import parse_quantity
 
-from common.errors import InputError
+from common.errors import ConfigError, InputError
+from common.fields import FieldReader
 
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 GIB = 1024**3
@@ -178,6 +179,21 @@ def parse_resource_quantity(value: Any, where: str) -> Decimal:
     if quantity < 0:
         raise InputError(f"{where}: {value!r} is negative")
     return quantity
+
+
+def read_resources(reader: FieldReader, raw: Any, path: str) -> Resources:
+    """A config's `cpu`, `memory` and `gpus` quantities at `path` (None: none), as the
+    catalog's `allocatable` and `daemonset_overhead` and the overprovisioner's overhead
+    write them; errors name the source and the field."""
+    body = reader.mapping(raw, path)
+    reader.known(body, path, {"cpu", "memory", "gpus"})
+    try:
+        cpu = parse_resource_quantity(body.get("cpu", 0), f"{path}.cpu")
+        memory = parse_resource_quantity(body.get("memory", 0), f"{path}.memory")
+        gpus = parse_resource_quantity(body.get("gpus", 0), f"{path}.gpus")
+    except InputError as error:
+        raise ConfigError(f"{reader.source}: {error}") from None
+    return Resources(int(gpus * 1000), int(cpu * 1000), int(memory))
 
 
 def _milli(value: Any, where: str) -> int:

@@ -12,20 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bucketing.resources import Resources, parse_resource_quantity
+from bucketing.resources import Resources, read_resources
 from common import fields
-from common.errors import ConfigError, InputError
 
 
 @dataclass(frozen=True)
 class FieldReader(fields.FieldReader):
     def resources(self, raw: Any, path: str) -> Resources:
-        body = self.mapping(raw, path)
-        self.known(body, path, {"cpu", "memory", "gpus"})
-        try:
-            cpu = parse_resource_quantity(body.get("cpu", 0), f"{path}.cpu")
-            memory = parse_resource_quantity(body.get("memory", 0), f"{path}.memory")
-            gpus = parse_resource_quantity(body.get("gpus", 0), f"{path}.gpus")
-        except InputError as error:
-            raise ConfigError(f"{self.source}: {error}") from None
-        return Resources(int(gpus * 1000), int(cpu * 1000), int(memory))
+        return read_resources(self, raw, path)
