@@ -8,10 +8,9 @@ and gate removal in one JSON patch guarded by `test`s: `patch.ungate_patch`), co
 from the pod as the label patch answered it (else read fresh); an Event on each once
 the round's gates are all lifted (`send_events`: the members, and the next jobs',
 reach kube-scheduler sooner; Coscheduling turns away a member whose siblings are still
-gated). A failed patch (422: the pod changed;
-404: gone; any API fault) is left for the next round, which plans again from the
-cache; the lease is asked again before each pod, so a replica that lost it stops
-between two pods.
+gated). A failed patch (422: the pod changed; 404: gone; any API fault) is left for the
+next round, which plans again from the cache; the lease is asked again before each pod,
+so a replica that lost it stops between two pods.
 
 Must not: decide admissions (the core does), touch the cache (the pods it ungated are
 listed in `ungated` for the admitter to assume on the event loop).
@@ -95,9 +94,7 @@ class GatePatcher:
         def one(pod: Pod) -> bool:
             if not self.is_leader():
                 return False  # the lease is lost mid-apply: the new leader completes it
-            return self._patch_pod(pod, lambda current: ungate_patch(
-                current, self.config.gate, domain, admission.locality,
-                self.config.domain_annotation, labels), labelled.get(pod.uid)) is not None
+            return self.ungate(pod, domain, admission.locality, labels, labelled.get(pod.uid))
 
         # Every member carries the gang's PodGroup label before any is ungated
         # (`patch.label_patch` says why); then the pods at once (`write_workers`), paced
@@ -131,11 +128,13 @@ class GatePatcher:
         list(self._workers.map(lambda event: self._events.on_pod(*event), due))
 
     def ungate(self, pod: Pod, domain: tuple[str, str, str] | None,
-               locality: Locality, labels: dict[str, str] | None = None) -> bool:
-        """Lift the pod's gate (with its domain, when one): whether it was done."""
-        return self._patch_pod(pod, lambda current: ungate_patch(
-            current, self.config.gate, domain, locality, self.config.domain_annotation,
-            labels)) is not None
+               locality: Locality, labels: dict[str, str] | None = None,
+               current: dict[str, Any] | None = None) -> bool:
+        """Lift the pod's gate (with its domain, when one), computed from `current` (the
+        pod as an earlier patch answered it) or read now: whether it was done."""
+        return self._patch_pod(pod, lambda seen: ungate_patch(
+            seen, self.config.gate, domain, locality, self.config.domain_annotation,
+            labels), current) is not None
 
     def _patch_pod(self, pod: Pod, operations: Callable[[dict[str, Any]], Any],
                    current: dict[str, Any] | None = None) -> dict[str, Any] | None:
